@@ -1,0 +1,1 @@
+//! CUDA driver backend (cudarc, loaded at run time).

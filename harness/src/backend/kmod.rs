@@ -1,0 +1,1 @@
+//! Companion kernel module backend (`/dev/gpucts`).

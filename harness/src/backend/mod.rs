@@ -1,0 +1,6 @@
+//! Backends: the only code that talks to tools, drivers and devices. Areas reach hardware and
+//! compilers through these; a backend knows nothing of areas.
+
+pub mod cuda;
+pub mod kmod;
+pub mod toolchain;

@@ -1,0 +1,223 @@
+//! Capabilities a case may require, and the set this machine has.
+//!
+//! A case names the capabilities it needs in its suite entry; the runner skips it, naming the
+//! first missing one, before anything runs. `--require` names capabilities (or families such as
+//! `toolchain`) whose absence must fail the run instead.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    /// A CUDA GPU reachable through the driver API.
+    Gpu,
+    /// `ptxas` (PTX -> cubin).
+    Ptxas,
+    /// NVRTC (CUDA C++ -> PTX).
+    Nvrtc,
+    /// nvJitLink (offline linking of PTX/cubins).
+    Nvjitlink,
+    /// libNVVM (NVVM IR -> PTX).
+    Libnvvm,
+    /// `nvdisasm` (cubin disassembly).
+    Nvdisasm,
+    /// `cuobjdump`.
+    Cuobjdump,
+    /// libcu++ headers (`cuda/atomic`), from the `nvidia-cuda-cccl` wheel or a CUDA install.
+    Cccl,
+    /// clang-19 / llc-19 with the NVPTX target.
+    Clang,
+    /// The gpucts companion module's device node, `/dev/gpucts`.
+    Kmod,
+    /// An RDMA device through libibverbs (cargo feature `rdma`).
+    Rdma,
+}
+
+impl Capability {
+    pub const ALL: &'static [Capability] = &[
+        Capability::Gpu,
+        Capability::Ptxas,
+        Capability::Nvrtc,
+        Capability::Nvjitlink,
+        Capability::Libnvvm,
+        Capability::Nvdisasm,
+        Capability::Cuobjdump,
+        Capability::Cccl,
+        Capability::Clang,
+        Capability::Kmod,
+        Capability::Rdma,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Capability::Gpu => "gpu",
+            Capability::Ptxas => "ptxas",
+            Capability::Nvrtc => "nvrtc",
+            Capability::Nvjitlink => "nvjitlink",
+            Capability::Libnvvm => "libnvvm",
+            Capability::Nvdisasm => "nvdisasm",
+            Capability::Cuobjdump => "cuobjdump",
+            Capability::Cccl => "cccl",
+            Capability::Clang => "clang",
+            Capability::Kmod => "kmod",
+            Capability::Rdma => "rdma",
+        }
+    }
+
+    /// The family `--require` may name instead of the capability itself.
+    pub fn family(self) -> &'static str {
+        match self {
+            Capability::Ptxas
+            | Capability::Nvrtc
+            | Capability::Nvjitlink
+            | Capability::Libnvvm
+            | Capability::Nvdisasm
+            | Capability::Cuobjdump
+            | Capability::Cccl => "toolchain",
+            other => other.name(),
+        }
+    }
+
+    /// What a user does to provide this capability.
+    pub fn hint(self) -> &'static str {
+        match self {
+            Capability::Gpu => "needs an NVIDIA GPU and its driver (libcuda.so.1)",
+            Capability::Ptxas
+            | Capability::Nvrtc
+            | Capability::Nvjitlink
+            | Capability::Libnvvm
+            | Capability::Nvdisasm
+            | Capability::Cuobjdump
+            | Capability::Cccl => "run `gpucts toolchain install`",
+            Capability::Clang => "run `apt-get install clang-19 llvm-19`",
+            Capability::Kmod => "build and load kmod/ (see kmod/README.md)",
+            Capability::Rdma => {
+                "build with `--features rdma` on a machine with an RDMA device (libibverbs)"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Capability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Capability {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Capability::ALL
+            .iter()
+            .copied()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| format!("unknown capability `{s}`"))
+    }
+}
+
+/// A `--require` entry: one capability or a whole family (`toolchain`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requirement(String);
+
+impl Requirement {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if Capability::ALL
+            .iter()
+            .any(|c| c.name() == s || c.family() == s)
+        {
+            Ok(Requirement(s.to_string()))
+        } else {
+            let known: Vec<&str> = {
+                let mut v: Vec<&str> = Capability::ALL.iter().map(|c| c.name()).collect();
+                v.push("toolchain");
+                v
+            };
+            Err(format!(
+                "unknown capability `{s}` (known: {})",
+                known.join(", ")
+            ))
+        }
+    }
+
+    pub fn covers(&self, cap: Capability) -> bool {
+        cap.name() == self.0 || cap.family() == self.0
+    }
+}
+
+/// What this machine has: for each capability either a description (version, path) or the
+/// reason it is missing.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Capabilities {
+    entries: BTreeMap<Capability, Result<String, String>>,
+}
+
+impl Capabilities {
+    pub fn set(&mut self, cap: Capability, state: Result<String, String>) {
+        self.entries.insert(cap, state);
+    }
+
+    pub fn has(&self, cap: Capability) -> bool {
+        matches!(self.entries.get(&cap), Some(Ok(_)))
+    }
+
+    /// Why `cap` is missing, in a form fit for a skip reason.
+    pub fn missing_reason(&self, cap: Capability) -> String {
+        let why = match self.entries.get(&cap) {
+            Some(Err(why)) => why.clone(),
+            Some(Ok(_)) => return String::new(),
+            None => format!("{cap} was not probed"),
+        };
+        format!("{why} ({})", cap.hint())
+    }
+
+    /// The first capability in `needed` that is missing, as a skip status.
+    pub fn first_missing(&self, needed: &[Capability]) -> Option<(Capability, String)> {
+        needed
+            .iter()
+            .copied()
+            .find(|c| !self.has(*c))
+            .map(|c| (c, self.missing_reason(c)))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&Capability, &Result<String, String>)> {
+        self.entries.iter()
+    }
+
+    /// Every capability present; for tests of areas that want "everything".
+    pub fn all_present() -> Self {
+        let mut c = Capabilities::default();
+        for cap in Capability::ALL {
+            c.set(*cap, Ok("assumed".into()));
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirement_families_cover_members() {
+        let r = Requirement::parse("toolchain").unwrap();
+        assert!(r.covers(Capability::Ptxas));
+        assert!(r.covers(Capability::Nvrtc));
+        assert!(!r.covers(Capability::Gpu));
+        assert!(Requirement::parse("gpu").unwrap().covers(Capability::Gpu));
+        assert!(Requirement::parse("warp-drive").is_err());
+    }
+
+    #[test]
+    fn missing_reason_names_hint() {
+        let mut c = Capabilities::default();
+        c.set(Capability::Gpu, Err("no GPU: libcuda.so.1 not found".into()));
+        let (cap, why) = c.first_missing(&[Capability::Gpu]).unwrap();
+        assert_eq!(cap, Capability::Gpu);
+        assert!(why.contains("libcuda.so.1"), "{why}");
+    }
+}

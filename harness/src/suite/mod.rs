@@ -1,0 +1,44 @@
+//! The suite model: YAML suite files, loaded into typed cases.
+//!
+//! A suite file names its area and lists case entries. An entry has a hierarchical id
+//! (`area.group.case`), the spec clause it checks, the capabilities it needs, and a `check:`
+//! whose content belongs to the area. A `matrix:` expands one entry into many cases; every
+//! matrix key must appear in the id as `{key}`, so expanded ids are distinct, and `{key}` in the
+//! check content is replaced by the value.
+//!
+//! Loading is strict: unknown fields, duplicate keys and malformed values are errors that name
+//! `file:line:column`, and a suite that fails to load stops the run before anything runs.
+
+mod load;
+mod matrix;
+
+pub use load::{load_file, load_suites, resolve_suite_arg, LoadedSuite, SuiteError};
+pub use matrix::{expand, MatrixError, Params};
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::area::Check;
+use crate::capability::Capability;
+
+/// One runnable case, after matrix expansion and parsing of its area-specific content.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Stable hierarchical id, e.g. `abi.fundamental.u32`.
+    pub id: String,
+    /// The area this case belongs to (the suite file's `area:`).
+    pub area: String,
+    /// The spec clause checked, e.g. `ptx-interop 13.2 §2.3 note A`.
+    pub clause: String,
+    /// Capabilities the entry lists plus those its check derives.
+    pub requires: Vec<Capability>,
+    /// Run in a child process (GPU work, kernel module).
+    pub isolate: bool,
+    pub timeout: Duration,
+    /// Where the entry stands, for messages: `suites/abi.yaml:12:5`.
+    pub origin: String,
+    /// The suite file, so an isolated child can load the same case.
+    pub file: PathBuf,
+    pub check: Arc<dyn Check>,
+}
