@@ -54,8 +54,7 @@ impl Waivers {
                 .location()
                 .map(|l| (l.line(), l.column()))
                 .unwrap_or((0, 0));
-            let msg = e.without_snippet().to_string();
-            err(l, c, msg.lines().next().unwrap_or("").trim().to_string())
+            err(l, c, crate::suite::bare_message(&e))
         })?;
         let mut seen = std::collections::HashSet::new();
         for w in &f.waivers {
