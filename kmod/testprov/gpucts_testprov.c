@@ -283,6 +283,7 @@ err_free:
 static int tp_put_pages(u64 va, struct nvidia_p2p_page_table *pt, bool persistent,
 			bool check_va)
 {
+	struct tp_dma __maybe_unused *d, *tmp;
 	struct tp_pin *pin;
 	u32 delay;
 
@@ -319,8 +320,6 @@ static int tp_put_pages(u64 va, struct nvidia_p2p_page_table *pt, bool persisten
 	tp_run_callback(pin);
 	return 0;
 #else
-	struct tp_dma *d, *tmp;
-
 	list_for_each_entry_safe(d, tmp, &pin->dmas, node) {
 		tp_violation("put_pages with a DMA mapping still mapped");
 		tp_free_dma(d);
