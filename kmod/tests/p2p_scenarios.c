@@ -735,10 +735,18 @@ static void *race_freer(void *arg)
 {
 	struct race *r = arg;
 
+	unsigned int round = 0;
+
 	for (;;) {
+		volatile unsigned int spin;
+
 		pthread_barrier_wait(&r->start);
 		if (r->stop)
 			return NULL;
+		/* a varying head start for the unpin, so that the free lands
+		 * before, inside and after put_pages across the rounds */
+		for (spin = 0; spin < (round++ % 32) * 400; spin++)
+			;
 		r->free_cbs = tp_free(r->c->tp, r->va);
 		pthread_barrier_wait(&r->done);
 	}
@@ -920,6 +928,32 @@ static int sc_fd_closed_with_mapping(struct ctx *c)
 	return 0;
 }
 
+/* §4.3 vs §4.4.3: who fires the callback on put_pages */
+static int sc_put_pages_callback_semantics(struct ctx *c)
+{
+	struct gpucts_p2p_unpin u;
+	struct gpucts_p2p_pin p[4];
+	uint64_t va, before, fired;
+	int i;
+
+	CHECK_OK(tp_alloc(c->tp, 4 * align_bytes, &va, NULL), "alloc");
+	for (i = 0; i < 4; i++)
+		CHECK_OK(gp_pin(c->gp, va + i * align_bytes, align_bytes, 0, &p[i]), "pin");
+	before = tp_stats(c->tp).callbacks;
+	for (i = 0; i < 4; i++) {
+		CHECK_OK(gp_unpin(c->gp, p[i].handle, &u), "unpin");
+		CHECK(u.result == (tegra ? GPUCTS_P2P_UNPIN_REVOKED_DURING :
+				   GPUCTS_P2P_UNPIN_PUT) && u.callbacks == (tegra ? 1u : 0u),
+		      "unpin %d: result %u callbacks %u", i, u.result, u.callbacks);
+	}
+	fired = tp_stats(c->tp).callbacks - before;
+	CHECK(fired == (tegra ? 4u : 0u), "provider fired %llu callbacks for 4 put_pages",
+	      (unsigned long long)fired);
+	CHECK(tp_free(c->tp, va) == 0, "free after unpin fired callbacks");
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
+	return 0;
+}
+
 struct scenario {
 	const char *name;
 	int (*fn)(struct ctx *c);
@@ -943,6 +977,7 @@ static const struct scenario scenarios[] = {
 	{ "addresses_need_cap_sys_admin", sc_addresses_need_cap_sys_admin },
 	{ "injected_enomem", sc_injected_enomem },
 	{ "incompatible_page_table_version", sc_incompatible_version },
+	{ "put_pages_callback_semantics", sc_put_pages_callback_semantics },
 	{ "revoke_races_unpin", sc_revoke_races_unpin },
 	{ "process_killed_with_pins", sc_process_killed_with_pins },
 	{ "fd_closed_with_mapping_open", sc_fd_closed_with_mapping },
