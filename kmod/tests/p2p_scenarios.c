@@ -754,7 +754,9 @@ static void *race_freer(void *arg)
 
 static int sc_revoke_races_unpin(struct ctx *c)
 {
-	const int iters = tegra ? 1000 : 3000;
+	/* P2P_RACE_ITERS (environment) overrides the default for soak runs */
+	const char *env = getenv("P2P_RACE_ITERS");
+	const int iters = env && atoi(env) > 0 ? atoi(env) : tegra ? 1000 : 3000;
 	int n_put = 0, n_during = 0, n_before = 0, i;
 	struct gpucts_p2p_unpin u;
 	struct gpucts_p2p_pin p;
