@@ -831,6 +831,109 @@ static int sc_revoke_races_unpin(struct ctx *c)
 	return 0;
 }
 
+/* --- revocation while ioctls use the pages (the callback's "users") --- */
+
+struct busy {
+	struct ctx *c;
+	uint64_t handle;
+	volatile int stop;
+	int bad;
+	int stale;
+	long calls;
+	char what[160];
+};
+
+static void *busy_user(void *arg)
+{
+	struct busy *b = arg;
+	struct gpucts_p2p_page_table t;
+	struct gpucts_p2p_dma_map d;
+	struct gpucts_p2p_dma_unmap du;
+	uint64_t addrs[4];
+	int r;
+
+	while (!b->stop && !b->bad) {
+		if (++b->calls > 200000) {
+			snprintf(b->what, sizeof(b->what), "no ESTALE after %ld calls",
+				 b->calls);
+			b->bad = 1;
+			break;
+		}
+		r = gp_pt(b->c->gp, b->handle, &t, addrs, 4);
+		if (r == -ESTALE) {
+			b->stale = 1;
+			break;
+		}
+		if (r) {
+			snprintf(b->what, sizeof(b->what), "PAGE_TABLE: %d", r);
+			b->bad = 1;
+			break;
+		}
+		memset(&d, 0, sizeof(d));
+		d.handle = b->handle;
+		d.addrs_ptr = (uintptr_t)addrs;
+		d.addrs_count = 4;
+		r = xioctl(b->c->gp, GPUCTS_P2P_IOC_DMA_MAP, &d);
+		if (r == -ESTALE) {
+			b->stale = 1;
+			break;
+		}
+		if (r) {
+			snprintf(b->what, sizeof(b->what), "DMA_MAP: %d", r);
+			b->bad = 1;
+			break;
+		}
+		du.handle = b->handle;
+		r = xioctl(b->c->gp, GPUCTS_P2P_IOC_DMA_UNMAP, &du);
+		if (r == -ESTALE) {
+			b->stale = 1;	/* the callback freed the mapping */
+			break;
+		}
+		if (r) {
+			snprintf(b->what, sizeof(b->what), "DMA_UNMAP: %d", r);
+			b->bad = 1;
+		}
+	}
+	return NULL;
+}
+
+static int sc_revoke_with_ioctls_in_flight(struct ctx *c)
+{
+	struct gpucts_p2p_unpin u;
+	struct gpucts_p2p_pin p;
+	struct gpucts_testprov_stats s;
+	long calls = 0;
+	uint64_t va;
+	int i, cbs;
+
+	for (i = 0; i < 200; i++) {
+		struct busy b = { .c = c };
+		pthread_t th;
+
+		CHECK_OK(tp_alloc(c->tp, 2 * align_bytes, &va, NULL), "alloc");
+		CHECK_OK(gp_pin(c->gp, va, 2 * align_bytes, 0, &p), "pin");
+		b.handle = p.handle;
+		CHECK(!pthread_create(&th, NULL, busy_user, &b), "thread");
+		usleep(50 + (i % 10) * 40);
+		cbs = tp_free(c->tp, va);
+		/* every call after the revocation must answer ESTALE: the user
+		 * stops on it (bounded by its own call limit) */
+		pthread_join(th, NULL);
+		calls += b.calls;
+		CHECK(!b.bad, "round %d: %s", i, b.what);
+		CHECK(cbs == 1, "round %d: free fired %d callbacks", i, cbs);
+		CHECK(b.stale, "round %d: user never saw ESTALE after revocation", i);
+		CHECK_OK(gp_unpin(c->gp, p.handle, &u), "unpin");
+		CHECK(u.result == GPUCTS_P2P_UNPIN_REVOKED, "round %d: result %u", i, u.result);
+	}
+	s = tp_stats(c->tp);
+	printf("# revoke_with_ioctls_in_flight: 200 rounds, %ld ioctl loops\n", calls);
+	CHECK(s.pins == 0 && s.dma_mappings == 0 && s.allocs == 0,
+	      "left: %u pins, %u dma, %u allocs", s.pins, s.dma_mappings, s.allocs);
+	CHECK(s.violations == 0, "violations %llu", (unsigned long long)s.violations);
+	return 0;
+}
+
 /* Child pins (one persistent on desktop), maps, then is killed. */
 static int killed_child(struct ctx *c, int gp_first)
 {
@@ -981,6 +1084,7 @@ static const struct scenario scenarios[] = {
 	{ "incompatible_page_table_version", sc_incompatible_version },
 	{ "put_pages_callback_semantics", sc_put_pages_callback_semantics },
 	{ "revoke_races_unpin", sc_revoke_races_unpin },
+	{ "revoke_with_ioctls_in_flight", sc_revoke_with_ioctls_in_flight },
 	{ "process_killed_with_pins", sc_process_killed_with_pins },
 	{ "fd_closed_with_mapping_open", sc_fd_closed_with_mapping },
 };

@@ -229,4 +229,13 @@ struct gpucts_p2p_events {
 #define GPUCTS_P2P_IOC_DMA_UNMAP	_IOW(GPUCTS_P2P_IOC_MAGIC, 0x05, struct gpucts_p2p_dma_unmap)
 #define GPUCTS_P2P_IOC_EVENTS		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x06, struct gpucts_p2p_events)
 
+/*
+ * Resulting numbers (x86_64, arm64) and structure sizes, for bindings that
+ * do not run the C preprocessor; a binding should assert the sizes:
+ *   GET_VERSION 0x80184700 (24)   PIN        0xc0404701 (64)
+ *   UNPIN       0xc0184702 (24)   PAGE_TABLE 0xc0404703 (64)
+ *   DMA_MAP     0xc0384704 (56)   DMA_UNMAP  0x40084705 (8)
+ *   EVENTS      0xc0184706 (24)
+ */
+
 #endif /* _UAPI_GPUCTS_P2P_H */
