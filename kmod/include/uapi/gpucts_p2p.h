@@ -161,10 +161,11 @@ struct gpucts_p2p_page_table {
  * direction is used by the Tegra signature only (0 bidirectional, 1 to the
  * device, 2 from the device).  addrs_ptr as for PAGE_TABLE (DMA addresses).
  *
- * Errors: -EINVAL (pad, direction > 2, bus > 255, devfn > 255), -ENOENT,
- *         -EACCES, -ESTALE, -EPROTO (incompatible page table),
- *         -ENODEV (no such PCI device), -EBUSY (already mapped),
- *         -EPERM/-EFAULT (addrs_ptr), or the provider's error unchanged.
+ * Errors, in this order: -EINVAL (pad, direction > 2, bus > 255,
+ *         devfn > 255), -ENOENT, -EACCES, -ESTALE, -EPERM (addrs_ptr without
+ *         CAP_SYS_ADMIN), -EPROTO (incompatible page table), -ENODEV (no such
+ *         PCI device), -EBUSY (already mapped), the provider's error
+ *         unchanged, -EFAULT (addrs_ptr; the mapping stays, DMA_UNMAP it).
  */
 struct gpucts_p2p_dma_map {
 	__u64 handle;		/* in */
@@ -183,8 +184,9 @@ struct gpucts_p2p_dma_map {
 
 /*
  * GPUCTS_P2P_IOC_DMA_UNMAP: nvidia_p2p_dma_unmap_pages.
- * Errors: -EINVAL (pad, or no mapping on the handle), -ENOENT, -EACCES,
- *         -ESTALE (the callback freed the mapping), or the provider's error.
+ * Errors: -ENOENT, -EACCES, -ESTALE (revoked: the callback freed the
+ *         mapping), -EINVAL (no mapping on the handle), or the provider's
+ *         error (the mapping is forgotten either way).
  */
 struct gpucts_p2p_dma_unmap {
 	__u64 handle;		/* in */
@@ -200,7 +202,7 @@ struct gpucts_p2p_dma_unmap {
 
 /*
  * GPUCTS_P2P_IOC_EVENTS: what happened to a handle; works on revoked handles
- * so a test can observe revocation.  Errors: -EINVAL (pad), -ENOENT, -EACCES.
+ * so a test can observe revocation.  Errors: -ENOENT, -EACCES.
  */
 struct gpucts_p2p_events {
 	__u64 handle;		/* in */
