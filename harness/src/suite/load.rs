@@ -110,13 +110,14 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
     };
     let text = std::fs::read_to_string(path)
         .map_err(|e| vec![err_at(0, 0, format!("cannot read suite file: {e}"))])?;
-    let raw: RawSuite = serde_saphyr::from_str(&text).map_err(|e| {
-        let (line, column) = e
-            .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((0, 0));
-        vec![err_at(line, column, bare_message(&e))]
-    })?;
+    let raw: RawSuite =
+        serde_saphyr::from_str_with_options(&text, yaml_options()).map_err(|e| {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((0, 0));
+            vec![err_at(line, column, bare_message(&e))]
+        })?;
 
     let mut errors = Vec::new();
     let area = raw.area.value.clone();
@@ -216,6 +217,26 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
     } else {
         Err(errors)
     }
+}
+
+/// How every gpucts YAML file is read: duplicate keys are errors, and only YAML 1.2 spellings
+/// are booleans (so a matrix value `y` or `no` stays a string).
+pub fn yaml_options() -> serde_saphyr::Options {
+    let mut o = serde_saphyr::Options::default();
+    o.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
+    o.strict_booleans = true;
+    o
+}
+
+/// Parse YAML text with [`yaml_options`]; the error is `(line, column, message)`.
+pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, (u64, u64, String)> {
+    serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| {
+        let (l, c) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
+        (l, c, bare_message(&e))
+    })
 }
 
 /// serde-saphyr's message without its snippet and trailing position (we print `file:line:col`).
