@@ -306,6 +306,13 @@ impl Session {
     pub fn device(&self) -> sys::CUdevice {
         self.dev
     }
+
+    /// The device's UUID bytes, as `nvidia_p2p_page_table.gpu_uuid` carries them.
+    pub fn uuid(&self) -> Result<[u8; 16], String> {
+        result::device::get_uuid(self.dev)
+            .map(|u| u.bytes.map(|b| b as u8))
+            .map_err(|e| format!("cuDeviceGetUuid: {e:?}"))
+    }
 }
 
 pub use sys::CUpointer_attribute as PointerAttribute;

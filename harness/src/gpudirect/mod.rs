@@ -1,5 +1,7 @@
 //! The `gpudirect` area: the GPUDirect RDMA userspace API on a GPU, and the `nvidia_p2p_*`
-//! kernel API through the companion module.
+//! kernel API through the companion module (`kmod/`, `/dev/gpucts`).
+
+mod kmod_cases;
 
 use serde::Deserialize;
 
@@ -18,6 +20,18 @@ pub enum GpudirectCheck {
     /// gpudirect §3.5: a buffer id identifies one allocation, so freeing and allocating again
     /// (even at the same address) gives a different id.
     BufferIdChanges,
+    /// The module answers GET_VERSION with this UAPI's major and the pin alignment of its
+    /// flavour (64 KB desktop §3.2, 4 KB Tegra §4.4).
+    KmodVersion,
+    /// Bad arguments get exact errnos, never an oops: zero length EINVAL, unknown handle
+    /// ENOENT, unknown ioctl ENOTTY.
+    KmodBadArguments,
+    /// §3.2/§4.3: pin device memory; the page table is version-compatible, has 64 KB pages
+    /// covering the range, and names this GPU's UUID; unpin releases it without a callback.
+    KmodPinPageTable,
+    /// §2.3/§3.4: freeing pinned memory fires the free callback once; a later unpin is safe
+    /// and reports the handle as revoked.
+    KmodRevokeOnFree,
 }
 
 const ALLOC: usize = 1 << 20;
@@ -61,9 +75,24 @@ fn buffer_id_changes(s: &Session) -> Result<CaseStatus, String> {
     })
 }
 
+fn with_session(f: impl FnOnce(&Session) -> Result<CaseStatus, String>) -> CaseStatus {
+    match Session::open(0) {
+        Ok(s) => f(&s).unwrap_or_else(CaseStatus::error),
+        Err(e) => CaseStatus::error(e),
+    }
+}
+
 impl Check for GpudirectCheck {
     fn requires(&self) -> Vec<Capability> {
-        vec![Capability::Gpu]
+        match self {
+            GpudirectCheck::SyncMemops | GpudirectCheck::BufferIdChanges => vec![Capability::Gpu],
+            GpudirectCheck::KmodVersion | GpudirectCheck::KmodBadArguments => {
+                vec![Capability::Kmod]
+            }
+            GpudirectCheck::KmodPinPageTable | GpudirectCheck::KmodRevokeOnFree => {
+                vec![Capability::Gpu, Capability::Kmod]
+            }
+        }
     }
 
     fn isolate(&self) -> bool {
@@ -71,14 +100,13 @@ impl Check for GpudirectCheck {
     }
 
     fn run(&self, _ctx: &CaseContext) -> CaseStatus {
-        let session = match Session::open(0) {
-            Ok(s) => s,
-            Err(e) => return CaseStatus::error(e),
-        };
-        let r = match self {
-            GpudirectCheck::SyncMemops => sync_memops(&session),
-            GpudirectCheck::BufferIdChanges => buffer_id_changes(&session),
-        };
-        r.unwrap_or_else(CaseStatus::error)
+        match self {
+            GpudirectCheck::SyncMemops => with_session(sync_memops),
+            GpudirectCheck::BufferIdChanges => with_session(buffer_id_changes),
+            GpudirectCheck::KmodVersion => kmod_cases::version(),
+            GpudirectCheck::KmodBadArguments => kmod_cases::bad_arguments(),
+            GpudirectCheck::KmodPinPageTable => with_session(kmod_cases::pin_page_table),
+            GpudirectCheck::KmodRevokeOnFree => with_session(kmod_cases::revoke_on_free),
+        }
     }
 }
