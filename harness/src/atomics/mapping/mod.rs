@@ -85,7 +85,7 @@ impl CaseVerdict {
             CaseVerdict::Unsupported { reason } => CaseStatus::skip(
                 match case.producer {
                     Producer::Nvrtc => Capability::Cccl,
-                    Producer::Clang => Capability::Clang,
+                    Producer::Clang | Producer::LlvmIr => Capability::Clang,
                 },
                 reason.clone(),
             ),
@@ -136,6 +136,7 @@ pub fn run_batch(
         let r = match producer {
             Producer::Nvrtc => tc.nvrtc(src, "gpucts_mapping.cu", source::NVRTC_OPTIONS),
             Producer::Clang => tc.clang_ptx(src, ClangLang::Cuda, source::CLANG_ARGS),
+            Producer::LlvmIr => tc.clang_ptx(src, ClangLang::LlvmIr, source::CLANG_ARGS),
         };
         r.map_err(|e| match e {
             ToolError::Failed { log, .. } => CompileError::Rejected(log),
@@ -163,6 +164,7 @@ pub fn run_batch_with(
     let gen: fn(&[MappingCase]) -> String = match producer {
         Producer::Nvrtc => source::nvrtc_source,
         Producer::Clang => source::clang_source,
+        Producer::LlvmIr => source::llvm_ir_source,
     };
     let mut verdicts: HashMap<MappingCase, CaseVerdict> = HashMap::new();
     let mut to_compile: Vec<MappingCase> = Vec::new();
@@ -528,6 +530,7 @@ mod tests {
         for (producer, caps) in [
             (Producer::Nvrtc, &[Capability::Nvrtc, Capability::Cccl][..]),
             (Producer::Clang, &[Capability::Clang][..]),
+            (Producer::LlvmIr, &[Capability::Clang][..]),
         ] {
             if let Some(missing) = caps.iter().find(|c| !tc.has(**c)) {
                 eprintln!(

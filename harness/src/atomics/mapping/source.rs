@@ -15,15 +15,19 @@ pub enum Producer {
     Nvrtc,
     /// clang-19, CUDA device code with `__scoped_atomic_*` builtins.
     Clang,
+    /// LLVM IR atomics with `syncscope` through clang-19's NVPTX backend: every case is
+    /// expressible, so this separates front-end from back-end behaviour.
+    LlvmIr,
 }
 
 impl Producer {
-    pub const ALL: [Producer; 2] = [Producer::Nvrtc, Producer::Clang];
+    pub const ALL: [Producer; 3] = [Producer::Nvrtc, Producer::Clang, Producer::LlvmIr];
 
     pub fn name(self) -> &'static str {
         match self {
             Producer::Nvrtc => "nvrtc",
             Producer::Clang => "clang",
+            Producer::LlvmIr => "llvm",
         }
     }
 
@@ -31,6 +35,7 @@ impl Producer {
         match self {
             Producer::Nvrtc => "libcu++ via NVRTC",
             Producer::Clang => "clang-19 __scoped_atomic builtins",
+            Producer::LlvmIr => "LLVM IR atomics via the clang-19 NVPTX backend",
         }
     }
 }
@@ -152,8 +157,76 @@ pub fn nvrtc_cluster_probe() -> String {
 /// `-rdc=true` keeps the unreferenced `extern "C"` device functions in the PTX.
 pub const NVRTC_OPTIONS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17", "-rdc=true"];
 
-/// clang arguments beyond the toolchain's CUDA device-only defaults.
+/// clang arguments beyond the toolchain's CUDA device-only (or NVPTX target) defaults.
 pub const CLANG_ARGS: &[&str] = &["-O2", "-fno-crash-diagnostics"];
+
+fn llvm_order(o: Order) -> &'static str {
+    match o {
+        Order::SeqCst => "seq_cst",
+        Order::AcqRel => "acq_rel",
+        Order::Acquire => "acquire",
+        Order::Release => "release",
+        Order::Relaxed => "monotonic",
+    }
+}
+
+/// The `syncscope` of each thread scope, as NVPTX names them (system scope is LLVM's
+/// default, written without `syncscope`).
+fn llvm_scope(s: Scope) -> &'static str {
+    match s {
+        Scope::Cta => " syncscope(\"block\")",
+        Scope::Cluster => " syncscope(\"cluster\")",
+        Scope::Gpu => " syncscope(\"device\")",
+        Scope::Sys => "",
+    }
+}
+
+/// One LLVM IR module for `cases`: the C++ operations as LLVM's atomic instructions
+/// (C++ relaxed is LLVM monotonic).
+pub fn llvm_ir_source(cases: &[MappingCase]) -> String {
+    let mut s = String::from("target triple = \"nvptx64-nvidia-cuda\"\n\n");
+    for c in cases {
+        let f = c.function_name();
+        let order = llvm_order(c.order);
+        let scope = llvm_scope(c.scope);
+        let def = match c.operation {
+            Operation::Fence => {
+                format!("define void @{f}() {{\n  fence{scope} {order}\n  ret void\n}}\n")
+            }
+            Operation::Load => format!(
+                "define i32 @{f}(ptr %p) {{\n  %r = load atomic i32, ptr %p{scope} {order}, align 4\n  \
+                 ret i32 %r\n}}\n"
+            ),
+            Operation::Store => format!(
+                "define void @{f}(ptr %p, i32 %v) {{\n  store atomic i32 %v, ptr %p{scope} {order}, \
+                 align 4\n  ret void\n}}\n"
+            ),
+            Operation::Rmw(RmwOp::CompareExchange) => format!(
+                "define i32 @{f}(ptr %p, i32 %e, i32 %d) {{\n  %x = cmpxchg ptr %p, i32 %e, i32 %d{scope} \
+                 {order} {}, align 4\n  %r = extractvalue {{ i32, i1 }} %x, 0\n  ret i32 %r\n}}\n",
+                llvm_order(cas_failure_order(c.order))
+            ),
+            Operation::Rmw(r) => {
+                let op = match r {
+                    RmwOp::FetchAdd => "add",
+                    RmwOp::Exchange => "xchg",
+                    RmwOp::FetchAnd => "and",
+                    RmwOp::FetchOr => "or",
+                    RmwOp::FetchXor => "xor",
+                    RmwOp::FetchMin => "min",
+                    RmwOp::FetchMax => "max",
+                    RmwOp::CompareExchange => unreachable!("matched above"),
+                };
+                format!(
+                    "define i32 @{f}(ptr %p, i32 %v) {{\n  %r = atomicrmw {op} ptr %p, i32 %v{scope} \
+                     {order}, align 4\n  ret i32 %r\n}}\n"
+                )
+            }
+        };
+        s.push_str(&def);
+    }
+    s
+}
 
 /// One libcu++ compilation unit for `cases` (their producer is ignored).
 ///
@@ -319,7 +392,7 @@ mod tests {
         assert_eq!(ids.len(), all.len());
         // (4 fence + 3 load + 3 store + 8 RMW x 5 orders) x 4 scopes, per producer.
         assert_eq!(cases_for(Producer::Clang).len(), 200);
-        assert_eq!(all.len(), 400);
+        assert_eq!(all.len(), 600);
     }
 
     #[test]
@@ -346,6 +419,13 @@ mod tests {
             };
             assert_eq!(n, want, "{}", c.id());
         }
+        let src = llvm_ir_source(&cases_for(Producer::LlvmIr));
+        assert!(src.contains(
+            "cmpxchg ptr %p, i32 %e, i32 %d syncscope(\"block\") acq_rel acquire, align 4"
+        ));
+        assert!(src.contains("fence syncscope(\"cluster\") release\n"));
+        assert!(src.contains("atomicrmw min ptr %p, i32 %v monotonic, align 4"));
+        let src = clang_source(&cases_for(Producer::Clang));
         assert!(src.contains(
             "__scoped_atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE)"
         ));
