@@ -311,17 +311,26 @@ fn diagnose(case: &MappingCase, emitted: &[Instruction], rmw: Option<RmwOp>) -> 
     // Differs only in scope?
     for m in &allowed {
         if match_mapping(m, emitted, case.scope, rmw, true).is_ok() {
-            let scopes: Vec<&str> = emitted
+            let scopes: Vec<Scope> = emitted
                 .iter()
                 .filter_map(|i| i.mem_op())
                 .filter_map(|m| m.effective().scope)
-                .map(|s| s.name())
+                .filter(|s| *s != case.scope)
                 .collect();
+            let names: Vec<&str> = scopes.iter().map(|s| s.name()).collect();
+            // Scopes nest cta < cluster < gpu < sys; a narrower one leaves threads of the
+            // required scope outside the operation's morally-strong set.
+            let effect = if scopes.iter().any(|s| *s < case.scope) {
+                "narrower than required: threads in the required scope but outside the emitted \
+                 one are not covered"
+            } else {
+                "wider than required: stronger in the memory model, but the chapter's note \
+                 permits strengthening the memory order, not the scope"
+            };
             return format!(
-                "matches `{}` except for scope (emitted .{}, required .{}); the chapter's note \
-                 permits a stronger memory order, not a different scope",
+                "matches `{}` except for scope: emitted .{}, required .{} ({effect})",
                 m.render(case.scope, rmw),
-                scopes.join("/."),
+                names.join("/."),
                 case.scope.name()
             );
         }
@@ -476,6 +485,11 @@ mod tests {
         let r = case(Operation::Rmw(RmwOp::FetchAdd), Order::Relaxed, Scope::Cta);
         let e = check_case(&r, &body(&["atom.add.u32 %r2, [%rd1], %r1"])).unwrap_err();
         assert!(e.emitted[0].contains("atom.relaxed.gpu.add"), "{e}");
+        assert!(e.diagnosis.contains("wider than required"), "{e}");
+        // ... and at system scope it is narrower than required.
+        let r = case(Operation::Rmw(RmwOp::FetchAdd), Order::Relaxed, Scope::Sys);
+        let e = check_case(&r, &body(&["atom.add.u32 %r2, [%rd1], %r1"])).unwrap_err();
+        assert!(e.diagnosis.contains("narrower than required"), "{e}");
     }
 
     #[test]

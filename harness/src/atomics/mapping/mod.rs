@@ -601,4 +601,33 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn cache_compiles_a_producer_once() {
+        let tc = Toolchain::discover_system();
+        if !tc.has(Capability::Nvrtc) || !tc.has(Capability::Cccl) {
+            eprintln!("note: skipping the mapping cache test: NVRTC or libcu++ not found");
+            return;
+        }
+        let cache = MappingCache::new();
+        let a = case(Producer::Nvrtc, Operation::Load, Order::Acquire, Scope::Cta);
+        let b = case(
+            Producer::Nvrtc,
+            Operation::Store,
+            Order::Release,
+            Scope::Sys,
+        );
+        let va = cache.verdict(&tc, &a);
+        assert!(!matches!(va, CaseVerdict::ToolFailed { .. }), "{va}");
+        let done = cache.done.lock().unwrap();
+        assert_eq!(
+            done[&Producer::Nvrtc].len(),
+            cases_for(Producer::Nvrtc).len()
+        );
+        drop(done);
+        let vb = cache.verdict(&tc, &b);
+        assert!(!matches!(vb, CaseVerdict::ToolFailed { .. }), "{vb}");
+        assert_eq!(cache.verdict(&tc, &a), va);
+        assert_eq!(cache.done.lock().unwrap().len(), 1);
+    }
 }

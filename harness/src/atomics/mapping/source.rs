@@ -61,6 +61,29 @@ impl MappingCase {
         )
     }
 
+    /// The case an id names (the inverse of [`MappingCase::id`]); `None` for anything else,
+    /// including an order the operation does not take.
+    pub fn from_id(id: &str) -> Option<MappingCase> {
+        let rest = id.strip_prefix("atomics.mapping.")?;
+        let parts: Vec<&str> = rest.split('.').collect();
+        let [p, op, order, scope] = parts[..] else {
+            return None;
+        };
+        let producer = *Producer::ALL.iter().find(|x| x.name() == p)?;
+        let operation = Operation::all().into_iter().find(|x| x.name() == op)?;
+        let order = *operation
+            .valid_orders()
+            .iter()
+            .find(|x| x.name() == order)?;
+        let scope = *Scope::ALL.iter().find(|x| x.name() == scope)?;
+        Some(MappingCase {
+            producer,
+            operation,
+            order,
+            scope,
+        })
+    }
+
     /// The device function holding the case.
     pub fn function_name(&self) -> String {
         format!(
@@ -390,6 +413,17 @@ mod tests {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), all.len());
+        for c in &all {
+            assert_eq!(MappingCase::from_id(&c.id()), Some(*c));
+        }
+        assert_eq!(
+            MappingCase::from_id("atomics.mapping.nvrtc.store.acquire.gpu"),
+            None
+        );
+        assert_eq!(
+            MappingCase::from_id("atomics.mapping.nvrtc.load.acquire"),
+            None
+        );
         // (4 fence + 3 load + 3 store + 8 RMW x 5 orders) x 4 scopes, per producer.
         assert_eq!(cases_for(Producer::Clang).len(), 200);
         assert_eq!(all.len(), 600);
