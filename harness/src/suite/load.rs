@@ -73,6 +73,8 @@ struct RawCase {
     #[serde(default)]
     matrix: BTreeMap<String, Axis>,
     #[serde(default)]
+    table: Vec<matrix::Params>,
+    #[serde(default)]
     exclude: Vec<BTreeMap<String, serde_json::Value>>,
     check: serde_json::Value,
 }
@@ -113,10 +115,7 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
             .location()
             .map(|l| (l.line(), l.column()))
             .unwrap_or((0, 0));
-        // The bare message; the position is ours to print.
-        let msg = e.without_snippet().to_string();
-        let msg = msg.lines().next().unwrap_or("").trim().to_string();
-        vec![err_at(line, column, msg)]
+        vec![err_at(line, column, bare_message(&e))]
     })?;
 
     let mut errors = Vec::new();
@@ -152,7 +151,8 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
             fail(format!("case `{}` names no spec clause", entry.id));
             continue;
         }
-        let expanded = match matrix::expand(&entry.id, &entry.matrix, &entry.exclude) {
+        let expanded = match matrix::expand(&entry.id, &entry.matrix, &entry.table, &entry.exclude)
+        {
             Ok(p) => p,
             Err(e) => {
                 fail(format!("case `{}`: {e}", entry.id));
@@ -215,6 +215,16 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
         })
     } else {
         Err(errors)
+    }
+}
+
+/// serde-saphyr's message without its snippet and trailing position (we print `file:line:col`).
+pub fn bare_message(e: &serde_saphyr::Error) -> String {
+    let msg = e.without_snippet().to_string();
+    let first = msg.lines().next().unwrap_or("").trim();
+    match first.rfind(" at line ") {
+        Some(i) => first[..i].to_string(),
+        None => first.to_string(),
     }
 }
 

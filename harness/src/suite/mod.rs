@@ -12,7 +12,7 @@
 mod load;
 mod matrix;
 
-pub use load::{load_file, load_suites, resolve_suite_arg, LoadedSuite, SuiteError};
+pub use load::{bare_message, load_file, load_suites, resolve_suite_arg, LoadedSuite, SuiteError};
 pub use matrix::{expand, MatrixError, Params};
 
 use std::path::PathBuf;
