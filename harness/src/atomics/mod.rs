@@ -1,5 +1,7 @@
 //! The `atomics` area.
 
+pub mod mapping;
+
 use serde::Deserialize;
 
 use crate::area::{CaseContext, Check};

@@ -1,0 +1,633 @@
+//! Mapping conformance (ptx-interop 13.2 ch. 4, Atomics ABI), no GPU needed: each producer
+//! compiles every C++ atomic operation × memory order × scope, and the instruction sequence
+//! it emits must be one the chapter allows ([`table`]), strengthening as its note permits.
+//!
+//! - [`table`]: the chapter's rows as data;
+//! - [`source`]: cases, and the per-producer sources (many cases per compilation unit);
+//! - [`extract`]: the sequence in a PTX function, and the check against the rows;
+//! - here: compiling a batch once per producer and giving each case its [`CaseVerdict`].
+
+pub mod extract;
+pub mod source;
+pub mod table;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Mutex;
+
+use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
+use crate::capability::Capability;
+use crate::outcome::CaseStatus;
+use crate::ptx::instr::{function_body, function_names, Scope};
+
+pub use extract::{check_case, Matched, Mismatch};
+pub use source::{all_cases, cases_for, MappingCase, Producer};
+
+/// What one mapping case came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CaseVerdict {
+    /// The emitted sequence is one the chapter allows.
+    Conforms(Matched),
+    /// The emitted sequence is not.
+    Diverges(Mismatch),
+    /// The producer failed on this case's source while compiling others (e.g. a backend that
+    /// cannot select the operation); `log` is the producer's message.
+    ProducerRejected { log: String },
+    /// The producer's source language has no way to write the case (e.g. no cluster scope).
+    Unsupported { reason: String },
+    /// The producer could not compile anything (missing tool, broken install).
+    ToolFailed { message: String },
+}
+
+impl CaseVerdict {
+    pub fn is_conforming(&self) -> bool {
+        matches!(self, CaseVerdict::Conforms(_))
+    }
+
+    /// `Ok` for a conforming case, else the reason in one string.
+    pub fn as_result(&self) -> Result<(), String> {
+        match self {
+            CaseVerdict::Conforms(_) => Ok(()),
+            other => Err(other.to_string()),
+        }
+    }
+
+    /// The case status for the runner. A producer rejecting valid C++ is a failure of that
+    /// producer; a source it cannot express skips naming the producer's capability.
+    pub fn to_status(&self, case: &MappingCase) -> CaseStatus {
+        let allowed = || {
+            let rmw = match case.operation {
+                table::Operation::Rmw(r) => Some(r),
+                _ => None,
+            };
+            table::allowed(case.operation, case.order)
+                .unwrap_or_default()
+                .iter()
+                .map(|m| m.render(case.scope, rmw))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        match self {
+            CaseVerdict::Conforms(m) => CaseStatus::pass_with(m.to_string()),
+            CaseVerdict::Diverges(m) => CaseStatus::fail_detail(
+                m.allowed.join(" | "),
+                m.emitted_text(),
+                format!("{}; {}", case.clause(), m.diagnosis),
+            ),
+            CaseVerdict::ProducerRejected { log } => CaseStatus::fail_detail(
+                allowed(),
+                format!(
+                    "{} produced no PTX for this operation",
+                    case.producer.describe()
+                ),
+                first_error_lines(log),
+            ),
+            CaseVerdict::Unsupported { reason } => CaseStatus::skip(
+                match case.producer {
+                    Producer::Nvrtc => Capability::Cccl,
+                    Producer::Clang | Producer::LlvmIr => Capability::Clang,
+                },
+                reason.clone(),
+            ),
+            CaseVerdict::ToolFailed { message } => CaseStatus::error(message),
+        }
+    }
+}
+
+impl fmt::Display for CaseVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaseVerdict::Conforms(m) => write!(f, "conforms: {m}"),
+            CaseVerdict::Diverges(m) => write!(f, "diverges: {m}"),
+            CaseVerdict::ProducerRejected { log } => {
+                write!(f, "producer rejected the case: {}", first_error_lines(log))
+            }
+            CaseVerdict::Unsupported { reason } => write!(f, "unsupported: {reason}"),
+            CaseVerdict::ToolFailed { message } => write!(f, "tool failed: {message}"),
+        }
+    }
+}
+
+/// The lines of a compiler log that say what went wrong (clang's backend errors, NVRTC's
+/// `error:` lines), at most three.
+pub fn first_error_lines(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("error"))
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .take(3)
+        .map(str::trim)
+        .collect();
+    if lines.is_empty() {
+        log.lines().take(3).collect::<Vec<_>>().join(" / ")
+    } else {
+        lines.join(" / ")
+    }
+}
+
+/// Compile and check `cases` (all of `producer`) with the toolchain: one compilation for the
+/// batch, more only to isolate cases the producer fails on.
+pub fn run_batch(
+    tc: &Toolchain,
+    producer: Producer,
+    cases: &[MappingCase],
+) -> Vec<(String, CaseVerdict)> {
+    let compile = |src: &str| -> Result<String, CompileError> {
+        let r = match producer {
+            Producer::Nvrtc => tc.nvrtc(src, "gpucts_mapping.cu", source::NVRTC_OPTIONS),
+            Producer::Clang => tc.clang_ptx(src, ClangLang::Cuda, source::CLANG_ARGS),
+            Producer::LlvmIr => tc.clang_ptx(src, ClangLang::LlvmIr, source::CLANG_ARGS),
+        };
+        r.map_err(|e| match e {
+            ToolError::Failed { log, .. } => CompileError::Rejected(log),
+            other => CompileError::Unavailable(other.to_string()),
+        })
+    };
+    run_batch_with(producer, cases, &compile)
+}
+
+/// Why a compilation produced no PTX.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompileError {
+    /// The compiler ran and rejected the source; its log.
+    Rejected(String),
+    /// The compiler could not be run.
+    Unavailable(String),
+}
+
+/// [`run_batch`] over any compile function (source -> PTX), so it can be driven by a fake.
+pub fn run_batch_with(
+    producer: Producer,
+    cases: &[MappingCase],
+    compile: &dyn Fn(&str) -> Result<String, CompileError>,
+) -> Vec<(String, CaseVerdict)> {
+    let gen: fn(&[MappingCase]) -> String = match producer {
+        Producer::Nvrtc => source::nvrtc_source,
+        Producer::Clang => source::clang_source,
+        Producer::LlvmIr => source::llvm_ir_source,
+    };
+    let mut verdicts: HashMap<MappingCase, CaseVerdict> = HashMap::new();
+    let mut to_compile: Vec<MappingCase> = Vec::new();
+
+    // Whether the producer compiles anything at all: a relaxed RMW at device scope is the
+    // simplest case every producer handles. Asked only after a failure, at most once.
+    let sanity = MappingCase {
+        producer,
+        operation: table::Operation::Rmw(table::RmwOp::FetchAdd),
+        order: table::Order::Relaxed,
+        scope: Scope::Gpu,
+    };
+    let sanity_result: std::cell::OnceCell<Result<(), String>> = std::cell::OnceCell::new();
+    let producer_works = || {
+        sanity_result
+            .get_or_init(|| match compile(&gen(&[sanity])) {
+                Ok(_) => Ok(()),
+                Err(CompileError::Rejected(log)) => Err(format!(
+                    "{} cannot compile even `{}`: {}",
+                    producer.describe(),
+                    sanity.id(),
+                    first_error_lines(&log)
+                )),
+                Err(CompileError::Unavailable(m)) => Err(m),
+            })
+            .clone()
+    };
+
+    // libcu++ has no preprocessor test for cluster scope: probe it once.
+    let cluster_missing = producer == Producer::Nvrtc
+        && cases.iter().any(|c| c.scope == Scope::Cluster)
+        && compile(&source::nvrtc_cluster_probe()).is_err();
+    if cluster_missing {
+        if let Err(message) = producer_works() {
+            return cases
+                .iter()
+                .map(|c| {
+                    (
+                        c.id(),
+                        CaseVerdict::ToolFailed {
+                            message: message.clone(),
+                        },
+                    )
+                })
+                .collect();
+        }
+    }
+    for c in cases {
+        if cluster_missing && c.scope == Scope::Cluster {
+            verdicts.insert(
+                *c,
+                CaseVerdict::Unsupported {
+                    reason: source::unsupported_reason(c),
+                },
+            );
+        } else {
+            to_compile.push(*c);
+        }
+    }
+
+    let mut compiled: Vec<(Vec<MappingCase>, Result<String, String>)> = Vec::new();
+    if !to_compile.is_empty() {
+        match compile(&gen(&to_compile)) {
+            Ok(ptx) => compiled.push((to_compile.clone(), Ok(ptx))),
+            Err(CompileError::Unavailable(m)) => {
+                for c in &to_compile {
+                    verdicts.insert(*c, CaseVerdict::ToolFailed { message: m.clone() });
+                }
+            }
+            // Split only if the producer compiles something at all.
+            Err(CompileError::Rejected(_)) => match producer_works() {
+                Ok(()) => bisect(&to_compile, gen, compile, &mut compiled),
+                Err(message) => {
+                    for c in &to_compile {
+                        verdicts.insert(
+                            *c,
+                            CaseVerdict::ToolFailed {
+                                message: message.clone(),
+                            },
+                        );
+                    }
+                }
+            },
+        }
+    }
+
+    for (group, result) in compiled {
+        match result {
+            Err(log) => {
+                for c in group {
+                    verdicts.insert(c, CaseVerdict::ProducerRejected { log: log.clone() });
+                }
+            }
+            Ok(ptx) => {
+                let names = function_names(&ptx);
+                for c in group {
+                    let f = c.function_name();
+                    let v = if !names.contains(&f) {
+                        CaseVerdict::Unsupported {
+                            reason: source::unsupported_reason(&c),
+                        }
+                    } else {
+                        match function_body(&ptx, &f) {
+                            Ok(body) => match check_case(&c, &body) {
+                                Ok(m) => CaseVerdict::Conforms(m),
+                                Err(m) => CaseVerdict::Diverges(m),
+                            },
+                            Err(e) => CaseVerdict::ToolFailed {
+                                message: format!("cannot read the PTX of `{f}`: {e}"),
+                            },
+                        }
+                    };
+                    verdicts.insert(c, v);
+                }
+            }
+        }
+    }
+
+    cases
+        .iter()
+        .map(|c| {
+            let v = verdicts
+                .remove(c)
+                .unwrap_or_else(|| CaseVerdict::ToolFailed {
+                    message: "case was not compiled (duplicate in the batch?)".into(),
+                });
+            (c.id(), v)
+        })
+        .collect()
+}
+
+/// Compile halves until each failing case stands alone: a producer that crashes on one
+/// operation takes the whole compilation unit down with it.
+#[allow(clippy::type_complexity)]
+fn bisect(
+    cases: &[MappingCase],
+    gen: fn(&[MappingCase]) -> String,
+    compile: &dyn Fn(&str) -> Result<String, CompileError>,
+    out: &mut Vec<(Vec<MappingCase>, Result<String, String>)>,
+) {
+    if cases.len() <= 1 {
+        let r = compile(&gen(cases)).map_err(|e| match e {
+            CompileError::Rejected(l) | CompileError::Unavailable(l) => l,
+        });
+        out.push((cases.to_vec(), r));
+        return;
+    }
+    let (a, b) = cases.split_at(cases.len() / 2);
+    for half in [a, b] {
+        match compile(&gen(half)) {
+            Ok(ptx) => out.push((half.to_vec(), Ok(ptx))),
+            Err(_) if half.len() > 1 => bisect(half, gen, compile, out),
+            Err(e) => out.push((
+                half.to_vec(),
+                Err(match e {
+                    CompileError::Rejected(l) | CompileError::Unavailable(l) => l,
+                }),
+            )),
+        }
+    }
+}
+
+/// Verdicts computed once per producer and kept, so a runner asking case by case compiles each
+/// producer's batch only once.
+#[derive(Debug, Default)]
+pub struct MappingCache {
+    done: Mutex<HashMap<Producer, HashMap<String, CaseVerdict>>>,
+}
+
+impl MappingCache {
+    pub fn new() -> MappingCache {
+        MappingCache::default()
+    }
+
+    /// The verdict of `case`, compiling its producer's whole batch on first use.
+    pub fn verdict(&self, tc: &Toolchain, case: &MappingCase) -> CaseVerdict {
+        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        let per = done.entry(case.producer).or_insert_with(|| {
+            run_batch(tc, case.producer, &cases_for(case.producer))
+                .into_iter()
+                .collect()
+        });
+        per.get(&case.id())
+            .cloned()
+            .unwrap_or_else(|| CaseVerdict::ToolFailed {
+                message: format!("no verdict for {}", case.id()),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::atomics::mapping::table::{Operation, Order, RmwOp};
+
+    fn case(producer: Producer, op: Operation, order: Order, scope: Scope) -> MappingCase {
+        MappingCase {
+            producer,
+            operation: op,
+            order,
+            scope,
+        }
+    }
+
+    /// A fake producer: emits the chapter's recommended row for every function in the source,
+    /// except that it "crashes" on any source containing a seq_cst load.
+    fn fake_compile(src: &str) -> Result<String, CompileError> {
+        if src.contains("gpucts_load_seq_cst") {
+            return Err(CompileError::Rejected(
+                "fatal error: error in backend: Cannot select: AtomicLoad".into(),
+            ));
+        }
+        let mut ptx = String::from(".version 8.0\n.target sm_90\n.address_size 64\n");
+        for c in cases_for(Producer::Clang) {
+            let f = c.function_name();
+            if !src.contains(&format!(" {f}(")) || c.scope == Scope::Cluster {
+                continue;
+            }
+            let rmw = match c.operation {
+                Operation::Rmw(r) => Some(r),
+                _ => None,
+            };
+            let row = &table::rows(c.operation, c.order)[0];
+            let mut body = String::new();
+            for s in &row.steps {
+                let mut text = match s.kind {
+                    table::StepKind::Fence => format!("fence.{}.{}", s.sem.name(), c.scope.name()),
+                    table::StepKind::Ld => {
+                        format!("ld.{}.{}.b32 %r1, [%rd1]", s.sem.name(), c.scope.name())
+                    }
+                    table::StepKind::St => {
+                        format!("st.{}.{}.b32 [%rd1], %r1", s.sem.name(), c.scope.name())
+                    }
+                    table::StepKind::Atom => format!(
+                        "atom.{}.{}.{}.s32 %r1, [%rd1], %r2",
+                        s.sem.name(),
+                        c.scope.name(),
+                        rmw.unwrap().ptx_op().name()
+                    ),
+                };
+                text.push_str(";\n");
+                body.push_str(&text);
+            }
+            ptx.push_str(&format!(
+                ".visible .func {f}(\n.param .b64 {f}_param_0\n)\n{{\nld.param.u64 %rd1, [{f}_param_0];\n{body}ret;\n}}\n"
+            ));
+        }
+        Ok(ptx)
+    }
+
+    #[test]
+    fn batch_isolates_crashing_cases_and_checks_the_rest() {
+        let cases = cases_for(Producer::Clang);
+        let calls = std::cell::Cell::new(0);
+        let compile = |s: &str| {
+            calls.set(calls.get() + 1);
+            fake_compile(s)
+        };
+        let out = run_batch_with(Producer::Clang, &cases, &compile);
+        assert_eq!(out.len(), cases.len());
+        let by_id: HashMap<String, CaseVerdict> = out.into_iter().collect();
+        let ld = case(Producer::Clang, Operation::Load, Order::SeqCst, Scope::Gpu);
+        assert!(matches!(
+            by_id[&ld.id()],
+            CaseVerdict::ProducerRejected { .. }
+        ));
+        let add = case(
+            Producer::Clang,
+            Operation::Rmw(RmwOp::FetchAdd),
+            Order::AcqRel,
+            Scope::Cta,
+        );
+        assert!(by_id[&add.id()].is_conforming(), "{}", by_id[&add.id()]);
+        let cl = case(
+            Producer::Clang,
+            Operation::Store,
+            Order::Relaxed,
+            Scope::Cluster,
+        );
+        assert!(matches!(by_id[&cl.id()], CaseVerdict::Unsupported { .. }));
+        // 3 crashing cases (cta/gpu/sys) among 200 need far fewer than 200 compilations.
+        assert!(calls.get() < 60, "{} compilations", calls.get());
+        let conforming = by_id.values().filter(|v| v.is_conforming()).count();
+        assert_eq!(conforming, 150 - 3);
+    }
+
+    #[test]
+    fn an_unusable_producer_fails_every_case_without_bisecting() {
+        let calls = std::cell::Cell::new(0);
+        let compile = |_: &str| {
+            calls.set(calls.get() + 1);
+            Err(CompileError::Rejected(
+                "error: cannot open cuda/atomic".into(),
+            ))
+        };
+        let cases = cases_for(Producer::Nvrtc);
+        let out = run_batch_with(Producer::Nvrtc, &cases, &compile);
+        assert!(calls.get() <= 3);
+        assert!(out
+            .iter()
+            .all(|(_, v)| matches!(v, CaseVerdict::ToolFailed { .. })));
+    }
+
+    #[test]
+    fn statuses_name_the_evidence() {
+        let c = case(Producer::Clang, Operation::Load, Order::SeqCst, Scope::Gpu);
+        let s = CaseVerdict::ProducerRejected {
+            log: "x\nfatal error: error in backend: Cannot select: AtomicLoad\n".into(),
+        }
+        .to_status(&c);
+        match s {
+            CaseStatus::Fail {
+                expected, detail, ..
+            } => {
+                assert!(expected.contains("fence.sc.gpu; ld.acquire.gpu;"));
+                assert!(detail.contains("Cannot select"));
+            }
+            other => panic!("{other:?}"),
+        }
+        let s = CaseVerdict::Unsupported {
+            reason: "no cluster".into(),
+        }
+        .to_status(&c);
+        assert!(matches!(
+            s,
+            CaseStatus::Skip {
+                capability: Capability::Clang,
+                ..
+            }
+        ));
+    }
+
+    fn few_cases(producer: Producer) -> Vec<MappingCase> {
+        vec![
+            case(
+                producer,
+                Operation::Rmw(RmwOp::FetchAdd),
+                Order::Relaxed,
+                Scope::Gpu,
+            ),
+            case(
+                producer,
+                Operation::Rmw(RmwOp::FetchMin),
+                Order::SeqCst,
+                Scope::Sys,
+            ),
+            case(
+                producer,
+                Operation::Rmw(RmwOp::CompareExchange),
+                Order::AcqRel,
+                Scope::Cta,
+            ),
+            case(producer, Operation::Load, Order::Acquire, Scope::Gpu),
+            case(producer, Operation::Fence, Order::Acquire, Scope::Cta),
+        ]
+    }
+
+    /// End to end through the real producers: every case gets a verdict with evidence, and a
+    /// compiled RMW shows exactly one `atom` of the right operation in its sequence.
+    #[test]
+    fn end_to_end_through_nvrtc_and_clang() {
+        let tc = Toolchain::discover_system();
+        for (producer, caps) in [
+            (Producer::Nvrtc, &[Capability::Nvrtc, Capability::Cccl][..]),
+            (Producer::Clang, &[Capability::Clang][..]),
+            (Producer::LlvmIr, &[Capability::Clang][..]),
+        ] {
+            if let Some(missing) = caps.iter().find(|c| !tc.has(**c)) {
+                eprintln!(
+                    "note: skipping the {} end-to-end mapping test: {missing} not found",
+                    producer.name()
+                );
+                continue;
+            }
+            let cases = few_cases(producer);
+            let out = run_batch(&tc, producer, &cases);
+            assert_eq!(out.len(), cases.len());
+            for ((id, v), c) in out.iter().zip(&cases) {
+                eprintln!("{id}: {v}");
+                assert_eq!(id, &c.id());
+                match v {
+                    CaseVerdict::Conforms(m) => {
+                        assert!(!m.emitted.is_empty(), "{id}");
+                        if let Operation::Rmw(r) = c.operation {
+                            let atoms: Vec<&String> = m
+                                .emitted
+                                .iter()
+                                .filter(|e| e.starts_with("atom."))
+                                .collect();
+                            assert_eq!(atoms.len(), 1, "{id}: {m}");
+                            assert!(atoms[0].contains(&format!(".{}.", r.ptx_op().name())));
+                        }
+                    }
+                    CaseVerdict::Diverges(m) => {
+                        assert!(!m.allowed.is_empty() && !m.diagnosis.is_empty(), "{id}")
+                    }
+                    CaseVerdict::ProducerRejected { log } => assert!(!log.is_empty(), "{id}"),
+                    CaseVerdict::Unsupported { .. } => {
+                        assert!(c.producer == Producer::Clang && c.operation == Operation::Fence)
+                    }
+                    CaseVerdict::ToolFailed { message } => panic!("{id}: {message}"),
+                }
+            }
+        }
+    }
+
+    /// The full run, printed: `cargo test -p gpucts --lib mapping::tests::full_batch_report --
+    /// --ignored --nocapture`.
+    #[test]
+    #[ignore = "compiles every case with every producer; run on demand"]
+    fn full_batch_report() {
+        let tc = Toolchain::discover_system();
+        for producer in Producer::ALL {
+            let cases = cases_for(producer);
+            let t = std::time::Instant::now();
+            let out = run_batch(&tc, producer, &cases);
+            let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+            for (id, v) in &out {
+                let k = match v {
+                    CaseVerdict::Conforms(_) => "conforms",
+                    CaseVerdict::Diverges(_) => "diverges",
+                    CaseVerdict::ProducerRejected { .. } => "producer_rejected",
+                    CaseVerdict::Unsupported { .. } => "unsupported",
+                    CaseVerdict::ToolFailed { .. } => "tool_failed",
+                };
+                *counts.entry(k).or_default() += 1;
+                println!("{id}: {v}");
+            }
+            println!(
+                "== {}: {} cases in {:.1}s: {counts:?}",
+                producer.name(),
+                out.len(),
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
+
+    #[test]
+    fn cache_compiles_a_producer_once() {
+        let tc = Toolchain::discover_system();
+        if !tc.has(Capability::Nvrtc) || !tc.has(Capability::Cccl) {
+            eprintln!("note: skipping the mapping cache test: NVRTC or libcu++ not found");
+            return;
+        }
+        let cache = MappingCache::new();
+        let a = case(Producer::Nvrtc, Operation::Load, Order::Acquire, Scope::Cta);
+        let b = case(
+            Producer::Nvrtc,
+            Operation::Store,
+            Order::Release,
+            Scope::Sys,
+        );
+        let va = cache.verdict(&tc, &a);
+        assert!(!matches!(va, CaseVerdict::ToolFailed { .. }), "{va}");
+        let done = cache.done.lock().unwrap();
+        assert_eq!(
+            done[&Producer::Nvrtc].len(),
+            cases_for(Producer::Nvrtc).len()
+        );
+        drop(done);
+        let vb = cache.verdict(&tc, &b);
+        assert!(!matches!(vb, CaseVerdict::ToolFailed { .. }), "{vb}");
+        assert_eq!(cache.verdict(&tc, &a), va);
+        assert_eq!(cache.done.lock().unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,457 @@
+//! The mappings of ptx-interop 13.2 ch. 4 (Atomics ABI) as data: for each C++ atomic
+//! operation and memory order, the PTX instruction sequences the chapter allows, each with
+//! the table and row it comes from. Sequences are scope-generic: every step carries the
+//! operation's own scope (`<scope>` in the chapter's tables).
+//!
+//! Strengthening (the chapter's first note: the memory order parameter is monotonic, so any
+//! such parameter may be strengthened) is applied in two places, both documented where used:
+//! - per PTX instruction: a step's `.sem` may be replaced by a stronger one in the order
+//!   relaxed < acquire, release < acq_rel < sc ([`Sem::at_least`]), restricted to what the
+//!   instruction accepts (`ld`: relaxed, acquire; `st`: relaxed, release; `atom`: the four
+//!   of relaxed..acq_rel; `fence`: acquire, release, acq_rel, sc). This is the note's own
+//!   example (`fence.sc; ld.relaxed` strengthened to `fence.sc; ld.acquire`) and covers
+//!   libcu++'s acquire fence emitted as `fence.acq_rel`.
+//! - per C++ call: an operation with order O may use any row for an order O' that is at
+//!   least as strong as O in C++ (relaxed < acquire, release < acq_rel < seq_cst) and valid
+//!   for the operation; that is a strengthening of the C++ memory order parameter itself.
+//!
+//! The scope is never widened: the note speaks of the memory order only.
+
+use std::fmt;
+
+use crate::ptx::instr::{AtomOp, Scope, Sem};
+
+/// The read-modify-write operations the chapter's `atomic_<rmw op>` rows cover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RmwOp {
+    FetchAdd,
+    Exchange,
+    CompareExchange,
+    FetchAnd,
+    FetchOr,
+    FetchXor,
+    FetchMin,
+    FetchMax,
+}
+
+impl RmwOp {
+    pub const ALL: [RmwOp; 8] = [
+        RmwOp::FetchAdd,
+        RmwOp::Exchange,
+        RmwOp::CompareExchange,
+        RmwOp::FetchAnd,
+        RmwOp::FetchOr,
+        RmwOp::FetchXor,
+        RmwOp::FetchMin,
+        RmwOp::FetchMax,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RmwOp::FetchAdd => "fetch_add",
+            RmwOp::Exchange => "exchange",
+            RmwOp::CompareExchange => "compare_exchange",
+            RmwOp::FetchAnd => "fetch_and",
+            RmwOp::FetchOr => "fetch_or",
+            RmwOp::FetchXor => "fetch_xor",
+            RmwOp::FetchMin => "fetch_min",
+            RmwOp::FetchMax => "fetch_max",
+        }
+    }
+
+    /// The `atom` operation (`<rmw op>` in the chapter's tables).
+    pub fn ptx_op(self) -> AtomOp {
+        match self {
+            RmwOp::FetchAdd => AtomOp::Add,
+            RmwOp::Exchange => AtomOp::Exch,
+            RmwOp::CompareExchange => AtomOp::Cas,
+            RmwOp::FetchAnd => AtomOp::And,
+            RmwOp::FetchOr => AtomOp::Or,
+            RmwOp::FetchXor => AtomOp::Xor,
+            RmwOp::FetchMin => AtomOp::Min,
+            RmwOp::FetchMax => AtomOp::Max,
+        }
+    }
+}
+
+/// A C++ atomic operation the chapter maps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Operation {
+    /// `atomic_thread_fence`
+    Fence,
+    /// `atomic_load`
+    Load,
+    /// `atomic_store`
+    Store,
+    /// `atomic_<rmw op>`
+    Rmw(RmwOp),
+}
+
+impl Operation {
+    pub fn all() -> Vec<Operation> {
+        let mut v = vec![Operation::Fence, Operation::Load, Operation::Store];
+        v.extend(RmwOp::ALL.iter().map(|&r| Operation::Rmw(r)));
+        v
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Fence => "fence",
+            Operation::Load => "load",
+            Operation::Store => "store",
+            Operation::Rmw(r) => r.name(),
+        }
+    }
+
+    /// The API named in the chapter's first column.
+    pub fn api(self) -> &'static str {
+        match self {
+            Operation::Fence => "atomic_thread_fence",
+            Operation::Load => "atomic_load",
+            Operation::Store => "atomic_store",
+            Operation::Rmw(_) => "atomic_<rmw op>",
+        }
+    }
+
+    /// Orders C++ accepts for the operation and the chapter maps. Loads take no release or
+    /// acq_rel order, stores no acquire or acq_rel ([atomics.types.operations]); consume is
+    /// left out (the chapter has no row for it); a relaxed fence is a no-op the chapter does
+    /// not map.
+    pub fn valid_orders(self) -> &'static [Order] {
+        use Order::*;
+        match self {
+            Operation::Fence => &[SeqCst, AcqRel, Acquire, Release],
+            Operation::Load => &[SeqCst, Acquire, Relaxed],
+            Operation::Store => &[SeqCst, Release, Relaxed],
+            Operation::Rmw(_) => &[SeqCst, AcqRel, Acquire, Release, Relaxed],
+        }
+    }
+}
+
+/// C++ memory orders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Order {
+    SeqCst,
+    AcqRel,
+    Acquire,
+    Release,
+    Relaxed,
+}
+
+impl Order {
+    pub const ALL: [Order; 5] = [
+        Order::SeqCst,
+        Order::AcqRel,
+        Order::Acquire,
+        Order::Release,
+        Order::Relaxed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::SeqCst => "seq_cst",
+            Order::AcqRel => "acq_rel",
+            Order::Acquire => "acquire",
+            Order::Release => "release",
+            Order::Relaxed => "relaxed",
+        }
+    }
+
+    /// C++ strength: relaxed < acquire, release < acq_rel < seq_cst.
+    pub fn at_least(self, other: Order) -> bool {
+        use Order::*;
+        self == other
+            || matches!(
+                (self, other),
+                (Acquire | Release | AcqRel | SeqCst, Relaxed)
+                    | (AcqRel | SeqCst, Acquire | Release)
+                    | (SeqCst, AcqRel)
+            )
+    }
+}
+
+/// The instruction a step of a mapping names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StepKind {
+    Fence,
+    Ld,
+    St,
+    /// `atom` with the operation's `<rmw op>`.
+    Atom,
+}
+
+impl StepKind {
+    /// The `.sem` values the instruction accepts (PTX ISA: ld, st, atom, fence), i.e. how far
+    /// the chapter's note can strengthen a step of this kind.
+    pub fn accepts(self, sem: Sem) -> bool {
+        use Sem::*;
+        match self {
+            StepKind::Ld => matches!(sem, Relaxed | Acquire),
+            StepKind::St => matches!(sem, Relaxed | Release),
+            StepKind::Atom => matches!(sem, Relaxed | Acquire | Release | AcqRel),
+            StepKind::Fence => matches!(sem, Acquire | Release | AcqRel | Sc),
+        }
+    }
+}
+
+/// One instruction of a mapping: `<kind>.<sem>.<scope>[.<rmw op>]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Step {
+    pub kind: StepKind,
+    pub sem: Sem,
+}
+
+const fn step(kind: StepKind, sem: Sem) -> Step {
+    Step { kind, sem }
+}
+
+/// One allowed sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mapping {
+    /// The table the row is in (the order whose mapping this is).
+    pub order: Order,
+    pub steps: Vec<Step>,
+    /// The chapter marks this alternative "(recommended)".
+    pub recommended: bool,
+    /// Where the row is: `ptx-interop 13.2 ch. 4, acquire table, atomic_load`.
+    pub clause: String,
+}
+
+impl Mapping {
+    /// The sequence written out for a scope and (for RMW) an operation, in the chapter's form:
+    /// `fence.sc.gpu; atom.acquire.gpu.add;`.
+    pub fn render(&self, scope: Scope, rmw: Option<RmwOp>) -> String {
+        self.steps
+            .iter()
+            .map(|s| render_step(s, scope, rmw))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn render_step(s: &Step, scope: Scope, rmw: Option<RmwOp>) -> String {
+    let kind = match s.kind {
+        StepKind::Fence => "fence",
+        StepKind::Ld => "ld",
+        StepKind::St => "st",
+        StepKind::Atom => "atom",
+    };
+    match (s.kind, rmw) {
+        (StepKind::Atom, Some(r)) => format!(
+            "{kind}.{}.{}.{};",
+            s.sem.name(),
+            scope.name(),
+            r.ptx_op().name()
+        ),
+        _ => format!("{kind}.{}.{};", s.sem.name(), scope.name()),
+    }
+}
+
+impl fmt::Display for Mapping {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, s) in self.steps.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            let kind = match s.kind {
+                StepKind::Fence => "fence",
+                StepKind::Ld => "ld",
+                StepKind::St => "st",
+                StepKind::Atom => "atom",
+            };
+            write!(f, "{kind}.{}.<scope>", s.sem.name())?;
+            if s.kind == StepKind::Atom {
+                f.write_str(".<rmw op>")?;
+            }
+            f.write_str(";")?;
+        }
+        Ok(())
+    }
+}
+
+/// The chapter's rows for exactly `(op, order)`, recommended alternative first; empty when the
+/// chapter has no row (the order is not valid for the operation).
+pub fn rows(op: Operation, order: Order) -> Vec<Mapping> {
+    use Sem::*;
+    use StepKind::*;
+    let table = match order {
+        Order::SeqCst => "seq_cst",
+        Order::AcqRel => "acq_rel",
+        Order::Acquire => "acquire",
+        Order::Release => "release",
+        Order::Relaxed => "relaxed",
+    };
+    let clause = format!("ptx-interop 13.2 ch. 4, {table} table, {}", op.api());
+    let alts: Vec<Vec<Step>> = match (op, order) {
+        (Operation::Fence, Order::SeqCst) => vec![vec![step(Fence, Sc)]],
+        (Operation::Fence, Order::AcqRel) => vec![vec![step(Fence, AcqRel)]],
+        (Operation::Fence, Order::Acquire) => vec![vec![step(Fence, Acquire)]],
+        (Operation::Fence, Order::Release) => vec![vec![step(Fence, Release)]],
+        (Operation::Load, Order::SeqCst) => vec![
+            vec![step(Fence, Sc), step(Ld, Acquire)],
+            vec![step(Fence, Sc), step(Ld, Relaxed), step(Fence, Acquire)],
+        ],
+        (Operation::Load, Order::Acquire) => vec![
+            vec![step(Ld, Acquire)],
+            vec![step(Ld, Relaxed), step(Fence, Acquire)],
+        ],
+        (Operation::Load, Order::Relaxed) => vec![vec![step(Ld, Relaxed)]],
+        (Operation::Store, Order::SeqCst) => vec![vec![step(Fence, Sc), step(St, Relaxed)]],
+        (Operation::Store, Order::Release) => vec![
+            vec![step(St, Release)],
+            vec![step(Fence, Release), step(St, Relaxed)],
+        ],
+        (Operation::Store, Order::Relaxed) => vec![vec![step(St, Relaxed)]],
+        (Operation::Rmw(_), Order::SeqCst) => vec![
+            vec![step(Fence, Sc), step(Atom, Acquire)],
+            vec![step(Fence, Sc), step(Atom, Relaxed), step(Fence, Acquire)],
+        ],
+        (Operation::Rmw(_), Order::AcqRel) => vec![
+            vec![step(Atom, AcqRel)],
+            vec![step(Fence, Release), step(Atom, Acquire)],
+            vec![
+                step(Fence, Release),
+                step(Atom, Relaxed),
+                step(Fence, Acquire),
+            ],
+        ],
+        (Operation::Rmw(_), Order::Acquire) => vec![
+            vec![step(Atom, Acquire)],
+            vec![step(Atom, Relaxed), step(Fence, Acquire)],
+        ],
+        (Operation::Rmw(_), Order::Release) => vec![
+            vec![step(Atom, Release)],
+            vec![step(Fence, Release), step(Atom, Relaxed)],
+        ],
+        (Operation::Rmw(_), Order::Relaxed) => vec![vec![step(Atom, Relaxed)]],
+        _ => vec![],
+    };
+    // The chapter marks the first alternative "(recommended)" where there is a choice.
+    let n = alts.len();
+    alts.into_iter()
+        .enumerate()
+        .map(|(i, steps)| Mapping {
+            order,
+            steps,
+            recommended: i == 0 && n > 1,
+            clause: clause.clone(),
+        })
+        .collect()
+}
+
+/// Every sequence allowed for `(op, order)` with the C++-order strengthening: the rows of
+/// `order` first, then those of each stronger order valid for the operation. `None` when
+/// `order` is not valid for `op` (e.g. a release load).
+pub fn allowed(op: Operation, order: Order) -> Option<Vec<Mapping>> {
+    if !op.valid_orders().contains(&order) {
+        return None;
+    }
+    let mut out = rows(op, order);
+    for &o in op.valid_orders() {
+        if o != order && o.at_least(order) {
+            out.extend(rows(op, o));
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_valid_combination_has_a_row_and_invalid_ones_have_none() {
+        for op in Operation::all() {
+            for order in Order::ALL {
+                let r = rows(op, order);
+                if op.valid_orders().contains(&order) {
+                    assert!(!r.is_empty(), "{} {} has no row", op.name(), order.name());
+                    assert!(allowed(op, order).is_some());
+                } else {
+                    assert!(
+                        r.is_empty(),
+                        "{} {} should have no row",
+                        op.name(),
+                        order.name()
+                    );
+                    assert!(allowed(op, order).is_none());
+                }
+            }
+        }
+        // The combinations C++ rejects.
+        assert!(allowed(Operation::Store, Order::Acquire).is_none());
+        assert!(allowed(Operation::Store, Order::AcqRel).is_none());
+        assert!(allowed(Operation::Load, Order::Release).is_none());
+        assert!(allowed(Operation::Load, Order::AcqRel).is_none());
+        assert!(allowed(Operation::Fence, Order::Relaxed).is_none());
+    }
+
+    #[test]
+    fn rows_transcribe_the_chapter() {
+        // seq_cst load: `fence.sc; ld.acquire` (recommended) or
+        // `fence.sc; ld.relaxed; fence.acquire` (ptx-interop 13.2 ch. 4).
+        let r = rows(Operation::Load, Order::SeqCst);
+        assert_eq!(r.len(), 2);
+        assert!(r[0].recommended);
+        assert_eq!(
+            r[0].render(Scope::Gpu, None),
+            "fence.sc.gpu; ld.acquire.gpu;"
+        );
+        assert_eq!(
+            r[1].render(Scope::Gpu, None),
+            "fence.sc.gpu; ld.relaxed.gpu; fence.acquire.gpu;"
+        );
+        // acq_rel RMW has three alternatives.
+        let r = rows(Operation::Rmw(RmwOp::FetchAdd), Order::AcqRel);
+        let texts: Vec<String> = r
+            .iter()
+            .map(|m| m.render(Scope::Cta, Some(RmwOp::FetchAdd)))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "atom.acq_rel.cta.add;",
+                "fence.release.cta; atom.acquire.cta.add;",
+                "fence.release.cta; atom.relaxed.cta.add; fence.acquire.cta;",
+            ]
+        );
+        // seq_cst store has one.
+        let r = rows(Operation::Store, Order::SeqCst);
+        assert_eq!(r.len(), 1);
+        assert!(!r[0].recommended);
+        assert_eq!(
+            r[0].render(Scope::Sys, None),
+            "fence.sc.sys; st.relaxed.sys;"
+        );
+        assert_eq!(
+            r[0].clause,
+            "ptx-interop 13.2 ch. 4, seq_cst table, atomic_store"
+        );
+    }
+
+    #[test]
+    fn every_step_sem_is_one_its_instruction_accepts() {
+        for op in Operation::all() {
+            for order in Order::ALL {
+                for m in rows(op, order) {
+                    for s in &m.steps {
+                        assert!(s.kind.accepts(s.sem), "{} {} {m}", op.name(), order.name());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn order_strengthening_adds_only_stronger_rows() {
+        let a = allowed(Operation::Load, Order::Acquire).unwrap();
+        assert!(a.iter().all(|m| m.order.at_least(Order::Acquire)));
+        assert!(a.iter().any(|m| m.order == Order::SeqCst));
+        let s = allowed(Operation::Store, Order::SeqCst).unwrap();
+        assert!(s.iter().all(|m| m.order == Order::SeqCst));
+        // Acquire and release are incomparable.
+        assert!(!Order::Acquire.at_least(Order::Release));
+        let r = allowed(Operation::Rmw(RmwOp::Exchange), Order::Release).unwrap();
+        assert!(r.iter().all(|m| m.order != Order::Acquire));
+    }
+}

@@ -1,0 +1,903 @@
+//! PTX instruction statements: guard, opcode, ordered modifiers and operands, and a structured
+//! view of the memory-model instructions (`ld`, `st`, `atom`, `red`, `fence`, `membar`,
+//! barriers) so that checks compare parsed parts, never text. Producers order modifiers
+//! differently (`atom.add.acquire.gpu.s32` from libcu++ against the PTX ISA's
+//! `atom{.sem}{.scope}{.space}.op.type`), and the PTX ISA gives defaults for omitted
+//! qualifiers; [`MemOp::effective`] applies them.
+
+use std::fmt;
+
+/// A parse failure, with the 1-based line of the PTX text it comes from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct InstrError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// A guard predicate: `@%p1` or `@!%p1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Guard {
+    pub negated: bool,
+    pub predicate: String,
+}
+
+/// One instruction statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instruction {
+    /// 1-based line in the PTX text where the statement starts (0 when parsed standalone).
+    pub line: usize,
+    pub guard: Option<Guard>,
+    /// `atom`, `ld`, `fence`, ...
+    pub opcode: String,
+    /// Modifiers in source order, without the leading dot: `["add", "acquire", "gpu", "s32"]`.
+    pub modifiers: Vec<String>,
+    /// Operands split at top-level commas, trimmed: `["%r1", "[%rd1]", "%r2"]`.
+    pub operands: Vec<String>,
+}
+
+impl Instruction {
+    pub fn has(&self, modifier: &str) -> bool {
+        self.modifiers.iter().any(|m| m == modifier)
+    }
+
+    /// The structured view when this is a memory-model instruction.
+    pub fn mem_op(&self) -> Option<MemOp> {
+        MemOp::from_instruction(self)
+    }
+}
+
+impl fmt::Display for Instruction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(g) = &self.guard {
+            write!(f, "@{}{} ", if g.negated { "!" } else { "" }, g.predicate)?;
+        }
+        f.write_str(&self.opcode)?;
+        for m in &self.modifiers {
+            write!(f, ".{m}")?;
+        }
+        if !self.operands.is_empty() {
+            write!(f, " {}", self.operands.join(", "))?;
+        }
+        f.write_str(";")
+    }
+}
+
+/// Parse one statement (without its `;`), e.g. `@!%p1 atom.add.acquire.gpu.s32 %r1,[%rd1],%r2`.
+pub fn parse_instruction(stmt: &str, line: usize) -> Result<Instruction, InstrError> {
+    let err = |message: String| InstrError { line, message };
+    let mut rest = stmt.trim().trim_end_matches(';').trim();
+    if rest.is_empty() {
+        return Err(err("empty statement".into()));
+    }
+    let guard = if let Some(g) = rest.strip_prefix('@') {
+        let end = g
+            .find(char::is_whitespace)
+            .ok_or_else(|| err(format!("guard without instruction in `{stmt}`")))?;
+        let (pred, tail) = g.split_at(end);
+        rest = tail.trim_start();
+        let (negated, predicate) = match pred.strip_prefix('!') {
+            Some(p) => (true, p),
+            None => (false, pred),
+        };
+        if predicate.is_empty() {
+            return Err(err(format!("empty guard predicate in `{stmt}`")));
+        }
+        Some(Guard {
+            negated,
+            predicate: predicate.to_string(),
+        })
+    } else {
+        None
+    };
+    let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+    let (head, operand_text) = rest.split_at(end);
+    let mut parts = head.split('.');
+    let opcode = parts.next().unwrap_or_default();
+    if opcode.is_empty()
+        || !opcode
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return Err(err(format!("no opcode in `{stmt}`")));
+    }
+    let modifiers: Vec<String> = parts.map(str::to_string).collect();
+    if modifiers.iter().any(String::is_empty) {
+        return Err(err(format!("empty modifier in `{head}`")));
+    }
+    Ok(Instruction {
+        line,
+        guard,
+        opcode: opcode.to_string(),
+        modifiers,
+        operands: split_operands(operand_text.trim()),
+    })
+}
+
+/// Split at commas outside `[]`, `{}` and `()`.
+fn split_operands(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut cur = String::new();
+    for c in text.chars() {
+        match c {
+            '[' | '{' | '(' => depth += 1,
+            ']' | '}' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// Replace comments by spaces, keeping newlines so line numbers stay right. String literals
+/// are rare in PTX (`.file 1 "x.cu"`) and are copied through.
+pub fn strip_comments(ptx: &str) -> String {
+    let mut out = String::with_capacity(ptx.len());
+    let mut chars = ptx.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            if c == '"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match (c, chars.peek()) {
+            ('"', _) => {
+                in_string = true;
+                out.push(c);
+            }
+            ('/', Some('/')) => {
+                for d in chars.by_ref() {
+                    if d == '\n' {
+                        out.push('\n');
+                        break;
+                    }
+                }
+            }
+            ('/', Some('*')) => {
+                chars.next();
+                let mut prev = ' ';
+                for d in chars.by_ref() {
+                    if d == '\n' {
+                        out.push('\n');
+                    }
+                    if prev == '*' && d == '/' {
+                        break;
+                    }
+                    prev = d;
+                }
+                out.push(' ');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The names of the functions (`.entry` and `.func`) defined (with a body) in `ptx`.
+pub fn function_names(ptx: &str) -> Vec<String> {
+    let text = strip_comments(ptx);
+    find_functions(&text)
+        .into_iter()
+        .filter(|f| f.body.is_some())
+        .map(|f| f.name.to_string())
+        .collect()
+}
+
+/// The instruction statements of the body of function `name` (a kernel `.entry` or a `.func`),
+/// in order; labels, braces, directives (`.reg`, `.loc`, `.pragma`, ...) are skipped.
+pub fn function_body(ptx: &str, name: &str) -> Result<Vec<Instruction>, InstrError> {
+    let text = strip_comments(ptx);
+    let funcs = find_functions(&text);
+    let f = funcs
+        .iter()
+        .find(|f| f.name == name && f.body.is_some())
+        .ok_or_else(|| InstrError {
+            line: 0,
+            message: format!("no definition of function `{name}` in the PTX"),
+        })?;
+    let (start, end) = f.body.expect("filtered above");
+    body_statements(&text, start, end)
+}
+
+struct FoundFunction<'a> {
+    name: &'a str,
+    /// Byte range of the body between its outer braces, when defined here.
+    body: Option<(usize, usize)>,
+}
+
+fn is_ident_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'%')
+}
+
+fn find_functions(text: &str) -> Vec<FoundFunction<'_>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        // A directive token `.entry` or `.func` at a token boundary.
+        let kw = if text[i..].starts_with(".entry") {
+            6
+        } else if text[i..].starts_with(".func") {
+            5
+        } else {
+            i += 1;
+            continue;
+        };
+        let boundary_before = i == 0 || !is_ident_char(bytes[i - 1]);
+        let after = i + kw;
+        let boundary_after = after >= bytes.len() || !is_ident_char(bytes[after]);
+        if !boundary_before || !boundary_after {
+            i += 1;
+            continue;
+        }
+        let mut j = skip_ws(bytes, after);
+        // Optional return parameter list of a .func.
+        if j < bytes.len() && bytes[j] == b'(' {
+            j = match matching(bytes, j, b'(', b')') {
+                Some(k) => skip_ws(bytes, k + 1),
+                None => break,
+            };
+        }
+        let name_start = j;
+        while j < bytes.len() && is_ident_char(bytes[j]) {
+            j += 1;
+        }
+        let name = &text[name_start..j];
+        // Skip parameter list and performance directives up to `{` (definition) or `;`.
+        let mut k = j;
+        let mut body = None;
+        while k < bytes.len() {
+            match bytes[k] {
+                b'(' => match matching(bytes, k, b'(', b')') {
+                    Some(e) => k = e + 1,
+                    None => {
+                        k = bytes.len();
+                    }
+                },
+                b';' => break,
+                b'{' => {
+                    if let Some(e) = matching(bytes, k, b'{', b'}') {
+                        body = Some((k + 1, e));
+                        k = e;
+                    } else {
+                        k = bytes.len();
+                    }
+                    break;
+                }
+                _ => k += 1,
+            }
+        }
+        if !name.is_empty() {
+            out.push(FoundFunction { name, body });
+        }
+        i = k.max(i + 1);
+    }
+    out
+}
+
+fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
+    while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+fn matching(bytes: &[u8], open_at: usize, open: u8, close: u8) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, &b) in bytes.iter().enumerate().skip(open_at) {
+        if b == open {
+            depth += 1;
+        } else if b == close {
+            depth -= 1;
+            if depth == 0 {
+                return Some(k);
+            }
+        }
+    }
+    None
+}
+
+fn body_statements(text: &str, start: usize, end: usize) -> Result<Vec<Instruction>, InstrError> {
+    let body = &text[start..end];
+    let mut line = text[..start].matches('\n').count() + 1;
+    let mut out = Vec::new();
+    for raw in body.split(';') {
+        // The statement starts after the whitespace (and braces/labels) that precede it.
+        let lead = raw.len()
+            - raw
+                .trim_start_matches(|c: char| c.is_whitespace() || c == '{' || c == '}')
+                .len();
+        let first_line = line + raw[..lead].matches('\n').count();
+        line += raw.matches('\n').count();
+        // Drop braces of nested scopes and leading labels (`$L__BB0_2:`).
+        let mut s = raw.trim().trim_start_matches(['{', '}']).trim();
+        loop {
+            let s2 = s.trim_start_matches(['{', '}']).trim_start();
+            let colon = s2.find(':');
+            let label_end = colon.filter(|&c| {
+                let lab = &s2[..c];
+                !lab.is_empty() && lab.bytes().all(is_ident_char) && !s2[c..].starts_with("::")
+            });
+            match label_end {
+                Some(c) => s = s2[c + 1..].trim_start(),
+                None => {
+                    s = s2;
+                    break;
+                }
+            }
+        }
+        let s = s.trim_end_matches(['{', '}']).trim();
+        if s.is_empty() || s.starts_with('.') {
+            continue;
+        }
+        out.push(parse_instruction(s, first_line)?);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structured view of memory-model instructions.
+
+/// Kinds of instruction the memory consistency model gives meaning to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemOpKind {
+    Ld,
+    St,
+    Atom,
+    Red,
+    /// `fence` (thread fence; proxy fences are [`MemOpKind::ProxyFence`]).
+    Fence,
+    /// Legacy `membar.{cta,gl,sys}`.
+    Membar,
+    /// `fence.proxy.*` / `membar.proxy.*`: orders proxies, not threads.
+    ProxyFence,
+    /// `bar`, `barrier`, `bar.warp.sync` and friends.
+    Barrier,
+}
+
+impl MemOpKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemOpKind::Ld => "ld",
+            MemOpKind::St => "st",
+            MemOpKind::Atom => "atom",
+            MemOpKind::Red => "red",
+            MemOpKind::Fence => "fence",
+            MemOpKind::Membar => "membar",
+            MemOpKind::ProxyFence => "fence.proxy",
+            MemOpKind::Barrier => "bar",
+        }
+    }
+}
+
+/// Memory-synchronising semantics (`.sem`), plus the two non-`.sem` qualifiers that decide
+/// strength: `.weak` (explicit or by default on `ld`/`st`) and `.volatile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sem {
+    Weak,
+    Volatile,
+    Relaxed,
+    Acquire,
+    Release,
+    AcqRel,
+    Sc,
+}
+
+impl Sem {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sem::Weak => "weak",
+            Sem::Volatile => "volatile",
+            Sem::Relaxed => "relaxed",
+            Sem::Acquire => "acquire",
+            Sem::Release => "release",
+            Sem::AcqRel => "acq_rel",
+            Sem::Sc => "sc",
+        }
+    }
+
+    fn parse(m: &str) -> Option<Sem> {
+        Some(match m {
+            "weak" => Sem::Weak,
+            "volatile" => Sem::Volatile,
+            "relaxed" => Sem::Relaxed,
+            "acquire" => Sem::Acquire,
+            "release" => Sem::Release,
+            "acq_rel" => Sem::AcqRel,
+            "sc" => Sem::Sc,
+            _ => return None,
+        })
+    }
+
+    /// `self` is at least as strong as `other` in the order the ptx-interop 13.2 ch. 4 note
+    /// lets a mapping strengthen: relaxed < acquire, release < acq_rel < sc. `weak` and
+    /// `volatile` are below or beside all of these and only equal themselves (volatile is
+    /// normalised to relaxed.sys by [`MemOp::effective`] before comparing).
+    pub fn at_least(self, other: Sem) -> bool {
+        use Sem::*;
+        if self == other {
+            return true;
+        }
+        matches!(
+            (self, other),
+            (Acquire | Release | AcqRel | Sc, Relaxed)
+                | (AcqRel | Sc, Acquire | Release)
+                | (Sc, AcqRel)
+        )
+    }
+}
+
+/// Thread scopes of the PTX memory model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scope {
+    Cta,
+    Cluster,
+    Gpu,
+    Sys,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 4] = [Scope::Cta, Scope::Cluster, Scope::Gpu, Scope::Sys];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Cta => "cta",
+            Scope::Cluster => "cluster",
+            Scope::Gpu => "gpu",
+            Scope::Sys => "sys",
+        }
+    }
+
+    fn parse(m: &str) -> Option<Scope> {
+        Some(match m {
+            "cta" => Scope::Cta,
+            "cluster" => Scope::Cluster,
+            "gpu" => Scope::Gpu,
+            "sys" => Scope::Sys,
+            _ => return None,
+        })
+    }
+}
+
+/// State spaces a memory instruction may name (`.shared::cta` and `.shared::cluster` keep
+/// their sub-qualifier).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Space {
+    Global,
+    Shared,
+    SharedCta,
+    SharedCluster,
+    Local,
+    Param,
+    Const,
+}
+
+impl Space {
+    fn parse(m: &str) -> Option<Space> {
+        Some(match m {
+            "global" => Space::Global,
+            "shared" => Space::Shared,
+            "shared::cta" => Space::SharedCta,
+            "shared::cluster" => Space::SharedCluster,
+            "local" => Space::Local,
+            "const" => Space::Const,
+            _ if m == "param" || m.starts_with("param::") => Space::Param,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Space::Global => "global",
+            Space::Shared => "shared",
+            Space::SharedCta => "shared::cta",
+            Space::SharedCluster => "shared::cluster",
+            Space::Local => "local",
+            Space::Param => "param",
+            Space::Const => "const",
+        }
+    }
+}
+
+/// Atomic operations of `atom`/`red`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AtomOp {
+    Add,
+    Exch,
+    Cas,
+    And,
+    Or,
+    Xor,
+    Min,
+    Max,
+    Inc,
+    Dec,
+}
+
+impl AtomOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomOp::Add => "add",
+            AtomOp::Exch => "exch",
+            AtomOp::Cas => "cas",
+            AtomOp::And => "and",
+            AtomOp::Or => "or",
+            AtomOp::Xor => "xor",
+            AtomOp::Min => "min",
+            AtomOp::Max => "max",
+            AtomOp::Inc => "inc",
+            AtomOp::Dec => "dec",
+        }
+    }
+
+    fn parse(m: &str) -> Option<AtomOp> {
+        Some(match m {
+            "add" => AtomOp::Add,
+            "exch" => AtomOp::Exch,
+            "cas" => AtomOp::Cas,
+            "and" => AtomOp::And,
+            "or" => AtomOp::Or,
+            "xor" => AtomOp::Xor,
+            "min" => AtomOp::Min,
+            "max" => AtomOp::Max,
+            "inc" => AtomOp::Inc,
+            "dec" => AtomOp::Dec,
+            _ => return None,
+        })
+    }
+}
+
+/// A memory-model instruction taken apart. `sem` and `scope` are what the text says; use
+/// [`MemOp::effective`] for what the PTX ISA says they mean.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemOp {
+    pub kind: MemOpKind,
+    pub sem: Option<Sem>,
+    pub scope: Option<Scope>,
+    pub space: Option<Space>,
+    pub op: Option<AtomOp>,
+    /// The data type modifier (`s32`, `b64`, ...), the last one given.
+    pub ty: Option<String>,
+    /// `membar` level as written (`cta`, `gl`, `sys`).
+    pub level: Option<String>,
+}
+
+impl MemOp {
+    pub fn from_instruction(ins: &Instruction) -> Option<MemOp> {
+        let kind = match ins.opcode.as_str() {
+            "ld" | "ldu" => MemOpKind::Ld,
+            "st" => MemOpKind::St,
+            "atom" => MemOpKind::Atom,
+            "red" => MemOpKind::Red,
+            "fence" | "membar" if ins.has("proxy") => MemOpKind::ProxyFence,
+            "fence" => MemOpKind::Fence,
+            "membar" => MemOpKind::Membar,
+            "bar" | "barrier" => MemOpKind::Barrier,
+            _ => return None,
+        };
+        let mut m = MemOp {
+            kind,
+            sem: None,
+            scope: None,
+            space: None,
+            op: None,
+            ty: None,
+            level: None,
+        };
+        for md in &ins.modifiers {
+            if let Some(s) = Sem::parse(md) {
+                m.sem = Some(s);
+            } else if let Some(s) = Scope::parse(md) {
+                m.scope = Some(s);
+            } else if let Some(s) = Space::parse(md) {
+                m.space = Some(s);
+            } else if let (Some(o), MemOpKind::Atom | MemOpKind::Red) = (AtomOp::parse(md), kind) {
+                m.op = Some(o);
+            } else if is_type(md) {
+                m.ty = Some(md.clone());
+            } else if kind == MemOpKind::Membar && matches!(md.as_str(), "gl") {
+                m.level = Some(md.clone());
+            }
+        }
+        if kind == MemOpKind::Membar {
+            m.level = m.level.or_else(|| m.scope.map(|s| s.name().to_string()));
+        }
+        Some(m)
+    }
+
+    /// Semantics and scope with the PTX ISA's defaults and synonyms applied:
+    /// - `atom`/`red` without `.sem` are `.relaxed`, without `.scope` are `.gpu` (PTX ISA
+    ///   §9.7.13.5 atom, §9.7.13.6 red);
+    /// - `fence` without `.sem` is `.acq_rel` (PTX ISA §9.7.13.4 membar/fence);
+    /// - `membar.{cta,gl,sys}` is `fence.sc.{cta,gpu,sys}` on sm_70 and later (same clause);
+    /// - `.volatile` `ld`/`st` are relaxed at system scope (PTX ISA §8.4.2);
+    /// - `ld`/`st` with neither `.sem` nor `.volatile` are weak, without a scope.
+    pub fn effective(&self) -> Effective {
+        let (kind, sem, scope) = match self.kind {
+            MemOpKind::Atom | MemOpKind::Red => (
+                self.kind,
+                Some(self.sem.unwrap_or(Sem::Relaxed)),
+                Some(self.scope.unwrap_or(Scope::Gpu)),
+            ),
+            MemOpKind::Fence => (
+                MemOpKind::Fence,
+                Some(self.sem.unwrap_or(Sem::AcqRel)),
+                self.scope,
+            ),
+            MemOpKind::Membar => {
+                let scope = match self.level.as_deref() {
+                    Some("cta") => Some(Scope::Cta),
+                    Some("gl") => Some(Scope::Gpu),
+                    Some("sys") => Some(Scope::Sys),
+                    _ => None,
+                };
+                (MemOpKind::Fence, Some(Sem::Sc), scope)
+            }
+            MemOpKind::Ld | MemOpKind::St => match self.sem {
+                Some(Sem::Volatile) => (self.kind, Some(Sem::Relaxed), Some(Scope::Sys)),
+                None | Some(Sem::Weak) => (self.kind, Some(Sem::Weak), None),
+                Some(s) => (self.kind, Some(s), self.scope),
+            },
+            MemOpKind::ProxyFence | MemOpKind::Barrier => (self.kind, self.sem, self.scope),
+        };
+        Effective {
+            kind,
+            sem,
+            scope,
+            op: self.op,
+        }
+    }
+}
+
+/// A memory instruction's meaning after defaults: what the mapping check compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effective {
+    /// `Membar` becomes `Fence`.
+    pub kind: MemOpKind,
+    pub sem: Option<Sem>,
+    pub scope: Option<Scope>,
+    pub op: Option<AtomOp>,
+}
+
+impl fmt::Display for Effective {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind.name())?;
+        if let Some(s) = self.sem {
+            write!(f, ".{}", s.name())?;
+        }
+        if let Some(s) = self.scope {
+            write!(f, ".{}", s.name())?;
+        }
+        if let Some(o) = self.op {
+            write!(f, ".{}", o.name())?;
+        }
+        Ok(())
+    }
+}
+
+fn is_type(m: &str) -> bool {
+    let b = m.as_bytes();
+    if b.len() < 2 {
+        return false;
+    }
+    matches!(b[0], b'b' | b'u' | b's' | b'f') && m[1..].bytes().all(|c| c.is_ascii_digit())
+        || matches!(m, "pred" | "bf16" | "bf16x2" | "f16x2")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Lines below are verbatim producer output: libcu++ 2.8 via NVRTC 12.9 (compute_90) and
+    // clang 19.1.7 (sm_90), compiled from the sources in `atomics::mapping::source`.
+
+    #[test]
+    fn parses_nvrtc_atom_with_modifiers_in_producer_order() {
+        let i = parse_instruction("atom.add.acquire.gpu.s32 %r1,[%rd1],%r2", 7).unwrap();
+        assert_eq!(i.opcode, "atom");
+        assert_eq!(i.modifiers, ["add", "acquire", "gpu", "s32"]);
+        assert_eq!(i.operands, ["%r1", "[%rd1]", "%r2"]);
+        assert_eq!(i.line, 7);
+        let m = i.mem_op().unwrap();
+        assert_eq!(m.kind, MemOpKind::Atom);
+        assert_eq!(m.sem, Some(Sem::Acquire));
+        assert_eq!(m.scope, Some(Scope::Gpu));
+        assert_eq!(m.op, Some(AtomOp::Add));
+        assert_eq!(m.ty.as_deref(), Some("s32"));
+        assert_eq!(m.space, None);
+    }
+
+    #[test]
+    fn modifier_order_does_not_change_the_parsed_parts() {
+        // The PTX ISA's own order `atom{.sem}{.scope}{.space}.op.type` against libcu++'s.
+        let a = parse_instruction("atom.acquire.gpu.global.add.s32 %r1, [%rd1], %r2", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap();
+        let b = parse_instruction("atom.global.add.acquire.gpu.s32 %r1,[%rd1],%r2", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn fences_as_libcudacxx_writes_them() {
+        let f = parse_instruction("fence.cta.acq_rel", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap();
+        assert_eq!(
+            (f.kind, f.sem, f.scope),
+            (MemOpKind::Fence, Some(Sem::AcqRel), Some(Scope::Cta))
+        );
+        let f = parse_instruction("fence.gpu.sc", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap();
+        assert_eq!((f.sem, f.scope), (Some(Sem::Sc), Some(Scope::Gpu)));
+    }
+
+    #[test]
+    fn ptx_isa_defaults_apply_to_clang_atoms() {
+        // clang 19 emits `atom.add.u32` with no .sem/.scope: PTX ISA atom defaults.
+        let e = parse_instruction("atom.add.u32 \t%r2, [%rd1], %r1", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap()
+            .effective();
+        assert_eq!(e.sem, Some(Sem::Relaxed));
+        assert_eq!(e.scope, Some(Scope::Gpu));
+        assert_eq!(e.to_string(), "atom.relaxed.gpu.add");
+    }
+
+    #[test]
+    fn volatile_is_relaxed_sys_and_plain_ld_is_weak() {
+        let e = parse_instruction("ld.volatile.u32 \t%r1, [%rd1]", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap()
+            .effective();
+        assert_eq!((e.sem, e.scope), (Some(Sem::Relaxed), Some(Scope::Sys)));
+        let e = parse_instruction("ld.global.u32 %r1, [%rd1]", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap()
+            .effective();
+        assert_eq!((e.sem, e.scope), (Some(Sem::Weak), None));
+    }
+
+    #[test]
+    fn membar_levels_are_fence_sc_scopes() {
+        for (text, scope) in [
+            ("membar.cta", Scope::Cta),
+            ("membar.gl", Scope::Gpu),
+            ("membar.sys", Scope::Sys),
+        ] {
+            let e = parse_instruction(text, 0)
+                .unwrap()
+                .mem_op()
+                .unwrap()
+                .effective();
+            assert_eq!(e.kind, MemOpKind::Fence, "{text}");
+            assert_eq!((e.sem, e.scope), (Some(Sem::Sc), Some(scope)), "{text}");
+        }
+        // fence without .sem is acq_rel.
+        let e = parse_instruction("fence.gpu", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap()
+            .effective();
+        assert_eq!(e.sem, Some(Sem::AcqRel));
+    }
+
+    #[test]
+    fn guards_and_param_space() {
+        let i = parse_instruction("@!%p1 bra $L__BB0_2", 0).unwrap();
+        assert_eq!(
+            i.guard,
+            Some(Guard {
+                negated: true,
+                predicate: "%p1".into()
+            })
+        );
+        assert_eq!(i.opcode, "bra");
+        assert!(i.mem_op().is_none());
+        let m = parse_instruction("st.param.b32 \t[func_retval0+0], %r2", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap();
+        assert_eq!(m.space, Some(Space::Param));
+        let m = parse_instruction("ld.shared::cluster.u32 %r1, [%r2]", 0)
+            .unwrap()
+            .mem_op()
+            .unwrap();
+        assert_eq!(m.space, Some(Space::SharedCluster));
+    }
+
+    #[test]
+    fn rejects_malformed_statements() {
+        assert!(parse_instruction("", 3).is_err());
+        assert!(parse_instruction("@%p1", 3).is_err());
+        assert!(parse_instruction("atom..add %r1", 3).is_err());
+        let e = parse_instruction("@ x", 9).unwrap_err();
+        assert_eq!(e.line, 9);
+    }
+
+    const CLANG_PTX: &str = r#"
+//
+// Generated by LLVM NVPTX Back-End
+//
+
+.version 7.8
+.target sm_90
+.address_size 64
+
+	// .globl	f_cas_acq_dev           // -- Begin function f_cas_acq_dev
+.visible .func  (.param .b32 func_retval0) f_cas_acq_dev(
+	.param .b64 f_cas_acq_dev_param_0,
+	.param .b32 f_cas_acq_dev_param_1,
+	.param .b32 f_cas_acq_dev_param_2
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<2>;
+
+// %bb.0:                               // %entry
+	ld.param.u64 	%rd1, [f_cas_acq_dev_param_0];
+	ld.param.u32 	%r1, [f_cas_acq_dev_param_1];
+	ld.param.u32 	%r2, [f_cas_acq_dev_param_2];
+	atom.cas.b32 	%r3, [%rd1], %r1, %r2;
+	setp.eq.s32 	%p1, %r3, %r1;
+$L__BB0_1: /* a label */
+	selp.u32 	%r4, 1, 0, %p1;
+	st.param.b32 	[func_retval0+0], %r4;
+	ret;
+                                        // -- End function
+}
+.visible .entry k_fence_acquire_cta()
+{
+	// begin inline asm
+	fence.cta.acq_rel;
+	// end inline asm
+	ret;
+
+}
+"#;
+
+    #[test]
+    fn function_body_skips_directives_labels_and_comments() {
+        let body = function_body(CLANG_PTX, "f_cas_acq_dev").unwrap();
+        let ops: Vec<&str> = body.iter().map(|i| i.opcode.as_str()).collect();
+        assert_eq!(ops, ["ld", "ld", "ld", "atom", "setp", "selp", "st", "ret"]);
+        assert_eq!(body[3].to_string(), "atom.cas.b32 %r3, [%rd1], %r1, %r2;");
+        // Line numbers point into the original text.
+        let line = CLANG_PTX
+            .lines()
+            .position(|l| l.contains("atom.cas"))
+            .unwrap()
+            + 1;
+        assert_eq!(body[3].line, line);
+        let k = function_body(CLANG_PTX, "k_fence_acquire_cta").unwrap();
+        assert_eq!(k.len(), 2);
+        assert_eq!(k[0].modifiers, ["cta", "acq_rel"]);
+        assert_eq!(
+            function_names(CLANG_PTX),
+            ["f_cas_acq_dev", "k_fence_acquire_cta"]
+        );
+        assert!(function_body(CLANG_PTX, "missing").is_err());
+    }
+}
