@@ -61,7 +61,13 @@ fn typed<C: Check + DeserializeOwned>() -> Box<dyn AreaParser> {
 
 /// The areas a suite file may name.
 pub const AREAS: &[&str] = &[
-    "abi", "xcall", "syscalls", "atomics", "dwarf", "gpudirect", "selftest",
+    "abi",
+    "xcall",
+    "syscalls",
+    "atomics",
+    "dwarf",
+    "gpudirect",
+    "selftest",
 ];
 
 /// The parser for an area's checks.

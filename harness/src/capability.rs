@@ -215,7 +215,10 @@ mod tests {
     #[test]
     fn missing_reason_names_hint() {
         let mut c = Capabilities::default();
-        c.set(Capability::Gpu, Err("no GPU: libcuda.so.1 not found".into()));
+        c.set(
+            Capability::Gpu,
+            Err("no GPU: libcuda.so.1 not found".into()),
+        );
         let (cap, why) = c.first_missing(&[Capability::Gpu]).unwrap();
         assert_eq!(cap, Capability::Gpu);
         assert!(why.contains("libcuda.so.1"), "{why}");

@@ -129,9 +129,13 @@ pub enum Verdict {
     Fail,
     Skip,
     /// A failure listed in the waiver file.
-    Waived { waiver: String },
+    Waived {
+        waiver: String,
+    },
     /// The case passed although a waiver lists it: the waiver should be removed.
-    StaleWaiver { waiver: String },
+    StaleWaiver {
+        waiver: String,
+    },
     /// A skip for a capability named in `--require`.
     RequiredMissing,
 }
@@ -141,9 +145,10 @@ impl Verdict {
     pub fn is_failure(&self) -> bool {
         match self {
             Verdict::Fail | Verdict::RequiredMissing => true,
-            Verdict::Pass | Verdict::Skip | Verdict::Waived { .. } | Verdict::StaleWaiver { .. } => {
-                false
-            }
+            Verdict::Pass
+            | Verdict::Skip
+            | Verdict::Waived { .. }
+            | Verdict::StaleWaiver { .. } => false,
         }
     }
 }

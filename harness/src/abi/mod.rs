@@ -1,5 +1,8 @@
 //! The `abi` area.
 
+pub mod lint;
+pub mod paramgen;
+
 use serde::Deserialize;
 
 use crate::area::{CaseContext, Check};

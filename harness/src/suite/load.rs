@@ -92,9 +92,9 @@ fn id_is_well_formed(id: &str) -> bool {
     !id.is_empty()
         && id.split('.').all(|seg| {
             !seg.is_empty()
-                && seg
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '{' || c == '}')
+                && seg.chars().all(|c| {
+                    c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '{' || c == '}'
+                })
         })
 }
 
@@ -125,7 +125,10 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
         return Err(vec![err_at(
             raw.area.referenced.line(),
             raw.area.referenced.column(),
-            format!("unknown area `{area}` (expected one of: {})", area::AREAS.join(", ")),
+            format!(
+                "unknown area `{area}` (expected one of: {})",
+                area::AREAS.join(", ")
+            ),
         )]);
     };
 
@@ -175,7 +178,8 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
                 .timeout_s
                 .or(raw.defaults.timeout_s)
                 .unwrap_or(DEFAULT_TIMEOUT_S);
-            let isolate = entry.isolate.or(raw.defaults.isolate).unwrap_or(false) || check.isolate();
+            let isolate =
+                entry.isolate.or(raw.defaults.isolate).unwrap_or(false) || check.isolate();
             cases.push(Case {
                 id,
                 area: area.clone(),

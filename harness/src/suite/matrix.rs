@@ -19,7 +19,9 @@ pub type Params = BTreeMap<String, Value>;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum MatrixError {
-    #[error("matrix key `{0}` does not appear in the id as `{{{0}}}`, so expanded ids would repeat")]
+    #[error(
+        "matrix key `{0}` does not appear in the id as `{{{0}}}`, so expanded ids would repeat"
+    )]
     KeyNotInId(String),
     #[error("id uses `{{{0}}}` but the matrix has no key `{0}`")]
     UnknownPlaceholder(String),
@@ -86,7 +88,9 @@ pub fn substitute_value(value: &Value, params: &Params) -> Value {
             }
             Value::String(substitute_text(s, params))
         }
-        Value::Array(items) => Value::Array(items.iter().map(|v| substitute_value(v, params)).collect()),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| substitute_value(v, params)).collect())
+        }
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| (k.clone(), substitute_value(v, params)))
@@ -173,7 +177,10 @@ mod tests {
     fn cartesian_product_with_exclusion() {
         let mut m = BTreeMap::new();
         m.insert("op".to_string(), axis_list(&["load", "store"]));
-        m.insert("order".to_string(), axis_list(&["acquire", "release", "relaxed"]));
+        m.insert(
+            "order".to_string(),
+            axis_list(&["acquire", "release", "relaxed"]),
+        );
         let mut ex = BTreeMap::new();
         ex.insert("op".to_string(), json!("load"));
         ex.insert("order".to_string(), json!("release"));

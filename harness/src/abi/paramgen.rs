@@ -1,0 +1,1 @@
+//! Signature generation for the parameter-passing checks (filled in next).
