@@ -9,8 +9,12 @@ pub mod backend;
 pub mod capability;
 pub mod cli;
 pub mod outcome;
+pub mod probe;
 pub mod ptx;
+pub mod report;
+pub mod runner;
 pub mod suite;
+pub mod waivers;
 
 pub mod abi;
 pub mod atomics;

@@ -1,0 +1,384 @@
+//! Run-time bindings to NVRTC, nvJitLink and libNVVM (opened with `dlopen`, so the harness
+//! builds and runs where none is installed). Only the handful of entry points gpucts uses.
+
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::path::Path;
+
+use libloading::Library;
+
+use super::LinkInputKind;
+
+type Handle = *mut c_void;
+
+fn open(path: &Path) -> Result<Library, String> {
+    // SAFETY: loading a vendor library runs its initialisers; these are NVIDIA's own
+    // redistributables, loaded once per process.
+    unsafe { Library::new(path) }.map_err(|e| format!("cannot load {}: {e}", path.display()))
+}
+
+macro_rules! sym {
+    ($lib:expr, $name:literal, $ty:ty) => {{
+        // SAFETY: the signature matches the vendor header for this symbol.
+        let s: libloading::Symbol<$ty> = unsafe { $lib.get(concat!($name, "\0").as_bytes()) }
+            .map_err(|e| format!("missing symbol {}: {e}", $name))?;
+        *s
+    }};
+}
+
+fn cstrings(items: &[impl AsRef<str>]) -> Result<Vec<CString>, String> {
+    items
+        .iter()
+        .map(|s| {
+            CString::new(s.as_ref()).map_err(|_| format!("option contains NUL: {:?}", s.as_ref()))
+        })
+        .collect()
+}
+
+fn text_from(buf: Vec<u8>) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+// ---------------------------------------------------------------- NVRTC
+
+type NvrtcVersion = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+type NvrtcCreate = unsafe extern "C" fn(
+    *mut Handle,
+    *const c_char,
+    *const c_char,
+    c_int,
+    *const *const c_char,
+    *const *const c_char,
+) -> c_int;
+type NvrtcCompile = unsafe extern "C" fn(Handle, c_int, *const *const c_char) -> c_int;
+type NvrtcSize = unsafe extern "C" fn(Handle, *mut usize) -> c_int;
+type NvrtcGet = unsafe extern "C" fn(Handle, *mut c_char) -> c_int;
+type NvrtcDestroy = unsafe extern "C" fn(*mut Handle) -> c_int;
+type NvrtcErr = unsafe extern "C" fn(c_int) -> *const c_char;
+
+pub struct Nvrtc {
+    _lib: Library,
+    version: NvrtcVersion,
+    create: NvrtcCreate,
+    compile: NvrtcCompile,
+    ptx_size: NvrtcSize,
+    ptx: NvrtcGet,
+    log_size: NvrtcSize,
+    log: NvrtcGet,
+    destroy: NvrtcDestroy,
+    err: NvrtcErr,
+}
+
+// SAFETY: NVRTC is documented thread-safe for distinct programs; the struct only holds
+// function pointers and the library handle.
+unsafe impl Send for Nvrtc {}
+unsafe impl Sync for Nvrtc {}
+
+impl Nvrtc {
+    pub fn open(path: &Path) -> Result<Nvrtc, String> {
+        let lib = open(path)?;
+        Ok(Nvrtc {
+            version: sym!(lib, "nvrtcVersion", NvrtcVersion),
+            create: sym!(lib, "nvrtcCreateProgram", NvrtcCreate),
+            compile: sym!(lib, "nvrtcCompileProgram", NvrtcCompile),
+            ptx_size: sym!(lib, "nvrtcGetPTXSize", NvrtcSize),
+            ptx: sym!(lib, "nvrtcGetPTX", NvrtcGet),
+            log_size: sym!(lib, "nvrtcGetProgramLogSize", NvrtcSize),
+            log: sym!(lib, "nvrtcGetProgramLog", NvrtcGet),
+            destroy: sym!(lib, "nvrtcDestroyProgram", NvrtcDestroy),
+            err: sym!(lib, "nvrtcGetErrorString", NvrtcErr),
+            _lib: lib,
+        })
+    }
+
+    pub fn version(&self) -> String {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: out-pointers to live locals.
+        unsafe { (self.version)(&mut major, &mut minor) };
+        format!("{major}.{minor}")
+    }
+
+    fn error(&self, code: c_int) -> String {
+        // SAFETY: returns a static string for any code.
+        let p = unsafe { (self.err)(code) };
+        if p.is_null() {
+            format!("NVRTC error {code}")
+        } else {
+            // SAFETY: NUL-terminated static string.
+            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+        }
+    }
+
+    /// Compile; on failure the error is the program log.
+    pub fn compile(&self, source: &str, name: &str, opts: &[String]) -> Result<String, String> {
+        let src = CString::new(source).map_err(|_| "source contains NUL".to_string())?;
+        let cname = CString::new(name).map_err(|_| "name contains NUL".to_string())?;
+        let copts = cstrings(opts)?;
+        let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
+        let mut prog: Handle = std::ptr::null_mut();
+        // SAFETY: all pointers are valid for the call; no headers are passed.
+        let rc = unsafe {
+            (self.create)(
+                &mut prog,
+                src.as_ptr(),
+                cname.as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(format!("nvrtcCreateProgram: {}", self.error(rc)));
+        }
+        // SAFETY: `prog` is a live program until destroyed below.
+        let result = unsafe {
+            let rc = (self.compile)(prog, ptrs.len() as c_int, ptrs.as_ptr());
+            if rc != 0 {
+                let mut n = 0usize;
+                (self.log_size)(prog, &mut n);
+                let mut buf = vec![0u8; n.max(1)];
+                (self.log)(prog, buf.as_mut_ptr() as *mut c_char);
+                Err(format!("{}: {}", self.error(rc), text_from(buf)))
+            } else {
+                let mut n = 0usize;
+                (self.ptx_size)(prog, &mut n);
+                let mut buf = vec![0u8; n.max(1)];
+                let rc = (self.ptx)(prog, buf.as_mut_ptr() as *mut c_char);
+                if rc != 0 {
+                    Err(format!("nvrtcGetPTX: {}", self.error(rc)))
+                } else {
+                    Ok(text_from(buf))
+                }
+            }
+        };
+        // SAFETY: destroys the program created above exactly once.
+        unsafe { (self.destroy)(&mut prog) };
+        result
+    }
+}
+
+// ---------------------------------------------------------------- nvJitLink
+
+type JlCreate = unsafe extern "C" fn(*mut Handle, c_uint, *const *const c_char) -> c_int;
+type JlAddData = unsafe extern "C" fn(Handle, c_int, *const c_void, usize, *const c_char) -> c_int;
+type JlComplete = unsafe extern "C" fn(Handle) -> c_int;
+type JlSize = unsafe extern "C" fn(Handle, *mut usize) -> c_int;
+type JlGet = unsafe extern "C" fn(Handle, *mut c_void) -> c_int;
+type JlGetLog = unsafe extern "C" fn(Handle, *mut c_char) -> c_int;
+type JlDestroy = unsafe extern "C" fn(*mut Handle) -> c_int;
+type JlVersion = unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int;
+
+pub struct NvJitLink {
+    _lib: Library,
+    create: JlCreate,
+    add: JlAddData,
+    complete: JlComplete,
+    cubin_size: JlSize,
+    cubin: JlGet,
+    err_size: JlSize,
+    err_log: JlGetLog,
+    destroy: JlDestroy,
+    version: JlVersion,
+}
+
+// SAFETY: handles are per call; the struct holds function pointers only.
+unsafe impl Send for NvJitLink {}
+unsafe impl Sync for NvJitLink {}
+
+impl NvJitLink {
+    pub fn open(path: &Path) -> Result<NvJitLink, String> {
+        let lib = open(path)?;
+        Ok(NvJitLink {
+            create: sym!(lib, "nvJitLinkCreate", JlCreate),
+            add: sym!(lib, "nvJitLinkAddData", JlAddData),
+            complete: sym!(lib, "nvJitLinkComplete", JlComplete),
+            cubin_size: sym!(lib, "nvJitLinkGetLinkedCubinSize", JlSize),
+            cubin: sym!(lib, "nvJitLinkGetLinkedCubin", JlGet),
+            err_size: sym!(lib, "nvJitLinkGetErrorLogSize", JlSize),
+            err_log: sym!(lib, "nvJitLinkGetErrorLog", JlGetLog),
+            destroy: sym!(lib, "nvJitLinkDestroy", JlDestroy),
+            version: sym!(lib, "nvJitLinkVersion", JlVersion),
+            _lib: lib,
+        })
+    }
+
+    pub fn version(&self) -> String {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: out-pointers to live locals.
+        unsafe { (self.version)(&mut major, &mut minor) };
+        format!("{major}.{minor}")
+    }
+
+    pub fn link(
+        &self,
+        inputs: &[(LinkInputKind, &str, &[u8])],
+        opts: &[&str],
+    ) -> Result<Vec<u8>, String> {
+        let copts = cstrings(opts)?;
+        let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
+        let mut h: Handle = std::ptr::null_mut();
+        // SAFETY: option pointers live for the call.
+        let rc = unsafe { (self.create)(&mut h, ptrs.len() as c_uint, ptrs.as_ptr()) };
+        if rc != 0 {
+            return Err(format!("nvJitLinkCreate failed with code {rc}"));
+        }
+        // SAFETY: `h` is live until destroyed below; buffers outlive each call.
+        let result = unsafe {
+            let log = |h: Handle| {
+                let mut n = 0usize;
+                (self.err_size)(h, &mut n);
+                let mut buf = vec![0u8; n.max(1)];
+                (self.err_log)(h, buf.as_mut_ptr() as *mut c_char);
+                text_from(buf)
+            };
+            let mut res = Ok(());
+            for (kind, name, data) in inputs {
+                // nvJitLinkInputType: NVJITLINK_INPUT_CUBIN = 1, NVJITLINK_INPUT_PTX = 2.
+                let k = match kind {
+                    LinkInputKind::Cubin => 1,
+                    LinkInputKind::Ptx => 2,
+                };
+                let cname = CString::new(*name).unwrap_or_default();
+                let rc = (self.add)(
+                    h,
+                    k,
+                    data.as_ptr() as *const c_void,
+                    data.len(),
+                    cname.as_ptr(),
+                );
+                if rc != 0 {
+                    res = Err(format!("adding {name} failed (code {rc}): {}", log(h)));
+                    break;
+                }
+            }
+            match res {
+                Err(e) => Err(e),
+                Ok(()) => {
+                    let rc = (self.complete)(h);
+                    if rc != 0 {
+                        Err(format!("link failed (code {rc}): {}", log(h)))
+                    } else {
+                        let mut n = 0usize;
+                        (self.cubin_size)(h, &mut n);
+                        let mut buf = vec![0u8; n];
+                        let rc = (self.cubin)(h, buf.as_mut_ptr() as *mut c_void);
+                        if rc != 0 {
+                            Err(format!("nvJitLinkGetLinkedCubin failed with code {rc}"))
+                        } else {
+                            Ok(buf)
+                        }
+                    }
+                }
+            }
+        };
+        // SAFETY: destroys the handle created above exactly once.
+        unsafe { (self.destroy)(&mut h) };
+        result
+    }
+}
+
+// ---------------------------------------------------------------- libNVVM
+
+type NvvmVersion = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
+type NvvmCreate = unsafe extern "C" fn(*mut Handle) -> c_int;
+type NvvmAdd = unsafe extern "C" fn(Handle, *const c_char, usize, *const c_char) -> c_int;
+type NvvmCompile = unsafe extern "C" fn(Handle, c_int, *const *const c_char) -> c_int;
+type NvvmSize = unsafe extern "C" fn(Handle, *mut usize) -> c_int;
+type NvvmGet = unsafe extern "C" fn(Handle, *mut c_char) -> c_int;
+type NvvmDestroy = unsafe extern "C" fn(*mut Handle) -> c_int;
+
+pub struct Nvvm {
+    _lib: Library,
+    version: NvvmVersion,
+    create: NvvmCreate,
+    add: NvvmAdd,
+    compile: NvvmCompile,
+    result_size: NvvmSize,
+    result: NvvmGet,
+    log_size: NvvmSize,
+    log: NvvmGet,
+    destroy: NvvmDestroy,
+}
+
+// SAFETY: programs are per call; the struct holds function pointers only.
+unsafe impl Send for Nvvm {}
+unsafe impl Sync for Nvvm {}
+
+impl Nvvm {
+    pub fn open(path: &Path) -> Result<Nvvm, String> {
+        let lib = open(path)?;
+        Ok(Nvvm {
+            version: sym!(lib, "nvvmVersion", NvvmVersion),
+            create: sym!(lib, "nvvmCreateProgram", NvvmCreate),
+            add: sym!(lib, "nvvmAddModuleToProgram", NvvmAdd),
+            compile: sym!(lib, "nvvmCompileProgram", NvvmCompile),
+            result_size: sym!(lib, "nvvmGetCompiledResultSize", NvvmSize),
+            result: sym!(lib, "nvvmGetCompiledResult", NvvmGet),
+            log_size: sym!(lib, "nvvmGetProgramLogSize", NvvmSize),
+            log: sym!(lib, "nvvmGetProgramLog", NvvmGet),
+            destroy: sym!(lib, "nvvmDestroyProgram", NvvmDestroy),
+            _lib: lib,
+        })
+    }
+
+    pub fn version(&self) -> String {
+        let (mut major, mut minor) = (0, 0);
+        // SAFETY: out-pointers to live locals.
+        unsafe { (self.version)(&mut major, &mut minor) };
+        format!("{major}.{minor}")
+    }
+
+    pub fn compile(&self, ir: &str, opts: &[&str]) -> Result<String, String> {
+        let copts = cstrings(opts)?;
+        let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
+        let name = CString::new("module.ll").unwrap_or_default();
+        let mut prog: Handle = std::ptr::null_mut();
+        // SAFETY: out-pointer to a live local.
+        let rc = unsafe { (self.create)(&mut prog) };
+        if rc != 0 {
+            return Err(format!("nvvmCreateProgram failed with code {rc}"));
+        }
+        // SAFETY: `prog` is live until destroyed below; buffers outlive each call.
+        let result = unsafe {
+            let log = |prog: Handle| {
+                let mut n = 0usize;
+                (self.log_size)(prog, &mut n);
+                let mut buf = vec![0u8; n.max(1)];
+                (self.log)(prog, buf.as_mut_ptr() as *mut c_char);
+                text_from(buf)
+            };
+            let rc = (self.add)(prog, ir.as_ptr() as *const c_char, ir.len(), name.as_ptr());
+            if rc != 0 {
+                Err(format!(
+                    "nvvmAddModuleToProgram failed (code {rc}): {}",
+                    log(prog)
+                ))
+            } else {
+                let rc = (self.compile)(prog, ptrs.len() as c_int, ptrs.as_ptr());
+                if rc != 0 {
+                    Err(format!("compile failed (code {rc}): {}", log(prog)))
+                } else {
+                    let mut n = 0usize;
+                    (self.result_size)(prog, &mut n);
+                    let mut buf = vec![0u8; n.max(1)];
+                    (self.result)(prog, buf.as_mut_ptr() as *mut c_char);
+                    Ok(text_from(buf))
+                }
+            }
+        };
+        // SAFETY: destroys the program created above exactly once.
+        unsafe { (self.destroy)(&mut prog) };
+        result
+    }
+}
+
+macro_rules! opaque_debug {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($t))
+            }
+        }
+    )*};
+}
+opaque_debug!(Nvrtc, NvJitLink, Nvvm);

@@ -1,0 +1,206 @@
+//! The managed toolchain: NVIDIA's redistributable wheels, pinned, installed with pip into a
+//! per-user cache (`$GPUCTS_CACHE`, else `$XDG_CACHE_HOME/gpucts`, else `~/.cache/gpucts`).
+//!
+//! The install goes to a temporary directory that is renamed into place when pip succeeds, under
+//! an exclusive lock, so concurrent runs and interrupted installs never see a half-written tree.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::capability::Capability;
+
+/// The pinned wheels. The 12.9 series for the compilers (the driver on the GPU rigs, R580,
+/// accepts its PTX); nvdisasm and cuobjdump are only published as 13.x wheels, which read
+/// sm_90 cubins from 12.9 ptxas.
+pub const PINNED: &[&str] = &[
+    "nvidia-cuda-nvcc-cu12==12.9.86",
+    "nvidia-cuda-nvrtc-cu12==12.9.86",
+    "nvidia-nvjitlink-cu12==12.9.86",
+    "nvidia-cuda-cccl-cu12==12.9.27",
+    "nvidia-cuda-nvdisasm==13.2.86",
+    "nvidia-cuda-cuobjdump==13.2.86",
+];
+
+/// The name of this pin set; changing [`PINNED`] changes the directory, so an old install is
+/// never mixed with a new one.
+pub const SET: &str = "cu12.9-r1";
+
+pub fn cache_root() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("GPUCTS_CACHE") {
+        return Some(PathBuf::from(p));
+    }
+    if let Some(p) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(p).join("gpucts"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/gpucts"))
+}
+
+/// The directory the wheels are installed into (pip `--target`).
+pub fn site_dir() -> Option<PathBuf> {
+    cache_root().map(|r| r.join("toolchain").join(SET))
+}
+
+/// A component inside an installed wheel tree.
+pub fn locate(cap: Capability, site: &Path) -> Option<PathBuf> {
+    let nv = site.join("nvidia");
+    let file = |p: PathBuf| p.is_file().then_some(p);
+    let first = |cands: &[PathBuf]| cands.iter().find(|p| p.is_file()).cloned();
+    match cap {
+        Capability::Ptxas => file(nv.join("cuda_nvcc/bin/ptxas")),
+        Capability::Nvrtc => file(nv.join("cuda_nvrtc/lib/libnvrtc.so.12")),
+        Capability::Nvjitlink => file(nv.join("nvjitlink/lib/libnvJitLink.so.12")),
+        Capability::Libnvvm => file(nv.join("cuda_nvcc/nvvm/lib64/libnvvm.so")),
+        Capability::Nvdisasm => first(&[
+            nv.join("cu13/bin/nvdisasm"),
+            nv.join("cuda_nvdisasm/bin/nvdisasm"),
+        ]),
+        Capability::Cuobjdump => first(&[
+            nv.join("cu13/bin/cuobjdump"),
+            nv.join("cuda_cuobjdump/bin/cuobjdump"),
+        ]),
+        Capability::Cccl => {
+            let d = nv.join("cuda_cccl/include");
+            d.join("cuda/atomic").is_file().then_some(d)
+        }
+        _ => None,
+    }
+}
+
+/// An exclusive advisory lock on a file, released on drop.
+struct Lock(std::fs::File);
+
+impl Lock {
+    fn acquire(path: &Path) -> std::io::Result<Lock> {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        // SAFETY: flock on a file descriptor we own.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Lock(f))
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking our own descriptor.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+fn python() -> Option<String> {
+    ["python3", "python"]
+        .iter()
+        .find(|p| {
+            Command::new(p)
+                .args(["-m", "pip", "--version"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .map(|s| s.to_string())
+}
+
+/// Install the pinned wheels (if not already there); returns the site directory. pip's own
+/// progress goes to `progress`.
+pub fn install(progress: &mut dyn Write) -> Result<PathBuf, String> {
+    let root = cache_root().ok_or("no cache directory: set GPUCTS_CACHE or HOME")?;
+    let site = site_dir().ok_or("no cache directory")?;
+    let parent = site.parent().ok_or("bad cache path")?;
+    std::fs::create_dir_all(parent)
+        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    let _lock = Lock::acquire(&root.join("toolchain.lock"))
+        .map_err(|e| format!("cannot lock the toolchain cache: {e}"))?;
+    if site.join(".complete").is_file() {
+        return Ok(site);
+    }
+    let py = python().ok_or("python3 with pip not found (apt-get install python3-pip)")?;
+    let staging = parent.join(format!(".{SET}.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let _ = writeln!(
+        progress,
+        "gpucts: pip install --target {} {}",
+        site.display(),
+        PINNED.join(" ")
+    );
+    let status = Command::new(&py)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-input",
+            "--progress-bar",
+            "on",
+            "--target",
+        ])
+        .arg(&staging)
+        .args(PINNED)
+        .stdin(Stdio::null())
+        // pip's progress and messages go where the user sees them, never into our stdout
+        // (which may be JSON).
+        .stdout(Stdio::from(
+            std::io::stderr()
+                .lock()
+                .try_clone_stderr()
+                .map_err(|e| format!("cannot pass stderr to pip: {e}"))?,
+        ))
+        .status()
+        .map_err(|e| format!("cannot run {py} -m pip: {e}"))?;
+    if !status.success() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(format!("pip install failed ({status})"));
+    }
+    std::fs::write(staging.join(".complete"), PINNED.join("\n"))
+        .map_err(|e| format!("cannot mark install complete: {e}"))?;
+    let _ = std::fs::remove_dir_all(&site);
+    std::fs::rename(&staging, &site)
+        .map_err(|e| format!("cannot move {} into place: {e}", staging.display()))?;
+    Ok(site)
+}
+
+trait TryCloneStderr {
+    fn try_clone_stderr(&self) -> std::io::Result<std::os::fd::OwnedFd>;
+}
+
+impl TryCloneStderr for std::io::StderrLock<'_> {
+    fn try_clone_stderr(&self) -> std::io::Result<std::os::fd::OwnedFd> {
+        use std::os::fd::AsFd;
+        self.as_fd().try_clone_to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn locate_finds_wheel_layout() {
+        let d = super::super::tempfile_dir().unwrap();
+        let nv = d.path().join("nvidia");
+        std::fs::create_dir_all(nv.join("cuda_nvcc/bin")).unwrap();
+        std::fs::write(nv.join("cuda_nvcc/bin/ptxas"), b"").unwrap();
+        std::fs::create_dir_all(nv.join("cuda_cccl/include/cuda")).unwrap();
+        std::fs::write(nv.join("cuda_cccl/include/cuda/atomic"), b"").unwrap();
+        assert!(locate(Capability::Ptxas, d.path()).is_some());
+        assert_eq!(
+            locate(Capability::Cccl, d.path()).unwrap(),
+            nv.join("cuda_cccl/include")
+        );
+        assert!(locate(Capability::Nvrtc, d.path()).is_none());
+    }
+
+    #[test]
+    fn pins_are_exact() {
+        assert!(PINNED.iter().all(|p| p.contains("==")));
+    }
+}

@@ -1,0 +1,677 @@
+//! The offline toolchain: ptxas, NVRTC, nvJitLink, libNVVM, nvdisasm, cuobjdump, libcu++
+//! headers, and clang-19 with the NVPTX target. None of these needs a GPU.
+//!
+//! Each component is looked for on `PATH`, under `$CUDA_HOME` and `/usr/local/cuda`, and in the
+//! managed wheel cache (see [`managed`]). With [`Policy::Auto`], components that are missing are
+//! installed from NVIDIA's pinned redistributable wheels; [`Policy::System`] never installs.
+
+mod ffi;
+pub mod managed;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use serde::Serialize;
+
+use crate::capability::{Capabilities, Capability};
+
+/// A tool run that did not produce its output.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0} is not available")]
+    NotAvailable(Capability),
+    #[error("{tool} failed: {log}")]
+    Failed { tool: String, log: String },
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl ToolError {
+    fn failed(tool: &str, log: impl Into<String>) -> Self {
+        ToolError::Failed {
+            tool: tool.to_string(),
+            log: log.into(),
+        }
+    }
+}
+
+/// Input kinds for [`Toolchain::nvjitlink`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkInputKind {
+    Ptx,
+    Cubin,
+}
+
+/// Languages clang compiles for NVPTX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClangLang {
+    C,
+    /// CUDA device code (`-x cuda --cuda-device-only`).
+    Cuda,
+    /// LLVM IR text.
+    LlvmIr,
+}
+
+impl ClangLang {
+    fn extension(self) -> &'static str {
+        match self {
+            ClangLang::C => "c",
+            ClangLang::Cuda => "cu",
+            ClangLang::LlvmIr => "ll",
+        }
+    }
+}
+
+/// Whether the harness may install missing components (`--toolchain auto|system`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Policy {
+    /// Use what the system has; install NVIDIA's pinned wheels for what it lacks.
+    #[default]
+    Auto,
+    /// Use only what the system has.
+    System,
+}
+
+/// Where a component was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    System,
+    Managed,
+}
+
+impl Origin {
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::System => "system",
+            Origin::Managed => "managed",
+        }
+    }
+}
+
+/// One found component.
+#[derive(Debug, Clone, Serialize)]
+pub struct Component {
+    pub path: PathBuf,
+    pub version: String,
+    pub origin: Origin,
+}
+
+/// The toolchain this run uses.
+#[derive(Debug, Default)]
+pub struct Toolchain {
+    found: BTreeMap<Capability, Component>,
+    missing: BTreeMap<Capability, String>,
+    /// Shared objects are opened at most once per process.
+    nvrtc: OnceLock<Result<ffi::Nvrtc, String>>,
+    nvjitlink: OnceLock<Result<ffi::NvJitLink, String>>,
+    nvvm: OnceLock<Result<ffi::Nvvm, String>>,
+}
+
+/// Components the NVIDIA wheels provide (clang comes from Debian).
+pub const NVIDIA_COMPONENTS: &[Capability] = &[
+    Capability::Ptxas,
+    Capability::Nvrtc,
+    Capability::Nvjitlink,
+    Capability::Libnvvm,
+    Capability::Nvdisasm,
+    Capability::Cuobjdump,
+    Capability::Cccl,
+];
+
+impl Toolchain {
+    /// Discover what is installed, never installing anything.
+    pub fn discover_system() -> Toolchain {
+        let mut tc = Toolchain::default();
+        let roots = cuda_roots();
+        let managed = managed::site_dir().filter(|d| d.is_dir());
+        for &cap in NVIDIA_COMPONENTS {
+            let sys = roots.iter().find_map(|r| locate_in_cuda_root(cap, r));
+            let on_path = match cap {
+                Capability::Ptxas | Capability::Nvdisasm | Capability::Cuobjdump => {
+                    which(cap.name())
+                }
+                _ => None,
+            };
+            let found = on_path.or(sys).map(|p| (p, Origin::System)).or_else(|| {
+                managed
+                    .as_deref()
+                    .and_then(|m| managed::locate(cap, m))
+                    .map(|p| (p, Origin::Managed))
+            });
+            match found {
+                Some((path, origin)) => match version_of(cap, &path) {
+                    Ok(version) => {
+                        tc.found.insert(
+                            cap,
+                            Component {
+                                path,
+                                version,
+                                origin,
+                            },
+                        );
+                    }
+                    Err(e) => {
+                        tc.missing.insert(
+                            cap,
+                            format!("{} found at {} but unusable: {e}", cap, path.display()),
+                        );
+                    }
+                },
+                None => {
+                    tc.missing
+                        .insert(cap, format!("{} not found", describe(cap)));
+                }
+            }
+        }
+        match find_clang() {
+            Ok(c) => {
+                tc.found.insert(Capability::Clang, c);
+            }
+            Err(e) => {
+                tc.missing.insert(Capability::Clang, e);
+            }
+        }
+        tc
+    }
+
+    /// Discover, then with [`Policy::Auto`] install the pinned wheels if an NVIDIA component
+    /// is missing. Progress goes to stderr. An install failure leaves the components missing
+    /// with the failure as their reason; cases that need them skip.
+    pub fn provision(policy: Policy) -> Toolchain {
+        let tc = Toolchain::discover_system();
+        let lacking: Vec<Capability> = NVIDIA_COMPONENTS
+            .iter()
+            .copied()
+            .filter(|c| !tc.has(*c))
+            .collect();
+        if policy == Policy::System || lacking.is_empty() {
+            return tc;
+        }
+        let names: Vec<&str> = lacking.iter().map(|c| c.name()).collect();
+        eprintln!(
+            "gpucts: {} not found on this system; installing NVIDIA's redistributable wheels (use --toolchain system to forbid)",
+            names.join(", ")
+        );
+        match managed::install(&mut std::io::stderr()) {
+            Ok(dir) => {
+                eprintln!("gpucts: toolchain installed in {}", dir.display());
+                Toolchain::discover_system()
+            }
+            Err(e) => {
+                let mut tc = tc;
+                for c in lacking {
+                    tc.missing.insert(
+                        c,
+                        format!("{} not found, and installing it failed: {e}", describe(c)),
+                    );
+                }
+                tc
+            }
+        }
+    }
+
+    pub fn has(&self, cap: Capability) -> bool {
+        self.found.contains_key(&cap)
+    }
+
+    pub fn component(&self, cap: Capability) -> Option<&Component> {
+        self.found.get(&cap)
+    }
+
+    pub fn missing(&self) -> &BTreeMap<Capability, String> {
+        &self.missing
+    }
+
+    pub fn components(&self) -> &BTreeMap<Capability, Component> {
+        &self.found
+    }
+
+    /// Record the toolchain's capabilities.
+    pub fn fill_capabilities(&self, caps: &mut Capabilities) {
+        for (cap, c) in &self.found {
+            caps.set(
+                *cap,
+                Ok(format!(
+                    "{} ({}, {})",
+                    c.version,
+                    c.path.display(),
+                    c.origin.name()
+                )),
+            );
+        }
+        for (cap, why) in &self.missing {
+            caps.set(*cap, Err(why.clone()));
+        }
+    }
+
+    fn path(&self, cap: Capability) -> Result<&Path, ToolError> {
+        self.found
+            .get(&cap)
+            .map(|c| c.path.as_path())
+            .ok_or(ToolError::NotAvailable(cap))
+    }
+
+    /// NVRTC: CUDA C++ -> PTX. The libcu++ include directory is added when present.
+    pub fn nvrtc(&self, source: &str, name: &str, opts: &[&str]) -> Result<String, ToolError> {
+        let lib = self
+            .nvrtc
+            .get_or_init(|| {
+                ffi::Nvrtc::open(self.path(Capability::Nvrtc).map_err(|e| e.to_string())?)
+            })
+            .as_ref()
+            .map_err(|e| ToolError::failed("nvrtc", e.clone()))?;
+        let mut all: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
+        if let Some(cccl) = self.found.get(&Capability::Cccl) {
+            all.push(format!("-I{}", cccl.path.display()));
+        }
+        lib.compile(source, name, &all)
+            .map_err(|log| ToolError::failed("nvrtc", log))
+    }
+
+    /// libNVVM: NVVM IR text -> PTX.
+    pub fn nvvm(&self, ir: &str, opts: &[&str]) -> Result<String, ToolError> {
+        let lib = self
+            .nvvm
+            .get_or_init(|| {
+                ffi::Nvvm::open(self.path(Capability::Libnvvm).map_err(|e| e.to_string())?)
+            })
+            .as_ref()
+            .map_err(|e| ToolError::failed("libnvvm", e.clone()))?;
+        lib.compile(ir, opts)
+            .map_err(|log| ToolError::failed("libnvvm", log))
+    }
+
+    /// nvJitLink: link PTX and cubins into one cubin.
+    pub fn nvjitlink(
+        &self,
+        inputs: &[(LinkInputKind, &str, &[u8])],
+        opts: &[&str],
+    ) -> Result<Vec<u8>, ToolError> {
+        let lib = self
+            .nvjitlink
+            .get_or_init(|| {
+                ffi::NvJitLink::open(
+                    self.path(Capability::Nvjitlink)
+                        .map_err(|e| e.to_string())?,
+                )
+            })
+            .as_ref()
+            .map_err(|e| ToolError::failed("nvjitlink", e.clone()))?;
+        lib.link(inputs, opts)
+            .map_err(|log| ToolError::failed("nvjitlink", log))
+    }
+
+    /// ptxas: PTX -> cubin.
+    pub fn ptxas(&self, ptx: &str, arch: &str, args: &[&str]) -> Result<Vec<u8>, ToolError> {
+        let ptxas = self.path(Capability::Ptxas)?;
+        let dir = tempfile_dir()?;
+        let input = dir.path().join("input.ptx");
+        let output = dir.path().join("output.cubin");
+        std::fs::write(&input, ptx)?;
+        let out = Command::new(ptxas)
+            .arg(format!("-arch={arch}"))
+            .args(args)
+            .arg(&input)
+            .arg("-o")
+            .arg(&output)
+            .output()?;
+        if !out.status.success() {
+            return Err(ToolError::failed(
+                "ptxas",
+                format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stderr),
+                    String::from_utf8_lossy(&out.stdout)
+                ),
+            ));
+        }
+        Ok(std::fs::read(&output)?)
+    }
+
+    /// nvdisasm on a cubin.
+    pub fn nvdisasm(&self, cubin: &[u8], args: &[&str]) -> Result<String, ToolError> {
+        self.run_on_cubin(Capability::Nvdisasm, cubin, args)
+    }
+
+    /// cuobjdump on a cubin.
+    pub fn cuobjdump(&self, cubin: &[u8], args: &[&str]) -> Result<String, ToolError> {
+        self.run_on_cubin(Capability::Cuobjdump, cubin, args)
+    }
+
+    fn run_on_cubin(
+        &self,
+        cap: Capability,
+        cubin: &[u8],
+        args: &[&str],
+    ) -> Result<String, ToolError> {
+        let tool = self.path(cap)?;
+        let dir = tempfile_dir()?;
+        let input = dir.path().join("input.cubin");
+        std::fs::write(&input, cubin)?;
+        let out = Command::new(tool).args(args).arg(&input).output()?;
+        if !out.status.success() {
+            return Err(ToolError::failed(
+                cap.name(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// clang-19 -> PTX for `nvptx64-nvidia-cuda`.
+    pub fn clang_ptx(
+        &self,
+        source: &str,
+        lang: ClangLang,
+        args: &[&str],
+    ) -> Result<String, ToolError> {
+        let mut all: Vec<&str> = match lang {
+            ClangLang::Cuda => vec![
+                "--cuda-device-only",
+                "--cuda-gpu-arch=sm_90",
+                "-nocudainc",
+                "-nocudalib",
+                "-S",
+                "-o",
+                "-",
+            ],
+            ClangLang::C | ClangLang::LlvmIr => {
+                vec![
+                    "--target=nvptx64-nvidia-cuda",
+                    "-march=sm_90",
+                    "-S",
+                    "-o",
+                    "-",
+                ]
+            }
+        };
+        all.extend_from_slice(args);
+        self.clang_stdout(source, lang, &all)
+    }
+
+    /// clang-19 with `args` on `source` (the file is appended); returns stdout.
+    pub fn clang_stdout(
+        &self,
+        source: &str,
+        lang: ClangLang,
+        args: &[&str],
+    ) -> Result<String, ToolError> {
+        let clang = self.path(Capability::Clang)?;
+        let dir = tempfile_dir()?;
+        let input = dir.path().join(format!("input.{}", lang.extension()));
+        std::fs::write(&input, source)?;
+        let mut cmd = Command::new(clang);
+        if lang == ClangLang::Cuda {
+            cmd.args(["-x", "cuda"]);
+        }
+        let out = cmd.args(args).arg(&input).output()?;
+        if !out.status.success() {
+            return Err(ToolError::failed(
+                "clang",
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh private temporary directory.
+pub fn tempfile_dir() -> std::io::Result<TempDir> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let base = std::env::temp_dir();
+    loop {
+        let p = base.join(format!(
+            "gpucts-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        match std::fs::create_dir(&p) {
+            Ok(()) => return Ok(TempDir(p)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn describe(cap: Capability) -> &'static str {
+    match cap {
+        Capability::Ptxas => "ptxas",
+        Capability::Nvrtc => "NVRTC (libnvrtc.so)",
+        Capability::Nvjitlink => "nvJitLink (libnvJitLink.so)",
+        Capability::Libnvvm => "libNVVM (libnvvm.so)",
+        Capability::Nvdisasm => "nvdisasm",
+        Capability::Cuobjdump => "cuobjdump",
+        Capability::Cccl => "libcu++ headers (cuda/atomic)",
+        Capability::Clang => "clang-19",
+        _ => "component",
+    }
+}
+
+fn cuda_roots() -> Vec<PathBuf> {
+    let mut v = Vec::new();
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(p) = std::env::var_os(var) {
+            v.push(PathBuf::from(p));
+        }
+    }
+    v.push(PathBuf::from("/usr/local/cuda"));
+    v
+}
+
+/// The shared library `stem` (e.g. `libnvrtc.so`) in `dir`, unversioned or with the highest
+/// version suffix.
+fn find_so(dir: &Path, stem: &str) -> Option<PathBuf> {
+    let exact = dir.join(stem);
+    if exact.is_file() {
+        return Some(exact);
+    }
+    let mut candidates: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("{stem}.")) && !n.contains("alt"))
+        })
+        .collect();
+    candidates.sort();
+    candidates.pop()
+}
+
+fn locate_in_cuda_root(cap: Capability, root: &Path) -> Option<PathBuf> {
+    let file = |p: PathBuf| p.is_file().then_some(p);
+    match cap {
+        Capability::Ptxas => file(root.join("bin/ptxas")),
+        Capability::Nvdisasm => file(root.join("bin/nvdisasm")),
+        Capability::Cuobjdump => file(root.join("bin/cuobjdump")),
+        Capability::Nvrtc => find_so(&root.join("lib64"), "libnvrtc.so"),
+        Capability::Nvjitlink => find_so(&root.join("lib64"), "libnvJitLink.so"),
+        Capability::Libnvvm => find_so(&root.join("nvvm/lib64"), "libnvvm.so"),
+        Capability::Cccl => ["include", "include/cccl"]
+            .iter()
+            .map(|d| root.join(d))
+            .find(|d| d.join("cuda/atomic").is_file()),
+        _ => None,
+    }
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+fn version_of(cap: Capability, path: &Path) -> Result<String, String> {
+    match cap {
+        Capability::Ptxas | Capability::Nvdisasm | Capability::Cuobjdump => {
+            let out = Command::new(path)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| e.to_string())?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            // NVIDIA tools end with "Cuda compilation tools, release 12.9, V12.9.86".
+            text.lines()
+                .rev()
+                .find_map(|l| l.split_once(", V").map(|(_, v)| v.trim().to_string()))
+                .ok_or_else(|| format!("unexpected --version output: {}", text.trim()))
+        }
+        Capability::Nvrtc => ffi::Nvrtc::open(path).map(|l| l.version()),
+        Capability::Nvjitlink => ffi::NvJitLink::open(path).map(|l| l.version()),
+        Capability::Libnvvm => ffi::Nvvm::open(path).map(|l| l.version()),
+        Capability::Cccl => {
+            // <cuda/std/version> or <cuda/version> carries CCCL_VERSION as MMMmmmppp.
+            for rel in [
+                "cuda/version",
+                "cuda/std/__cccl/version.h",
+                "cuda/std/detail/__config",
+            ] {
+                if let Ok(text) = std::fs::read_to_string(path.join(rel)) {
+                    if let Some(v) = text.lines().find_map(|l| {
+                        let l = l.trim();
+                        l.strip_prefix("#define CCCL_VERSION ")
+                            .or_else(|| l.strip_prefix("#  define CCCL_VERSION "))
+                            .or_else(|| l.strip_prefix("#define _LIBCUDACXX_CUDA_API_VERSION "))
+                    }) {
+                        if let Ok(n) = v.trim().parse::<u64>() {
+                            return Ok(format!(
+                                "{}.{}.{}",
+                                n / 1_000_000,
+                                (n / 1000) % 1000,
+                                n % 1000
+                            ));
+                        }
+                    }
+                }
+            }
+            Ok("unknown version".into())
+        }
+        _ => Ok(String::new()),
+    }
+}
+
+fn find_clang() -> Result<Component, String> {
+    let path = which("clang-19")
+        .or_else(|| Some(PathBuf::from("/usr/lib/llvm-19/bin/clang")).filter(|p| p.is_file()))
+        .ok_or_else(|| "clang-19 not found".to_string())?;
+    let out = Command::new(&path)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("clang-19 at {} does not run: {e}", path.display()))?;
+    let version = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    // The NVPTX back end must be built in; llc lists registered targets.
+    let llc = path.with_file_name("llc-19");
+    let llc = if llc.is_file() {
+        llc
+    } else {
+        PathBuf::from("/usr/lib/llvm-19/bin/llc")
+    };
+    if let Ok(o) = Command::new(&llc).arg("--version").output() {
+        if !String::from_utf8_lossy(&o.stdout).contains("nvptx64") {
+            return Err(format!("{} lacks the NVPTX target", path.display()));
+        }
+    }
+    Ok(Component {
+        path,
+        version,
+        origin: Origin::System,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_so_prefers_highest_versioned_name() {
+        let d = tempfile_dir().unwrap();
+        for n in ["libnvrtc.so.11", "libnvrtc.so.12", "libnvrtc.alt.so.12"] {
+            std::fs::write(d.path().join(n), b"").unwrap();
+        }
+        let p = find_so(d.path(), "libnvrtc.so").unwrap();
+        assert_eq!(p.file_name().unwrap(), "libnvrtc.so.12");
+    }
+
+    #[test]
+    fn missing_tools_are_errors_not_panics() {
+        let tc = Toolchain::default();
+        assert!(matches!(
+            tc.ptxas(".version 8.0", "sm_90", &[]),
+            Err(ToolError::NotAvailable(Capability::Ptxas))
+        ));
+        assert!(matches!(
+            tc.nvrtc("", "x.cu", &[]),
+            Err(ToolError::Failed { .. })
+        ));
+    }
+
+    /// ptxas, when present, assembles a minimal module and rejects a malformed one.
+    #[test]
+    fn ptxas_round_trip_when_present() {
+        let tc = Toolchain::discover_system();
+        if !tc.has(Capability::Ptxas) {
+            eprintln!("note: ptxas absent; skipping");
+            return;
+        }
+        let ok = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n";
+        let cubin = tc.ptxas(ok, "sm_90", &[]).unwrap();
+        assert_eq!(&cubin[..4], b"\x7fELF");
+        let bad = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n";
+        assert!(matches!(
+            tc.ptxas(bad, "sm_90", &[]),
+            Err(ToolError::Failed { .. })
+        ));
+    }
+
+    /// NVRTC and nvJitLink, when present: compile a kernel and link its PTX.
+    #[test]
+    fn nvrtc_then_nvjitlink_when_present() {
+        let tc = Toolchain::discover_system();
+        if !(tc.has(Capability::Nvrtc) && tc.has(Capability::Nvjitlink)) {
+            eprintln!("note: NVRTC or nvJitLink absent; skipping");
+            return;
+        }
+        let ptx = tc
+            .nvrtc(
+                "extern \"C\" __global__ void k(int *p) { *p = 42; }",
+                "k.cu",
+                &["--gpu-architecture=compute_90"],
+            )
+            .unwrap();
+        assert!(ptx.contains(".entry k("), "{ptx}");
+        let cubin = tc
+            .nvjitlink(
+                &[(LinkInputKind::Ptx, "k.ptx", ptx.as_bytes())],
+                &["-arch=sm_90"],
+            )
+            .unwrap();
+        assert_eq!(&cubin[..4], b"\x7fELF");
+        let err = tc.nvrtc("this is not C++", "bad.cu", &[]).unwrap_err();
+        assert!(err.to_string().contains("bad.cu"), "{err}");
+    }
+}
