@@ -49,6 +49,15 @@ pub enum Rule {
     Handle,
     /// A PTX type the table has no row for.
     TableType,
+    /// Source-aware only: a scalar whose PTX width or class is not the table's for its source
+    /// type (e.g. a `long long` as `.b32`, a `float` as `.u32`).
+    ScalarClass,
+    /// Source-aware only: an aggregate whose `.align` is not its alignment (note D).
+    AggregateAlign,
+    /// Source-aware only: an aggregate whose array size is not its size.
+    AggregateSize,
+    /// Source-aware only: the function or the value is not in the producer's output.
+    Missing,
 }
 
 impl Rule {
@@ -64,6 +73,10 @@ impl Rule {
             Rule::PointerWidth => "pointer-width",
             Rule::Handle => "handle",
             Rule::TableType => "table-type",
+            Rule::ScalarClass => "scalar-class",
+            Rule::AggregateAlign => "aggregate-align",
+            Rule::AggregateSize => "aggregate-size",
+            Rule::Missing => "missing",
         }
     }
 
@@ -77,7 +90,9 @@ impl Rule {
             Rule::SizeMultiple => "ptx-interop 13.2 §1.2, §2.3 aggregates row",
             Rule::PointerWidth => "ptx-interop 13.2 §1.1, §2.3 pointer rows",
             Rule::Handle => "ptx-interop 13.2 §2.3 note E",
-            Rule::TableType => "ptx-interop 13.2 §2.3 table",
+            Rule::TableType | Rule::ScalarClass | Rule::Missing => "ptx-interop 13.2 §2.3 table",
+            Rule::AggregateAlign => "ptx-interop 13.2 §2.3 note D",
+            Rule::AggregateSize => "ptx-interop 13.2 §2.3 aggregates row",
         }
     }
 }
@@ -132,11 +147,29 @@ pub fn exit_code(result: &Result<Vec<Violation>, PtxError>) -> i32 {
     }
 }
 
-/// Every violation in `module`, in source order.
+/// Every violation in `module`, in source order. A forward declaration identical to the
+/// function's definition (LLVM emits one for each local function) is not reported twice.
 pub fn lint(module: &PtxModule, file: &str) -> Vec<Violation> {
     let addr = module.effective_address_size();
     let mut out = Vec::new();
+    let same = |a: &FunctionDecl, b: &FunctionDecl| {
+        let render = |f: &FunctionDecl| {
+            (
+                f.returns.iter().map(ParamDecl::render).collect::<Vec<_>>(),
+                f.params.iter().map(ParamDecl::render).collect::<Vec<_>>(),
+            )
+        };
+        a.name == b.name && a.kind == b.kind && render(a) == render(b)
+    };
     for f in &module.functions {
+        if !f.is_definition
+            && module
+                .functions
+                .iter()
+                .any(|d| d.is_definition && same(f, d))
+        {
+            continue;
+        }
         for (i, p) in f.returns.iter().enumerate() {
             check(f, p, &format!("return value {i}"), addr, file, &mut out);
         }
@@ -478,5 +511,45 @@ mod tests {
             exit_code(&lint_source(src.replace(".u8", ".b32").as_str(), "x")),
             0
         );
+    }
+
+    /// Every file of `ptx-corpus/` gets the exit status and violations its README row states.
+    #[test]
+    fn corpus_verdicts_match_readme() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ptx-corpus");
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        let mut rows = 0;
+        for line in readme
+            .lines()
+            .filter(|l| l.starts_with("| ") && l.contains(".ptx |"))
+        {
+            let cols: Vec<&str> = line.split('|').map(str::trim).collect();
+            let (file, exit, want) = (cols[1], cols[5], cols[6]);
+            let src = std::fs::read_to_string(dir.join(file)).unwrap();
+            let result = lint_source(&src, file);
+            assert_eq!(exit_code(&result).to_string(), exit, "{file}: {result:?}");
+            let got: Vec<&str> = result
+                .as_ref()
+                .map(|v| v.iter().map(|x| x.rule.id()).collect())
+                .unwrap_or_default();
+            let want: Vec<&str> = want
+                .split(',')
+                .map(str::trim)
+                .filter(|w| !w.is_empty())
+                .collect();
+            assert_eq!(got, want, "{file}");
+            rows += 1;
+        }
+        let on_disk = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "ptx")
+            })
+            .count();
+        assert_eq!(rows, on_disk, "every corpus file has a README row");
     }
 }
