@@ -988,6 +988,67 @@ pub const OBSERVED_DIVERGENCES: &[Divergence] = &[
     div!(Libnvvm, "float3", Return, ["aggregate-align", "aggregate-size"], "as the parameter"),
 ];
 
+/// A Markdown table: one row per signature, one column per producer and variant, each cell
+/// `param / return` declarations, with the rule ids of any finding. For reports and notes.
+pub fn summary_table(sigs: &[Signature], results: &[(Producer, Vec<Observation>)]) -> String {
+    let mut s = String::from("| type | §2.3 row | expected |");
+    let mut rule = String::from("| --- | --- | --- |");
+    for (p, _) in results {
+        for v in [Variant::External, Variant::Local] {
+            let _ = write!(s, " {} {} |", p.name(), v.name());
+            rule += " --- |";
+        }
+    }
+    s += "\n";
+    s += &rule;
+    s += "\n";
+    let short = |d: &Option<String>| {
+        d.as_deref().map_or("—".to_string(), |d| {
+            // Drop the parameter name: `.param .align 4 .b8 [3]`.
+            let mut parts: Vec<&str> = d.split(' ').collect();
+            if let Some(last) = parts.last_mut() {
+                if let Some(i) = last.find('[') {
+                    *last = &last[i..];
+                } else if !last.starts_with('.') {
+                    parts.pop();
+                }
+            }
+            parts.join(" ")
+        })
+    };
+    for sig in sigs {
+        let _ = write!(
+            s,
+            "| {} | {} | `{}` |",
+            sig.source,
+            sig.class.row(),
+            expected_decl(sig.class, ADDRESS_SIZE)
+        );
+        for (_, obs) in results {
+            for v in [Variant::External, Variant::Local] {
+                let cell: Vec<String> = [Position::Param, Position::Return]
+                    .iter()
+                    .filter_map(|pos| {
+                        obs.iter()
+                            .find(|o| o.sig_id == sig.id && o.variant == v && o.position == *pos)
+                    })
+                    .map(|o| {
+                        let rules: Vec<&str> = o.findings.iter().map(|(r, _)| r.id()).collect();
+                        if rules.is_empty() {
+                            format!("`{}`", short(&o.declared))
+                        } else {
+                            format!("`{}` **{}**", short(&o.declared), rules.join(","))
+                        }
+                    })
+                    .collect();
+                let _ = write!(s, " {} |", cell.join(" / "));
+            }
+        }
+        s += "\n";
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1117,12 +1178,59 @@ mod tests {
         tc.nvrtc(&src, "layout.cu", NVRTC_OPTIONS).unwrap();
     }
 
+    /// Debug builds add `.file`, `.loc`, `.section .debug_*` blocks and `@@DWARF` lines; the
+    /// reader must find the same prototypes in them as in the plain build.
+    #[test]
+    fn reader_reads_debug_builds() {
+        let tc = Toolchain::discover_system();
+        let sigs = signatures();
+        let protos = |ptx: &str| -> Vec<String> {
+            let m = PtxModule::parse(ptx).unwrap_or_else(|e| panic!("{e}"));
+            m.functions
+                .iter()
+                .filter(|f| f.is_definition)
+                .map(|f| {
+                    let r: Vec<String> = f
+                        .returns
+                        .iter()
+                        .chain(&f.params)
+                        .map(ParamDecl::render)
+                        .collect();
+                    format!("{} {}", f.name, r.join(", "))
+                })
+                .collect()
+        };
+        let mut runs = 0;
+        if tc.has(Capability::Nvrtc) {
+            let src = nvrtc_source(&sigs);
+            let plain = tc.nvrtc(&src, "p.cu", NVRTC_OPTIONS).unwrap();
+            let mut opts = NVRTC_OPTIONS.to_vec();
+            opts.push("-G");
+            let debug = tc.nvrtc(&src, "p.cu", &opts).unwrap();
+            assert!(
+                debug.contains(".section\t.debug_info") || debug.contains(".section .debug_info")
+            );
+            assert_eq!(protos(&debug).len(), protos(&plain).len());
+            runs += 1;
+        }
+        if tc.has(Capability::Clang) {
+            let src = clang_source(&sigs);
+            let plain = tc.clang_ptx(&src, ClangLang::C, CLANG_ARGS).unwrap();
+            let debug = tc.clang_ptx(&src, ClangLang::C, &["-O2", "-g"]).unwrap();
+            assert!(debug.contains(".loc"));
+            assert_eq!(protos(&debug), protos(&plain));
+            runs += 1;
+        }
+        eprintln!("debug builds read: {runs}");
+    }
+
     /// Every producer available emits every generated function; every parameter and return
     /// value of the external functions follows the table except the listed divergences.
     #[test]
     fn producers_follow_the_table() {
         let tc = Toolchain::discover_system();
         let sigs = signatures();
+        let mut results = Vec::new();
         for p in Producer::ALL {
             if !tc.has(p.capability()) {
                 eprintln!("skip {}: not found", p.name());
@@ -1152,6 +1260,12 @@ mod tests {
                 .map(|d| (d.sig_id, d.position.name(), d.rules.to_vec()))
                 .collect();
             assert_eq!(got, want, "{}", p.name());
+            results.push((p, obs));
+        }
+        let table = summary_table(&sigs, &results);
+        assert_eq!(table.lines().count(), sigs.len() + 2);
+        if let Some(path) = std::env::var_os("GPUCTS_PARAMGEN_TABLE") {
+            std::fs::write(path, &table).unwrap();
         }
     }
 }
