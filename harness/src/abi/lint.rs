@@ -138,6 +138,14 @@ pub fn lint_source(src: &str, file: &str) -> Result<Vec<Violation>, PtxError> {
     Ok(lint(&PtxModule::parse(src)?, file))
 }
 
+/// Read and lint one file. `Err` is the one-line reason it cannot be judged, as
+/// `FILE:LINE: what was expected` for a parse error or `FILE: cannot read: …`.
+pub fn lint_path(path: &std::path::Path) -> Result<Vec<Violation>, String> {
+    let file = path.display().to_string();
+    let src = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+    lint_source(&src, &file).map_err(|e| e.at(&file))
+}
+
 /// Exit status of `gpucts abi lint` for one file: 0 conforms, 1 violations, 2 cannot parse.
 pub fn exit_code(result: &Result<Vec<Violation>, PtxError>) -> i32 {
     match result {
@@ -271,7 +279,7 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
             v.push((
                 Rule::NarrowInteger,
                 format!(
-                    "{t} is a {}-bit integer, not widened to a 32-bit .param",
+                    "{t} is an integer of {} bits, not widened to a 32-bit .param",
                     t.bits().unwrap_or(0)
                 ),
             ));
@@ -503,9 +511,14 @@ mod tests {
         assert_eq!(v.len(), 1);
         assert_eq!(
             v[0].to_string(),
-            "corpus/x.ptx:5: .func `g` parameter 0 `g_param_0` (`.param .u8 g_param_0`): .u8 is a 8-bit integer, not widened to a 32-bit .param [narrow-integer, ptx-interop 13.2 §2.3 note A]"
+            "corpus/x.ptx:5: .func `g` parameter 0 `g_param_0` (`.param .u8 g_param_0`): .u8 is an integer of 8 bits, not widened to a 32-bit .param [narrow-integer, ptx-interop 13.2 §2.3 note A]"
         );
         assert_eq!(exit_code(&Ok(v)), 1);
+        let missing = lint_path(std::path::Path::new("/nonexistent/x.ptx")).unwrap_err();
+        assert!(
+            missing.starts_with("/nonexistent/x.ptx: cannot read:"),
+            "{missing}"
+        );
         assert_eq!(exit_code(&lint_source(".func (", "x")), 2);
         assert_eq!(
             exit_code(&lint_source(src.replace(".u8", ".b32").as_str(), "x")),
