@@ -8,6 +8,7 @@ pub mod area;
 pub mod backend;
 pub mod capability;
 pub mod cli;
+pub mod cubin;
 pub mod outcome;
 pub mod probe;
 pub mod ptx;

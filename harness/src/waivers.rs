@@ -49,14 +49,7 @@ impl Waivers {
         };
         let text = std::fs::read_to_string(path)
             .map_err(|e| err(0, 0, format!("cannot read waiver file: {e}")))?;
-        let f: WaiverFile = serde_saphyr::from_str(&text).map_err(|e| {
-            let (l, c) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((0, 0));
-            let msg = e.without_snippet().to_string();
-            err(l, c, msg.lines().next().unwrap_or("").trim().to_string())
-        })?;
+        let f: WaiverFile = crate::suite::from_yaml(&text).map_err(|(l, c, m)| err(l, c, m))?;
         let mut seen = std::collections::HashSet::new();
         for w in &f.waivers {
             if !seen.insert(w.id.as_str()) {

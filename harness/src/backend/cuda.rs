@@ -206,3 +206,107 @@ mod tests {
         }
     }
 }
+
+/// A primary context on one device, for cases that allocate and query memory. Only ever used
+/// in an isolated child (see `Check::isolate`).
+pub struct Session {
+    dev: sys::CUdevice,
+}
+
+/// A driver call's failure, with the call named.
+#[derive(Debug, thiserror::Error)]
+#[error("{call} returned {code:?}")]
+pub struct DriverCallError {
+    pub call: &'static str,
+    pub code: sys::CUresult,
+}
+
+fn check(call: &'static str, code: sys::CUresult) -> Result<(), DriverCallError> {
+    if code == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(DriverCallError { call, code })
+    }
+}
+
+impl Session {
+    /// Open device `ordinal`'s primary context and make it current on this thread.
+    pub fn open(ordinal: i32) -> Result<Session, String> {
+        probe()?;
+        // SAFETY: driver calls with out-pointers to live locals; the library is loaded.
+        unsafe {
+            check("cuInit", sys::cuInit(0)).map_err(|e| e.to_string())?;
+            let mut dev = 0;
+            check("cuDeviceGet", sys::cuDeviceGet(&mut dev, ordinal)).map_err(|e| e.to_string())?;
+            let mut ctx = std::ptr::null_mut();
+            check(
+                "cuDevicePrimaryCtxRetain",
+                sys::cuDevicePrimaryCtxRetain(&mut ctx, dev),
+            )
+            .map_err(|e| e.to_string())?;
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx)).map_err(|e| e.to_string())?;
+            Ok(Session { dev })
+        }
+    }
+
+    pub fn alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr, DriverCallError> {
+        let mut p = 0;
+        // SAFETY: out-pointer to a live local; a context is current.
+        check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
+        Ok(p)
+    }
+
+    pub fn free(&self, p: sys::CUdeviceptr) -> Result<(), DriverCallError> {
+        // SAFETY: `p` came from `alloc` and is freed once by the caller's contract.
+        check("cuMemFree", unsafe { sys::cuMemFree_v2(p) })
+    }
+
+    /// gpudirect §4.2: `cuPointerSetAttribute(&1, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p)`; the raw
+    /// result, since for host memory a failure is the expected answer.
+    pub fn set_sync_memops(&self, p: sys::CUdeviceptr) -> sys::CUresult {
+        let flag: u32 = 1;
+        // SAFETY: `flag` outlives the call; the driver validates `p`.
+        unsafe {
+            sys::cuPointerSetAttribute(
+                &flag as *const u32 as *const std::ffi::c_void,
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                p,
+            )
+        }
+    }
+
+    /// A pointer attribute that is a 32-bit value (SYNC_MEMOPS).
+    pub fn attribute_u32(
+        &self,
+        attr: sys::CUpointer_attribute,
+        p: sys::CUdeviceptr,
+    ) -> Result<u32, DriverCallError> {
+        let mut v: u32 = 0;
+        // SAFETY: `v` is large enough for a 32-bit attribute.
+        check("cuPointerGetAttribute", unsafe {
+            sys::cuPointerGetAttribute(&mut v as *mut u32 as *mut std::ffi::c_void, attr, p)
+        })?;
+        Ok(v)
+    }
+
+    /// A pointer attribute that is a 64-bit value (BUFFER_ID).
+    pub fn attribute_u64(
+        &self,
+        attr: sys::CUpointer_attribute,
+        p: sys::CUdeviceptr,
+    ) -> Result<u64, DriverCallError> {
+        let mut v: u64 = 0;
+        // SAFETY: `v` is large enough for a 64-bit attribute.
+        check("cuPointerGetAttribute", unsafe {
+            sys::cuPointerGetAttribute(&mut v as *mut u64 as *mut std::ffi::c_void, attr, p)
+        })?;
+        Ok(v)
+    }
+
+    pub fn device(&self) -> sys::CUdevice {
+        self.dev
+    }
+}
+
+pub use sys::CUpointer_attribute as PointerAttribute;
+pub use sys::CUresult as DriverResult;

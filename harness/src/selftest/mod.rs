@@ -55,8 +55,13 @@ impl Check for SelftestCheck {
             SelftestCheck::Needs { .. } => CaseStatus::pass(),
             SelftestCheck::Crash { signal } => {
                 eprintln!("selftest: about to raise signal {signal}");
+                // Rust's runtime handles SIGSEGV/SIGBUS to report stack overflows and returns
+                // for a raised (not faulting) signal; restore the default action first.
                 // SAFETY: deliberately ending this (child) process.
-                unsafe { libc::raise(signal) };
+                unsafe {
+                    libc::signal(signal, libc::SIG_DFL);
+                    libc::raise(signal);
+                }
                 CaseStatus::error("the signal did not end the process")
             }
             SelftestCheck::Hang { seconds } => {
