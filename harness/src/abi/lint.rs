@@ -194,18 +194,24 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
     let mut v = Vec::new();
     let device = kind == FunctionKind::Func;
 
-    // Well-formedness, for kernels too.
-    for a in p
-        .align
-        .into_iter()
-        .chain(p.ptr.as_ref().and_then(|x| x.align))
+    // Well-formedness, for kernels too. Note D bounds the parameter's own alignment; the
+    // pointee alignment of `.ptr .align N` only has to be a power of two (PTX ISA).
+    if let Some(a) = p.align.filter(|a| !(a.is_power_of_two() && *a <= 128)) {
+        v.push((
+            Rule::Alignment,
+            format!("alignment {a} is not one of 1, 2, 4, 8, 16, 32, 64, 128"),
+        ));
+    }
+    if let Some(a) = p
+        .ptr
+        .as_ref()
+        .and_then(|x| x.align)
+        .filter(|a| !a.is_power_of_two())
     {
-        if !(a.is_power_of_two() && a <= 128) {
-            v.push((
-                Rule::Alignment,
-                format!("alignment {a} is not one of 1, 2, 4, 8, 16, 32, 64, 128"),
-            ));
-        }
+        v.push((
+            Rule::Alignment,
+            format!("`.ptr .align {a}` is not a power of two"),
+        ));
     }
     if let (Some(n), Some(a)) = (p.array_len(), p.align) {
         if a > 0 && n % u64::from(a) != 0 {
@@ -489,6 +495,15 @@ mod tests {
     // `.param .u8`, which is fine; malformed alignment still is not.
     #[test]
     fn entries_get_well_formedness_only() {
+        assert!(rules(
+            64,
+            ".entry k(.param .u64 .ptr .global .align 256 p) { ret; }"
+        )
+        .is_empty());
+        assert_eq!(
+            rules(64, ".entry k(.param .u64 .ptr .align 12 p) { ret; }"),
+            vec!["alignment"]
+        );
         assert!(rules(
             64,
             ".entry k(.param .u8 c, .param .f16 h, .param .align 1 .b8 s[3]) { ret; }"

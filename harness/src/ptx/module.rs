@@ -868,4 +868,51 @@ mod tests {
         let e = PtxModule::parse(".entry k(.param .b8 a[4) {}").unwrap_err();
         assert!(e.message.contains("`]` after the array size"), "{e}");
     }
+
+    #[test]
+    fn system_call_prototypes_and_noreturn() {
+        // The shapes of ptx-interop 13.2 ch. 3 prototypes.
+        let src = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .extern .func (.param .b32 status) vprintf (.param .b64 format, .param .b64 valist);\n\
+            .extern .func __assertfail (.param .b64 message, .param .b64 file, .param .b32 line,\n\
+            .param .b64 function, .param .b64 charSize) .noreturn;\n\
+            .alias fa, fb;\n.pragma \"nounroll\";\n.weak .func (.param .b64 p) malloc (.param .b64 size);\n";
+        let m = PtxModule::parse(src).unwrap();
+        let names: Vec<_> = m
+            .functions
+            .iter()
+            .map(|f| (f.name.as_str(), f.params.len(), f.line))
+            .collect();
+        assert_eq!(
+            names,
+            vec![("vprintf", 2, 4), ("__assertfail", 5, 5), ("malloc", 1, 9)]
+        );
+        assert!(m.functions[2].linkage.is_weak);
+    }
+
+    /// No prefix of a real producer's file makes the reader panic: it parses or errs.
+    #[test]
+    fn truncated_files_never_panic() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ptx-corpus");
+        for name in [
+            "clang-19_small.ptx",
+            "nvrtc-12.9_small.ptx",
+            "hand_conforming.ptx",
+        ] {
+            let src = std::fs::read_to_string(dir.join(name)).unwrap();
+            let mut errors = 0;
+            for cut in (0..src.len())
+                .step_by(5)
+                .filter(|&c| src.is_char_boundary(c))
+            {
+                if let Err(e) = PtxModule::parse(&src[..cut]) {
+                    assert!(e.line >= 1 && !e.message.is_empty());
+                    errors += 1;
+                }
+            }
+            // Cuts inside a prototype or body are errors, so there must be some.
+            assert!(errors > 0, "{name}");
+            assert!(PtxModule::parse(&src).is_ok(), "{name}");
+        }
+    }
 }
