@@ -13,6 +13,8 @@
 //!   the table has no row for (`.pred`, `.b128`, vectors); a non-`.param` state space (§2.3:
 //!   all parameters and return values of a device function are in `.param`); and a `.ptr`
 //!   parameter whose width is not the module's `.address_size` (§1.1, §2.3 pointer rows).
+//!   `.ptr` is a kernel-parameter attribute (ptxas 12.9: "Illegal placement of kernel parameter
+//!   attribute" on a `.func`), so from PTX alone pointer width is decidable for kernels only.
 //! - not decidable: whether a `.u32`/`.b32` or `.u64`/`.b64` scalar is a pointer (an `int` and
 //!   a 32-bit pointer, or a `long long` and a 64-bit pointer, declare identically), whether a
 //!   `.b32` is a float or an integer, and whether an aggregate's `.align` is the source type's
