@@ -2,6 +2,9 @@
 
 mod fundamental;
 
+pub mod lint;
+pub mod paramgen;
+
 use serde::Deserialize;
 
 use crate::area::{CaseContext, Check};
