@@ -1,19 +1,76 @@
-//! The `atomics` area.
+//! The `atomics` area: ptx-interop 13.2 ch. 4 (the atomics ABI) and the PTX memory model.
+//!
+//! - `mapping`: each C++ atomic operation × order × scope, compiled by each producer, must
+//!   emit one of the chapter's instruction sequences.
 
 pub mod mapping;
+
+use std::sync::OnceLock;
 
 use serde::Deserialize;
 
 use crate::area::{CaseContext, Check};
+use crate::capability::Capability;
 use crate::outcome::CaseStatus;
+
+use mapping::source::{MappingCase, Producer};
 
 /// The `check:` vocabulary of `suites/atomics.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum AtomicsCheck {}
+pub enum AtomicsCheck {
+    /// One operation at one order and scope, compiled by one producer, against the chapter's
+    /// mappings. An order that C++ does not allow for the operation is a suite error.
+    Mapping(MappingSpec),
+}
+
+/// `{producer: nvrtc, operation: fetch_add, order: acquire, scope: gpu}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "RawMapping")]
+pub struct MappingSpec(pub MappingCase);
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMapping {
+    producer: String,
+    operation: String,
+    order: String,
+    scope: String,
+}
+
+impl TryFrom<RawMapping> for MappingSpec {
+    type Error = String;
+    fn try_from(r: RawMapping) -> Result<Self, String> {
+        let id = format!("atomics.mapping.{}.{}.{}.{}", r.producer, r.operation, r.order, r.scope);
+        MappingCase::from_id(&id).map(MappingSpec).ok_or_else(|| {
+            format!(
+                "no mapping case for producer `{}`, operation `{}`, order `{}`, scope `{}` \
+                 (producers: nvrtc, clang, llvm; an order must be valid for the operation in C++)",
+                r.producer, r.operation, r.order, r.scope
+            )
+        })
+    }
+}
+
+/// Each producer's batch is compiled once per process, on first use.
+fn cache() -> &'static mapping::MappingCache {
+    static CACHE: OnceLock<mapping::MappingCache> = OnceLock::new();
+    CACHE.get_or_init(mapping::MappingCache::new)
+}
 
 impl Check for AtomicsCheck {
-    fn run(&self, _ctx: &CaseContext) -> CaseStatus {
-        match *self {}
+    fn requires(&self) -> Vec<Capability> {
+        match self {
+            AtomicsCheck::Mapping(MappingSpec(case)) => match case.producer {
+                Producer::Nvrtc => vec![Capability::Nvrtc, Capability::Cccl],
+                Producer::Clang | Producer::LlvmIr => vec![Capability::Clang],
+            },
+        }
+    }
+
+    fn run(&self, ctx: &CaseContext) -> CaseStatus {
+        match self {
+            AtomicsCheck::Mapping(MappingSpec(case)) => cache().verdict(ctx.toolchain, case).to_status(case),
+        }
     }
 }
