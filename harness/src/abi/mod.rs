@@ -15,3 +15,8 @@ impl Check for AbiCheck {
         match *self {}
     }
 }
+
+pub mod layout;
+pub mod oracle;
+pub mod random;
+pub mod types;
