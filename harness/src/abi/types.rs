@@ -576,6 +576,15 @@ pub fn render_field(f: &Field, dialect: Dialect) -> String {
 /// C or CUDA C++ definitions of every record in `types` (nested ones hoisted and named), each
 /// as `typedef struct NAME NAME; struct NAME { ... };`, preceded by the vector types used.
 pub fn render_c(types: &[TypeDef], dialect: Dialect) -> String {
+    render_c_at(types, dialect, crate::abi::layout::AddressSize::A64)
+}
+
+/// [`render_c`] for a given `.address_size` (it fixes the alignment of `long` vectors).
+pub fn render_c_at(
+    types: &[TypeDef],
+    dialect: Dialect,
+    address_size: crate::abi::layout::AddressSize,
+) -> String {
     let records = all_records(types);
     let mut vectors = BTreeSet::new();
     for r in &records {
@@ -589,7 +598,7 @@ pub fn render_c(types: &[TypeDef], dialect: Dialect) -> String {
         if !name.starts_with("gpucts_vec_") {
             continue; // a CUDA built-in vector type
         }
-        let align = crate::abi::layout::vector_align(s, n, crate::abi::layout::AddressSize::A64);
+        let align = crate::abi::layout::vector_align(s, n, address_size);
         let elems = ["x", "y", "z", "w"][..n.min(4) as usize].join(", ");
         let attr = match dialect {
             Dialect::C => format!("__attribute__((aligned({align})))"),

@@ -8,31 +8,43 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::{all_error, judge, ObservedMember, ObservedRecord, Pairing, TypeResult};
-use crate::abi::types::{all_records, render_c, Dialect, TypeDef};
+use crate::abi::layout::{layout, AddressSize};
+use crate::abi::types::{all_records, render_c_at, Dialect, TypeDef};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 
-/// The arguments the oracle passes to clang (the source file is appended by the toolchain).
-pub const CLANG_ARGS: &[&str] = &[
-    "--target=nvptx64-nvidia-cuda",
-    "-fsyntax-only",
-    "-Xclang",
-    "-fdump-record-layouts",
-];
+/// The arguments the oracle passes to clang after the target (the toolchain appends the file).
+pub const CLANG_ARGS: &[&str] = &["-fsyntax-only", "-Xclang", "-fdump-record-layouts"];
+
+/// clang's NVPTX target for an `.address_size`: `nvptx64` (64) or `nvptx` (32).
+pub fn target(a: AddressSize) -> &'static str {
+    match a {
+        AddressSize::A64 => "--target=nvptx64-nvidia-cuda",
+        AddressSize::A32 => "--target=nvptx-nvidia-cuda",
+    }
+}
 
 /// The C source for a batch: the definitions, and one use of every record so clang lays each
 /// out (clang dumps only the records whose layout it needed).
-pub fn source(types: &[TypeDef]) -> String {
-    let mut s = render_c(types, Dialect::C);
+pub fn source(types: &[TypeDef], a: AddressSize) -> String {
+    let mut s = render_c_at(types, Dialect::C, a);
     for (i, r) in all_records(types).iter().enumerate() {
         let _ = writeln!(s, "int gpucts_use_{i}[sizeof({})];", r.name);
     }
     s
 }
 
-pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
-    let src = source(types);
-    match tc.clang_stdout(&src, ClangLang::C, CLANG_ARGS) {
-        Ok(dump) => Ok(compare_dump(types, &dump)),
+/// Check a batch at `.address_size` `a` (clang's `nvptx64` or 32-bit `nvptx` target; `long`
+/// and pointers follow it, ptx-interop 13.2 §1.1).
+pub fn check_batch(
+    tc: &Toolchain,
+    types: &[TypeDef],
+    a: AddressSize,
+) -> Result<Vec<TypeResult>, ToolError> {
+    let src = source(types, a);
+    let mut args = vec![target(a)];
+    args.extend_from_slice(CLANG_ARGS);
+    match tc.clang_stdout(&src, ClangLang::C, &args) {
+        Ok(dump) => Ok(compare_dump(types, &dump, a)),
         Err(ToolError::Failed { log, .. }) => Ok(all_error(
             types,
             &format!("clang rejected the batch:\n{log}\n--- source ---\n{src}"),
@@ -42,9 +54,10 @@ pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>,
 }
 
 /// Judge a batch from clang's dump.
-pub fn compare_dump(types: &[TypeDef], dump: &str) -> Vec<TypeResult> {
+pub fn compare_dump(types: &[TypeDef], dump: &str, a: AddressSize) -> Vec<TypeResult> {
+    let engine = |t: &TypeDef| layout(t, a);
     match parse_dump(dump) {
-        Ok(observed) => judge(types, &observed, Pairing::Positional, "clang"),
+        Ok(observed) => judge(types, &observed, Pairing::Positional, "clang", &engine),
         Err(e) => all_error(types, &format!("unreadable clang record layout dump: {e}")),
     }
 }
@@ -174,9 +187,12 @@ mod tests {
             "t",
         )
         .unwrap();
-        assert_eq!(compare_dump(&t, FIG3_DUMP)[0].verdict, Verdict::Agree);
+        assert_eq!(
+            compare_dump(&t, FIG3_DUMP, AddressSize::A64)[0].verdict,
+            Verdict::Agree
+        );
         let wrong = FIG3_DUMP.replace("6:0-8 |   short u", "5:1-9 |   short u");
-        let Verdict::Mismatch(msg) = &compare_dump(&t, &wrong)[0].verdict else {
+        let Verdict::Mismatch(msg) = &compare_dump(&t, &wrong, AddressSize::A64)[0].verdict else {
             panic!("expected a mismatch")
         };
         assert!(

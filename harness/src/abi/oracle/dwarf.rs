@@ -11,7 +11,9 @@ use std::fmt::Write as _;
 use gimli::{AttributeValue, EndianSlice, LittleEndian, Reader as _};
 use object::{Object, ObjectSection};
 
-use super::{all_error, judge, ObservedMember, ObservedRecord, Pairing, TypeResult};
+use super::{
+    all_error, engine64, judge, EngineFn, ObservedMember, ObservedRecord, Pairing, TypeResult,
+};
 use crate::abi::types::{all_records, render_c, Dialect, TypeDef};
 use crate::backend::toolchain::{ToolError, Toolchain};
 
@@ -48,13 +50,23 @@ pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>,
         }
         Err(e) => return Err(e),
     };
-    Ok(compare_cubin(types, &cubin))
+    Ok(compare_cubin(types, &cubin, &engine64))
 }
 
-pub fn compare_cubin(types: &[TypeDef], cubin: &[u8]) -> Vec<TypeResult> {
+/// Build the batch's cubin (NVRTC `-G`, ptxas `-g`).
+pub(crate) fn build_cubin(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<u8>, ToolError> {
+    let ptx = tc.nvrtc(&source(types), "gpucts_abi_dwarf.cu", NVRTC_OPTS)?;
+    tc.ptxas(&ptx, PTXAS_ARCH, &["-g"])
+}
+
+pub(crate) fn compare_cubin(
+    types: &[TypeDef],
+    cubin: &[u8],
+    engine: EngineFn<'_>,
+) -> Vec<TypeResult> {
     let wanted: HashSet<String> = all_records(types).iter().map(|r| r.name.clone()).collect();
     match read_records(cubin, &wanted) {
-        Ok(obs) => judge(types, &obs, Pairing::ByName, "dwarf"),
+        Ok(obs) => judge(types, &obs, Pairing::ByName, "dwarf", engine),
         Err(e) => all_error(types, &format!("unreadable DWARF: {e}")),
     }
 }
@@ -209,4 +221,56 @@ fn type_size(
     };
     let t = unit.entry(off).ok()?;
     udata(&t, gimli::DW_AT_byte_size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::layout::Layout;
+    use crate::abi::oracle::Verdict;
+    use crate::abi::types::parse_types;
+
+    #[test]
+    fn a_wrong_engine_answer_is_caught() {
+        let tc = Toolchain::discover_system();
+        if !tc.has(crate::capability::Capability::Nvrtc)
+            || !tc.has(crate::capability::Capability::Ptxas)
+        {
+            eprintln!("note: skipped: NVRTC or ptxas not available");
+            return;
+        }
+        let t = parse_types(
+            "types:\n  - name: S\n    members: [{name: c, type: char}, {name: v, type: float3}, {name: b, type: int, bits: 3}, {name: d, type: int, bits: 30}]\n",
+            "t",
+        )
+        .unwrap();
+        let cubin = build_cubin(&tc, &t).unwrap();
+        assert_eq!(
+            compare_cubin(&t, &cubin, &engine64)[0].verdict,
+            Verdict::Agree
+        );
+        // An engine that forgot §1.2's float3 alignment (packing v at 1) must be caught.
+        let wrong = |t: &TypeDef| -> Result<Layout, String> {
+            let mut l = engine64(t)?;
+            l.members[1].offset = 1;
+            Ok(l)
+        };
+        let Verdict::Mismatch(m) = &compare_cubin(&t, &cubin, &wrong)[0].verdict else {
+            panic!("expected a mismatch")
+        };
+        assert!(m.contains("member `v`: engine offset 1, oracle 4"), "{m}");
+        // And one that let the 30-bit field share b's int (bits 3..33 cross the unit).
+        let wrong = |t: &TypeDef| -> Result<Layout, String> {
+            let mut l = engine64(t)?;
+            l.members[3].bit_offset = Some(16 * 8 + 3);
+            Ok(l)
+        };
+        let Verdict::Mismatch(m) = &compare_cubin(&t, &cubin, &wrong)[0].verdict else {
+            panic!("expected a mismatch")
+        };
+        assert!(
+            m.contains("bit field `d`: engine bit 131 width 30, oracle bit 160"),
+            "{m}"
+        );
+    }
 }

@@ -320,4 +320,31 @@ mod tests {
         );
         assert!(src.contains("short2 v;"), "{src}");
     }
+
+    #[test]
+    fn kernel_compiles_with_nvrtc() {
+        let tc = crate::backend::toolchain::Toolchain::discover_system();
+        if !tc.has(crate::capability::Capability::Nvrtc) {
+            eprintln!("note: skipped: NVRTC not available");
+            return;
+        }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../suites/abi/types.yaml");
+        let mut types = parse_types(&std::fs::read_to_string(path).unwrap(), path).unwrap();
+        types.extend(crate::abi::random::random_batch(0, 100));
+        let src = graffiti_source(&types).unwrap();
+        let ptx = tc
+            .nvrtc(&src, "graffiti.cu", &["--gpu-architecture=compute_90"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            ptx.contains(&format!(".entry {KERNEL}(")),
+            "entry point in the PTX"
+        );
+        // Every object lies inside the buffer and the slots do not overlap.
+        let offs = offsets(&types).unwrap();
+        let len = buffer_len(&types).unwrap();
+        for (w, t) in offs.windows(2).zip(&types) {
+            assert!(w[0] + expected_bytes(t).unwrap().len() as u64 <= w[1]);
+        }
+        assert!(*offs.last().unwrap() < len);
+    }
 }

@@ -24,6 +24,9 @@ pub mod nvrtc;
 pub enum Oracle {
     /// clang-19 `-fdump-record-layouts` for `nvptx64-nvidia-cuda`.
     Clang,
+    /// The same for the 32-bit `nvptx-nvidia-cuda` target, against the engine at
+    /// `.address_size 32`.
+    Clang32,
     /// NVRTC evaluating `static_assert`s on sizeof, alignof and offsetof.
     Nvrtc,
     /// DWARF member locations in a cubin built by NVRTC `-G` and `ptxas -g`.
@@ -31,11 +34,13 @@ pub enum Oracle {
 }
 
 impl Oracle {
-    pub const ALL: &'static [Oracle] = &[Oracle::Clang, Oracle::Nvrtc, Oracle::Dwarf];
+    pub const ALL: &'static [Oracle] =
+        &[Oracle::Clang, Oracle::Clang32, Oracle::Nvrtc, Oracle::Dwarf];
 
     pub fn name(self) -> &'static str {
         match self {
             Oracle::Clang => "clang",
+            Oracle::Clang32 => "clang32",
             Oracle::Nvrtc => "nvrtc",
             Oracle::Dwarf => "dwarf",
         }
@@ -44,7 +49,7 @@ impl Oracle {
     /// The tools the oracle runs.
     pub fn requires(self) -> &'static [Capability] {
         match self {
-            Oracle::Clang => &[Capability::Clang],
+            Oracle::Clang | Oracle::Clang32 => &[Capability::Clang],
             Oracle::Nvrtc => &[Capability::Nvrtc],
             Oracle::Dwarf => &[Capability::Nvrtc, Capability::Ptxas],
         }
@@ -82,7 +87,8 @@ pub fn check_batch(
         }
     }
     match oracle {
-        Oracle::Clang => clang::check_batch(tc, types),
+        Oracle::Clang => clang::check_batch(tc, types, AddressSize::A64),
+        Oracle::Clang32 => clang::check_batch(tc, types, AddressSize::A32),
         Oracle::Nvrtc => nvrtc::check_batch(tc, types),
         Oracle::Dwarf => dwarf::check_batch(tc, types),
     }
@@ -130,6 +136,15 @@ pub fn bench(tc: &Toolchain, count: usize) -> String {
         }
     }
     out
+}
+
+/// How the oracles obtain the engine's answer; tests substitute a wrong engine to prove that
+/// each oracle notices.
+pub(crate) type EngineFn<'a> = &'a dyn Fn(&TypeDef) -> Result<Layout, String>;
+
+/// The engine at `.address_size 64`, the size every oracle's producer targets.
+pub(crate) fn engine64(t: &TypeDef) -> Result<Layout, String> {
+    layout(t, AddressSize::A64)
 }
 
 /// Types per compilation used by [`bench`] and recommended to callers.
@@ -300,13 +315,14 @@ pub(crate) fn judge(
     observed: &HashMap<String, ObservedRecord>,
     pairing: Pairing,
     oracle: &str,
+    engine: EngineFn<'_>,
 ) -> Vec<TypeResult> {
     types
         .iter()
         .map(|top| {
             let verdict = (|| {
                 for rec in all_records(std::slice::from_ref(top)) {
-                    let engine = match layout(rec, AddressSize::A64) {
+                    let engine = match engine(rec) {
                         Ok(l) => l,
                         Err(e) => return Verdict::Error(format!("engine: {e}")),
                     };
@@ -412,6 +428,19 @@ mod tests {
     }
 
     #[test]
+    fn clang32_agrees_on_hand_written_types() {
+        let t = example_types();
+        if let Some(n) = run(Oracle::Clang32, &t) {
+            assert_eq!(n, t.len());
+        }
+    }
+
+    #[test]
+    fn clang32_agrees_on_random_types() {
+        run(Oracle::Clang32, &crate::abi::random::random_batch(0, 300));
+    }
+
+    #[test]
     fn clang_agrees_on_random_types() {
         run(Oracle::Clang, &crate::abi::random::random_batch(0, 300));
     }
@@ -424,5 +453,18 @@ mod tests {
     #[test]
     fn dwarf_agrees_on_random_types() {
         run(Oracle::Dwarf, &crate::abi::random::random_batch(0, 300));
+    }
+
+    /// The fixed seed set of the suite (2,000 random types) through every available oracle,
+    /// and the bench figures: `cargo test -p gpucts --lib abi::oracle::tests::bench -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "slow: 2,000 types per oracle"]
+    fn bench_and_agreement_on_2000_random_types() {
+        let tc = Toolchain::discover_system();
+        let report = bench(&tc, 2000);
+        eprintln!("{report}");
+        for line in report.lines().filter(|l| !l.contains("skipped")) {
+            assert!(line.contains("(2000 agree, 0 mismatch"), "{line}");
+        }
     }
 }

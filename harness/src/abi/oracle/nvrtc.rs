@@ -10,8 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use super::{all_error, mismatch_message, TypeResult, Verdict};
-use crate::abi::layout::{layout, AddressSize};
+use super::{all_error, engine64, mismatch_message, EngineFn, TypeResult, Verdict};
 use crate::abi::types::{all_records, render_c, Dialect, TypeDef};
 use crate::backend::toolchain::{ToolError, Toolchain};
 
@@ -31,13 +30,16 @@ pub(crate) struct Assertion {
 }
 
 /// The source and, by 1-based line, the assertion on that line.
-pub(crate) fn source(types: &[TypeDef]) -> Result<(String, BTreeMap<usize, Assertion>), String> {
+pub(crate) fn source(
+    types: &[TypeDef],
+    engine: EngineFn<'_>,
+) -> Result<(String, BTreeMap<usize, Assertion>), String> {
     let mut s = String::from(PRELUDE);
     s.push_str(&render_c(types, Dialect::Cuda));
     let mut lines = BTreeMap::new();
     let mut line = s.lines().count() + 1;
     for r in all_records(types) {
-        let l = layout(r, AddressSize::A64)?;
+        let l = engine(r)?;
         let mut add = |expr: String, v: u64, s: &mut String| {
             let _ = writeln!(s, "static_assert({expr} == {v}ULL, \"gpucts\");");
             lines.insert(
@@ -74,7 +76,15 @@ pub(crate) fn log_errors(log: &str) -> Vec<(usize, String)> {
 }
 
 pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
-    let (src, asserts) = match source(types) {
+    check_batch_with(tc, types, &engine64)
+}
+
+pub(crate) fn check_batch_with(
+    tc: &Toolchain,
+    types: &[TypeDef],
+    engine: EngineFn<'_>,
+) -> Result<Vec<TypeResult>, ToolError> {
+    let (src, asserts) = match source(types, engine) {
         Ok(x) => x,
         Err(e) => return Ok(all_error(types, &format!("engine: {e}"))),
     };
@@ -116,7 +126,7 @@ pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>,
         .map(|top| {
             for rec in all_records(std::slice::from_ref(top)) {
                 if let Some(found) = by_record.get(rec.name.as_str()) {
-                    let engine = layout(rec, AddressSize::A64).expect("laid out above");
+                    let engine = engine(rec).expect("laid out above");
                     return TypeResult {
                         name: top.name.clone(),
                         verdict: Verdict::Mismatch(mismatch_message(
@@ -183,7 +193,7 @@ mod tests {
             "t",
         )
         .unwrap();
-        let (src, asserts) = source(&t).unwrap();
+        let (src, asserts) = source(&t, &engine64).unwrap();
         let lines: Vec<&str> = src.lines().collect();
         assert_eq!(
             asserts.len(),
@@ -205,5 +215,74 @@ mod tests {
             log_errors(log),
             vec![(7, "static assertion failed with \"gpucts\"".into())]
         );
+    }
+
+    #[test]
+    fn a_wrong_engine_answer_is_caught_with_nvrtcs_value() {
+        let tc = Toolchain::discover_system();
+        if !tc.has(crate::capability::Capability::Nvrtc) {
+            eprintln!("note: skipped: NVRTC not available");
+            return;
+        }
+        let t = parse_types(
+            "types:\n  - name: S\n    members: [{name: c, type: char}, {name: v, type: float3}]\n  - name: T\n    members: [{name: c, type: char}, {name: d, type: double2}]\n",
+            "t",
+        )
+        .unwrap();
+        // An engine that gave double2 the alignment of its element (8) instead of §1.2's
+        // 2 × 8 = 16 must be caught, with NVRTC's own numbers in the report.
+        let wrong = |t: &TypeDef| -> Result<crate::abi::layout::Layout, String> {
+            let mut l = engine64(t)?;
+            if t.name == "T" {
+                l.members[1].offset = 8;
+                l.size = 24;
+                l.align = 8;
+            }
+            Ok(l)
+        };
+        let r = check_batch_with(&tc, &t, &wrong).unwrap();
+        assert_eq!(r[0].verdict, Verdict::Agree);
+        let Verdict::Mismatch(m) = &r[1].verdict else {
+            panic!("expected a mismatch: {:?}", r[1])
+        };
+        assert!(m.contains("sizeof(T) = 32 (engine 24)"), "{m}");
+        assert!(m.contains("alignof(T) = 16 (engine 8)"), "{m}");
+        assert!(m.contains("GPUCTS_OFFSETOF(T, d) = 16 (engine 8)"), "{m}");
+    }
+
+    /// CUDA's `double4`, `longlong4` and `long4` are not native vectors (§1.2: 8-byte types
+    /// have 1- and 2-element vectors only), so the engine has no such vector; CUDA declares
+    /// them with alignment 16, where an aggregate of four 8-byte members would get 8 by §1.2's
+    /// aggregate rule. §1.2 allows this ("not followed if the alignments are defined by the
+    /// input language"); this test records what NVRTC does so a change is noticed.
+    #[test]
+    fn cuda_4_element_8_byte_vectors_use_the_input_language_exception() {
+        let tc = Toolchain::discover_system();
+        if !tc.has(crate::capability::Capability::Nvrtc) {
+            eprintln!("note: skipped: NVRTC not available");
+            return;
+        }
+        use crate::abi::layout::{size_align, AddressSize};
+        use crate::abi::types::{Scalar, Ty};
+        assert!(size_align(&Ty::Vector(Scalar::Double, 4), AddressSize::A64).is_err());
+        let quad = parse_types(
+            "types:\n  - name: Q\n    members: [{name: x, type: double}, {name: y, type: double}, {name: z, type: double}, {name: w, type: double}]\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(engine64(&quad[0]).unwrap().align, 8);
+        let src = format!(
+            "{PRELUDE}{}__device__ gpucts_show<alignof(double4)> q0;\n__device__ gpucts_show<alignof(longlong4)> q1;\n__device__ gpucts_show<alignof(Q)> q2;\n",
+            render_c(&quad, Dialect::Cuda)
+        );
+        let Err(ToolError::Failed { log, .. }) = tc.nvrtc(&src, "q.cu", NVRTC_OPTS) else {
+            panic!("the probes must fail to compile")
+        };
+        let shown: Vec<String> = regex::Regex::new(r"gpucts_show<(\d+)ULL>")
+            .unwrap()
+            .captures_iter(&log)
+            .map(|c| c[1].to_string())
+            .collect();
+        assert_eq!(shown, vec!["16", "16", "8"], "{log}");
     }
 }
