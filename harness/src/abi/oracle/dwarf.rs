@@ -29,28 +29,14 @@ pub fn source(types: &[TypeDef]) -> String {
 }
 
 pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
-    let src = source(types);
-    let ptx = match tc.nvrtc(&src, "gpucts_abi_dwarf.cu", NVRTC_OPTS) {
-        Ok(p) => p,
-        Err(ToolError::Failed { log, .. }) => {
-            return Ok(all_error(
-                types,
-                &format!("NVRTC -G rejected the batch:\n{log}"),
-            ))
-        }
-        Err(e) => return Err(e),
-    };
-    let cubin = match tc.ptxas(&ptx, PTXAS_ARCH, &["-g"]) {
-        Ok(c) => c,
-        Err(ToolError::Failed { log, .. }) => {
-            return Ok(all_error(
-                types,
-                &format!("ptxas -g rejected NVRTC's PTX:\n{log}"),
-            ))
-        }
-        Err(e) => return Err(e),
-    };
-    Ok(compare_cubin(types, &cubin, &engine64))
+    match build_cubin(tc, types) {
+        Ok(cubin) => Ok(compare_cubin(types, &cubin, &engine64)),
+        Err(ToolError::Failed { tool, log }) => Ok(all_error(
+            types,
+            &format!("{tool} rejected the batch (NVRTC -G, then ptxas -g):\n{log}"),
+        )),
+        Err(e) => Err(e),
+    }
 }
 
 /// Build the batch's cubin (NVRTC `-G`, ptxas `-g`).
