@@ -15,7 +15,7 @@ use super::{
     all_error, engine64, judge, EngineFn, ObservedMember, ObservedRecord, Pairing, TypeResult,
 };
 use crate::abi::types::{all_records, render_c, Dialect, TypeDef};
-use crate::backend::toolchain::{ToolError, Toolchain};
+use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 
 pub const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17", "-G"];
 pub const PTXAS_ARCH: &str = "sm_90";
@@ -34,6 +34,30 @@ pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>,
         Err(ToolError::Failed { tool, log }) => Ok(all_error(
             types,
             &format!("{tool} rejected the batch (NVRTC -G, then ptxas -g):\n{log}"),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// The C source for clang `-g`: one global of every type.
+pub fn clang_source(types: &[TypeDef]) -> String {
+    let mut s = render_c(types, Dialect::C);
+    for (i, r) in types.iter().enumerate() {
+        let _ = writeln!(s, "{} gpucts_g{i};", r.name);
+    }
+    s
+}
+
+/// Check a batch against clang-19's DWARF (`clang -g`, then `ptxas -g`).
+pub fn check_batch_clang(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
+    let built = tc
+        .clang_ptx(&clang_source(types), ClangLang::C, &["-g"])
+        .and_then(|ptx| tc.ptxas(&ptx, PTXAS_ARCH, &["-g"]));
+    match built {
+        Ok(cubin) => Ok(compare_cubin(types, &cubin, &engine64)),
+        Err(ToolError::Failed { tool, log }) => Ok(all_error(
+            types,
+            &format!("{tool} rejected the batch (clang -g, then ptxas -g):\n{log}"),
         )),
         Err(e) => Err(e),
     }

@@ -31,6 +31,8 @@ pub enum Oracle {
     Nvrtc,
     /// DWARF member locations in a cubin built by NVRTC `-G` and `ptxas -g`.
     Dwarf,
+    /// DWARF member locations in a cubin built by clang-19 `-g` and `ptxas -g`.
+    ClangDwarf,
 }
 
 impl Oracle {
@@ -43,6 +45,7 @@ impl Oracle {
             Oracle::Clang32 => "clang32",
             Oracle::Nvrtc => "nvrtc",
             Oracle::Dwarf => "dwarf",
+            Oracle::ClangDwarf => "clang-dwarf",
         }
     }
 
@@ -52,6 +55,7 @@ impl Oracle {
             Oracle::Clang | Oracle::Clang32 => &[Capability::Clang],
             Oracle::Nvrtc => &[Capability::Nvrtc],
             Oracle::Dwarf => &[Capability::Nvrtc, Capability::Ptxas],
+            Oracle::ClangDwarf => &[Capability::Clang, Capability::Ptxas],
         }
     }
 }
@@ -91,6 +95,7 @@ pub fn check_batch(
         Oracle::Clang32 => clang::check_batch(tc, types, AddressSize::A32),
         Oracle::Nvrtc => nvrtc::check_batch(tc, types),
         Oracle::Dwarf => dwarf::check_batch(tc, types),
+        Oracle::ClangDwarf => dwarf::check_batch_clang(tc, types),
     }
 }
 
@@ -438,6 +443,22 @@ mod tests {
     #[test]
     fn clang32_agrees_on_random_types() {
         run(Oracle::Clang32, &crate::abi::random::random_batch(0, 300));
+    }
+
+    #[test]
+    fn clang_dwarf_agrees_on_hand_written_types() {
+        let t = example_types();
+        if let Some(n) = run(Oracle::ClangDwarf, &t) {
+            assert_eq!(n, t.len());
+        }
+    }
+
+    #[test]
+    fn clang_dwarf_agrees_on_random_types() {
+        run(
+            Oracle::ClangDwarf,
+            &crate::abi::random::random_batch(0, 300),
+        );
     }
 
     #[test]
