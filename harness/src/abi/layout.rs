@@ -224,10 +224,13 @@ fn member_err(t: &TypeDef, f: &Field, e: &str) -> String {
     }
 }
 
-/// The engine's layout of every type in a YAML type file, as JSON (for `gpucts abi layout`).
+/// The engine's layout of every type in a YAML type file (nested anonymous aggregates
+/// included, under their derived names), as JSON for `gpucts abi layout FILE`:
+/// `{"address_size": 64, "types": [{"name", "kind", "size", "align", "members": [{"name",
+/// "offset", "bit_offset"?, "bit_width"?, "size", "align"}]}]}`.
 pub fn layout_file_json(path: &std::path::Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let types = super::types::parse_types(&text, &path.display().to_string())?;
+    let (a, types) = super::types::parse_type_file(&text, &path.display().to_string())?;
     #[derive(Serialize)]
     struct Entry<'a> {
         name: &'a str,
@@ -235,10 +238,18 @@ pub fn layout_file_json(path: &std::path::Path) -> Result<String, String> {
         #[serde(flatten)]
         layout: Layout,
     }
-    let mut out = Vec::new();
+    #[derive(Serialize)]
+    struct Out<'a> {
+        address_size: u64,
+        types: Vec<Entry<'a>>,
+    }
+    let mut out = Out {
+        address_size: a.bytes() * 8,
+        types: Vec::new(),
+    };
     for t in super::types::all_records(&types) {
-        let l = layout(t, AddressSize::A64).map_err(|e| format!("{}: {e}", path.display()))?;
-        out.push(Entry {
+        let l = layout(t, a).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.types.push(Entry {
             name: &t.name,
             kind: t.kind.keyword(),
             layout: l,
@@ -446,7 +457,8 @@ mod tests {
             std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/abi/types.yaml");
         let json = layout_file_json(&path).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        let fig3 = v
+        assert_eq!(v["address_size"], 64);
+        let fig3 = v["types"]
             .as_array()
             .unwrap()
             .iter()
@@ -454,5 +466,31 @@ mod tests {
             .expect("fig3 in the example file");
         assert_eq!(fig3["size"], 12);
         assert_eq!(fig3["members"][4]["bit_offset"], 48);
+        assert_eq!(fig3["members"][4]["bit_width"], 9);
+        assert_eq!(fig3["members"][5]["offset"], 8);
+        assert!(fig3["members"][5].get("bit_offset").is_none());
+    }
+
+    #[test]
+    fn file_address_size_32_narrows_long_and_pointers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.yaml");
+        std::fs::write(
+            &path,
+            "address_size: 32\ntypes:\n  - name: T\n    members: [{name: c, type: char}, {name: p, type: pointer}]\n",
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&layout_file_json(&path).unwrap()).unwrap();
+        assert_eq!(v["address_size"], 32);
+        // §1.1: a 32-bit host's pointers are 4 bytes.
+        assert_eq!(v["types"][0]["members"][1]["offset"], 4);
+        assert_eq!(v["types"][0]["size"], 8);
+        std::fs::write(&path, "address_size: 16\ntypes: []\n").unwrap();
+        let e = layout_file_json(&path).unwrap_err();
+        assert!(e.contains("t.yaml") && e.contains("32 or 64"), "{e}");
+        // A YAML error names the file and the line.
+        std::fs::write(&path, "types:\n  - name: T\n    memberz: []\n").unwrap();
+        let e = layout_file_json(&path).unwrap_err();
+        assert!(e.contains("t.yaml") && e.contains("line 3"), "{e}");
     }
 }

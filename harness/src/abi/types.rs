@@ -249,6 +249,9 @@ pub struct TypeDef {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FileRepr {
+    /// `.address_size` of the module the types live in: 32 or 64 (the default).
+    #[serde(default)]
+    address_size: Option<u32>,
     types: Vec<TypeDefRepr>,
 }
 
@@ -336,7 +339,29 @@ impl<'de> Deserialize<'de> for TyRepr {
 /// Parse a type file. Errors name the file, the line where serde_saphyr knows it, and the type
 /// and member at fault.
 pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, String> {
+    parse_type_file(text, origin).map(|(_, t)| t)
+}
+
+/// [`parse_types`], also returning the file's `address_size:` (64 when absent).
+pub fn parse_type_file(
+    text: &str,
+    origin: &str,
+) -> Result<(crate::abi::layout::AddressSize, Vec<TypeDef>), String> {
+    use crate::abi::layout::AddressSize;
     let file: FileRepr = serde_saphyr::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+    let address_size = match file.address_size {
+        None | Some(64) => AddressSize::A64,
+        Some(32) => AddressSize::A32,
+        Some(n) => {
+            return Err(format!(
+                "{origin}: address_size {n}: PTX's .address_size is 32 or 64"
+            ))
+        }
+    };
+    Ok((address_size, parse_type_defs(file, origin)?))
+}
+
+fn parse_type_defs(file: FileRepr, origin: &str) -> Result<Vec<TypeDef>, String> {
     let mut defined: Vec<TypeDef> = Vec::new();
     for t in file.types {
         let kind = match t.kind.as_deref() {

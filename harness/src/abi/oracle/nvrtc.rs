@@ -111,6 +111,9 @@ pub(crate) fn check_batch_with(
             &format!("NVRTC failed without an error line:\n{log}"),
         ));
     }
+    // NVRTC's front end stops after an error limit; assertions after that point were never
+    // evaluated, so no type may pass on their silence.
+    let stopped_early = log.contains("error limit") || log.contains("Compilation terminated");
     let actual = query_values(tc, types, &failed)?;
     // Attribute each failure to the top-level type that contains its record.
     let mut by_record: HashMap<&str, Vec<String>> = HashMap::new();
@@ -140,7 +143,16 @@ pub(crate) fn check_batch_with(
                     };
                 }
             }
-            agree(top)
+            if stopped_early {
+                TypeResult {
+                    name: top.name.clone(),
+                    verdict: Verdict::Error(format!(
+                        "NVRTC stopped before judging every assertion:\n{log}"
+                    )),
+                }
+            } else {
+                agree(top)
+            }
         })
         .collect())
 }
