@@ -189,4 +189,45 @@ mod tests {
             "every kind of member appears"
         );
     }
+
+    /// The generator must exercise the §1.3 rules that move a bit field: crossing a storage
+    /// unit (the field starts past the previous member's end) and zero-width fields that
+    /// advance allocation. Counted over the struct records of 500 seeds.
+    #[test]
+    fn bit_field_rules_are_exercised() {
+        let (mut bumped, mut advanced, mut shared) = (0, 0, 0);
+        for t in random_batch(0, 500) {
+            for r in crate::abi::types::all_records(std::slice::from_ref(&t)) {
+                if r.kind != RecordKind::Struct {
+                    continue;
+                }
+                let l = layout(r, AddressSize::A64).unwrap();
+                let mut end = 0u64; // end of the previous member, in bits
+                for m in &l.members {
+                    match (m.bit_offset, m.bit_width) {
+                        (Some(b), Some(0)) => {
+                            if b > end {
+                                advanced += 1;
+                            }
+                            end = b;
+                        }
+                        (Some(b), Some(w)) => {
+                            if b > end.div_ceil(8) * 8 {
+                                bumped += 1;
+                            }
+                            if b % 8 != 0 {
+                                shared += 1;
+                            }
+                            end = b + u64::from(w);
+                        }
+                        _ => end = (m.offset + m.size) * 8,
+                    }
+                }
+            }
+        }
+        assert!(
+            bumped > 50 && advanced > 20 && shared > 50,
+            "{bumped} {advanced} {shared}"
+        );
+    }
 }

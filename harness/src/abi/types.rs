@@ -384,6 +384,19 @@ fn parse_type_defs(file: FileRepr, origin: &str) -> Result<Vec<TypeDef>, String>
             .map_err(|e| format!("{origin}: {e}"))?;
         defined.push(def);
     }
+    // A nested anonymous aggregate is named OUTER_MEMBER; it must not clash with a type of
+    // the file, or the C rendering would define one name twice.
+    let mut names: std::collections::BTreeMap<&str, &TypeDef> = std::collections::BTreeMap::new();
+    for r in all_records(&defined) {
+        if let Some(prev) = names.insert(&r.name, r) {
+            if prev != r {
+                return Err(format!(
+                    "{origin}: two different types are named `{}` (a nested anonymous aggregate is named OUTER_MEMBER)",
+                    r.name
+                ));
+            }
+        }
+    }
     Ok(defined)
 }
 
