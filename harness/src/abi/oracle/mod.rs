@@ -17,6 +17,7 @@ pub mod clang;
 pub mod dwarf;
 pub mod graffiti;
 pub mod nvrtc;
+pub mod signedness;
 
 /// The offline oracles (graffiti needs a GPU and runs through the cuda backend; see
 /// [`graffiti`]).
