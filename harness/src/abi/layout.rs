@@ -95,6 +95,9 @@ pub fn vector_align(s: Scalar, n: u32, a: AddressSize) -> u64 {
     }
 }
 
+/// Objects larger than this are refused, so that offset arithmetic cannot overflow.
+pub const MAX_OBJECT: u64 = 1 << 40;
+
 fn round_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
@@ -117,7 +120,11 @@ pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), String> {
         // An array is its elements back to back (C); alignment of the element.
         Ty::Array(e, n) => {
             let (s, al) = size_align(e, a)?;
-            (s * n, al)
+            let total = s
+                .checked_mul(*n)
+                .filter(|t| *t <= MAX_OBJECT)
+                .ok_or_else(|| format!("array of {n} elements of {s} bytes is too large"))?;
+            (total, al)
         }
         Ty::Record(r) => {
             let l = layout(r, a)?;
@@ -146,6 +153,9 @@ pub fn layout(t: &TypeDef, a: AddressSize) -> Result<Layout, String> {
                     RecordKind::Struct => round_up(bit.div_ceil(8), falign),
                     RecordKind::Union => 0,
                 };
+                if off + size > MAX_OBJECT {
+                    return Err(member_err(t, f, "the aggregate is too large"));
+                }
                 bit = (off + size) * 8;
                 extent_bits = extent_bits.max(bit);
                 // §1.2: the aggregate is aligned as its most strictly aligned member.
@@ -492,5 +502,18 @@ mod tests {
         std::fs::write(&path, "types:\n  - name: T\n    memberz: []\n").unwrap();
         let e = layout_file_json(&path).unwrap_err();
         assert!(e.contains("t.yaml") && e.contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn huge_arrays_are_refused_not_overflowed() {
+        let text = "types:\n  - name: T\n    members: [{name: a, type: {array: {array: double, count: 4294967296}, count: 4294967296}}]\n";
+        let t = parse_types(text, "test").unwrap();
+        let e = layout(&t[0], AddressSize::A64).unwrap_err();
+        assert!(e.contains("too large"), "{e}");
+        let text = "types:\n  - name: T\n    members: [{name: a, type: {array: char, count: 1099511627776}}, {name: b, type: {array: char, count: 1099511627776}}]\n";
+        let t = parse_types(text, "test").unwrap();
+        assert!(layout(&t[0], AddressSize::A64)
+            .unwrap_err()
+            .contains("too large"));
     }
 }
