@@ -37,8 +37,13 @@ pub enum Oracle {
 }
 
 impl Oracle {
-    pub const ALL: &'static [Oracle] =
-        &[Oracle::Clang, Oracle::Clang32, Oracle::Nvrtc, Oracle::Dwarf];
+    pub const ALL: &'static [Oracle] = &[
+        Oracle::Clang,
+        Oracle::Clang32,
+        Oracle::Nvrtc,
+        Oracle::Dwarf,
+        Oracle::ClangDwarf,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -129,12 +134,12 @@ pub fn bench(tc: &Toolchain, count: usize) -> String {
         let secs = start.elapsed().as_secs_f64();
         match skipped {
             Some(why) => {
-                let _ = writeln!(out, "{:<6} skipped: {why}", o.name());
+                let _ = writeln!(out, "{:<11} skipped: {why}", o.name());
             }
             None => {
                 let _ = writeln!(
                     out,
-                    "{:<6} {count} types in {secs:.2} s = {:.0} types/s ({agreed} agree, {other} mismatch or error)",
+                    "{:<11} {count} types in {secs:.2} s = {:.0} types/s ({agreed} agree, {other} mismatch or error)",
                     o.name(),
                     count as f64 / secs
                 );
