@@ -201,4 +201,33 @@ mod tests {
         );
         assert!(msg.contains("struct B {"), "{msg}");
     }
+
+    /// Why the clang rendering spells vectors as aligned structs: clang's `ext_vector_type(3)`
+    /// (OpenCL's vector) is 16 bytes with alignment 16, where §1.2 gives a 3-element native
+    /// vector of float size 12 and the element's alignment 4. §1.2 lets an input language
+    /// define its own alignments, so this is not a producer bug; recorded so a change shows.
+    #[test]
+    fn clang_ext_vector_type_3_is_not_the_native_vector() {
+        let tc = Toolchain::discover_system();
+        if !tc.has(crate::capability::Capability::Clang) {
+            eprintln!("note: skipped: clang not available");
+            return;
+        }
+        let src = "typedef float f3 __attribute__((ext_vector_type(3)));\nstruct V { char c; f3 v; };\nint u[sizeof(struct V)];\n";
+        let mut args = vec![target(AddressSize::A64)];
+        args.extend_from_slice(CLANG_ARGS);
+        let dump = tc.clang_stdout(src, ClangLang::C, &args).unwrap();
+        let v = &parse_dump(&dump).unwrap()["V"];
+        assert_eq!(
+            (v.size, v.align, v.members[1].offset),
+            (Some(32), Some(16), 16)
+        );
+        let t = parse_types(
+            "types:\n  - name: V\n    members: [{name: c, type: char}, {name: v, type: float3}]\n",
+            "t",
+        )
+        .unwrap();
+        let l = layout(&t[0], AddressSize::A64).unwrap();
+        assert_eq!((l.size, l.align, l.members[1].offset), (16, 4, 4));
+    }
 }
