@@ -232,6 +232,32 @@ fn paint(img: &mut [u8], leaf: &Leaf, mut f: impl FnMut(usize, u8) -> u8) {
     }
 }
 
+/// Judge a whole output buffer of the kernel built by [`graffiti_source`] for `types`.
+pub fn judge(types: &[TypeDef], buffer: &[u8]) -> Vec<super::TypeResult> {
+    let offs = match offsets(types) {
+        Ok(o) => o,
+        Err(e) => return super::all_error(types, &format!("engine: {e}")),
+    };
+    types
+        .iter()
+        .zip(offs)
+        .map(|(t, off)| super::TypeResult {
+            name: t.name.clone(),
+            verdict: match buffer.get(off as usize..) {
+                None => super::Verdict::Error(format!(
+                    "buffer of {} bytes ends before `{}` at {off}",
+                    buffer.len(),
+                    t.name
+                )),
+                Some(b) => match compare(t, b) {
+                    Ok(()) => super::Verdict::Agree,
+                    Err(e) => super::Verdict::Mismatch(e),
+                },
+            },
+        })
+        .collect()
+}
+
 /// Compare what the kernel wrote for `t` with the engine's placement; on a difference, name
 /// the field the engine expected at each wrong byte and the field(s) whose graffiti arrived.
 pub fn compare(t: &TypeDef, observed: &[u8]) -> Result<(), String> {
@@ -387,11 +413,10 @@ mod tests {
         let out = std::process::Command::new(&exe).output().unwrap();
         assert!(out.status.success());
         assert_eq!(out.stdout.len() as u64, len);
-        let offs = offsets(&types).unwrap();
         let mut bad = String::new();
-        for (t, off) in types.iter().zip(offs) {
-            if let Err(e) = compare(t, &out.stdout[off as usize..]) {
-                bad.push_str(&e);
+        for r in judge(&types, &out.stdout) {
+            if r.verdict != super::super::Verdict::Agree {
+                bad.push_str(&format!("{}: {:?}\n", r.name, r.verdict));
             }
         }
         assert!(bad.is_empty(), "{bad}");

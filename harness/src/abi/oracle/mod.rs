@@ -105,6 +105,19 @@ pub fn check_batch(
     }
 }
 
+/// [`check_batch`] over any number of types, [`BATCH`] per compilation.
+pub fn check_all(
+    oracle: Oracle,
+    tc: &Toolchain,
+    types: &[TypeDef],
+) -> Result<Vec<TypeResult>, ToolError> {
+    let mut out = Vec::with_capacity(types.len());
+    for chunk in types.chunks(BATCH) {
+        out.extend(check_batch(oracle, tc, chunk)?);
+    }
+    Ok(out)
+}
+
 /// Random types verified per second by each available oracle, as a short report.
 pub fn bench(tc: &Toolchain, count: usize) -> String {
     let types = super::random::random_batch(1_000_000, count);
