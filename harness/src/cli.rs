@@ -1,4 +1,497 @@
-//! Command line.
+//! The command line. Raw flags are parsed here with clap and turned into the runner's inputs;
+//! nothing below this module reads `std::env::args`.
+//!
+//! Exit status is a contract: 0 nothing failed, 101 a case failed (libtest's code), 2 usage or
+//! suite-file errors.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::backend::toolchain::{managed, Policy, Toolchain};
+use crate::capability::{Capability, Requirement};
+use crate::runner::{self, RunEnv, Tally};
+use crate::suite::{self, Case};
+use crate::waivers::Waivers;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILED: i32 = 101;
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpucts",
+    version,
+    about = "Conformance tests for NVIDIA GPU interoperability: the PTX ABI and GPUDirect RDMA",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Cmd>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Args, Debug, Default)]
+struct RunArgs {
+    /// Suite to run: a file stem under suites/ (abi, atomics, ...), a path to a suite file, or
+    /// `all`. Repeatable. Default: all.
+    #[arg(long = "suite", value_name = "NAME")]
+    suites: Vec<String>,
+    /// Run only cases whose id contains FILTER (with --exact: equals FILTER).
+    #[arg(value_name = "FILTER")]
+    filter: Option<String>,
+    /// List the selected cases without running them.
+    #[arg(long)]
+    list: bool,
+    /// Match FILTER and --skip exactly instead of as substrings.
+    #[arg(long)]
+    exact: bool,
+    /// Skip cases whose id contains PATTERN. Repeatable.
+    #[arg(long = "skip", value_name = "PATTERN")]
+    skip: Vec<String>,
+    /// Console output format.
+    #[arg(long, value_enum, default_value_t = Format::Pretty)]
+    format: Format,
+    /// Cases run at once (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Where to write JUnit XML (default: reports/<suite>-<timestamp>/junit.xml).
+    #[arg(long, value_name = "PATH")]
+    junit: Option<PathBuf>,
+    /// Capabilities (or the `toolchain` family) whose absence fails the run instead of
+    /// skipping: gpu, toolchain, ptxas, nvrtc, nvjitlink, libnvvm, nvdisasm, cuobjdump, cccl,
+    /// clang, kmod, rdma.
+    #[arg(long, value_name = "CAP[,CAP...]", value_delimiter = ',')]
+    require: Vec<String>,
+    /// Known failures to report as waived (YAML; see reports/README.md).
+    #[arg(long, value_name = "FILE")]
+    waivers: Option<PathBuf>,
+    /// `auto` installs NVIDIA's pinned wheels for missing components; `system` never installs.
+    #[arg(long, value_enum, default_value_t = Policy::Auto)]
+    toolchain: Policy,
+}
+
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
+enum Format {
+    #[default]
+    Pretty,
+    Terse,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Describe this machine: OS, kernel, CPU, GPUs, driver, toolchain, kmod, RDMA.
+    Probe {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check suite files without running anything (default: every file in suites/).
+    Validate { paths: Vec<PathBuf> },
+    /// Show or install the offline toolchain.
+    Toolchain {
+        #[command(subcommand)]
+        action: ToolchainCmd,
+    },
+    /// Run one case in this process and print its result (used for crash isolation).
+    #[command(name = "__case", hide = true)]
+    Case {
+        #[arg(long)]
+        file: PathBuf,
+        #[arg(long)]
+        id: String,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ToolchainCmd {
+    /// What is used and from where.
+    Show,
+    /// Install the pinned NVIDIA wheels into the cache.
+    Install,
+}
+
+/// The repository root: `$GPUCTS_ROOT`, else the nearest ancestor of the working directory
+/// holding `suites/`, else the workspace this binary was built from.
+pub fn find_root() -> PathBuf {
+    if let Some(r) = std::env::var_os("GPUCTS_ROOT") {
+        return PathBuf::from(r);
+    }
+    if let Ok(cwd) = std::env::current_dir() {
+        for dir in cwd.ancestors() {
+            if dir.join("suites").is_dir() && dir.join("harness").is_dir() {
+                return dir.to_path_buf();
+            }
+        }
+    }
+    let built = Path::new(env!("CARGO_MANIFEST_DIR"));
+    built.parent().unwrap_or(built).to_path_buf()
+}
+
+fn error(msg: impl std::fmt::Display) {
+    eprintln!("gpucts: {msg}");
+}
+
 pub fn main() -> i32 {
-    0
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        None => run(cli.run),
+        Some(Cmd::Probe { json }) => probe(json),
+        Some(Cmd::Validate { paths }) => validate(paths),
+        Some(Cmd::Toolchain { action }) => toolchain(action),
+        Some(Cmd::Case { file, id }) => child_case(&file, &id),
+    }
+}
+
+fn probe(json: bool) -> i32 {
+    let tc = Toolchain::discover_system();
+    let (p, _) = crate::probe::probe(&tc);
+    if json {
+        match serde_json::to_string_pretty(&p) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                error(e);
+                return EXIT_USAGE;
+            }
+        }
+    } else {
+        print!("{}", p.render());
+    }
+    EXIT_OK
+}
+
+fn print_load_errors(errors: &[suite::SuiteError]) {
+    for e in errors {
+        error(e);
+    }
+}
+
+fn validate(paths: Vec<PathBuf>) -> i32 {
+    let root = find_root();
+    let files = if paths.is_empty() {
+        match suite::resolve_suite_arg("all", &root.join("suites")) {
+            Ok(f) => f,
+            Err(e) => {
+                error(e);
+                return EXIT_USAGE;
+            }
+        }
+    } else {
+        paths
+    };
+    match suite::load_suites(&files) {
+        Ok(suites) => {
+            let n: usize = suites.iter().map(|s| s.cases.len()).sum();
+            for s in &suites {
+                println!("{}: {} cases ({})", s.file.display(), s.cases.len(), s.area);
+            }
+            println!("gpucts: {} suite files valid, {n} cases", suites.len());
+            EXIT_OK
+        }
+        Err(errors) => {
+            print_load_errors(&errors);
+            EXIT_USAGE
+        }
+    }
+}
+
+fn toolchain(action: ToolchainCmd) -> i32 {
+    if let ToolchainCmd::Install = action {
+        match managed::install(&mut std::io::stderr()) {
+            Ok(dir) => println!("installed: {}", dir.display()),
+            Err(e) => {
+                error(format!("toolchain install failed: {e}"));
+                return EXIT_FAILED;
+            }
+        }
+    }
+    let tc = Toolchain::discover_system();
+    for (cap, c) in tc.components() {
+        println!(
+            "{:<10} {:<22} {:<8} {}",
+            cap.name(),
+            c.version,
+            c.origin.name(),
+            c.path.display()
+        );
+    }
+    for (cap, why) in tc.missing() {
+        println!("{:<10} {:<22} {:<8} {}", cap.name(), "-", "missing", why);
+    }
+    if let Some(site) = managed::site_dir() {
+        println!("managed cache: {}", site.display());
+    }
+    EXIT_OK
+}
+
+fn child_case(file: &Path, id: &str) -> i32 {
+    let suite = match suite::load_file(file) {
+        Ok(s) => s,
+        Err(errors) => {
+            print_load_errors(&errors);
+            return EXIT_USAGE;
+        }
+    };
+    let Some(case) = suite.cases.iter().find(|c| c.id == id) else {
+        error(format!("no case `{id}` in {}", file.display()));
+        return EXIT_USAGE;
+    };
+    let tc = Toolchain::discover_system();
+    let (_, caps) = crate::probe::probe(&tc);
+    let status = runner::run_in_process(case, &caps, &tc, &find_root());
+    match serde_json::to_string(&status) {
+        Ok(s) => {
+            println!("{}{s}", runner::child::RESULT_TAG);
+            EXIT_OK
+        }
+        Err(e) => {
+            error(e);
+            EXIT_USAGE
+        }
+    }
+}
+
+fn report_name(suites: &[String]) -> String {
+    let names: Vec<String> = suites
+        .iter()
+        .map(|s| {
+            Path::new(s)
+                .file_stem()
+                .map(|x| x.to_string_lossy().into_owned())
+                .unwrap_or_else(|| s.clone())
+        })
+        .collect();
+    names.join("+")
+}
+
+fn run(args: RunArgs) -> i32 {
+    let root = find_root();
+    let suites_arg = if args.suites.is_empty() {
+        vec!["all".to_string()]
+    } else {
+        args.suites.clone()
+    };
+
+    // Everything that can be wrong with the invocation or the suite files is found before
+    // anything runs, and exits 2.
+    let mut files = Vec::new();
+    for s in &suites_arg {
+        match suite::resolve_suite_arg(s, &root.join("suites")) {
+            Ok(f) => files.extend(f),
+            Err(e) => {
+                error(e);
+                return EXIT_USAGE;
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    let suites = match suite::load_suites(&files) {
+        Ok(s) => s,
+        Err(errors) => {
+            print_load_errors(&errors);
+            error(format!(
+                "{} error(s) in suite files; nothing was run",
+                errors.len()
+            ));
+            return EXIT_USAGE;
+        }
+    };
+    let mut requires = Vec::new();
+    for r in &args.require {
+        match Requirement::parse(r) {
+            Ok(r) => requires.push(r),
+            Err(e) => {
+                error(format!("--require: {e}"));
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let waivers = match &args.waivers {
+        Some(p) => match Waivers::load(p) {
+            Ok(w) => w,
+            Err(e) => {
+                error(e);
+                return EXIT_USAGE;
+            }
+        },
+        None => Waivers::default(),
+    };
+    let cases: Vec<Case> = suites.into_iter().flat_map(|s| s.cases).collect();
+
+    let mut mimic = libtest_mimic::Arguments {
+        filter: args.filter.clone(),
+        exact: args.exact,
+        skip: args.skip.clone(),
+        list: args.list,
+        test_threads: args.jobs,
+        format: Some(match args.format {
+            Format::Pretty => libtest_mimic::FormatSetting::Pretty,
+            Format::Terse => libtest_mimic::FormatSetting::Terse,
+            Format::Json => libtest_mimic::FormatSetting::Json,
+        }),
+        ..Default::default()
+    };
+    if args.list {
+        let trials = runner::trials(cases, Arc::new(empty_env(&root)));
+        let _ = libtest_mimic::run(&mimic, trials);
+        return EXIT_OK;
+    }
+
+    // Provision the toolchain only when a selected case needs part of it.
+    let needs_toolchain = cases
+        .iter()
+        .any(|c| selected(&c.id, &args) && c.requires.iter().any(|r| r.family() == "toolchain"));
+    let toolchain = if needs_toolchain {
+        Toolchain::provision(args.toolchain)
+    } else {
+        Toolchain::discover_system()
+    };
+    let (probe, caps) = crate::probe::probe(&toolchain);
+    let fingerprint = probe.fingerprint();
+    let gpu = caps.has(Capability::Gpu);
+    eprintln!(
+        "gpucts {}: {} cases from {} | gpu: {} | toolchain: {}/{} components",
+        env!("CARGO_PKG_VERSION"),
+        cases.len(),
+        report_name(&suites_arg),
+        if gpu {
+            fingerprint.get("gpu").cloned().unwrap_or_default()
+        } else {
+            "none".into()
+        },
+        toolchain.components().len(),
+        toolchain.components().len() + toolchain.missing().len(),
+    );
+
+    let env = Arc::new(RunEnv {
+        caps,
+        toolchain,
+        root: root.clone(),
+        exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("gpucts")),
+        requires,
+        waivers,
+        fingerprint,
+        results: Mutex::new(Vec::new()),
+    });
+    if mimic.test_threads.is_none() {
+        mimic.test_threads = std::thread::available_parallelism().ok().map(|n| n.get());
+    }
+    let conclusion = libtest_mimic::run(&mimic, runner::trials(cases, Arc::clone(&env)));
+
+    let mut results = std::mem::take(&mut *env.results.lock().unwrap_or_else(|e| e.into_inner()));
+    results.sort_by(|a, b| a.id.cmp(&b.id));
+    let tally = Tally::of(&results);
+
+    let now = time::OffsetDateTime::now_utc();
+    let junit_path = args.junit.clone().unwrap_or_else(|| {
+        let stamp = now
+            .format(time::macros::format_description!(
+                "[year][month][day]T[hour][minute][second]Z"
+            ))
+            .unwrap_or_else(|_| "run".into());
+        root.join("reports")
+            .join(format!("{}-{stamp}", report_name(&suites_arg)))
+            .join("junit.xml")
+    });
+    let mut report_ok = true;
+    if let Some(dir) = junit_path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            error(format!("cannot create {}: {e}", dir.display()));
+            report_ok = false;
+        }
+    }
+    match crate::report::junit::render(&results, &env.fingerprint, now) {
+        Ok(xml) => {
+            if let Err(e) = std::fs::write(&junit_path, xml) {
+                error(format!("cannot write {}: {e}", junit_path.display()));
+                report_ok = false;
+            }
+        }
+        Err(e) => {
+            error(e);
+            report_ok = false;
+        }
+    }
+    let json_path = junit_path.with_file_name("results.json");
+    if args.junit.is_none() {
+        if let Err(e) = crate::report::write_json(&json_path, &results, &env.fingerprint) {
+            error(format!("cannot write {}: {e}", json_path.display()));
+        }
+    }
+
+    // The closing lines go to stderr when stdout is JSON events.
+    let say = |line: String| {
+        if args.format == Format::Json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    };
+    for r in &results {
+        if let crate::outcome::Verdict::StaleWaiver { waiver } = &r.verdict {
+            say(format!(
+                "stale waiver: {waiver} lists {} but it passed",
+                r.id
+            ));
+        }
+    }
+    if report_ok {
+        say(format!("JUnit report: {}", junit_path.display()));
+    }
+    if tally.waived > 0 || tally.stale_waivers > 0 {
+        say(format!(
+            "waived: {}, stale waivers: {}",
+            tally.waived, tally.stale_waivers
+        ));
+    }
+    say(format!(
+        "gpucts: {} passed, {} failed, {} skipped",
+        tally.passed, tally.failed, tally.skipped
+    ));
+    if tally.failed > 0 || conclusion.has_failed() {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    }
+}
+
+/// Mirrors libtest-mimic's selection (substring or exact filter, `--skip` substrings).
+fn selected(id: &str, args: &RunArgs) -> bool {
+    let filter_ok = match &args.filter {
+        None => true,
+        Some(f) if args.exact => id == f,
+        Some(f) => id.contains(f.as_str()),
+    };
+    let skipped = args.skip.iter().any(|s| {
+        if args.exact {
+            id == s
+        } else {
+            id.contains(s.as_str())
+        }
+    });
+    filter_ok && !skipped
+}
+
+fn empty_env(root: &Path) -> RunEnv {
+    RunEnv {
+        caps: Default::default(),
+        toolchain: Toolchain::default(),
+        root: root.to_path_buf(),
+        exe: PathBuf::new(),
+        requires: Vec::new(),
+        waivers: Waivers::default(),
+        fingerprint: Default::default(),
+        results: Mutex::new(Vec::new()),
+    }
 }

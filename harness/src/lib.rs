@@ -8,9 +8,14 @@ pub mod area;
 pub mod backend;
 pub mod capability;
 pub mod cli;
+pub mod cubin;
 pub mod outcome;
+pub mod probe;
 pub mod ptx;
+pub mod report;
+pub mod runner;
 pub mod suite;
+pub mod waivers;
 
 pub mod abi;
 pub mod atomics;

@@ -1,17 +1,84 @@
-//! The `gpudirect` area.
+//! The `gpudirect` area: the GPUDirect RDMA userspace API on a GPU, and the `nvidia_p2p_*`
+//! kernel API through the companion module.
 
 use serde::Deserialize;
 
 use crate::area::{CaseContext, Check};
+use crate::backend::cuda::{DriverResult, PointerAttribute, Session};
+use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 
 /// The `check:` vocabulary of `suites/gpudirect.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum GpudirectCheck {}
+pub enum GpudirectCheck {
+    /// gpudirect §4.2: SYNC_MEMOPS set on device memory succeeds and reads back as 1; set on a
+    /// host pointer fails.
+    SyncMemops,
+    /// gpudirect §3.5: a buffer id identifies one allocation, so freeing and allocating again
+    /// (even at the same address) gives a different id.
+    BufferIdChanges,
+}
+
+const ALLOC: usize = 1 << 20;
+
+fn sync_memops(s: &Session) -> Result<CaseStatus, String> {
+    let p = s.alloc(ALLOC).map_err(|e| e.to_string())?;
+    let set = s.set_sync_memops(p);
+    let got = s.attribute_u32(PointerAttribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p);
+    let host = vec![0u8; 4096];
+    let host_set = s.set_sync_memops(host.as_ptr() as u64);
+    s.free(p).map_err(|e| e.to_string())?;
+    Ok(match (set, got, host_set) {
+        (DriverResult::CUDA_SUCCESS, Ok(1), r) if r != DriverResult::CUDA_SUCCESS => {
+            CaseStatus::pass()
+        }
+        (set, got, host_set) => CaseStatus::fail(
+            "device: CUDA_SUCCESS and SYNC_MEMOPS reads 1; host pointer: an error",
+            format!("device: {set:?}, reads {got:?}; host pointer: {host_set:?}"),
+        ),
+    })
+}
+
+fn buffer_id_changes(s: &Session) -> Result<CaseStatus, String> {
+    let attr = PointerAttribute::CU_POINTER_ATTRIBUTE_BUFFER_ID;
+    let a = s.alloc(ALLOC).map_err(|e| e.to_string())?;
+    let id_a = s.attribute_u64(attr, a).map_err(|e| e.to_string())?;
+    s.free(a).map_err(|e| e.to_string())?;
+    let b = s.alloc(ALLOC).map_err(|e| e.to_string())?;
+    let id_b = s.attribute_u64(attr, b).map_err(|e| e.to_string())?;
+    s.free(b).map_err(|e| e.to_string())?;
+    Ok(if id_a != id_b {
+        CaseStatus::pass_with(format!(
+            "ids {id_a:#x} then {id_b:#x} (addresses {a:#x}, {b:#x}{})",
+            if a == b { ", same address" } else { "" }
+        ))
+    } else {
+        CaseStatus::fail(
+            "a new buffer id for the new allocation",
+            format!("the same id {id_a:#x} twice"),
+        )
+    })
+}
 
 impl Check for GpudirectCheck {
+    fn requires(&self) -> Vec<Capability> {
+        vec![Capability::Gpu]
+    }
+
+    fn isolate(&self) -> bool {
+        true
+    }
+
     fn run(&self, _ctx: &CaseContext) -> CaseStatus {
-        match *self {}
+        let session = match Session::open(0) {
+            Ok(s) => s,
+            Err(e) => return CaseStatus::error(e),
+        };
+        let r = match self {
+            GpudirectCheck::SyncMemops => sync_memops(&session),
+            GpudirectCheck::BufferIdChanges => buffer_id_changes(&session),
+        };
+        r.unwrap_or_else(CaseStatus::error)
     }
 }

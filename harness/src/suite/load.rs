@@ -73,6 +73,8 @@ struct RawCase {
     #[serde(default)]
     matrix: BTreeMap<String, Axis>,
     #[serde(default)]
+    table: Vec<matrix::Params>,
+    #[serde(default)]
     exclude: Vec<BTreeMap<String, serde_json::Value>>,
     check: serde_json::Value,
 }
@@ -108,16 +110,14 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
     };
     let text = std::fs::read_to_string(path)
         .map_err(|e| vec![err_at(0, 0, format!("cannot read suite file: {e}"))])?;
-    let raw: RawSuite = serde_saphyr::from_str(&text).map_err(|e| {
-        let (line, column) = e
-            .location()
-            .map(|l| (l.line(), l.column()))
-            .unwrap_or((0, 0));
-        // The bare message; the position is ours to print.
-        let msg = e.without_snippet().to_string();
-        let msg = msg.lines().next().unwrap_or("").trim().to_string();
-        vec![err_at(line, column, msg)]
-    })?;
+    let raw: RawSuite =
+        serde_saphyr::from_str_with_options(&text, yaml_options()).map_err(|e| {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((0, 0));
+            vec![err_at(line, column, bare_message(&e))]
+        })?;
 
     let mut errors = Vec::new();
     let area = raw.area.value.clone();
@@ -152,7 +152,8 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
             fail(format!("case `{}` names no spec clause", entry.id));
             continue;
         }
-        let expanded = match matrix::expand(&entry.id, &entry.matrix, &entry.exclude) {
+        let expanded = match matrix::expand(&entry.id, &entry.matrix, &entry.table, &entry.exclude)
+        {
             Ok(p) => p,
             Err(e) => {
                 fail(format!("case `{}`: {e}", entry.id));
@@ -215,6 +216,36 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
         })
     } else {
         Err(errors)
+    }
+}
+
+/// How every gpucts YAML file is read: duplicate keys are errors, and only YAML 1.2 spellings
+/// are booleans (so a matrix value `y` or `no` stays a string).
+pub fn yaml_options() -> serde_saphyr::Options {
+    let mut o = serde_saphyr::Options::default();
+    o.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
+    o.strict_booleans = true;
+    o
+}
+
+/// Parse YAML text with [`yaml_options`]; the error is `(line, column, message)`.
+pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, (u64, u64, String)> {
+    serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| {
+        let (l, c) = e
+            .location()
+            .map(|l| (l.line(), l.column()))
+            .unwrap_or((0, 0));
+        (l, c, bare_message(&e))
+    })
+}
+
+/// serde-saphyr's message without its snippet and trailing position (we print `file:line:col`).
+pub fn bare_message(e: &serde_saphyr::Error) -> String {
+    let msg = e.without_snippet().to_string();
+    let first = msg.lines().next().unwrap_or("").trim();
+    match first.rfind(" at line ") {
+        Some(i) => first[..i].to_string(),
+        None => first.to_string(),
     }
 }
 

@@ -1,5 +1,7 @@
 //! Matrix expansion: one entry with `matrix: {a: [..], b: {range: [lo, hi]}}` becomes the
-//! cartesian product of its values, minus the combinations listed under `exclude:`.
+//! cartesian product of its values, crossed with the rows of `table:` (explicit parameter sets,
+//! for values that go together, like a type and its size), minus the combinations listed under
+//! `exclude:`.
 
 use std::collections::BTreeMap;
 
@@ -31,6 +33,10 @@ pub enum MatrixError {
     NotScalar { key: String, found: String },
     #[error("exclude entry names `{0}`, which is not a matrix key")]
     UnknownExcludeKey(String),
+    #[error("table row {row} has no value for `{key}`, which the id uses")]
+    TableRowMissing { row: usize, key: String },
+    #[error("`{0}` is both a matrix key and a table column")]
+    KeyInBoth(String),
     #[error("matrix expands to more than {0} cases")]
     TooLarge(usize),
 }
@@ -104,11 +110,38 @@ pub fn substitute_value(value: &Value, params: &Params) -> Value {
 pub fn expand(
     id_template: &str,
     matrix: &BTreeMap<String, Axis>,
+    table: &[Params],
     exclude: &[BTreeMap<String, Value>],
 ) -> Result<Vec<Params>, MatrixError> {
+    let table_keys: std::collections::BTreeSet<&String> =
+        table.iter().flat_map(|r| r.keys()).collect();
+    for k in &table_keys {
+        if matrix.contains_key(*k) {
+            return Err(MatrixError::KeyInBoth((*k).clone()));
+        }
+    }
     for p in placeholders(id_template) {
-        if !matrix.contains_key(&p) {
+        if matrix.contains_key(&p) {
+            continue;
+        }
+        if !table_keys.contains(&p) {
             return Err(MatrixError::UnknownPlaceholder(p));
+        }
+        if let Some(row) = table.iter().position(|r| !r.contains_key(&p)) {
+            return Err(MatrixError::TableRowMissing {
+                row: row + 1,
+                key: p,
+            });
+        }
+    }
+    for (i, row) in table.iter().enumerate() {
+        for (k, v) in row {
+            if scalar_text(v).is_none() {
+                return Err(MatrixError::NotScalar {
+                    key: format!("{k} (table row {})", i + 1),
+                    found: v.to_string(),
+                });
+            }
         }
     }
     let mut axes: Vec<(String, Vec<Value>)> = Vec::new();
@@ -135,16 +168,20 @@ pub fn expand(
     }
     for ex in exclude {
         for k in ex.keys() {
-            if !matrix.contains_key(k) {
+            if !matrix.contains_key(k) && !table_keys.contains(k) {
                 return Err(MatrixError::UnknownExcludeKey(k.clone()));
             }
         }
     }
-    let total: usize = axes.iter().map(|(_, v)| v.len()).product();
+    let total: usize = axes.iter().map(|(_, v)| v.len()).product::<usize>() * table.len().max(1);
     if total > MAX_CASES_PER_ENTRY {
         return Err(MatrixError::TooLarge(MAX_CASES_PER_ENTRY));
     }
-    let mut out = vec![Params::new()];
+    let mut out: Vec<Params> = if table.is_empty() {
+        vec![Params::new()]
+    } else {
+        table.to_vec()
+    };
     for (key, values) in &axes {
         let mut next = Vec::with_capacity(out.len() * values.len());
         for partial in &out {
@@ -184,7 +221,7 @@ mod tests {
         let mut ex = BTreeMap::new();
         ex.insert("op".to_string(), json!("load"));
         ex.insert("order".to_string(), json!("release"));
-        let cases = expand("atomics.map.{op}.{order}", &m, &[ex]).unwrap();
+        let cases = expand("atomics.map.{op}.{order}", &m, &[], &[ex]).unwrap();
         assert_eq!(cases.len(), 5);
         let ids: std::collections::BTreeSet<String> = cases
             .iter()
@@ -199,7 +236,7 @@ mod tests {
     fn range_axis_and_typed_substitution() {
         let mut m = BTreeMap::new();
         m.insert("seed".to_string(), Axis::Range { range: [10, 13] });
-        let cases = expand("abi.random.{seed}", &m, &[]).unwrap();
+        let cases = expand("abi.random.{seed}", &m, &[], &[]).unwrap();
         assert_eq!(cases.len(), 3);
         let v = substitute_value(&json!({"seed": "{seed}", "name": "t{seed}"}), &cases[2]);
         assert_eq!(v, json!({"seed": 12, "name": "t12"}));
@@ -210,17 +247,41 @@ mod tests {
         let mut m = BTreeMap::new();
         m.insert("x".to_string(), axis_list(&["a"]));
         assert_eq!(
-            expand("abi.case", &m, &[]),
+            expand("abi.case", &m, &[], &[]),
             Err(MatrixError::KeyNotInId("x".into()))
         );
         assert_eq!(
-            expand("abi.{y}", &BTreeMap::new(), &[]),
+            expand("abi.{y}", &BTreeMap::new(), &[], &[]),
             Err(MatrixError::UnknownPlaceholder("y".into()))
         );
     }
 
     #[test]
+    fn table_rows_cross_matrix_axes() {
+        let row = |t: &str, s: i64| -> Params {
+            [("ty".to_string(), json!(t)), ("size".to_string(), json!(s))].into()
+        };
+        let mut m = BTreeMap::new();
+        m.insert("space".to_string(), axis_list(&["global", "shared"]));
+        let cases = expand("abi.{ty}.{space}", &m, &[row("u8", 1), row("u64", 8)], &[]).unwrap();
+        assert_eq!(cases.len(), 4);
+        let v = substitute_value(&json!({"n": "{size}"}), &cases[3]);
+        assert_eq!(v, json!({"n": 8}));
+        let missing: Params = [("size".to_string(), json!(2))].into();
+        assert_eq!(
+            expand("abi.{ty}", &BTreeMap::new(), &[row("u8", 1), missing], &[]),
+            Err(MatrixError::TableRowMissing {
+                row: 2,
+                key: "ty".into()
+            })
+        );
+    }
+
+    #[test]
     fn no_matrix_gives_one_case() {
-        assert_eq!(expand("abi.one", &BTreeMap::new(), &[]).unwrap().len(), 1);
+        assert_eq!(
+            expand("abi.one", &BTreeMap::new(), &[], &[]).unwrap().len(),
+            1
+        );
     }
 }

@@ -12,7 +12,10 @@
 mod load;
 mod matrix;
 
-pub use load::{load_file, load_suites, resolve_suite_arg, LoadedSuite, SuiteError};
+pub use load::{
+    bare_message, from_yaml, load_file, load_suites, resolve_suite_arg, yaml_options, LoadedSuite,
+    SuiteError,
+};
 pub use matrix::{expand, MatrixError, Params};
 
 use std::path::PathBuf;

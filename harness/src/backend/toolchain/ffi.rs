@@ -239,6 +239,15 @@ impl NvJitLink {
                     LinkInputKind::Ptx => 2,
                 };
                 let cname = CString::new(*name).unwrap_or_default();
+                // PTX is read as a C string: without a terminating NUL nvJitLink reads past
+                // the buffer (seen as "does not match type NVJITLINK_INPUT_PTX").
+                let owned;
+                let data: &[u8] = if *kind == LinkInputKind::Ptx && data.last() != Some(&0) {
+                    owned = [*data, &[0u8][..]].concat();
+                    &owned
+                } else {
+                    data
+                };
                 let rc = (self.add)(
                     h,
                     k,

@@ -1,0 +1,233 @@
+//! The capability probe: what this machine is and what it can run. `gpucts probe` prints it;
+//! every run records it as the environment fingerprint of its reports.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::backend::cuda::{self, DriverInfo};
+use crate::backend::kmod;
+use crate::backend::toolchain::Toolchain;
+use crate::capability::{Capabilities, Capability};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostInfo {
+    pub os: String,
+    pub kernel: String,
+    pub arch: String,
+    pub cpu: String,
+    pub cpus: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Probe {
+    pub host: HostInfo,
+    pub driver: Result<DriverInfo, String>,
+    pub toolchain: BTreeMap<String, serde_json::Value>,
+    pub kmod: Result<String, String>,
+    pub rdma: Result<Vec<String>, String>,
+    pub capabilities: BTreeMap<String, serde_json::Value>,
+}
+
+pub fn host() -> HostInfo {
+    let os = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("PRETTY_NAME=")
+                    .map(|v| v.trim_matches('"').to_string())
+            })
+        })
+        .unwrap_or_else(|| std::env::consts::OS.to_string());
+    // SAFETY: uname fills a zeroed struct.
+    let kernel = unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) == 0 {
+            std::ffi::CStr::from_ptr(u.release.as_ptr())
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            "unknown".into()
+        }
+    };
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown".into());
+    HostInfo {
+        os,
+        kernel,
+        arch: std::env::consts::ARCH.to_string(),
+        cpu,
+        cpus: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+    }
+}
+
+fn rdma_devices() -> Result<Vec<String>, String> {
+    #[cfg(feature = "rdma")]
+    {
+        crate::backend::rdma::devices()
+    }
+    #[cfg(not(feature = "rdma"))]
+    {
+        Err("built without rdma (rebuild with `--features rdma`)".into())
+    }
+}
+
+/// Probe everything; `toolchain` is the one this run will use.
+pub fn probe(toolchain: &Toolchain) -> (Probe, Capabilities) {
+    let mut caps = Capabilities::default();
+    toolchain.fill_capabilities(&mut caps);
+    let driver = cuda::probe();
+    caps.set(
+        Capability::Gpu,
+        match &driver {
+            Ok(d) => Ok(d
+                .gpus
+                .iter()
+                .map(|g| format!("{} (sm_{})", g.name, g.compute_capability.replace('.', "")))
+                .collect::<Vec<_>>()
+                .join(", ")),
+            Err(e) => Err(e.clone()),
+        },
+    );
+    let kmod = kmod::probe();
+    caps.set(Capability::Kmod, kmod.clone());
+    let rdma = rdma_devices();
+    caps.set(
+        Capability::Rdma,
+        match &rdma {
+            Ok(v) if !v.is_empty() => Ok(v.join(", ")),
+            Ok(_) => Err("no RDMA device found".into()),
+            Err(e) => Err(e.clone()),
+        },
+    );
+    let toolchain_json = toolchain
+        .components()
+        .iter()
+        .map(|(c, comp)| {
+            (
+                c.name().to_string(),
+                serde_json::to_value(comp).unwrap_or_default(),
+            )
+        })
+        .chain(
+            toolchain
+                .missing()
+                .iter()
+                .map(|(c, why)| (c.name().to_string(), serde_json::json!({ "missing": why }))),
+        )
+        .collect();
+    let capabilities = caps
+        .iter()
+        .map(|(c, s)| {
+            (
+                c.name().to_string(),
+                match s {
+                    Ok(d) => serde_json::json!({ "present": true, "detail": d }),
+                    Err(why) => {
+                        serde_json::json!({ "present": false, "reason": why, "hint": c.hint() })
+                    }
+                },
+            )
+        })
+        .collect();
+    (
+        Probe {
+            host: host(),
+            driver,
+            toolchain: toolchain_json,
+            kmod,
+            rdma,
+            capabilities,
+        },
+        caps,
+    )
+}
+
+impl Probe {
+    /// Flat key/value pairs for JUnit properties and waiver platform matches.
+    pub fn fingerprint(&self) -> BTreeMap<String, String> {
+        let mut f = BTreeMap::new();
+        f.insert("gpucts".into(), env!("CARGO_PKG_VERSION").into());
+        f.insert("os".into(), self.host.os.clone());
+        f.insert("kernel".into(), self.host.kernel.clone());
+        f.insert("arch".into(), self.host.arch.clone());
+        f.insert("cpu".into(), self.host.cpu.clone());
+        match &self.driver {
+            Ok(d) => {
+                f.insert("cuda".into(), d.cuda_version.clone());
+                if let Some(v) = &d.driver_version {
+                    f.insert("driver".into(), v.clone());
+                }
+                if let Some(g) = d.gpus.first() {
+                    f.insert("gpu".into(), g.name.clone());
+                    f.insert("compute_capability".into(), g.compute_capability.clone());
+                    f.insert("gpu_uuid".into(), g.uuid.clone());
+                }
+            }
+            Err(_) => {
+                f.insert("gpu".into(), "none".into());
+            }
+        }
+        for (name, v) in &self.toolchain {
+            if let Some(ver) = v.get("version").and_then(|x| x.as_str()) {
+                f.insert(name.clone(), ver.to_string());
+            }
+        }
+        f
+    }
+
+    /// The human-readable form of `gpucts probe`.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let h = &self.host;
+        s += &format!(
+            "host        {} | kernel {} | {} | {} ({} cpus)\n",
+            h.os, h.kernel, h.arch, h.cpu, h.cpus
+        );
+        match &self.driver {
+            Ok(d) => {
+                s += &format!(
+                    "driver      CUDA {} | driver {}\n",
+                    d.cuda_version,
+                    d.driver_version.as_deref().unwrap_or("(NVML not found)")
+                );
+                for g in &d.gpus {
+                    s += &format!(
+                        "gpu {}       {} | cc {} | {} | {} MiB | BAR1 {}\n",
+                        g.ordinal,
+                        g.name,
+                        g.compute_capability,
+                        g.uuid,
+                        g.total_mem_mib,
+                        g.bar1_total_mib
+                            .map(|b| format!("{b} MiB"))
+                            .unwrap_or_else(|| "unknown (no NVML)".into())
+                    );
+                }
+            }
+            Err(e) => s += &format!("gpu         {e}\n"),
+        }
+        s += "capabilities\n";
+        for (name, v) in &self.capabilities {
+            if v["present"].as_bool() == Some(true) {
+                s += &format!("  {name:<10} yes  {}\n", v["detail"].as_str().unwrap_or(""));
+            } else {
+                s += &format!(
+                    "  {name:<10} no   {} ({})\n",
+                    v["reason"].as_str().unwrap_or(""),
+                    v["hint"].as_str().unwrap_or("")
+                );
+            }
+        }
+        s
+    }
+}

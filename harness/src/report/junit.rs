@@ -1,0 +1,213 @@
+//! JUnit XML through junit-report, one `<testsuite>` per area.
+//!
+//! junit-report 0.8 writes neither `<properties>` nor a message on `<skipped/>`; both are added
+//! by a pass over its output with quick-xml (its own XML library), so the document stays
+//! well-formed and every other element is junit-report's.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Cursor;
+
+use junit_report::{ReportBuilder, TestCase, TestSuiteBuilder};
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::{Reader, Writer};
+
+use crate::outcome::{CaseStatus, Verdict};
+use crate::runner::CaseResult;
+
+fn testcase(r: &CaseResult) -> (TestCase, Option<String>) {
+    let time = time::Duration::seconds_f64(r.duration_s);
+    let mut skip_message = None;
+    let mut tc = match (&r.verdict, &r.status) {
+        (Verdict::Pass, _) | (Verdict::StaleWaiver { .. }, _) => TestCase::success(&r.id, time),
+        (Verdict::Skip, s) => {
+            skip_message = Some(s.summary());
+            TestCase::skipped(&r.id)
+        }
+        (Verdict::Waived { waiver }, s) => {
+            skip_message = Some(format!(
+                "waived ({waiver}); the case failed with: {}",
+                s.summary()
+            ));
+            TestCase::skipped(&r.id)
+        }
+        (Verdict::RequiredMissing, s) => TestCase::failure(
+            &r.id,
+            time,
+            "required-capability",
+            &format!("required capability missing: {}", s.summary()),
+        ),
+        (Verdict::Fail, CaseStatus::Error { message }) => {
+            TestCase::error(&r.id, time, "error", message)
+        }
+        (Verdict::Fail, s @ CaseStatus::Crash { .. }) => {
+            TestCase::failure(&r.id, time, "crash", &s.summary())
+        }
+        (Verdict::Fail, s @ CaseStatus::Timeout { .. }) => {
+            TestCase::failure(&r.id, time, "timeout", &s.summary())
+        }
+        (Verdict::Fail, s) => TestCase::failure(&r.id, time, "fail", &s.summary()),
+    };
+    let classname = r.id.rsplit_once('.').map(|(c, _)| c).unwrap_or(&r.area);
+    tc.set_classname(classname);
+    tc.set_filepath(&r.origin);
+    let mut out = format!("clause: {}", r.clause);
+    if let CaseStatus::Pass { note: Some(n) } = &r.status {
+        out.push_str("\nnote: ");
+        out.push_str(n);
+    }
+    if let Verdict::StaleWaiver { waiver } = &r.verdict {
+        out.push_str(&format!(
+            "\nstale waiver: {waiver} lists this case but it passed"
+        ));
+    }
+    tc.set_system_out(&out);
+    (tc, skip_message)
+}
+
+/// The JUnit document for these results.
+pub fn render(
+    results: &[CaseResult],
+    fingerprint: &BTreeMap<String, String>,
+    timestamp: time::OffsetDateTime,
+) -> Result<String, String> {
+    let mut by_area: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
+    for r in results {
+        by_area.entry(r.area.as_str()).or_default().push(r);
+    }
+    let mut skip_messages: HashMap<String, String> = HashMap::new();
+    let mut report = ReportBuilder::new();
+    for (area, rs) in by_area {
+        let mut suite = TestSuiteBuilder::new(&format!("gpucts.{area}"));
+        suite.set_timestamp(timestamp);
+        for r in rs {
+            let (tc, skip) = testcase(r);
+            if let Some(m) = skip {
+                skip_messages.insert(r.id.clone(), m);
+            }
+            suite.add_testcase(tc);
+        }
+        report.add_testsuite(suite.build());
+    }
+    let mut raw = Vec::new();
+    report
+        .build()
+        .write_xml(&mut raw)
+        .map_err(|e| format!("cannot write JUnit XML: {e}"))?;
+    annotate(&raw, fingerprint, &skip_messages)
+}
+
+/// Add `<properties>` to each `<testsuite>` and `message` to each `<skipped/>`.
+fn annotate(
+    raw: &[u8],
+    fingerprint: &BTreeMap<String, String>,
+    skip_messages: &HashMap<String, String>,
+) -> Result<String, String> {
+    let mut reader = Reader::from_reader(raw);
+    let mut writer = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
+    let mut buf = Vec::new();
+    let mut current_case: Option<String> = None;
+    let xml_err = |e: quick_xml::Error| format!("cannot rewrite JUnit XML: {e}");
+    loop {
+        let ev = reader.read_event_into(&mut buf).map_err(xml_err)?;
+        match ev {
+            Event::Eof => break,
+            Event::Start(ref e) if e.name().as_ref() == b"testsuite" => {
+                writer
+                    .write_event(Event::Start(e.to_owned()))
+                    .map_err(xml_err)?;
+                writer
+                    .write_event(Event::Start(BytesStart::new("properties")))
+                    .map_err(xml_err)?;
+                for (k, v) in fingerprint {
+                    let mut p = BytesStart::new("property");
+                    p.push_attribute(("name", k.as_str()));
+                    p.push_attribute(("value", v.as_str()));
+                    writer.write_event(Event::Empty(p)).map_err(xml_err)?;
+                }
+                writer
+                    .write_event(Event::End(quick_xml::events::BytesEnd::new("properties")))
+                    .map_err(xml_err)?;
+            }
+            Event::Start(ref e) | Event::Empty(ref e) if e.name().as_ref() == b"testcase" => {
+                current_case = e
+                    .try_get_attribute("name")
+                    .ok()
+                    .flatten()
+                    .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()));
+                writer
+                    .write_event(ev.clone().into_owned())
+                    .map_err(xml_err)?;
+            }
+            Event::Empty(ref e) if e.name().as_ref() == b"skipped" => {
+                let mut s = BytesStart::new("skipped");
+                if let Some(m) = current_case.as_ref().and_then(|c| skip_messages.get(c)) {
+                    s.push_attribute(("message", m.as_str()));
+                }
+                writer.write_event(Event::Empty(s)).map_err(xml_err)?;
+            }
+            other => writer.write_event(other.into_owned()).map_err(xml_err)?,
+        }
+        buf.clear();
+    }
+    String::from_utf8(writer.into_inner().into_inner()).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capability::Capability;
+
+    fn result(id: &str, status: CaseStatus, verdict: Verdict) -> CaseResult {
+        CaseResult {
+            id: id.into(),
+            area: "abi".into(),
+            clause: "ptx-interop 13.2 §1.1".into(),
+            origin: "suites/abi.yaml:3:5".into(),
+            status,
+            verdict,
+            duration_s: 0.01,
+        }
+    }
+
+    #[test]
+    fn junit_carries_skip_reason_waiver_failure_and_properties() {
+        let results = vec![
+            result("abi.a.pass", CaseStatus::pass(), Verdict::Pass),
+            result(
+                "abi.a.fail",
+                CaseStatus::fail("size 4", "size 8"),
+                Verdict::Fail,
+            ),
+            result(
+                "abi.a.skip",
+                CaseStatus::skip(Capability::Gpu, "no GPU <none>"),
+                Verdict::Skip,
+            ),
+            result(
+                "abi.a.waived",
+                CaseStatus::fail("align 16", "align 8"),
+                Verdict::Waived {
+                    waiver: "W-7".into(),
+                },
+            ),
+        ];
+        let mut fp = BTreeMap::new();
+        fp.insert("gpu".to_string(), "none".to_string());
+        let xml = render(&results, &fp, time::OffsetDateTime::UNIX_EPOCH).unwrap();
+        assert!(
+            xml.contains(r#"<property name="gpu" value="none"/>"#),
+            "{xml}"
+        );
+        assert!(xml.contains("expected: size 4"), "{xml}");
+        assert!(xml.contains("observed: size 8"), "{xml}");
+        assert!(
+            xml.contains(r#"message="skip [gpu]: no GPU &lt;none&gt;""#),
+            "{xml}"
+        );
+        assert!(xml.contains("waived (W-7)"), "{xml}");
+        assert_eq!(xml.matches("<testcase").count(), 4);
+        // Well-formed: quick-xml reads it back to the end.
+        let mut r = Reader::from_str(&xml);
+        while r.read_event().unwrap() != Event::Eof {}
+    }
+}

@@ -1,0 +1,901 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * gpucts_p2p: companion module of the gpucts conformance harness.
+ *
+ * Exposes the GPUDirect RDMA kernel API (nvidia_p2p_*, gpudirect §4.3, or
+ * the Tegra signatures of §4.4.2 when built with TEGRA=1) through the misc
+ * device /dev/gpucts; the interface is include/uapi/gpucts_p2p.h.
+ *
+ * Lifetime of a pin (struct gp_pin), reference counted:
+ *  - one reference for the handle table of the file (dropped by UNPIN/close);
+ *  - one for the registration with the driver, dropped either after a
+ *    put_pages that no callback raced, or by the free callback itself;
+ *  - one per CPU mapping (vma) and one per ioctl in progress.
+ *
+ * Locking rules, all because of gpudirect §2.3 (the driver calls the free
+ * callback under its own locks, so the callback may only wait for things
+ * that never wait for the driver):
+ *  - pin->lock is never held across a call into the driver;
+ *  - code reading the page table or using the DMA mapping holds a "user"
+ *    count; the callback marks the pin revoked (no new users), tears the CPU
+ *    mappings down, waits for the users to leave, then frees the DMA mapping
+ *    and the page table with nvidia_p2p_free_dma_mapping/free_page_table and
+ *    never calls put_pages (§3.4);
+ *  - UNPIN takes the handle out of the table first (so only one thread can
+ *    release it), tears the mappings down, and calls put_pages holding no
+ *    user count; if the callback ran meanwhile (a free racing the unpin, the
+ *    race that crashed R515-R535 drivers, §1.10; or always on Tegra, §4.4.3)
+ *    the callback owns the page table and UNPIN waits for it to finish.
+ *
+ * The driver must not run the callback after put_pages has returned; this is
+ * the fixed behaviour since R535.14 (§1.10) and what the test provider does.
+ */
+#include <linux/module.h>
+#include <linux/miscdevice.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/mutex.h>
+#include <linux/kref.h>
+#include <linux/xarray.h>
+#include <linux/idr.h>
+#include <linux/pid.h>
+#include <linux/sched.h>
+#include <linux/wait.h>
+#include <linux/completion.h>
+#include <linux/capability.h>
+#include <linux/pci.h>
+#include <linux/uaccess.h>
+#include <linux/version.h>
+
+#include "nv-p2p.h"
+#include "gpucts_p2p.h"
+
+#ifdef GPUCTS_TEGRA
+#define GP_FLAVOUR	GPUCTS_P2P_FLAVOUR_TEGRA
+#define GP_ALIGN	(4ULL << 10)	/* gpudirect §4.4.3 */
+#else
+#define GP_FLAVOUR	GPUCTS_P2P_FLAVOUR_DESKTOP
+#define GP_ALIGN	(64ULL << 10)	/* gpudirect §3.2 */
+#endif
+
+/* mmap offset of a handle: handle << 40, so that every pin has its own
+ * range of the device's address space and tearing one down spares others */
+#define GP_MMAP_SHIFT	40
+#define GP_MMAP_PGSHIFT	(GP_MMAP_SHIFT - PAGE_SHIFT)
+#define GP_MAX_HANDLE	((1U << 20) - 1)
+
+enum gp_state {
+	GP_PINNED,	/* usable */
+	GP_REVOKED,	/* the free callback ran */
+	GP_UNPINNING,	/* UNPIN or close in progress */
+	GP_RELEASED,	/* unpinned */
+};
+
+struct gp_pin {
+	struct kref ref;
+	u32 handle;
+	u32 flags;		/* GPUCTS_P2P_PIN_* */
+	struct pid *owner;	/* thread group that pinned */
+	u64 va, len;		/* as passed to get_pages */
+	struct address_space *mapping;
+
+	struct mutex lock;	/* the fields below */
+	enum gp_state state;
+	bool cb_ran;
+	bool compatible;
+	bool dma_busy;		/* DMA_MAP in progress */
+	u32 callbacks;
+	u32 zaps;
+	struct nvidia_p2p_page_table *pt;
+	struct nvidia_p2p_dma_mapping *dma;
+	struct pci_dev *peer;
+
+	atomic_t users;
+	atomic_t vmas;
+	wait_queue_head_t users_wq;
+	struct completion cb_done;
+};
+
+struct gp_file {
+	struct xarray pins;	/* handle -> struct gp_pin */
+	struct address_space *mapping;
+};
+
+static DEFINE_IDA(gp_ida);
+
+static void gp_pin_release(struct kref *ref)
+{
+	struct gp_pin *pin = container_of(ref, struct gp_pin, ref);
+
+	put_pid(pin->owner);
+	ida_free(&gp_ida, pin->handle);
+	kfree(pin);
+}
+
+static void gp_pin_put(struct gp_pin *pin)
+{
+	kref_put(&pin->ref, gp_pin_release);
+}
+
+static bool gp_is_owner(const struct gp_pin *pin)
+{
+	return task_tgid(current) == pin->owner;
+}
+
+static u64 gp_page_bytes(u32 type)
+{
+	switch (type) {
+	case NVIDIA_P2P_PAGE_SIZE_4KB:
+		return 4ULL << 10;
+	case NVIDIA_P2P_PAGE_SIZE_64KB:
+		return 64ULL << 10;
+	case NVIDIA_P2P_PAGE_SIZE_128KB:
+		return 128ULL << 10;
+	default:
+		return 0;
+	}
+}
+
+/* Become a user of the page table; fails once the pin is revoked/released. */
+static int gp_get_user(struct gp_pin *pin)
+{
+	int ret = 0;
+
+	mutex_lock(&pin->lock);
+	if (pin->state == GP_PINNED)
+		atomic_inc(&pin->users);
+	else
+		ret = pin->cb_ran ? -ESTALE : -ENOENT;
+	mutex_unlock(&pin->lock);
+	return ret;
+}
+
+static void gp_put_user(struct gp_pin *pin)
+{
+	if (atomic_dec_and_test(&pin->users))
+		wake_up_all(&pin->users_wq);
+}
+
+/* Tear down every CPU mapping of the pin; later accesses fault to SIGBUS. */
+static void gp_zap(struct gp_pin *pin)
+{
+	if (!atomic_read(&pin->vmas))
+		return;
+	unmap_mapping_range(pin->mapping, (loff_t)pin->handle << GP_MMAP_SHIFT,
+			    round_up(pin->len, PAGE_SIZE), 1);
+	mutex_lock(&pin->lock);
+	pin->zaps++;
+	mutex_unlock(&pin->lock);
+}
+
+/* gpudirect §2.3, §3.4: runs when the driver revokes the pages. */
+static void gp_free_callback(void *data)
+{
+	struct gp_pin *pin = data;
+	struct nvidia_p2p_dma_mapping *dma;
+	struct nvidia_p2p_page_table *pt;
+	struct pci_dev *peer;
+	int ret;
+
+	mutex_lock(&pin->lock);
+	pin->callbacks++;
+	if (pin->cb_ran) {
+		/* a driver may revoke a registration once only */
+		mutex_unlock(&pin->lock);
+		pr_err("gpucts_p2p: handle %u: free callback ran twice\n",
+		       pin->handle);
+		return;
+	}
+	pin->cb_ran = true;
+	if (pin->state == GP_PINNED)
+		pin->state = GP_REVOKED;
+	mutex_unlock(&pin->lock);
+
+	gp_zap(pin);
+	/* wait for pending users of the pages (the "pending transfers") */
+	wait_event(pin->users_wq, atomic_read(&pin->users) == 0);
+
+	mutex_lock(&pin->lock);
+	dma = pin->dma;
+	peer = pin->peer;
+	pt = pin->pt;
+	pin->dma = NULL;
+	pin->peer = NULL;
+	pin->pt = NULL;
+	mutex_unlock(&pin->lock);
+
+	if (dma) {
+		ret = nvidia_p2p_free_dma_mapping(dma);
+		if (ret)
+			pr_err("gpucts_p2p: handle %u: free_dma_mapping: %d\n",
+			       pin->handle, ret);
+	}
+	pci_dev_put(peer);
+	if (pt) {
+		ret = nvidia_p2p_free_page_table(pt);
+		if (ret)
+			pr_err("gpucts_p2p: handle %u: free_page_table: %d\n",
+			       pin->handle, ret);
+	}
+	complete_all(&pin->cb_done);
+	gp_pin_put(pin);	/* the registration reference */
+}
+
+static int gp_dma_unmap(struct gp_pin *pin, struct pci_dev *peer,
+			struct nvidia_p2p_page_table *pt,
+			struct nvidia_p2p_dma_mapping *dma)
+{
+#ifdef GPUCTS_TEGRA
+	return nvidia_p2p_dma_unmap_pages(dma);
+#else
+	return nvidia_p2p_dma_unmap_pages(peer, pt, dma);
+#endif
+}
+
+/*
+ * Release a pin that the caller has taken out of the handle table (the
+ * table's reference is passed in and dropped here).
+ */
+static void gp_unpin(struct gp_pin *pin, struct gpucts_p2p_unpin *out)
+{
+	struct nvidia_p2p_dma_mapping *dma = NULL;
+	struct nvidia_p2p_page_table *pt;
+	struct pci_dev *peer = NULL;
+	bool __maybe_unused persistent = pin->flags & GPUCTS_P2P_PIN_PERSISTENT;
+	bool revoked;
+	int ret = 0;
+
+	out->put_ret = 0;
+	mutex_lock(&pin->lock);
+	revoked = pin->cb_ran;
+	pin->state = GP_UNPINNING;
+	mutex_unlock(&pin->lock);
+	if (revoked) {
+		out->result = GPUCTS_P2P_UNPIN_REVOKED;
+		goto wait_cb;
+	}
+
+	gp_zap(pin);
+	wait_event(pin->users_wq, atomic_read(&pin->users) == 0);
+
+	/* unmap for the peer first, as a user so the callback waits for us */
+	mutex_lock(&pin->lock);
+	if (!pin->cb_ran && pin->dma) {
+		dma = pin->dma;
+		peer = pin->peer;
+		pin->dma = NULL;
+		pin->peer = NULL;
+		atomic_inc(&pin->users);
+	}
+	pt = pin->pt;
+	mutex_unlock(&pin->lock);
+	if (dma) {
+		ret = gp_dma_unmap(pin, peer, pt, dma);
+		if (ret)
+			pr_err("gpucts_p2p: handle %u: dma_unmap_pages: %d\n",
+			       pin->handle, ret);
+		pci_dev_put(peer);
+		gp_put_user(pin);
+	}
+
+	mutex_lock(&pin->lock);
+	revoked = pin->cb_ran;
+	pt = pin->pt;
+	mutex_unlock(&pin->lock);
+	if (!revoked) {
+#ifdef GPUCTS_TEGRA
+		ret = nvidia_p2p_put_pages(pt);
+#else
+#ifdef NVIDIA_P2P_CAP_GET_PAGES_PERSISTENT_API
+		if (persistent)
+			ret = nvidia_p2p_put_pages_persistent(pin->va, pt, 0);
+		else
+#endif
+			ret = nvidia_p2p_put_pages(0, 0, pin->va, pt);
+#endif
+		out->put_ret = ret;
+		mutex_lock(&pin->lock);
+		revoked = pin->cb_ran;
+		if (!revoked)
+			pin->pt = NULL;	/* put_pages freed it */
+		mutex_unlock(&pin->lock);
+		if (ret && !revoked)
+			pr_err("gpucts_p2p: handle %u: put_pages: %d\n",
+			       pin->handle, ret);
+	}
+	if (!revoked) {
+		out->result = GPUCTS_P2P_UNPIN_PUT;
+		gp_pin_put(pin);	/* the registration reference */
+	} else {
+		out->result = GPUCTS_P2P_UNPIN_REVOKED_DURING;
+	}
+
+wait_cb:
+	/* after UNPIN the callback has finished: nothing touches the file */
+	if (revoked)
+		wait_for_completion(&pin->cb_done);
+	mutex_lock(&pin->lock);
+	pin->state = GP_RELEASED;
+	out->callbacks = pin->callbacks;
+	mutex_unlock(&pin->lock);
+	gp_pin_put(pin);	/* the handle table's reference */
+}
+
+/* Look up a handle of this file and check the caller pinned it. */
+static struct gp_pin *gp_lookup(struct gp_file *gf, u64 handle)
+{
+	struct gp_pin *pin;
+
+	if (!handle || handle > GP_MAX_HANDLE)
+		return ERR_PTR(-ENOENT);
+	xa_lock(&gf->pins);
+	pin = xa_load(&gf->pins, handle);
+	if (pin)
+		kref_get(&pin->ref);
+	xa_unlock(&gf->pins);
+	if (!pin)
+		return ERR_PTR(-ENOENT);
+	if (!gp_is_owner(pin)) {
+		gp_pin_put(pin);
+		return ERR_PTR(-EACCES);
+	}
+	return pin;
+}
+
+static long gp_ioc_version(void __user *argp)
+{
+	struct gpucts_p2p_version v = {
+		.major = GPUCTS_P2P_VERSION_MAJOR,
+		.minor = GPUCTS_P2P_VERSION_MINOR,
+		.flavour = GP_FLAVOUR,
+		.pin_align = GP_ALIGN,
+	};
+
+#if defined(NVIDIA_P2P_CAP_GET_PAGES_PERSISTENT_API) && !defined(GPUCTS_TEGRA)
+	v.caps |= GPUCTS_P2P_CAP_PERSISTENT;
+#endif
+	if (capable(CAP_SYS_ADMIN))
+		v.caps |= GPUCTS_P2P_CAP_ADDRESSES;
+	return copy_to_user(argp, &v, sizeof(v)) ? -EFAULT : 0;
+}
+
+static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
+{
+	struct gpucts_p2p_pin arg;
+	struct gp_pin *pin;
+	u64 start, end;
+	int ret, id;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags & ~GPUCTS_P2P_PIN_FLAGS)
+		return -EINVAL;
+	if (!arg.length || arg.va + arg.length < arg.va)
+		return -EINVAL;
+#ifdef GPUCTS_TEGRA
+	if (arg.p2p_token || arg.va_space_token)
+		return -EINVAL;		/* the Tegra API has no tokens */
+	if (arg.flags & GPUCTS_P2P_PIN_PERSISTENT)
+		return -EOPNOTSUPP;
+#elif !defined(NVIDIA_P2P_CAP_GET_PAGES_PERSISTENT_API)
+	if (arg.flags & GPUCTS_P2P_PIN_PERSISTENT)
+		return -EOPNOTSUPP;
+#endif
+	start = arg.va;
+	end = arg.va + arg.length;
+	if (!(arg.flags & GPUCTS_P2P_PIN_EXACT)) {
+		/* gpudirect §3.2/§3.5: whole GPU pages */
+		if (end > U64_MAX - GP_ALIGN)
+			return -EINVAL;
+		start = round_down(start, GP_ALIGN);
+		end = round_up(end, GP_ALIGN);
+	}
+
+	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
+	if (!pin)
+		return -ENOMEM;
+	id = ida_alloc_range(&gp_ida, 1, GP_MAX_HANDLE, GFP_KERNEL);
+	if (id < 0) {
+		kfree(pin);
+		return id;
+	}
+	kref_init(&pin->ref);		/* the handle table's */
+	kref_get(&pin->ref);		/* the registration's */
+	pin->handle = id;
+	pin->flags = arg.flags;
+	pin->owner = get_task_pid(current, PIDTYPE_TGID);
+	pin->va = start;
+	pin->len = end - start;
+	pin->mapping = gf->mapping;
+	mutex_init(&pin->lock);
+	pin->state = GP_PINNED;
+	atomic_set(&pin->users, 0);
+	atomic_set(&pin->vmas, 0);
+	init_waitqueue_head(&pin->users_wq);
+	init_completion(&pin->cb_done);
+
+	/*
+	 * The callback may run as soon as the driver has registered the pin,
+	 * before get_pages returns; the driver stores pin->pt first.
+	 */
+#ifdef GPUCTS_TEGRA
+	ret = nvidia_p2p_get_pages(pin->va, pin->len, &pin->pt,
+				   gp_free_callback, pin);
+#else
+#ifdef NVIDIA_P2P_CAP_GET_PAGES_PERSISTENT_API
+	if (arg.flags & GPUCTS_P2P_PIN_PERSISTENT)
+		ret = nvidia_p2p_get_pages_persistent(pin->va, pin->len,
+						      &pin->pt, 0);
+	else
+#endif
+		ret = nvidia_p2p_get_pages(arg.p2p_token, arg.va_space_token,
+					   pin->va, pin->len, &pin->pt,
+					   gp_free_callback, pin);
+#endif
+	if (ret) {
+		put_pid(pin->owner);
+		ida_free(&gp_ida, id);
+		kfree(pin);
+		return ret;
+	}
+
+	/* gpudirect §4.3: check the version before any other field */
+	if (!gp_get_user(pin)) {
+		bool ok = NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE(pin->pt);
+
+		mutex_lock(&pin->lock);
+		pin->compatible = ok;
+		mutex_unlock(&pin->lock);
+		gp_put_user(pin);
+	}
+
+	ret = xa_insert(&gf->pins, id, pin, GFP_KERNEL);
+	if (ret) {
+		struct gpucts_p2p_unpin out;
+
+		gp_unpin(pin, &out);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+
+	arg.handle = id;
+	arg.pinned_va = pin->va;
+	arg.pinned_length = pin->len;
+	arg.mmap_offset = (u64)id << GP_MMAP_SHIFT;
+	if (copy_to_user(argp, &arg, sizeof(arg))) {
+		struct gpucts_p2p_unpin out;
+
+		pin = xa_erase(&gf->pins, id);
+		if (pin)
+			gp_unpin(pin, &out);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static long gp_ioc_unpin(struct gp_file *gf, void __user *argp)
+{
+	struct gpucts_p2p_unpin arg;
+	struct gp_pin *pin;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.pad)
+		return -EINVAL;
+	if (!arg.handle || arg.handle > GP_MAX_HANDLE)
+		return -ENOENT;
+	/* claim the handle: only one thread gets to release it */
+	xa_lock(&gf->pins);
+	pin = xa_load(&gf->pins, arg.handle);
+	if (!pin) {
+		xa_unlock(&gf->pins);
+		return -ENOENT;
+	}
+	if (!gp_is_owner(pin)) {
+		xa_unlock(&gf->pins);
+		return -EACCES;
+	}
+	__xa_erase(&gf->pins, arg.handle);
+	xa_unlock(&gf->pins);
+
+	gp_unpin(pin, &arg);
+	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
+static int gp_copy_addrs(u64 uptr, u32 count, const u64 *addrs_dma,
+			 struct nvidia_p2p_page **pages, u32 entries)
+{
+	u64 __user *dst = u64_to_user_ptr(uptr);
+	u32 i, n = min(count, entries);
+
+	for (i = 0; i < n; i++) {
+		u64 a = addrs_dma ? addrs_dma[i] : pages[i]->physical_address;
+
+		if (put_user(a, dst + i))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+static long gp_ioc_page_table(struct gp_file *gf, void __user *argp)
+{
+	struct gpucts_p2p_page_table arg;
+	struct nvidia_p2p_page_table *pt;
+	struct gp_pin *pin;
+	long ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.pad)
+		return -EINVAL;
+	pin = gp_lookup(gf, arg.handle);
+	if (IS_ERR(pin))
+		return PTR_ERR(pin);
+	ret = gp_get_user(pin);
+	if (ret)
+		goto out_put;
+	ret = -EPERM;	/* physical addresses are for the administrator only */
+	if (arg.addrs_ptr && !capable(CAP_SYS_ADMIN))
+		goto out_user;
+
+	pt = pin->pt;
+	arg.version = pt->version;
+	arg.compatible = pin->compatible;
+	arg.page_size_type = 0;
+	arg.page_size = 0;
+	arg.entries = 0;
+	memset(arg.gpu_uuid, 0, sizeof(arg.gpu_uuid));
+	if (pin->compatible) {
+		arg.page_size_type = pt->page_size;
+		arg.page_size = gp_page_bytes(pt->page_size);
+		arg.entries = pt->entries;
+		if (pt->gpu_uuid)
+			memcpy(arg.gpu_uuid, pt->gpu_uuid, sizeof(arg.gpu_uuid));
+		if (arg.addrs_ptr) {
+			ret = gp_copy_addrs(arg.addrs_ptr, arg.addrs_count, NULL,
+					    pt->pages, pt->entries);
+			if (ret)
+				goto out_user;
+		}
+	}
+	ret = copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+out_user:
+	gp_put_user(pin);
+out_put:
+	gp_pin_put(pin);
+	return ret;
+}
+
+static long gp_ioc_dma_map(struct gp_file *gf, void __user *argp)
+{
+	struct gpucts_p2p_dma_map arg;
+	struct nvidia_p2p_dma_mapping *dma = NULL;
+	struct pci_dev *peer;
+	struct gp_pin *pin;
+	long ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.pad || arg.direction > 2 || arg.pci_bus > 255 ||
+	    arg.pci_devfn > 255)
+		return -EINVAL;
+	pin = gp_lookup(gf, arg.handle);
+	if (IS_ERR(pin))
+		return PTR_ERR(pin);
+	ret = gp_get_user(pin);
+	if (ret)
+		goto out_put;
+	ret = -EPERM;
+	if (arg.addrs_ptr && !capable(CAP_SYS_ADMIN))
+		goto out_user;
+	ret = -EPROTO;
+	if (!pin->compatible)
+		goto out_user;
+	ret = -ENODEV;
+	peer = pci_get_domain_bus_and_slot(arg.pci_domain, arg.pci_bus,
+					   arg.pci_devfn);
+	if (!peer)
+		goto out_user;
+
+	mutex_lock(&pin->lock);
+	ret = (pin->dma || pin->dma_busy) ? -EBUSY : 0;
+	if (!ret)
+		pin->dma_busy = true;
+	mutex_unlock(&pin->lock);
+	if (ret)
+		goto out_peer;
+
+#ifdef GPUCTS_TEGRA
+	{
+		static const enum dma_data_direction dirs[] = {
+			DMA_BIDIRECTIONAL, DMA_TO_DEVICE, DMA_FROM_DEVICE
+		};
+
+		ret = nvidia_p2p_dma_map_pages(&peer->dev, pin->pt, &dma,
+					       dirs[arg.direction]);
+	}
+#else
+	ret = nvidia_p2p_dma_map_pages(peer, pin->pt, &dma);
+#endif
+	mutex_lock(&pin->lock);
+	pin->dma_busy = false;
+	if (!ret) {
+		pin->dma = dma;
+		pin->peer = peer;
+	}
+	mutex_unlock(&pin->lock);
+	if (ret)
+		goto out_peer;
+
+	/* still a user: the callback cannot free the mapping under us */
+	arg.version = dma->version;
+	arg.compatible = NVIDIA_P2P_DMA_MAPPING_VERSION_COMPATIBLE(dma);
+	arg.page_size_type = 0;
+	arg.entries = 0;
+	if (arg.compatible) {
+		arg.page_size_type = dma->page_size_type;
+		arg.entries = dma->entries;
+		if (arg.addrs_ptr) {
+			ret = gp_copy_addrs(arg.addrs_ptr, arg.addrs_count,
+					    dma->dma_addresses, NULL, dma->entries);
+			if (ret)
+				goto out_user;	/* stays mapped; DMA_UNMAP it */
+		}
+	}
+	ret = copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+	goto out_user;
+
+out_peer:
+	pci_dev_put(peer);
+out_user:
+	gp_put_user(pin);
+out_put:
+	gp_pin_put(pin);
+	return ret;
+}
+
+static long gp_ioc_dma_unmap(struct gp_file *gf, void __user *argp)
+{
+	struct gpucts_p2p_dma_unmap arg;
+	struct nvidia_p2p_dma_mapping *dma;
+	struct pci_dev *peer;
+	struct gp_pin *pin;
+	long ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	pin = gp_lookup(gf, arg.handle);
+	if (IS_ERR(pin))
+		return PTR_ERR(pin);
+	ret = gp_get_user(pin);
+	if (ret)
+		goto out_put;
+	mutex_lock(&pin->lock);
+	dma = pin->dma;
+	peer = pin->peer;
+	pin->dma = NULL;
+	pin->peer = NULL;
+	mutex_unlock(&pin->lock);
+	ret = -EINVAL;
+	if (dma) {
+		ret = gp_dma_unmap(pin, peer, pin->pt, dma);
+		pci_dev_put(peer);
+	}
+	gp_put_user(pin);
+out_put:
+	gp_pin_put(pin);
+	return ret;
+}
+
+static long gp_ioc_events(struct gp_file *gf, void __user *argp)
+{
+	struct gpucts_p2p_events arg;
+	struct gp_pin *pin;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	pin = gp_lookup(gf, arg.handle);
+	if (IS_ERR(pin))
+		return PTR_ERR(pin);
+	mutex_lock(&pin->lock);
+	arg.state = pin->cb_ran ? GPUCTS_P2P_STATE_REVOKED :
+				  GPUCTS_P2P_STATE_PINNED;
+	arg.callbacks = pin->callbacks;
+	arg.flags = pin->flags;
+	if (!pin->compatible)
+		arg.flags |= GPUCTS_P2P_EV_INCOMPATIBLE;
+	if (pin->dma)
+		arg.flags |= GPUCTS_P2P_EV_DMA_MAPPED;
+	arg.zaps = pin->zaps;
+	mutex_unlock(&pin->lock);
+	gp_pin_put(pin);
+	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
+static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct gp_file *gf = file->private_data;
+	void __user *argp = (void __user *)arg;
+
+	switch (cmd) {
+	case GPUCTS_P2P_IOC_GET_VERSION:
+		return gp_ioc_version(argp);
+	case GPUCTS_P2P_IOC_PIN:
+		return gp_ioc_pin(gf, argp);
+	case GPUCTS_P2P_IOC_UNPIN:
+		return gp_ioc_unpin(gf, argp);
+	case GPUCTS_P2P_IOC_PAGE_TABLE:
+		return gp_ioc_page_table(gf, argp);
+	case GPUCTS_P2P_IOC_DMA_MAP:
+		return gp_ioc_dma_map(gf, argp);
+	case GPUCTS_P2P_IOC_DMA_UNMAP:
+		return gp_ioc_dma_unmap(gf, argp);
+	case GPUCTS_P2P_IOC_EVENTS:
+		return gp_ioc_events(gf, argp);
+	default:
+		return -ENOTTY;
+	}
+}
+
+/* ---- CPU mappings (as gdrcopy's gdrdrv maps BAR1) ---- */
+
+static void gp_vm_open(struct vm_area_struct *vma)
+{
+	struct gp_pin *pin = vma->vm_private_data;
+
+	kref_get(&pin->ref);
+	atomic_inc(&pin->vmas);
+}
+
+static void gp_vm_close(struct vm_area_struct *vma)
+{
+	struct gp_pin *pin = vma->vm_private_data;
+
+	atomic_dec(&pin->vmas);
+	gp_pin_put(pin);
+}
+
+static vm_fault_t gp_vm_fault(struct vm_fault *vmf)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	struct gp_pin *pin = vma->vm_private_data;
+	struct nvidia_p2p_page_table *pt;
+	u64 off, psize, idx, phys;
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+
+	off = (u64)(vmf->pgoff - ((unsigned long)pin->handle << GP_MMAP_PGSHIFT))
+	      << PAGE_SHIFT;
+	/* the pages stay valid while the state is PINNED under the lock: the
+	 * callback and UNPIN change it first and zap afterwards */
+	mutex_lock(&pin->lock);
+	pt = pin->pt;
+	if (pin->state != GP_PINNED || !pin->compatible || !pt)
+		goto out;
+	psize = gp_page_bytes(pt->page_size);
+	if (!psize || off >= pin->len)
+		goto out;
+	idx = div64_u64(off, psize);
+	if (idx >= pt->entries)
+		goto out;
+	phys = pt->pages[idx]->physical_address + (off - idx * psize);
+	ret = vmf_insert_pfn(vma, vmf->address, phys >> PAGE_SHIFT);
+out:
+	mutex_unlock(&pin->lock);
+	return ret;
+}
+
+static const struct vm_operations_struct gp_vm_ops = {
+	.open = gp_vm_open,
+	.close = gp_vm_close,
+	.fault = gp_vm_fault,
+};
+
+static int gp_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct gp_file *gf = file->private_data;
+	unsigned long len = vma->vm_end - vma->vm_start;
+	struct gp_pin *pin;
+	int ret = 0;
+
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	if (vma->vm_pgoff & ((1UL << GP_MMAP_PGSHIFT) - 1))
+		return -EINVAL;
+	pin = gp_lookup(gf, vma->vm_pgoff >> GP_MMAP_PGSHIFT);
+	if (IS_ERR(pin))
+		return PTR_ERR(pin);
+	mutex_lock(&pin->lock);
+	if (pin->state != GP_PINNED)
+		ret = pin->cb_ran ? -ESTALE : -ENOENT;
+	else if (!pin->compatible)
+		ret = -EPROTO;
+	else if (len > round_up(pin->len, PAGE_SIZE))
+		ret = -EINVAL;
+	mutex_unlock(&pin->lock);
+	if (ret) {
+		gp_pin_put(pin);
+		return ret;
+	}
+	/* populated lazily by gp_vm_fault, so a revocation between here and
+	 * the vma becoming visible cannot leave a stale PTE behind */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
+		     VM_DONTCOPY);
+#else
+	vma->vm_flags |= VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
+			 VM_DONTCOPY;
+#endif
+#ifndef GPUCTS_TEGRA
+	/* BAR1 is prefetchable: write-combined, like gdrdrv */
+	vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+#endif	/* Tegra: keep the default attributes (gpudirect §4.4.3) */
+	vma->vm_private_data = pin;	/* keeps the lookup's reference */
+	vma->vm_ops = &gp_vm_ops;
+	atomic_inc(&pin->vmas);
+	return 0;
+}
+
+static int gp_open(struct inode *inode, struct file *file)
+{
+	struct gp_file *gf = kzalloc(sizeof(*gf), GFP_KERNEL);
+
+	if (!gf)
+		return -ENOMEM;
+	xa_init(&gf->pins);
+	gf->mapping = file->f_mapping;
+	file->private_data = gf;
+	return nonseekable_open(inode, file);
+}
+
+/* Last reference gone (process exit, close, last munmap): unpin all. */
+static int gp_release(struct inode *inode, struct file *file)
+{
+	struct gp_file *gf = file->private_data;
+	struct gpucts_p2p_unpin out;
+	struct gp_pin *pin;
+	unsigned long idx;
+
+	xa_for_each(&gf->pins, idx, pin) {
+		xa_erase(&gf->pins, idx);
+		gp_unpin(pin, &out);
+	}
+	xa_destroy(&gf->pins);
+	kfree(gf);
+	return 0;
+}
+
+static const struct file_operations gp_fops = {
+	.owner = THIS_MODULE,
+	.open = gp_open,
+	.release = gp_release,
+	.unlocked_ioctl = gp_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.mmap = gp_mmap,
+	.llseek = no_llseek,
+};
+
+static struct miscdevice gp_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "gpucts",
+	.fops = &gp_fops,
+	.mode = 0666,
+};
+
+static int __init gp_init(void)
+{
+	pr_info("gpucts_p2p: interface %u.%u, %s flavour\n",
+		GPUCTS_P2P_VERSION_MAJOR, GPUCTS_P2P_VERSION_MINOR,
+		GP_FLAVOUR == GPUCTS_P2P_FLAVOUR_TEGRA ? "tegra" : "desktop");
+	return misc_register(&gp_misc);
+}
+
+static void __exit gp_exit(void)
+{
+	misc_deregister(&gp_misc);
+	ida_destroy(&gp_ida);
+}
+
+module_init(gp_init);
+module_exit(gp_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("gpucts companion: nvidia_p2p_* (GPUDirect RDMA) for a conformance harness");

@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * gpucts_p2p: userspace interface of the gpucts companion module.
+ *
+ * The module exposes the GPUDirect RDMA kernel API (nvidia_p2p_*, gpudirect
+ * §4.3, Tegra variants §4.4.2) through the misc character device
+ * GPUCTS_P2P_DEVICE_PATH so that a conformance harness can pin GPU memory,
+ * read the page table, DMA-map it for a peer PCI device, map it for CPU
+ * access and observe revocation (the free callback, gpudirect §2.3/§3.4).
+ *
+ * Conventions (all structures):
+ *  - only __u32/__u64/__u8 fields, naturally aligned, no implicit padding;
+ *  - fields marked "in" are read, "out" are written back on success only;
+ *    "out" fields are ignored on input;
+ *  - fields named pad* must be zero on input, otherwise -EINVAL;
+ *  - user pointers are passed as __u64;
+ *  - unknown flag bits give -EINVAL.
+ *
+ * Argument checks happen in this order, so the errno is exact:
+ *   1. unknown ioctl number                          -ENOTTY
+ *   2. copy_from_user/copy_to_user fails             -EFAULT
+ *   3. non-zero pad, unknown flags, bad sizes        -EINVAL
+ *   4. handle not known to this open file            -ENOENT
+ *   5. caller is not the process that pinned         -EACCES
+ *   6. handle revoked by the free callback           -ESTALE
+ *   7. operation-specific errors (listed per ioctl)
+ *
+ * Handles are per open file: a handle is only valid on the file descriptor
+ * that created it (-ENOENT on any other).  A process that inherits the
+ * descriptor (fork) gets -EACCES: put_pages must be called from the process
+ * that called get_pages (gpudirect §3.3), and the module applies the same
+ * rule to every handle operation.
+ *
+ * Closing the last reference to the file releases every handle still held
+ * (nvidia_p2p_put_pages / put_pages_persistent, or nothing for revoked ones).
+ * A CPU mapping keeps the file open, so the release happens at munmap.
+ */
+#ifndef _UAPI_GPUCTS_P2P_H
+#define _UAPI_GPUCTS_P2P_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+#define GPUCTS_P2P_DEVICE_PATH		"/dev/gpucts"
+
+/* Interface version: a major bump breaks compatibility, a minor adds calls. */
+#define GPUCTS_P2P_VERSION_MAJOR	1
+#define GPUCTS_P2P_VERSION_MINOR	0
+
+/* Which nvidia_p2p_* signatures the module was built against. */
+#define GPUCTS_P2P_FLAVOUR_DESKTOP	0	/* gpudirect §4.3 */
+#define GPUCTS_P2P_FLAVOUR_TEGRA	1	/* gpudirect §4.4.2 */
+
+/* gpucts_p2p_version.caps */
+/* built with NVIDIA_P2P_CAP_GET_PAGES_PERSISTENT_API (desktop only) */
+#define GPUCTS_P2P_CAP_PERSISTENT	(1U << 0)
+/* the caller has CAP_SYS_ADMIN and may read physical/DMA addresses */
+#define GPUCTS_P2P_CAP_ADDRESSES	(1U << 1)
+
+/*
+ * GPUCTS_P2P_IOC_GET_VERSION: never fails except -EFAULT.
+ * Call it first and refuse to run when major differs from the header's.
+ */
+struct gpucts_p2p_version {
+	__u32 major;		/* out: GPUCTS_P2P_VERSION_MAJOR of the module */
+	__u32 minor;		/* out */
+	__u32 flavour;		/* out: GPUCTS_P2P_FLAVOUR_* */
+	__u32 caps;		/* out: GPUCTS_P2P_CAP_* */
+	__u64 pin_align;	/* out: 65536 (desktop, §3.2) or 4096 (Tegra, §4.4.3) */
+};
+
+/* gpucts_p2p_pin.flags */
+/* nvidia_p2p_get_pages_persistent: no callback, survives the free (§1.10) */
+#define GPUCTS_P2P_PIN_PERSISTENT	(1U << 0)
+/* pass va/length to the provider unrounded, to observe its alignment check */
+#define GPUCTS_P2P_PIN_EXACT		(1U << 1)
+#define GPUCTS_P2P_PIN_FLAGS		(GPUCTS_P2P_PIN_PERSISTENT | \
+					 GPUCTS_P2P_PIN_EXACT)
+
+/*
+ * GPUCTS_P2P_IOC_PIN: nvidia_p2p_get_pages (with the module's free callback)
+ * or nvidia_p2p_get_pages_persistent.  Unless GPUCTS_P2P_PIN_EXACT, the start
+ * is rounded down and the end rounded up to pin_align (gpudirect §3.2, §3.5).
+ *
+ * Errors:
+ *  -EINVAL   length is 0; va + length overflows; unknown flags; non-zero
+ *            pad; tokens non-zero on Tegra (the Tegra API has none)
+ *  -EOPNOTSUPP  PERSISTENT on a module without the persistent API (Tegra)
+ *  -ENOSPC   too many handles
+ *  -ENOMEM   the module could not allocate its bookkeeping
+ *  any error returned by the provider's get_pages, unchanged (e.g. -EINVAL
+ *  for a range it does not map or an unaligned EXACT range, -ENOMEM)
+ *
+ * A page table whose version fails NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE
+ * still yields a handle (so PAGE_TABLE can report the version), but no other
+ * field of it is read: mmap and DMA_MAP of such a handle give -EPROTO.
+ */
+struct gpucts_p2p_pin {
+	__u64 va;		/* in: GPU virtual address */
+	__u64 length;		/* in: bytes */
+	__u64 p2p_token;	/* in: desktop token, 0 since CUDA 6.0 (§2.6) */
+	__u32 va_space_token;	/* in: desktop token, 0 since CUDA 6.0 (§2.6) */
+	__u32 flags;		/* in: GPUCTS_P2P_PIN_* */
+	__u64 handle;		/* out: non-zero */
+	__u64 pinned_va;	/* out: start passed to get_pages */
+	__u64 pinned_length;	/* out: length passed to get_pages */
+	__u64 mmap_offset;	/* out: mmap offset giving CPU access to the pages */
+};
+
+/* gpucts_p2p_unpin.result */
+/* put_pages / put_pages_persistent released the pages; no callback ran */
+#define GPUCTS_P2P_UNPIN_PUT		1
+/* the free callback had already revoked the pages: put_pages not called (§3.4) */
+#define GPUCTS_P2P_UNPIN_REVOKED	2
+/* the callback ran while this unpin was in progress (a race with a free, or
+ * Tegra, where put_pages always fires it, §4.4.3) */
+#define GPUCTS_P2P_UNPIN_REVOKED_DURING	3
+
+/*
+ * GPUCTS_P2P_IOC_UNPIN: release a handle.  Unpinning a revoked handle is
+ * defined: it returns 0 with result GPUCTS_P2P_UNPIN_REVOKED and frees the
+ * handle; the same handle afterwards gives -ENOENT.
+ *
+ * Errors: -EINVAL (pad), -ENOENT, -EACCES.  A failing put_pages is not an
+ * error of the ioctl (the handle is gone either way): its value is in put_ret.
+ */
+struct gpucts_p2p_unpin {
+	__u64 handle;		/* in */
+	__u32 result;		/* out: GPUCTS_P2P_UNPIN_* */
+	__u32 callbacks;	/* out: times the free callback ran for the handle */
+	__s32 put_ret;		/* out: put_pages return value, 0 if not called */
+	__u32 pad;		/* in: zero */
+};
+
+/*
+ * GPUCTS_P2P_IOC_PAGE_TABLE: describe the page table of a handle.
+ * When addrs_ptr is non-zero, up to addrs_count physical addresses of the
+ * pages (nvidia_p2p_page.physical_address) are copied there; this needs
+ * CAP_SYS_ADMIN.  entries always says how many there are.
+ *
+ * Errors: -EINVAL (pad), -ENOENT, -EACCES, -ESTALE,
+ *         -EPERM (addrs_ptr without CAP_SYS_ADMIN), -EFAULT (addrs_ptr).
+ * For an incompatible version only version and compatible are filled in.
+ */
+struct gpucts_p2p_page_table {
+	__u64 handle;		/* in */
+	__u64 addrs_ptr;	/* in: __u64 array in user memory, or 0 */
+	__u32 addrs_count;	/* in: capacity of addrs_ptr */
+	__u32 version;		/* out: nvidia_p2p_page_table.version */
+	__u32 compatible;	/* out: NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE */
+	__u32 page_size_type;	/* out: enum nvidia_p2p_page_size_type */
+	__u64 page_size;	/* out: bytes */
+	__u32 entries;		/* out */
+	__u32 pad;		/* in: zero */
+	__u8  gpu_uuid[16];	/* out: the GPU's UUID */
+};
+
+/*
+ * GPUCTS_P2P_IOC_DMA_MAP: nvidia_p2p_dma_map_pages for the peer PCI device
+ * domain:bus:devfn (devfn = slot << 3 | function).  One mapping per handle.
+ * direction is used by the Tegra signature only (0 bidirectional, 1 to the
+ * device, 2 from the device).  addrs_ptr as for PAGE_TABLE (DMA addresses).
+ *
+ * Errors, in this order: -EINVAL (pad, direction > 2, bus > 255,
+ *         devfn > 255), -ENOENT, -EACCES, -ESTALE, -EPERM (addrs_ptr without
+ *         CAP_SYS_ADMIN), -EPROTO (incompatible page table), -ENODEV (no such
+ *         PCI device), -EBUSY (already mapped), the provider's error
+ *         unchanged, -EFAULT (addrs_ptr; the mapping stays, DMA_UNMAP it).
+ */
+struct gpucts_p2p_dma_map {
+	__u64 handle;		/* in */
+	__u32 pci_domain;	/* in */
+	__u32 pci_bus;		/* in */
+	__u32 pci_devfn;	/* in */
+	__u32 direction;	/* in: Tegra only */
+	__u64 addrs_ptr;	/* in: __u64 array in user memory, or 0 */
+	__u32 addrs_count;	/* in */
+	__u32 version;		/* out: nvidia_p2p_dma_mapping.version */
+	__u32 compatible;	/* out: NVIDIA_P2P_DMA_MAPPING_VERSION_COMPATIBLE */
+	__u32 page_size_type;	/* out */
+	__u32 entries;		/* out */
+	__u32 pad;		/* in: zero */
+};
+
+/*
+ * GPUCTS_P2P_IOC_DMA_UNMAP: nvidia_p2p_dma_unmap_pages.
+ * Errors: -ENOENT, -EACCES, -ESTALE (revoked: the callback freed the
+ *         mapping), -EINVAL (no mapping on the handle), or the provider's
+ *         error (the mapping is forgotten either way).
+ */
+struct gpucts_p2p_dma_unmap {
+	__u64 handle;		/* in */
+};
+
+/* gpucts_p2p_events.state */
+#define GPUCTS_P2P_STATE_PINNED		1
+#define GPUCTS_P2P_STATE_REVOKED	2	/* the free callback ran */
+
+/* gpucts_p2p_events.flags (besides the GPUCTS_P2P_PIN_* it was made with) */
+#define GPUCTS_P2P_EV_INCOMPATIBLE	(1U << 8)  /* page table version refused */
+#define GPUCTS_P2P_EV_DMA_MAPPED	(1U << 9)
+
+/*
+ * GPUCTS_P2P_IOC_EVENTS: what happened to a handle; works on revoked handles
+ * so a test can observe revocation.  Errors: -ENOENT, -EACCES.
+ */
+struct gpucts_p2p_events {
+	__u64 handle;		/* in */
+	__u32 state;		/* out: GPUCTS_P2P_STATE_* */
+	__u32 callbacks;	/* out: times the free callback ran */
+	__u32 flags;		/* out */
+	__u32 zaps;		/* out: times CPU mappings were torn down */
+};
+
+/*
+ * mmap(NULL, len, PROT_READ|PROT_WRITE, MAP_SHARED, fd, pin.mmap_offset):
+ * CPU access to the pinned pages (BAR1 on a discrete GPU, as gdrcopy does).
+ * len may not exceed pinned_length.  Mappings are not inherited by fork.
+ * Revocation (callback or unpin) tears the mapping down: later accesses
+ * raise SIGBUS.
+ * Errors: -EINVAL (offset not a handle's mmap_offset, len too big, private
+ *         mapping), -ENOENT, -EACCES, -ESTALE, -EPROTO.
+ */
+
+#define GPUCTS_P2P_IOC_MAGIC		'G'
+#define GPUCTS_P2P_IOC_GET_VERSION	_IOR(GPUCTS_P2P_IOC_MAGIC, 0x00, struct gpucts_p2p_version)
+#define GPUCTS_P2P_IOC_PIN		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x01, struct gpucts_p2p_pin)
+#define GPUCTS_P2P_IOC_UNPIN		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x02, struct gpucts_p2p_unpin)
+#define GPUCTS_P2P_IOC_PAGE_TABLE	_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x03, struct gpucts_p2p_page_table)
+#define GPUCTS_P2P_IOC_DMA_MAP		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x04, struct gpucts_p2p_dma_map)
+#define GPUCTS_P2P_IOC_DMA_UNMAP	_IOW(GPUCTS_P2P_IOC_MAGIC, 0x05, struct gpucts_p2p_dma_unmap)
+#define GPUCTS_P2P_IOC_EVENTS		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x06, struct gpucts_p2p_events)
+
+/*
+ * Resulting numbers (x86_64, arm64) and structure sizes, for bindings that
+ * do not run the C preprocessor; a binding should assert the sizes:
+ *   GET_VERSION 0x80184700 (24)   PIN        0xc0404701 (64)
+ *   UNPIN       0xc0184702 (24)   PAGE_TABLE 0xc0404703 (64)
+ *   DMA_MAP     0xc0384704 (56)   DMA_UNMAP  0x40084705 (8)
+ *   EVENTS      0xc0184706 (24)
+ */
+
+#endif /* _UAPI_GPUCTS_P2P_H */
