@@ -20,13 +20,15 @@ pub mod nvrtc;
 pub mod signedness;
 
 /// The offline oracles (graffiti needs a GPU and runs through the cuda backend; see
-/// [`graffiti`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// [`graffiti`]). Deserializes from the names [`Oracle::name`] gives (`clang_dwarf` too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Oracle {
     /// clang-19 `-fdump-record-layouts` for `nvptx64-nvidia-cuda`.
     Clang,
     /// The same for the 32-bit `nvptx-nvidia-cuda` target, against the engine at
     /// `.address_size 32`.
+    #[serde(rename = "clang32")]
     Clang32,
     /// NVRTC evaluating `static_assert`s on sizeof, alignof and offsetof.
     Nvrtc,
@@ -51,7 +53,7 @@ impl Oracle {
             Oracle::Clang32 => "clang32",
             Oracle::Nvrtc => "nvrtc",
             Oracle::Dwarf => "dwarf",
-            Oracle::ClangDwarf => "clang-dwarf",
+            Oracle::ClangDwarf => "clang_dwarf",
         }
     }
 
@@ -425,6 +427,14 @@ mod tests {
         assert!(bad.is_empty(), "{} oracle:\n{bad}", oracle.name());
         eprintln!("{} oracle: {agreed} types agree", oracle.name());
         Some(agreed)
+    }
+
+    #[test]
+    fn oracle_names_deserialize() {
+        for o in Oracle::ALL {
+            let back: Oracle = serde_saphyr::from_str(o.name()).unwrap();
+            assert_eq!(back, *o);
+        }
     }
 
     #[test]
