@@ -32,6 +32,8 @@ use serde::Deserialize;
 
 /// The C scalar types the engine knows, each mapped to a row of the fundamental-types table
 /// (ptx-interop 13.2 §1.1) or, for `long` and pointers, to the host's `.address_size`.
+/// Types with no row in that table (`__int128`, `_Bool`, `long double`) are not described:
+/// the spec gives them no size or alignment to check against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Scalar {
     Char,
