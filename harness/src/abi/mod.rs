@@ -40,3 +40,8 @@ impl Check for AbiCheck {
         }
     }
 }
+
+pub mod layout;
+pub mod oracle;
+pub mod random;
+pub mod types;

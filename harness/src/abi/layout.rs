@@ -1,0 +1,519 @@
+//! The layout engine: size, alignment and member placement of C types as ptx-interop 13.2
+//! chapter 1 defines them. Every rule cites its clause; the oracles in `oracle/` check the
+//! answers against compilers and, on a GPU, against the bytes a kernel writes.
+
+use serde::Serialize;
+
+use super::types::{Field, RecordKind, Scalar, Ty, TypeDef};
+
+/// The `.address_size` of the PTX module: it fixes the size of pointers and of `long`
+/// (ptx-interop 13.2 §1.1: "pointer size and long int size are dictated by the hosts ABI").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressSize {
+    A32,
+    A64,
+}
+
+impl AddressSize {
+    pub fn bytes(self) -> u64 {
+        match self {
+            AddressSize::A32 => 4,
+            AddressSize::A64 => 8,
+        }
+    }
+}
+
+/// The placement of one member inside its struct or union.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberLayout {
+    /// `None` for an unnamed bit field.
+    pub name: Option<String>,
+    /// Byte offset. For a bit field: the byte that holds its lowest bit (`bit_offset / 8`).
+    pub offset: u64,
+    /// For a bit field: offset of its least significant bit from the start of the aggregate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bit_offset: Option<u64>,
+    /// For a bit field: its width (0 for a zero-width bit field).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bit_width: Option<u32>,
+    /// Size of the member's type (for a bit field, of its declared type: its storage unit).
+    pub size: u64,
+    /// Alignment of the member's type (for a bit field, of its declared type).
+    pub align: u64,
+}
+
+/// The layout of a struct or union.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Layout {
+    pub size: u64,
+    pub align: u64,
+    pub members: Vec<MemberLayout>,
+}
+
+/// Size of a scalar (ptx-interop 13.2 §1.1 table).
+pub fn scalar_size(s: Scalar, a: AddressSize) -> u64 {
+    match s {
+        // .b8/.s8/.u8: 1 byte.
+        Scalar::Char | Scalar::SChar | Scalar::UChar => 1,
+        // .s16/.u16: 2 bytes; .f16 (IEEE half): 2 bytes.
+        Scalar::Short | Scalar::UShort | Scalar::Half => 2,
+        // .s32/.u32/.f32: 4 bytes.
+        Scalar::Int | Scalar::UInt | Scalar::Float => 4,
+        // .s64/.u64/.f64: 8 bytes.
+        Scalar::LongLong | Scalar::ULongLong | Scalar::Double => 8,
+        // §1.1: long and pointers follow the host, i.e. `.address_size` (32 or 64 bits).
+        Scalar::Long | Scalar::ULong | Scalar::Pointer => a.bytes(),
+        // §1.4: an opaque texture/sampler/surface reference is held in a `.b64` handle.
+        Scalar::TextureHandle | Scalar::SurfaceHandle => 8,
+    }
+}
+
+/// Alignment of a scalar: every row of the §1.1 table has alignment equal to its size.
+pub fn scalar_align(s: Scalar, a: AddressSize) -> u64 {
+    scalar_size(s, a)
+}
+
+/// Whether a native vector of `n` elements of `s` exists (§1.2): 1–4 elements for scalars of
+/// at most four bytes, 1–2 elements for all other types.
+pub fn vector_exists(s: Scalar, n: u32, a: AddressSize) -> bool {
+    if matches!(
+        s,
+        Scalar::Pointer | Scalar::TextureHandle | Scalar::SurfaceHandle
+    ) {
+        return false; // not a vector element type in CUDA or in the §1.1 table's vector syntax
+    }
+    let max = if scalar_size(s, a) <= 4 { 4 } else { 2 };
+    (1..=max).contains(&n)
+}
+
+/// Alignment of a native vector (§1.2): odd element count → alignof(t); even → n × alignof(t).
+pub fn vector_align(s: Scalar, n: u32, a: AddressSize) -> u64 {
+    if n % 2 == 1 {
+        scalar_align(s, a)
+    } else {
+        u64::from(n) * scalar_align(s, a)
+    }
+}
+
+/// Objects larger than this are refused, so that offset arithmetic cannot overflow.
+pub const MAX_OBJECT: u64 = 1 << 40;
+
+fn round_up(x: u64, a: u64) -> u64 {
+    x.div_ceil(a) * a
+}
+
+/// Size and alignment of any type.
+pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), String> {
+    Ok(match t {
+        Ty::Scalar(s) => (scalar_size(*s, a), scalar_align(*s, a)),
+        Ty::Vector(s, n) => {
+            if !vector_exists(*s, *n, a) {
+                return Err(format!(
+                    "no native vector of {n} × {} (ptx-interop 13.2 §1.2: 1–4 elements for types of at most 4 bytes, 1–2 otherwise)",
+                    s.yaml_name()
+                ));
+            }
+            // The elements are contiguous; n × size is a multiple of the §1.2 alignment
+            // (odd n: of the element's; even n: n × size), so no tail padding arises.
+            (u64::from(*n) * scalar_size(*s, a), vector_align(*s, *n, a))
+        }
+        // An array is its elements back to back (C); alignment of the element.
+        Ty::Array(e, n) => {
+            let (s, al) = size_align(e, a)?;
+            let total = s
+                .checked_mul(*n)
+                .filter(|t| *t <= MAX_OBJECT)
+                .ok_or_else(|| format!("array of {n} elements of {s} bytes is too large"))?;
+            (total, al)
+        }
+        Ty::Record(r) => {
+            let l = layout(r, a)?;
+            (l.size, l.align)
+        }
+    })
+}
+
+/// Lay out a struct or union.
+pub fn layout(t: &TypeDef, a: AddressSize) -> Result<Layout, String> {
+    let mut members = Vec::with_capacity(t.fields.len());
+    // Current end of the allocated bits (structs) and the largest extent (unions).
+    let mut bit: u64 = 0;
+    let mut extent_bits: u64 = 0;
+    let mut align: u64 = 1;
+    for f in &t.fields {
+        super::types::validate_field(f).map_err(|e| member_err(t, f, &e))?;
+        let (size, falign) = size_align(&f.ty, a).map_err(|e| member_err(t, f, &e))?;
+        let m = match f.bits {
+            None => {
+                // §1.2: "each member is assigned to the lowest available offset with the
+                // appropriate alignment" (a union's members all start at 0). A member after a
+                // bit field starts at the next aligned byte: §1.3 lets it share the bit
+                // field's storage unit "as long as there is enough space".
+                let off = match t.kind {
+                    RecordKind::Struct => round_up(bit.div_ceil(8), falign),
+                    RecordKind::Union => 0,
+                };
+                if off + size > MAX_OBJECT {
+                    return Err(member_err(t, f, "the aggregate is too large"));
+                }
+                bit = (off + size) * 8;
+                extent_bits = extent_bits.max(bit);
+                // §1.2: the aggregate is aligned as its most strictly aligned member.
+                align = align.max(falign);
+                MemberLayout {
+                    name: f.name.clone(),
+                    offset: off,
+                    bit_offset: None,
+                    bit_width: None,
+                    size,
+                    align: falign,
+                }
+            }
+            Some(w) => {
+                let w64 = u64::from(w);
+                let unit = size * 8;
+                let start = match t.kind {
+                    RecordKind::Union => 0,
+                    RecordKind::Struct if w == 0 => {
+                        // §1.3: a zero-length bit field forces the following member to the
+                        // next alignment boundary of the bit field's type.
+                        round_up(bit, falign * 8)
+                    }
+                    RecordKind::Struct => {
+                        // §1.3: allocated right to left (least significant bits first, so the
+                        // next free bit is the next higher one), and a bit field must reside
+                        // entirely in one storage unit of its declared type: if it would cross
+                        // the unit boundary it starts at the next unit.
+                        if bit / unit != (bit + w64 - 1) / unit {
+                            round_up(bit, unit)
+                        } else {
+                            bit
+                        }
+                    }
+                };
+                if t.kind == RecordKind::Struct {
+                    bit = start + w64;
+                }
+                extent_bits = extent_bits.max(start + w64);
+                // §1.3: bit fields follow the alignment rules of other members (a named bit
+                // field aligns the aggregate as its declared type), except that unnamed bit
+                // fields — zero-width ones included — do not affect the aggregate's alignment.
+                if f.name.is_some() {
+                    align = align.max(falign);
+                }
+                MemberLayout {
+                    name: f.name.clone(),
+                    offset: start / 8,
+                    bit_offset: Some(start),
+                    bit_width: Some(w),
+                    size,
+                    align: falign,
+                }
+            }
+        };
+        members.push(m);
+    }
+    // A struct's extent is where allocation ended (a trailing zero-width bit field has
+    // advanced it); a union's is its largest member.
+    let used = match t.kind {
+        RecordKind::Struct => bit.div_ceil(8),
+        RecordKind::Union => extent_bits.div_ceil(8),
+    };
+    // §1.2: the size is increased to a multiple of the alignment (tail padding).
+    Ok(Layout {
+        size: round_up(used, align),
+        align,
+        members,
+    })
+}
+
+fn member_err(t: &TypeDef, f: &Field, e: &str) -> String {
+    match &f.name {
+        Some(n) => format!("type `{}` member `{n}`: {e}", t.name),
+        None => format!("type `{}` unnamed member: {e}", t.name),
+    }
+}
+
+/// The engine's layout of every type in a YAML type file (nested anonymous aggregates
+/// included, under their derived names), as JSON for `gpucts abi layout FILE`:
+/// `{"address_size": 64, "types": [{"name", "kind", "size", "align", "members": [{"name",
+/// "offset", "bit_offset"?, "bit_width"?, "size", "align"}]}]}`.
+pub fn layout_file_json(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (a, types) = super::types::parse_type_file(&text, &path.display().to_string())?;
+    #[derive(Serialize)]
+    struct Entry<'a> {
+        name: &'a str,
+        kind: &'a str,
+        #[serde(flatten)]
+        layout: Layout,
+    }
+    #[derive(Serialize)]
+    struct Out<'a> {
+        address_size: u64,
+        types: Vec<Entry<'a>>,
+    }
+    let mut out = Out {
+        address_size: a.bytes() * 8,
+        types: Vec::new(),
+    };
+    for t in super::types::all_records(&types) {
+        let l = layout(t, a).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.types.push(Entry {
+            name: &t.name,
+            kind: t.kind.keyword(),
+            layout: l,
+        });
+    }
+    serde_json::to_string_pretty(&out).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::types::parse_types;
+
+    fn one(yaml_members: &str) -> Layout {
+        let text = format!("types:\n  - name: T\n    members: {yaml_members}\n");
+        let t = parse_types(&text, "test").unwrap();
+        layout(t.last().unwrap(), AddressSize::A64).unwrap()
+    }
+
+    fn union(yaml_members: &str) -> Layout {
+        let text = format!("types:\n  - name: T\n    kind: union\n    members: {yaml_members}\n");
+        let t = parse_types(&text, "test").unwrap();
+        layout(t.last().unwrap(), AddressSize::A64).unwrap()
+    }
+
+    /// (offset, bit_offset) of each member.
+    fn places(l: &Layout) -> Vec<(u64, Option<u64>)> {
+        l.members.iter().map(|m| (m.offset, m.bit_offset)).collect()
+    }
+
+    #[test]
+    fn fundamental_types_follow_the_table() {
+        // §1.1 table: (.b8/.s8/.u8 1/1), (.b16/.s16/.u16/.f16 2/2), (.b32/.s32/.u32/.f32 4/4),
+        // (.b64/.s64/.u64/.f64 8/8).
+        let expect = [
+            ("char", 1),
+            ("unsigned char", 1),
+            ("short", 2),
+            ("half", 2),
+            ("int", 4),
+            ("float", 4),
+            ("long long", 8),
+            ("double", 8),
+            ("texture_handle", 8), // §1.4: a .b64 handle
+        ];
+        for (t, n) in expect {
+            let s = Scalar::parse(t).unwrap();
+            assert_eq!(
+                (
+                    scalar_size(s, AddressSize::A64),
+                    scalar_align(s, AddressSize::A64)
+                ),
+                (n, n),
+                "{t}"
+            );
+        }
+        // §1.1: pointers are 32 bits on a 32-bit host and 64 on a 64-bit host; long likewise.
+        for s in [Scalar::Pointer, Scalar::Long, Scalar::ULong] {
+            assert_eq!(scalar_size(s, AddressSize::A32), 4);
+            assert_eq!(scalar_size(s, AddressSize::A64), 8);
+        }
+    }
+
+    #[test]
+    fn native_vectors() {
+        let a = AddressSize::A64;
+        // §1.2: odd count → alignof(t); even → n * alignof(t).
+        assert_eq!(
+            size_align(&Ty::Vector(Scalar::Float, 3), a).unwrap(),
+            (12, 4)
+        );
+        assert_eq!(
+            size_align(&Ty::Vector(Scalar::Float, 4), a).unwrap(),
+            (16, 16)
+        );
+        assert_eq!(
+            size_align(&Ty::Vector(Scalar::Float, 2), a).unwrap(),
+            (8, 8)
+        );
+        assert_eq!(size_align(&Ty::Vector(Scalar::Char, 3), a).unwrap(), (3, 1));
+        assert_eq!(
+            size_align(&Ty::Vector(Scalar::Short, 1), a).unwrap(),
+            (2, 2)
+        );
+        assert_eq!(
+            size_align(&Ty::Vector(Scalar::Double, 2), a).unwrap(),
+            (16, 16)
+        );
+        // §1.2: 8-byte types have only 1- and 2-element vectors.
+        assert!(size_align(&Ty::Vector(Scalar::Double, 3), a).is_err());
+        assert!(size_align(&Ty::Vector(Scalar::Long, 4), a).is_err());
+        // ... but `long` is 4 bytes at .address_size 32, so long4 exists there.
+        assert_eq!(
+            size_align(&Ty::Vector(Scalar::Long, 4), AddressSize::A32).unwrap(),
+            (16, 16)
+        );
+        assert!(size_align(&Ty::Vector(Scalar::Int, 5), a).is_err());
+    }
+
+    #[test]
+    fn aggregates_pad_internally_and_at_the_tail() {
+        // §1.2: lowest aligned offset, strictest member alignment, size a multiple of it.
+        let l = one("[{name: c, type: char}, {name: d, type: double}, {name: s, type: short}]");
+        assert_eq!(places(&l), vec![(0, None), (8, None), (16, None)]);
+        assert_eq!((l.size, l.align), (24, 8));
+        // A vector member carries its §1.2 alignment into the aggregate.
+        let l = one("[{name: c, type: char}, {name: v, type: float4}, {name: w, type: float3}]");
+        assert_eq!(places(&l), vec![(0, None), (16, None), (32, None)]);
+        assert_eq!((l.size, l.align), (48, 16));
+        // Arrays: element alignment; nesting: the nested aggregate's alignment and size.
+        let l = one("[{name: c, type: char}, {name: a, type: {array: short, count: 3}}, {name: n, type: {struct: [{name: x, type: char}, {name: y, type: int}]}}]");
+        assert_eq!(places(&l), vec![(0, None), (2, None), (8, None)]);
+        assert_eq!((l.size, l.align), (16, 4));
+        // Unions: every member at 0, size of the largest rounded to the strictest alignment.
+        let l = union("[{name: c, type: {array: char, count: 5}}, {name: i, type: int}]");
+        assert_eq!(places(&l), vec![(0, None), (0, None)]);
+        assert_eq!((l.size, l.align), (8, 4));
+    }
+
+    // The §1.3 figures (bit-field allocation, boundary alignment, storage-unit sharing, union
+    // allocation, unnamed bit fields) are the classic System V examples; the expected values
+    // below are worked from the §1.3 rules by hand.
+
+    #[test]
+    fn bit_field_allocation_right_to_left() {
+        // struct { int j:5; int k:6; int m:7; }: j bits 0–4, k 5–10, m 11–17; one int unit.
+        let l = one("[{name: j, type: int, bits: 5}, {name: k, type: int, bits: 6}, {name: m, type: int, bits: 7}]");
+        let bits: Vec<_> = l.members.iter().map(|m| m.bit_offset.unwrap()).collect();
+        assert_eq!(bits, vec![0, 5, 11]);
+        assert_eq!((l.size, l.align), (4, 4));
+    }
+
+    #[test]
+    fn bit_field_boundary_alignment() {
+        // struct { short s:9; int j:9; char c; short t:9; short u:9; char d; }:
+        // s 0–8; j 9–17 (fits its int unit); c byte 3; t in the short at byte 4; u would cross
+        // that short's boundary (bit 41+9 > 48) so starts the next one, byte 6; d byte 8;
+        // size 12 (int alignment 4).
+        let l = one("[{name: s, type: short, bits: 9}, {name: j, type: int, bits: 9}, {name: c, type: char}, {name: t, type: short, bits: 9}, {name: u, type: short, bits: 9}, {name: d, type: char}]");
+        assert_eq!(
+            places(&l),
+            vec![
+                (0, Some(0)),
+                (1, Some(9)),
+                (3, None),
+                (4, Some(32)),
+                (6, Some(48)),
+                (8, None)
+            ]
+        );
+        assert_eq!((l.size, l.align), (12, 4));
+    }
+
+    #[test]
+    fn bit_field_storage_unit_sharing_and_union() {
+        // struct { char c; short s:8; }: s shares the short unit holding c, bits 8–15.
+        let l = one("[{name: c, type: char}, {name: s, type: short, bits: 8}]");
+        assert_eq!(places(&l), vec![(0, None), (1, Some(8))]);
+        assert_eq!((l.size, l.align), (2, 2));
+        // union { char c; short s:8; }: both at 0; alignment of short.
+        let l = union("[{name: c, type: char}, {name: s, type: short, bits: 8}]");
+        assert_eq!(places(&l), vec![(0, None), (0, Some(0))]);
+        assert_eq!((l.size, l.align), (2, 2));
+    }
+
+    #[test]
+    fn unnamed_and_zero_width_bit_fields() {
+        // struct { char c; int :0; char d; short :9; char e; char :0; }:
+        // `int :0` moves d to byte 4; `short :9` cannot fit the short unit at byte 4 after d
+        // (bit 40+9 > 48) so takes bits 48–56; e at byte 8; `char :0` changes nothing.
+        // Unnamed bit fields leave the alignment at 1 (char), so the size is 9.
+        let l = one("[{name: c, type: char}, {type: int, bits: 0}, {name: d, type: char}, {type: short, bits: 9}, {name: e, type: char}, {type: char, bits: 0}]");
+        assert_eq!(
+            places(&l),
+            vec![
+                (0, None),
+                (4, Some(32)),
+                (4, None),
+                (6, Some(48)),
+                (8, None),
+                (9, Some(72))
+            ]
+        );
+        assert_eq!((l.size, l.align), (9, 1));
+        // A named bit field does align the aggregate as its declared type.
+        let l = one("[{name: c, type: char}, {name: b, type: int, bits: 3}]");
+        assert_eq!((l.size, l.align), (4, 4));
+    }
+
+    #[test]
+    fn long_and_pointers_follow_address_size() {
+        let text = "types:\n  - name: T\n    members: [{name: c, type: char}, {name: p, type: pointer}, {name: l, type: long}]\n";
+        let t = parse_types(text, "test").unwrap();
+        let l32 = layout(&t[0], AddressSize::A32).unwrap();
+        let l64 = layout(&t[0], AddressSize::A64).unwrap();
+        assert_eq!(places(&l32), vec![(0, None), (4, None), (8, None)]);
+        assert_eq!((l32.size, l32.align), (12, 4));
+        assert_eq!(places(&l64), vec![(0, None), (8, None), (16, None)]);
+        assert_eq!((l64.size, l64.align), (24, 8));
+    }
+
+    #[test]
+    fn example_file_lays_out() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/abi/types.yaml");
+        let json = layout_file_json(&path).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["address_size"], 64);
+        let fig3 = v["types"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "fig3_boundary_alignment")
+            .expect("fig3 in the example file");
+        assert_eq!(fig3["size"], 12);
+        assert_eq!(fig3["members"][4]["bit_offset"], 48);
+        assert_eq!(fig3["members"][4]["bit_width"], 9);
+        assert_eq!(fig3["members"][5]["offset"], 8);
+        assert!(fig3["members"][5].get("bit_offset").is_none());
+    }
+
+    #[test]
+    fn file_address_size_32_narrows_long_and_pointers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.yaml");
+        std::fs::write(
+            &path,
+            "address_size: 32\ntypes:\n  - name: T\n    members: [{name: c, type: char}, {name: p, type: pointer}]\n",
+        )
+        .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&layout_file_json(&path).unwrap()).unwrap();
+        assert_eq!(v["address_size"], 32);
+        // §1.1: a 32-bit host's pointers are 4 bytes.
+        assert_eq!(v["types"][0]["members"][1]["offset"], 4);
+        assert_eq!(v["types"][0]["size"], 8);
+        std::fs::write(&path, "address_size: 16\ntypes: []\n").unwrap();
+        let e = layout_file_json(&path).unwrap_err();
+        assert!(e.contains("t.yaml") && e.contains("32 or 64"), "{e}");
+        // A YAML error names the file and the line.
+        std::fs::write(&path, "types:\n  - name: T\n    memberz: []\n").unwrap();
+        let e = layout_file_json(&path).unwrap_err();
+        assert!(e.contains("t.yaml") && e.contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn huge_arrays_are_refused_not_overflowed() {
+        let text = "types:\n  - name: T\n    members: [{name: a, type: {array: {array: double, count: 4294967296}, count: 4294967296}}]\n";
+        let t = parse_types(text, "test").unwrap();
+        let e = layout(&t[0], AddressSize::A64).unwrap_err();
+        assert!(e.contains("too large"), "{e}");
+        let text = "types:\n  - name: T\n    members: [{name: a, type: {array: char, count: 1099511627776}}, {name: b, type: {array: char, count: 1099511627776}}]\n";
+        let t = parse_types(text, "test").unwrap();
+        assert!(layout(&t[0], AddressSize::A64)
+            .unwrap_err()
+            .contains("too large"));
+    }
+}

@@ -1,0 +1,723 @@
+//! Type descriptions: the YAML syntax suites use to name C types, the resolved model the layout
+//! engine works on, and the C / CUDA C++ renderings the oracles compile.
+//!
+//! ```yaml
+//! types:
+//!   - name: S                          # kind: struct (default) or union
+//!     members:
+//!       - {name: c, type: char}
+//!       - {name: v, type: float4}                  # CUDA vector shorthand
+//!       - {name: w, type: {vector: float, count: 3}}
+//!       - {name: a, type: {array: short, count: 3}}
+//!       - {name: n, type: Other}                   # a type defined earlier in the file
+//!       - {name: i, type: {union: [{name: x, type: int}, {name: y, type: char}]}}
+//!       - {name: b, type: unsigned int, bits: 3}   # bit field
+//!       - {type: int, bits: 0}                     # unnamed, zero-width
+//!       - {name: d, bits: 6}                       # bit field type defaults to int (§1.3)
+//! ```
+//!
+//! Renderings. Both dialects give every aggregate (anonymous nested ones included) its own
+//! tag name, so every oracle reports each aggregate separately. Native vectors (§1.2) are
+//! rendered for NVRTC as CUDA's own vector types (`float3`, `double2`, ...) where CUDA has one,
+//! so NVRTC checks the vector rule independently; for clang they are rendered as structs with
+//! an explicit `aligned` attribute, because clang's `ext_vector_type` is not the PTX native
+//! vector (a 3-element `ext_vector_type(3)` float has size 16 and alignment 16, where §1.2 gives
+//! the 3-element vector the alignment of its element). The clang oracle therefore checks every
+//! rule around vectors (placement, padding, nesting), not the vector alignment rule itself.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+/// The C scalar types the engine knows, each mapped to a row of the fundamental-types table
+/// (ptx-interop 13.2 §1.1) or, for `long` and pointers, to the host's `.address_size`.
+/// Types with no row in that table (`__int128`, `_Bool`, `long double`) are not described:
+/// the spec gives them no size or alignment to check against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scalar {
+    Char,
+    SChar,
+    UChar,
+    Short,
+    UShort,
+    Int,
+    UInt,
+    Long,
+    ULong,
+    LongLong,
+    ULongLong,
+    Half,
+    Float,
+    Double,
+    Pointer,
+    /// A texture, sampler or surface reference passed as its `.b64` handle (§1.4).
+    TextureHandle,
+    SurfaceHandle,
+}
+
+impl Scalar {
+    pub const ALL: &'static [Scalar] = &[
+        Scalar::Char,
+        Scalar::SChar,
+        Scalar::UChar,
+        Scalar::Short,
+        Scalar::UShort,
+        Scalar::Int,
+        Scalar::UInt,
+        Scalar::Long,
+        Scalar::ULong,
+        Scalar::LongLong,
+        Scalar::ULongLong,
+        Scalar::Half,
+        Scalar::Float,
+        Scalar::Double,
+        Scalar::Pointer,
+        Scalar::TextureHandle,
+        Scalar::SurfaceHandle,
+    ];
+
+    /// Parse the C spelling used in YAML (`unsigned int`, `long long`, ...).
+    pub fn parse(s: &str) -> Option<Scalar> {
+        let words: Vec<&str> = s.split_whitespace().collect();
+        let norm = words.join(" ");
+        Some(match norm.as_str() {
+            "char" => Scalar::Char,
+            "signed char" => Scalar::SChar,
+            "unsigned char" | "uchar" => Scalar::UChar,
+            "short" | "signed short" | "short int" => Scalar::Short,
+            "unsigned short" | "ushort" => Scalar::UShort,
+            // §1.3: "signed" alone and a bit field with no type both mean int.
+            "int" | "signed" | "signed int" => Scalar::Int,
+            "unsigned" | "unsigned int" | "uint" => Scalar::UInt,
+            "long" | "signed long" | "long int" => Scalar::Long,
+            "unsigned long" | "ulong" => Scalar::ULong,
+            "long long" | "signed long long" | "longlong" => Scalar::LongLong,
+            "unsigned long long" | "ulonglong" => Scalar::ULongLong,
+            "half" | "__half" | "_Float16" => Scalar::Half,
+            "float" => Scalar::Float,
+            "double" => Scalar::Double,
+            "pointer" | "void*" | "void *" => Scalar::Pointer,
+            "texture_handle" | "sampler_handle" => Scalar::TextureHandle,
+            "surface_handle" => Scalar::SurfaceHandle,
+            _ => return None,
+        })
+    }
+
+    pub fn is_integer(self) -> bool {
+        matches!(
+            self,
+            Scalar::Char
+                | Scalar::SChar
+                | Scalar::UChar
+                | Scalar::Short
+                | Scalar::UShort
+                | Scalar::Int
+                | Scalar::UInt
+                | Scalar::Long
+                | Scalar::ULong
+                | Scalar::LongLong
+                | Scalar::ULongLong
+        )
+    }
+
+    /// The bit-field types of the §1.3 table (plain char/short/int/long long are signed).
+    /// `long` is not in the table, so it is not a bit-field type here.
+    pub fn is_bit_field_type(self) -> bool {
+        self.is_integer() && !matches!(self, Scalar::Long | Scalar::ULong)
+    }
+
+    /// The C spelling, for clang and for NVRTC.
+    pub fn c_name(self, dialect: Dialect) -> &'static str {
+        match self {
+            Scalar::Char => "char",
+            Scalar::SChar => "signed char",
+            Scalar::UChar => "unsigned char",
+            Scalar::Short => "short",
+            Scalar::UShort => "unsigned short",
+            Scalar::Int => "int",
+            Scalar::UInt => "unsigned int",
+            Scalar::Long => "long",
+            Scalar::ULong => "unsigned long",
+            Scalar::LongLong => "long long",
+            Scalar::ULongLong => "unsigned long long",
+            // NVRTC has no 16-bit float type without the CUDA runtime's cuda_fp16.h (not
+            // part of the toolchain gpucts relies on); its storage, .b16, is what layout needs.
+            Scalar::Half => match dialect {
+                Dialect::C => "_Float16",
+                Dialect::Cuda => "unsigned short",
+            },
+            Scalar::Float => "float",
+            Scalar::Double => "double",
+            Scalar::Pointer => "void *",
+            // CUDA's object handles are `unsigned long long` typedefs; use CUDA's own names
+            // where NVRTC compiles.
+            Scalar::TextureHandle => match dialect {
+                Dialect::C => "unsigned long long",
+                Dialect::Cuda => "cudaTextureObject_t",
+            },
+            Scalar::SurfaceHandle => match dialect {
+                Dialect::C => "unsigned long long",
+                Dialect::Cuda => "cudaSurfaceObject_t",
+            },
+        }
+    }
+
+    /// The YAML spelling (round-trips through [`Scalar::parse`]).
+    pub fn yaml_name(self) -> &'static str {
+        match self {
+            Scalar::Half => "half",
+            Scalar::Pointer => "pointer",
+            Scalar::TextureHandle => "texture_handle",
+            Scalar::SurfaceHandle => "surface_handle",
+            s => s.c_name(Dialect::C),
+        }
+    }
+
+    /// The element name CUDA uses in its vector type names (`uchar4`, `longlong2`), if any.
+    fn cuda_vector_stem(self) -> Option<&'static str> {
+        Some(match self {
+            Scalar::Char | Scalar::SChar => "char",
+            Scalar::UChar => "uchar",
+            Scalar::Short => "short",
+            Scalar::UShort => "ushort",
+            Scalar::Int => "int",
+            Scalar::UInt => "uint",
+            Scalar::Long => "long",
+            Scalar::ULong => "ulong",
+            Scalar::LongLong => "longlong",
+            Scalar::ULongLong => "ulonglong",
+            Scalar::Float => "float",
+            Scalar::Double => "double",
+            _ => return None,
+        })
+    }
+}
+
+/// Which compiler a rendering is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// C for clang-19 `--target=nvptx64-nvidia-cuda`.
+    C,
+    /// CUDA C++ for NVRTC.
+    Cuda,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RecordKind {
+    Struct,
+    Union,
+}
+
+impl RecordKind {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            RecordKind::Struct => "struct",
+            RecordKind::Union => "union",
+        }
+    }
+}
+
+/// A resolved type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ty {
+    Scalar(Scalar),
+    /// A native vector (§1.2): element type and element count.
+    Vector(Scalar, u32),
+    Array(Box<Ty>, u64),
+    Record(Box<TypeDef>),
+}
+
+/// One member of a struct or union.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Field {
+    pub name: Option<String>,
+    pub ty: Ty,
+    /// Bit-field width (`Some(0)` for a zero-width bit field).
+    pub bits: Option<u32>,
+}
+
+/// A named struct or union: the unit the engine lays out and the oracles check.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeDef {
+    pub name: String,
+    pub kind: RecordKind,
+    pub fields: Vec<Field>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// YAML model
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRepr {
+    /// `.address_size` of the module the types live in: 32 or 64 (the default).
+    #[serde(default)]
+    address_size: Option<u32>,
+    types: Vec<TypeDefRepr>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TypeDefRepr {
+    name: String,
+    #[serde(default)]
+    kind: Option<String>,
+    members: Vec<MemberRepr>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemberRepr {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(rename = "type", default)]
+    ty: Option<TyRepr>,
+    #[serde(default)]
+    bits: Option<u32>,
+}
+
+/// A member's `type:` — a name (scalar, vector shorthand, earlier type) or one of the maps
+/// `{vector: T, count: N}`, `{array: TYPE, count: N}`, `{struct: [MEMBERS]}`,
+/// `{union: [MEMBERS]}`. Deserialized by hand so a wrong key is reported by name.
+#[derive(Debug)]
+enum TyRepr {
+    Name(String),
+    Vector { vector: String, count: u32 },
+    Array { array: Box<TyRepr>, count: u64 },
+    Struct(Vec<MemberRepr>),
+    Union(Vec<MemberRepr>),
+}
+
+impl<'de> Deserialize<'de> for TyRepr {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = TyRepr;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a type name or a map with `vector`, `array`, `struct` or `union`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<TyRepr, E> {
+                Ok(TyRepr::Name(v.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<TyRepr, A::Error> {
+                use serde::de::Error;
+                let mut vector = None;
+                let mut array = None;
+                let mut count: Option<u64> = None;
+                let mut record = None;
+                while let Some(k) = m.next_key::<String>()? {
+                    match k.as_str() {
+                        "vector" => vector = Some(m.next_value::<String>()?),
+                        "array" => array = Some(Box::new(m.next_value::<TyRepr>()?)),
+                        "count" => count = Some(m.next_value()?),
+                        "struct" => record = Some(TyRepr::Struct(m.next_value()?)),
+                        "union" => record = Some(TyRepr::Union(m.next_value()?)),
+                        other => {
+                            return Err(A::Error::unknown_field(
+                                other,
+                                &["vector", "array", "count", "struct", "union"],
+                            ))
+                        }
+                    }
+                }
+                match (vector, array, count, record) {
+                    (Some(v), None, Some(n), None) => Ok(TyRepr::Vector {
+                        vector: v,
+                        count: u32::try_from(n).map_err(A::Error::custom)?,
+                    }),
+                    (None, Some(a), Some(n), None) => Ok(TyRepr::Array { array: a, count: n }),
+                    (None, None, None, Some(r)) => Ok(r),
+                    _ => Err(A::Error::custom(
+                        "expected {vector: T, count: N}, {array: TYPE, count: N}, {struct: [...]} or {union: [...]}",
+                    )),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Parse a type file. Errors name the file, the line where serde_saphyr knows it, and the type
+/// and member at fault.
+pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, String> {
+    parse_type_file(text, origin).map(|(_, t)| t)
+}
+
+/// [`parse_types`], also returning the file's `address_size:` (64 when absent).
+pub fn parse_type_file(
+    text: &str,
+    origin: &str,
+) -> Result<(crate::abi::layout::AddressSize, Vec<TypeDef>), String> {
+    use crate::abi::layout::AddressSize;
+    let file: FileRepr = serde_saphyr::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+    let address_size = match file.address_size {
+        None | Some(64) => AddressSize::A64,
+        Some(32) => AddressSize::A32,
+        Some(n) => {
+            return Err(format!(
+                "{origin}: address_size {n}: PTX's .address_size is 32 or 64"
+            ))
+        }
+    };
+    Ok((address_size, parse_type_defs(file, origin)?))
+}
+
+fn parse_type_defs(file: FileRepr, origin: &str) -> Result<Vec<TypeDef>, String> {
+    let mut defined: Vec<TypeDef> = Vec::new();
+    for t in file.types {
+        let kind = match t.kind.as_deref() {
+            None | Some("struct") => RecordKind::Struct,
+            Some("union") => RecordKind::Union,
+            Some(k) => {
+                return Err(format!(
+                    "{origin}: type `{}`: unknown kind `{k}` (expected struct or union)",
+                    t.name
+                ))
+            }
+        };
+        if !is_identifier(&t.name) {
+            return Err(format!("{origin}: `{}` is not a C identifier", t.name));
+        }
+        if defined.iter().any(|d| d.name == t.name) {
+            return Err(format!("{origin}: type `{}` defined twice", t.name));
+        }
+        let def = resolve_record(&t.name, kind, &t.members, &defined)
+            .map_err(|e| format!("{origin}: {e}"))?;
+        defined.push(def);
+    }
+    // A nested anonymous aggregate is named OUTER_MEMBER; it must not clash with a type of
+    // the file, or the C rendering would define one name twice.
+    let mut names: std::collections::BTreeMap<&str, &TypeDef> = std::collections::BTreeMap::new();
+    for r in all_records(&defined) {
+        if let Some(prev) = names.insert(&r.name, r) {
+            if prev != r {
+                return Err(format!(
+                    "{origin}: two different types are named `{}` (a nested anonymous aggregate is named OUTER_MEMBER)",
+                    r.name
+                ));
+            }
+        }
+    }
+    Ok(defined)
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+fn resolve_record(
+    name: &str,
+    kind: RecordKind,
+    members: &[MemberRepr],
+    defined: &[TypeDef],
+) -> Result<TypeDef, String> {
+    let mut fields = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, m) in members.iter().enumerate() {
+        let what = match &m.name {
+            Some(n) => format!("type `{name}` member `{n}`"),
+            None => format!("type `{name}` member #{i}"),
+        };
+        if let Some(n) = &m.name {
+            if !is_identifier(n) {
+                return Err(format!("{what}: not a C identifier"));
+            }
+            if !seen.insert(n.clone()) {
+                return Err(format!("{what}: duplicate member name"));
+            }
+        }
+        let ty = match (&m.ty, m.bits) {
+            // §1.3: when no type is provided the bit field's type defaults to int.
+            (None, Some(_)) => Ty::Scalar(Scalar::Int),
+            (None, None) => return Err(format!("{what}: needs `type` (or `bits`)")),
+            (Some(t), _) => resolve_ty(t, &format!("{name}_{}", field_tag(m, i)), defined)
+                .map_err(|e| format!("{what}: {e}"))?,
+        };
+        let field = Field {
+            name: m.name.clone(),
+            ty,
+            bits: m.bits,
+        };
+        validate_field(&field).map_err(|e| format!("{what}: {e}"))?;
+        fields.push(field);
+    }
+    if fields.is_empty() {
+        return Err(format!(
+            "type `{name}`: has no members (empty aggregates are not C)"
+        ));
+    }
+    if !fields.iter().any(|f| f.name.is_some()) {
+        return Err(format!(
+            "type `{name}`: has no named member (C requires at least one)"
+        ));
+    }
+    Ok(TypeDef {
+        name: name.to_string(),
+        kind,
+        fields,
+    })
+}
+
+fn field_tag(m: &MemberRepr, i: usize) -> String {
+    m.name.clone().unwrap_or_else(|| format!("m{i}"))
+}
+
+/// The C constraints on one member, shared by the parser and the random generator.
+pub fn validate_field(f: &Field) -> Result<(), String> {
+    match f.bits {
+        None => {
+            if f.name.is_none() {
+                return Err("only bit fields may be unnamed".into());
+            }
+        }
+        Some(w) => {
+            let Ty::Scalar(s) = f.ty else {
+                return Err("a bit field needs an integer type".into());
+            };
+            if !s.is_bit_field_type() {
+                return Err(format!(
+                    "`{}` is not a bit-field type of ptx-interop 13.2 §1.3",
+                    s.yaml_name()
+                ));
+            }
+            let max = crate::abi::layout::scalar_size(s, crate::abi::layout::AddressSize::A64) * 8;
+            if u64::from(w) > max {
+                return Err(format!("width {w} exceeds the {max} bits of its type"));
+            }
+            if w == 0 && f.name.is_some() {
+                return Err("a zero-width bit field must be unnamed".into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn resolve_ty(t: &TyRepr, anon_name: &str, defined: &[TypeDef]) -> Result<Ty, String> {
+    Ok(match t {
+        TyRepr::Name(n) => {
+            if let Some(s) = Scalar::parse(n) {
+                Ty::Scalar(s)
+            } else if let Some(v) = parse_vector_shorthand(n) {
+                v
+            } else if let Some(d) = defined.iter().find(|d| d.name == *n) {
+                Ty::Record(Box::new(d.clone()))
+            } else {
+                return Err(format!("unknown type `{n}` (not a scalar, a vector like float4, or a type defined above)"));
+            }
+        }
+        TyRepr::Vector { vector, count } => {
+            let s = Scalar::parse(vector)
+                .ok_or_else(|| format!("unknown vector element type `{vector}`"))?;
+            Ty::Vector(s, *count)
+        }
+        TyRepr::Array { array, count } => {
+            if *count == 0 {
+                return Err("array count must be at least 1".into());
+            }
+            Ty::Array(Box::new(resolve_ty(array, anon_name, defined)?), *count)
+        }
+        TyRepr::Struct(m) => Ty::Record(Box::new(resolve_record(
+            anon_name,
+            RecordKind::Struct,
+            m,
+            defined,
+        )?)),
+        TyRepr::Union(m) => Ty::Record(Box::new(resolve_record(
+            anon_name,
+            RecordKind::Union,
+            m,
+            defined,
+        )?)),
+    })
+}
+
+/// `float4`, `uchar2`, `longlong1`, `half2` → a native vector.
+fn parse_vector_shorthand(n: &str) -> Option<Ty> {
+    let digit = n.chars().last()?.to_digit(10)?;
+    let stem = &n[..n.len() - 1];
+    let s = match stem {
+        "half" => Scalar::Half,
+        _ => *Scalar::ALL
+            .iter()
+            .find(|s| s.cuda_vector_stem() == Some(stem) && **s != Scalar::SChar)?,
+    };
+    Some(Ty::Vector(s, digit))
+}
+
+// ---------------------------------------------------------------------------------------------
+// C rendering
+
+/// Every record reachable from `types`, nested ones first, each once (by name).
+pub fn all_records(types: &[TypeDef]) -> Vec<&TypeDef> {
+    fn visit<'a>(t: &'a TypeDef, seen: &mut BTreeSet<String>, out: &mut Vec<&'a TypeDef>) {
+        for f in &t.fields {
+            let mut ty = &f.ty;
+            while let Ty::Array(e, _) = ty {
+                ty = e;
+            }
+            if let Ty::Record(r) = ty {
+                visit(r, seen, out);
+            }
+        }
+        if seen.insert(t.name.clone()) {
+            out.push(t);
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for t in types {
+        visit(t, &mut seen, &mut out);
+    }
+    out
+}
+
+/// The name the rendering uses for a native vector type.
+pub fn vector_type_name(s: Scalar, n: u32, dialect: Dialect) -> String {
+    match (dialect, s.cuda_vector_stem(), s) {
+        (Dialect::Cuda, Some(stem), _) => format!("{stem}{n}"),
+        _ => format!("gpucts_vec_{}_{n}", s.yaml_name().replace(' ', "_")),
+    }
+}
+
+fn collect_vectors(t: &Ty, out: &mut BTreeSet<(Scalar, u32)>) {
+    match t {
+        Ty::Vector(s, n) => {
+            out.insert((*s, *n));
+        }
+        Ty::Array(e, _) => collect_vectors(e, out),
+        _ => {}
+    }
+}
+
+/// The declaration of one member: `float4 v`, `short a[3][2]`, `int b : 3`, `int : 0`.
+pub fn render_field(f: &Field, dialect: Dialect) -> String {
+    let mut dims = String::new();
+    let mut ty = &f.ty;
+    while let Ty::Array(e, n) = ty {
+        let _ = write!(dims, "[{n}]");
+        ty = e;
+    }
+    let base = match ty {
+        Ty::Scalar(s) => s.c_name(dialect).to_string(),
+        Ty::Vector(s, n) => vector_type_name(*s, *n, dialect),
+        Ty::Record(r) => r.name.clone(),
+        Ty::Array(..) => unreachable!("arrays unwrapped above"),
+    };
+    let name = f.name.as_deref().unwrap_or("");
+    match f.bits {
+        Some(w) => format!("{base} {name} : {w}").replace("  ", " "),
+        None => format!("{base} {name}{dims}"),
+    }
+}
+
+/// C or CUDA C++ definitions of every record in `types` (nested ones hoisted and named), each
+/// as `typedef struct NAME NAME; struct NAME { ... };`, preceded by the vector types used.
+pub fn render_c(types: &[TypeDef], dialect: Dialect) -> String {
+    render_c_at(types, dialect, crate::abi::layout::AddressSize::A64)
+}
+
+/// [`render_c`] for a given `.address_size` (it fixes the alignment of `long` vectors).
+pub fn render_c_at(
+    types: &[TypeDef],
+    dialect: Dialect,
+    address_size: crate::abi::layout::AddressSize,
+) -> String {
+    let records = all_records(types);
+    let mut vectors = BTreeSet::new();
+    for r in &records {
+        for f in &r.fields {
+            collect_vectors(&f.ty, &mut vectors);
+        }
+    }
+    let mut out = String::new();
+    for (s, n) in vectors {
+        let name = vector_type_name(s, n, dialect);
+        if !name.starts_with("gpucts_vec_") {
+            continue; // a CUDA built-in vector type
+        }
+        let align = crate::abi::layout::vector_align(s, n, address_size);
+        let elems = ["x", "y", "z", "w"][..n.min(4) as usize].join(", ");
+        let attr = match dialect {
+            Dialect::C => format!("__attribute__((aligned({align})))"),
+            Dialect::Cuda => format!("__align__({align})"),
+        };
+        let _ = writeln!(
+            out,
+            "typedef struct {attr} {name} {{ {} {elems}; }} {name};",
+            s.c_name(dialect)
+        );
+    }
+    for r in records {
+        let kw = r.kind.keyword();
+        let _ = writeln!(out, "typedef {kw} {0} {0};", r.name);
+        let _ = writeln!(out, "{kw} {} {{", r.name);
+        for f in &r.fields {
+            let _ = writeln!(out, "  {};", render_field(f, dialect));
+        }
+        out.push_str("};\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_member_form() {
+        let text = "types:\n  - name: In\n    members:\n      - {name: a, type: char}\n  - name: S\n    members:\n      - {name: c, type: unsigned char}\n      - {name: v, type: float4}\n      - {name: w, type: {vector: float, count: 3}}\n      - {name: a, type: {array: {array: short, count: 2}, count: 3}}\n      - {name: n, type: In}\n      - {name: u, type: {union: [{name: x, type: int}, {name: y, type: char}]}}\n      - {name: b, type: unsigned int, bits: 3}\n      - {type: int, bits: 0}\n      - {name: d, bits: 6}\n";
+        let t = parse_types(text, "t.yaml").unwrap();
+        assert_eq!(t.len(), 2);
+        let s = &t[1];
+        assert_eq!(s.fields[1].ty, Ty::Vector(Scalar::Float, 4));
+        assert_eq!(s.fields[2].ty, Ty::Vector(Scalar::Float, 3));
+        assert_eq!(
+            s.fields[3].ty,
+            Ty::Array(
+                Box::new(Ty::Array(Box::new(Ty::Scalar(Scalar::Short)), 2)),
+                3
+            )
+        );
+        assert!(matches!(&s.fields[4].ty, Ty::Record(r) if r.name == "In"));
+        assert!(
+            matches!(&s.fields[5].ty, Ty::Record(r) if r.name == "S_u" && r.kind == RecordKind::Union)
+        );
+        assert_eq!(s.fields[7].name, None);
+        assert_eq!(s.fields[7].bits, Some(0));
+        // §1.3: no type → int.
+        assert_eq!(s.fields[8].ty, Ty::Scalar(Scalar::Int));
+        let c = render_c(&t, Dialect::C);
+        assert!(c.contains("short a[3][2];"), "{c}");
+        assert!(c.contains("int : 0;"), "{c}");
+        assert!(c.contains("unsigned int b : 3;"), "{c}");
+        let cu = render_c(&t, Dialect::Cuda);
+        assert!(cu.contains("float4 v;") && cu.contains("float3 w;"), "{cu}");
+    }
+
+    #[test]
+    fn rejects_invalid_c() {
+        let cases = [
+            ("{name: a, type: int, bits: 33}", "exceeds"),
+            ("{name: a, type: int, bits: 0}", "zero-width"),
+            ("{name: a, type: float, bits: 3}", "bit-field type"),
+            ("{type: int}", "unnamed"),
+            ("{name: a, type: nosuch}", "unknown type"),
+        ];
+        for (m, want) in cases {
+            let text = format!(
+                "types:\n  - name: S\n    members:\n      - {{name: z, type: int}}\n      - {m}\n"
+            );
+            let e = parse_types(&text, "t.yaml").unwrap_err();
+            assert!(e.contains(want), "{m}: {e}");
+        }
+        let e = parse_types(
+            "types:\n  - name: S\n    bogus: 1\n    members: []\n",
+            "t.yaml",
+        )
+        .unwrap_err();
+        assert!(e.contains("t.yaml") && e.contains("bogus"), "{e}");
+    }
+}
