@@ -1,5 +1,9 @@
 //! The `atomics` area.
 
+pub mod catalog;
+pub mod litmus;
+pub mod model;
+
 use serde::Deserialize;
 
 use crate::area::{CaseContext, Check};
