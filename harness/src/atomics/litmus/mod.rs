@@ -829,7 +829,8 @@ pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, String> {
 /// `gpucts litmus check FILE`: the model's verdict as a printable report.
 pub fn check_file(path: &std::path::Path) -> Result<String, String> {
     let test = load_file(path)?;
-    let verdict = crate::atomics::model::check(&test);
+    let verdict =
+        crate::atomics::model::try_check(&test).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(crate::atomics::model::report(&test, &verdict))
 }
 

@@ -24,7 +24,7 @@
 //! `cause = base | obs; base`. `fence.sc` and `fence.acq_rel` are both release and acquire
 //! fences; `fence.release` only the former, `fence.acquire` only the latter.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::atomics::litmus::{
@@ -86,7 +86,17 @@ pub struct Verdict {
     /// When not allowed: every candidate that would satisfy the proposition, with its first
     /// violated axiom. (Empty when allowed.)
     pub rejected: Vec<Rejection>,
+    /// The terms the condition mentions (registers and final memory values), in order.
+    pub terms: Vec<Term>,
+    /// Every combination of values of `terms` that some consistent execution produces: a GPU
+    /// runner that observes any other combination has seen behaviour the model forbids.
+    pub allowed_outcomes: BTreeSet<Vec<i64>>,
+    /// Set when the checker could not decide (see [`check`]); the other fields are then empty.
+    pub error: Option<String>,
 }
+
+/// The most candidate executions `try_check` will enumerate.
+pub const MAX_CANDIDATES: u128 = 20_000_000;
 
 // ---------------------------------------------------------------------------------------------
 // Relations over at most 64 events, one bit row per event.
@@ -697,25 +707,29 @@ fn first_violation(
     None
 }
 
-/// Checks a test against the model. A test the checker cannot represent (more than 64
-/// events) comes back as not allowed with one rejection explaining why; callers that need to
-/// tell this apart use [`try_check`].
+/// Checks a test against the model. A test beyond the checker (more than 64 events, more
+/// than [`MAX_CANDIDATES`] candidate executions) gives a verdict with `error` set and nothing
+/// allowed; [`try_check`] returns that as an `Err` instead.
 pub fn check(test: &LitmusTest) -> Verdict {
     try_check(test).unwrap_or_else(|e| Verdict {
         allowed: false,
         condition_holds: false,
         candidates: 0,
         consistent: 0,
-        rejected: vec![Rejection {
-            axiom: Axiom::NoThinAir,
-            execution: e,
-        }],
+        rejected: Vec::new(),
+        terms: Vec::new(),
+        allowed_outcomes: BTreeSet::new(),
+        error: Some(e),
     })
 }
 
 /// Checks a test against the model; an error when the test is too large to enumerate.
 pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
     let p = build(test)?;
+    let mut term_set = BTreeSet::new();
+    test.condition.prop.terms(&mut term_set);
+    let terms: Vec<Term> = term_set.into_iter().collect();
+    let mut allowed_outcomes = BTreeSet::new();
     let n = p.evs.len();
     let prop: &Prop = &test.condition.prop;
     // rf candidates for each read: same-location writes, not its own rmw write.
@@ -734,6 +748,24 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
         .collect();
     if choices.iter().any(Vec::is_empty) {
         return Err("a read has no write to read from".into());
+    }
+    // Bound the work before starting: rf choices × coherence orders × fence.sc orders.
+    let fact = |k: usize| (1..=k as u128).product::<u128>();
+    let mut bound: u128 = choices.iter().map(|c| c.len() as u128).product();
+    for li in 0..p.locs.len() {
+        let writes = (0..n)
+            .filter(|&w| {
+                p.evs[w].kind == Kind::W && p.evs[w].loc == li && p.evs[w].thread.is_some()
+            })
+            .count();
+        bound = bound.saturating_mul(fact(writes));
+    }
+    bound = bound.saturating_mul(fact(p.sc_fences.len()));
+    if bound > MAX_CANDIDATES {
+        return Err(format!(
+            "test `{}` has up to {bound} candidate executions; the checker enumerates at most {MAX_CANDIDATES}",
+            test.name
+        ));
     }
     let sc_orders = linearisations(&p.sc_fences, &p.po);
     let mut candidates = 0usize;
@@ -817,11 +849,13 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
                     final_mem,
                 };
                 let sat = prop.eval(&|t| out.value(t)) == Some(true);
+                let values: Vec<i64> = terms.iter().map(|t| out.value(t).unwrap_or(0)).collect();
                 for sco in &sc_orders {
                     candidates += 1;
                     match first_violation(&p, live, &rf_rel, &co_rel, sco) {
                         None => {
                             consistent += 1;
+                            allowed_outcomes.insert(values.clone());
                             if sat {
                                 allowed = true;
                             } else {
@@ -884,6 +918,9 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
         candidates,
         consistent,
         rejected,
+        terms,
+        allowed_outcomes,
+        error: None,
     })
 }
 
@@ -892,6 +929,10 @@ pub fn report(test: &LitmusTest, v: &Verdict) -> String {
     let mut s = String::new();
     s.push_str(&format!("test: {}\n", test.name));
     s.push_str(&format!("condition: {}\n", test.condition));
+    if let Some(e) = &v.error {
+        s.push_str(&format!("outcome: unknown ({e})\n"));
+        return s;
+    }
     s.push_str(&format!(
         "outcome: {}\n",
         if v.allowed { "allowed" } else { "forbidden" }
@@ -916,8 +957,12 @@ pub fn report(test: &LitmusTest, v: &Verdict) -> String {
     for (a, c) in &counts {
         s.push_str(&format!("ruled out by {a}: {c} candidate(s)\n"));
     }
-    for r in &v.rejected {
+    const SHOWN: usize = 200;
+    for r in v.rejected.iter().take(SHOWN) {
         s.push_str(&format!("  {}: {}\n", r.axiom, r.execution));
+    }
+    if v.rejected.len() > SHOWN {
+        s.push_str(&format!("  ... and {} more\n", v.rejected.len() - SHOWN));
     }
     s
 }

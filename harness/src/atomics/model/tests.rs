@@ -505,3 +505,40 @@ fn report_names_outcome_and_axioms() {
     let t = import_dat3m(&mp("relaxed.gpu", "relaxed.gpu", 1)).unwrap();
     assert!(report(&t, &check(&t)).contains("outcome: allowed\n"));
 }
+
+// The outcome set: relaxed MP reaches all four (r0, r1) pairs; release/acquire removes exactly
+// (1, 0) (C++ release/acquire MP, mapped per ptx-interop 13.2 §4).
+#[test]
+fn allowed_outcomes_of_mp() {
+    let relaxed = dat3m(&mp("relaxed.gpu", "relaxed.gpu", 1));
+    assert_eq!(relaxed.terms.len(), 2);
+    let all: BTreeSet<Vec<i64>> = [[0, 0], [0, 1], [1, 0], [1, 1]]
+        .iter()
+        .map(|v| v.to_vec())
+        .collect();
+    assert_eq!(relaxed.allowed_outcomes, all);
+    let ra = dat3m(&mp("release.gpu", "acquire.gpu", 1));
+    let mut expect = all.clone();
+    expect.remove(&vec![1, 0]);
+    assert_eq!(ra.allowed_outcomes, expect);
+}
+
+#[test]
+fn oversized_tests_are_refused_not_enumerated() {
+    // Eight threads each storing twice to x: 16! coherence orders.
+    let mut cols = Vec::new();
+    for i in 0..8 {
+        cols.push(format!("P{i}@cta {i},gpu 0"));
+    }
+    let row = vec!["st.relaxed.gpu x, 1"; 8].join(" | ");
+    let text = format!(
+        "PTX big\n{{ x=0; }}\n {} ;\n {row} ;\n {row} ;\nexists (x == 1)\n",
+        cols.join(" | ")
+    );
+    let t = import_dat3m(&text).unwrap();
+    let e = try_check(&t).unwrap_err();
+    assert!(e.contains("candidate executions"), "{e}");
+    let v = check(&t);
+    assert!(v.error.is_some() && !v.allowed);
+    assert!(report(&t, &v).contains("outcome: unknown"));
+}
