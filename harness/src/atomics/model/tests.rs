@@ -530,7 +530,7 @@ fn oversized_tests_are_refused_not_enumerated() {
     for i in 0..8 {
         cols.push(format!("P{i}@cta {i},gpu 0"));
     }
-    let row = vec!["st.relaxed.gpu x, 1"; 8].join(" | ");
+    let row = ["st.relaxed.gpu x, 1"; 8].join(" | ");
     let text = format!(
         "PTX big\n{{ x=0; }}\n {} ;\n {row} ;\n {row} ;\nexists (x == 1)\n",
         cols.join(" | ")
