@@ -299,7 +299,11 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
                 .flat_map(|a| map_access(a, mapping, scope))
                 .collect();
             for op in &ops {
-                if let Op::Ld { loc, .. } | Op::St { loc, .. } | Op::Atom { loc, .. } = op {
+                if let Op::Ld { loc, .. }
+                | Op::St { loc, .. }
+                | Op::Atom { loc, .. }
+                | Op::Red { loc, .. } = op
+                {
                     if !locs.contains(loc) {
                         locs.push(loc.clone());
                     }

@@ -404,6 +404,19 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
                 scope: scope.unwrap_or(Scope::Gpu),
             })
         }
+        "red" => {
+            let Some(op) = rmw else {
+                return Err(format!("`{text}`: red needs an operation (.add, .or, ...)"));
+            };
+            need(2)?;
+            Ok(Op::Red {
+                op,
+                loc: strip_addr(&args[0]),
+                val: operand(&args[1]),
+                sem: sem.unwrap_or(Sem::Relaxed),
+                scope: scope.unwrap_or(Scope::Gpu),
+            })
+        }
         "fence" | "membar" => {
             need(0)?;
             let sem = if head == "membar" {
@@ -470,6 +483,18 @@ pub fn instr_text(op: &Op) -> String {
                 op.ptx()
             ),
         },
+        Op::Red {
+            op,
+            loc,
+            val,
+            sem,
+            scope,
+        } => format!(
+            "red.{}.{}.{} {loc}, {val}",
+            sem.ptx(),
+            scope.ptx(),
+            op.ptx()
+        ),
         Op::Fence { sem, scope } => format!("fence.{}.{}", sem.ptx(), scope.ptx()),
         Op::Mov { reg, val } => match val {
             // Dat3M reads a constant register load as `ld r, imm`.
@@ -679,9 +704,31 @@ exists
         assert_eq!(cas.init_of("m"), 1);
     }
 
+    // As litmus/PTX/Manual/Red-plus-location_.litmus: reductions.
+    const RED: &str = "PTX Red-plus-location
+{
+P0:r0=0;
+P1:r0=0;
+x=0;
+}
+ P0@cta 0,gpu 0                   | P1@cta 1,gpu 0                   ;
+ red.acq_rel.sys.add x, 1         | red.acq_rel.sys.add x, 1  ;
+forall
+(x == 2)
+";
+
     #[test]
     fn roundtrip_import_export_import() {
-        for text in [MP_GPU, COHERENCE, ATOM_SB, WWC1, CAS] {
+        assert!(matches!(
+            import(RED).unwrap().threads[1].ops[0],
+            Op::Red {
+                op: RmwOp::Add,
+                sem: Sem::AcqRel,
+                scope: Scope::Sys,
+                ..
+            }
+        ));
+        for text in [MP_GPU, COHERENCE, ATOM_SB, WWC1, CAS, RED] {
             let a = import(text).unwrap();
             let out = export(&a);
             let b = import(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));

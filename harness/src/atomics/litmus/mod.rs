@@ -219,6 +219,14 @@ pub enum Op {
         sem: Sem,
         scope: Scope,
     },
+    /// `red.sem.scope.op [loc], val`: an atomic reduction, an RMW whose old value is dropped.
+    Red {
+        op: RmwOp,
+        loc: String,
+        val: Operand,
+        sem: Sem,
+        scope: Scope,
+    },
     /// `fence.sem.scope` with sem one of sc, acq_rel, acquire, release.
     Fence { sem: Sem, scope: Scope },
     /// A register move (no memory event); Dat3M writes it `ld r0, 2`.
@@ -706,7 +714,10 @@ impl LitmusTest {
         for t in &self.threads {
             for op in &t.ops {
                 let loc = match op {
-                    Op::Ld { loc, .. } | Op::St { loc, .. } | Op::Atom { loc, .. } => loc,
+                    Op::Ld { loc, .. }
+                    | Op::St { loc, .. }
+                    | Op::Atom { loc, .. }
+                    | Op::Red { loc, .. } => loc,
                     _ => continue,
                 };
                 if !out.contains(loc) {
@@ -765,6 +776,15 @@ impl LitmusTest {
                         if (*rop == RmwOp::Cas) != cmp.is_some() {
                             return Err(format!(
                                 "{at}: `cmp` is required for cas and only for cas"
+                            ));
+                        }
+                    }
+                    Op::Red { op: rop, sem, .. } => {
+                        if matches!(sem, Sem::Weak | Sem::Sc) || *rop == RmwOp::Cas {
+                            return Err(format!(
+                                "{at}: `red` cannot be .{} / .{}",
+                                sem.ptx(),
+                                rop.ptx()
                             ));
                         }
                     }
@@ -884,6 +904,25 @@ threads:
       - ld: {reg: r1, loc: x}
 condition: 'exists (P1:r0 == 1 /\ P1:r1 == 0)'
 "#;
+
+    #[test]
+    fn yaml_register_operands_and_moves() {
+        let t = from_yaml(
+            "name: dep\nthreads:\n  - cta: 0\n    regs: {r9: 3}\n    ops:\n      - ld: {reg: r0, loc: x}\n      - st: {loc: y, val: r0}\n      - mov: {reg: r1, val: r9}\ncondition: 'exists (y == 0)'\n",
+        )
+        .unwrap();
+        assert_eq!(
+            t.threads[0].ops[1],
+            Op::St {
+                loc: "y".into(),
+                val: Operand::Reg("r0".into()),
+                sem: Sem::Weak,
+                scope: None
+            }
+        );
+        assert_eq!(t.threads[0].regs.get("r9"), Some(&3));
+        assert_eq!(from_yaml(&to_yaml(&t).unwrap()).unwrap(), t);
+    }
 
     #[test]
     fn yaml_roundtrip() {

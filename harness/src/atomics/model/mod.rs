@@ -308,19 +308,30 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
                     });
                     mine.push(id);
                 }
-                Op::Atom {
-                    op,
-                    reg,
-                    loc,
-                    val,
-                    cmp,
-                    sem,
-                    scope,
-                } => {
+                Op::Atom { .. } | Op::Red { .. } => {
+                    let (op, reg, loc, val, cmp, sem, scope) = match op {
+                        Op::Atom {
+                            op,
+                            reg,
+                            loc,
+                            val,
+                            cmp,
+                            sem,
+                            scope,
+                        } => (op, Some(reg), loc, val, cmp.as_ref(), sem, scope),
+                        Op::Red {
+                            op,
+                            loc,
+                            val,
+                            sem,
+                            scope,
+                        } => (op, None, loc, val, None, sem, scope),
+                        _ => unreachable!(),
+                    };
                     let r = evs.len();
                     let w = r + 1;
                     let operand = src_of(&regs, val);
-                    let cmp = cmp.as_ref().map(|c| src_of(&regs, c));
+                    let cmp = cmp.map(|c| src_of(&regs, c));
                     evs.push(Ev {
                         kind: Kind::R,
                         loc: loc_idx(loc),
@@ -344,7 +355,9 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
                     });
                     mine.push(r);
                     mine.push(w);
-                    regs.insert(reg.clone(), Src::Read(r));
+                    if let Some(reg) = reg {
+                        regs.insert(reg.clone(), Src::Read(r));
+                    }
                 }
                 Op::Fence { sem, scope } => {
                     let id = evs.len();

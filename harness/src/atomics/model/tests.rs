@@ -542,3 +542,115 @@ fn oversized_tests_are_refused_not_enumerated() {
     assert!(v.error.is_some() && !v.allowed);
     assert!(report(&t, &v).contains("outcome: unknown"));
 }
+
+// litmus/PTX/Manual/MP-cta-gpu.litmus, expected 1: a cta-scoped release and a gpu-scoped
+// acquire in the same CTA are morally strong and synchronise.
+#[test]
+fn dat3m_mp_cta_gpu() {
+    assert!(holds(
+        "PTX MP-cta-gpu
+\"Message passing, sync because release/acquire operations are morally strong\"
+{
+x=0;
+y=0;
+P1:r1=0;
+P1:r2=0;
+}
+ P0@cta 0,gpu 0         | P1@cta 0,gpu 0         ;
+ st.weak x, 1           | ld.acquire.gpu r1, y   ;
+ st.release.cta y, 1    | ld.weak r2, x          ;
+~exists
+(P1:r1 == 1 /\\ P1:r2 != 1)
+"
+    ));
+}
+
+// litmus/PTX/Manual/CoWW-RR.litmus, expected 1: weak writes may be seen out of order.
+#[test]
+fn dat3m_coww_rr() {
+    assert!(holds(
+        "PTX CoWW-RR
+{
+P1:r0 = 0;
+P1:r1 = 0;
+x=0;
+}
+ P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;
+ st.weak x, 1   | ld.weak r0, x  ;
+ st.weak x, 2   | ld.weak r1, x  ;
+exists
+(P1:r0 == 2 /\\ P1:r1 == 1)
+"
+    ));
+}
+
+// litmus/PTX/Manual/LB-dlb.litmus, expected 0: load buffering through compare-and-swap and
+// fence.sc.gpu cannot happen.
+#[test]
+fn dat3m_lb_dlb() {
+    let v = dat3m(
+        "PTX LB-dlb
+\"Adapted from Figure 8 in
+GPU Concurrency: Weak Behaviours and Programming Assumptions\"
+{
+t=0;
+h=0;
+P1:r3=0;
+}
+ P0@cta 0,gpu 0                   | P1@cta 1,gpu 0                   ;
+ atom.relaxed.gpu.cas r0, h, 0, 1 | ld.weak r1, t                    ;
+ fence.sc.gpu                     | fence.sc.gpu                     ;
+ st.weak t, 1                     | atom.relaxed.gpu.cas r3, h, 0, 1 ;
+exists
+ (P0:r0 == 1 /\\ P1:r1 == 1)
+",
+    );
+    assert!(!v.condition_holds);
+    assert!(v.consistent > 0);
+}
+
+// litmus/PTX/Manual/Red-plus-location_.litmus, expected 1: both reductions land.
+#[test]
+fn dat3m_red_plus_location() {
+    assert!(holds(
+        "PTX Red-plus-location
+{ P0:r0=0; P1:r0=0; x=0; }
+ P0@cta 0,gpu 0                   | P1@cta 1,gpu 0                   ;
+ red.acq_rel.sys.add x, 1         | red.acq_rel.sys.add x, 1  ;
+forall
+(x == 2)
+"
+    ));
+}
+
+// litmus/PTX/Manual/Atom-plus-location-weak_.litmus, expected 1: cta-scoped RMWs in different
+// CTAs are not morally strong, so atomicity does not hold between them.
+#[test]
+fn dat3m_atom_plus_location_weak() {
+    assert!(holds(
+        "PTX _Atom-plus-location
+{ P0:r0=0; P1:r0=0; x=0; }
+ P0@cta 0,gpu 0                   | P1@cta 1,gpu 0                   ;
+ atom.acq_rel.cta.add r0, x, 1    | atom.acq_rel.cta.add r0, x, 1  ;
+exists
+(x != 2)
+"
+    ));
+}
+
+// PTX ISA atom.cas: the new value is stored only when the old value equals the comparand; the
+// destination register gets the old value either way.
+#[test]
+fn failed_cas_does_not_write() {
+    let v = dat3m(
+        "PTX cas
+{ x=0; }
+ P0@cta 0,gpu 0 ;
+ atom.relaxed.gpu.cas r0, x, 5, 7 ;
+ atom.relaxed.gpu.cas r1, x, 0, 9 ;
+forall (P0:r0 == 0 /\\ P0:r1 == 0 /\\ x == 9)
+",
+    );
+    assert!(v.condition_holds, "{v:?}");
+    assert_eq!(v.consistent, 1);
+}
