@@ -536,7 +536,9 @@ fn lex_condition(s: &str) -> Result<Vec<Tok>, String> {
             if i < b.len() && b[i] == b':' && !text.starts_with('-') {
                 let rstart = i + 1;
                 let mut j = rstart;
-                while j < b.len() && ((b[j] as char).is_ascii_alphanumeric() || b[j] == b'_') {
+                while j < b.len()
+                    && ((b[j] as char).is_ascii_alphanumeric() || b[j] == b'_' || b[j] == b'%')
+                {
                     j += 1;
                 }
                 out.push(Tok::Word(format!("P{}:{}", v, &s[rstart..j])));
@@ -544,10 +546,10 @@ fn lex_condition(s: &str) -> Result<Vec<Tok>, String> {
             } else {
                 out.push(Tok::Int(v));
             }
-        } else if c.is_ascii_alphabetic() || c == '_' {
+        } else if c.is_ascii_alphabetic() || c == '_' || c == '%' {
             let start = i;
             while i < b.len()
-                && ((b[i] as char).is_ascii_alphanumeric() || b[i] == b'_' || b[i] == b':')
+                && ((b[i] as char).is_ascii_alphanumeric() || matches!(b[i], b'_' | b':' | b'%'))
             {
                 i += 1;
             }
@@ -865,6 +867,19 @@ mod tests {
         let b = parse_condition("exists (1:r0 = 1 /\\ 1:r1 = 0)").unwrap();
         assert_eq!(a, b);
         assert_eq!(a.to_string(), "exists (P1:r0 == 1 /\\ P1:r1 == 0)");
+    }
+
+    #[test]
+    fn percent_registers() {
+        // Some generated PTX litmus tests name registers `%r1`.
+        let c = parse_condition("~exists (P1:%r1 == 1 /\\ 1:%r2 = 1)").unwrap();
+        let mut terms = BTreeSet::new();
+        c.prop.terms(&mut terms);
+        assert!(terms.contains(&Term::Reg {
+            thread: 1,
+            reg: "%r2".into()
+        }));
+        assert_eq!(parse_condition(&c.to_string()).unwrap(), c);
     }
 
     #[test]

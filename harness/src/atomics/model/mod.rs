@@ -3,9 +3,12 @@
 //! ASPLOS 2019) and written in cat by Dat3M (`cat/ptx-v6.0.cat`, `cat/ptx.cat` without proxies).
 //!
 //! For a litmus test it enumerates every candidate execution — a reads-from choice for each
-//! read, a coherence order per location (total, the initial write first), and an order of the
-//! `fence.sc` operations consistent with program order — computes the values each execution
-//! produces, and keeps those that satisfy the six axioms:
+//! read, a coherence order per location (a strict partial order after the initial write that
+//! orders every morally strong pair of writes, as the paper's `co` is total only among
+//! morally strong writes), and an order of the `fence.sc` operations consistent with program
+//! order — computes the values each execution produces, and keeps those that satisfy the six
+//! axioms. A location's final value is that of any co-maximal write (what an observer after
+//! every thread would read):
 //!
 //! * Coherence: `([W]; cause; [W]) & loc ⊆ co`
 //! * Fence-SC: `irreflexive(sync_fence; cause)`
@@ -508,11 +511,6 @@ fn linearisations(items: &[usize], po: &Rel) -> Vec<Vec<usize>> {
     out
 }
 
-fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
-    let none = empty(64);
-    linearisations(items, &none)
-}
-
 fn eval_src(s: &Src, val: &[Option<i64>]) -> Option<i64> {
     match s {
         Src::Const(v) => Some(*v),
@@ -606,7 +604,7 @@ impl Outcome<'_> {
     }
 }
 
-fn describe(p: &Program, rf: &[usize], co: &[Vec<usize>], sco: &[usize]) -> String {
+fn describe(p: &Program, rf: &[usize], co: &[CoOrder], sco: &[usize]) -> String {
     let mut parts = Vec::new();
     let rfs: Vec<String> = p
         .reads
@@ -616,9 +614,28 @@ fn describe(p: &Program, rf: &[usize], co: &[Vec<usize>], sco: &[usize]) -> Stri
         .collect();
     parts.push(format!("rf[{}]", rfs.join("; ")));
     for (li, order) in co.iter().enumerate() {
-        if order.len() > 1 {
-            let names: Vec<&str> = order.iter().map(|&w| p.evs[w].label.as_str()).collect();
+        if order.writes.len() < 2 {
+            continue;
+        }
+        let k = order.writes.len();
+        if order.pairs.len() == k * (k - 1) / 2 {
+            // total: print the chain, earliest first (fewest predecessors)
+            let mut ws = order.writes.clone();
+            ws.sort_by_key(|&w| order.pairs.iter().filter(|&&(_, b)| b == w).count());
+            let names: Vec<&str> = ws.iter().map(|&w| p.evs[w].label.as_str()).collect();
             parts.push(format!("co {}[init < {}]", p.locs[li], names.join(" < ")));
+        } else {
+            let names: Vec<String> = order
+                .pairs
+                .iter()
+                .map(|&(a, b)| format!("{} < {}", p.evs[a].label, p.evs[b].label))
+                .collect();
+            parts.push(format!(
+                "co {}[{}{}unordered otherwise]",
+                p.locs[li],
+                names.join("; "),
+                if names.is_empty() { "" } else { "; " }
+            ));
         }
     }
     if sco.len() > 1 {
@@ -626,6 +643,75 @@ fn describe(p: &Program, rf: &[usize], co: &[Vec<usize>], sco: &[usize]) -> Stri
         parts.push(format!("fence-sc[{}]", names.join(" < ")));
     }
     parts.join(" ")
+}
+
+/// A coherence order over one location's writes (the initial write, first of all, left out):
+/// a strict partial order that orders every morally strong pair (the paper's `co` is total
+/// only within each scope's morally strong writes, Dat3M's `ptx-v6.0.cat` likewise).
+#[derive(Debug, Clone)]
+struct CoOrder {
+    writes: Vec<usize>,
+    pairs: Vec<(usize, usize)>,
+    /// Writes with no successor: each may be the location's final value.
+    maximal: Vec<usize>,
+}
+
+fn coherence_orders(ws: &[usize], ms: &Rel) -> Vec<CoOrder> {
+    let k = ws.len();
+    let pairs: Vec<(usize, usize)> = (0..k)
+        .flat_map(|i| (i + 1..k).map(move |j| (i, j)))
+        .collect();
+    let options: Vec<u8> = pairs
+        .iter()
+        .map(|&(i, j)| if has(ms, ws[i], ws[j]) { 2 } else { 3 })
+        .collect();
+    let mut choice = vec![0u8; pairs.len()];
+    let mut out = Vec::new();
+    loop {
+        let mut before = vec![vec![false; k]; k];
+        for (c, &(i, j)) in choice.iter().zip(&pairs) {
+            match c {
+                0 => before[i][j] = true,
+                1 => before[j][i] = true,
+                _ => {}
+            }
+        }
+        let transitive = (0..k).all(|a| {
+            (0..k).all(|b| !before[a][b] || (0..k).all(|c| !before[b][c] || before[a][c]))
+        });
+        if transitive {
+            let mut ps = Vec::new();
+            for a in 0..k {
+                for b in 0..k {
+                    if before[a][b] {
+                        ps.push((ws[a], ws[b]));
+                    }
+                }
+            }
+            let maximal = (0..k)
+                .filter(|&a| !before[a].iter().any(|&x| x))
+                .map(|a| ws[a])
+                .collect();
+            out.push(CoOrder {
+                writes: ws.to_vec(),
+                pairs: ps,
+                maximal,
+            });
+        }
+        // next choice
+        let mut i = 0;
+        loop {
+            if i == choice.len() {
+                return out;
+            }
+            choice[i] += 1;
+            if choice[i] < options[i] {
+                break;
+            }
+            choice[i] = 0;
+            i += 1;
+        }
+    }
 }
 
 /// The first axiom an execution violates, or `None` if it is consistent.
@@ -762,7 +848,8 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
     if choices.iter().any(Vec::is_empty) {
         return Err("a read has no write to read from".into());
     }
-    // Bound the work before starting: rf choices × coherence orders × fence.sc orders.
+    // Bound the work before starting: rf choices × coherence orders (each pair of writes
+    // ordered one way, the other, or not) × fence.sc orders.
     let fact = |k: usize| (1..=k as u128).product::<u128>();
     let mut bound: u128 = choices.iter().map(|c| c.len() as u128).product();
     for li in 0..p.locs.len() {
@@ -771,7 +858,8 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
                 p.evs[w].kind == Kind::W && p.evs[w].loc == li && p.evs[w].thread.is_some()
             })
             .count();
-        bound = bound.saturating_mul(fact(writes));
+        let pairs = (writes * writes.saturating_sub(1) / 2) as u32;
+        bound = bound.saturating_mul(3u128.saturating_pow(pairs));
     }
     bound = bound.saturating_mul(fact(p.sc_fences.len()));
     if bound > MAX_CANDIDATES {
@@ -822,8 +910,8 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
             for (k, &r) in p.reads.iter().enumerate() {
                 set(&mut rf_rel, rf[k], r);
             }
-            // coherence orders: per location, permutations of the writes that happen
-            let per_loc: Vec<Vec<Vec<usize>>> = (0..p.locs.len())
+            // coherence orders: per location, partial orders of the writes that happen
+            let per_loc: Vec<Vec<CoOrder>> = (0..p.locs.len())
                 .map(|li| {
                     let ws: Vec<usize> = (0..n)
                         .filter(|&w| {
@@ -833,50 +921,85 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
                                 && exists[w] == Some(true)
                         })
                         .collect();
-                    permutations(&ws)
+                    coherence_orders(&ws, &p.ms)
                 })
                 .collect();
             let mut cidx = vec![0usize; per_loc.len()];
             loop {
-                let co: Vec<Vec<usize>> = cidx
+                let co: Vec<CoOrder> = cidx
                     .iter()
                     .enumerate()
                     .map(|(li, &i)| per_loc[li][i].clone())
                     .collect();
                 let mut co_rel = empty(n);
-                let mut final_mem = Vec::with_capacity(p.locs.len());
                 for (li, order) in co.iter().enumerate() {
-                    // the initial write of location li is event li
-                    for (i, &a) in order.iter().enumerate() {
-                        set(&mut co_rel, li, a);
-                        for &b in &order[i + 1..] {
-                            set(&mut co_rel, a, b);
-                        }
+                    // the initial write of location li is event li, before every other write
+                    for &w in &order.writes {
+                        set(&mut co_rel, li, w);
                     }
-                    let last = order.last().copied().unwrap_or(li);
-                    final_mem.push(val[last]);
+                    for &(a, b) in &order.pairs {
+                        set(&mut co_rel, a, b);
+                    }
                 }
-                let out = Outcome {
-                    p: &p,
-                    val: &val,
-                    final_mem,
-                };
-                let sat = prop.eval(&|t| out.value(t)) == Some(true);
-                let values: Vec<i64> = terms.iter().map(|t| out.value(t).unwrap_or(0)).collect();
+                // Final memory: any co-maximal write may be the value a later observer sees.
+                let finals: Vec<Vec<Option<i64>>> = co
+                    .iter()
+                    .enumerate()
+                    .map(|(li, order)| {
+                        if order.maximal.is_empty() {
+                            vec![val[li]]
+                        } else {
+                            order.maximal.iter().map(|&w| val[w]).collect()
+                        }
+                    })
+                    .collect();
+                let mut states: Vec<Vec<Option<i64>>> = vec![Vec::new()];
+                for f in &finals {
+                    states = states
+                        .iter()
+                        .flat_map(|st| {
+                            f.iter().map(move |v| {
+                                let mut st = st.clone();
+                                st.push(*v);
+                                st
+                            })
+                        })
+                        .collect();
+                }
+                let mut sat_any = false;
+                let mut unsat_any = false;
+                let mut state_values = Vec::new();
+                for final_mem in states {
+                    let out = Outcome {
+                        p: &p,
+                        val: &val,
+                        final_mem,
+                    };
+                    if prop.eval(&|t| out.value(t)) == Some(true) {
+                        sat_any = true;
+                    } else {
+                        unsat_any = true;
+                    }
+                    state_values.push(
+                        terms
+                            .iter()
+                            .map(|t| out.value(t).unwrap_or(0))
+                            .collect::<Vec<i64>>(),
+                    );
+                }
                 for sco in &sc_orders {
                     candidates += 1;
                     match first_violation(&p, live, &rf_rel, &co_rel, sco) {
                         None => {
                             consistent += 1;
-                            allowed_outcomes.insert(values.clone());
-                            if sat {
-                                allowed = true;
-                            } else {
+                            allowed_outcomes.extend(state_values.iter().cloned());
+                            allowed |= sat_any;
+                            if unsat_any {
                                 all_satisfy = false;
                             }
                         }
                         Some(axiom) => {
-                            if sat {
+                            if sat_any {
                                 rejected.push(Rejection {
                                     axiom,
                                     execution: describe(&p, &rf, &co, sco),

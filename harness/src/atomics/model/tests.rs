@@ -654,3 +654,45 @@ forall (P0:r0 == 0 /\\ P0:r1 == 0 /\\ x == 9)
     assert!(v.condition_holds, "{v:?}");
     assert_eq!(v.consistent, 1);
 }
+
+// litmus/PTX/Nvidia/Co-Total-4-threads.litmus, expected 1: two racing weak writes need not be
+// ordered by coherence, so two observers synchronised with both may see different values.
+// (A total coherence order would forbid this: whichever write comes second, one observer's
+// read would be from-read before a write that causally precedes it.)
+#[test]
+fn dat3m_co_total_4_threads_needs_partial_coherence() {
+    assert!(holds(
+        "PTX Co-Total-4-threads
+{
+x=0; f1=0; f2=0;
+P2:r0=0; P2:r1=0; P2:r2=0;
+P3:r3=0; P3:r4=0; P3:r5=0;
+}
+ P0@cta 0,gpu 0         | P1@cta 0,gpu 0         | P2@cta 0,gpu 0         | P3@cta 0,gpu 0         ;
+ st.weak x, 1           | st.weak x, 2           | ld.acquire.sys r0, f1  | ld.acquire.sys r3, f1  ;
+ st.release.sys f1, 1   | st.release.sys f2, 1   | ld.acquire.sys r1, f2  | ld.acquire.sys r4, f2  ;
+                        |                        | ld.weak r2, x          | ld.weak r5, x   ;
+exists
+(P2:r0 = 1 /\\ P2:r1 = 1 /\\ P2:r2 = 1 /\\ P3:r3 = 1 /\\ P3:r4 = 1 /\\ P3:r5 = 2)
+"
+    ));
+}
+
+// The same with the writes made relaxed at sys scope: morally strong writes must be ordered
+// by coherence, and the outcome becomes forbidden (Dat3M's Coherence.litmus, expected 0, is
+// the two-observer form of this rule).
+#[test]
+fn strong_racing_writes_are_ordered() {
+    let v = dat3m(
+        "PTX Co-Total-4-threads-strong
+{ x=0; f1=0; f2=0; }
+ P0@cta 0,gpu 0         | P1@cta 0,gpu 0         | P2@cta 0,gpu 0         | P3@cta 0,gpu 0         ;
+ st.relaxed.sys x, 1    | st.relaxed.sys x, 2    | ld.acquire.sys r0, f1  | ld.acquire.sys r3, f1  ;
+ st.release.sys f1, 1   | st.release.sys f2, 1   | ld.acquire.sys r1, f2  | ld.acquire.sys r4, f2  ;
+                        |                        | ld.weak r2, x          | ld.weak r5, x   ;
+exists
+(P2:r0 = 1 /\\ P2:r1 = 1 /\\ P2:r2 = 1 /\\ P3:r3 = 1 /\\ P3:r4 = 1 /\\ P3:r5 = 2)
+",
+    );
+    assert!(!v.allowed);
+}
