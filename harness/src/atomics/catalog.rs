@@ -102,7 +102,7 @@ impl Mapping {
 /// Where the threads run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Placement {
-    /// All threads in CTA 0 (different warps where the runner can).
+    /// All threads in CTA 0, thread i in warp i.
     IntraCta,
     /// Thread i in CTA i.
     InterCta,
@@ -316,7 +316,11 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
                 },
                 cluster: None,
                 gpu: 0,
-                warp: None,
+                // Within one CTA, each thread in its own warp.
+                warp: match placement {
+                    Placement::IntraCta => Some(i as u32),
+                    Placement::InterCta => None,
+                },
                 regs: BTreeMap::new(),
                 ops,
             }

@@ -248,6 +248,7 @@ pub struct Thread {
     pub cluster: Option<u32>,
     #[serde(default)]
     pub gpu: u32,
+    /// Warp index within the CTA (a runner placement hint).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warp: Option<u32>,
     /// Initial register values (default 0).
@@ -848,6 +849,18 @@ pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, String> {
     }
 }
 
+/// `gpucts litmus import FILE.litmus`: a Dat3M test as YAML text.
+pub fn import_file(path: &std::path::Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let test = import_dat3m(&text).map_err(|e| format!("{}:{e}", path.display()))?;
+    to_yaml(&test).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// `gpucts litmus export FILE`: a test (YAML or Dat3M) as Dat3M `.litmus` text.
+pub fn export_file(path: &std::path::Path) -> Result<String, String> {
+    Ok(export_dat3m(&load_file(path)?))
+}
+
 /// `gpucts litmus check FILE`: the model's verdict as a printable report.
 pub fn check_file(path: &std::path::Path) -> Result<String, String> {
     let test = load_file(path)?;
@@ -1023,6 +1036,19 @@ mod example_files {
         assert_eq!(outcome("RelSeq+rmw-gpu.litmus"), "forbidden");
         let r = check_file(&dir().join("counter-atomic-add.yaml")).unwrap();
         assert!(r.contains("condition holds: yes"), "{r}");
+    }
+
+    #[test]
+    fn import_and_export_files_convert() {
+        let yaml = import_file(&dir().join("CoRR+relaxed-gpu.litmus")).unwrap();
+        let from_yaml_text = from_yaml(&yaml).unwrap();
+        let from_litmus = load_file(&dir().join("CoRR+relaxed-gpu.litmus")).unwrap();
+        assert_eq!(from_yaml_text, from_litmus);
+        let text = export_file(&dir().join("mp-release-acquire-gpu.yaml")).unwrap();
+        assert_eq!(
+            import_dat3m(&text).unwrap(),
+            load_file(&dir().join("mp-release-acquire-gpu.yaml")).unwrap()
+        );
     }
 
     #[test]
