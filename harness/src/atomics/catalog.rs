@@ -481,3 +481,59 @@ mod tests {
         assert!(took.as_secs() < 30, "{took:?}");
     }
 }
+
+#[cfg(test)]
+mod verdict_matrix {
+    use super::*;
+
+    /// Whether the C++ memory model (RC11) forbids the shape's weak outcome when every access
+    /// uses the given order: seq_cst forbids all of them; release/acquire (and the same built
+    /// from acquire/release fences) forbids those closed by a happens-before path (MP, LB, S,
+    /// the release sequence) and coherence/atomicity violations; relaxed forbids only coherence
+    /// and atomicity violations.
+    fn cpp_forbids(shape: Shape, mapping: Mapping) -> bool {
+        let coherence = matches!(
+            shape,
+            Shape::CoRR | Shape::CoRW | Shape::CoWR | Shape::CoWW | Shape::RmwAtomicity
+        );
+        match mapping {
+            Mapping::Sc => true,
+            Mapping::RelAcq | Mapping::Fence => {
+                coherence
+                    || matches!(
+                        shape,
+                        Shape::Mp | Shape::Lb | Shape::S | Shape::ReleaseSequence
+                    )
+            }
+            Mapping::Relaxed => coherence,
+        }
+    }
+
+    // ptx-interop 13.2 §4 cites Lustig et al. (ASPLOS'19), who prove these mappings sound: an
+    // outcome C++ forbids must be forbidden for the PTX mapping when every thread is inside
+    // the operations' scope (gpu and sys scope, or cta scope within one CTA). Where C++ allows
+    // the outcome, PTX adds no ordering of its own for these shapes, so the verdicts agree.
+    #[test]
+    fn in_scope_verdicts_match_cpp() {
+        for e in entries() {
+            let in_scope = e.scope != Scope::Cta || e.placement == Placement::IntraCta;
+            if !in_scope {
+                continue;
+            }
+            let allowed = model::check(&e.test).allowed;
+            assert_eq!(allowed, !cpp_forbids(e.shape, e.mapping), "{}", e.test.name);
+        }
+    }
+
+    // The morally-strong definition: cta-scoped operations in different CTAs are not morally
+    // strong with each other, so nothing synchronises, no coherence or atomicity between the
+    // threads is promised, and every weak outcome is allowed.
+    #[test]
+    fn cta_scope_across_ctas_allows_every_weak_outcome() {
+        for e in entries() {
+            if e.scope == Scope::Cta && e.placement == Placement::InterCta {
+                assert!(model::check(&e.test).allowed, "{}", e.test.name);
+            }
+        }
+    }
+}
