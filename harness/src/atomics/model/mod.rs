@@ -101,6 +101,14 @@ pub struct Verdict {
     pub error: Option<String>,
 }
 
+impl Verdict {
+    /// Whether observed values of [`Verdict::terms`] (same order) are an outcome of some
+    /// consistent execution; a GPU run that sees any other outcome has broken the model.
+    pub fn outcome_allowed(&self, values: &[i64]) -> bool {
+        self.allowed_outcomes.contains(values)
+    }
+}
+
 /// The most candidate executions `try_check` will enumerate.
 pub const MAX_CANDIDATES: u128 = 20_000_000;
 
@@ -260,8 +268,9 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
             Operand::Const(v) => Src::Const(*v),
             Operand::Reg(r) => regs.get(r).cloned().unwrap_or(Src::Const(0)),
         };
-        for op in &t.ops {
-            let label = format!("P{ti} {}", instr_text(op));
+        for (oi, op) in t.ops.iter().enumerate() {
+            // `P1[2] ld.acquire.gpu r0, y`: thread, 1-based position, instruction.
+            let label = format!("P{ti}[{}] {}", oi + 1, instr_text(op));
             let base = Ev {
                 kind: Kind::F,
                 thread: Some(ti),

@@ -521,6 +521,8 @@ fn allowed_outcomes_of_mp() {
     let mut expect = all.clone();
     expect.remove(&vec![1, 0]);
     assert_eq!(ra.allowed_outcomes, expect);
+    assert!(!ra.outcome_allowed(&[1, 0]));
+    assert!(ra.outcome_allowed(&[1, 1]));
 }
 
 #[test]
