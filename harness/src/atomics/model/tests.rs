@@ -698,3 +698,25 @@ exists
     );
     assert!(!v.allowed);
 }
+
+// ptx-interop 13.2 §4 also maps a release store to `fence.release; st.relaxed` and an acquire
+// load to `ld.relaxed; fence.acquire`; by the paper's soundness result MP through them is
+// forbidden. With the fences swapped (an acquire fence before the store, a release fence after
+// the load) neither forms a release or acquire pattern, and MP's outcome stays allowed.
+#[test]
+fn one_way_fences() {
+    let t = |f0: &str, f1: &str| {
+        format!(
+            "PTX MP-fences
+{{ x=0; y=0; }}
+ P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;
+ st.relaxed.gpu x, 1 | ld.relaxed.gpu r0, y ;
+ {f0} | {f1} ;
+ st.relaxed.gpu y, 1 | ld.relaxed.gpu r1, x ;
+exists (P1:r0 == 1 /\\ P1:r1 == 0)
+"
+        )
+    };
+    assert!(!dat3m(&t("fence.release.gpu", "fence.acquire.gpu")).allowed);
+    assert!(dat3m(&t("fence.acquire.gpu", "fence.release.gpu")).allowed);
+}
