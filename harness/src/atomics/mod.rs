@@ -7,6 +7,10 @@ pub mod mapping;
 
 use std::sync::OnceLock;
 
+pub mod catalog;
+pub mod litmus;
+pub mod model;
+
 use serde::Deserialize;
 
 use crate::area::{CaseContext, Check};

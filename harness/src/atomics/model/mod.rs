@@ -1,0 +1,1123 @@
+//! An explicit-state checker of the PTX memory consistency model, as formalised by Lustig,
+//! Sahasrabuddhe and Giroux ("A Formal Analysis of the NVIDIA PTX Memory Consistency Model",
+//! ASPLOS 2019; their Alloy model is `ptx.als` in github.com/NVlabs/ptxmemorymodel) and written
+//! in cat by Dat3M (`cat/ptx-v6.0.cat`, `cat/ptx.cat` without proxies).
+//!
+//! For a litmus test it enumerates every candidate execution — a reads-from choice for each
+//! read, a coherence order per location (a strict partial order after the initial write that
+//! orders every morally strong pair of writes, as the paper's `co` is total only among
+//! morally strong writes), and an order of the `fence.sc` operations consistent with program
+//! order — computes the values each execution produces, and keeps those that satisfy the six
+//! axioms. A location's final value is that of any co-maximal write (what an observer after
+//! every thread would read):
+//!
+//! * Coherence: `([W]; cause; [W]) & loc ⊆ co`
+//! * Fence-SC: `irreflexive(sync_fence; cause)`
+//! * Atomicity: `((ms & fr); (ms & co)) & rmw = ∅`
+//! * No-Thin-Air: `acyclic(rf | dep)` (here: every value is computable without a cycle)
+//! * SC-per-Location: `acyclic((ms & (rf | co | fr)) | po-loc)`
+//! * Causality: `irreflexive((rf | fr)?; cause)`
+//!
+//! with ms = morally strong (same thread, or both strong with scopes including each other's
+//! thread, and the same location when both are memory operations), observation
+//! `obs = (ms & rf) | obs; rmw; obs`, release pattern `[W&REL]; po-loc?; [strong W] |
+//! [F&REL]; po; [strong W]`, acquire pattern `[strong R]; po-loc?; [R&ACQ] | [strong R]; po;
+//! [F&ACQ]`, synchronisation `sync = ms & (release; obs; acquire)`, Fence-SC order restricted to
+//! morally strong `fence.sc` pairs, base causality `(po | sync | sync_fence)+` (program order is
+//! part of base causality, as in the PTX ISA and Dat3M's `ptx.cat`; the paper's Alloy model keeps
+//! only po-paths through some synchronisation and adds `obs; po-loc` instead, which gives the same
+//! verdicts because a po-only path that closes a cycle joins same-location accesses, already
+//! caught as po-loc), and causality `cause = base | obs; base`. `fence.sc` and `fence.acq_rel` are both release and acquire
+//! fences; `fence.release` only the former, `fence.acquire` only the latter.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::atomics::litmus::{
+    dat3m::instr_text, LitmusTest, Op, Operand, Prop, Quantifier, RmwOp, Scope, Sem, Term,
+};
+
+/// The axioms, in the order a rejection names the first one violated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Axiom {
+    Coherence,
+    FenceSc,
+    Atomicity,
+    NoThinAir,
+    ScPerLocation,
+    Causality,
+}
+
+impl Axiom {
+    pub fn name(self) -> &'static str {
+        match self {
+            Axiom::Coherence => "coherence",
+            Axiom::FenceSc => "fence-sc",
+            Axiom::Atomicity => "atomicity",
+            Axiom::NoThinAir => "no-thin-air",
+            Axiom::ScPerLocation => "sc-per-location",
+            Axiom::Causality => "causality",
+        }
+    }
+}
+
+impl fmt::Display for Axiom {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A candidate execution that would produce the condition's outcome, and the first axiom
+/// that rules it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    pub axiom: Axiom,
+    /// The execution: reads-from, coherence order, Fence-SC order.
+    pub execution: String,
+}
+
+/// The model's answer for a test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The condition's proposition is satisfied by some consistent execution ("outcome:
+    /// allowed"), whatever the quantifier.
+    pub allowed: bool,
+    /// The condition as quantified: `exists` holds iff allowed; `~exists` holds iff not
+    /// allowed; `forall` holds iff every consistent execution satisfies the proposition.
+    pub condition_holds: bool,
+    /// Candidate executions examined (each rf × co × Fence-SC order choice).
+    pub candidates: usize,
+    /// Candidates satisfying every axiom.
+    pub consistent: usize,
+    /// When not allowed: every candidate that would satisfy the proposition, with its first
+    /// violated axiom. (Empty when allowed.)
+    pub rejected: Vec<Rejection>,
+    /// The terms the condition mentions (registers and final memory values), in order.
+    pub terms: Vec<Term>,
+    /// Every combination of values of `terms` that some consistent execution produces: a GPU
+    /// runner that observes any other combination has seen behaviour the model forbids.
+    pub allowed_outcomes: BTreeSet<Vec<i64>>,
+    /// Set when the checker could not decide (see [`check`]); the other fields are then empty.
+    pub error: Option<String>,
+}
+
+impl Verdict {
+    /// Whether observed values of [`Verdict::terms`] (same order) are an outcome of some
+    /// consistent execution; a GPU run that sees any other outcome has broken the model.
+    pub fn outcome_allowed(&self, values: &[i64]) -> bool {
+        self.allowed_outcomes.contains(values)
+    }
+}
+
+/// The most candidate executions `try_check` will enumerate.
+pub const MAX_CANDIDATES: u128 = 20_000_000;
+
+// ---------------------------------------------------------------------------------------------
+// Relations over at most 64 events, one bit row per event.
+
+type Rel = Vec<u64>;
+
+fn empty(n: usize) -> Rel {
+    vec![0; n]
+}
+
+fn has(r: &Rel, a: usize, b: usize) -> bool {
+    r[a] >> b & 1 == 1
+}
+
+fn set(r: &mut Rel, a: usize, b: usize) {
+    r[a] |= 1 << b;
+}
+
+fn union(a: &Rel, b: &Rel) -> Rel {
+    a.iter().zip(b).map(|(x, y)| x | y).collect()
+}
+
+fn inter(a: &Rel, b: &Rel) -> Rel {
+    a.iter().zip(b).map(|(x, y)| x & y).collect()
+}
+
+fn compose(a: &Rel, b: &Rel) -> Rel {
+    a.iter()
+        .map(|&row| {
+            let mut out = 0u64;
+            let mut bits = row;
+            while bits != 0 {
+                let j = bits.trailing_zeros() as usize;
+                out |= b[j];
+                bits &= bits - 1;
+            }
+            out
+        })
+        .collect()
+}
+
+/// Transitive closure (Warshall).
+fn closure(r: &Rel) -> Rel {
+    let mut c = r.clone();
+    let n = c.len();
+    for k in 0..n {
+        let rk = c[k];
+        for row in c.iter_mut() {
+            if *row >> k & 1 == 1 {
+                *row |= rk;
+            }
+        }
+    }
+    c
+}
+
+fn acyclic(r: &Rel) -> bool {
+    let c = closure(r);
+    (0..c.len()).all(|i| !has(&c, i, i))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    R,
+    W,
+    F,
+}
+
+/// Where a value comes from, symbolically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Src {
+    Const(i64),
+    /// The value read by this read event.
+    Read(usize),
+}
+
+#[derive(Debug, Clone)]
+enum WVal {
+    Plain(Src),
+    Rmw {
+        read: usize,
+        op: RmwOp,
+        operand: Src,
+        cmp: Option<Src>,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct Ev {
+    kind: Kind,
+    thread: Option<usize>,
+    loc: usize,
+    strong: bool,
+    scope: Option<Scope>,
+    /// W & REL, or a release fence (release, acq_rel, sc).
+    rel: bool,
+    /// R & ACQ, or an acquire fence (acquire, acq_rel, sc).
+    acq: bool,
+    sc_fence: bool,
+    /// For an rmw read: its write.
+    rmw_write: Option<usize>,
+    wval: Option<WVal>,
+    label: String,
+}
+
+struct Program {
+    evs: Vec<Ev>,
+    locs: Vec<String>,
+    /// Final register values per thread.
+    regs: Vec<BTreeMap<String, Src>>,
+    po: Rel,
+    po_loc: Rel,
+    ms: Rel,
+    rmw: Rel,
+    rel_pat: Rel,
+    acq_pat: Rel,
+    reads: Vec<usize>,
+    sc_fences: Vec<usize>,
+}
+
+const NO_LOC: usize = usize::MAX;
+
+fn build(test: &LitmusTest) -> Result<Program, String> {
+    let locs = test.all_locations();
+    let loc_idx = |l: &str| locs.iter().position(|x| x == l).unwrap_or(NO_LOC);
+    let mut evs: Vec<Ev> = Vec::new();
+    for (li, l) in locs.iter().enumerate() {
+        evs.push(Ev {
+            kind: Kind::W,
+            thread: None,
+            loc: li,
+            strong: false,
+            scope: None,
+            rel: false,
+            acq: false,
+            sc_fence: false,
+            rmw_write: None,
+            wval: Some(WVal::Plain(Src::Const(test.init_of(l)))),
+            label: format!("init {l}={}", test.init_of(l)),
+        });
+    }
+    let mut regs_out = Vec::new();
+    let mut thread_evs: Vec<Vec<usize>> = Vec::new();
+    for (ti, t) in test.threads.iter().enumerate() {
+        let mut regs: BTreeMap<String, Src> = t
+            .regs
+            .iter()
+            .map(|(k, v)| (k.clone(), Src::Const(*v)))
+            .collect();
+        let mut mine = Vec::new();
+        let src_of = |regs: &BTreeMap<String, Src>, o: &Operand| match o {
+            Operand::Const(v) => Src::Const(*v),
+            Operand::Reg(r) => regs.get(r).cloned().unwrap_or(Src::Const(0)),
+        };
+        for (oi, op) in t.ops.iter().enumerate() {
+            // `P1[2] ld.acquire.gpu r0, y`: thread, 1-based position, instruction.
+            let label = format!("P{ti}[{}] {}", oi + 1, instr_text(op));
+            let base = Ev {
+                kind: Kind::F,
+                thread: Some(ti),
+                loc: NO_LOC,
+                strong: true,
+                scope: None,
+                rel: false,
+                acq: false,
+                sc_fence: false,
+                rmw_write: None,
+                wval: None,
+                label,
+            };
+            match op {
+                Op::Ld {
+                    reg,
+                    loc,
+                    sem,
+                    scope,
+                    ..
+                } => {
+                    let id = evs.len();
+                    evs.push(Ev {
+                        kind: Kind::R,
+                        loc: loc_idx(loc),
+                        strong: *sem != Sem::Weak,
+                        scope: *scope,
+                        acq: *sem == Sem::Acquire,
+                        ..base
+                    });
+                    mine.push(id);
+                    regs.insert(reg.clone(), Src::Read(id));
+                }
+                Op::St {
+                    loc,
+                    val,
+                    sem,
+                    scope,
+                    ..
+                } => {
+                    let id = evs.len();
+                    evs.push(Ev {
+                        kind: Kind::W,
+                        loc: loc_idx(loc),
+                        strong: *sem != Sem::Weak,
+                        scope: *scope,
+                        rel: *sem == Sem::Release,
+                        wval: Some(WVal::Plain(src_of(&regs, val))),
+                        ..base
+                    });
+                    mine.push(id);
+                }
+                Op::Atom { .. } | Op::Red { .. } => {
+                    let (op, reg, loc, val, cmp, sem, scope) = match op {
+                        Op::Atom {
+                            op,
+                            reg,
+                            loc,
+                            val,
+                            cmp,
+                            sem,
+                            scope,
+                        } => (op, Some(reg), loc, val, cmp.as_ref(), sem, scope),
+                        Op::Red {
+                            op,
+                            loc,
+                            val,
+                            sem,
+                            scope,
+                        } => (op, None, loc, val, None, sem, scope),
+                        _ => unreachable!(),
+                    };
+                    let r = evs.len();
+                    let w = r + 1;
+                    let operand = src_of(&regs, val);
+                    let cmp = cmp.map(|c| src_of(&regs, c));
+                    evs.push(Ev {
+                        kind: Kind::R,
+                        loc: loc_idx(loc),
+                        scope: Some(*scope),
+                        acq: matches!(sem, Sem::Acquire | Sem::AcqRel),
+                        rmw_write: Some(w),
+                        ..base.clone()
+                    });
+                    evs.push(Ev {
+                        kind: Kind::W,
+                        loc: loc_idx(loc),
+                        scope: Some(*scope),
+                        rel: matches!(sem, Sem::Release | Sem::AcqRel),
+                        wval: Some(WVal::Rmw {
+                            read: r,
+                            op: *op,
+                            operand,
+                            cmp,
+                        }),
+                        ..base
+                    });
+                    mine.push(r);
+                    mine.push(w);
+                    if let Some(reg) = reg {
+                        regs.insert(reg.clone(), Src::Read(r));
+                    }
+                }
+                Op::Fence { sem, scope } => {
+                    let id = evs.len();
+                    evs.push(Ev {
+                        scope: Some(*scope),
+                        rel: matches!(sem, Sem::Release | Sem::AcqRel | Sem::Sc),
+                        acq: matches!(sem, Sem::Acquire | Sem::AcqRel | Sem::Sc),
+                        sc_fence: *sem == Sem::Sc,
+                        ..base
+                    });
+                    mine.push(id);
+                }
+                Op::Mov { reg, val } => {
+                    let s = src_of(&regs, val);
+                    regs.insert(reg.clone(), s);
+                }
+            }
+        }
+        regs_out.push(regs);
+        thread_evs.push(mine);
+    }
+    let n = evs.len();
+    if n > 64 {
+        return Err(format!(
+            "test `{}` has {n} events; the checker handles at most 64",
+            test.name
+        ));
+    }
+    let mut po = empty(n);
+    for mine in &thread_evs {
+        for (i, &a) in mine.iter().enumerate() {
+            for &b in &mine[i + 1..] {
+                set(&mut po, a, b);
+            }
+        }
+    }
+    let is_mem = |e: &Ev| e.kind != Kind::F;
+    let mut po_loc = empty(n);
+    let mut ms = empty(n);
+    let mut rmw = empty(n);
+    for a in 0..n {
+        for b in 0..n {
+            let (ea, eb) = (&evs[a], &evs[b]);
+            let same_loc = is_mem(ea) && is_mem(eb) && ea.loc == eb.loc;
+            if has(&po, a, b) && same_loc {
+                set(&mut po_loc, a, b);
+            }
+            if a == b || (is_mem(ea) && is_mem(eb) && !same_loc) {
+                continue;
+            }
+            let (Some(ta), Some(tb)) = (ea.thread, eb.thread) else {
+                continue; // initial writes take part in no synchronisation
+            };
+            let related = ta == tb
+                || (ea.strong
+                    && eb.strong
+                    && test.threads[ta]
+                        .scope_includes(ea.scope.unwrap_or(Scope::Sys), &test.threads[tb])
+                    && test.threads[tb]
+                        .scope_includes(eb.scope.unwrap_or(Scope::Sys), &test.threads[ta]));
+            if related {
+                set(&mut ms, a, b);
+            }
+        }
+        if let Some(w) = evs[a].rmw_write {
+            set(&mut rmw, a, w);
+        }
+    }
+    let mut rel_pat = empty(n);
+    let mut acq_pat = empty(n);
+    for a in 0..n {
+        for b in 0..n {
+            let (ea, eb) = (&evs[a], &evs[b]);
+            // release pattern: [W&REL]; po-loc?; [strong W]  |  [F&REL]; po; [strong W]
+            if eb.kind == Kind::W && eb.strong && ea.rel {
+                let ok = match ea.kind {
+                    Kind::W => a == b || has(&po_loc, a, b),
+                    Kind::F => has(&po, a, b),
+                    Kind::R => false,
+                };
+                if ok {
+                    set(&mut rel_pat, a, b);
+                }
+            }
+            // acquire pattern: [strong R]; po-loc?; [R&ACQ]  |  [strong R]; po; [F&ACQ]
+            if ea.kind == Kind::R && ea.strong && eb.acq {
+                let ok = match eb.kind {
+                    Kind::R => a == b || has(&po_loc, a, b),
+                    Kind::F => has(&po, a, b),
+                    Kind::W => false,
+                };
+                if ok {
+                    set(&mut acq_pat, a, b);
+                }
+            }
+        }
+    }
+    let reads = (0..n).filter(|&i| evs[i].kind == Kind::R).collect();
+    let sc_fences = (0..n).filter(|&i| evs[i].sc_fence).collect();
+    Ok(Program {
+        evs,
+        locs,
+        regs: regs_out,
+        po,
+        po_loc,
+        ms,
+        rmw,
+        rel_pat,
+        acq_pat,
+        reads,
+        sc_fences,
+    })
+}
+
+/// All orders of `items` that keep `po`.
+fn linearisations(items: &[usize], po: &Rel) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut cur = Vec::new();
+    let mut used = vec![false; items.len()];
+    fn go(
+        items: &[usize],
+        po: &Rel,
+        used: &mut Vec<bool>,
+        cur: &mut Vec<usize>,
+        out: &mut Vec<Vec<usize>>,
+    ) {
+        if cur.len() == items.len() {
+            out.push(cur.clone());
+            return;
+        }
+        for i in 0..items.len() {
+            if used[i] {
+                continue;
+            }
+            // every po-predecessor among the items must already be placed
+            let ready = (0..items.len()).all(|j| used[j] || j == i || !has(po, items[j], items[i]));
+            if !ready {
+                continue;
+            }
+            used[i] = true;
+            cur.push(items[i]);
+            go(items, po, used, cur, out);
+            cur.pop();
+            used[i] = false;
+        }
+    }
+    go(items, po, &mut used, &mut cur, &mut out);
+    out
+}
+
+fn eval_src(s: &Src, val: &[Option<i64>]) -> Option<i64> {
+    match s {
+        Src::Const(v) => Some(*v),
+        Src::Read(r) => val[*r],
+    }
+}
+
+/// Values of every event under an rf choice: `None` for values caught in a cycle of rf and
+/// dependencies (thin air). `exists[w]` is whether a write happens (a failed cas does not).
+fn compute_values(p: &Program, rf: &[usize]) -> (Vec<Option<i64>>, Vec<Option<bool>>) {
+    let n = p.evs.len();
+    let mut val: Vec<Option<i64>> = vec![None; n];
+    let mut exists: Vec<Option<bool>> = p
+        .evs
+        .iter()
+        .map(|e| match e.wval {
+            Some(WVal::Rmw { cmp: Some(_), .. }) => None,
+            _ => Some(true),
+        })
+        .collect();
+    let mut rf_of = vec![usize::MAX; n];
+    for (k, &r) in p.reads.iter().enumerate() {
+        rf_of[r] = rf[k];
+    }
+    loop {
+        let mut changed = false;
+        for i in 0..n {
+            let e = &p.evs[i];
+            match e.kind {
+                Kind::R if val[i].is_none() => {
+                    let w = rf_of[i];
+                    if exists[w] == Some(true) && val[w].is_some() {
+                        val[i] = val[w];
+                        changed = true;
+                    }
+                }
+                Kind::W if val[i].is_none() => match e.wval.as_ref() {
+                    Some(WVal::Plain(s)) => {
+                        if let Some(v) = eval_src(s, &val) {
+                            val[i] = Some(v);
+                            changed = true;
+                        }
+                    }
+                    Some(WVal::Rmw {
+                        read,
+                        op,
+                        operand,
+                        cmp,
+                    }) => {
+                        if let (Some(old), Some(x)) = (val[*read], eval_src(operand, &val)) {
+                            if let Some(c) = cmp {
+                                match eval_src(c, &val) {
+                                    Some(c) => exists[i] = Some(old == c),
+                                    None => continue,
+                                }
+                            }
+                            val[i] = Some(op.apply(old, x));
+                            changed = true;
+                        }
+                    }
+                    None => {}
+                },
+                _ => {}
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (val, exists)
+}
+
+struct Outcome<'a> {
+    p: &'a Program,
+    val: &'a [Option<i64>],
+    final_mem: Vec<Option<i64>>,
+}
+
+impl Outcome<'_> {
+    fn value(&self, t: &Term) -> Option<i64> {
+        match t {
+            Term::Loc(l) => {
+                let li = self.p.locs.iter().position(|x| x == l)?;
+                self.final_mem[li]
+            }
+            Term::Reg { thread, reg } => match self.p.regs.get(*thread)?.get(reg) {
+                None => Some(0),
+                Some(s) => eval_src(s, self.val),
+            },
+        }
+    }
+}
+
+fn describe(p: &Program, rf: &[usize], co: &[CoOrder], sco: &[usize]) -> String {
+    let mut parts = Vec::new();
+    let rfs: Vec<String> = p
+        .reads
+        .iter()
+        .zip(rf)
+        .map(|(&r, &w)| format!("{} <- {}", p.evs[r].label, p.evs[w].label))
+        .collect();
+    parts.push(format!("rf[{}]", rfs.join("; ")));
+    for (li, order) in co.iter().enumerate() {
+        if order.writes.len() < 2 {
+            continue;
+        }
+        let k = order.writes.len();
+        if order.pairs.len() == k * (k - 1) / 2 {
+            // total: print the chain, earliest first (fewest predecessors)
+            let mut ws = order.writes.clone();
+            ws.sort_by_key(|&w| order.pairs.iter().filter(|&&(_, b)| b == w).count());
+            let names: Vec<&str> = ws.iter().map(|&w| p.evs[w].label.as_str()).collect();
+            parts.push(format!("co {}[init < {}]", p.locs[li], names.join(" < ")));
+        } else {
+            let names: Vec<String> = order
+                .pairs
+                .iter()
+                .map(|&(a, b)| format!("{} < {}", p.evs[a].label, p.evs[b].label))
+                .collect();
+            parts.push(format!(
+                "co {}[{}{}unordered otherwise]",
+                p.locs[li],
+                names.join("; "),
+                if names.is_empty() { "" } else { "; " }
+            ));
+        }
+    }
+    if sco.len() > 1 {
+        let names: Vec<&str> = sco.iter().map(|&f| p.evs[f].label.as_str()).collect();
+        parts.push(format!("fence-sc[{}]", names.join(" < ")));
+    }
+    parts.join(" ")
+}
+
+/// A coherence order over one location's writes (the initial write, first of all, left out):
+/// a strict partial order that orders every morally strong pair (the paper's `co` is total
+/// only within each scope's morally strong writes, Dat3M's `ptx-v6.0.cat` likewise).
+#[derive(Debug, Clone)]
+struct CoOrder {
+    writes: Vec<usize>,
+    pairs: Vec<(usize, usize)>,
+    /// Writes with no successor: each may be the location's final value.
+    maximal: Vec<usize>,
+}
+
+fn coherence_orders(ws: &[usize], ms: &Rel) -> Vec<CoOrder> {
+    let k = ws.len();
+    let pairs: Vec<(usize, usize)> = (0..k)
+        .flat_map(|i| (i + 1..k).map(move |j| (i, j)))
+        .collect();
+    let options: Vec<u8> = pairs
+        .iter()
+        .map(|&(i, j)| if has(ms, ws[i], ws[j]) { 2 } else { 3 })
+        .collect();
+    let mut choice = vec![0u8; pairs.len()];
+    let mut out = Vec::new();
+    loop {
+        let mut before = vec![vec![false; k]; k];
+        for (c, &(i, j)) in choice.iter().zip(&pairs) {
+            match c {
+                0 => before[i][j] = true,
+                1 => before[j][i] = true,
+                _ => {}
+            }
+        }
+        let transitive = (0..k).all(|a| {
+            (0..k).all(|b| !before[a][b] || (0..k).all(|c| !before[b][c] || before[a][c]))
+        });
+        if transitive {
+            let mut ps = Vec::new();
+            for a in 0..k {
+                for b in 0..k {
+                    if before[a][b] {
+                        ps.push((ws[a], ws[b]));
+                    }
+                }
+            }
+            let maximal = (0..k)
+                .filter(|&a| !before[a].iter().any(|&x| x))
+                .map(|a| ws[a])
+                .collect();
+            out.push(CoOrder {
+                writes: ws.to_vec(),
+                pairs: ps,
+                maximal,
+            });
+        }
+        // next choice
+        let mut i = 0;
+        loop {
+            if i == choice.len() {
+                return out;
+            }
+            choice[i] += 1;
+            if choice[i] < options[i] {
+                break;
+            }
+            choice[i] = 0;
+            i += 1;
+        }
+    }
+}
+
+/// The first axiom an execution violates, or `None` if it is consistent.
+/// `live`: the events that happen (a failed cas has no write).
+fn first_violation(
+    p: &Program,
+    live: u64,
+    rf_rel: &Rel,
+    co_rel: &Rel,
+    sco: &[usize],
+) -> Option<Axiom> {
+    let n = p.evs.len();
+    // fr = rf^-1; co
+    let mut fr = empty(n);
+    for (w, &readers) in rf_rel.iter().enumerate() {
+        let mut bits = readers;
+        while bits != 0 {
+            let r = bits.trailing_zeros() as usize;
+            fr[r] |= co_rel[w];
+            bits &= bits - 1;
+        }
+    }
+    // observation = (ms & rf) | obs; rmw; obs
+    let mut obs = inter(&p.ms, rf_rel);
+    loop {
+        let next = union(&obs, &compose(&compose(&obs, &p.rmw), &obs));
+        if next == obs {
+            break;
+        }
+        obs = next;
+    }
+    let sync = inter(&p.ms, &compose(&compose(&p.rel_pat, &obs), &p.acq_pat));
+    let mut sync_fence = empty(n);
+    for (i, &a) in sco.iter().enumerate() {
+        for &b in &sco[i + 1..] {
+            if has(&p.ms, a, b) {
+                set(&mut sync_fence, a, b);
+            }
+        }
+    }
+    let base = closure(&union(&union(&p.po, &sync), &sync_fence));
+    let cause = union(&base, &compose(&obs, &base));
+
+    // Coherence
+    for a in 0..n {
+        if p.evs[a].kind != Kind::W || live >> a & 1 == 0 {
+            continue;
+        }
+        for b in 0..n {
+            if p.evs[b].kind == Kind::W
+                && live >> b & 1 == 1
+                && p.evs[a].loc == p.evs[b].loc
+                && has(&cause, a, b)
+                && !has(co_rel, a, b)
+            {
+                return Some(Axiom::Coherence);
+            }
+        }
+    }
+    // Fence-SC
+    for a in 0..n {
+        for b in 0..n {
+            if has(&sync_fence, a, b) && has(&cause, b, a) {
+                return Some(Axiom::FenceSc);
+            }
+        }
+    }
+    // Atomicity
+    let ms_fr = inter(&p.ms, &fr);
+    let ms_co = inter(&p.ms, co_rel);
+    let bad = inter(&compose(&ms_fr, &ms_co), &p.rmw);
+    if bad.iter().any(|&r| r != 0) {
+        return Some(Axiom::Atomicity);
+    }
+    // SC-per-location
+    let com = union(&union(rf_rel, co_rel), &fr);
+    if !acyclic(&union(&inter(&p.ms, &com), &p.po_loc)) {
+        return Some(Axiom::ScPerLocation);
+    }
+    // Causality: irreflexive((rf | fr)?; cause), as in the paper's Alloy model (`optional`), so
+    // a cycle in causality order itself is ruled out too.
+    if (0..n).any(|i| has(&cause, i, i)) {
+        return Some(Axiom::Causality);
+    }
+    let rf_fr = union(rf_rel, &fr);
+    for (a, &row) in rf_fr.iter().enumerate() {
+        let mut bits = row;
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            if has(&cause, b, a) {
+                return Some(Axiom::Causality);
+            }
+            bits &= bits - 1;
+        }
+    }
+    None
+}
+
+/// Checks a test against the model. A test beyond the checker (more than 64 events, more
+/// than [`MAX_CANDIDATES`] candidate executions) gives a verdict with `error` set and nothing
+/// allowed; [`try_check`] returns that as an `Err` instead.
+pub fn check(test: &LitmusTest) -> Verdict {
+    try_check(test).unwrap_or_else(|e| Verdict {
+        allowed: false,
+        condition_holds: false,
+        candidates: 0,
+        consistent: 0,
+        rejected: Vec::new(),
+        terms: Vec::new(),
+        allowed_outcomes: BTreeSet::new(),
+        error: Some(e),
+    })
+}
+
+/// Checks a test against the model; an error when the test is too large to enumerate.
+pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
+    let p = build(test)?;
+    let mut term_set = BTreeSet::new();
+    test.condition.prop.terms(&mut term_set);
+    let terms: Vec<Term> = term_set.into_iter().collect();
+    let mut allowed_outcomes = BTreeSet::new();
+    let n = p.evs.len();
+    let prop: &Prop = &test.condition.prop;
+    // rf candidates for each read: same-location writes, not its own rmw write.
+    let choices: Vec<Vec<usize>> = p
+        .reads
+        .iter()
+        .map(|&r| {
+            (0..n)
+                .filter(|&w| {
+                    p.evs[w].kind == Kind::W
+                        && p.evs[w].loc == p.evs[r].loc
+                        && p.evs[r].rmw_write != Some(w)
+                })
+                .collect()
+        })
+        .collect();
+    if choices.iter().any(Vec::is_empty) {
+        return Err("a read has no write to read from".into());
+    }
+    // Bound the work before starting: rf choices × coherence orders (each pair of writes
+    // ordered one way, the other, or not) × fence.sc orders.
+    let fact = |k: usize| (1..=k as u128).product::<u128>();
+    let mut bound: u128 = choices.iter().map(|c| c.len() as u128).product();
+    for li in 0..p.locs.len() {
+        let writes = (0..n)
+            .filter(|&w| {
+                p.evs[w].kind == Kind::W && p.evs[w].loc == li && p.evs[w].thread.is_some()
+            })
+            .count();
+        let pairs = (writes * writes.saturating_sub(1) / 2) as u32;
+        bound = bound.saturating_mul(3u128.saturating_pow(pairs));
+    }
+    bound = bound.saturating_mul(fact(p.sc_fences.len()));
+    if bound > MAX_CANDIDATES {
+        return Err(format!(
+            "test `{}` has up to {bound} candidate executions; the checker enumerates at most {MAX_CANDIDATES}",
+            test.name
+        ));
+    }
+    let sc_orders = linearisations(&p.sc_fences, &p.po);
+    let mut candidates = 0usize;
+    let mut consistent = 0usize;
+    let mut allowed = false;
+    let mut all_satisfy = true;
+    let mut rejected = Vec::new();
+    let mut idx = vec![0usize; p.reads.len()];
+    'rf: loop {
+        let rf: Vec<usize> = idx
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| choices[k][i])
+            .collect();
+        let (val, exists) = compute_values(&p, &rf);
+        // A read from a cas write that did not happen is no execution at all.
+        let reads_missing = rf.iter().any(|&w| exists[w] == Some(false));
+        let thin_air = p
+            .evs
+            .iter()
+            .enumerate()
+            .any(|(i, e)| (e.kind != Kind::F && val[i].is_none()) || exists[i].is_none());
+        if thin_air && !reads_missing {
+            candidates += 1;
+            let out = Outcome {
+                p: &p,
+                val: &val,
+                final_mem: vec![None; p.locs.len()],
+            };
+            if prop.eval(&|t| out.value(t)) != Some(false) {
+                rejected.push(Rejection {
+                    axiom: Axiom::NoThinAir,
+                    execution: describe(&p, &rf, &[], &[]),
+                });
+            }
+        } else if !reads_missing {
+            let live = (0..n)
+                .filter(|&i| exists[i] == Some(true))
+                .fold(0u64, |m, i| m | 1 << i);
+            let mut rf_rel = empty(n);
+            for (k, &r) in p.reads.iter().enumerate() {
+                set(&mut rf_rel, rf[k], r);
+            }
+            // coherence orders: per location, partial orders of the writes that happen
+            let per_loc: Vec<Vec<CoOrder>> = (0..p.locs.len())
+                .map(|li| {
+                    let ws: Vec<usize> = (0..n)
+                        .filter(|&w| {
+                            p.evs[w].kind == Kind::W
+                                && p.evs[w].loc == li
+                                && p.evs[w].thread.is_some()
+                                && exists[w] == Some(true)
+                        })
+                        .collect();
+                    coherence_orders(&ws, &p.ms)
+                })
+                .collect();
+            let mut cidx = vec![0usize; per_loc.len()];
+            loop {
+                let co: Vec<CoOrder> = cidx
+                    .iter()
+                    .enumerate()
+                    .map(|(li, &i)| per_loc[li][i].clone())
+                    .collect();
+                let mut co_rel = empty(n);
+                for (li, order) in co.iter().enumerate() {
+                    // the initial write of location li is event li, before every other write
+                    for &w in &order.writes {
+                        set(&mut co_rel, li, w);
+                    }
+                    for &(a, b) in &order.pairs {
+                        set(&mut co_rel, a, b);
+                    }
+                }
+                // Final memory: any co-maximal write may be the value a later observer sees.
+                let finals: Vec<Vec<Option<i64>>> = co
+                    .iter()
+                    .enumerate()
+                    .map(|(li, order)| {
+                        if order.maximal.is_empty() {
+                            vec![val[li]]
+                        } else {
+                            order.maximal.iter().map(|&w| val[w]).collect()
+                        }
+                    })
+                    .collect();
+                let mut states: Vec<Vec<Option<i64>>> = vec![Vec::new()];
+                for f in &finals {
+                    states = states
+                        .iter()
+                        .flat_map(|st| {
+                            f.iter().map(move |v| {
+                                let mut st = st.clone();
+                                st.push(*v);
+                                st
+                            })
+                        })
+                        .collect();
+                }
+                let mut sat_any = false;
+                let mut unsat_any = false;
+                let mut state_values = Vec::new();
+                for final_mem in states {
+                    let out = Outcome {
+                        p: &p,
+                        val: &val,
+                        final_mem,
+                    };
+                    if prop.eval(&|t| out.value(t)) == Some(true) {
+                        sat_any = true;
+                    } else {
+                        unsat_any = true;
+                    }
+                    state_values.push(
+                        terms
+                            .iter()
+                            .map(|t| out.value(t).unwrap_or(0))
+                            .collect::<Vec<i64>>(),
+                    );
+                }
+                for sco in &sc_orders {
+                    candidates += 1;
+                    match first_violation(&p, live, &rf_rel, &co_rel, sco) {
+                        None => {
+                            consistent += 1;
+                            allowed_outcomes.extend(state_values.iter().cloned());
+                            allowed |= sat_any;
+                            if unsat_any {
+                                all_satisfy = false;
+                            }
+                        }
+                        Some(axiom) => {
+                            if sat_any {
+                                rejected.push(Rejection {
+                                    axiom,
+                                    execution: describe(&p, &rf, &co, sco),
+                                });
+                            }
+                        }
+                    }
+                }
+                // next coherence choice
+                let mut k = 0;
+                loop {
+                    if k == cidx.len() {
+                        break;
+                    }
+                    cidx[k] += 1;
+                    if cidx[k] < per_loc[k].len() {
+                        break;
+                    }
+                    cidx[k] = 0;
+                    k += 1;
+                }
+                if k == cidx.len() {
+                    break;
+                }
+            }
+        }
+        // next rf choice
+        let mut k = 0;
+        loop {
+            if k == idx.len() {
+                break 'rf;
+            }
+            idx[k] += 1;
+            if idx[k] < choices[k].len() {
+                break;
+            }
+            idx[k] = 0;
+            k += 1;
+        }
+    }
+    if allowed {
+        rejected.clear();
+    }
+    let condition_holds = match test.condition.quantifier {
+        Quantifier::Exists => allowed,
+        Quantifier::NotExists => !allowed,
+        Quantifier::Forall => all_satisfy,
+    };
+    Ok(Verdict {
+        allowed,
+        condition_holds,
+        candidates,
+        consistent,
+        rejected,
+        terms,
+        allowed_outcomes,
+        error: None,
+    })
+}
+
+/// The printable report of `gpucts litmus check`.
+pub fn report(test: &LitmusTest, v: &Verdict) -> String {
+    let mut s = String::new();
+    s.push_str(&format!("test: {}\n", test.name));
+    s.push_str(&format!("condition: {}\n", test.condition));
+    if let Some(e) = &v.error {
+        s.push_str(&format!("outcome: unknown ({e})\n"));
+        return s;
+    }
+    s.push_str(&format!(
+        "outcome: {}\n",
+        if v.allowed { "allowed" } else { "forbidden" }
+    ));
+    let meaning = match test.condition.quantifier {
+        Quantifier::Exists => "exists: some consistent execution satisfies it",
+        Quantifier::NotExists => "~exists: no consistent execution satisfies it",
+        Quantifier::Forall => "forall: every consistent execution satisfies it",
+    };
+    s.push_str(&format!(
+        "condition holds: {} ({meaning})\n",
+        if v.condition_holds { "yes" } else { "no" }
+    ));
+    s.push_str(&format!(
+        "executions: {} candidates, {} consistent\n",
+        v.candidates, v.consistent
+    ));
+    let mut counts: BTreeMap<Axiom, usize> = BTreeMap::new();
+    for r in &v.rejected {
+        *counts.entry(r.axiom).or_default() += 1;
+    }
+    for (a, c) in &counts {
+        s.push_str(&format!("ruled out by {a}: {c} candidate(s)\n"));
+    }
+    const SHOWN: usize = 200;
+    for r in v.rejected.iter().take(SHOWN) {
+        s.push_str(&format!("  {}: {}\n", r.axiom, r.execution));
+    }
+    if v.rejected.len() > SHOWN {
+        s.push_str(&format!("  ... and {} more\n", v.rejected.len() - SHOWN));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests;
