@@ -83,3 +83,65 @@ pub fn registry(area: &str) -> Option<Box<dyn AreaParser>> {
         _ => return None,
     })
 }
+
+/// Results computed once per key and shared by every case that needs them (a batch of random
+/// types compiled together, a producer's whole output). Different keys compute in parallel;
+/// cases waiting on the same key block until it is ready.
+pub struct BatchCache<K, V> {
+    slots: std::sync::Mutex<std::collections::HashMap<K, Arc<OnceLock<V>>>>,
+}
+
+use std::sync::OnceLock;
+
+impl<K: std::hash::Hash + Eq + Clone, V> BatchCache<K, V> {
+    pub fn new() -> Self {
+        BatchCache {
+            slots: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+
+    pub fn get_or_compute(&self, key: &K, compute: impl FnOnce() -> V) -> Arc<OnceLock<V>> {
+        let slot = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(slots.entry(key.clone()).or_default())
+        };
+        slot.get_or_init(compute);
+        slot
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone, V> Default for BatchCache<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn batch_cache_computes_each_key_once_across_threads() {
+        let cache: Arc<BatchCache<u32, u32>> = Arc::new(BatchCache::new());
+        let calls = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (cache, calls) = (Arc::clone(&cache), Arc::clone(&calls));
+                std::thread::spawn(move || {
+                    let slot = cache.get_or_compute(&(i % 2), || {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                        (i % 2) * 10
+                    });
+                    *slot.get().unwrap()
+                })
+            })
+            .collect();
+        let got: Vec<u32> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        for (i, v) in got.iter().enumerate() {
+            assert_eq!(*v, (i as u32 % 2) * 10);
+        }
+    }
+}

@@ -96,6 +96,24 @@ enum Cmd {
         #[command(subcommand)]
         action: ToolchainCmd,
     },
+    /// ABI tools: the layout engine and the parameter-passing linter on your own files.
+    Abi {
+        #[command(subcommand)]
+        action: AbiCmd,
+    },
+    /// Litmus tests: the PTX memory model's verdict, and Dat3M syntax conversion.
+    Litmus {
+        #[command(subcommand)]
+        action: LitmusCmd,
+    },
+    /// Print throughput figures (random types verified per second per oracle; model checks).
+    Bench {
+        #[arg(value_enum)]
+        area: BenchArea,
+        /// How many random types (abi).
+        #[arg(long, default_value_t = 2000)]
+        count: usize,
+    },
     /// Run one case in this process and print its result (used for crash isolation).
     #[command(name = "__case", hide = true)]
     Case {
@@ -104,6 +122,35 @@ enum Cmd {
         #[arg(long)]
         id: String,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum AbiCmd {
+    /// Print the ch. 1 layout of every type in a YAML type file as JSON.
+    Layout { file: PathBuf },
+    /// Check the .param declarations of PTX files against the §2.3 table. Exit 0 when every
+    /// file conforms, 1 on a violation, 2 when a file cannot be read or parsed.
+    Lint {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum LitmusCmd {
+    /// Print `outcome: allowed|forbidden` for a test (YAML or Dat3M .litmus), and for a
+    /// forbidden outcome the axiom ruling out each candidate execution.
+    Check { file: PathBuf },
+    /// Convert a Dat3M .litmus file to gpucts YAML (stdout).
+    Import { file: PathBuf },
+    /// Convert a test (YAML or .litmus) to Dat3M .litmus syntax (stdout).
+    Export { file: PathBuf },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+enum BenchArea {
+    Abi,
+    Atomics,
 }
 
 #[derive(Subcommand, Debug)]
@@ -149,6 +196,9 @@ pub fn main() -> i32 {
         Some(Cmd::Probe { json }) => probe(json),
         Some(Cmd::Validate { paths }) => validate(paths),
         Some(Cmd::Toolchain { action }) => toolchain(action),
+        Some(Cmd::Abi { action }) => abi(action),
+        Some(Cmd::Litmus { action }) => litmus(action),
+        Some(Cmd::Bench { area, count }) => bench(area, count),
         Some(Cmd::Case { file, id }) => child_case(&file, &id),
     }
 }
@@ -230,6 +280,103 @@ fn toolchain(action: ToolchainCmd) -> i32 {
     }
     if let Some(site) = managed::site_dir() {
         println!("managed cache: {}", site.display());
+    }
+    EXIT_OK
+}
+
+fn abi(action: AbiCmd) -> i32 {
+    match action {
+        AbiCmd::Layout { file } => match crate::abi::layout::layout_file_json(&file) {
+            Ok(json) => {
+                println!("{json}");
+                EXIT_OK
+            }
+            Err(e) => {
+                error(e);
+                EXIT_USAGE
+            }
+        },
+        AbiCmd::Lint { files } => {
+            let mut code = EXIT_OK;
+            for f in &files {
+                match crate::abi::lint::lint_path(f) {
+                    Ok(violations) => {
+                        for v in &violations {
+                            println!("{v}");
+                        }
+                        if !violations.is_empty() && code == EXIT_OK {
+                            code = 1;
+                        }
+                    }
+                    Err(e) => {
+                        error(e);
+                        code = EXIT_USAGE;
+                    }
+                }
+            }
+            code
+        }
+    }
+}
+
+fn litmus(action: LitmusCmd) -> i32 {
+    use crate::atomics::litmus;
+    let r = match &action {
+        LitmusCmd::Check { file } => litmus::check_file(file),
+        LitmusCmd::Import { file } => litmus::import_file(file),
+        LitmusCmd::Export { file } => litmus::export_file(file),
+    };
+    match r {
+        Ok(text) => {
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            error(e);
+            EXIT_USAGE
+        }
+    }
+}
+
+fn bench(area: BenchArea, count: usize) -> i32 {
+    let tc = Toolchain::discover_system();
+    match area {
+        BenchArea::Abi => {
+            println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);
+            print!("{}", crate::abi::oracle::bench(&tc, count));
+        }
+        BenchArea::Atomics => {
+            use crate::atomics::{catalog, mapping, model};
+            let tests = catalog::catalog();
+            let t0 = std::time::Instant::now();
+            let mut candidates = 0usize;
+            for t in &tests {
+                candidates += model::check(t).candidates;
+            }
+            let secs = t0.elapsed().as_secs_f64();
+            println!(
+                "model: {} catalogue tests in {secs:.3} s = {:.0} tests/s ({candidates} candidate executions, {:.0}/s)",
+                tests.len(),
+                tests.len() as f64 / secs,
+                candidates as f64 / secs
+            );
+            for producer in mapping::source::Producer::ALL {
+                let cases = mapping::source::cases_for(producer);
+                let t0 = std::time::Instant::now();
+                let verdicts = mapping::run_batch(&tc, producer, &cases);
+                let secs = t0.elapsed().as_secs_f64();
+                let conform = verdicts.iter().filter(|(_, v)| v.is_conforming()).count();
+                println!(
+                    "mapping {:<6} {} cases in {secs:.2} s = {:.0} cases/s ({conform} conform)",
+                    producer.name(),
+                    cases.len(),
+                    cases.len() as f64 / secs
+                );
+            }
+        }
     }
     EXIT_OK
 }

@@ -21,12 +21,47 @@ pub enum AbiCheck {
         size: u64,
         align: u64,
     },
+    /// The layout engine (ch. 1 rules) and an independent oracle agree on the random type
+    /// `r<seed>` (types are compiled in batches of [`oracle::BATCH`] for speed).
+    RandomType { oracle: oracle::Oracle, seed: u64 },
+    /// The engine and an oracle agree on every type of a type file (relative to the repo root).
+    TypesFile {
+        oracle: oracle::Oracle,
+        file: String,
+    },
+    /// §2.3: the `.param` declaration a producer emits for an external device function's
+    /// parameter or return value of a type class follows the table.
+    ParamPassing {
+        producer: String,
+        signature: String,
+        position: String,
+    },
+    /// `gpucts abi lint` on a PTX file (relative to the repo root) gives this exit status and
+    /// these rule ids, in order; the expectation comes from §2.3, written in the suite.
+    Lint {
+        file: String,
+        exit: i32,
+        rules: Vec<String>,
+    },
+}
+
+fn paramgen_producer(name: &str) -> Option<paramgen::Producer> {
+    paramgen::Producer::ALL
+        .into_iter()
+        .find(|p| p.name() == name)
 }
 
 impl Check for AbiCheck {
     fn requires(&self) -> Vec<Capability> {
         match self {
             AbiCheck::FundamentalType { .. } => vec![Capability::Ptxas],
+            AbiCheck::RandomType { oracle, .. } | AbiCheck::TypesFile { oracle, .. } => {
+                oracle.requires().to_vec()
+            }
+            AbiCheck::ParamPassing { producer, .. } => paramgen_producer(producer)
+                .map(|p| vec![p.capability()])
+                .unwrap_or_default(),
+            AbiCheck::Lint { .. } => Vec::new(),
         }
     }
 
@@ -37,9 +72,24 @@ impl Check for AbiCheck {
                 size,
                 align,
             } => fundamental::check(ctx, ptx_type, *size, *align),
+            AbiCheck::RandomType { oracle, seed } => cases::random_type(ctx, *oracle, *seed),
+            AbiCheck::TypesFile { oracle, file } => cases::types_file(ctx, *oracle, file),
+            AbiCheck::ParamPassing {
+                producer,
+                signature,
+                position,
+            } => match paramgen_producer(producer) {
+                Some(p) => cases::param_passing(ctx, p, signature, position),
+                None => CaseStatus::error(format!(
+                    "unknown producer `{producer}` (nvrtc, clang, libnvvm)"
+                )),
+            },
+            AbiCheck::Lint { file, exit, rules } => cases::lint(ctx, file, *exit, rules),
         }
     }
 }
+
+mod cases;
 
 pub mod layout;
 pub mod oracle;

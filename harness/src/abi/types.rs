@@ -350,7 +350,8 @@ pub fn parse_type_file(
     origin: &str,
 ) -> Result<(crate::abi::layout::AddressSize, Vec<TypeDef>), String> {
     use crate::abi::layout::AddressSize;
-    let file: FileRepr = serde_saphyr::from_str(text).map_err(|e| format!("{origin}: {e}"))?;
+    let file: FileRepr =
+        crate::suite::from_yaml(text).map_err(|(l, c, m)| format!("{origin}:{l}:{c}: {m}"))?;
     let address_size = match file.address_size {
         None | Some(64) => AddressSize::A64,
         Some(32) => AddressSize::A32,

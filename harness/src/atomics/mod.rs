@@ -2,6 +2,8 @@
 //!
 //! - `mapping`: each C++ atomic operation × order × scope, compiled by each producer, must
 //!   emit one of the chapter's instruction sequences.
+//! - `litmus`, `model`, `catalog`: litmus tests, a checker of the PTX memory model (Lustig et
+//!   al., ASPLOS'19), and the coverage catalogue whose verdicts the checker computes.
 
 pub mod mapping;
 
@@ -26,6 +28,10 @@ pub enum AtomicsCheck {
     /// One operation at one order and scope, compiled by one producer, against the chapter's
     /// mappings. An order that C++ does not allow for the operation is a suite error.
     Mapping(MappingSpec),
+    /// A catalogue litmus test (`MP.rel_acq.gpu.inter_cta`): the memory-model checker's
+    /// verdict must be the one the mappings' soundness and the scope rules imply
+    /// ([`catalog::expected_allowed`]).
+    Model { test: String },
 }
 
 /// `{producer: nvrtc, operation: fetch_add, order: acquire, scope: gpu}`.
@@ -45,7 +51,10 @@ struct RawMapping {
 impl TryFrom<RawMapping> for MappingSpec {
     type Error = String;
     fn try_from(r: RawMapping) -> Result<Self, String> {
-        let id = format!("atomics.mapping.{}.{}.{}.{}", r.producer, r.operation, r.order, r.scope);
+        let id = format!(
+            "atomics.mapping.{}.{}.{}.{}",
+            r.producer, r.operation, r.order, r.scope
+        );
         MappingCase::from_id(&id).map(MappingSpec).ok_or_else(|| {
             format!(
                 "no mapping case for producer `{}`, operation `{}`, order `{}`, scope `{}` \
@@ -69,12 +78,46 @@ impl Check for AtomicsCheck {
                 Producer::Nvrtc => vec![Capability::Nvrtc, Capability::Cccl],
                 Producer::Clang | Producer::LlvmIr => vec![Capability::Clang],
             },
+            AtomicsCheck::Model { .. } => Vec::new(),
         }
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
-            AtomicsCheck::Mapping(MappingSpec(case)) => cache().verdict(ctx.toolchain, case).to_status(case),
+            AtomicsCheck::Mapping(MappingSpec(case)) => {
+                cache().verdict(ctx.toolchain, case).to_status(case)
+            }
+            AtomicsCheck::Model { test } => model_case(test),
         }
+    }
+}
+
+fn model_case(name: &str) -> CaseStatus {
+    let Some(entry) = catalog::entry(name) else {
+        return CaseStatus::error(format!("no catalogue test named `{name}`"));
+    };
+    let verdict = match model::try_check(&entry.test) {
+        Ok(v) => v,
+        Err(e) => return CaseStatus::error(format!("the checker gave no verdict: {e}")),
+    };
+    let word = |allowed: bool| if allowed { "allowed" } else { "forbidden" };
+    let expected = catalog::expected_allowed(&entry);
+    if verdict.allowed == expected {
+        let why = match verdict.rejected.first() {
+            Some(r) if !verdict.allowed => format!(", e.g. ruled out by {}", r.axiom),
+            _ => String::new(),
+        };
+        CaseStatus::pass_with(format!(
+            "{} ({} candidates, {} consistent{why})",
+            word(verdict.allowed),
+            verdict.candidates,
+            verdict.consistent
+        ))
+    } else {
+        CaseStatus::fail_detail(
+            format!("weak outcome {}", word(expected)),
+            format!("weak outcome {}", word(verdict.allowed)),
+            model::report(&entry.test, &verdict),
+        )
     }
 }

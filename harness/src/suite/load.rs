@@ -94,9 +94,9 @@ fn id_is_well_formed(id: &str) -> bool {
     !id.is_empty()
         && id.split('.').all(|seg| {
             !seg.is_empty()
-                && seg.chars().all(|c| {
-                    c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '{' || c == '}'
-                })
+                && seg
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-+{}".contains(c))
         })
 }
 
@@ -139,7 +139,7 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
         let mut fail = |m: String| errors.push(err_at(line, column, m));
         if !id_is_well_formed(&entry.id) {
             fail(format!(
-                "case id `{}` is not a dotted id of [A-Za-z0-9_-] segments",
+                "case id `{}` is not a dotted id of [A-Za-z0-9_+-] segments",
                 entry.id
             ));
             continue;

@@ -134,9 +134,12 @@ pub fn expand(
             });
         }
     }
+    // Table values may be lists or maps (substituted whole); those named in the id must be
+    // scalars so the id reads well.
+    let id_keys = placeholders(id_template);
     for (i, row) in table.iter().enumerate() {
         for (k, v) in row {
-            if scalar_text(v).is_none() {
+            if id_keys.contains(k) && scalar_text(v).is_none() {
                 return Err(MatrixError::NotScalar {
                     key: format!("{k} (table row {})", i + 1),
                     found: v.to_string(),

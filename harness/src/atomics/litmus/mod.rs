@@ -823,7 +823,8 @@ impl LitmusTest {
 
 /// Reads a test from YAML text (errors carry line and column).
 pub fn from_yaml(text: &str) -> Result<LitmusTest, String> {
-    let t: LitmusTest = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    let t: LitmusTest =
+        crate::suite::from_yaml(text).map_err(|(l, c, m)| format!("{l}:{c}: {m}"))?;
     t.validate()?;
     Ok(t)
 }
@@ -840,7 +841,15 @@ pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
-        "yaml" | "yml" => from_yaml(&text).map_err(|e| format!("{}: {e}", path.display())),
+        "yaml" | "yml" => from_yaml(&text).map_err(|e| {
+            // Parse errors start with `line:column: `; validation errors have no position.
+            let sep = if e.starts_with(|c: char| c.is_ascii_digit()) {
+                ":"
+            } else {
+                ": "
+            };
+            format!("{}{sep}{e}", path.display())
+        }),
         "litmus" => import_dat3m(&text).map_err(|e| format!("{}:{e}", path.display())),
         _ => Err(format!(
             "{}: unknown litmus file type (expected .yaml, .yml or .litmus)",

@@ -1,0 +1,166 @@
+//! The abi suite's cases: each compares the spec's rules (through the layout engine or the
+//! §2.3 table) with an independent observation (an oracle compiler, a producer's PTX).
+
+use std::collections::HashMap;
+
+use crate::area::{BatchCache, CaseContext};
+use crate::outcome::CaseStatus;
+use crate::ptx::PtxModule;
+
+use super::oracle::{self, Oracle, Verdict};
+use super::paramgen::{self, Observation, Producer, Variant};
+use super::{lint as linter, random, types};
+
+fn judge(oracle: Oracle, name: &str, verdict: &Verdict) -> CaseStatus {
+    match verdict {
+        Verdict::Agree => CaseStatus::pass(),
+        Verdict::Mismatch(msg) => CaseStatus::fail_detail(
+            format!("{} agrees with the ch. 1 layout of `{name}`", oracle.name()),
+            "a different layout",
+            msg.clone(),
+        ),
+        Verdict::Error(msg) => {
+            CaseStatus::error(format!("{} could not judge `{name}`: {msg}", oracle.name()))
+        }
+    }
+}
+
+type BatchVerdicts = Result<HashMap<String, Verdict>, String>;
+
+pub fn random_type(ctx: &CaseContext, oracle: Oracle, seed: u64) -> CaseStatus {
+    static CACHE: std::sync::OnceLock<BatchCache<(&'static str, u64), BatchVerdicts>> =
+        std::sync::OnceLock::new();
+    let start = seed - seed % oracle::BATCH as u64;
+    let slot = CACHE
+        .get_or_init(BatchCache::new)
+        .get_or_compute(&(oracle.name(), start), || {
+            oracle::check_batch(
+                oracle,
+                ctx.toolchain,
+                &random::random_batch(start, oracle::BATCH),
+            )
+            .map(|rs| rs.into_iter().map(|r| (r.name, r.verdict)).collect())
+            .map_err(|e| e.to_string())
+        });
+    let name = random::random_type(seed).name;
+    match slot.get() {
+        Some(Ok(verdicts)) => match verdicts.get(&name) {
+            Some(v) => judge(oracle, &name, v),
+            None => CaseStatus::error(format!(
+                "the {} batch has no verdict for `{name}`",
+                oracle.name()
+            )),
+        },
+        Some(Err(e)) => CaseStatus::error(format!("{} oracle: {e}", oracle.name())),
+        None => CaseStatus::error("batch not computed"),
+    }
+}
+
+pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str) -> CaseStatus {
+    let path = ctx.root.join(file);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => return CaseStatus::error(format!("{}: {e}", path.display())),
+    };
+    let defs = match types::parse_types(&text, &path.display().to_string()) {
+        Ok(d) => d,
+        Err(e) => return CaseStatus::error(e),
+    };
+    let results = match oracle::check_all(oracle, ctx.toolchain, &defs) {
+        Ok(r) => r,
+        Err(e) => return CaseStatus::error(e),
+    };
+    let bad: Vec<CaseStatus> = results
+        .iter()
+        .map(|r| judge(oracle, &r.name, &r.verdict))
+        .filter(|s| s.is_failure())
+        .collect();
+    match bad.into_iter().next() {
+        None => CaseStatus::pass_with(format!("{} types agree", results.len())),
+        Some(first) => first,
+    }
+}
+
+type Observations = Result<Vec<Observation>, String>;
+
+pub fn param_passing(
+    ctx: &CaseContext,
+    producer: Producer,
+    signature: &str,
+    position: &str,
+) -> CaseStatus {
+    static CACHE: std::sync::OnceLock<BatchCache<&'static str, Observations>> =
+        std::sync::OnceLock::new();
+    let slot = CACHE
+        .get_or_init(BatchCache::new)
+        .get_or_compute(&producer.name(), || {
+            let sigs = paramgen::signatures();
+            let ptx = producer
+                .emit(ctx.toolchain, &sigs)
+                .map_err(|e| e.to_string())?;
+            let module =
+                PtxModule::parse(&ptx).map_err(|e| e.at(&format!("{} output", producer.name())))?;
+            Ok(paramgen::observe(&module, &sigs))
+        });
+    let observations = match slot.get() {
+        Some(Ok(o)) => o,
+        Some(Err(e)) => return CaseStatus::error(e),
+        None => return CaseStatus::error("observations not computed"),
+    };
+    let Some(obs) = observations.iter().find(|o| {
+        o.sig_id == signature && o.position.name() == position && o.variant == Variant::External
+    }) else {
+        return CaseStatus::error(format!(
+            "no {position} observation for signature `{signature}`"
+        ));
+    };
+    let expected = format!(
+        "a {} declaration per the §2.3 table row for {}",
+        position,
+        obs.class.row()
+    );
+    match (&obs.declared, obs.findings.is_empty()) {
+        (None, _) => CaseStatus::fail(expected, "the function or value is missing from the PTX"),
+        (Some(decl), true) => CaseStatus::pass_with(format!("`{decl}`")),
+        (Some(decl), false) => CaseStatus::fail_detail(
+            expected,
+            format!("`{decl}` (line {})", obs.line),
+            obs.findings
+                .iter()
+                .map(|(rule, msg)| format!("[{} {}] {msg}", rule.id(), rule.clause()))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+    }
+}
+
+pub fn lint(ctx: &CaseContext, file: &str, exit: i32, rules: &[String]) -> CaseStatus {
+    let path = ctx.root.join(file);
+    let src = match std::fs::read_to_string(&path) {
+        Ok(s) => s,
+        Err(e) => return CaseStatus::error(format!("{}: {e}", path.display())),
+    };
+    let result = linter::lint_source(&src, file);
+    let got_exit = linter::exit_code(&result);
+    let got_rules: Vec<String> = match &result {
+        Ok(v) => v.iter().map(|v| v.rule.id().to_string()).collect(),
+        Err(_) => Vec::new(),
+    };
+    if got_exit == exit && got_rules == rules {
+        CaseStatus::pass()
+    } else {
+        let detail = match &result {
+            Ok(v) => v
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Err(e) => e.at(file),
+        };
+        CaseStatus::fail_detail(
+            format!("exit {exit}, rules {rules:?}"),
+            format!("exit {got_exit}, rules {got_rules:?}"),
+            detail,
+        )
+    }
+}
