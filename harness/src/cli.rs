@@ -19,6 +19,9 @@ pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILED: i32 = 101;
 pub const EXIT_USAGE: i32 = 2;
 
+/// Known producer divergences, each investigated, applied unless `--no-default-waivers`.
+pub const DEFAULT_WAIVERS: &str = "suites/waivers/known-divergences.yaml";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "gpucts",
@@ -65,9 +68,13 @@ struct RunArgs {
     /// clang, kmod, rdma.
     #[arg(long, value_name = "CAP[,CAP...]", value_delimiter = ',')]
     require: Vec<String>,
-    /// Known failures to report as waived (YAML; see reports/README.md).
+    /// Known failures to report as waived (YAML; see reports/README.md). Repeatable; added to
+    /// suites/waivers/known-divergences.yaml.
     #[arg(long, value_name = "FILE")]
-    waivers: Option<PathBuf>,
+    waivers: Vec<PathBuf>,
+    /// Do not apply suites/waivers/known-divergences.yaml (every divergence fails).
+    #[arg(long)]
+    no_default_waivers: bool,
     /// `auto` installs NVIDIA's pinned wheels for missing components; `system` never installs.
     #[arg(long, value_enum, default_value_t = Policy::Auto)]
     toolchain: Policy,
@@ -464,16 +471,25 @@ fn run(args: RunArgs) -> i32 {
             }
         }
     }
-    let waivers = match &args.waivers {
-        Some(p) => match Waivers::load(p) {
-            Ok(w) => w,
+    let mut waiver_files = Vec::new();
+    let default_waivers = root.join(DEFAULT_WAIVERS);
+    if !args.no_default_waivers && default_waivers.is_file() {
+        waiver_files.push(default_waivers);
+    }
+    waiver_files.extend(args.waivers.iter().cloned());
+    let mut waivers = Waivers::default();
+    for f in &waiver_files {
+        match Waivers::load(f)
+            .map_err(|e| e.to_string())
+            .and_then(|w| waivers.extend(w))
+        {
+            Ok(()) => {}
             Err(e) => {
                 error(e);
                 return EXIT_USAGE;
             }
-        },
-        None => Waivers::default(),
-    };
+        }
+    }
     let cases: Vec<Case> = suites.into_iter().flat_map(|s| s.cases).collect();
 
     let mut mimic = libtest_mimic::Arguments {

@@ -66,6 +66,17 @@ impl Waivers {
         Waivers { list }
     }
 
+    /// Add another file's waivers; ids must stay unique.
+    pub fn extend(&mut self, other: Waivers) -> Result<(), String> {
+        for w in other.list {
+            if self.list.iter().any(|x| x.id == w.id) {
+                return Err(format!("waiver id `{}` appears in two waiver files", w.id));
+            }
+            self.list.push(w);
+        }
+        Ok(())
+    }
+
     /// The first waiver matching this case on this platform.
     pub fn find(&self, case_id: &str, fingerprint: &BTreeMap<String, String>) -> Option<&Waiver> {
         self.list.iter().find(|w| {
@@ -77,8 +88,50 @@ impl Waivers {
     }
 }
 
-/// `*` matches any run of characters, `?` exactly one; everything else is literal.
+/// `*` matches any run of characters, `?` exactly one, `{a,b}` either alternative (nesting
+/// allowed); everything else is literal.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
+    expand_braces(pattern)
+        .iter()
+        .any(|p| glob_match_plain(p, text))
+}
+
+/// `a.{b,c.{d,e}}` -> `a.b`, `a.c.d`, `a.c.e`. An unbalanced brace is literal.
+fn expand_braces(pattern: &str) -> Vec<String> {
+    let Some(open) = pattern.find('{') else {
+        return vec![pattern.to_string()];
+    };
+    let (mut depth, mut close, mut commas) = (0, None, Vec::new());
+    for (i, c) in pattern[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(open + i);
+                    break;
+                }
+            }
+            ',' if depth == 1 => commas.push(open + i),
+            _ => {}
+        }
+    }
+    let Some(close) = close else {
+        return vec![pattern.to_string()];
+    };
+    let (head, tail) = (&pattern[..open], &pattern[close + 1..]);
+    let mut bounds = vec![open];
+    bounds.extend(commas);
+    bounds.push(close);
+    let mut out = Vec::new();
+    for w in bounds.windows(2) {
+        let alt = &pattern[w[0] + 1..w[1]];
+        out.extend(expand_braces(&format!("{head}{alt}{tail}")));
+    }
+    out
+}
+
+fn glob_match_plain(pattern: &str, text: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
     let t: Vec<char> = text.chars().collect();
     let (mut pi, mut ti) = (0, 0);
@@ -117,6 +170,16 @@ mod tests {
         assert!(!glob_match("abi.*", "atomics.x"));
         assert!(glob_match("*", ""));
         assert!(!glob_match("a*b", "acd"));
+    }
+
+    #[test]
+    fn brace_alternatives_nest() {
+        let p = "atomics.mapping.clang.{load.{acquire,seq_cst},fence.*}.*";
+        assert!(glob_match(p, "atomics.mapping.clang.load.acquire.gpu"));
+        assert!(glob_match(p, "atomics.mapping.clang.fence.release.sys"));
+        assert!(!glob_match(p, "atomics.mapping.clang.load.relaxed.gpu"));
+        assert!(!glob_match(p, "atomics.mapping.llvm.load.acquire.gpu"));
+        assert!(glob_match("a{b", "a{b"), "an unbalanced brace is literal");
     }
 
     #[test]
