@@ -82,11 +82,8 @@ impl CaseVerdict {
                 first_error_lines(log),
             ),
             CaseVerdict::Unsupported { reason } => CaseStatus::skip(
-                match case.producer {
-                    Producer::Nvrtc => Capability::Cccl,
-                    Producer::Clang | Producer::LlvmIr => Capability::Clang,
-                },
-                reason.clone(),
+                Capability::ProducerFeature,
+                format!("{}: {reason}", case.producer.describe()),
             ),
             CaseVerdict::ToolFailed { message } => CaseStatus::error(message),
         }
@@ -490,7 +487,7 @@ mod tests {
         assert!(matches!(
             s,
             CaseStatus::Skip {
-                capability: Capability::Clang,
+                capability: Capability::ProducerFeature,
                 ..
             }
         ));
