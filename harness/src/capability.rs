@@ -218,7 +218,10 @@ mod tests {
         assert!(!r.covers(Capability::Gpu));
         assert!(Requirement::parse("gpu").unwrap().covers(Capability::Gpu));
         assert!(Requirement::parse("warp-drive").is_err());
-        assert!(!r.covers(Capability::ProducerFeature), "a producer's missing feature is not a missing toolchain");
+        assert!(
+            !r.covers(Capability::ProducerFeature),
+            "a producer's missing feature is not a missing toolchain"
+        );
     }
 
     #[test]
