@@ -250,7 +250,14 @@ fn validate(paths: Vec<PathBuf>) -> i32 {
         Ok(suites) => {
             let n: usize = suites.iter().map(|s| s.cases.len()).sum();
             for s in &suites {
-                println!("{}: {} cases ({})", s.file.display(), s.cases.len(), s.area);
+                println!(
+                    "{}: {} cases ({}{}{})",
+                    s.file.display(),
+                    s.cases.len(),
+                    s.area,
+                    if s.description.is_empty() { "" } else { ": " },
+                    s.description
+                );
             }
             println!("gpucts: {} suite files valid, {n} cases", suites.len());
             EXIT_OK

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use libtest_mimic::{Completion, Failed, Trial};
 use serde::Serialize;
@@ -196,9 +196,6 @@ impl Tally {
         t
     }
 }
-
-/// Timeout applied when a case gives none; exposed for the CLI's child mode.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[cfg(test)]
 mod tests {
