@@ -56,29 +56,46 @@ pub fn random_type(ctx: &CaseContext, oracle: Oracle, seed: u64) -> CaseStatus {
     }
 }
 
-pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str) -> CaseStatus {
+type FileVerdicts = Result<Vec<(String, Verdict)>, String>;
+
+pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&str>) -> CaseStatus {
+    static CACHE: std::sync::OnceLock<BatchCache<(&'static str, String), FileVerdicts>> =
+        std::sync::OnceLock::new();
     let path = ctx.root.join(file);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) => return CaseStatus::error(format!("{}: {e}", path.display())),
+    // Nested types are judged with the type that holds them, so the whole file is compiled
+    // once per oracle and each case reads its type's verdict.
+    let slot = CACHE.get_or_init(BatchCache::new).get_or_compute(
+        &(oracle.name(), file.to_string()),
+        || {
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let defs = types::parse_types(&text, &path.display().to_string())?;
+            oracle::check_all(oracle, ctx.toolchain, &defs)
+                .map(|rs| rs.into_iter().map(|r| (r.name, r.verdict)).collect())
+                .map_err(|e| e.to_string())
+        },
+    );
+    let results = match slot.get() {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return CaseStatus::error(e),
+        None => return CaseStatus::error("file verdicts not computed"),
     };
-    let defs = match types::parse_types(&text, &path.display().to_string()) {
-        Ok(d) => d,
-        Err(e) => return CaseStatus::error(e),
-    };
-    let results = match oracle::check_all(oracle, ctx.toolchain, &defs) {
-        Ok(r) => r,
-        Err(e) => return CaseStatus::error(e),
-    };
-    let bad: Vec<CaseStatus> = results
+    let picked: Vec<&(String, Verdict)> = results
         .iter()
-        .map(|r| judge(oracle, &r.name, &r.verdict))
-        .filter(|s| s.is_failure())
+        .filter(|(n, _)| only.is_none_or(|o| o == n))
         .collect();
-    match bad.into_iter().next() {
-        None => CaseStatus::pass_with(format!("{} types agree", results.len())),
-        Some(first) => first,
+    if picked.is_empty() {
+        return CaseStatus::error(format!(
+            "{} has no type `{}`",
+            path.display(),
+            only.unwrap_or("")
+        ));
     }
+    let first_bad = picked
+        .iter()
+        .map(|(n, v)| judge(oracle, n, v))
+        .find(|s| s.is_failure());
+    first_bad.unwrap_or_else(|| CaseStatus::pass_with(format!("{} type(s) agree", picked.len())))
 }
 
 type Observations = Result<Vec<Observation>, String>;

@@ -24,10 +24,14 @@ pub enum AbiCheck {
     /// The layout engine (ch. 1 rules) and an independent oracle agree on the random type
     /// `r<seed>` (types are compiled in batches of [`oracle::BATCH`] for speed).
     RandomType { oracle: oracle::Oracle, seed: u64 },
-    /// The engine and an oracle agree on every type of a type file (relative to the repo root).
+    /// The engine and an oracle agree on every type of a type file (relative to the repo root),
+    /// or with `type:` on that one type.
     TypesFile {
         oracle: oracle::Oracle,
         file: String,
+        /// Only this type of the file.
+        #[serde(default, rename = "type")]
+        only: Option<String>,
     },
     /// §2.3: the `.param` declaration a producer emits for an external device function's
     /// parameter or return value of a type class follows the table.
@@ -73,7 +77,9 @@ impl Check for AbiCheck {
                 align,
             } => fundamental::check(ctx, ptx_type, *size, *align),
             AbiCheck::RandomType { oracle, seed } => cases::random_type(ctx, *oracle, *seed),
-            AbiCheck::TypesFile { oracle, file } => cases::types_file(ctx, *oracle, file),
+            AbiCheck::TypesFile { oracle, file, only } => {
+                cases::types_file(ctx, *oracle, file, only.as_deref())
+            }
             AbiCheck::ParamPassing {
                 producer,
                 signature,
