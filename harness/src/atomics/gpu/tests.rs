@@ -231,6 +231,17 @@ fn control_without_weak_outcomes_is_a_warning_not_a_failure() {
         }
         other => panic!("{other:?}"),
     }
+    // The control's own forbidden outcomes are a failure too.
+    let broken = report(
+        &control,
+        cv.terms.clone(),
+        &[(vec![7, 7], 1), (vec![0, 0], 99)],
+    );
+    let bc = classify(&ct, &cv, &broken.histogram);
+    assert!(matches!(
+        judge(&v, &r, &c, Some((&broken, &bc))),
+        CaseStatus::Fail { .. }
+    ));
     // An allowed test needs no control and reports its figures.
     let rel = catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap();
     let rv = model::check(&rel);
