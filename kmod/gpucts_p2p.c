@@ -60,7 +60,8 @@
 #endif
 
 /* mmap offset of a handle: handle << 40, so that every pin has its own
- * range of the device's address space and tearing one down spares others */
+ * range of the device's address space and tearing one down spares others
+ */
 #define GP_MMAP_SHIFT	40
 #define GP_MMAP_PGSHIFT	(GP_MMAP_SHIFT - PAGE_SHIFT)
 #define GP_MAX_HANDLE	((1U << 20) - 1)
@@ -766,7 +767,8 @@ static vm_fault_t gp_vm_fault(struct vm_fault *vmf)
 	off = (u64)(vmf->pgoff - ((unsigned long)pin->handle << GP_MMAP_PGSHIFT))
 	      << PAGE_SHIFT;
 	/* the pages stay valid while the state is PINNED under the lock: the
-	 * callback and UNPIN change it first and zap afterwards */
+	 * callback and UNPIN change it first and zap afterwards
+	 */
 	mutex_lock(&pin->lock);
 	pt = pin->pt;
 	if (pin->state != GP_PINNED || !pin->compatible || !pt)
@@ -817,7 +819,8 @@ static int gp_mmap(struct file *file, struct vm_area_struct *vma)
 		return ret;
 	}
 	/* populated lazily by gp_vm_fault, so a revocation between here and
-	 * the vma becoming visible cannot leave a stale PTE behind */
+	 * the vma becoming visible cannot leave a stale PTE behind
+	 */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
 	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP |
 		     VM_DONTCOPY);

@@ -100,6 +100,15 @@ impl<K: std::hash::Hash + Eq + Clone, V> BatchCache<K, V> {
         }
     }
 
+    /// How many keys have been asked for.
+    pub fn len(&self) -> usize {
+        self.slots.lock().map(|s| s.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     pub fn get_or_compute(&self, key: &K, compute: impl FnOnce() -> V) -> Arc<OnceLock<V>> {
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
@@ -107,6 +116,13 @@ impl<K: std::hash::Hash + Eq + Clone, V> BatchCache<K, V> {
         };
         slot.get_or_init(compute);
         slot
+    }
+}
+
+impl<K, V> std::fmt::Debug for BatchCache<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.slots.lock().map(|s| s.len()).unwrap_or(0);
+        write!(f, "BatchCache({n} keys)")
     }
 }
 

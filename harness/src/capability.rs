@@ -11,7 +11,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Capability {
     /// A CUDA GPU reachable through the driver API.
     Gpu,
@@ -35,6 +35,11 @@ pub enum Capability {
     Kmod,
     /// An RDMA device through libibverbs (cargo feature `rdma`).
     Rdma,
+    /// A language feature the producer under test lacks (e.g. a libcu++ without
+    /// `cuda::thread_scope_cluster`): the case cannot be expressed with this producer version.
+    /// Its own family, so `--require toolchain` does not fail on it; `--require
+    /// producer-feature` does.
+    ProducerFeature,
 }
 
 impl Capability {
@@ -50,6 +55,7 @@ impl Capability {
         Capability::Clang,
         Capability::Kmod,
         Capability::Rdma,
+        Capability::ProducerFeature,
     ];
 
     pub fn name(self) -> &'static str {
@@ -65,6 +71,7 @@ impl Capability {
             Capability::Clang => "clang",
             Capability::Kmod => "kmod",
             Capability::Rdma => "rdma",
+            Capability::ProducerFeature => "producer-feature",
         }
     }
 
@@ -98,6 +105,7 @@ impl Capability {
             Capability::Rdma => {
                 "build with `--features rdma` on a machine with an RDMA device (libibverbs)"
             }
+            Capability::ProducerFeature => "needs a producer version that can express the case",
         }
     }
 }
@@ -210,6 +218,10 @@ mod tests {
         assert!(!r.covers(Capability::Gpu));
         assert!(Requirement::parse("gpu").unwrap().covers(Capability::Gpu));
         assert!(Requirement::parse("warp-drive").is_err());
+        assert!(
+            !r.covers(Capability::ProducerFeature),
+            "a producer's missing feature is not a missing toolchain"
+        );
     }
 
     #[test]

@@ -27,7 +27,8 @@ struct gpucts_testprov_alloc {
 };
 
 /* FREE: like cuMemFree; fires the callbacks of non-persistent pins.
- * -EINVAL (pad, va not an allocation of this file) */
+ * -EINVAL (pad, va not an allocation of this file)
+ */
 struct gpucts_testprov_free {
 	__u64 va;		/* in */
 	__u32 callbacks;	/* out: callbacks fired */
@@ -39,7 +40,8 @@ struct gpucts_testprov_inject {
 	__u32 enomem;		/* the next N get_pages fail with -ENOMEM */
 	__u32 bad_version;	/* the next N page tables carry an incompatible version */
 	__u32 put_delay_us;	/* every put_pages sleeps this long before looking
-				 * up the pin, widening the window for a free */
+				 * up the pin, widening the window for a free
+				 */
 	__u32 pad;		/* zero */
 };
 
@@ -59,6 +61,7 @@ struct gpucts_testprov_stats {
 #define GPUCTS_TESTPROV_IOC_STATS	_IOR('g', 0x04, struct gpucts_testprov_stats)
 
 /* Numbers and sizes: ALLOC 0xc0206701 (32), FREE 0xc0106702 (16),
- * INJECT 0x40106703 (16), STATS 0x80206704 (32). */
+ * INJECT 0x40106703 (16), STATS 0x80206704 (32).
+ */
 
 #endif /* _UAPI_GPUCTS_TESTPROV_H */

@@ -113,7 +113,8 @@ struct gpucts_p2p_pin {
 /* the free callback had already revoked the pages: put_pages not called (§3.4) */
 #define GPUCTS_P2P_UNPIN_REVOKED	2
 /* the callback ran while this unpin was in progress (a race with a free, or
- * Tegra, where put_pages always fires it, §4.4.3) */
+ * Tegra, where put_pages always fires it, §4.4.3)
+ */
 #define GPUCTS_P2P_UNPIN_REVOKED_DURING	3
 
 /*

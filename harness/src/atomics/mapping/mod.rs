@@ -13,7 +13,6 @@ pub mod table;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
 
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 use crate::capability::Capability;
@@ -83,11 +82,8 @@ impl CaseVerdict {
                 first_error_lines(log),
             ),
             CaseVerdict::Unsupported { reason } => CaseStatus::skip(
-                match case.producer {
-                    Producer::Nvrtc => Capability::Cccl,
-                    Producer::Clang | Producer::LlvmIr => Capability::Clang,
-                },
-                reason.clone(),
+                Capability::ProducerFeature,
+                format!("{}: {reason}", case.producer.describe()),
             ),
             CaseVerdict::ToolFailed { message } => CaseStatus::error(message),
         }
@@ -331,7 +327,7 @@ fn bisect(
 /// producer's batch only once.
 #[derive(Debug, Default)]
 pub struct MappingCache {
-    done: Mutex<HashMap<Producer, HashMap<String, CaseVerdict>>>,
+    done: crate::area::BatchCache<Producer, HashMap<String, CaseVerdict>>,
 }
 
 impl MappingCache {
@@ -339,16 +335,16 @@ impl MappingCache {
         MappingCache::default()
     }
 
-    /// The verdict of `case`, compiling its producer's whole batch on first use.
+    /// The verdict of `case`, compiling its producer's whole batch on first use. Producers'
+    /// batches compile in parallel; cases of one producer wait for its batch.
     pub fn verdict(&self, tc: &Toolchain, case: &MappingCase) -> CaseVerdict {
-        let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
-        let per = done.entry(case.producer).or_insert_with(|| {
+        let slot = self.done.get_or_compute(&case.producer, || {
             run_batch(tc, case.producer, &cases_for(case.producer))
                 .into_iter()
                 .collect()
         });
-        per.get(&case.id())
-            .cloned()
+        slot.get()
+            .and_then(|per| per.get(&case.id()).cloned())
             .unwrap_or_else(|| CaseVerdict::ToolFailed {
                 message: format!("no verdict for {}", case.id()),
             })
@@ -491,7 +487,7 @@ mod tests {
         assert!(matches!(
             s,
             CaseStatus::Skip {
-                capability: Capability::Clang,
+                capability: Capability::ProducerFeature,
                 ..
             }
         ));
@@ -619,15 +615,16 @@ mod tests {
         );
         let va = cache.verdict(&tc, &a);
         assert!(!matches!(va, CaseVerdict::ToolFailed { .. }), "{va}");
-        let done = cache.done.lock().unwrap();
+        let batch = cache
+            .done
+            .get_or_compute(&Producer::Nvrtc, || panic!("the batch is cached"));
         assert_eq!(
-            done[&Producer::Nvrtc].len(),
-            cases_for(Producer::Nvrtc).len()
+            batch.get().map(|m| m.len()),
+            Some(cases_for(Producer::Nvrtc).len())
         );
-        drop(done);
         let vb = cache.verdict(&tc, &b);
         assert!(!matches!(vb, CaseVerdict::ToolFailed { .. }), "{vb}");
         assert_eq!(cache.verdict(&tc, &a), va);
-        assert_eq!(cache.done.lock().unwrap().len(), 1);
+        assert_eq!(cache.done.len(), 1);
     }
 }
