@@ -119,6 +119,24 @@ mod tests {
         tc.ptxas(&ptx, "sm_90", &[]).unwrap();
     }
 
+    // Every batch the suite launches (seeds 0..2000) compiles with NVRTC and assembles for
+    // sm_90. Slow (20 compilations); run with `--ignored`.
+    #[test]
+    #[ignore]
+    fn every_suite_batch_assembles_with_ptxas() {
+        let tc = Toolchain::discover_system();
+        if !tc.has(Capability::Nvrtc) || !tc.has(Capability::Ptxas) {
+            eprintln!("skipped: nvrtc or ptxas not found");
+            return;
+        }
+        for start in (0..2000).step_by(100) {
+            let (_, ptx) = writer_ptx(&tc, start, 100).unwrap();
+            tc.ptxas(&ptx, "sm_90", &[])
+                .unwrap_or_else(|e| panic!("seeds {start}..{}: {e}", start + 100));
+        }
+        eprintln!("20 graffiti batches (2,000 types) assembled for sm_90");
+    }
+
     // The engine's own bytes, placed at each type's slot, pass; one wrong byte fails and the
     // failure names the type.
     #[test]
