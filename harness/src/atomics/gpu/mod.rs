@@ -329,3 +329,6 @@ pub fn gpu_case(name: &str, iterations: u64) -> CaseStatus {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod emulate;
