@@ -406,55 +406,37 @@ fn small() -> StressParams {
 #[test]
 fn emulated_launches_give_sequentially_consistent_outcomes() {
     let mut checked = 0;
-    for shape in catalog::Shape::ALL {
-        for (mapping, scope, placement) in [
-            (
-                catalog::Mapping::Relaxed,
-                crate::atomics::litmus::Scope::Gpu,
-                catalog::Placement::InterCta,
-            ),
-            (
-                catalog::Mapping::RelAcq,
-                crate::atomics::litmus::Scope::Cta,
-                catalog::Placement::IntraCta,
-            ),
-            (
-                catalog::Mapping::Fence,
-                crate::atomics::litmus::Scope::Sys,
-                catalog::Placement::InterCta,
-            ),
-        ] {
-            let test = catalog::build(shape, mapping, scope, placement);
-            let g = Geometry::new(&test, &small()).unwrap();
-            let terms = model::check(&test).terms;
-            let sc = sc_outcomes(&test, &terms);
-            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(checked);
-            for round in 0..2u64 {
-                let plan = if round == 0 {
-                    IterationPlan::identity(&g)
-                } else {
-                    IterationPlan::random(&g, &mut rng)
-                };
-                let (h, timeouts) = launch(&test, &g, &plan, Some(checked * 10 + round));
-                assert_eq!(timeouts, 0, "{}", test.name);
-                assert_eq!(
-                    h.values().sum::<u64>(),
-                    u64::from(g.instances()),
-                    "{}",
+    for e in catalog::entries() {
+        let test = e.test;
+        let g = Geometry::new(&test, &small()).unwrap();
+        let terms = model::check(&test).terms;
+        let sc = sc_outcomes(&test, &terms);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(checked);
+        for round in 0..2u64 {
+            let plan = if round == 0 {
+                IterationPlan::identity(&g)
+            } else {
+                IterationPlan::random(&g, &mut rng)
+            };
+            let (h, timeouts) = launch(&test, &g, &plan, Some(checked * 10 + round));
+            assert_eq!(timeouts, 0, "{}", test.name);
+            assert_eq!(
+                h.values().sum::<u64>(),
+                u64::from(g.instances()),
+                "{}",
+                test.name
+            );
+            for o in h.keys() {
+                assert!(
+                    sc.contains(o),
+                    "{}: outcome {o:?} is not SC ({sc:?})",
                     test.name
                 );
-                for o in h.keys() {
-                    assert!(
-                        sc.contains(o),
-                        "{}: outcome {o:?} is not SC ({sc:?})",
-                        test.name
-                    );
-                }
             }
-            checked += 1;
         }
+        checked += 1;
     }
-    assert_eq!(checked, 39);
+    assert_eq!(checked, 312);
 }
 
 // Discriminating: threads run one after another in id order with the identity plan, so the
