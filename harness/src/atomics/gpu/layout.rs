@@ -55,7 +55,7 @@ impl Default for StressParams {
             max_workgroups: 128,
             stress_line_size: 64,
             stress_target_lines: 16,
-            stress_iterations: 256,
+            stress_iterations: 128,
             pre_stress_iterations: 64,
             stress_pattern: 1,
             shuffle_pct: 100,
