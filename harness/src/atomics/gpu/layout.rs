@@ -17,7 +17,8 @@ pub const NONE: u32 = u32::MAX;
 /// Threads of a warp.
 pub const WARP: u32 = 32;
 
-/// The GPUHarbor / MC Mutants stress parameters (Levine et al., ASPLOS'23; Kirkham et al.).
+/// The stress parameters of MC Mutants (Levine et al., ASPLOS'23) and GPUHarbor (Levine et
+/// al., ISSTA'23).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct StressParams {
     /// CTAs that run test instances (a power of two).

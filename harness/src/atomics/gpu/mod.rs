@@ -285,7 +285,25 @@ pub fn gpu_case(name: &str, iterations: u64) -> CaseStatus {
     let Some(test) = catalog::by_name(name) else {
         return CaseStatus::error(format!("no catalogue test named `{name}`"));
     };
-    let verdict = match model::try_check(&test) {
+    let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
+    run_case(
+        &test,
+        control.as_ref(),
+        iterations,
+        &StressParams::default(),
+    )
+}
+
+/// Run any litmus test on GPU 0 (e.g. one read with [`crate::atomics::litmus::load_file`])
+/// and judge it: fail on an outcome the model forbids; for a forbidden test, run `control`
+/// too and warn when it never shows its weak outcome.
+pub fn run_case(
+    test: &LitmusTest,
+    control: Option<&LitmusTest>,
+    iterations: u64,
+    params: &StressParams,
+) -> CaseStatus {
+    let verdict = match model::try_check(test) {
         Ok(v) => v,
         Err(e) => return CaseStatus::error(format!("the checker gave no verdict: {e}")),
     };
@@ -293,27 +311,25 @@ pub fn gpu_case(name: &str, iterations: u64) -> CaseStatus {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(e),
     };
-    let params = StressParams::default();
     let go = || -> Result<CaseStatus, String> {
         let report = run(
             &session,
-            &test,
+            test,
             &verdict,
-            &params,
+            params,
             iterations,
             Some(RUN_BUDGET),
             1,
         )?;
-        let classified = classify(&test, &verdict, &report.histogram);
+        let classified = classify(test, &verdict, &report.histogram);
         if verdict.allowed || !classified.forbidden.is_empty() {
             return Ok(judge(&verdict, &report, &classified, None));
         }
-        let control = match catalog::control_for(name) {
-            Some(c) => {
-                let ct = catalog::by_name(&c).ok_or(format!("control `{c}` unknown"))?;
-                let cv = model::try_check(&ct)?;
-                let cr = run(&session, &ct, &cv, &params, iterations, Some(RUN_BUDGET), 2)?;
-                let cc = classify(&ct, &cv, &cr.histogram);
+        let control = match control {
+            Some(ct) => {
+                let cv = model::try_check(ct)?;
+                let cr = run(&session, ct, &cv, params, iterations, Some(RUN_BUDGET), 2)?;
+                let cc = classify(ct, &cv, &cr.histogram);
                 Some((cr, cc))
             }
             None => None,
