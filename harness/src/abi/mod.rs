@@ -47,6 +47,9 @@ pub enum AbiCheck {
         exit: i32,
         rules: Vec<String>,
     },
+    /// The graffiti oracle on a GPU: random types `r<seed_start>..` (`count` of them) written
+    /// member by member by an NVRTC-compiled kernel, bytes compared with the engine.
+    Graffiti { seed_start: u64, count: u64 },
 }
 
 fn paramgen_producer(name: &str) -> Option<paramgen::Producer> {
@@ -66,7 +69,12 @@ impl Check for AbiCheck {
                 .map(|p| vec![p.capability()])
                 .unwrap_or_default(),
             AbiCheck::Lint { .. } => Vec::new(),
+            AbiCheck::Graffiti { .. } => vec![Capability::Gpu, Capability::Nvrtc],
         }
+    }
+
+    fn isolate(&self) -> bool {
+        matches!(self, AbiCheck::Graffiti { .. })
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
@@ -91,11 +99,15 @@ impl Check for AbiCheck {
                 )),
             },
             AbiCheck::Lint { file, exit, rules } => cases::lint(ctx, file, *exit, rules),
+            AbiCheck::Graffiti { seed_start, count } => {
+                graffiti_gpu::graffiti_case(ctx, *seed_start, *count)
+            }
         }
     }
 }
 
 mod cases;
+pub mod graffiti_gpu;
 
 pub mod layout;
 pub mod oracle;

@@ -10,6 +10,7 @@ pub mod mapping;
 use std::sync::OnceLock;
 
 pub mod catalog;
+pub mod gpu;
 pub mod litmus;
 pub mod model;
 
@@ -32,6 +33,18 @@ pub enum AtomicsCheck {
     /// verdict must be the one the mappings' soundness and the scope rules imply
     /// ([`catalog::expected_allowed`]).
     Model { test: String },
+    /// A catalogue litmus test run on the GPU ([`gpu`]): no outcome outside the model's
+    /// allowed set may appear; a forbidden test's relaxed control must show its weak outcome
+    /// or the case carries a "stress has no teeth" warning.
+    Gpu {
+        test: String,
+        #[serde(default = "gpu_iterations")]
+        iterations: u64,
+    },
+}
+
+fn gpu_iterations() -> u64 {
+    gpu::DEFAULT_ITERATIONS
 }
 
 /// `{producer: nvrtc, operation: fetch_add, order: acquire, scope: gpu}`.
@@ -79,7 +92,12 @@ impl Check for AtomicsCheck {
                 Producer::Clang | Producer::LlvmIr => vec![Capability::Clang],
             },
             AtomicsCheck::Model { .. } => Vec::new(),
+            AtomicsCheck::Gpu { .. } => vec![Capability::Gpu],
         }
+    }
+
+    fn isolate(&self) -> bool {
+        matches!(self, AtomicsCheck::Gpu { .. })
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
@@ -88,6 +106,7 @@ impl Check for AtomicsCheck {
                 cache().verdict(ctx.toolchain, case).to_status(case)
             }
             AtomicsCheck::Model { test } => model_case(test),
+            AtomicsCheck::Gpu { test, iterations } => gpu::gpu_case(test, *iterations),
         }
     }
 }

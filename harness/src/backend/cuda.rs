@@ -317,3 +317,304 @@ impl Session {
 
 pub use sys::CUpointer_attribute as PointerAttribute;
 pub use sys::CUresult as DriverResult;
+
+// ---------------------------------------------------------------------------------------------
+// Modules, kernels, device buffers: what a case needs to run its own kernels. No area logic.
+
+/// Bytes the driver JIT may write into its error log.
+const JIT_LOG_BYTES: usize = 16 * 1024;
+
+/// A loaded module (unloaded on drop).
+pub struct Module {
+    raw: sys::CUmodule,
+}
+
+/// A kernel of a loaded module; valid while its module lives.
+#[derive(Clone, Copy)]
+pub struct Function {
+    raw: sys::CUfunction,
+}
+
+/// Launch geometry: a 1-D grid of 1-D blocks is all the runners need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    pub grid: u32,
+    pub block: u32,
+    pub shared_bytes: u32,
+}
+
+/// One kernel argument, in the kernel's parameter order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelArg {
+    /// A device pointer (`.param .u64`).
+    Ptr(sys::CUdeviceptr),
+    U32(u32),
+    U64(u64),
+}
+
+/// A module load the driver refused, with its JIT error log.
+#[derive(Debug, thiserror::Error)]
+#[error("cuModuleLoadDataEx returned {code:?}: {log}")]
+pub struct LoadError {
+    pub code: sys::CUresult,
+    pub log: String,
+}
+
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from cuModuleLoadDataEx and is unloaded once.
+        unsafe {
+            sys::cuModuleUnload(self.raw);
+        }
+    }
+}
+
+impl Session {
+    /// Load a module from PTX text (JIT-compiled by the driver) or a cubin image. On failure
+    /// the driver's JIT error log is in the error.
+    pub fn load_ptx(&self, ptx: &str) -> Result<Module, LoadError> {
+        let mut image = ptx.as_bytes().to_vec();
+        image.push(0);
+        self.load_image(&image)
+    }
+
+    /// Load a module from a cubin (ELF) image.
+    pub fn load_cubin(&self, cubin: &[u8]) -> Result<Module, LoadError> {
+        self.load_image(cubin)
+    }
+
+    fn load_image(&self, image: &[u8]) -> Result<Module, LoadError> {
+        let mut log = vec![0u8; JIT_LOG_BYTES];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        // The driver reads option values as pointer-sized words; a size is passed by value.
+        let mut values: [*mut std::ffi::c_void; 2] = [
+            log.as_mut_ptr() as *mut std::ffi::c_void,
+            JIT_LOG_BYTES as *mut std::ffi::c_void,
+        ];
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `image` outlives the call (NUL-terminated for PTX); the log buffer is
+        // JIT_LOG_BYTES long as the option says.
+        let code = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut raw,
+                image.as_ptr() as *const std::ffi::c_void,
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        };
+        if code == sys::CUresult::CUDA_SUCCESS {
+            Ok(Module { raw })
+        } else {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            Err(LoadError {
+                code,
+                log: String::from_utf8_lossy(&log[..end]).trim().to_string(),
+            })
+        }
+    }
+
+    /// A kernel of `module` by its (unmangled) name.
+    pub fn function(&self, module: &Module, name: &str) -> Result<Function, DriverCallError> {
+        let cname = std::ffi::CString::new(name).map_err(|_| DriverCallError {
+            call: "cuModuleGetFunction",
+            code: sys::CUresult::CUDA_ERROR_INVALID_VALUE,
+        })?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: live module, NUL-terminated name, out-pointer to a local.
+        check("cuModuleGetFunction", unsafe {
+            sys::cuModuleGetFunction(&mut raw, module.raw, cname.as_ptr())
+        })?;
+        Ok(Function { raw })
+    }
+
+    /// Launch `f` on the default stream; asynchronous (see [`Session::synchronize`]).
+    pub fn launch(
+        &self,
+        f: Function,
+        cfg: LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<(), DriverCallError> {
+        // cuLaunchKernel takes one pointer per argument, to storage holding its value.
+        let mut storage: Vec<u64> = args
+            .iter()
+            .map(|a| match *a {
+                KernelArg::Ptr(p) => p,
+                KernelArg::U64(v) => v,
+                KernelArg::U32(v) => u64::from(v),
+            })
+            .collect();
+        let mut ptrs: Vec<*mut std::ffi::c_void> = storage
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut std::ffi::c_void)
+            .collect();
+        // A u32 argument is read from the first 4 bytes of its slot: little-endian x86-64 and
+        // aarch64 hosts put the low half there.
+        // SAFETY: `storage` and `ptrs` outlive the call; argument count and sizes are the
+        // caller's contract with the kernel's signature.
+        check("cuLaunchKernel", unsafe {
+            sys::cuLaunchKernel(
+                f.raw,
+                cfg.grid,
+                1,
+                1,
+                cfg.block,
+                1,
+                1,
+                cfg.shared_bytes,
+                std::ptr::null_mut(),
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        })
+    }
+
+    /// Wait for all work of the context; a kernel fault surfaces here.
+    pub fn synchronize(&self) -> Result<(), DriverCallError> {
+        // SAFETY: no arguments; a context is current.
+        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+    }
+
+    /// Launch, wait, and return the wall-clock time of launch plus execution.
+    pub fn launch_timed(
+        &self,
+        f: Function,
+        cfg: LaunchConfig,
+        args: &[KernelArg],
+    ) -> Result<std::time::Duration, DriverCallError> {
+        let start = std::time::Instant::now();
+        self.launch(f, cfg, args)?;
+        self.synchronize()?;
+        Ok(start.elapsed())
+    }
+
+    /// Set `bytes` bytes at `p` to `value`.
+    pub fn memset(
+        &self,
+        p: sys::CUdeviceptr,
+        value: u8,
+        bytes: usize,
+    ) -> Result<(), DriverCallError> {
+        // SAFETY: the driver validates the range.
+        check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(p, value, bytes) })
+    }
+
+    /// Copy host bytes to device memory at `dst`.
+    pub fn copy_to_device(&self, dst: sys::CUdeviceptr, src: &[u8]) -> Result<(), DriverCallError> {
+        // SAFETY: `src` is valid for its length; the driver validates the device range.
+        check("cuMemcpyHtoD", unsafe {
+            sys::cuMemcpyHtoD_v2(dst, src.as_ptr() as *const std::ffi::c_void, src.len())
+        })
+    }
+
+    /// Copy device memory at `src` into `dst` (its whole length).
+    pub fn copy_to_host(
+        &self,
+        dst: &mut [u8],
+        src: sys::CUdeviceptr,
+    ) -> Result<(), DriverCallError> {
+        // SAFETY: `dst` is valid for writes of its length.
+        check("cuMemcpyDtoH", unsafe {
+            sys::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut std::ffi::c_void, src, dst.len())
+        })
+    }
+
+    /// Copy 32-bit words to the device.
+    pub fn copy_u32_to_device(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: &[u32],
+    ) -> Result<(), DriverCallError> {
+        let bytes: Vec<u8> = src.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.copy_to_device(dst, &bytes)
+    }
+
+    /// Read `count` 32-bit words from the device.
+    pub fn copy_u32_to_host(
+        &self,
+        src: sys::CUdeviceptr,
+        count: usize,
+    ) -> Result<Vec<u32>, DriverCallError> {
+        let mut bytes = vec![0u8; count * 4];
+        self.copy_to_host(&mut bytes, src)?;
+        Ok(u32_words(&bytes))
+    }
+
+    /// A device buffer freed on drop.
+    pub fn buffer(&self, bytes: usize) -> Result<DeviceBuffer, DriverCallError> {
+        Ok(DeviceBuffer {
+            ptr: self.alloc(bytes.max(1))?,
+            bytes,
+        })
+    }
+}
+
+/// Little-endian bytes as 32-bit words (a trailing partial word is dropped).
+pub fn u32_words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Device memory owned by the caller, freed when dropped.
+pub struct DeviceBuffer {
+    pub ptr: sys::CUdeviceptr,
+    pub bytes: usize,
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from cuMemAlloc and is freed once.
+        unsafe {
+            sys::cuMemFree_v2(self.ptr);
+        }
+    }
+}
+
+#[cfg(test)]
+mod launch_tests {
+    use super::*;
+
+    #[test]
+    fn words_are_little_endian() {
+        assert_eq!(u32_words(&[1, 0, 0, 0, 0, 1, 0, 0, 9]), vec![1, 256]);
+    }
+
+    // With no GPU the session cannot open, and says why, without panicking; with one, a
+    // trivial PTX kernel loads, launches and writes what it should.
+    #[test]
+    fn session_or_reason() {
+        let s = match Session::open(0) {
+            Ok(s) => s,
+            Err(why) => {
+                assert!(why.starts_with("no GPU"), "{why}");
+                return;
+            }
+        };
+        let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .visible .entry k(.param .u64 p, .param .u32 v)\n{\n.reg .b64 %rd<3>;\n.reg .b32 %r<2>;\n\
+            ld.param.u64 %rd1, [p];\ncvta.to.global.u64 %rd2, %rd1;\nld.param.u32 %r1, [v];\n\
+            st.global.u32 [%rd2], %r1;\nret;\n}\n";
+        let m = s.load_ptx(ptx).unwrap();
+        let f = s.function(&m, "k").unwrap();
+        let b = s.buffer(4).unwrap();
+        s.memset(b.ptr, 0, 4).unwrap();
+        s.launch_timed(
+            f,
+            LaunchConfig {
+                grid: 1,
+                block: 1,
+                shared_bytes: 0,
+            },
+            &[KernelArg::Ptr(b.ptr), KernelArg::U32(0xfeed)],
+        )
+        .unwrap();
+        assert_eq!(s.copy_u32_to_host(b.ptr, 1).unwrap(), vec![0xfeed]);
+        let bad = s.load_ptx(".version 8.0\n.target sm_90\n.address_size 64\nbogus;\n");
+        assert!(bad.is_err());
+    }
+}

@@ -1,0 +1,492 @@
+//! Test-only: an interpreter for the PTX subset the generator emits, with a random
+//! thread-interleaving scheduler (sequentially consistent), so that the whole launch path —
+//! kernel parameters, role and address tables, spin barrier, result layout, decoding — runs
+//! without a GPU. Its outcomes must be sequentially consistent outcomes of the litmus test,
+//! computed independently by enumerating interleavings of the test itself.
+
+use std::collections::{BTreeSet, HashMap};
+
+use rand::{Rng, SeedableRng};
+
+use super::kernel;
+use super::layout::{self, Geometry, Histogram, IterationPlan, StressParams};
+use crate::atomics::catalog;
+use crate::atomics::litmus::{LitmusTest, Op, Operand, RmwOp, Term};
+use crate::atomics::model;
+
+struct Ins {
+    guard: Option<String>,
+    opcode: Vec<String>,
+    args: Vec<String>,
+}
+
+struct Program {
+    code: Vec<Ins>,
+    labels: HashMap<String, usize>,
+}
+
+fn parse(ptx: &str) -> Program {
+    let body = &ptx[ptx.find(")\n{").expect("entry body") + 3..];
+    let mut code = Vec::new();
+    let mut labels = HashMap::new();
+    for line in body.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with("//") || l.starts_with(".reg") || l == "}" {
+            continue;
+        }
+        if let Some(label) = l.strip_suffix(':') {
+            labels.insert(label.to_string(), code.len());
+            continue;
+        }
+        let l = l.trim_end_matches(';');
+        let (guard, rest) = match l.strip_prefix('@') {
+            Some(r) => {
+                let (g, rest) = r.split_once(' ').unwrap();
+                (Some(g.to_string()), rest)
+            }
+            None => (None, l),
+        };
+        let (op, args) = rest.split_once(' ').unwrap_or((rest, ""));
+        code.push(Ins {
+            guard,
+            opcode: op.split('.').map(str::to_string).collect(),
+            args: args
+                .split(',')
+                .map(|a| a.trim().to_string())
+                .filter(|a| !a.is_empty())
+                .collect(),
+        });
+    }
+    Program { code, labels }
+}
+
+struct Thread {
+    pc: usize,
+    regs: HashMap<String, u64>,
+    done: bool,
+    tid: u64,
+    ctaid: u64,
+}
+
+struct Machine<'a> {
+    prog: &'a Program,
+    mem: HashMap<u64, u32>,
+    params: HashMap<String, u64>,
+    ntid: u64,
+}
+
+impl Machine<'_> {
+    fn val(&self, t: &Thread, a: &str) -> u64 {
+        match a {
+            "%tid.x" => t.tid,
+            "%ctaid.x" => t.ctaid,
+            "%ntid.x" => self.ntid,
+            _ if a.starts_with('%') => *t.regs.get(a).unwrap_or_else(|| panic!("unset {a}")),
+            _ => a.parse::<u64>().unwrap_or_else(|_| panic!("operand {a}")),
+        }
+    }
+    fn addr(&self, t: &Thread, a: &str) -> u64 {
+        let inner = a.trim_start_matches('[').trim_end_matches(']');
+        match inner.split_once('+') {
+            Some((r, off)) => self.val(t, r) + off.parse::<u64>().unwrap(),
+            None => self.val(t, inner),
+        }
+    }
+    /// One instruction of thread `t`.
+    fn step(&mut self, t: &mut Thread) {
+        let ins = &self.prog.code[t.pc];
+        t.pc += 1;
+        if let Some(g) = &ins.guard {
+            if t.regs[g] == 0 {
+                return;
+            }
+        }
+        let op = ins.opcode[0].as_str();
+        let has = |m: &str| ins.opcode.iter().any(|x| x == m);
+        let a = &ins.args;
+        let set = |t: &mut Thread, v: u64| {
+            t.regs.insert(a[0].clone(), v);
+        };
+        match op {
+            "ld" if has("param") => {
+                let name = a[1].trim_matches(|c| c == '[' || c == ']');
+                let v = self.params[name];
+                set(t, v);
+            }
+            "ld" => {
+                let at = self.addr(t, &a[1]);
+                let v = u64::from(*self.mem.get(&at).unwrap_or(&0));
+                set(t, v);
+            }
+            "st" => {
+                let at = self.addr(t, &a[0]);
+                let v = self.val(t, &a[1]) as u32;
+                self.mem.insert(at, v);
+            }
+            "atom" | "red" => {
+                let (at, rest) = if op == "atom" {
+                    (self.addr(t, &a[1]), &a[2..])
+                } else {
+                    (self.addr(t, &a[0]), &a[1..])
+                };
+                let old = *self.mem.get(&at).unwrap_or(&0);
+                let b = self.val(t, &rest[0]) as u32;
+                let new = if has("add") {
+                    old.wrapping_add(b)
+                } else if has("exch") {
+                    b
+                } else if has("and") {
+                    old & b
+                } else if has("or") {
+                    old | b
+                } else if has("xor") {
+                    old ^ b
+                } else if has("min") {
+                    old.min(b)
+                } else if has("max") {
+                    old.max(b)
+                } else if has("cas") {
+                    if old == b {
+                        self.val(t, &rest[1]) as u32
+                    } else {
+                        old
+                    }
+                } else {
+                    panic!("rmw {:?}", ins.opcode)
+                };
+                self.mem.insert(at, new);
+                if op == "atom" {
+                    set(t, u64::from(old));
+                }
+            }
+            "fence" => {}
+            "cvta" | "mov" => {
+                let v = self.val(t, &a[1]);
+                set(t, v);
+            }
+            "mad" => {
+                let v = (self.val(t, &a[1]) * self.val(t, &a[2]) + self.val(t, &a[3])) as u32;
+                set(t, u64::from(v));
+            }
+            "mul" => {
+                let v = (self.val(t, &a[1]) as u32 as u64) * (self.val(t, &a[2]) as u32 as u64);
+                set(t, v);
+            }
+            "add" if has("s64") => {
+                let v = self.val(t, &a[1]).wrapping_add(self.val(t, &a[2]));
+                set(t, v);
+            }
+            "add" => {
+                let v = (self.val(t, &a[1]) as u32).wrapping_add(self.val(t, &a[2]) as u32);
+                set(t, u64::from(v));
+            }
+            "neg" => {
+                let v = (self.val(t, &a[1]) as u32).wrapping_neg();
+                set(t, u64::from(v));
+            }
+            "setp" => {
+                let (x, y) = (self.val(t, &a[1]) as u32, self.val(t, &a[2]) as u32);
+                let r = if has("eq") {
+                    x == y
+                } else if has("lt") {
+                    x < y
+                } else if has("ge") {
+                    x >= y
+                } else {
+                    panic!("setp {:?}", ins.opcode)
+                };
+                set(t, u64::from(r));
+            }
+            "bra" => t.pc = self.prog.labels[&a[0]],
+            "ret" => t.done = true,
+            _ => panic!("the emulator lacks {:?}", ins.opcode),
+        }
+    }
+}
+
+const BASES: [(&str, u64); 7] = [
+    ("p_locs", 1 << 40),
+    ("p_results", 2 << 40),
+    ("p_roles", 3 << 40),
+    ("p_addrs", 4 << 40),
+    ("p_barrier", 5 << 40),
+    ("p_scratch", 6 << 40),
+    ("p_stress", 7 << 40),
+];
+
+fn load(mem: &mut HashMap<u64, u32>, base: u64, words: &[u32]) {
+    for (i, w) in words.iter().enumerate() {
+        mem.insert(base + 4 * i as u64, *w);
+    }
+}
+
+fn read(mem: &HashMap<u64, u32>, base: u64, n: usize) -> Vec<u32> {
+    (0..n as u64)
+        .map(|i| *mem.get(&(base + 4 * i)).unwrap_or(&0))
+        .collect()
+}
+
+/// One emulated launch: the histogram and the barrier-timeout count.
+/// `seed: None` runs threads one after another in global-id order, each to completion.
+fn launch(
+    test: &LitmusTest,
+    g: &Geometry,
+    plan: &IterationPlan,
+    seed: Option<u64>,
+) -> (Histogram, u32) {
+    let ptx = kernel::generate(test, g).unwrap();
+    let prog = parse(&ptx);
+    let t = layout::tables(g, plan);
+    let mut m = Machine {
+        prog: &prog,
+        mem: HashMap::new(),
+        params: BASES.iter().map(|(n, b)| (n.to_string(), *b)).collect(),
+        ntid: u64::from(g.params.workgroup_size),
+    };
+    m.params
+        .insert("p_testing".into(), u64::from(t.testing_threads));
+    load(&mut m.mem, BASES[0].1, &g.initial_memory(&t.addrs));
+    load(&mut m.mem, BASES[2].1, &t.roles);
+    load(&mut m.mem, BASES[3].1, &t.addrs);
+    load(&mut m.mem, BASES[6].1, &t.stress_word);
+    let mut threads: Vec<Thread> = (0..g.total_threads())
+        .map(|i| Thread {
+            pc: 0,
+            regs: HashMap::new(),
+            done: false,
+            tid: u64::from(i % g.params.workgroup_size),
+            ctaid: u64::from(i / g.params.workgroup_size),
+        })
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed.unwrap_or(0));
+    let mut live: Vec<usize> = (0..threads.len()).rev().collect();
+    let mut steps = 0u64;
+    while !live.is_empty() {
+        let k = match seed {
+            Some(_) => rng.random_range(0..live.len()),
+            None => live.len() - 1,
+        };
+        let th = &mut threads[live[k]];
+        // A few instructions at a time, so that a thread's accesses sometimes run together.
+        for _ in 0..rng.random_range(1..4) {
+            if th.done {
+                break;
+            }
+            m.step(th);
+            steps += 1;
+        }
+        if th.done {
+            if seed.is_some() {
+                live.swap_remove(k);
+            } else {
+                live.pop();
+            }
+        }
+        assert!(steps < 200_000_000, "runaway emulation");
+    }
+    let n = g.instances() as usize;
+    let res = read(&m.mem, BASES[1].1, n * g.slots.len());
+    let mem = read(&m.mem, BASES[0].1, g.location_words());
+    let verdict = model::check(test);
+    let mut h = Histogram::new();
+    layout::decode(g, &verdict.terms, &t, &res, &mem, &mut h).unwrap();
+    (h, read(&m.mem, BASES[4].1, 2)[1])
+}
+
+/// Outcomes of `test` under sequential consistency, by enumerating every interleaving of
+/// its threads' operations (independent of the kernel and the model).
+fn sc_outcomes(test: &LitmusTest, terms: &[Term]) -> BTreeSet<Vec<i64>> {
+    fn go(
+        test: &LitmusTest,
+        terms: &[Term],
+        pcs: &mut Vec<usize>,
+        mem: &mut HashMap<String, i64>,
+        regs: &mut Vec<HashMap<String, i64>>,
+        out: &mut BTreeSet<Vec<i64>>,
+    ) {
+        let mut any = false;
+        for t in 0..test.threads.len() {
+            let Some(op) = test.threads[t].ops.get(pcs[t]) else {
+                continue;
+            };
+            any = true;
+            let (saved_mem, saved_regs) = (mem.clone(), regs.clone());
+            let v = |o: &Operand, r: &HashMap<String, i64>| match o {
+                Operand::Const(c) => *c,
+                Operand::Reg(x) => *r.get(x).unwrap_or(&0),
+            };
+            let rd = |m: &HashMap<String, i64>, l: &str| *m.get(l).unwrap_or(&test.init_of(l));
+            match op {
+                Op::Ld { reg, loc, .. } => {
+                    let x = rd(mem, loc);
+                    regs[t].insert(reg.clone(), x);
+                }
+                Op::St { loc, val, .. } => {
+                    let x = v(val, &regs[t]);
+                    mem.insert(loc.clone(), x);
+                }
+                Op::Atom {
+                    op,
+                    reg,
+                    loc,
+                    val,
+                    cmp,
+                    ..
+                } => {
+                    let old = rd(mem, loc);
+                    let b = v(val, &regs[t]);
+                    let new = match (op, cmp) {
+                        (RmwOp::Cas, Some(c)) if old != v(c, &regs[t]) => old,
+                        _ => op.apply(old, b),
+                    };
+                    mem.insert(loc.clone(), new);
+                    regs[t].insert(reg.clone(), old);
+                }
+                Op::Red { op, loc, val, .. } => {
+                    let new = op.apply(rd(mem, loc), v(val, &regs[t]));
+                    mem.insert(loc.clone(), new);
+                }
+                Op::Fence { .. } => {}
+                Op::Mov { reg, val } => {
+                    let x = v(val, &regs[t]);
+                    regs[t].insert(reg.clone(), x);
+                }
+            }
+            pcs[t] += 1;
+            go(test, terms, pcs, mem, regs, out);
+            pcs[t] -= 1;
+            *mem = saved_mem;
+            *regs = saved_regs;
+        }
+        if !any {
+            out.insert(
+                terms
+                    .iter()
+                    .map(|term| match term {
+                        Term::Reg { thread, reg } => *regs[*thread].get(reg).unwrap_or(&0),
+                        Term::Loc(l) => *mem.get(l).unwrap_or(&test.init_of(l)),
+                    })
+                    .collect(),
+            );
+        }
+    }
+    let mut out = BTreeSet::new();
+    let mut regs: Vec<HashMap<String, i64>> = test
+        .threads
+        .iter()
+        .map(|t| t.regs.iter().map(|(k, v)| (k.clone(), *v)).collect())
+        .collect();
+    go(
+        test,
+        terms,
+        &mut vec![0; test.threads.len()],
+        &mut HashMap::new(),
+        &mut regs,
+        &mut out,
+    );
+    out
+}
+
+fn small() -> StressParams {
+    StressParams {
+        testing_workgroups: 4,
+        workgroup_size: 128,
+        max_workgroups: 6,
+        stress_iterations: 6,
+        pre_stress_iterations: 2,
+        stress_target_lines: 2,
+        stress_line_size: 4,
+        ..StressParams::default()
+    }
+}
+
+// The generated kernel, run by the emulator on the runner's own tables and decoded by the
+// runner's own decoder, produces one outcome per instance, every one sequentially consistent
+// for the test (so each instance's roles met on the same locations), with no barrier timeout.
+#[test]
+fn emulated_launches_give_sequentially_consistent_outcomes() {
+    let mut checked = 0;
+    for e in catalog::entries() {
+        let test = e.test;
+        let g = Geometry::new(&test, &small()).unwrap();
+        let terms = model::check(&test).terms;
+        let sc = sc_outcomes(&test, &terms);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(checked);
+        for round in 0..2u64 {
+            let plan = if round == 0 {
+                IterationPlan::identity(&g)
+            } else {
+                IterationPlan::random(&g, &mut rng)
+            };
+            let (h, timeouts) = launch(&test, &g, &plan, Some(checked * 10 + round));
+            assert_eq!(timeouts, 0, "{}", test.name);
+            assert_eq!(
+                h.values().sum::<u64>(),
+                u64::from(g.instances()),
+                "{}",
+                test.name
+            );
+            for o in h.keys() {
+                assert!(
+                    sc.contains(o),
+                    "{}: outcome {o:?} is not SC ({sc:?})",
+                    test.name
+                );
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 312);
+}
+
+// Discriminating: threads run one after another in id order with the identity plan, so the
+// placement rule alone fixes the histogram. Across CTAs, role r of an instance in CTA k runs
+// in CTA k - r: MP's reader of an instance in CTA k >= 1 runs (in CTA k - 1) before its
+// writer and sees (0, 0); the reader of CTA 0's instances runs last (in the last testing
+// CTA) and sees (1, 1). Within a CTA, the reader sits one warp below the writer (the writer
+// of warp w's instances is in warp w, the reader in warp w - 1), so warp 0's instances are
+// read last: (1, 1) for 32 instances per CTA, (0, 0) for the rest.
+#[test]
+fn sequential_emulation_gives_the_histogram_the_placement_implies() {
+    let params = StressParams {
+        barrier: false,
+        ..small()
+    };
+    let (tw, w) = (
+        params.testing_workgroups as u64,
+        params.workgroup_size as u64,
+    );
+    let inter = catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap();
+    let g = Geometry::new(&inter, &params).unwrap();
+    let (h, _) = launch(&inter, &g, &IterationPlan::identity(&g), None);
+    let want: Histogram = [(vec![0, 0], (tw - 1) * w), (vec![1, 1], w)]
+        .into_iter()
+        .collect();
+    assert_eq!(h, want);
+    let intra = catalog::by_name("MP.relaxed.cta.intra_cta").unwrap();
+    let g = Geometry::new(&intra, &params).unwrap();
+    let (h, _) = launch(&intra, &g, &IterationPlan::identity(&g), None);
+    let want: Histogram = [(vec![0, 0], tw * (w - 32)), (vec![1, 1], tw * 32)]
+        .into_iter()
+        .collect();
+    assert_eq!(h, want);
+}
+
+// The SC enumerator itself, on textbook results: MP under SC never gives (1, 0); SB never
+// gives (0, 0); 2+2W never leaves (1, 1).
+#[test]
+fn sc_enumerator_matches_textbook_outcomes() {
+    let mp = catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap();
+    let t = model::check(&mp).terms;
+    let o = sc_outcomes(&mp, &t);
+    assert_eq!(
+        o,
+        [vec![0, 0], vec![0, 1], vec![1, 1]].into_iter().collect()
+    );
+    let sb = catalog::by_name("SB.relaxed.gpu.inter_cta").unwrap();
+    let o = sc_outcomes(&sb, &model::check(&sb).terms);
+    assert!(!o.contains(&vec![0, 0]) && o.len() == 3);
+    let w = catalog::by_name("2+2W.relaxed.gpu.inter_cta").unwrap();
+    let o = sc_outcomes(&w, &model::check(&w).terms);
+    assert!(!o.contains(&vec![1, 1]));
+}

@@ -1,0 +1,622 @@
+//! Where each test instance runs and lives: the thread-to-role tables a kernel launch reads,
+//! the addresses of every instance's locations, and decoding what came back into outcomes.
+//!
+//! All the shuffling is decided here on the host, per iteration, and handed to the kernel as
+//! tables, so that the placement rules can be checked without a GPU: every instance gets each
+//! of the test's threads exactly once; `inter_cta` puts them in different CTAs, `intra_cta` in
+//! one CTA and different warps (as the catalogue's placement says, thread i in warp i).
+
+use std::collections::BTreeMap;
+
+use rand::Rng;
+
+use crate::atomics::litmus::{LitmusTest, Op, Space, Term};
+
+/// A role-table entry of a thread that plays no test role (a stress thread).
+pub const NONE: u32 = u32::MAX;
+/// Threads of a warp.
+pub const WARP: u32 = 32;
+
+/// The stress parameters of MC Mutants (Levine et al., ASPLOS'23) and GPUHarbor (Levine et
+/// al., ISSTA'23).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StressParams {
+    /// CTAs that run test instances (a power of two).
+    pub testing_workgroups: u32,
+    /// Threads per CTA (a power of two, a multiple of 32).
+    pub workgroup_size: u32,
+    /// CTAs launched in all; those beyond the testing ones only stress memory. All must be
+    /// co-resident for the spin barrier (it gives up after a bounded spin regardless).
+    pub max_workgroups: u32,
+    /// Words of one stress line.
+    pub stress_line_size: u32,
+    /// Stress lines that stressing CTAs pick from.
+    pub stress_target_lines: u32,
+    /// Accesses per stressing thread while the test runs.
+    pub stress_iterations: u32,
+    /// Accesses per testing thread before the barrier.
+    pub pre_stress_iterations: u32,
+    /// 0 store-store, 1 store-load, 2 load-store, 3 load-load.
+    pub stress_pattern: u32,
+    /// Percentage of iterations whose CTA, warp and lane assignment is shuffled.
+    pub shuffle_pct: u32,
+    /// Spin-barrier start: testing threads wait for each other before the test's first access.
+    pub barrier: bool,
+    /// Words between the locations of one instance's block.
+    pub mem_stride: u32,
+}
+
+impl Default for StressParams {
+    /// Sized for one H100 (132 SMs): 128 CTAs of 256 threads are co-resident with room to
+    /// spare; 8,192 instances per launch.
+    fn default() -> Self {
+        StressParams {
+            testing_workgroups: 32,
+            workgroup_size: 256,
+            max_workgroups: 128,
+            stress_line_size: 64,
+            stress_target_lines: 16,
+            stress_iterations: 128,
+            pre_stress_iterations: 64,
+            stress_pattern: 1,
+            shuffle_pct: 100,
+            barrier: true,
+            mem_stride: 1,
+        }
+    }
+}
+
+/// How a test's threads are placed relative to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// All threads in one CTA, each in its own warp.
+    IntraCta,
+    /// Each thread in its own CTA.
+    InterCta,
+}
+
+/// The fixed shape of a test's launches: roles, locations, result slots.
+#[derive(Debug, Clone)]
+pub struct Geometry {
+    pub params: StressParams,
+    pub placement: Placement,
+    /// Threads of the test (roles).
+    pub roles: u32,
+    /// The test's locations, in [`LitmusTest::all_locations`] order.
+    pub locations: Vec<String>,
+    /// Initial value of each location.
+    pub inits: Vec<i64>,
+    /// Result slots of one instance: every (thread, register) the test writes or initialises.
+    pub slots: Vec<(usize, String)>,
+}
+
+impl Geometry {
+    pub fn new(test: &LitmusTest, params: &StressParams) -> Result<Geometry, String> {
+        let p = params;
+        let pow2 = |v: u32| v != 0 && v.is_power_of_two();
+        if !pow2(p.testing_workgroups) || !pow2(p.workgroup_size) || p.workgroup_size < WARP {
+            return Err(format!(
+                "testing_workgroups ({}) and workgroup_size ({}) must be powers of two, \
+                 workgroup_size at least {WARP}",
+                p.testing_workgroups, p.workgroup_size
+            ));
+        }
+        if p.max_workgroups < p.testing_workgroups || p.mem_stride == 0 {
+            return Err("max_workgroups must be >= testing_workgroups, mem_stride >= 1".into());
+        }
+        if p.stress_line_size == 0 || p.stress_target_lines == 0 || p.stress_pattern > 3 {
+            return Err("stress lines must be non-empty; stress_pattern is 0..=3".into());
+        }
+        let placement = placement_of(test)?;
+        let roles = test.threads.len() as u32;
+        let units = match placement {
+            Placement::InterCta => p.testing_workgroups,
+            Placement::IntraCta => p.workgroup_size / WARP,
+        };
+        if roles > units {
+            return Err(format!(
+                "`{}` has {roles} threads but only {units} {} to place them in",
+                test.name,
+                match placement {
+                    Placement::InterCta => "testing CTAs",
+                    Placement::IntraCta => "warps per CTA",
+                }
+            ));
+        }
+        for l in &test.locations {
+            if l.space == Space::Shared {
+                return Err(format!(
+                    "`{}`: location `{}` is in shared memory; the GPU runner places every \
+                     location in global memory",
+                    test.name, l.name
+                ));
+            }
+        }
+        let locations = test.all_locations();
+        let inits = locations.iter().map(|l| test.init_of(l)).collect();
+        let mut slots: Vec<(usize, String)> = Vec::new();
+        for (ti, t) in test.threads.iter().enumerate() {
+            let mut add = |r: &String| {
+                if !slots.iter().any(|(i, x)| *i == ti && x == r) {
+                    slots.push((ti, r.clone()));
+                }
+            };
+            t.regs.keys().for_each(&mut add);
+            for op in &t.ops {
+                if let Op::Ld { reg, .. } | Op::Atom { reg, .. } | Op::Mov { reg, .. } = op {
+                    add(reg);
+                }
+            }
+        }
+        Ok(Geometry {
+            params: params.clone(),
+            placement,
+            roles,
+            locations,
+            inits,
+            slots,
+        })
+    }
+
+    /// Test instances per launch: one per testing thread.
+    pub fn instances(&self) -> u32 {
+        self.params.testing_workgroups * self.params.workgroup_size
+    }
+
+    pub fn total_threads(&self) -> u32 {
+        self.params.max_workgroups * self.params.workgroup_size
+    }
+
+    /// Words of the test-location buffer.
+    pub fn location_words(&self) -> usize {
+        self.instances() as usize * self.locations.len().max(1) * self.params.mem_stride as usize
+    }
+
+    pub fn slot_of(&self, thread: usize, reg: &str) -> Option<usize> {
+        self.slots
+            .iter()
+            .position(|(t, r)| *t == thread && r == reg)
+    }
+
+    pub fn location_index(&self, name: &str) -> Option<usize> {
+        self.locations.iter().position(|l| l == name)
+    }
+
+    /// The test-location buffer's initial image.
+    pub fn initial_memory(&self, addrs: &[u32]) -> Vec<u32> {
+        let mut mem = vec![0u32; self.location_words()];
+        let nl = self.locations.len();
+        for inst in 0..self.instances() as usize {
+            for (j, init) in self.inits.iter().enumerate() {
+                mem[addrs[inst * nl + j] as usize] = *init as u32;
+            }
+        }
+        mem
+    }
+}
+
+/// Intra- or inter-CTA from the test's threads: all in one CTA, or each in its own.
+pub fn placement_of(test: &LitmusTest) -> Result<Placement, String> {
+    let t = &test.threads;
+    if t.iter().any(|th| th.gpu != 0) {
+        return Err(format!("`{}`: the GPU runner uses one GPU", test.name));
+    }
+    if t.iter().any(|th| th.cluster.is_some_and(|c| c != th.cta)) {
+        return Err(format!(
+            "`{}`: clusters of several CTAs are not launched by the GPU runner",
+            test.name
+        ));
+    }
+    let ctas: std::collections::BTreeSet<u32> = t.iter().map(|th| th.cta).collect();
+    if ctas.len() == 1 && t.len() > 1 {
+        let warps: std::collections::BTreeSet<Option<u32>> = t.iter().map(|th| th.warp).collect();
+        if warps.len() != t.len() && warps.iter().any(Option::is_some) {
+            return Err(format!(
+                "`{}`: threads sharing a warp are not placed by the GPU runner",
+                test.name
+            ));
+        }
+        Ok(Placement::IntraCta)
+    } else if ctas.len() == t.len() {
+        Ok(Placement::InterCta)
+    } else {
+        Err(format!(
+            "`{}`: threads must all share one CTA or each have their own",
+            test.name
+        ))
+    }
+}
+
+/// One launch's shuffle: which logical CTA each hardware block plays, and the offsets that
+/// spread an instance's roles across CTAs or warps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IterationPlan {
+    /// Logical CTA of each hardware block (a permutation of 0..max_workgroups); logical CTAs
+    /// below `testing_workgroups` test, the rest stress.
+    pub cta_of_block: Vec<u32>,
+    /// Distance, in CTAs (inter) or warps (intra), between consecutive roles of an instance.
+    pub unit_offset: u32,
+    /// Odd multiplier permuting local ids (lanes for intra, threads for inter).
+    pub local_mult: u32,
+    /// Added per role to the permuted local id.
+    pub local_shift: u32,
+    /// Odd multiplier permuting instances between one location and the next.
+    pub loc_mult: u32,
+    /// Stress word of each hardware block (index into the scratch buffer).
+    pub stress_word: Vec<u32>,
+}
+
+impl IterationPlan {
+    /// No shuffling: block b is CTA b, roles in adjacent units, identity permutations.
+    pub fn identity(g: &Geometry) -> IterationPlan {
+        IterationPlan {
+            cta_of_block: (0..g.params.max_workgroups).collect(),
+            unit_offset: 1,
+            local_mult: 1,
+            local_shift: 0,
+            loc_mult: 1,
+            stress_word: (0..g.params.max_workgroups)
+                .map(|b| (b % g.params.stress_target_lines) * g.params.stress_line_size)
+                .collect(),
+        }
+    }
+
+    /// A shuffled plan with probability `shuffle_pct`, else the identity (stress targets are
+    /// always random).
+    pub fn random(g: &Geometry, rng: &mut impl Rng) -> IterationPlan {
+        let mut plan = IterationPlan::identity(g);
+        let p = &g.params;
+        plan.stress_word = (0..p.max_workgroups)
+            .map(|_| rng.random_range(0..p.stress_target_lines) * p.stress_line_size)
+            .collect();
+        if rng.random_range(0..100) >= p.shuffle_pct {
+            return plan;
+        }
+        for i in (1..plan.cta_of_block.len()).rev() {
+            let j = rng.random_range(0..=i);
+            plan.cta_of_block.swap(i, j);
+        }
+        let units = match g.placement {
+            Placement::InterCta => p.testing_workgroups,
+            Placement::IntraCta => p.workgroup_size / WARP,
+        };
+        // Roles r and s sit (r - s) * offset units apart; that is never a multiple of `units`
+        // when (roles - 1) * offset < units.
+        let max_off = if g.roles > 1 {
+            (units - 1) / (g.roles - 1)
+        } else {
+            1
+        };
+        plan.unit_offset = rng.random_range(1..=max_off.max(1));
+        let local_n = match g.placement {
+            Placement::InterCta => p.workgroup_size,
+            Placement::IntraCta => WARP,
+        };
+        plan.local_mult = rng.random_range(0..local_n / 2) * 2 + 1;
+        plan.local_shift = rng.random_range(0..local_n);
+        plan.loc_mult = rng.random_range(0..g.instances() / 2) * 2 + 1;
+        plan
+    }
+}
+
+/// The tables one launch reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tables {
+    /// `roles[thread * R + r]`: the instance global thread `thread` plays role r of, or
+    /// [`NONE`] for a stress thread.
+    pub roles: Vec<u32>,
+    /// `addrs[inst * L + j]`: word index of instance `inst`'s location j.
+    pub addrs: Vec<u32>,
+    /// Stress word of each hardware block.
+    pub stress_word: Vec<u32>,
+    /// Threads that run test roles (the spin barrier's count).
+    pub testing_threads: u32,
+}
+
+pub fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
+    let p = &g.params;
+    let (w, tw) = (p.workgroup_size, p.testing_workgroups);
+    let r_n = g.roles as usize;
+    let mut roles = vec![NONE; g.total_threads() as usize * r_n];
+    let mut testing = 0;
+    for b in 0..p.max_workgroups {
+        let cta = plan.cta_of_block[b as usize];
+        if cta >= tw {
+            continue;
+        }
+        for l in 0..w {
+            let thread = (b * w + l) as usize;
+            testing += 1;
+            for r in 0..g.roles {
+                let inst = match g.placement {
+                    Placement::InterCta => {
+                        let c = (cta + r * plan.unit_offset) % tw;
+                        let local = (l.wrapping_mul(plan.local_mult) + r * plan.local_shift) % w;
+                        c * w + local
+                    }
+                    Placement::IntraCta => {
+                        let nw = w / WARP;
+                        let warp = (l / WARP + r * plan.unit_offset) % nw;
+                        let lane = ((l % WARP).wrapping_mul(plan.local_mult)
+                            + r * plan.local_shift)
+                            % WARP;
+                        cta * w + warp * WARP + lane
+                    }
+                };
+                roles[thread * r_n + r as usize] = inst;
+            }
+        }
+    }
+    let nl = g.locations.len() as u32;
+    let n = g.instances();
+    let stride = p.mem_stride;
+    let mut addrs = Vec::with_capacity((n * nl) as usize);
+    for inst in 0..n {
+        for j in 0..nl {
+            // Location 0 of instance i sits in block i; the others in a permuted block, so
+            // neighbouring words belong to different instances (GPUHarbor's interleaving).
+            let block = if j == 0 {
+                inst
+            } else {
+                inst.wrapping_mul(plan.loc_mult.wrapping_mul(j).wrapping_mul(2) - 1) % n
+            };
+            addrs.push(block * nl * stride + j * stride);
+        }
+    }
+    Tables {
+        roles,
+        addrs,
+        stress_word: plan.stress_word.clone(),
+        testing_threads: testing,
+    }
+}
+
+/// Outcome → how many instances produced it. An outcome is the condition's terms' values.
+pub type Histogram = BTreeMap<Vec<i64>, u64>;
+
+/// Each instance's outcome: registers from the results buffer (`results[inst * S + slot]`),
+/// final memory values from the location buffer at the instance's addresses.
+pub fn decode(
+    g: &Geometry,
+    terms: &[Term],
+    tables: &Tables,
+    results: &[u32],
+    memory: &[u32],
+    into: &mut Histogram,
+) -> Result<(), String> {
+    enum Src {
+        Slot(usize),
+        Loc(usize),
+    }
+    let srcs: Vec<Src> = terms
+        .iter()
+        .map(|t| match t {
+            Term::Reg { thread, reg } => g
+                .slot_of(*thread, reg)
+                .map(Src::Slot)
+                .ok_or_else(|| format!("condition names {t}, which no operation writes")),
+            Term::Loc(l) => g
+                .location_index(l)
+                .map(Src::Loc)
+                .ok_or_else(|| format!("condition names location `{l}`, which the test lacks")),
+        })
+        .collect::<Result<_, _>>()?;
+    let (s_n, l_n) = (g.slots.len(), g.locations.len());
+    let n = g.instances() as usize;
+    if results.len() < n * s_n || tables.addrs.len() < n * l_n {
+        return Err(format!(
+            "result buffer of {} words, address table of {}, for {n} instances",
+            results.len(),
+            tables.addrs.len()
+        ));
+    }
+    for inst in 0..n {
+        let mut outcome = Vec::with_capacity(srcs.len());
+        for s in &srcs {
+            let word = match s {
+                Src::Slot(k) => results[inst * s_n + k],
+                Src::Loc(j) => {
+                    let a = tables.addrs[inst * l_n + j] as usize;
+                    *memory
+                        .get(a)
+                        .ok_or_else(|| format!("location word {a} beyond the buffer"))?
+                }
+            };
+            // Values are 32-bit two's complement on the device.
+            outcome.push(i64::from(word as i32));
+        }
+        *into.entry(outcome).or_default() += 1;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::atomics::catalog;
+    use rand::SeedableRng;
+
+    fn small() -> StressParams {
+        StressParams {
+            testing_workgroups: 8,
+            workgroup_size: 128,
+            max_workgroups: 12,
+            ..StressParams::default()
+        }
+    }
+
+    // Checked by brute force over the table, not by re-deriving the formulas: each instance
+    // gets each role exactly once, from a testing CTA, and the placement holds.
+    fn check_tables(g: &Geometry, t: &Tables, plan: &IterationPlan) {
+        let (w, r_n) = (g.params.workgroup_size, g.roles as usize);
+        let n = g.instances() as usize;
+        let mut seen: Vec<Vec<Option<(u32, u32)>>> = vec![vec![None; r_n]; n];
+        let mut testing = 0;
+        for thread in 0..g.total_threads() {
+            let row = &t.roles[thread as usize * r_n..][..r_n];
+            let (b, l) = (thread / w, thread % w);
+            if row.iter().all(|&i| i == NONE) {
+                assert!(plan.cta_of_block[b as usize] >= g.params.testing_workgroups);
+                continue;
+            }
+            testing += 1;
+            for (r, &inst) in row.iter().enumerate() {
+                assert!((inst as usize) < n);
+                let slot = &mut seen[inst as usize][r];
+                assert!(slot.is_none(), "instance {inst} role {r} twice");
+                *slot = Some((b, l));
+            }
+        }
+        assert_eq!(testing, t.testing_threads);
+        for (inst, roles) in seen.iter().enumerate() {
+            let at: Vec<(u32, u32)> = roles.iter().map(|x| x.expect("role missing")).collect();
+            for a in 0..r_n {
+                for b in a + 1..r_n {
+                    match g.placement {
+                        Placement::InterCta => {
+                            assert_ne!(at[a].0, at[b].0, "instance {inst}: roles share a CTA")
+                        }
+                        Placement::IntraCta => {
+                            assert_eq!(at[a].0, at[b].0, "instance {inst}: roles in two CTAs");
+                            assert_ne!(at[a].1 / WARP, at[b].1 / WARP, "roles share a warp");
+                        }
+                    }
+                }
+            }
+        }
+        // Every location word belongs to exactly one (instance, location).
+        let mut words = std::collections::BTreeSet::new();
+        for &a in &t.addrs {
+            assert!((a as usize) < g.location_words());
+            assert!(words.insert(a), "word {a} shared");
+        }
+    }
+
+    #[test]
+    fn every_instance_gets_every_role_once_with_its_placement() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for name in [
+            "MP.rel_acq.gpu.inter_cta",
+            "MP.rel_acq.cta.intra_cta",
+            "IRIW.sc.gpu.inter_cta",
+            "IRIW.relaxed.cta.intra_cta",
+            "RelSeq.rel_acq.gpu.intra_cta",
+            "CoRR.relaxed.sys.inter_cta",
+        ] {
+            let test = catalog::by_name(name).unwrap();
+            for stride in [1, 3] {
+                let params = StressParams {
+                    mem_stride: stride,
+                    ..small()
+                };
+                let g = Geometry::new(&test, &params).unwrap();
+                let id = IterationPlan::identity(&g);
+                check_tables(&g, &tables(&g, &id), &id);
+                for _ in 0..20 {
+                    let plan = IterationPlan::random(&g, &mut rng);
+                    check_tables(&g, &tables(&g, &plan), &plan);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shuffling_changes_assignment_only_when_asked() {
+        let test = catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let off = Geometry::new(
+            &test,
+            &StressParams {
+                shuffle_pct: 0,
+                ..small()
+            },
+        )
+        .unwrap();
+        let p = IterationPlan::random(&off, &mut rng);
+        assert_eq!(p.cta_of_block, IterationPlan::identity(&off).cta_of_block);
+        let on = Geometry::new(&test, &small()).unwrap();
+        let shuffled = (0..10).any(|_| {
+            IterationPlan::random(&on, &mut rng).cta_of_block
+                != IterationPlan::identity(&on).cta_of_block
+        });
+        assert!(shuffled);
+    }
+
+    #[test]
+    fn bad_parameters_and_placements_are_refused() {
+        let mp = catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap();
+        let bad = StressParams {
+            workgroup_size: 100,
+            ..small()
+        };
+        assert!(Geometry::new(&mp, &bad).is_err());
+        // IRIW's four threads across CTAs need four testing CTAs.
+        let iriw = catalog::by_name("IRIW.relaxed.gpu.inter_cta").unwrap();
+        let few = StressParams {
+            testing_workgroups: 2,
+            max_workgroups: 2,
+            ..small()
+        };
+        assert!(Geometry::new(&iriw, &few)
+            .unwrap_err()
+            .contains("4 threads"));
+        let mut mixed = catalog::by_name("IRIW.relaxed.gpu.inter_cta").unwrap();
+        mixed.threads[1].cta = 0;
+        assert!(placement_of(&mixed).is_err());
+    }
+
+    // Synthetic buffers: instance i's registers and memory set by hand, decoded back.
+    #[test]
+    fn decode_reads_registers_and_final_memory() {
+        let test = catalog::by_name("2+2W.relaxed.gpu.inter_cta").unwrap();
+        let g = Geometry::new(&test, &small()).unwrap();
+        let plan = IterationPlan::identity(&g);
+        let t = tables(&g, &plan);
+        let terms = vec![Term::Loc("x".into()), Term::Loc("y".into())];
+        let n = g.instances() as usize;
+        let mut mem = vec![0u32; g.location_words()];
+        let (x, y) = (
+            g.location_index("x").unwrap(),
+            g.location_index("y").unwrap(),
+        );
+        for inst in 0..n {
+            let weak = inst % 10 == 0;
+            mem[t.addrs[inst * 2 + x] as usize] = if weak { 1 } else { 2 };
+            mem[t.addrs[inst * 2 + y] as usize] = if weak { 1 } else { 2 };
+        }
+        let mut h = Histogram::new();
+        decode(&g, &terms, &t, &[], &mem, &mut h).unwrap();
+        let weak = n.div_ceil(10) as u64;
+        assert_eq!(h.get(&vec![1, 1]), Some(&weak));
+        assert_eq!(h.get(&vec![2, 2]), Some(&(n as u64 - weak)));
+
+        let mp = catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap();
+        let g = Geometry::new(&mp, &small()).unwrap();
+        let t = tables(&g, &IterationPlan::identity(&g));
+        let (r0, r1) = (g.slot_of(1, "r0").unwrap(), g.slot_of(1, "r1").unwrap());
+        let mut res = vec![0u32; n * g.slots.len()];
+        res[3 * g.slots.len() + r0] = 1;
+        res[5 * g.slots.len() + r0] = u32::MAX; // -1 as the device's 32-bit word
+        let terms = vec![
+            Term::Reg {
+                thread: 1,
+                reg: "r0".into(),
+            },
+            Term::Reg {
+                thread: 1,
+                reg: "r1".into(),
+            },
+        ];
+        let mut h = Histogram::new();
+        decode(&g, &terms, &t, &res, &vec![0; g.location_words()], &mut h).unwrap();
+        let _ = r1;
+        assert_eq!(h[&vec![1, 0]], 1);
+        assert_eq!(h[&vec![-1, 0]], 1);
+        assert_eq!(h[&vec![0, 0]], n as u64 - 2);
+        let unknown = vec![Term::Reg {
+            thread: 0,
+            reg: "r9".into(),
+        }];
+        assert!(decode(&g, &unknown, &t, &res, &[], &mut h).is_err());
+    }
+}

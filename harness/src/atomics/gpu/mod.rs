@@ -1,0 +1,351 @@
+//! Litmus tests on the GPU, GPUHarbor / MC Mutants style: one generated PTX kernel per test
+//! ([`kernel`]) runs thousands of instances per launch with shuffled thread placement, a
+//! spin-barrier start and memory stress ([`layout::StressParams`]); the host launches it many
+//! times, histograms the outcomes and classifies each with the memory-model checker.
+//!
+//! A case fails when an outcome outside the model's allowed set is seen (with its count). For
+//! a forbidden test the relaxed control ([`catalog::control_for`]) runs as well: a control
+//! that never shows its weak outcome means the stress could not have caught a violation, and
+//! the case passes with a note starting "warning: stress has no teeth".
+
+pub mod kernel;
+pub mod layout;
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+
+use crate::atomics::catalog;
+use crate::atomics::litmus::{LitmusTest, Term};
+use crate::atomics::model::{self, Verdict};
+use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
+use crate::outcome::CaseStatus;
+
+pub use layout::{Histogram, StressParams};
+
+/// Launches per case when the suite does not say (about a second per test on an H100).
+pub const DEFAULT_ITERATIONS: u64 = 100;
+/// Wall-clock cap on each of a case's runs (test, control): keeps the 312-case suite bounded
+/// whatever the device's speed, well inside the default case timeout of 120 s. The note
+/// reports the launches actually done.
+pub const RUN_BUDGET: Duration = Duration::from_secs(10);
+
+/// What the GPU showed for one test.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    pub test: String,
+    pub launches: u64,
+    pub instances: u64,
+    /// Launch-to-completion time summed over launches (wall clock around synchronize).
+    pub kernel_time: Duration,
+    /// Everything: table uploads, launches, copies back, decoding.
+    pub wall_time: Duration,
+    /// Terms of the histogram's outcomes (the model's [`Verdict::terms`]).
+    pub terms: Vec<Term>,
+    pub histogram: Histogram,
+    /// Testing threads that gave up on the spin barrier (the CTAs were not co-resident).
+    pub barrier_timeouts: u64,
+}
+
+/// A histogram judged against the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classified {
+    /// Instances whose outcome satisfies the test's condition (the weak outcome).
+    pub weak: u64,
+    /// Outcomes no consistent execution produces, with their counts.
+    pub forbidden: Vec<(Vec<i64>, u64)>,
+}
+
+pub fn classify(test: &LitmusTest, verdict: &Verdict, h: &Histogram) -> Classified {
+    let mut c = Classified {
+        weak: 0,
+        forbidden: Vec::new(),
+    };
+    for (outcome, &n) in h {
+        let value = |t: &Term| {
+            verdict
+                .terms
+                .iter()
+                .position(|x| x == t)
+                .map(|i| outcome[i])
+        };
+        if test.condition.prop.eval(&value) == Some(true) {
+            c.weak += n;
+        }
+        if !verdict.outcome_allowed(outcome) {
+            c.forbidden.push((outcome.clone(), n));
+        }
+    }
+    c
+}
+
+fn outcome_text(terms: &[Term], o: &[i64]) -> String {
+    let parts: Vec<String> = terms
+        .iter()
+        .zip(o)
+        .map(|(t, v)| format!("{t}={v}"))
+        .collect();
+    format!("({})", parts.join(", "))
+}
+
+fn per_second(n: u64, d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s <= 0.0 {
+        return "-".into();
+    }
+    let r = n as f64 / s;
+    if r >= 1e6 {
+        format!("{:.2}M/s", r / 1e6)
+    } else if r >= 1e3 {
+        format!("{:.1}k/s", r / 1e3)
+    } else {
+        format!("{r:.1}/s")
+    }
+}
+
+/// "N instances in T (rate); weak outcome seen K times (rate); histogram ...".
+pub fn figures(r: &RunReport, c: &Classified) -> String {
+    let mut s = format!(
+        "{}: {} instances in {} launches, {:.3} s kernel ({} instances/s); weak outcome {} times ({} weak/s); histogram",
+        r.test,
+        r.instances,
+        r.launches,
+        r.kernel_time.as_secs_f64(),
+        per_second(r.instances, r.kernel_time),
+        c.weak,
+        per_second(c.weak, r.kernel_time)
+    );
+    for (o, n) in &r.histogram {
+        let _ = write!(s, " {}={n}", outcome_text(&r.terms, o));
+    }
+    if r.barrier_timeouts > 0 {
+        let _ = write!(s, "; {} spin-barrier timeouts", r.barrier_timeouts);
+    }
+    s
+}
+
+/// The case's verdict from what ran. `control` is the control's report and classification,
+/// present when the test is forbidden and has one.
+pub fn judge(
+    verdict: &Verdict,
+    report: &RunReport,
+    classified: &Classified,
+    control: Option<(&RunReport, &Classified)>,
+) -> CaseStatus {
+    if !classified.forbidden.is_empty() {
+        let total: u64 = classified.forbidden.iter().map(|(_, n)| n).sum();
+        let list: Vec<String> = classified
+            .forbidden
+            .iter()
+            .map(|(o, n)| format!("{} x{n}", outcome_text(&report.terms, o)))
+            .collect();
+        return CaseStatus::fail_detail(
+            "only outcomes the PTX memory model allows",
+            format!(
+                "{total} of {} instances with a forbidden outcome: {}",
+                report.instances,
+                list.join(", ")
+            ),
+            figures(report, classified),
+        );
+    }
+    let mut note = figures(report, classified);
+    if verdict.allowed {
+        return CaseStatus::pass_with(note);
+    }
+    match control {
+        // The control is a litmus test too: an outcome its model forbids is a violation.
+        Some((cr, cc)) if !cc.forbidden.is_empty() => {
+            let total: u64 = cc.forbidden.iter().map(|(_, n)| n).sum();
+            CaseStatus::fail_detail(
+                format!(
+                    "only outcomes the PTX memory model allows for control {}",
+                    cr.test
+                ),
+                format!(
+                    "control {}: {total} of {} instances with a forbidden outcome",
+                    cr.test, cr.instances
+                ),
+                format!("{note}; control {}", figures(cr, cc)),
+            )
+        }
+        Some((cr, cc)) if cc.weak == 0 => CaseStatus::pass_with(format!(
+            "warning: stress has no teeth: control {} never showed its weak outcome in {} \
+             instances; {note}; control {}",
+            cr.test,
+            cr.instances,
+            figures(cr, cc)
+        )),
+        Some((cr, cc)) => {
+            let _ = write!(note, "; control {}", figures(cr, cc));
+            CaseStatus::pass_with(note)
+        }
+        None => CaseStatus::pass_with(format!("{note}; no relaxed control for this shape")),
+    }
+}
+
+/// Run `test` for `iterations` launches (stopping early after `budget`), on `session`.
+pub fn run(
+    session: &Session,
+    test: &LitmusTest,
+    verdict: &Verdict,
+    params: &StressParams,
+    iterations: u64,
+    budget: Option<Duration>,
+    seed: u64,
+) -> Result<RunReport, String> {
+    let g = layout::Geometry::new(test, params)?;
+    let ptx = kernel::generate(test, &g)?;
+    let e = |x: crate::backend::cuda::DriverCallError| x.to_string();
+    let module = session.load_ptx(&ptx).map_err(|x| x.to_string())?;
+    let f = session.function(&module, kernel::KERNEL).map_err(e)?;
+    let n = g.instances() as usize;
+    let locs = session.buffer(g.location_words() * 4).map_err(e)?;
+    let results = session.buffer(n * g.slots.len().max(1) * 4).map_err(e)?;
+    let roles = session
+        .buffer(g.total_threads() as usize * g.roles as usize * 4)
+        .map_err(e)?;
+    let addrs = session
+        .buffer(n * g.locations.len().max(1) * 4)
+        .map_err(e)?;
+    let barrier = session.buffer(8).map_err(e)?;
+    let scratch_words = (params.stress_line_size * params.stress_target_lines) as usize;
+    let scratch = session.buffer(scratch_words * 4).map_err(e)?;
+    let stress = session
+        .buffer(params.max_workgroups as usize * 4)
+        .map_err(e)?;
+    let cfg = LaunchConfig {
+        grid: params.max_workgroups,
+        block: params.workgroup_size,
+        shared_bytes: 0,
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut report = RunReport {
+        test: test.name.clone(),
+        launches: 0,
+        instances: 0,
+        kernel_time: Duration::ZERO,
+        wall_time: Duration::ZERO,
+        terms: verdict.terms.clone(),
+        histogram: Histogram::new(),
+        barrier_timeouts: 0,
+    };
+    let start = Instant::now();
+    for _ in 0..iterations {
+        if budget.is_some_and(|b| start.elapsed() >= b) {
+            break;
+        }
+        let plan = layout::IterationPlan::random(&g, &mut rng);
+        let t = layout::tables(&g, &plan);
+        session
+            .copy_u32_to_device(locs.ptr, &g.initial_memory(&t.addrs))
+            .map_err(e)?;
+        session.copy_u32_to_device(roles.ptr, &t.roles).map_err(e)?;
+        session.copy_u32_to_device(addrs.ptr, &t.addrs).map_err(e)?;
+        session
+            .copy_u32_to_device(stress.ptr, &t.stress_word)
+            .map_err(e)?;
+        session.memset(barrier.ptr, 0, 8).map_err(e)?;
+        session.memset(results.ptr, 0, results.bytes).map_err(e)?;
+        let args = [
+            KernelArg::Ptr(locs.ptr),
+            KernelArg::Ptr(results.ptr),
+            KernelArg::Ptr(roles.ptr),
+            KernelArg::Ptr(addrs.ptr),
+            KernelArg::Ptr(barrier.ptr),
+            KernelArg::Ptr(scratch.ptr),
+            KernelArg::Ptr(stress.ptr),
+            KernelArg::U32(t.testing_threads),
+        ];
+        report.kernel_time += session.launch_timed(f, cfg, &args).map_err(e)?;
+        // A test without registers (2+2W) has nothing in the results buffer to copy.
+        let res = if g.slots.is_empty() {
+            Vec::new()
+        } else {
+            session
+                .copy_u32_to_host(results.ptr, n * g.slots.len())
+                .map_err(e)?
+        };
+        let mem = session
+            .copy_u32_to_host(locs.ptr, g.location_words())
+            .map_err(e)?;
+        let bar = session.copy_u32_to_host(barrier.ptr, 2).map_err(e)?;
+        report.barrier_timeouts += u64::from(bar[1]);
+        layout::decode(&g, &verdict.terms, &t, &res, &mem, &mut report.histogram)?;
+        report.launches += 1;
+        report.instances += n as u64;
+    }
+    report.wall_time = start.elapsed();
+    Ok(report)
+}
+
+/// The `atomics.gpu.*` case: run catalogue test `name` (and its control when it is forbidden).
+pub fn gpu_case(name: &str, iterations: u64) -> CaseStatus {
+    let Some(test) = catalog::by_name(name) else {
+        return CaseStatus::error(format!("no catalogue test named `{name}`"));
+    };
+    let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
+    run_case(
+        &test,
+        control.as_ref(),
+        iterations,
+        &StressParams::default(),
+    )
+}
+
+/// Run any litmus test on GPU 0 (e.g. one read with [`crate::atomics::litmus::load_file`])
+/// and judge it: fail on an outcome the model forbids; for a forbidden test, run `control`
+/// too and warn when it never shows its weak outcome.
+pub fn run_case(
+    test: &LitmusTest,
+    control: Option<&LitmusTest>,
+    iterations: u64,
+    params: &StressParams,
+) -> CaseStatus {
+    let verdict = match model::try_check(test) {
+        Ok(v) => v,
+        Err(e) => return CaseStatus::error(format!("the checker gave no verdict: {e}")),
+    };
+    let session = match Session::open(0) {
+        Ok(s) => s,
+        Err(e) => return CaseStatus::error(e),
+    };
+    let go = || -> Result<CaseStatus, String> {
+        let report = run(
+            &session,
+            test,
+            &verdict,
+            params,
+            iterations,
+            Some(RUN_BUDGET),
+            1,
+        )?;
+        let classified = classify(test, &verdict, &report.histogram);
+        if verdict.allowed || !classified.forbidden.is_empty() {
+            return Ok(judge(&verdict, &report, &classified, None));
+        }
+        let control = match control {
+            Some(ct) => {
+                let cv = model::try_check(ct)?;
+                let cr = run(&session, ct, &cv, params, iterations, Some(RUN_BUDGET), 2)?;
+                let cc = classify(ct, &cv, &cr.histogram);
+                Some((cr, cc))
+            }
+            None => None,
+        };
+        Ok(judge(
+            &verdict,
+            &report,
+            &classified,
+            control.as_ref().map(|(r, c)| (r, c)),
+        ))
+    };
+    go().unwrap_or_else(CaseStatus::error)
+}
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod emulate;
