@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::area::CaseContext;
 use crate::backend::toolchain::{tempfile_dir, Toolchain};
-use crate::capability::{Capabilities, Requirement};
+use crate::capability::{Capabilities, Capability, Requirement};
 use crate::outcome::{CaseStatus, Verdict};
 use crate::suite::Case;
 use crate::waivers::{Waiver, Waivers};
@@ -106,10 +106,18 @@ pub fn run_in_process(
     }
 }
 
+/// Cases that use the GPU run one at a time: concurrent kernels from other cases would change
+/// what a litmus test observes and the rates it reports, and a crash would take others along.
+static GPU_EXCLUSIVE: Mutex<()> = Mutex::new(());
+
 fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
     if let Some((capability, reason)) = env.caps.first_missing(&case.requires) {
         return CaseStatus::Skip { capability, reason };
     }
+    let _gpu = case
+        .requires
+        .contains(&Capability::Gpu)
+        .then(|| GPU_EXCLUSIVE.lock().unwrap_or_else(|e| e.into_inner()));
     if case.isolate {
         child::run_isolated(&env.exe, &case.file, &case.id, case.timeout)
     } else {
@@ -200,7 +208,6 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capability::Capability;
 
     fn waiver() -> Waiver {
         Waiver {
