@@ -3,4 +3,6 @@
 
 pub mod cuda;
 pub mod kmod;
+#[cfg(feature = "rdma")]
+pub mod rdma;
 pub mod toolchain;
