@@ -195,15 +195,6 @@ impl Capabilities {
     pub fn iter(&self) -> impl Iterator<Item = (&Capability, &Result<String, String>)> {
         self.entries.iter()
     }
-
-    /// Every capability present; for tests of areas that want "everything".
-    pub fn all_present() -> Self {
-        let mut c = Capabilities::default();
-        for cap in Capability::ALL {
-            c.set(*cap, Ok("assumed".into()));
-        }
-        c
-    }
 }
 
 #[cfg(test)]

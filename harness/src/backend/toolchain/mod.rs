@@ -418,38 +418,9 @@ impl Toolchain {
     }
 }
 
-/// A temporary directory removed on drop.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A fresh private temporary directory.
-pub fn tempfile_dir() -> std::io::Result<TempDir> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    let base = std::env::temp_dir();
-    loop {
-        let p = base.join(format!(
-            "gpucts-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        match std::fs::create_dir(&p) {
-            Ok(()) => return Ok(TempDir(p)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
+/// A fresh private temporary directory, removed when dropped.
+pub fn tempfile_dir() -> std::io::Result<tempfile::TempDir> {
+    tempfile::Builder::new().prefix("gpucts-").tempdir()
 }
 
 fn describe(cap: Capability) -> &'static str {
