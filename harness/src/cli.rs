@@ -128,6 +128,9 @@ enum Cmd {
         file: PathBuf,
         #[arg(long)]
         id: String,
+        /// The case's scratch directory, made and removed by the parent.
+        #[arg(long)]
+        scratch: Option<PathBuf>,
     },
 }
 
@@ -206,7 +209,7 @@ pub fn main() -> i32 {
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Litmus { action }) => litmus(action),
         Some(Cmd::Bench { area, count }) => bench(area, count),
-        Some(Cmd::Case { file, id }) => child_case(&file, &id),
+        Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref()),
     }
 }
 
@@ -395,7 +398,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
     EXIT_OK
 }
 
-fn child_case(file: &Path, id: &str) -> i32 {
+fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
     let suite = match suite::load_file(file) {
         Ok(s) => s,
         Err(errors) => {
@@ -409,7 +412,7 @@ fn child_case(file: &Path, id: &str) -> i32 {
     };
     let tc = Toolchain::discover_system();
     let (_, caps) = crate::probe::probe(&tc);
-    let status = runner::run_in_process(case, &caps, &tc, &find_root());
+    let status = runner::run_in_process(case, &caps, &tc, &find_root(), scratch);
     match serde_json::to_string(&status) {
         Ok(s) => {
             println!("{}{s}", runner::child::RESULT_TAG);

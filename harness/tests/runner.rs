@@ -32,11 +32,12 @@ fn text(o: &Output) -> (String, String) {
     )
 }
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gpucts-e2e-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A directory for one test's reports, removed when the test ends.
+fn tmp(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("gpucts-e2e-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn run_fixture(name: &str, extra: &[&str], junit: &Path) -> Output {
@@ -98,7 +99,7 @@ fn duplicate_ids_after_expansion_are_rejected() {
 #[test]
 fn a_broken_suite_stops_the_run_before_anything_runs() {
     let d = tmp("broken");
-    let junit = d.join("junit.xml");
+    let junit = d.path().join("junit.xml");
     let good = fixture("passing.yaml");
     let bad = fixture("unknown_field.yaml");
     let o = gpucts(&[
@@ -134,7 +135,7 @@ fn matrix_expansion_and_list() {
 #[test]
 fn crash_hang_fail_skip_are_reported_and_the_run_goes_on() {
     let d = tmp("full");
-    let junit = d.join("junit.xml");
+    let junit = d.path().join("junit.xml");
     let o = run_fixture("selftest.yaml", &[], &junit);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(101), "{out}\n{err}");
@@ -174,7 +175,7 @@ fn crash_hang_fail_skip_are_reported_and_the_run_goes_on() {
 #[test]
 fn require_turns_a_skip_into_exit_101() {
     let d = tmp("require");
-    let junit = d.join("junit.xml");
+    let junit = d.path().join("junit.xml");
     let o = run_fixture("passing.yaml", &[], &junit);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let o = run_fixture("passing.yaml", &["--require", "gpu"], &junit);
@@ -192,7 +193,7 @@ fn require_turns_a_skip_into_exit_101() {
 #[test]
 fn waivers_waive_failures_and_report_stale_ones() {
     let d = tmp("waivers");
-    let junit = d.join("junit.xml");
+    let junit = d.path().join("junit.xml");
     let o = run_fixture("failing.yaml", &[], &junit);
     assert_eq!(o.status.code(), Some(101));
     let w = fixture("waivers.yaml");
@@ -210,7 +211,7 @@ fn waivers_waive_failures_and_report_stale_ones() {
 #[test]
 fn filters_exact_and_skip() {
     let d = tmp("filters");
-    let junit = d.join("junit.xml");
+    let junit = d.path().join("junit.xml");
     let o = run_fixture(
         "selftest.yaml",
         &["selftest.basic.equal", "--exact"],

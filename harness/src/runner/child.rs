@@ -47,12 +47,20 @@ fn signal_name(sig: i32) -> String {
 
 /// Run one case in a child of `exe` and turn what happens into a status.
 pub fn run_isolated(exe: &Path, suite_file: &Path, case_id: &str, timeout: Duration) -> CaseStatus {
+    // The parent owns the child's scratch directory, so it goes away even when the child is
+    // killed.
+    let scratch = match crate::backend::toolchain::tempfile_dir() {
+        Ok(d) => d,
+        Err(e) => return CaseStatus::error(format!("cannot create a scratch directory: {e}")),
+    };
     let mut cmd = Command::new(exe);
     cmd.arg("__case")
         .arg("--file")
         .arg(suite_file)
         .arg("--id")
         .arg(case_id)
+        .arg("--scratch")
+        .arg(scratch.path())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

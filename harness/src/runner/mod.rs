@@ -76,21 +76,30 @@ pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&Waiv
 }
 
 /// Run a case's check in this process; a panic is an `Error`, never a crash of the run.
+/// `scratch` is the case's directory when the caller owns it (an isolated child's parent, which
+/// removes it even when the child is killed); otherwise one is made and removed here.
 pub fn run_in_process(
     case: &Case,
     caps: &Capabilities,
     toolchain: &Toolchain,
     root: &std::path::Path,
+    scratch: Option<&std::path::Path>,
 ) -> CaseStatus {
-    let scratch = match tempfile_dir() {
-        Ok(d) => d,
-        Err(e) => return CaseStatus::error(format!("cannot create a scratch directory: {e}")),
+    let owned = match scratch {
+        Some(_) => None,
+        None => match tempfile_dir() {
+            Ok(d) => Some(d),
+            Err(e) => return CaseStatus::error(format!("cannot create a scratch directory: {e}")),
+        },
     };
+    let scratch = scratch
+        .map(|p| p.to_path_buf())
+        .or_else(|| owned.as_ref().map(|d| d.path().to_path_buf()));
     let ctx = CaseContext {
         id: &case.id,
         caps,
         toolchain,
-        scratch: scratch.path().to_path_buf(),
+        scratch: scratch.unwrap_or_default(),
         root,
     };
     match std::panic::catch_unwind(AssertUnwindSafe(|| case.check.run(&ctx))) {
@@ -121,7 +130,7 @@ fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
     if case.isolate {
         child::run_isolated(&env.exe, &case.file, &case.id, case.timeout)
     } else {
-        run_in_process(case, &env.caps, &env.toolchain, &env.root)
+        run_in_process(case, &env.caps, &env.toolchain, &env.root, None)
     }
 }
 
