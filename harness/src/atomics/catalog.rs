@@ -281,7 +281,7 @@ pub fn test_name(shape: Shape, mapping: Mapping, scope: Scope, placement: Placem
         "{}.{}.{}.{}",
         shape.name(),
         mapping.name(),
-        scope.ptx(),
+        scope.name(),
         placement.name()
     )
 }
@@ -333,7 +333,7 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
             "{} with the {} mapping (ptx-interop 13.2 §4) at {} scope, {}",
             shape.name(),
             mapping.name(),
-            scope.ptx(),
+            scope.name(),
             match placement {
                 Placement::IntraCta => "all threads in one CTA",
                 Placement::InterCta => "each thread in its own CTA",
@@ -388,7 +388,7 @@ fn parse_name(name: &str) -> Option<(Shape, Mapping, Scope, Placement)> {
     Some((
         *Shape::ALL.iter().find(|x| x.name() == s)?,
         *Mapping::ALL.iter().find(|x| x.name() == m)?,
-        *SCOPES.iter().find(|x| x.ptx() == sc)?,
+        *SCOPES.iter().find(|x| x.name() == sc)?,
         *Placement::ALL.iter().find(|x| x.name() == p)?,
     ))
 }

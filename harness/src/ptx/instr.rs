@@ -439,8 +439,13 @@ impl Sem {
     }
 }
 
-/// Thread scopes of the PTX memory model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Thread scopes of the PTX memory model (`.cta`, `.cluster`, `.gpu`, `.sys`): the set of
+/// threads a strong operation is morally strong with. Shared by the instruction reader and the
+/// litmus model.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Scope {
     Cta,
     Cluster,
@@ -460,7 +465,8 @@ impl Scope {
         }
     }
 
-    fn parse(m: &str) -> Option<Scope> {
+    /// The scope a PTX modifier names (`gpu` for `.gpu`).
+    pub fn parse(m: &str) -> Option<Scope> {
         Some(match m {
             "cta" => Scope::Cta,
             "cluster" => Scope::Cluster,

@@ -36,7 +36,7 @@ fn strong_q(
         _ => {
             let sc =
                 scope.ok_or_else(|| format!("{what}: a {} access needs a scope", sem.ptx()))?;
-            format!(".{}.{}", sem.ptx(), sc.ptx())
+            format!(".{}.{}", sem.ptx(), sc.name())
         }
     })
 }
@@ -149,7 +149,7 @@ fn thread_ops(
                 let head = format!(
                     "atom.{}.{}.global.{} {}, {}",
                     sem.ptx(),
-                    scope.ptx(),
+                    scope.name(),
                     rmw_suffix(*op),
                     regs.var(t, reg),
                     addr(loc)?
@@ -181,7 +181,7 @@ fn thread_ops(
                 format!(
                     "red.{}.{}.global.{} {}, {v};",
                     sem.ptx(),
-                    scope.ptx(),
+                    scope.name(),
                     rmw_suffix(*op),
                     addr(loc)?
                 )
@@ -190,7 +190,7 @@ fn thread_ops(
                 if !matches!(sem, Sem::Sc | Sem::AcqRel | Sem::Acquire | Sem::Release) {
                     return Err(format!("{what}: fence cannot be {}", sem.ptx()));
                 }
-                format!("fence.{}.{};", sem.ptx(), scope.ptx())
+                format!("fence.{}.{};", sem.ptx(), scope.name())
             }
             Op::Mov { reg, val } => {
                 let v = regs.operand(t, val, &what)?;

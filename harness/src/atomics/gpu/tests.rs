@@ -87,7 +87,7 @@ fn each_operation_carries_its_semantic_and_scope() {
             assert_eq!(m.kind, kind, "{ctx}");
             assert_eq!(m.sem.map(|s| s.name()), Some(sem.ptx()), "{ctx}");
             if sem != LSem::Weak {
-                assert_eq!(m.scope.map(|s| s.name()), scope.map(|s| s.ptx()), "{ctx}");
+                assert_eq!(m.scope, scope, "{ctx}");
             }
             if matches!(kind, MemOpKind::Ld | MemOpKind::St | MemOpKind::Atom) {
                 assert!(ins.has("global"), "{ctx}");

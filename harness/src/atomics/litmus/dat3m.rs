@@ -317,7 +317,7 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
     for p in parts {
         if let Some(s) = Sem::from_ptx(p) {
             sem = Some(s);
-        } else if let Some(s) = Scope::from_ptx(p) {
+        } else if let Some(s) = Scope::parse(p) {
             scope = Some(s);
         } else if let Some(r) = RmwOp::from_ptx(p) {
             rmw = Some(r);
@@ -445,7 +445,7 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
 pub fn instr_text(op: &Op) -> String {
     let ss = |sem: &Sem, scope: &Option<Scope>| match (sem, scope) {
         (Sem::Weak, _) => ".weak".to_string(),
-        (s, Some(sc)) => format!(".{}.{}", s.ptx(), sc.ptx()),
+        (s, Some(sc)) => format!(".{}.{}", s.ptx(), sc.name()),
         (s, None) => format!(".{}", s.ptx()),
     };
     match op {
@@ -473,13 +473,13 @@ pub fn instr_text(op: &Op) -> String {
             Some(c) => format!(
                 "atom.{}.{}.{} {reg}, {loc}, {c}, {val}",
                 sem.ptx(),
-                scope.ptx(),
+                scope.name(),
                 op.ptx()
             ),
             None => format!(
                 "atom.{}.{}.{} {reg}, {loc}, {val}",
                 sem.ptx(),
-                scope.ptx(),
+                scope.name(),
                 op.ptx()
             ),
         },
@@ -492,10 +492,10 @@ pub fn instr_text(op: &Op) -> String {
         } => format!(
             "red.{}.{}.{} {loc}, {val}",
             sem.ptx(),
-            scope.ptx(),
+            scope.name(),
             op.ptx()
         ),
-        Op::Fence { sem, scope } => format!("fence.{}.{}", sem.ptx(), scope.ptx()),
+        Op::Fence { sem, scope } => format!("fence.{}.{}", sem.ptx(), scope.name()),
         Op::Mov { reg, val } => match val {
             // Dat3M reads a constant register load as `ld r, imm`.
             Operand::Const(v) => format!("ld {reg}, {v}"),

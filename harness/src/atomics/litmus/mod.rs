@@ -67,35 +67,7 @@ impl Sem {
     }
 }
 
-/// Scope of a strong operation: the set of threads it is morally strong with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Scope {
-    Cta,
-    Cluster,
-    Gpu,
-    Sys,
-}
-
-impl Scope {
-    pub fn ptx(self) -> &'static str {
-        match self {
-            Scope::Cta => "cta",
-            Scope::Cluster => "cluster",
-            Scope::Gpu => "gpu",
-            Scope::Sys => "sys",
-        }
-    }
-    pub fn from_ptx(s: &str) -> Option<Scope> {
-        Some(match s {
-            "cta" => Scope::Cta,
-            "cluster" => Scope::Cluster,
-            "gpu" => Scope::Gpu,
-            "sys" => Scope::Sys,
-            _ => return None,
-        })
-    }
-}
+pub use crate::ptx::instr::Scope;
 
 /// State space of a location. The model treats both alike; a GPU runner needs to know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
