@@ -15,6 +15,7 @@ pub mod ptx;
 pub mod report;
 pub mod runner;
 pub mod suite;
+pub mod testkit;
 pub mod waivers;
 
 pub mod abi;

@@ -605,10 +605,7 @@ mod tests {
     #[test]
     fn ptxas_round_trip_when_present() {
         let tc = Toolchain::discover_system();
-        if !tc.has(Capability::Ptxas) {
-            eprintln!("note: ptxas absent; skipping");
-            return;
-        }
+        crate::require!(tc.has(Capability::Ptxas), "ptxas");
         let ok = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { ret; }\n";
         let cubin = tc.ptxas(ok, "sm_90", &[]).unwrap();
         assert_eq!(&cubin[..4], b"\x7fELF");
@@ -623,10 +620,10 @@ mod tests {
     #[test]
     fn nvrtc_then_nvjitlink_when_present() {
         let tc = Toolchain::discover_system();
-        if !(tc.has(Capability::Nvrtc) && tc.has(Capability::Nvjitlink)) {
-            eprintln!("note: NVRTC or nvJitLink absent; skipping");
-            return;
-        }
+        crate::require!(
+            tc.has(Capability::Nvrtc) && tc.has(Capability::Nvjitlink),
+            "NVRTC and nvJitLink"
+        );
         let ptx = tc
             .nvrtc(
                 "extern \"C\" __global__ void k(int *p) { *p = 42; }",

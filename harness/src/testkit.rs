@@ -1,0 +1,54 @@
+//! Support for tests that need an external tool or device.
+//!
+//! libtest cannot ignore a test at run time, so a test whose compiler, driver or device is
+//! missing calls [`tool_missing`] (through [`require!`](crate::require)) and returns early.
+//! With `GPUCTS_REQUIRE_TOOLS=1` (CI sets it) a missing tool fails the test instead, so a CI
+//! machine that silently lost a compiler goes red; a missing GPU fails it only with
+//! `GPUCTS_REQUIRE_GPU=1` (rigs), since CI machines have none.
+
+/// What kind of thing a test needs; decides which variable makes its absence fatal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// A compiler or tool CI installs (ptxas, NVRTC, clang-19, ...).
+    Tool,
+    /// A GPU, the companion module, an RDMA device: present on rigs only.
+    Device,
+}
+
+fn env_set(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+/// Reports a test that cannot run here: panics when the environment requires `need`, else
+/// prints `ignored (missing: WHAT)` on stderr so `--nocapture` runs show it.
+pub fn tool_missing(need: Need, what: &str) {
+    let required = match need {
+        Need::Tool => env_set("GPUCTS_REQUIRE_TOOLS"),
+        Need::Device => env_set("GPUCTS_REQUIRE_GPU"),
+    };
+    assert!(
+        !required,
+        "required {} missing: {what} (GPUCTS_REQUIRE_{} is set)",
+        if need == Need::Tool { "tool" } else { "device" },
+        if need == Need::Tool { "TOOLS" } else { "GPU" },
+    );
+    eprintln!("ignored (missing: {what})");
+}
+
+/// `require!(tc.has(Capability::Ptxas), "ptxas")` returns from the test when the condition is
+/// false, after [`tool_missing`]; `require!(device: cond, "a GPU")` for devices.
+#[macro_export]
+macro_rules! require {
+    (device: $present:expr, $what:expr) => {
+        if !$present {
+            $crate::testkit::tool_missing($crate::testkit::Need::Device, $what);
+            return;
+        }
+    };
+    ($present:expr, $what:expr) => {
+        if !$present {
+            $crate::testkit::tool_missing($crate::testkit::Need::Tool, $what);
+            return;
+        }
+    };
+}
