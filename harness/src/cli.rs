@@ -249,7 +249,7 @@ fn validate(paths: Vec<PathBuf>) -> i32 {
     } else {
         paths
     };
-    match suite::load_suites(&files) {
+    match suite::load_suites(&files, &crate::areas::all()) {
         Ok(suites) => {
             let n: usize = suites.iter().map(|s| s.cases.len()).sum();
             for s in &suites {
@@ -399,7 +399,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
 }
 
 fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
-    let suite = match suite::load_file(file) {
+    let suite = match suite::load_file(file, &crate::areas::all()) {
         Ok(s) => s,
         Err(errors) => {
             print_load_errors(&errors);
@@ -460,7 +460,7 @@ fn run(args: RunArgs) -> i32 {
     }
     files.sort();
     files.dedup();
-    let suites = match suite::load_suites(&files) {
+    let suites = match suite::load_suites(&files, &crate::areas::all()) {
         Ok(s) => s,
         Err(errors) => {
             print_load_errors(&errors);

@@ -10,7 +10,7 @@ use serde_saphyr::Spanned;
 
 use super::matrix::{self, Axis};
 use super::Case;
-use crate::area;
+use crate::area::Areas;
 use crate::capability::Capability;
 
 /// A suite-file problem, always with the place it was found.
@@ -100,8 +100,9 @@ fn id_is_well_formed(id: &str) -> bool {
         })
 }
 
-/// Load one suite file. Every problem found is returned, not only the first.
-pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
+/// Load one suite file, parsing its checks with the parser `areas` has for its `area:`. Every
+/// problem found is returned, not only the first.
+pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteError>> {
     let err_at = |line: u64, column: u64, message: String| SuiteError {
         file: path.to_path_buf(),
         line,
@@ -121,13 +122,13 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
 
     let mut errors = Vec::new();
     let area = raw.area.value.clone();
-    let Some(parser) = area::registry(&area) else {
+    let Some(parser) = areas.parser(&area) else {
         return Err(vec![err_at(
             raw.area.referenced.line(),
             raw.area.referenced.column(),
             format!(
                 "unknown area `{area}` (expected one of: {})",
-                area::AREAS.join(", ")
+                areas.names().join(", ")
             ),
         )]);
     };
@@ -301,11 +302,11 @@ pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, S
 }
 
 /// Load several files; ids must be unique across all of them.
-pub fn load_suites(files: &[PathBuf]) -> Result<Vec<LoadedSuite>, Vec<SuiteError>> {
+pub fn load_suites(files: &[PathBuf], areas: &Areas) -> Result<Vec<LoadedSuite>, Vec<SuiteError>> {
     let mut suites = Vec::new();
     let mut errors = Vec::new();
     for f in files {
-        match load_file(f) {
+        match load_file(f, areas) {
             Ok(s) => suites.push(s),
             Err(e) => errors.extend(e),
         }
