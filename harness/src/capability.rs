@@ -116,14 +116,25 @@ impl fmt::Display for Capability {
     }
 }
 
+/// A capability name that names none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilityError {
+    /// Not a capability's name.
+    #[error("unknown capability `{0}`")]
+    Unknown(String),
+    /// A `--require` entry that is neither a capability nor a family; `known` lists both.
+    #[error("unknown capability `{name}` (known: {known})")]
+    UnknownRequirement { name: String, known: String },
+}
+
 impl FromStr for Capability {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = CapabilityError;
+    fn from_str(s: &str) -> Result<Self, CapabilityError> {
         Capability::ALL
             .iter()
             .copied()
             .find(|c| c.name() == s)
-            .ok_or_else(|| format!("unknown capability `{s}`"))
+            .ok_or_else(|| CapabilityError::Unknown(s.to_string()))
     }
 }
 
@@ -132,7 +143,7 @@ impl FromStr for Capability {
 pub struct Requirement(String);
 
 impl Requirement {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, CapabilityError> {
         let s = s.trim();
         if Capability::ALL
             .iter()
@@ -145,11 +156,16 @@ impl Requirement {
                 v.push("toolchain");
                 v
             };
-            Err(format!(
-                "unknown capability `{s}` (known: {})",
-                known.join(", ")
-            ))
+            Err(CapabilityError::UnknownRequirement {
+                name: s.to_string(),
+                known: known.join(", "),
+            })
         }
+    }
+
+    /// Every `--require` entry, or the first that names nothing.
+    pub fn parse_all(entries: &[String]) -> Result<Vec<Requirement>, CapabilityError> {
+        entries.iter().map(|e| Requirement::parse(e)).collect()
     }
 
     pub fn covers(&self, cap: Capability) -> bool {
@@ -208,7 +224,18 @@ mod tests {
         assert!(r.covers(Capability::Nvrtc));
         assert!(!r.covers(Capability::Gpu));
         assert!(Requirement::parse("gpu").unwrap().covers(Capability::Gpu));
-        assert!(Requirement::parse("warp-drive").is_err());
+        assert_eq!(
+            Requirement::parse("warp-drive").unwrap_err().to_string(),
+            "unknown capability `warp-drive` (known: gpu, ptxas, nvrtc, nvjitlink, libnvvm, \
+             nvdisasm, cuobjdump, cccl, clang, kmod, rdma, producer-feature, toolchain)"
+        );
+        assert_eq!(
+            "warp-drive".parse::<Capability>(),
+            Err(CapabilityError::Unknown("warp-drive".into()))
+        );
+        let all = Requirement::parse_all(&["gpu".into(), " toolchain".into()]).unwrap();
+        assert_eq!(all.len(), 2);
+        assert!(Requirement::parse_all(&["gpu".into(), "x".into()]).is_err());
         assert!(
             !r.covers(Capability::ProducerFeature),
             "a producer's missing feature is not a missing toolchain"

@@ -46,6 +46,123 @@ pub struct RunEnv {
     pub results: Mutex<Vec<CaseResult>>,
 }
 
+impl RunEnv {
+    /// An environment with nothing probed, for listing cases without running them.
+    pub fn empty(root: &std::path::Path) -> RunEnv {
+        RunEnv {
+            caps: Default::default(),
+            toolchain: Toolchain::default(),
+            root: root.to_path_buf(),
+            exe: PathBuf::new(),
+            requires: Vec::new(),
+            waivers: Waivers::default(),
+            fingerprint: Default::default(),
+            results: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// Console output format (libtest's).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    #[default]
+    Pretty,
+    Terse,
+    Json,
+}
+
+/// Which cases run and how the console shows them: libtest's flags.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub filter: Option<String>,
+    pub exact: bool,
+    pub skip: Vec<String>,
+    pub list: bool,
+    /// Cases run at once; `None` is the number of CPUs.
+    pub jobs: Option<usize>,
+    pub format: Format,
+}
+
+impl Selection {
+    /// Mirrors libtest-mimic's selection (substring or exact filter, `--skip` substrings).
+    pub fn selects(&self, id: &str) -> bool {
+        let filter_ok = match &self.filter {
+            None => true,
+            Some(f) if self.exact => id == f,
+            Some(f) => id.contains(f.as_str()),
+        };
+        let skipped = self.skip.iter().any(|s| {
+            if self.exact {
+                id == s
+            } else {
+                id.contains(s.as_str())
+            }
+        });
+        filter_ok && !skipped
+    }
+
+    /// Whether a selected case needs part of the NVIDIA toolchain (so it is worth provisioning).
+    pub fn needs_toolchain(&self, cases: &[Case]) -> bool {
+        cases
+            .iter()
+            .any(|c| self.selects(&c.id) && c.requires.iter().any(|r| r.family() == "toolchain"))
+    }
+
+    fn arguments(&self) -> libtest_mimic::Arguments {
+        libtest_mimic::Arguments {
+            filter: self.filter.clone(),
+            exact: self.exact,
+            skip: self.skip.clone(),
+            list: self.list,
+            test_threads: self
+                .jobs
+                .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get())),
+            format: Some(match self.format {
+                Format::Pretty => libtest_mimic::FormatSetting::Pretty,
+                Format::Terse => libtest_mimic::FormatSetting::Terse,
+                Format::Json => libtest_mimic::FormatSetting::Json,
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+/// Print the selected cases, libtest's way (`id: test`), running nothing.
+pub fn list(cases: Vec<Case>, root: &std::path::Path, selection: &Selection) {
+    let mut args = selection.arguments();
+    args.list = true;
+    let _ = libtest_mimic::run(&args, trials(cases, Arc::new(RunEnv::empty(root))));
+}
+
+/// What a run gives the reporters: every case's result (sorted by id) and whether the console
+/// saw a failure.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub results: Vec<CaseResult>,
+    pub tally: Tally,
+    pub console_failed: bool,
+}
+
+impl RunOutcome {
+    /// Whether the run exits 101.
+    pub fn failed(&self) -> bool {
+        self.tally.failed > 0 || self.console_failed
+    }
+}
+
+/// Run the selected cases on the console and collect their results.
+pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutcome {
+    let conclusion = libtest_mimic::run(&selection.arguments(), trials(cases, Arc::clone(&env)));
+    let mut results = std::mem::take(&mut *env.results.lock().unwrap_or_else(|e| e.into_inner()));
+    results.sort_by(|a, b| a.id.cmp(&b.id));
+    let tally = Tally::of(&results);
+    RunOutcome {
+        results,
+        tally,
+        console_failed: conclusion.has_failed(),
+    }
+}
+
 /// The verdict for a status: `--require` first (a skip for a required capability fails), then
 /// waivers (a failure listed is waived; a pass listed makes the waiver stale).
 pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&Waiver>) -> Verdict {
