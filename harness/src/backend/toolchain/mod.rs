@@ -110,6 +110,11 @@ pub struct Toolchain {
     nvvm: OnceLock<Result<ffi::Nvvm, String>>,
 }
 
+/// `GPUCTS_HIDE_TOOLS=clang,nvrtc` makes discovery report those components missing, so that a
+/// machine that has them can check what happens without them (e.g. that
+/// `GPUCTS_REQUIRE_TOOLS=1 cargo test` then fails). Nothing installs a hidden component.
+pub const HIDE_VAR: &str = "GPUCTS_HIDE_TOOLS";
+
 /// Components the NVIDIA wheels provide (clang comes from Debian).
 pub const NVIDIA_COMPONENTS: &[Capability] = &[
     Capability::Ptxas,
@@ -174,7 +179,19 @@ impl Toolchain {
                 tc.missing.insert(Capability::Clang, e);
             }
         }
+        tc.hide(std::env::var(HIDE_VAR).ok().as_deref().unwrap_or(""));
         tc
+    }
+
+    /// Treat the comma-separated capabilities in `names` as missing (see [`HIDE_VAR`]).
+    fn hide(&mut self, names: &str) {
+        for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            for &cap in Capability::ALL.iter().filter(|c| c.name() == name) {
+                self.found.remove(&cap);
+                self.missing
+                    .insert(cap, format!("{} hidden by {HIDE_VAR}", describe(cap)));
+            }
+        }
     }
 
     /// Discover, then with [`Policy::Auto`] install the pinned wheels if an NVIDIA component
@@ -186,6 +203,7 @@ impl Toolchain {
             .iter()
             .copied()
             .filter(|c| !tc.has(*c))
+            .filter(|c| !tc.missing.get(c).is_some_and(|why| why.ends_with(HIDE_VAR)))
             .collect();
         if policy == Policy::System || lacking.is_empty() {
             return tc;
@@ -586,6 +604,26 @@ mod tests {
         }
         let p = find_so(d.path(), "libnvrtc.so").unwrap();
         assert_eq!(p.file_name().unwrap(), "libnvrtc.so.12");
+    }
+
+    #[test]
+    fn hidden_components_are_missing() {
+        let mut tc = Toolchain::default();
+        tc.found.insert(
+            Capability::Clang,
+            Component {
+                path: PathBuf::from("/usr/bin/clang-19"),
+                version: "19".into(),
+                origin: Origin::System,
+            },
+        );
+        tc.hide("ptxas, clang");
+        assert!(!tc.has(Capability::Clang));
+        assert_eq!(
+            tc.missing()[&Capability::Clang],
+            "clang-19 hidden by GPUCTS_HIDE_TOOLS"
+        );
+        assert!(tc.missing().contains_key(&Capability::Ptxas));
     }
 
     #[test]
