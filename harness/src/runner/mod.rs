@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::area::CaseContext;
 use crate::backend::toolchain::{tempfile_dir, Toolchain};
 use crate::capability::{Capabilities, Capability, Requirement};
-use crate::outcome::{CaseStatus, Verdict};
+use crate::outcome::{CaseStatus, Category, Verdict};
 use crate::suite::Case;
 use crate::waivers::{Waiver, Waivers};
 
@@ -163,33 +163,15 @@ pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutc
     }
 }
 
-/// The verdict for a status: `--require` first (a skip for a required capability fails), then
-/// waivers (a failure listed is waived; a pass listed makes the waiver stale).
+/// The verdict for a status (see [`Verdict::judge`]): `--require` first (a skip for a required
+/// capability fails), then waivers (a failure listed is waived; a pass listed makes the waiver
+/// stale).
 pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&Waiver>) -> Verdict {
-    match status {
-        CaseStatus::Skip { capability, .. } => {
-            if requires.iter().any(|r| r.covers(*capability)) {
-                Verdict::RequiredMissing
-            } else {
-                Verdict::Skip
-            }
-        }
-        CaseStatus::Pass { .. } => match waiver {
-            Some(w) => Verdict::StaleWaiver {
-                waiver: w.id.clone(),
-            },
-            None => Verdict::Pass,
-        },
-        CaseStatus::Fail { .. }
-        | CaseStatus::Error { .. }
-        | CaseStatus::Crash { .. }
-        | CaseStatus::Timeout { .. } => match waiver {
-            Some(w) => Verdict::Waived {
-                waiver: w.id.clone(),
-            },
-            None => Verdict::Fail,
-        },
-    }
+    let required = match status {
+        CaseStatus::Skip { capability, .. } => requires.iter().any(|r| r.covers(*capability)),
+        _ => false,
+    };
+    Verdict::judge(status, required, waiver.map(|w| w.id.as_str()))
 }
 
 /// Run a case's check in this process; a panic is an `Error`, never a crash of the run.
@@ -316,15 +298,14 @@ impl Tally {
     pub fn of(results: &[CaseResult]) -> Tally {
         let mut t = Tally::default();
         for r in results {
-            match r.verdict {
-                Verdict::Pass => t.passed += 1,
-                Verdict::Fail | Verdict::RequiredMissing => t.failed += 1,
-                Verdict::Skip => t.skipped += 1,
-                Verdict::Waived { .. } => t.waived += 1,
-                Verdict::StaleWaiver { .. } => {
-                    t.passed += 1;
-                    t.stale_waivers += 1
-                }
+            match r.verdict.category() {
+                Category::Passed => t.passed += 1,
+                Category::Failed => t.failed += 1,
+                Category::Skipped => t.skipped += 1,
+                Category::Waived => t.waived += 1,
+            }
+            if let Verdict::StaleWaiver { .. } = r.verdict {
+                t.stale_waivers += 1;
             }
         }
         t
@@ -383,5 +364,65 @@ mod tests {
         };
         assert_eq!(judge(&crash, &[], None), Verdict::Fail);
         assert!(!judge(&fail, &[], Some(&w)).is_failure());
+    }
+
+    #[test]
+    fn the_console_shows_what_the_verdict_says() {
+        let skip = CaseStatus::skip(Capability::Gpu, "no GPU");
+        let w = waiver();
+        assert!(console_outcome(&CaseStatus::pass(), &Verdict::Pass, None).is_ok());
+        assert!(console_outcome(&skip, &Verdict::Skip, None).is_ok());
+        assert!(console_outcome(&skip, &Verdict::RequiredMissing, None).is_err());
+        let fail = CaseStatus::fail("4", "8");
+        assert!(console_outcome(&fail, &Verdict::Fail, None).is_err());
+        let waived = Verdict::Waived {
+            waiver: "W-1".into(),
+        };
+        assert!(console_outcome(&fail, &waived, Some(&w)).is_ok());
+        // Every verdict that fails the run fails its console line, and no other.
+        for (status, v) in [
+            (&skip, Verdict::Skip),
+            (&skip, Verdict::RequiredMissing),
+            (&fail, Verdict::Fail),
+            (&fail, waived.clone()),
+            (&CaseStatus::pass(), Verdict::Pass),
+        ] {
+            assert_eq!(
+                console_outcome(status, &v, Some(&w)).is_err(),
+                v.is_failure(),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tally_counts_stale_waivers_as_passes() {
+        let r = |verdict| CaseResult {
+            id: "x".into(),
+            area: "selftest".into(),
+            clause: "c".into(),
+            origin: "o".into(),
+            status: CaseStatus::pass(),
+            verdict,
+            duration_s: 0.0,
+        };
+        let t = Tally::of(&[
+            r(Verdict::Pass),
+            r(Verdict::StaleWaiver { waiver: "W".into() }),
+            r(Verdict::Fail),
+            r(Verdict::RequiredMissing),
+            r(Verdict::Skip),
+            r(Verdict::Waived { waiver: "W".into() }),
+        ]);
+        assert_eq!(
+            t,
+            Tally {
+                passed: 2,
+                failed: 2,
+                skipped: 1,
+                waived: 1,
+                stale_waivers: 1
+            }
+        );
     }
 }
