@@ -392,6 +392,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
 }
 
 fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
+    runner::child::die_with_parent();
     let suite = match suite::load_file(file, &crate::areas::all()) {
         Ok(s) => s,
         Err(errors) => {

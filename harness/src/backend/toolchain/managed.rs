@@ -95,16 +95,23 @@ impl Drop for Lock {
     }
 }
 
+/// The limit for `pip install` of the pinned wheels.
+const INSTALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 fn python() -> Option<String> {
     ["python3", "python"]
         .iter()
         .find(|p| {
-            Command::new(p)
-                .args(["-m", "pip", "--version"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
+            super::process::status_within(
+                Command::new(p)
+                    .args(["-m", "pip", "--version"])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+                p,
+                super::process::PROBE_TIMEOUT,
+            )
+            .is_ok_and(|s| s.success())
         })
         .map(|s| s.to_string())
 }
@@ -131,30 +138,31 @@ pub fn install(progress: &mut dyn Write) -> Result<PathBuf, String> {
         site.display(),
         PINNED.join(" ")
     );
-    let status = Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "--no-input",
-            "--progress-bar",
-            "on",
-            "--target",
-        ])
-        .arg(&staging)
-        .args(PINNED)
-        .stdin(Stdio::null())
-        // pip's progress and messages go where the user sees them, never into our stdout
-        // (which may be JSON).
-        .stdout(Stdio::from(
-            std::io::stderr()
-                .lock()
-                .try_clone_stderr()
-                .map_err(|e| format!("cannot pass stderr to pip: {e}"))?,
-        ))
-        .status()
+    let mut pip = Command::new(&py);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--no-input",
+        "--progress-bar",
+        "on",
+        "--target",
+    ])
+    .arg(&staging)
+    .args(PINNED)
+    .stdin(Stdio::null())
+    // pip's progress and messages go where the user sees them, never into our stdout
+    // (which may be JSON).
+    .stdout(Stdio::from(
+        std::io::stderr()
+            .lock()
+            .try_clone_stderr()
+            .map_err(|e| format!("cannot pass stderr to pip: {e}"))?,
+    ));
+    // A download of a few hundred MB; an hour is a network that is not coming back.
+    let status = super::process::status_within(&mut pip, "pip", INSTALL_TIMEOUT)
         .map_err(|e| format!("cannot run {py} -m pip: {e}"))?;
     if !status.success() {
         let _ = std::fs::remove_dir_all(&staging);

@@ -7,10 +7,11 @@
 
 mod ffi;
 pub mod managed;
+pub mod process;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -24,6 +25,9 @@ pub enum ToolError {
     NotAvailable(Capability),
     #[error("{tool} failed: {log}")]
     Failed { tool: String, log: String },
+    /// The tool ran past its limit and was killed with everything it started.
+    #[error("{tool} did not finish within {after_s:.0} s and was killed")]
+    Timeout { tool: String, after_s: f64 },
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -329,13 +333,16 @@ impl Toolchain {
         let input = dir.path().join("input.ptx");
         let output = dir.path().join("output.cubin");
         std::fs::write(&input, ptx)?;
-        let out = Command::new(ptxas)
-            .arg(format!("-arch={arch}"))
-            .args(args)
-            .arg(&input)
-            .arg("-o")
-            .arg(&output)
-            .output()?;
+        let out = process::output_within(
+            Command::new(ptxas)
+                .arg(format!("-arch={arch}"))
+                .args(args)
+                .arg(&input)
+                .arg("-o")
+                .arg(&output),
+            "ptxas",
+            process::tool_timeout(),
+        )?;
         if !out.status.success() {
             return Err(ToolError::failed(
                 "ptxas",
@@ -369,7 +376,11 @@ impl Toolchain {
         let dir = tempfile_dir()?;
         let input = dir.path().join("input.cubin");
         std::fs::write(&input, cubin)?;
-        let out = Command::new(tool).args(args).arg(&input).output()?;
+        let out = process::output_within(
+            Command::new(tool).args(args).arg(&input),
+            cap.name(),
+            process::tool_timeout(),
+        )?;
         if !out.status.success() {
             return Err(ToolError::failed(
                 cap.name(),
@@ -425,7 +436,8 @@ impl Toolchain {
         if lang == ClangLang::Cuda {
             cmd.args(["-x", "cuda"]);
         }
-        let out = cmd.args(args).arg(&input).output()?;
+        let out =
+            process::output_within(cmd.args(args).arg(&input), "clang", process::tool_timeout())?;
         if !out.status.success() {
             return Err(ToolError::failed(
                 "clang",
@@ -513,11 +525,12 @@ fn which(name: &str) -> Option<PathBuf> {
 fn version_of(cap: Capability, path: &Path) -> Result<String, String> {
     match cap {
         Capability::Ptxas | Capability::Nvdisasm | Capability::Cuobjdump => {
-            let out = Command::new(path)
-                .arg("--version")
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| e.to_string())?;
+            let out = process::output_within(
+                Command::new(path).arg("--version"),
+                cap.name(),
+                process::PROBE_TIMEOUT,
+            )
+            .map_err(|e| e.to_string())?;
             let text = String::from_utf8_lossy(&out.stdout);
             // NVIDIA tools end with "Cuda compilation tools, release 12.9, V12.9.86".
             text.lines()
@@ -563,10 +576,12 @@ fn find_clang() -> Result<Component, String> {
     let path = which("clang-19")
         .or_else(|| Some(PathBuf::from("/usr/lib/llvm-19/bin/clang")).filter(|p| p.is_file()))
         .ok_or_else(|| "clang-19 not found".to_string())?;
-    let out = Command::new(&path)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("clang-19 at {} does not run: {e}", path.display()))?;
+    let out = process::output_within(
+        Command::new(&path).arg("--version"),
+        "clang-19",
+        process::PROBE_TIMEOUT,
+    )
+    .map_err(|e| format!("clang-19 at {} does not run: {e}", path.display()))?;
     let version = String::from_utf8_lossy(&out.stdout)
         .lines()
         .next()
@@ -580,7 +595,11 @@ fn find_clang() -> Result<Component, String> {
     } else {
         PathBuf::from("/usr/lib/llvm-19/bin/llc")
     };
-    if let Ok(o) = Command::new(&llc).arg("--version").output() {
+    if let Ok(o) = process::output_within(
+        Command::new(&llc).arg("--version"),
+        "llc-19",
+        process::PROBE_TIMEOUT,
+    ) {
         if !String::from_utf8_lossy(&o.stdout).contains("nvptx64") {
             return Err(format!("{} lacks the NVPTX target", path.display()));
         }
