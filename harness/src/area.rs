@@ -17,6 +17,7 @@ use crate::capability::{Capabilities, Capability};
 use crate::outcome::CaseStatus;
 
 /// Everything a running case may use. Backends are reached only through here.
+#[derive(Debug)]
 pub struct CaseContext<'a> {
     pub id: &'a str,
     pub caps: &'a Capabilities,

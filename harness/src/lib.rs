@@ -6,6 +6,10 @@
 //! `suite` (YAML model) and `waivers` → the `area` contract → `capability`, `probe`, `outcome`,
 //! `ptx`, `cubin` and `backend` (tools, driver, devices). See docs/ARCHITECTURE.md.
 
+#![warn(missing_debug_implementations)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod area;
 pub mod areas;
 pub mod backend;

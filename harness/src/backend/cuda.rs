@@ -209,6 +209,7 @@ mod tests {
 
 /// A primary context on one device, for cases that allocate and query memory. Only ever used
 /// in an isolated child (see `Check::isolate`).
+#[derive(Debug)]
 pub struct Session {
     dev: sys::CUdevice,
 }
@@ -325,12 +326,13 @@ pub use sys::CUresult as DriverResult;
 const JIT_LOG_BYTES: usize = 16 * 1024;
 
 /// A loaded module (unloaded on drop).
+#[derive(Debug)]
 pub struct Module {
     raw: sys::CUmodule,
 }
 
 /// A kernel of a loaded module; valid while its module lives.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub struct Function {
     raw: sys::CUfunction,
 }
@@ -561,6 +563,7 @@ pub fn u32_words(bytes: &[u8]) -> Vec<u32> {
 }
 
 /// Device memory owned by the caller, freed when dropped.
+#[derive(Debug)]
 pub struct DeviceBuffer {
     pub ptr: sys::CUdeviceptr,
     pub bytes: usize,

@@ -124,6 +124,7 @@ pub fn errno_name(e: i32) -> &'static str {
 }
 
 /// An open `/dev/gpucts`.
+#[derive(Debug)]
 pub struct Device {
     file: File,
 }

@@ -34,6 +34,7 @@ pub struct CaseResult {
 }
 
 /// What every case of a run shares.
+#[derive(Debug)]
 pub struct RunEnv {
     pub caps: Capabilities,
     pub toolchain: Toolchain,

@@ -515,11 +515,9 @@ fn locate_in_cuda_root(cap: Capability, root: &Path) -> Option<PathBuf> {
     }
 }
 
+/// An executable named `name` on `PATH` (the `which` crate: executable files only).
 fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    which::which(name).ok()
 }
 
 fn version_of(cap: Capability, path: &Path) -> Result<String, String> {
