@@ -257,11 +257,33 @@ fn parse_origin_pos(origin: &str) -> (u64, u64) {
     (line, col)
 }
 
+/// A `--suite` argument that names no suite file.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteArgError {
+    #[error("cannot list {}: {source}", dir.display())]
+    ListDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("suite file {arg} does not exist")]
+    NoFile { arg: String },
+    /// `known` lists the stems under `dir`, comma-separated.
+    #[error("no suite named `{arg}` in {} (known: {known}, all)", dir.display())]
+    UnknownName {
+        arg: String,
+        dir: PathBuf,
+        known: String,
+    },
+}
+
 /// Turn a `--suite` argument into files: `all`, a stem under `suites_dir`, or a path.
-pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, SuiteArgError> {
     if arg == "all" {
         let mut files: Vec<PathBuf> = std::fs::read_dir(suites_dir)
-            .map_err(|e| format!("cannot list {}: {e}", suites_dir.display()))?
+            .map_err(|source| SuiteArgError::ListDir {
+                dir: suites_dir.to_path_buf(),
+                source,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
             .collect();
@@ -273,7 +295,9 @@ pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, S
         return if p.is_file() {
             Ok(vec![p])
         } else {
-            Err(format!("suite file {arg} does not exist"))
+            Err(SuiteArgError::NoFile {
+                arg: arg.to_string(),
+            })
         };
     }
     let p = suites_dir.join(format!("{arg}.yaml"));
@@ -293,11 +317,11 @@ pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, S
             })
             .collect();
         known.sort();
-        Err(format!(
-            "no suite named `{arg}` in {} (known: {}, all)",
-            suites_dir.display(),
-            known.join(", ")
-        ))
+        Err(SuiteArgError::UnknownName {
+            arg: arg.to_string(),
+            dir: suites_dir.to_path_buf(),
+            known: known.join(", "),
+        })
     }
 }
 
