@@ -45,16 +45,15 @@ pub trait Check: Send + Sync + Debug + 'static {
 
 /// Parses the `check:` content of one area's cases.
 pub trait AreaParser: Send + Sync {
-    fn parse(&self, content: serde_json::Value) -> Result<Arc<dyn Check>, String>;
+    /// The content's error names the field and what was expected (serde's message).
+    fn parse(&self, content: serde_json::Value) -> Result<Arc<dyn Check>, serde_json::Error>;
 }
 
 struct Typed<C>(std::marker::PhantomData<fn() -> C>);
 
 impl<C: Check + DeserializeOwned> AreaParser for Typed<C> {
-    fn parse(&self, content: serde_json::Value) -> Result<Arc<dyn Check>, String> {
-        serde_json::from_value::<C>(content)
-            .map(|c| Arc::new(c) as Arc<dyn Check>)
-            .map_err(|e| e.to_string())
+    fn parse(&self, content: serde_json::Value) -> Result<Arc<dyn Check>, serde_json::Error> {
+        serde_json::from_value::<C>(content).map(|c| Arc::new(c) as Arc<dyn Check>)
     }
 }
 
