@@ -339,7 +339,7 @@ fn abi(action: AbiCmd) -> i32 {
 fn litmus(action: LitmusCmd) -> i32 {
     use crate::atomics::litmus;
     let r = match &action {
-        LitmusCmd::Check { file } => litmus::check_file(file),
+        LitmusCmd::Check { file } => crate::atomics::model::check_file(file),
         LitmusCmd::Import { file } => litmus::import_file(file),
         LitmusCmd::Export { file } => litmus::export_file(file),
     };

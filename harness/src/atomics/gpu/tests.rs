@@ -85,7 +85,7 @@ fn each_operation_carries_its_semantic_and_scope() {
                 Op::Mov { .. } => unreachable!("the catalogue has no mov"),
             };
             assert_eq!(m.kind, kind, "{ctx}");
-            assert_eq!(m.sem.map(|s| s.name()), Some(sem.ptx()), "{ctx}");
+            assert_eq!(m.sem.map(|s| s.name()), Some(sem.name()), "{ctx}");
             if sem != LSem::Weak {
                 assert_eq!(m.scope, scope, "{ctx}");
             }

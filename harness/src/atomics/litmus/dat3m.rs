@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{
-    parse_condition, parse_int, LitmusTest, Location, Op, Operand, RmwOp, Scope, Sem, Thread,
+    parse_condition, parse_int, LitmusTest, Location, Op, Operand, AtomOp, Scope, Sem, Thread,
 };
 
 /// A parse error: 1-based line and message. Displays as `LINE: message` so that a caller can
@@ -315,11 +315,11 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
     let mut scope = None;
     let mut rmw = None;
     for p in parts {
-        if let Some(s) = Sem::from_ptx(p) {
+        if let Some(s) = Sem::parse(p) {
             sem = Some(s);
         } else if let Some(s) = Scope::parse(p) {
             scope = Some(s);
-        } else if let Some(r) = RmwOp::from_ptx(p) {
+        } else if let Some(r) = AtomOp::parse(p) {
             rmw = Some(r);
         } else if head == "membar" && p == "gl" {
             scope = Some(Scope::Gpu);
@@ -387,7 +387,7 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
                     "`{text}`: atom needs an operation (.add, .exch, .cas, ...)"
                 ));
             };
-            let (cmp, val) = if op == RmwOp::Cas {
+            let (cmp, val) = if op == AtomOp::Cas {
                 need(4)?;
                 (Some(operand(&args[2])), operand(&args[3]))
             } else {
@@ -445,8 +445,8 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
 pub fn instr_text(op: &Op) -> String {
     let ss = |sem: &Sem, scope: &Option<Scope>| match (sem, scope) {
         (Sem::Weak, _) => ".weak".to_string(),
-        (s, Some(sc)) => format!(".{}.{}", s.ptx(), sc.name()),
-        (s, None) => format!(".{}", s.ptx()),
+        (s, Some(sc)) => format!(".{}.{}", s.name(), sc.name()),
+        (s, None) => format!(".{}", s.name()),
     };
     match op {
         Op::Ld {
@@ -472,15 +472,15 @@ pub fn instr_text(op: &Op) -> String {
         } => match cmp {
             Some(c) => format!(
                 "atom.{}.{}.{} {reg}, {loc}, {c}, {val}",
-                sem.ptx(),
+                sem.name(),
                 scope.name(),
-                op.ptx()
+                op.name()
             ),
             None => format!(
                 "atom.{}.{}.{} {reg}, {loc}, {val}",
-                sem.ptx(),
+                sem.name(),
                 scope.name(),
-                op.ptx()
+                op.name()
             ),
         },
         Op::Red {
@@ -491,11 +491,11 @@ pub fn instr_text(op: &Op) -> String {
             scope,
         } => format!(
             "red.{}.{}.{} {loc}, {val}",
-            sem.ptx(),
+            sem.name(),
             scope.name(),
-            op.ptx()
+            op.name()
         ),
-        Op::Fence { sem, scope } => format!("fence.{}.{}", sem.ptx(), scope.name()),
+        Op::Fence { sem, scope } => format!("fence.{}.{}", sem.name(), scope.name()),
         Op::Mov { reg, val } => match val {
             // Dat3M reads a constant register load as `ld r, imm`.
             Operand::Const(v) => format!("ld {reg}, {v}"),
@@ -685,7 +685,7 @@ exists
         assert_eq!(
             cas.threads[1].ops[0],
             Op::Atom {
-                op: RmwOp::Cas,
+                op: AtomOp::Cas,
                 reg: "r1".into(),
                 loc: "m".into(),
                 val: Operand::Const(1),
@@ -697,7 +697,7 @@ exists
         assert!(matches!(
             &cas.threads[0].ops[2],
             Op::Atom {
-                op: RmwOp::Exch,
+                op: AtomOp::Exch,
                 ..
             }
         ));
@@ -722,7 +722,7 @@ forall
         assert!(matches!(
             import(RED).unwrap().threads[1].ops[0],
             Op::Red {
-                op: RmwOp::Add,
+                op: AtomOp::Add,
                 sem: Sem::AcqRel,
                 scope: Scope::Sys,
                 ..

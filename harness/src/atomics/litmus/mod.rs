@@ -30,52 +30,28 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// Memory-ordering semantic of an operation (PTX ISA "memory consistency model": `.weak`,
-/// `.relaxed`, `.acquire`, `.release`, `.acq_rel`, and `.sc` for fences).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Sem {
-    Weak,
-    Relaxed,
-    Acquire,
-    Release,
-    AcqRel,
-    Sc,
+// The crate's one vocabulary for semantics, scopes, state spaces and atomic operations
+// (ptx::instr); a litmus test uses them as the PTX ISA names them.
+pub use crate::ptx::instr::{AtomOp, Scope, Sem, Space};
+
+/// Where a test's threads run relative to each other: the catalogue's and the GPU runner's one
+/// definition (the model itself reads each thread's cta/cluster/gpu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// All threads in one CTA (CTA 0), thread i in warp i.
+    IntraCta,
+    /// Thread i in CTA i.
+    InterCta,
 }
 
-impl Sem {
-    pub fn ptx(self) -> &'static str {
+impl Placement {
+    pub const ALL: [Placement; 2] = [Placement::IntraCta, Placement::InterCta];
+    pub fn name(self) -> &'static str {
         match self {
-            Sem::Weak => "weak",
-            Sem::Relaxed => "relaxed",
-            Sem::Acquire => "acquire",
-            Sem::Release => "release",
-            Sem::AcqRel => "acq_rel",
-            Sem::Sc => "sc",
+            Placement::IntraCta => "intra_cta",
+            Placement::InterCta => "inter_cta",
         }
     }
-    pub fn from_ptx(s: &str) -> Option<Sem> {
-        Some(match s {
-            "weak" => Sem::Weak,
-            "relaxed" => Sem::Relaxed,
-            "acquire" => Sem::Acquire,
-            "release" => Sem::Release,
-            "acq_rel" => Sem::AcqRel,
-            "sc" => Sem::Sc,
-            _ => return None,
-        })
-    }
-}
-
-pub use crate::ptx::instr::Scope;
-
-/// State space of a location. The model treats both alike; a GPU runner needs to know.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Space {
-    #[default]
-    Global,
-    Shared,
 }
 
 /// A value operand: a constant or a register of the same thread.
@@ -91,65 +67,6 @@ impl fmt::Display for Operand {
         match self {
             Operand::Const(v) => write!(f, "{v}"),
             Operand::Reg(r) => f.write_str(r),
-        }
-    }
-}
-
-/// Read-modify-write operation of `atom`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RmwOp {
-    Exch,
-    Add,
-    /// Not a PTX `atom` operation, but Dat3M's tests use it (`atom.acq_rel.sys.sub`).
-    Sub,
-    And,
-    Or,
-    Xor,
-    Min,
-    Max,
-    Cas,
-}
-
-impl RmwOp {
-    pub fn ptx(self) -> &'static str {
-        match self {
-            RmwOp::Exch => "exch",
-            RmwOp::Add => "add",
-            RmwOp::Sub => "sub",
-            RmwOp::And => "and",
-            RmwOp::Or => "or",
-            RmwOp::Xor => "xor",
-            RmwOp::Min => "min",
-            RmwOp::Max => "max",
-            RmwOp::Cas => "cas",
-        }
-    }
-    pub fn from_ptx(s: &str) -> Option<RmwOp> {
-        Some(match s {
-            "exch" => RmwOp::Exch,
-            "add" => RmwOp::Add,
-            "sub" => RmwOp::Sub,
-            "and" => RmwOp::And,
-            "or" => RmwOp::Or,
-            "xor" => RmwOp::Xor,
-            "min" => RmwOp::Min,
-            "max" => RmwOp::Max,
-            "cas" => RmwOp::Cas,
-            _ => return None,
-        })
-    }
-    /// The value written, given the value read and the operand (`cas` is decided by the caller).
-    pub fn apply(self, old: i64, val: i64) -> i64 {
-        match self {
-            RmwOp::Exch | RmwOp::Cas => val,
-            RmwOp::Add => old.wrapping_add(val),
-            RmwOp::Sub => old.wrapping_sub(val),
-            RmwOp::And => old & val,
-            RmwOp::Or => old | val,
-            RmwOp::Xor => old ^ val,
-            RmwOp::Min => old.min(val),
-            RmwOp::Max => old.max(val),
         }
     }
 }
@@ -182,7 +99,7 @@ pub enum Op {
     },
     /// `atom.sem.scope.op reg, [loc], val` (`cas`: `reg, [loc], cmp, val`)
     Atom {
-        op: RmwOp,
+        op: AtomOp,
         reg: String,
         loc: String,
         val: Operand,
@@ -193,7 +110,7 @@ pub enum Op {
     },
     /// `red.sem.scope.op [loc], val`: an atomic reduction, an RMW whose old value is dropped.
     Red {
-        op: RmwOp,
+        op: AtomOp,
         loc: String,
         val: Operand,
         sem: Sem,
@@ -534,18 +451,10 @@ fn lex_condition(s: &str) -> Result<Vec<Tok>, String> {
     Ok(out)
 }
 
-/// Parses an integer literal (decimal or `0x` hex, optional sign).
+/// Parses an integer value: a PTX literal ([`crate::ptx::literal`]: `010` is octal 8) with
+/// an optional sign.
 pub fn parse_int(s: &str) -> Option<i64> {
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s),
-    };
-    let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        i64::from_str_radix(h, 16).ok()?
-    } else {
-        body.parse::<i64>().ok()?
-    };
-    Some(if neg { -v } else { v })
+    crate::ptx::literal::parse_signed(s)
 }
 
 struct CondParser {
@@ -727,13 +636,13 @@ impl LitmusTest {
                             Sem::Weak | Sem::Relaxed => true,
                             Sem::Acquire => is_ld,
                             Sem::Release => !is_ld,
-                            Sem::AcqRel | Sem::Sc => false,
+                            Sem::AcqRel | Sem::Sc | Sem::Volatile => false,
                         };
                         if !ok {
                             return Err(format!(
                                 "{at}: `{}` cannot be .{}",
                                 if is_ld { "ld" } else { "st" },
-                                sem.ptx()
+                                sem.name()
                             ));
                         }
                         if (*sem == Sem::Weak) != scope.is_none() {
@@ -745,27 +654,27 @@ impl LitmusTest {
                     Op::Atom {
                         op: rop, sem, cmp, ..
                     } => {
-                        if matches!(sem, Sem::Weak | Sem::Sc) {
-                            return Err(format!("{at}: `atom` cannot be .{}", sem.ptx()));
+                        if matches!(sem, Sem::Weak | Sem::Sc | Sem::Volatile) {
+                            return Err(format!("{at}: `atom` cannot be .{}", sem.name()));
                         }
-                        if (*rop == RmwOp::Cas) != cmp.is_some() {
+                        if (*rop == AtomOp::Cas) != cmp.is_some() {
                             return Err(format!(
                                 "{at}: `cmp` is required for cas and only for cas"
                             ));
                         }
                     }
                     Op::Red { op: rop, sem, .. } => {
-                        if matches!(sem, Sem::Weak | Sem::Sc) || *rop == RmwOp::Cas {
+                        if matches!(sem, Sem::Weak | Sem::Sc | Sem::Volatile) || *rop == AtomOp::Cas {
                             return Err(format!(
                                 "{at}: `red` cannot be .{} / .{}",
-                                sem.ptx(),
-                                rop.ptx()
+                                sem.name(),
+                                rop.name()
                             ));
                         }
                     }
                     Op::Fence { sem, .. } => {
-                        if matches!(sem, Sem::Weak | Sem::Relaxed) {
-                            return Err(format!("{at}: `fence` cannot be .{}", sem.ptx()));
+                        if matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Volatile) {
+                            return Err(format!("{at}: `fence` cannot be .{}", sem.name()));
                         }
                     }
                     Op::Mov { .. } => {}
@@ -840,14 +749,6 @@ pub fn import_file(path: &std::path::Path) -> Result<String, String> {
 /// `gpucts litmus export FILE`: a test (YAML or Dat3M) as Dat3M `.litmus` text.
 pub fn export_file(path: &std::path::Path) -> Result<String, String> {
     Ok(export_dat3m(&load_file(path)?))
-}
-
-/// `gpucts litmus check FILE`: the model's verdict as a printable report.
-pub fn check_file(path: &std::path::Path) -> Result<String, String> {
-    let test = load_file(path)?;
-    let verdict =
-        crate::atomics::model::try_check(&test).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(crate::atomics::model::report(&test, &verdict))
 }
 
 #[cfg(test)]
@@ -987,6 +888,9 @@ condition: 'exists (P1:r0 == 1 /\ P1:r1 == 0)'
 #[cfg(test)]
 mod example_files {
     use super::*;
+    // Test-only: the examples' verdicts come from the checker, which the syntax tree itself
+    // never imports (issue 9: no litmus <-> model cycle).
+    use crate::atomics::model::check_file;
     use std::path::PathBuf;
 
     fn dir() -> PathBuf {

@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::atomics::litmus::{
-    dat3m::instr_text, LitmusTest, Op, Operand, Prop, Quantifier, RmwOp, Scope, Sem, Term,
+    dat3m::instr_text, LitmusTest, Op, Operand, Prop, Quantifier, AtomOp, Scope, Sem, Term,
 };
 
 /// The axioms, in the order a rejection names the first one violated.
@@ -195,7 +195,7 @@ enum WVal {
     Plain(Src),
     Rmw {
         read: usize,
-        op: RmwOp,
+        op: AtomOp,
         operand: Src,
         cmp: Option<Src>,
     },
@@ -1074,6 +1074,13 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
         allowed_outcomes,
         error: None,
     })
+}
+
+/// `gpucts litmus check FILE`: the model's verdict as a printable report.
+pub fn check_file(path: &std::path::Path) -> Result<String, String> {
+    let test = crate::atomics::litmus::load_file(path)?;
+    let verdict = try_check(&test).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(report(&test, &verdict))
 }
 
 /// The printable report of `gpucts litmus check`.
