@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::atomics::litmus::{
-    parse_condition, LitmusTest, Location, Op, Operand, AtomOp, Scope, Sem, Thread,
+    parse_condition, AtomOp, LitmusTest, Location, Op, Operand, Scope, Sem, Thread,
 };
 use crate::atomics::model;
 
@@ -328,6 +328,7 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
                 name,
                 init: 0,
                 space: Default::default(),
+                alias: None,
             })
             .collect(),
         threads,

@@ -486,7 +486,9 @@ impl Scope {
 /// State spaces a memory instruction may name (`.shared::cta` and `.shared::cluster` keep
 /// their sub-qualifier). The crate's one definition; a litmus location uses `global`,
 /// `shared` or `const`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Space {
     #[default]

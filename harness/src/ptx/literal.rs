@@ -147,7 +147,9 @@ mod tests {
 
     #[test]
     fn rejects_what_the_grammar_does_not_have() {
-        for t in ["", "08", "0b2", "0x", "0xg", "+1", "-1", "1.5", "r0", "0x+1", "00x1"] {
+        for t in [
+            "", "08", "0b2", "0x", "0xg", "+1", "-1", "1.5", "r0", "0x+1", "00x1",
+        ] {
             assert!(parse_literal(t).is_err(), "{t}");
         }
         let e = parse_literal("09").unwrap_err();

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use super::kernel;
 use super::layout::{self, Geometry, Histogram, IterationPlan, StressParams};
 use crate::atomics::catalog;
-use crate::atomics::litmus::{LitmusTest, Op, Operand, AtomOp, Term};
+use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Term};
 use crate::atomics::model;
 
 struct Ins {
@@ -346,6 +346,9 @@ fn sc_outcomes(test: &LitmusTest, terms: &[Term]) -> BTreeSet<Vec<i64>> {
                 Op::Mov { reg, val } => {
                     let x = v(val, &regs[t]);
                     regs[t].insert(reg.clone(), x);
+                }
+                other => {
+                    unreachable!("the SC enumerator covers straight-line tests, not {other:?}")
                 }
             }
             pcs[t] += 1;

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::layout::Geometry;
-use crate::atomics::litmus::{LitmusTest, Op, Operand, AtomOp, Sem};
+use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Sem};
 
 /// The kernel's entry point.
 pub const KERNEL: &str = "gpucts_litmus";
@@ -197,6 +197,13 @@ fn thread_ops(
             Op::Mov { reg, val } => {
                 let v = regs.operand(t, val, &what)?;
                 format!("mov.b32 {}, {v};", regs.var(t, reg))
+            }
+            other => {
+                return Err(format!(
+                    "{what}: the GPU litmus runner does not generate `{}` yet (control flow, \
+                     barriers and proxies are checked by the model only)",
+                    crate::atomics::litmus::dat3m::instr_text(other)
+                ))
             }
         };
         let _ = writeln!(out, "\t{line}");

@@ -82,7 +82,7 @@ fn each_operation_carries_its_semantic_and_scope() {
                 Op::Atom { sem, scope, .. } => (MemOpKind::Atom, *sem, Some(*scope)),
                 Op::Red { sem, scope, .. } => (MemOpKind::Red, *sem, Some(*scope)),
                 Op::Fence { sem, scope } => (MemOpKind::Fence, *sem, Some(*scope)),
-                Op::Mov { .. } => unreachable!("the catalogue has no mov"),
+                other => unreachable!("the catalogue has no {other:?}"),
             };
             assert_eq!(m.kind, kind, "{ctx}");
             assert_eq!(m.sem.map(|s| s.name()), Some(sem.name()), "{ctx}");

@@ -402,7 +402,8 @@ mod tests {
             // fetch_<op> names the atom operation it maps to (exchange/compare_exchange aside).
             let cpp = RmwOp::ALL[i].name();
             assert!(
-                cpp.ends_with(a.name()) || (cpp, a.name()) == ("exchange", "exch")
+                cpp.ends_with(a.name())
+                    || (cpp, a.name()) == ("exchange", "exch")
                     || (cpp, a.name()) == ("compare_exchange", "cas"),
                 "{cpp} -> {}",
                 a.name()
