@@ -247,6 +247,12 @@ struct Ev {
     vloc: usize,
     /// The proxy of a memory access; of a proxy fence, the proxy it fences.
     proxy: Proxy,
+    /// `fence.proxy.{surface,texture,constant}` (orders `proxy` against generic).
+    proxy_fence: bool,
+    /// `fence.proxy.alias`.
+    alias_fence: bool,
+    /// (gpu, cta) of the thread, for the 7.5 model's same-CTA proxy fences.
+    cta_key: (u32, u32),
 }
 
 struct Program {
@@ -269,6 +275,7 @@ struct Program {
     /// Barrier arrivals: (arrive event, leave event when the thread waits, thread, CTA key,
     /// id, quorum).
     barriers: Vec<BarrierEv>,
+    model: Model,
 }
 
 #[derive(Debug, Clone)]
@@ -295,7 +302,27 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
         let phys = test.physical(l);
         locs.iter().position(|x| x == phys).unwrap_or(NO_LOC)
     };
-    let vloc_idx = |l: &str| names.iter().position(|x| x == l).unwrap_or(NO_LOC);
+    // A texture/surface/constant alias is another proxy's view of the same virtual
+    // address; only a generic alias is a different virtual address (Dat3M's `vloc`).
+    let virt = |l: &str| -> String {
+        let mut cur = l.to_string();
+        for _ in 0..=test.locations.len() {
+            match test
+                .locations
+                .iter()
+                .find(|m| m.name == cur)
+                .and_then(|m| m.alias.as_ref())
+            {
+                Some(a) if a.proxy != Proxy::Generic => cur = a.of.clone(),
+                _ => break,
+            }
+        }
+        cur
+    };
+    let vloc_idx = |l: &str| {
+        let v = virt(l);
+        names.iter().position(|x| *x == v).unwrap_or(NO_LOC)
+    };
     let mut evs: Vec<Ev> = Vec::new();
     for (li, l) in locs.iter().enumerate() {
         evs.push(Ev {
@@ -312,6 +339,9 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
             label: format!("init {l}={}", test.init_of(l)),
             vloc: vloc_idx(l),
             proxy: Proxy::Generic,
+            proxy_fence: false,
+            alias_fence: false,
+            cta_key: (u32::MAX, u32::MAX),
         });
     }
     let mut assumes = Vec::new();
@@ -363,6 +393,9 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                 label,
                 vloc: NO_LOC,
                 proxy: Proxy::Generic,
+                proxy_fence: false,
+                alias_fence: false,
+                cta_key: (t.gpu, t.cta),
             };
             match op {
                 Op::Label { .. } | Op::Branch { .. } | Op::Goto { .. } => {}
@@ -410,6 +443,8 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                     let id = evs.len();
                     evs.push(Ev {
                         proxy: kind.proxy().unwrap_or(Proxy::Generic),
+                        proxy_fence: kind.proxy().is_some(),
+                        alias_fence: kind.proxy().is_none(),
                         ..base
                     });
                     mine.push(id);
@@ -610,7 +645,9 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
         for b in 0..n {
             let (ea, eb) = (&evs[a], &evs[b]);
             let same_loc = is_mem(ea) && is_mem(eb) && ea.loc == eb.loc;
-            if has(&po, a, b) && same_loc {
+            // v7.5's release/acquire patterns use po-vloc (the same virtual address).
+            let same_vloc = same_loc && (model == Model::V60 || ea.vloc == eb.vloc);
+            if has(&po, a, b) && same_vloc {
                 set(&mut po_loc, a, b);
             }
             // v7.5 (PTX ISA 7.5 "morally strong"): the same proxy, and memory operations
@@ -693,6 +730,7 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
         assumes,
         dep,
         barriers,
+        model,
     })
 }
 
@@ -1074,6 +1112,9 @@ fn first_violation(
     // memory consistency model, "base causality order": bar/barrier operations synchronise
     // the threads that take part).
     let base = closure(&union(&union(&union(&p.po, &sync), &sync_fence), bar));
+    if p.model == Model::V75 {
+        return v75_violation(p, live, rf_rel, co_rel, &fr, &base);
+    }
     let cause = union(&base, &compose(&obs, &base));
 
     // Coherence
@@ -1123,6 +1164,120 @@ fn first_violation(
         return Some(Axiom::Causality);
     }
     let rf_fr = union(rf_rel, &fr);
+    for (a, &row) in rf_fr.iter().enumerate() {
+        let mut bits = row;
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            if has(&cause, b, a) {
+                return Some(Axiom::Causality);
+            }
+            bits &= bits - 1;
+        }
+    }
+    None
+}
+
+/// The PTX 7.5 model (Dat3M `ptx-v7.5.cat`; PTX ISA 7.5 memory consistency model, "proxies"
+/// and "causality order" with proxy-preserved base causality): causality between two
+/// memory operations survives only through the same proxy and virtual address, or through
+/// proxy fences of the operations' proxies in their CTAs (and `fence.proxy.alias` between
+/// virtual aliases of one physical location). Axioms: Coherence, Atomicity, No-Thin-Air,
+/// Causality `irreflexive((rf | fr); cause)`; Fence-SC relates fences, which proxy-preserved
+/// causality never does (as in the cat file).
+fn v75_violation(
+    p: &Program,
+    live: u64,
+    rf_rel: &Rel,
+    co_rel: &Rel,
+    fr: &Rel,
+    cb: &Rel,
+) -> Option<Axiom> {
+    let n = p.evs.len();
+    let e = &p.evs;
+    let is_mem = |i: usize| e[i].kind != Kind::F && e[i].thread.is_some();
+    let gen = |i: usize| e[i].proxy == Proxy::Generic;
+    // proxy-fence-ops: [F]; (same-proxy & scta); [M]
+    let pfo = |f: usize, m: usize| {
+        e[f].kind == Kind::F && e[f].proxy == e[m].proxy && e[f].cta_key == e[m].cta_key
+    };
+    // pre(a): where a's effect enters the generic world; post(b): where b's leaves it.
+    let pre: Vec<Vec<usize>> = (0..n)
+        .map(|a| {
+            let mut v: Vec<usize> = (0..n)
+                .filter(|&f| e[f].proxy_fence && has(cb, a, f) && pfo(f, a))
+                .collect();
+            if gen(a) {
+                v.push(a);
+            }
+            v
+        })
+        .collect();
+    let post: Vec<Vec<usize>> = (0..n)
+        .map(|b| {
+            let mut v: Vec<usize> = (0..n)
+                .filter(|&f| e[f].proxy_fence && has(cb, f, b) && pfo(f, b))
+                .collect();
+            if gen(b) {
+                v.push(b);
+            }
+            v
+        })
+        .collect();
+    let aliases: Vec<usize> = (0..n).filter(|&f| e[f].alias_fence).collect();
+    let mut ppcb = empty(n);
+    for a in (0..n).filter(|&a| is_mem(a)) {
+        for b in (0..n).filter(|&b| is_mem(b)) {
+            let vloc = e[a].vloc == e[b].vloc;
+            let loc = e[a].loc == e[b].loc;
+            if !loc {
+                continue;
+            }
+            let direct = has(cb, a, b)
+                && vloc
+                && ((gen(a) && gen(b))
+                    || (e[a].proxy == e[b].proxy && e[a].cta_key == e[b].cta_key));
+            let fenced = vloc
+                && pre[a]
+                    .iter()
+                    .any(|&x| post[b].iter().any(|&y| x != y && has(cb, x, y)));
+            let aliased = aliases.iter().any(|&f| {
+                pre[a].iter().any(|&x| has(cb, x, f)) && post[b].iter().any(|&y| has(cb, f, y))
+            });
+            if direct || fenced || aliased {
+                set(&mut ppcb, a, b);
+            }
+        }
+    }
+    // observation = (morally-strong & rf) | rmw; cause = ppcb | observation; ppcb
+    let obs = union(&inter(&p.ms, rf_rel), &p.rmw);
+    let cause = union(&ppcb, &compose(&obs, &ppcb));
+    for a in 0..n {
+        if e[a].kind != Kind::W || live >> a & 1 == 0 {
+            continue;
+        }
+        for b in 0..n {
+            if e[b].kind == Kind::W
+                && live >> b & 1 == 1
+                && e[a].loc == e[b].loc
+                && has(&cause, a, b)
+                && !has(co_rel, a, b)
+            {
+                return Some(Axiom::Coherence);
+            }
+        }
+    }
+    let ms_fr = inter(&p.ms, fr);
+    let ms_co = inter(&p.ms, co_rel);
+    if inter(&compose(&ms_fr, &ms_co), &p.rmw)
+        .iter()
+        .any(|&r| r != 0)
+    {
+        return Some(Axiom::Atomicity);
+    }
+    if !acyclic(&union(rf_rel, &p.dep)) {
+        return Some(Axiom::NoThinAir);
+    }
+    let rf_fr = union(rf_rel, fr);
     for (a, &row) in rf_fr.iter().enumerate() {
         let mut bits = row;
         while bits != 0 {
