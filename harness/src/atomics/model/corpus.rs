@@ -62,6 +62,7 @@ fn run(dir: &Path, csv: &str, model: Model) -> Tally {
             } else {
                 model
             }),
+            liveness: false,
         };
         match try_check_with(&test, &opts) {
             Ok(v) if v.bound_reached => t.refused.push(format!("{path}: bound reached")),
@@ -135,4 +136,36 @@ fn dat3m_ptx_corpus_verdicts() {
         v6.disagree
     );
     assert_eq!(v6.agree, v6.listed, "every v6.0 test agrees");
+}
+
+/// Dat3M's liveness expectations (`Property.TERMINATION`: 1 = no execution stays in a loop
+/// forever or blocks at a barrier under a fair scheduler).
+#[test]
+fn dat3m_ptx_liveness_verdicts() {
+    let dir = corpus();
+    crate::require!(dir.exists(), "../shared/corpora/dat3m-ptx");
+    for (csv, model) in [
+        ("PTXv6_0-Liveness-expected.csv", Model::V60),
+        ("PTXv7_5-Liveness-expected.csv", Model::V75),
+    ] {
+        let exp = expectations(&dir, csv);
+        assert!(!exp.is_empty(), "{csv}: no expectations read");
+        let (mut agree, mut wrong) = (0, Vec::new());
+        for (path, terminates) in &exp {
+            let opts = Options {
+                unroll: super::DEFAULT_UNROLL,
+                model: Some(model),
+                liveness: true,
+            };
+            let got = load_file(&dir.join(path))
+                .and_then(|t| try_check_with(&t, &opts))
+                .map(|v| v.liveness_violation.is_some_and(|w| w.is_none()));
+            match got {
+                Ok(g) if g == *terminates => agree += 1,
+                other => wrong.push(format!("{path}: expected {terminates}, got {other:?}")),
+            }
+        }
+        eprintln!("{csv}: {} listed, {agree} agree", exp.len());
+        assert!(wrong.is_empty(), "{csv}: {wrong:#?}");
+    }
 }

@@ -109,6 +109,9 @@ pub struct Verdict {
     pub model: Model,
     /// Some execution blocks at a barrier whose quorum never arrives (non-terminating).
     pub hang: bool,
+    /// With `--liveness`: `Some(witness)` when a consistent execution keeps a thread in a
+    /// loop forever under a fair scheduler or blocks it at a barrier; `None` when none does.
+    pub liveness_violation: Option<Option<String>>,
 }
 
 impl Verdict {
@@ -276,6 +279,8 @@ struct Program {
     /// id, quorum).
     barriers: Vec<BarrierEv>,
     model: Model,
+    /// Per thread whose path ends at a back-jump: the reads of its last loop iteration.
+    stuck: Vec<Vec<usize>>,
 }
 
 #[derive(Debug, Clone)]
@@ -347,6 +352,7 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
     let mut assumes = Vec::new();
     let mut data: Vec<(usize, usize)> = Vec::new(); // (read, event)
     let mut barriers = Vec::new();
+    let mut stuck: Vec<Vec<usize>> = Vec::new();
     let mut regs_out = Vec::new();
     let mut thread_evs: Vec<Vec<usize>> = Vec::new();
     for (ti, t) in test.threads.iter().enumerate() {
@@ -365,7 +371,10 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
         };
         let mut ctrl_reads: Vec<usize> = Vec::new();
         let cta = (t.gpu, t.effective_cluster(), t.cta);
-        for step in &paths[ti].steps {
+        let looping = paths[ti].end != unroll::End::Done;
+        let mut last_iter: Vec<usize> = Vec::new();
+        for (si, step) in paths[ti].steps.iter().enumerate() {
+            let in_last = looping && si >= paths[ti].loop_from;
             let (oi, op) = match step {
                 unroll::Step::Assume { cond, a, b } => {
                     let (a, b) = (src_of(&regs, a), src_of(&regs, b));
@@ -617,7 +626,13 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
             // Control dependencies: every event after a branch depends on what it read.
             for e in first_new..evs.len() {
                 data.extend(ctrl_reads.iter().map(|&r| (r, e)));
+                if in_last && evs[e].kind == Kind::R {
+                    last_iter.push(e);
+                }
             }
+        }
+        if looping {
+            stuck.push(last_iter);
         }
         regs_out.push(regs);
         thread_evs.push(mine);
@@ -731,6 +746,7 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
         dep,
         barriers,
         model,
+        stuck,
     })
 }
 
@@ -1307,6 +1323,7 @@ pub fn check(test: &LitmusTest) -> Verdict {
         bound_reached: false,
         model: Model::V60,
         hang: false,
+        liveness_violation: None,
     })
 }
 
@@ -1343,6 +1360,8 @@ impl Model {
 pub struct Options {
     pub unroll: u32,
     pub model: Option<Model>,
+    /// Answer the liveness question instead (`litmus check --liveness`).
+    pub liveness: bool,
 }
 
 /// Dat3M's loop bound for its PTX tests.
@@ -1353,6 +1372,7 @@ impl Default for Options {
         Options {
             unroll: DEFAULT_UNROLL,
             model: None,
+            liveness: false,
         }
     }
 }
@@ -1367,6 +1387,9 @@ struct Acc {
     allowed_outcomes: BTreeSet<Vec<i64>>,
     bound_reached: bool,
     hang: bool,
+    liveness: bool,
+    /// A consistent execution in which some thread never terminates under a fair scheduler.
+    stuck_witness: Option<String>,
 }
 
 /// Checks a test against the model (default options); an error when the test is too large
@@ -1442,7 +1465,7 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
             .enumerate()
             .map(|(t, &i)| &per_thread[t][i])
             .collect();
-        if paths.iter().all(|p| p.end != unroll::End::Spin) {
+        if opts.liveness || paths.iter().all(|p| p.end != unroll::End::Spin) {
             let cut = paths.iter().any(|p| p.end == unroll::End::Cut);
             let p = build(test, &paths, model)?;
             total = total.saturating_add(estimate(&p));
@@ -1472,6 +1495,7 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
     }
     let mut acc = Acc {
         all_satisfy: true,
+        liveness: opts.liveness,
         ..Acc::default()
     };
     for (p, cut) in &programs {
@@ -1486,6 +1510,8 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
         allowed_outcomes,
         bound_reached,
         hang,
+        liveness: _,
+        stuck_witness,
     } = acc;
     if allowed {
         rejected.clear();
@@ -1514,6 +1540,7 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
         bound_reached: bound_reached && !decided,
         model,
         hang,
+        liveness_violation: opts.liveness.then_some(stuck_witness),
     })
 }
 
@@ -1555,7 +1582,10 @@ fn enumerate(
         allowed_outcomes,
         bound_reached,
         hang,
+        liveness,
+        stuck_witness,
     } = acc;
+    let liveness = *liveness;
     let mut idx = vec![0usize; p.reads.len()];
     'rf: loop {
         let rf: Vec<usize> = idx
@@ -1569,6 +1599,7 @@ fn enumerate(
         // The paths' branch conditions: an rf choice that contradicts one is not an execution
         // of these paths (another combination of paths covers it).
         let mut assume_unknown = false;
+        let mut hanging = false;
         for (c, a, b) in &p.assumes {
             match (eval_src(a, &val), eval_src(b, &val)) {
                 (Some(x), Some(y)) if !c.holds(x, y) => reads_missing = true,
@@ -1583,6 +1614,11 @@ fn enumerate(
         } else {
             match barrier_options(p, &val) {
                 Some(o) => o,
+                None if liveness => {
+                    *hang = true;
+                    hanging = true;
+                    vec![empty(n)]
+                }
                 None => {
                     *hang = true;
                     reads_missing = true;
@@ -1696,7 +1732,30 @@ fn enumerate(
                 for sco in &sc_orders {
                     for bar in &bar_opts {
                         *candidates += 1;
-                        match first_violation(p, live, &rf_rel, &co_rel, sco, bar) {
+                        let verdict = first_violation(p, live, &rf_rel, &co_rel, sco, bar);
+                        if liveness {
+                            if verdict.is_none() && stuck_witness.is_none() {
+                                // Fair scheduler: a thread stays in its loop forever only if
+                                // its last iteration, repeated, reads what memory finally
+                                // holds (every read reads a final value of its location).
+                                let repeats = |r: &usize| finals[p.evs[*r].loc].contains(&val[*r]);
+                                let spins = !p.stuck.is_empty()
+                                    && p.stuck.iter().all(|reads| reads.iter().all(repeats));
+                                if spins || hanging {
+                                    *stuck_witness = Some(format!(
+                                        "{} {}",
+                                        if hanging {
+                                            "a barrier never completes:"
+                                        } else {
+                                            "a loop repeats forever reading final values:"
+                                        },
+                                        describe(p, &rf, &co, sco)
+                                    ));
+                                }
+                            }
+                            continue;
+                        }
+                        match verdict {
                             None if cut => *bound_reached = true,
                             None => {
                                 *consistent += 1;
@@ -1753,8 +1812,33 @@ fn enumerate(
 }
 /// `gpucts litmus check FILE`: the model's verdict as a printable report.
 pub fn check_file(path: &std::path::Path) -> Result<String, String> {
+    check_file_with(path, DEFAULT_UNROLL, None, false)
+}
+
+/// `gpucts litmus check [--unroll N] [--model ptx-v6.0|ptx-v7.5] [--liveness] FILE`.
+pub fn check_file_with(
+    path: &std::path::Path,
+    unroll: u32,
+    model: Option<&str>,
+    liveness: bool,
+) -> Result<String, String> {
+    let model = match model {
+        None => None,
+        Some(m) => Some(
+            Model::parse(m)
+                .ok_or_else(|| format!("unknown model `{m}`; allowed: ptx-v6.0, ptx-v7.5"))?,
+        ),
+    };
+    if unroll == 0 {
+        return Err("--unroll must be at least 1".into());
+    }
     let test = crate::atomics::litmus::load_file(path)?;
-    let verdict = try_check(&test).map_err(|e| format!("{}: {e}", path.display()))?;
+    let opts = Options {
+        unroll,
+        model,
+        liveness,
+    };
+    let verdict = try_check_with(&test, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(report(&test, &verdict))
 }
 
@@ -1765,6 +1849,18 @@ pub fn report(test: &LitmusTest, v: &Verdict) -> String {
     s.push_str(&format!("condition: {}\n", test.condition));
     if let Some(e) = &v.error {
         s.push_str(&format!("outcome: unknown ({e})\n"));
+        return s;
+    }
+    if let Some(l) = &v.liveness_violation {
+        match l {
+            Some(w) => s.push_str(&format!(
+                "liveness: violation (under a fair scheduler some execution does not terminate)\n  {w}\n"
+            )),
+            None => s.push_str(
+                "liveness: terminates (no consistent execution loops forever or blocks at a barrier)\n",
+            ),
+        }
+        s.push_str(&format!("model: {}\n", v.model.name()));
         return s;
     }
     if v.bound_reached {

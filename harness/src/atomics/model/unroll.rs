@@ -43,6 +43,9 @@ pub enum End {
 pub struct Path {
     pub steps: Vec<Step>,
     pub end: End,
+    /// For a path ending at a back-jump (`Cut`, `Spin`): where its last loop iteration
+    /// starts in `steps` (the iteration a stuck thread would repeat forever).
+    pub loop_from: usize,
 }
 
 /// The most paths one thread may have before the test is refused.
@@ -95,6 +98,7 @@ fn walk(
             out.push(Path {
                 steps: st.steps.clone(),
                 end: End::Done,
+                loop_from: st.steps.len(),
             });
             return Ok(());
         };
@@ -158,6 +162,7 @@ fn jump(
         out.push(Path {
             steps: st.steps.clone(),
             end: if effect { End::Cut } else { End::Spin },
+            loop_from: start,
         });
         return Ok(());
     }
