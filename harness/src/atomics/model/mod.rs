@@ -624,9 +624,9 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                 }
             }
             // Control dependencies: every event after a branch depends on what it read.
-            for e in first_new..evs.len() {
+            for (e, ev) in evs.iter().enumerate().skip(first_new) {
                 data.extend(ctrl_reads.iter().map(|&r| (r, e)));
-                if in_last && evs[e].kind == Kind::R {
+                if in_last && ev.kind == Kind::R {
                     last_iter.push(e);
                 }
             }
