@@ -1908,4 +1908,6 @@ pub fn report(test: &LitmusTest, v: &Verdict) -> String {
 #[cfg(test)]
 mod corpus;
 #[cfg(test)]
+mod flow_tests;
+#[cfg(test)]
 mod tests;
