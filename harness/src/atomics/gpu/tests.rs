@@ -17,10 +17,7 @@ fn kernel_for(name: &str) -> String {
 #[test]
 fn every_catalogue_kernel_assembles_with_ptxas() {
     let tc = Toolchain::discover_system();
-    if !tc.has(crate::capability::Capability::Ptxas) {
-        eprintln!("skipped: ptxas not found");
-        return;
-    }
+    crate::require!(tc.has(crate::capability::Capability::Ptxas), "ptxas");
     let mut assembled = 0;
     for e in catalog::entries() {
         let g = Geometry::new(&e.test, &StressParams::default()).unwrap();
