@@ -46,6 +46,9 @@ pub enum AtomicsCheck {
     /// `ptx-v7.5`, `liveness-ptx-v6.0`, `liveness-ptx-v7.5`): every listed test must get
     /// Dat3M's published verdict. Skips, naming the folder, when the corpus is absent.
     Corpus { expectations: String },
+    /// A litmus file of `suites/litmus/` whose outcome (`allowed`/`forbidden`) is argued in
+    /// the file's description, independently of the checker.
+    Litmus { file: String, outcome: String },
 }
 
 fn gpu_iterations() -> u64 {
@@ -96,7 +99,9 @@ impl Check for AtomicsCheck {
                 Producer::Nvrtc => vec![Capability::Nvrtc, Capability::Cccl],
                 Producer::Clang | Producer::LlvmIr => vec![Capability::Clang],
             },
-            AtomicsCheck::Model { .. } | AtomicsCheck::Corpus { .. } => Vec::new(),
+            AtomicsCheck::Model { .. }
+            | AtomicsCheck::Corpus { .. }
+            | AtomicsCheck::Litmus { .. } => Vec::new(),
             AtomicsCheck::Gpu { .. } => vec![Capability::Gpu],
         }
     }
@@ -113,6 +118,7 @@ impl Check for AtomicsCheck {
             AtomicsCheck::Model { test } => model_case(test),
             AtomicsCheck::Gpu { test, iterations } => gpu::gpu_case(test, *iterations),
             AtomicsCheck::Corpus { expectations } => corpus_case(expectations),
+            AtomicsCheck::Litmus { file, outcome } => litmus_case(file, outcome),
         }
     }
 }
@@ -185,5 +191,30 @@ fn corpus_case(which: &str) -> CaseStatus {
                 .collect::<Vec<_>>()
                 .join("\n"),
         )
+    }
+}
+
+fn litmus_case(file: &str, expected: &str) -> CaseStatus {
+    if !matches!(expected, "allowed" | "forbidden") || file.contains("..") {
+        return CaseStatus::error(format!(
+            "litmus case `{file}`: outcome must be allowed or forbidden, the file a name in suites/litmus/"
+        ));
+    }
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../suites/litmus")
+        .join(file);
+    let report = match model::check_file(&path) {
+        Ok(r) => r,
+        Err(e) => return CaseStatus::error(e),
+    };
+    let got = report
+        .lines()
+        .find_map(|l| l.strip_prefix("outcome: "))
+        .unwrap_or("none")
+        .to_string();
+    if got == expected {
+        CaseStatus::pass_with(format!("{expected} (as argued in the test's description)"))
+    } else {
+        CaseStatus::fail_detail(expected, got, report)
     }
 }

@@ -281,6 +281,9 @@ struct Program {
     model: Model,
     /// Per thread whose path ends at a back-jump: the reads of its last loop iteration.
     stuck: Vec<Vec<usize>>,
+    /// The cas writes in the last iteration of spin paths: an execution in which one of them
+    /// succeeds did not spin without effect, so it was cut by the bound instead.
+    spin_cas: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
@@ -353,6 +356,7 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
     let mut data: Vec<(usize, usize)> = Vec::new(); // (read, event)
     let mut barriers = Vec::new();
     let mut stuck: Vec<Vec<usize>> = Vec::new();
+    let mut spin_cas: Vec<usize> = Vec::new();
     let mut regs_out = Vec::new();
     let mut thread_evs: Vec<Vec<usize>> = Vec::new();
     for (ti, t) in test.threads.iter().enumerate() {
@@ -629,6 +633,12 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                 if in_last && ev.kind == Kind::R {
                     last_iter.push(e);
                 }
+                if in_last
+                    && paths[ti].end == unroll::End::Spin
+                    && matches!(ev.wval, Some(WVal::Rmw { cmp: Some(_), .. }))
+                {
+                    spin_cas.push(e);
+                }
             }
         }
         if looping {
@@ -747,6 +757,7 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
         barriers,
         model,
         stuck,
+        spin_cas,
     })
 }
 
@@ -1465,17 +1476,23 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
             .enumerate()
             .map(|(t, &i)| &per_thread[t][i])
             .collect();
-        if opts.liveness || paths.iter().all(|p| p.end != unroll::End::Spin) {
+        let has_spin = paths.iter().any(|p| p.end == unroll::End::Spin);
+        {
             let cut = paths.iter().any(|p| p.end == unroll::End::Cut);
             let p = build(test, &paths, model)?;
-            total = total.saturating_add(estimate(&p));
+            // A spin without cas operations is non-terminating whatever the values; one
+            // whose only effects are cas operations is decided per execution.
+            let skip = has_spin && !opts.liveness && p.spin_cas.is_empty();
+            total = total.saturating_add(if skip { 0 } else { estimate(&p) });
             if total > MAX_CANDIDATES {
                 return Err(format!(
                     "test `{}` has an estimated {total}+ candidate executions (under --unroll {}); the checker enumerates at most {MAX_CANDIDATES}",
                     test.name, opts.unroll
                 ));
             }
-            programs.push((p, cut));
+            if !skip {
+                programs.push((p, cut));
+            }
         }
         let mut k = 0;
         loop {
@@ -1598,6 +1615,16 @@ fn enumerate(
         let mut reads_missing = rf.iter().any(|&w| exists[w] == Some(false));
         // The paths' branch conditions: an rf choice that contradicts one is not an execution
         // of these paths (another combination of paths covers it).
+        // A spin whose cas all failed did nothing: non-terminating, excluded. One whose cas
+        // succeeded was cut by the bound.
+        let mut cut = cut;
+        if !p.spin_cas.is_empty() && !liveness {
+            if p.spin_cas.iter().all(|&w| exists[w] == Some(false)) {
+                reads_missing = true;
+            } else {
+                cut = true;
+            }
+        }
         let mut assume_unknown = false;
         let mut hanging = false;
         for (c, a, b) in &p.assumes {

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::atomics::litmus::{BranchCond, Op, Operand, Thread};
+use crate::atomics::litmus::{AtomOp, BranchCond, Op, Operand, Thread};
 
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,9 +156,13 @@ fn jump(
     if n + 1 >= bound {
         // The loop body would run more than `bound` times.
         let start = st.seen.get(&to).copied().unwrap_or(0);
-        let effect = st.steps[start..]
-            .iter()
-            .any(|s| matches!(s, Step::Op(i) if t.ops[*i].has_effect()));
+        // A cas is an effect only when it succeeds: an iteration whose only effects are
+        // cas operations is a spin when they all fail, which the model decides per
+        // execution (Dat3M's dynamic spin-loop detection does the same).
+        let effect = st.steps[start..].iter().any(|s| {
+            matches!(s, Step::Op(i) if t.ops[*i].has_effect()
+                && !matches!(t.ops[*i], Op::Atom { op: AtomOp::Cas, .. }))
+        });
         out.push(Path {
             steps: st.steps.clone(),
             end: if effect { End::Cut } else { End::Spin },
