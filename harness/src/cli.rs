@@ -398,6 +398,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
                 tests.len() as f64 / secs,
                 candidates as f64 / secs
             );
+            print!("{}", crate::atomics::corpus::bench());
             for producer in mapping::source::Producer::ALL {
                 let cases = mapping::source::cases_for(producer);
                 let t0 = std::time::Instant::now();

@@ -103,3 +103,59 @@ pub fn case(which: &str) -> Result<(&'static str, Model, bool), String> {
         }
     })
 }
+
+/// `gpucts bench atomics` figures for control flow, barriers and proxies: the new catalogue
+/// files of `suites/litmus/`, then Dat3M's corpus when present.
+pub fn bench() -> String {
+    let mut out = String::new();
+    let litmus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../suites/litmus");
+    for name in [
+        "cas-lock-acq-rel",
+        "cas-lock-relaxed",
+        "ticket-lock",
+        "mp-barrier-quorum",
+        "mp-barrier-all",
+        "proxy-mp-surface",
+        "proxy-mp-surface-nofence",
+    ] {
+        let t0 = std::time::Instant::now();
+        let r = load_file(&litmus.join(format!("{name}.litmus")))
+            .and_then(|t| try_check_with(&t, &Options::default()));
+        let secs = t0.elapsed().as_secs_f64();
+        match r {
+            Ok(v) => out.push_str(&format!(
+                "litmus {name:<26} {:>9} candidates in {:.1} ms ({} consistent, {})\n",
+                v.candidates,
+                secs * 1e3,
+                v.consistent,
+                v.model.name()
+            )),
+            Err(e) => out.push_str(&format!("litmus {name}: {e}\n")),
+        }
+    }
+    if let Some(d) = dir() {
+        for which in [
+            "ptx-v6.0",
+            "ptx-v7.5",
+            "liveness-ptx-v6.0",
+            "liveness-ptx-v7.5",
+        ] {
+            let Ok((csv, model, liveness)) = case(which) else {
+                continue;
+            };
+            let t0 = std::time::Instant::now();
+            match run(&d, csv, model, liveness) {
+                Ok(t) => out.push_str(&format!(
+                    "dat3m {which:<18} {} tests in {:.2} s, {} agree\n",
+                    t.listed,
+                    t0.elapsed().as_secs_f64(),
+                    t.agree
+                )),
+                Err(e) => out.push_str(&format!("dat3m {which}: {e}\n")),
+            }
+        }
+    } else {
+        out.push_str("dat3m corpus: ../shared/corpora/dat3m-ptx not found\n");
+    }
+    out
+}
