@@ -40,6 +40,8 @@ pub enum Capability {
     /// Its own family, so `--require toolchain` does not fail on it; `--require
     /// producer-feature` does.
     ProducerFeature,
+    /// A public corpus under `../shared/corpora/` (read in place, never copied).
+    Corpus,
 }
 
 impl Capability {
@@ -56,6 +58,7 @@ impl Capability {
         Capability::Kmod,
         Capability::Rdma,
         Capability::ProducerFeature,
+        Capability::Corpus,
     ];
 
     pub fn name(self) -> &'static str {
@@ -72,6 +75,7 @@ impl Capability {
             Capability::Kmod => "kmod",
             Capability::Rdma => "rdma",
             Capability::ProducerFeature => "producer-feature",
+            Capability::Corpus => "corpus",
         }
     }
 
@@ -106,6 +110,7 @@ impl Capability {
                 "build with `--features rdma` on a machine with an RDMA device (libibverbs)"
             }
             Capability::ProducerFeature => "needs a producer version that can express the case",
+            Capability::Corpus => "needs the public corpora checked out at ../shared/corpora/",
         }
     }
 }

@@ -143,7 +143,20 @@ enum AbiCmd {
 enum LitmusCmd {
     /// Print `outcome: allowed|forbidden` for a test (YAML or Dat3M .litmus), and for a
     /// forbidden outcome the axiom ruling out each candidate execution.
-    Check { file: PathBuf },
+    Check {
+        file: PathBuf,
+        /// Loop bound: each loop body runs at most N times (Dat3M's bound; an execution cut
+        /// by it makes the outcome `unknown (bound reached)`).
+        #[arg(long, default_value_t = crate::atomics::model::DEFAULT_UNROLL)]
+        unroll: u32,
+        /// `ptx-v6.0` or `ptx-v7.5` (default: v7.5 when the test uses proxies, else v6.0).
+        #[arg(long)]
+        model: Option<String>,
+        /// Whether every execution terminates under a fair scheduler (spin loops, barrier
+        /// quorums) instead of the condition.
+        #[arg(long)]
+        liveness: bool,
+    },
     /// Convert a Dat3M .litmus file to gpucts YAML (stdout).
     Import { file: PathBuf },
     /// Convert a test (YAML or .litmus) to Dat3M .litmus syntax (stdout).
@@ -332,7 +345,12 @@ fn abi(action: AbiCmd) -> i32 {
 fn litmus(action: LitmusCmd) -> i32 {
     use crate::atomics::litmus;
     let r = match &action {
-        LitmusCmd::Check { file } => litmus::check_file(file),
+        LitmusCmd::Check {
+            file,
+            unroll,
+            model,
+            liveness,
+        } => crate::atomics::model::check_file_with(file, *unroll, model.as_deref(), *liveness),
         LitmusCmd::Import { file } => litmus::import_file(file),
         LitmusCmd::Export { file } => litmus::export_file(file),
     };
@@ -373,6 +391,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
                 tests.len() as f64 / secs,
                 candidates as f64 / secs
             );
+            print!("{}", crate::atomics::corpus::bench());
             for producer in mapping::source::Producer::ALL {
                 let cases = mapping::source::cases_for(producer);
                 let t0 = std::time::Instant::now();
