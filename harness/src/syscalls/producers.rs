@@ -677,6 +677,14 @@ mod tests {
         ] {
             crate::require!(p.requires().iter().all(|c| tc.has(*c)), p.name());
             let ptx = compile(&tc, p).unwrap();
+            // Real producer output cut anywhere: the ch. 3 checks never panic.
+            for cut in (0..ptx.len())
+                .step_by(401)
+                .filter(|&c| ptx.is_char_boundary(c))
+            {
+                let _ = lint_source(&ptx[..cut], "cut.ptx");
+                let _ = call_sites(&ptx[..cut]);
+            }
             let calls = call_sites(&ptx);
             assert_eq!(
                 calls.iter().filter(|c| c.call == Syscall::Vprintf).count(),
