@@ -621,3 +621,85 @@ mod launch_tests {
         assert!(bad.is_err());
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Context limits and the device printf stream (for the syscalls area).
+
+pub use sys::CUlimit as ContextLimit;
+
+impl Session {
+    /// `cuCtxSetLimit` on the current context.
+    pub fn set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<(), DriverCallError> {
+        // SAFETY: plain values; a context is current.
+        check("cuCtxSetLimit", unsafe { sys::cuCtxSetLimit(limit, value) })
+    }
+
+    /// `cuCtxGetLimit` on the current context.
+    pub fn limit(&self, limit: sys::CUlimit) -> Result<usize, DriverCallError> {
+        let mut v = 0usize;
+        // SAFETY: out-pointer to a live local; a context is current.
+        check("cuCtxGetLimit", unsafe {
+            sys::cuCtxGetLimit(&mut v, limit)
+        })?;
+        Ok(v)
+    }
+}
+
+/// Run `f` with this process's stdout and stderr (file descriptors 1 and 2, where the driver
+/// writes device printf and assert output) redirected into a temporary file, and return what
+/// was written there. C stdio buffers are flushed before the descriptors are restored.
+pub fn capture_output<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> {
+    use std::io::{Read, Seek, Write};
+    use std::os::fd::AsRawFd;
+    let mut file = tempfile::tempfile()?;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: dup/dup2 on descriptors this process owns; the saved copies are restored and
+    // closed below on every path.
+    let saved = unsafe { [libc::dup(1), libc::dup(2)] };
+    if saved.iter().any(|&d| d < 0) {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `file` is open for the duration; 1 and 2 are replaced by it.
+    unsafe {
+        libc::dup2(file.as_raw_fd(), 1);
+        libc::dup2(file.as_raw_fd(), 2);
+    }
+    let r = f();
+    // SAFETY: flush every C stdio stream (the driver prints through stdio), then put the
+    // saved descriptors back and close the copies.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::dup2(saved[0], 1);
+        libc::dup2(saved[1], 2);
+        libc::close(saved[0]);
+        libc::close(saved[1]);
+    }
+    let mut out = String::new();
+    file.seek(std::io::SeekFrom::Start(0))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    out.push_str(&String::from_utf8_lossy(&bytes));
+    Ok((r, out))
+}
+
+#[cfg(test)]
+mod capture_tests {
+    // What C code writes to stdout and stderr while captured comes back, and the descriptors
+    // work again afterwards.
+    #[test]
+    fn captures_c_stdio_on_both_streams() {
+        let (_, out) = super::capture_output(|| {
+            // SAFETY: NUL-terminated format strings without conversions.
+            unsafe {
+                libc::printf(c"to-stdout\n".as_ptr());
+                libc::write(2, c"to-stderr\n".as_ptr() as *const libc::c_void, 10);
+            }
+        })
+        .unwrap();
+        assert!(
+            out.contains("to-stdout") && out.contains("to-stderr"),
+            "{out}"
+        );
+    }
+}
