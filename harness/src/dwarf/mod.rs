@@ -74,3 +74,9 @@ impl Check for DwarfCheck {
         }
     }
 }
+
+pub mod check;
+pub mod elf;
+pub mod emit;
+pub mod ptxscan;
+pub mod read;
