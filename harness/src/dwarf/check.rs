@@ -151,6 +151,12 @@ fn locate(v: &Val, registers: &dyn Fn(&str) -> bool) -> Located {
             };
             Located::Space(sp, format!("register `{name}`"))
         }
+        // The frame is in `.local` (ptxas 12.9 itself rewrites a `.local` symbol's DW_OP_addr
+        // into DW_OP_fbreg).
+        0x91 => Located::Space(
+            Space::Local,
+            "a frame-base offset (the .local frame)".into(),
+        ),
         0x50..=0x6f => Located::Space(Space::Reg, "a DW_OP_reg register".into()),
         0x70..=0x8f => Located::Space(Space::Generic, "an address in a register".into()),
         _ => Located::Unknown,

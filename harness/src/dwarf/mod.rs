@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::area::{CaseContext, Check};
+use crate::area::{BatchCache, CaseContext, Check};
 use crate::capability::Capability;
 use crate::cubin::Cubin;
 use crate::outcome::CaseStatus;
@@ -15,6 +15,9 @@ pub enum DwarfCheck {
     /// directives for `lines` is assembled; every line must come back from the cubin's line
     /// program, attributed to `file`, at non-decreasing addresses.
     LineTable { file: String, lines: Vec<u32> },
+    /// §5.1–§5.2: gpucts's own DWARF for the kernel of random type `seed` survives ptxas `-g`
+    /// (see [`roundtrip`]); kernels are assembled in batches of [`roundtrip::BATCH`].
+    RoundTrip { seed: u64 },
 }
 
 fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
@@ -63,6 +66,24 @@ fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
     }
 }
 
+fn round_trip(ctx: &CaseContext, seed: u64) -> CaseStatus {
+    static CACHE: std::sync::OnceLock<BatchCache<u64, Result<roundtrip::Verdicts, String>>> =
+        std::sync::OnceLock::new();
+    let batch = seed / roundtrip::BATCH;
+    let slot = CACHE
+        .get_or_init(BatchCache::new)
+        .get_or_compute(&batch, || roundtrip::run_batch(ctx.toolchain, batch));
+    match slot.get() {
+        Some(Ok(v)) => match v.get(&seed) {
+            Some(Ok(note)) => CaseStatus::pass_with(note.clone()),
+            Some(Err((e, o))) => CaseStatus::fail(e.clone(), o.clone()),
+            None => CaseStatus::error(format!("seed {seed} missing from its batch")),
+        },
+        Some(Err(e)) => CaseStatus::fail("the batch assembles and reads back", e.clone()),
+        None => CaseStatus::error("batch not computed"),
+    }
+}
+
 impl Check for DwarfCheck {
     fn requires(&self) -> Vec<Capability> {
         vec![Capability::Ptxas]
@@ -71,6 +92,7 @@ impl Check for DwarfCheck {
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             DwarfCheck::LineTable { file, lines } => line_table(ctx, file, lines),
+            DwarfCheck::RoundTrip { seed } => round_trip(ctx, *seed),
         }
     }
 }
@@ -80,3 +102,4 @@ pub mod elf;
 pub mod emit;
 pub mod ptxscan;
 pub mod read;
+pub mod roundtrip;
