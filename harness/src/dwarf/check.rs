@@ -47,6 +47,10 @@ impl fmt::Display for Finding {
 pub struct Report {
     pub findings: Vec<Finding>,
     pub notes: Vec<String>,
+    /// Variables and parameters whose location named a state space to compare the class with.
+    pub classes_compared: usize,
+    /// `.loc` directives found again in `.debug_line`.
+    pub locs_found: usize,
 }
 
 /// A file that could not be read at all (exit 2): `file:line:col: what` or `file:offset`.
@@ -171,7 +175,8 @@ fn check_tree(
     function_list: &str,
     registers: &dyn Fn(&str) -> bool,
     out: &mut Vec<Finding>,
-) {
+) -> usize {
+    let mut compared = 0;
     if let Some((at, e)) = &tree.error {
         out.push(Finding {
             position: pos(*at),
@@ -222,6 +227,7 @@ fn check_tree(
                         message: format!("{}: {m}", what()),
                     }),
                     Located::Space(sp, how) => {
+                        compared += 1;
                         if let Some(c) = class {
                             if c != sp {
                                 out.push(Finding {
@@ -282,6 +288,7 @@ fn check_tree(
             _ => {}
         }
     }
+    compared
 }
 
 fn compile_units(tree: &Tree) -> Vec<(u64, String, Option<String>)> {
@@ -367,7 +374,7 @@ pub fn check_ptx(shown: &str, text: &str, tc: Option<&Toolchain>) -> Result<Repo
         });
         let pos = |off: u64| format!("{shown}:{}", info.line_of(off as usize));
         let fnames: Vec<&str> = d.functions.keys().map(String::as_str).collect();
-        check_tree(
+        r.classes_compared = check_tree(
             &tree,
             &pos,
             &|n| d.functions.contains_key(n),
@@ -445,14 +452,17 @@ fn line_table(shown: &str, text: &str, d: &PtxDebug, tc: Option<&Toolchain>, r: 
         }
     };
     let with_cols = rows.iter().any(|x| x.2 != 0);
-    for l in d.locs.iter().filter(|l| l.has_code) {
+    // Line 0 is DWARF's "no source line": ptxas gives it no row of its own.
+    for l in d.locs.iter().filter(|l| l.has_code && l.line != 0) {
         let Some((file, _)) = d.files.get(&l.file) else {
             continue;
         };
         let hit = rows.iter().any(|(f, line, col)| {
             f == file && *line == l.line && (!with_cols || *col == l.col || l.col == 0)
         });
-        if !hit {
+        if hit {
+            r.locs_found += 1;
+        } else {
             r.findings.push(Finding {
                 position: format!("{shown}:{}", l.ptx_line),
                 clause: CLAUSE_SECTIONS,
@@ -548,7 +558,7 @@ pub fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable> {
         let pos = |off: u64| format!("{shown}:.debug_info+{off:#x}");
         let fnames: BTreeSet<&str> = e.functions.iter().map(String::as_str).collect();
         let list: Vec<&str> = fnames.iter().copied().collect();
-        check_tree(
+        r.classes_compared = check_tree(
             &tree,
             &pos,
             &|n| fnames.contains(n),

@@ -18,6 +18,25 @@ pub enum DwarfCheck {
     /// §5.1–§5.2: gpucts's own DWARF for the kernel of random type `seed` survives ptxas `-g`
     /// (see [`roundtrip`]); kernels are assembled in batches of [`roundtrip::BATCH`].
     RoundTrip { seed: u64 },
+    /// §5.1–§5.2: `gpucts dwarf check` on a PTX file of the repository; `findings` lists a
+    /// substring of each finding expected, in order (none: the file must be clean). Extra or
+    /// missing findings fail.
+    CheckFile {
+        file: String,
+        #[serde(default)]
+        findings: Vec<String>,
+    },
+    /// §5.1: a PTX file of the repository assembles with ptxas `-g`.
+    Assembles { file: String },
+    /// §5.1–§5.2: a producer's debug PTX for a batch of random types passes the check (PTX
+    /// and the cubin ptxas `-g` builds from it).
+    Producer {
+        producer: producers::DebugProducer,
+        batch: u64,
+    },
+    /// On a GPU: the driver JIT loads the producer's debug PTX for a small kernel, which
+    /// still computes the right result.
+    JitLoad { producer: producers::DebugProducer },
 }
 
 fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
@@ -84,15 +103,82 @@ fn round_trip(ctx: &CaseContext, seed: u64) -> CaseStatus {
     }
 }
 
+fn check_file(ctx: &CaseContext, file: &str, want: &[String]) -> CaseStatus {
+    let path = ctx.root.join(file);
+    let r = match check::check_path(&path, Some(ctx.toolchain)) {
+        Ok(r) => r,
+        Err(e) => return CaseStatus::fail("a readable file", e.to_string()),
+    };
+    let got: Vec<String> = r.findings.iter().map(|f| f.to_string()).collect();
+    let matches =
+        got.len() == want.len() && got.iter().zip(want).all(|(g, w)| g.contains(w.as_str()));
+    if matches {
+        CaseStatus::pass_with(format!("{} findings as expected", got.len()))
+    } else {
+        CaseStatus::fail_detail(
+            if want.is_empty() {
+                "no findings".to_string()
+            } else {
+                format!("findings containing {want:?}")
+            },
+            got.join("\n"),
+            r.notes.join("; "),
+        )
+    }
+}
+
+fn assembles(ctx: &CaseContext, file: &str) -> CaseStatus {
+    let text = match std::fs::read_to_string(ctx.root.join(file)) {
+        Ok(t) => t,
+        Err(e) => return CaseStatus::error(format!("{file}: {e}")),
+    };
+    match ctx.toolchain.ptxas(&text, "sm_90", &["-g"]) {
+        Ok(c) => match elf::Elf::parse(&c) {
+            Ok(e) if e.section(".debug_info").is_some() && e.section(".debug_line").is_some() => {
+                CaseStatus::pass_with("ptxas -g: a cubin with .debug_info and .debug_line")
+            }
+            Ok(_) => CaseStatus::fail(
+                "a cubin with .debug_info and .debug_line",
+                "sections missing",
+            ),
+            Err(e) => CaseStatus::fail("a CUDA ELF", e.to_string()),
+        },
+        Err(e) => CaseStatus::fail("ptxas -g assembles the file", e.to_string()),
+    }
+}
+
+fn producer(ctx: &CaseContext, p: producers::DebugProducer, batch: u64) -> CaseStatus {
+    match producers::check_batch(ctx.toolchain, p, batch) {
+        Ok(note) => CaseStatus::pass_with(note),
+        Err(findings) => CaseStatus::fail("no findings from `gpucts dwarf check`", findings),
+    }
+}
+
 impl Check for DwarfCheck {
     fn requires(&self) -> Vec<Capability> {
-        vec![Capability::Ptxas]
+        match self {
+            DwarfCheck::Producer { producer, .. } => producer.requires(),
+            DwarfCheck::JitLoad { producer } => {
+                let mut v = producer.requires();
+                v.push(Capability::Gpu);
+                v
+            }
+            _ => vec![Capability::Ptxas],
+        }
+    }
+
+    fn isolate(&self) -> bool {
+        matches!(self, DwarfCheck::JitLoad { .. })
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             DwarfCheck::LineTable { file, lines } => line_table(ctx, file, lines),
             DwarfCheck::RoundTrip { seed } => round_trip(ctx, *seed),
+            DwarfCheck::CheckFile { file, findings } => check_file(ctx, file, findings),
+            DwarfCheck::Assembles { file } => assembles(ctx, file),
+            DwarfCheck::Producer { producer: p, batch } => producer(ctx, *p, *batch),
+            DwarfCheck::JitLoad { producer: p } => gpu::jit_load(ctx, *p),
         }
     }
 }
@@ -100,6 +186,8 @@ impl Check for DwarfCheck {
 pub mod check;
 pub mod elf;
 pub mod emit;
+mod gpu;
+pub mod producers;
 pub mod ptxscan;
 pub mod read;
 pub mod roundtrip;
