@@ -106,6 +106,11 @@ enum Cmd {
         #[command(subcommand)]
         action: LitmusCmd,
     },
+    /// DWARF tools: check the debug information of PTX files and cubins (ptx-interop ch. 5).
+    Dwarf {
+        #[command(subcommand)]
+        action: DwarfCmd,
+    },
     /// Print throughput figures (random types verified per second per oracle; model checks).
     Bench {
         #[arg(value_enum)]
@@ -134,6 +139,17 @@ enum AbiCmd {
     /// Check the .param declarations of PTX files against the §2.3 table. Exit 0 when every
     /// file conforms, 1 on a violation, 2 when a file cannot be read or parsed.
     Lint {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum DwarfCmd {
+    /// Check PTX files, cubins or ELF objects against ptx-interop 13.2 ch. 5 (sections, address
+    /// classes, references, names, .file/.loc). Exit 0 when no file has a finding, 1 on a
+    /// finding (printed as `file:line: message [clause]`), 2 when a file cannot be read.
+    Check {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -214,6 +230,9 @@ pub fn main() -> i32 {
         Some(Cmd::Toolchain { action }) => toolchain(action),
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Litmus { action }) => litmus(action),
+        Some(Cmd::Dwarf {
+            action: DwarfCmd::Check { files },
+        }) => crate::dwarf::check::cli(&files),
         Some(Cmd::Bench { area, count }) => bench(area, count),
         Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref()),
     }
