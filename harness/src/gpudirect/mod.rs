@@ -1,7 +1,7 @@
 //! The `gpudirect` area: the GPUDirect RDMA userspace API on a GPU, and the `nvidia_p2p_*`
 //! kernel API through the companion module (`kmod/`, `/dev/gpucts`).
 
-mod kmod_cases;
+pub mod kmod_cases;
 
 use serde::Deserialize;
 
@@ -20,18 +20,10 @@ pub enum GpudirectCheck {
     /// gpudirect §3.5: a buffer id identifies one allocation, so freeing and allocating again
     /// (even at the same address) gives a different id.
     BufferIdChanges,
-    /// The module answers GET_VERSION with this UAPI's major and the pin alignment of its
-    /// flavour (64 KB desktop §3.2, 4 KB Tegra §4.4).
-    KmodVersion,
-    /// Bad arguments get exact errnos, never an oops: zero length EINVAL, unknown handle
-    /// ENOENT, unknown ioctl ENOTTY.
-    KmodBadArguments,
-    /// §3.2/§4.3: pin device memory; the page table is version-compatible, has 64 KB pages
-    /// covering the range, and names this GPU's UUID; unpin releases it without a callback.
-    KmodPinPageTable,
-    /// §2.3/§3.4: freeing pinned memory fires the free callback once; a later unpin is safe
-    /// and reports the handle as revoked.
-    KmodRevokeOnFree,
+    /// One of the companion module's scenarios (kmod/tests/p2p_scenarios.c and more), driven
+    /// through `/dev/gpucts` on test-provider memory (the VM) or cuMemAlloc memory (a rig);
+    /// see `kmod_cases`.
+    Kmod(kmod_cases::Scenario),
 }
 
 const ALLOC: usize = 1 << 20;
@@ -86,12 +78,7 @@ impl Check for GpudirectCheck {
     fn requires(&self) -> Vec<Capability> {
         match self {
             GpudirectCheck::SyncMemops | GpudirectCheck::BufferIdChanges => vec![Capability::Gpu],
-            GpudirectCheck::KmodVersion | GpudirectCheck::KmodBadArguments => {
-                vec![Capability::Kmod]
-            }
-            GpudirectCheck::KmodPinPageTable | GpudirectCheck::KmodRevokeOnFree => {
-                vec![Capability::Gpu, Capability::Kmod]
-            }
+            GpudirectCheck::Kmod(sc) => sc.requires(),
         }
     }
 
@@ -103,10 +90,7 @@ impl Check for GpudirectCheck {
         match self {
             GpudirectCheck::SyncMemops => with_session(sync_memops),
             GpudirectCheck::BufferIdChanges => with_session(buffer_id_changes),
-            GpudirectCheck::KmodVersion => kmod_cases::version(),
-            GpudirectCheck::KmodBadArguments => kmod_cases::bad_arguments(),
-            GpudirectCheck::KmodPinPageTable => with_session(kmod_cases::pin_page_table),
-            GpudirectCheck::KmodRevokeOnFree => with_session(kmod_cases::revoke_on_free),
+            GpudirectCheck::Kmod(sc) => kmod_cases::run(*sc),
         }
     }
 }
