@@ -161,6 +161,9 @@ enum LitmusCmd {
 enum BenchArea {
     Abi,
     Atomics,
+    /// Pin/unpin latency, BAR bandwidth, RDMA bandwidth/latency (`--count`: repetitions,
+    /// 3..100).
+    Gpudirect,
 }
 
 #[derive(Subcommand, Debug)]
@@ -361,6 +364,9 @@ fn litmus(action: LitmusCmd) -> i32 {
 fn bench(area: BenchArea, count: usize) -> i32 {
     let tc = Toolchain::discover_system();
     match area {
+        BenchArea::Gpudirect => {
+            print!("{}", crate::gpudirect::bench::run(count));
+        }
         BenchArea::Abi => {
             println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);
             print!("{}", crate::abi::oracle::bench(&tc, count));
