@@ -465,3 +465,224 @@ impl Drop for Loopback<'_> {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// rdma_cm (librdmacm's synchronous endpoint API): a server and a client in two processes.
+
+/// The buffer a server offers: address, rkey, length (sent to the client in one SEND).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct Offer {
+    addr: u64,
+    rkey: u32,
+    len: u32,
+}
+
+fn cm_endpoint(host: &CStr, port: &CStr, passive: bool) -> Result<*mut rdma_cm_id, VerbsError> {
+    // SAFETY: getaddrinfo/create_ep with zeroed hints and attributes; the result list is freed
+    // once the endpoint exists.
+    unsafe {
+        let mut hints: rdma_addrinfo = std::mem::zeroed();
+        if passive {
+            hints.ai_flags = RAI_PASSIVE as i32;
+        }
+        hints.ai_port_space = rdma_port_space::RDMA_PS_TCP as i32;
+        let mut res = ptr::null_mut();
+        if rdma_getaddrinfo(host.as_ptr(), port.as_ptr(), &hints, &mut res) != 0 {
+            return Err(os_err("rdma_getaddrinfo"));
+        }
+        let mut ia: ibv_qp_init_attr = std::mem::zeroed();
+        ia.cap.max_send_wr = 4;
+        ia.cap.max_recv_wr = 4;
+        ia.cap.max_send_sge = 1;
+        ia.cap.max_recv_sge = 1;
+        ia.sq_sig_all = 1;
+        let mut id = ptr::null_mut();
+        let rc = rdma_create_ep(&mut id, res, ptr::null_mut(), &mut ia);
+        rdma_freeaddrinfo(res);
+        if rc != 0 {
+            return Err(os_err("rdma_create_ep"));
+        }
+        Ok(id)
+    }
+}
+
+/// Wait for one completion of the send (`recv` false) or receive queue; its status checked.
+///
+/// # Safety
+/// `id` must be a connected endpoint.
+unsafe fn cm_comp(id: *mut rdma_cm_id, recv: bool, what: &'static str) -> Result<(), VerbsError> {
+    // SAFETY: per the contract.
+    unsafe {
+        let mut wc: ibv_wc = std::mem::zeroed();
+        let mut n = 0;
+        while n == 0 {
+            n = if recv {
+                rdma_get_recv_comp(id, &mut wc)
+            } else {
+                rdma_get_send_comp(id, &mut wc)
+            };
+        }
+        if n < 0 {
+            return Err(os_err(what));
+        }
+        if wc.status != ibv_wc_status::IBV_WC_SUCCESS {
+            return Err(VerbsError {
+                call: what,
+                what: format!("completion status {}", wc.status),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The server side: listen on `host:port`, call `listening`, accept one client, offer a
+/// `len`-byte buffer filled by `fill` (remote read and write), wait for the client's "done"
+/// message, and return the buffer as the client left it.
+pub fn cm_serve(
+    host: &CStr,
+    port: &CStr,
+    len: usize,
+    fill: impl Fn(&mut [u8]),
+    listening: impl FnOnce(),
+) -> Result<Vec<u8>, VerbsError> {
+    let listen_id = cm_endpoint(host, port, true)?;
+    // SAFETY: endpoints and regions are ours; buffers outlive their regions (deregistered
+    // before they drop); every post names a registered range.
+    unsafe {
+        if rdma_listen(listen_id, 1) != 0 {
+            rdma_destroy_ep(listen_id);
+            return Err(os_err("rdma_listen"));
+        }
+        listening();
+        let mut id = ptr::null_mut();
+        if rdma_get_request(listen_id, &mut id) != 0 {
+            rdma_destroy_ep(listen_id);
+            return Err(os_err("rdma_get_request"));
+        }
+        let mut buf = vec![0u8; len];
+        fill(&mut buf);
+        let access = ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
+            | ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
+            | ibv_access_flags::IBV_ACCESS_REMOTE_READ;
+        let mr = ibv_reg_mr((*id).pd, buf.as_mut_ptr().cast(), len, access.0 as i32);
+        let mut offer = Offer {
+            addr: buf.as_ptr() as u64,
+            rkey: if mr.is_null() { 0 } else { (*mr).rkey },
+            len: len as u32,
+        };
+        let mut done = [0u8; 8];
+        let offer_mr = rdma_reg_msgs(id, (&mut offer as *mut Offer).cast(), 16);
+        let done_mr = rdma_reg_msgs(id, done.as_mut_ptr().cast(), 8);
+        let r = (|| {
+            if mr.is_null() || offer_mr.is_null() || done_mr.is_null() {
+                return Err(os_err("ibv_reg_mr"));
+            }
+            if rdma_post_recv(id, ptr::null_mut(), done.as_mut_ptr().cast(), 8, done_mr) != 0 {
+                return Err(os_err("rdma_post_recv"));
+            }
+            if rdma_accept(id, ptr::null_mut()) != 0 {
+                return Err(os_err("rdma_accept"));
+            }
+            let p = (&mut offer as *mut Offer).cast();
+            if rdma_post_send(id, ptr::null_mut(), p, 16, offer_mr, 0) != 0 {
+                return Err(os_err("rdma_post_send"));
+            }
+            cm_comp(id, false, "rdma_get_send_comp")?;
+            cm_comp(id, true, "rdma_get_recv_comp")?;
+            Ok(())
+        })();
+        rdma_disconnect(id);
+        for m in [mr, offer_mr, done_mr] {
+            if !m.is_null() {
+                rdma_dereg_mr(m);
+            }
+        }
+        rdma_destroy_ep(id);
+        rdma_destroy_ep(listen_id);
+        r.map(|()| buf)
+    }
+}
+
+/// The client side: connect to `host:port`, receive the server's offer, RDMA READ the whole
+/// buffer (returned), RDMA WRITE `write(len)` into it, and tell the server it is done.
+pub fn cm_client(
+    host: &CStr,
+    port: &CStr,
+    write: impl Fn(usize) -> Vec<u8>,
+) -> Result<Vec<u8>, VerbsError> {
+    let id = cm_endpoint(host, port, false)?;
+    // SAFETY: as in `cm_serve`.
+    unsafe {
+        let mut offer = Offer::default();
+        let offer_mr = rdma_reg_msgs(id, (&mut offer as *mut Offer).cast(), 16);
+        let mut local = Vec::new();
+        let mut local_mr = ptr::null_mut();
+        let mut done = *b"gpucts!\0";
+        let done_mr = rdma_reg_msgs(id, done.as_mut_ptr().cast(), 8);
+        let r = (|| {
+            if offer_mr.is_null() || done_mr.is_null() {
+                return Err(os_err("rdma_reg_msgs"));
+            }
+            let p = (&mut offer as *mut Offer).cast();
+            if rdma_post_recv(id, ptr::null_mut(), p, 16, offer_mr) != 0 {
+                return Err(os_err("rdma_post_recv"));
+            }
+            if rdma_connect(id, ptr::null_mut()) != 0 {
+                return Err(os_err("rdma_connect"));
+            }
+            cm_comp(id, true, "rdma_get_recv_comp")?;
+            let len = offer.len as usize;
+            local = vec![0u8; len];
+            local_mr = rdma_reg_msgs(id, local.as_mut_ptr().cast(), len);
+            if local_mr.is_null() {
+                return Err(os_err("rdma_reg_msgs"));
+            }
+            let lp = local.as_mut_ptr().cast();
+            if rdma_post_read(
+                id,
+                ptr::null_mut(),
+                lp,
+                len,
+                local_mr,
+                0,
+                offer.addr,
+                offer.rkey,
+            ) != 0
+            {
+                return Err(os_err("rdma_post_read"));
+            }
+            cm_comp(id, false, "rdma_get_send_comp(READ)")?;
+            let read = local.clone();
+            local.copy_from_slice(&write(len));
+            if rdma_post_write(
+                id,
+                ptr::null_mut(),
+                lp,
+                len,
+                local_mr,
+                0,
+                offer.addr,
+                offer.rkey,
+            ) != 0
+            {
+                return Err(os_err("rdma_post_write"));
+            }
+            cm_comp(id, false, "rdma_get_send_comp(WRITE)")?;
+            let dp = done.as_mut_ptr().cast();
+            if rdma_post_send(id, ptr::null_mut(), dp, 8, done_mr, 0) != 0 {
+                return Err(os_err("rdma_post_send"));
+            }
+            cm_comp(id, false, "rdma_get_send_comp(SEND)")?;
+            Ok(read)
+        })();
+        rdma_disconnect(id);
+        for m in [offer_mr, done_mr, local_mr] {
+            if !m.is_null() {
+                rdma_dereg_mr(m);
+            }
+        }
+        rdma_destroy_ep(id);
+        r
+    }
+}

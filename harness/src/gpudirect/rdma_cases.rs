@@ -20,6 +20,10 @@ pub enum RdmaCase {
     WriteLoopback,
     /// RDMA READ host ← host, every size class, unaligned offsets.
     ReadLoopback,
+    /// rdma_cm between two processes: a server offers a 1 MB buffer, the client connects
+    /// through rdma_cm to the device's IPv4 address, RDMA READs it and RDMA WRITEs another
+    /// pattern into it, which the server checks.
+    CmTwoProcesses,
     /// ibv_reg_mr on cuMemAlloc memory through nvidia-peermem (gpudirect §3.7), then WRITE into
     /// it and READ back out, checked through cuMemcpy.
     GpuPeermem,
@@ -31,7 +35,10 @@ pub enum RdmaCase {
 impl RdmaCase {
     pub fn requires(self) -> Vec<Capability> {
         match self {
-            RdmaCase::HostRegMr | RdmaCase::WriteLoopback | RdmaCase::ReadLoopback => {
+            RdmaCase::HostRegMr
+            | RdmaCase::WriteLoopback
+            | RdmaCase::ReadLoopback
+            | RdmaCase::CmTwoProcesses => {
                 vec![Capability::Rdma]
             }
             RdmaCase::GpuPeermem => vec![Capability::Gpu, Capability::Rdma, Capability::Peermem],
@@ -115,6 +122,7 @@ mod imp {
             RdmaCase::HostRegMr => host_reg_mr(),
             RdmaCase::WriteLoopback => loopback_sweep(Op::Write),
             RdmaCase::ReadLoopback => loopback_sweep(Op::Read),
+            RdmaCase::CmTwoProcesses => cm_two_processes(),
             RdmaCase::GpuPeermem => gpu(false),
             RdmaCase::GpuDmabuf => gpu(true),
         };
@@ -230,6 +238,131 @@ mod imp {
             v.device,
             v.gid_text()
         ))
+    }
+
+    /// The IPv4 address of the device's RoCE v2 GID (sysfs), for rdma_cm: read before any
+    /// verbs call so the forked server starts from a clean library.
+    fn device_ipv4() -> Result<String, CaseStatus> {
+        let root = std::path::Path::new("/sys/class/infiniband");
+        let dev = match std::env::var("GPUCTS_RDMA_DEVICE") {
+            Ok(d) => d,
+            Err(_) => std::fs::read_dir(root)
+                .ok()
+                .and_then(|mut d| d.next())
+                .and_then(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .ok_or_else(|| CaseStatus::error("no device under /sys/class/infiniband"))?,
+        };
+        let gids = root.join(&dev).join("ports/1/gids");
+        let mut found = None;
+        for i in 0..16 {
+            let Ok(g) = std::fs::read_to_string(gids.join(i.to_string())) else {
+                continue;
+            };
+            let parts: Vec<&str> = g.trim().split(':').collect();
+            if parts.len() == 8 && parts[..5].iter().all(|p| *p == "0000") && parts[5] == "ffff" {
+                let hi = u16::from_str_radix(parts[6], 16).unwrap_or(0);
+                let lo = u16::from_str_radix(parts[7], 16).unwrap_or(0);
+                found = Some(format!(
+                    "{}.{}.{}.{}",
+                    hi >> 8,
+                    hi & 0xff,
+                    lo >> 8,
+                    lo & 0xff
+                ));
+                break;
+            }
+        }
+        found.ok_or_else(|| {
+            CaseStatus::error(format!(
+                "{dev} has no IPv4-mapped GID (rdma_cm needs an IP address on its interface)"
+            ))
+        })
+    }
+
+    fn cm_two_processes() -> Result<String, CaseStatus> {
+        use crate::backend::rdma::{cm_client, cm_serve};
+        use std::ffi::CString;
+        const LEN: usize = 1 << 20;
+        let ip = device_ipv4()?;
+        let host = CString::new(ip.clone()).map_err(CaseStatus::error)?;
+        let port = CString::new("18761").map_err(CaseStatus::error)?;
+        let mut fds = [0i32; 2];
+        // SAFETY: a two-element array for pipe(2).
+        if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+            return Err(CaseStatus::error("pipe failed"));
+        }
+        // SAFETY: the child runs the server and leaves with _exit; no verbs state exists yet.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: the read end is the parent's.
+            unsafe { libc::close(fds[0]) };
+            let r = cm_serve(
+                &host,
+                &port,
+                LEN,
+                |b| {
+                    b.iter_mut()
+                        .enumerate()
+                        .for_each(|(i, x)| *x = pattern(11, i))
+                },
+                // SAFETY: one byte to our pipe.
+                || unsafe {
+                    libc::write(fds[1], b"l".as_ptr().cast(), 1);
+                },
+            );
+            let code = match r {
+                Ok(buf) if first_difference(&buf, 12, 0).is_none() => 0,
+                Ok(_) => 1,
+                Err(_) => 2,
+            };
+            // SAFETY: leaving the child.
+            unsafe { libc::_exit(code) }
+        }
+        // SAFETY: our copy of the write end.
+        unsafe { libc::close(fds[1]) };
+        if pid < 0 {
+            // SAFETY: the read end.
+            unsafe { libc::close(fds[0]) };
+            return Err(CaseStatus::error("fork failed"));
+        }
+        let mut b = 0u8;
+        // SAFETY: one byte into a live local.
+        let n = unsafe { libc::read(fds[0], (&mut b as *mut u8).cast(), 1) };
+        // SAFETY: the read end.
+        unsafe { libc::close(fds[0]) };
+        let client = if n == 1 {
+            cm_client(&host, &port, |len| {
+                (0..len).map(|i| pattern(12, i)).collect()
+            })
+        } else {
+            Err(crate::backend::rdma::VerbsError {
+                call: "rdma_listen",
+                what: "the server never listened".into(),
+            })
+        };
+        let mut st = 0;
+        // SAFETY: our child.
+        unsafe { libc::waitpid(pid, &mut st, 0) };
+        let read = client.map_err(|e| CaseStatus::error(format!("client: {e}")))?;
+        if let Some((i, want, got)) = first_difference(&read, 11, 0) {
+            return Err(CaseStatus::fail(
+                "RDMA READ through rdma_cm returns the server's bytes",
+                format!("byte {i}: {got:#04x}, server had {want:#04x}"),
+            ));
+        }
+        match (libc::WIFEXITED(st), libc::WEXITSTATUS(st)) {
+            (true, 0) => Ok(format!(
+                "1 MB READ and WRITE between two processes via {ip}:18761"
+            )),
+            (true, 1) => Err(CaseStatus::fail(
+                "the server's buffer holds what the client wrote",
+                "it differs",
+            )),
+            _ => Err(CaseStatus::error(format!(
+                "the server failed (wait status {st:#x}; 2: a verbs/rdma_cm call)"
+            ))),
+        }
     }
 
     /// GPU memory as the RDMA target (peermem: ibv_reg_mr on the device pointer; dmabuf:
