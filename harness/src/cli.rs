@@ -65,7 +65,7 @@ struct RunArgs {
     junit: Option<PathBuf>,
     /// Capabilities (or the `toolchain` family) whose absence fails the run instead of
     /// skipping: gpu, toolchain, ptxas, nvrtc, nvjitlink, libnvvm, nvdisasm, cuobjdump, cccl,
-    /// clang, kmod, rdma.
+    /// clang, kmod, rdma, testprov, peermem, dmabuf.
     #[arg(long, value_name = "CAP[,CAP...]", value_delimiter = ',')]
     require: Vec<String>,
     /// Known failures to report as waived (YAML; see reports/README.md). Repeatable; added to
