@@ -35,6 +35,13 @@ pub enum Capability {
     Kmod,
     /// An RDMA device through libibverbs (cargo feature `rdma`).
     Rdma,
+    /// The companion module's test provider, `/dev/gpucts_testprov` (host pages standing in
+    /// for GPU memory, with fault injection; kmod/testprov). Never a GPU.
+    Testprov,
+    /// nvidia-peermem: ibv_reg_mr on GPU memory (gpudirect §1.6).
+    Peermem,
+    /// ibv_reg_dmabuf_mr on a dma-buf of GPU memory (cuMemGetHandleForAddressRange).
+    Dmabuf,
     /// A language feature the producer under test lacks (e.g. a libcu++ without
     /// `cuda::thread_scope_cluster`): the case cannot be expressed with this producer version.
     /// Its own family, so `--require toolchain` does not fail on it; `--require
@@ -57,6 +64,9 @@ impl Capability {
         Capability::Clang,
         Capability::Kmod,
         Capability::Rdma,
+        Capability::Testprov,
+        Capability::Peermem,
+        Capability::Dmabuf,
         Capability::ProducerFeature,
         Capability::Corpus,
     ];
@@ -74,6 +84,9 @@ impl Capability {
             Capability::Clang => "clang",
             Capability::Kmod => "kmod",
             Capability::Rdma => "rdma",
+            Capability::Testprov => "testprov",
+            Capability::Peermem => "peermem",
+            Capability::Dmabuf => "dmabuf",
             Capability::ProducerFeature => "producer-feature",
             Capability::Corpus => "corpus",
         }
@@ -109,6 +122,11 @@ impl Capability {
             Capability::Rdma => {
                 "build with `--features rdma` on a machine with an RDMA device (libibverbs)"
             }
+            Capability::Testprov => {
+                "load kmod/testprov/gpucts_testprov.ko before gpucts_p2p.ko (ci/kmod-vm does; never next to nvidia.ko)"
+            }
+            Capability::Peermem => "a GPU, an RDMA NIC and `modprobe nvidia-peermem`",
+            Capability::Dmabuf => "a GPU with dma-buf export (CUDA 11.7+, open kernel modules) and an RDMA NIC",
             Capability::ProducerFeature => "needs a producer version that can express the case",
             Capability::Corpus => "needs the public corpora checked out at ../shared/corpora/",
         }

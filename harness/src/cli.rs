@@ -66,7 +66,7 @@ struct RunArgs {
     junit: Option<PathBuf>,
     /// Capabilities (or the `toolchain` family) whose absence fails the run instead of
     /// skipping: gpu, toolchain, ptxas, nvrtc, nvjitlink, libnvvm, nvdisasm, cuobjdump, cccl,
-    /// clang, kmod, rdma.
+    /// clang, kmod, rdma, testprov, peermem, dmabuf.
     #[arg(long, value_name = "CAP[,CAP...]", value_delimiter = ',')]
     require: Vec<String>,
     /// Known failures to report as waived (YAML; see reports/README.md). Repeatable; added to
@@ -183,6 +183,9 @@ enum LitmusCmd {
 enum BenchArea {
     Abi,
     Atomics,
+    /// Pin/unpin latency, BAR bandwidth, RDMA bandwidth/latency (`--count`: repetitions,
+    /// 3..100).
+    Gpudirect,
 }
 
 #[derive(Subcommand, Debug)]
@@ -391,6 +394,9 @@ fn litmus(action: LitmusCmd) -> i32 {
 fn bench(area: BenchArea, count: usize) -> i32 {
     let tc = Toolchain::discover_system();
     match area {
+        BenchArea::Gpudirect => {
+            print!("{}", crate::gpudirect::bench::run(count));
+        }
         BenchArea::Abi => {
             println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);
             print!("{}", crate::abi::oracle::bench(&tc, count));

@@ -701,5 +701,63 @@ mod capture_tests {
             out.contains("to-stdout") && out.contains("to-stderr"),
             "{out}"
         );
+// GPUDirect RDMA userspace API (gpudirect §4.2): address ranges, attributes, dma-buf export.
+
+impl Session {
+    /// `cuMemGetAddressRange`: the base and size of the allocation containing `p` (§3.5).
+    pub fn address_range(
+        &self,
+        p: sys::CUdeviceptr,
+    ) -> Result<(sys::CUdeviceptr, usize), DriverCallError> {
+        let (mut base, mut size) = (0, 0);
+        // SAFETY: out-pointers to live locals.
+        check("cuMemGetAddressRange", unsafe {
+            sys::cuMemGetAddressRange_v2(&mut base, &mut size, p)
+        })?;
+        Ok((base, size))
+    }
+
+    /// `cuPointerGetAttributes` for 64-bit-or-smaller attributes, each read into its own u64
+    /// (zeroed first, so a 32-bit attribute reads as its value). The raw result is returned
+    /// with the values, since for some pointers a failure is the expected answer.
+    pub fn pointer_attributes(
+        &self,
+        attrs: &[sys::CUpointer_attribute],
+        p: sys::CUdeviceptr,
+    ) -> (sys::CUresult, Vec<u64>) {
+        let mut vals = vec![0u64; attrs.len()];
+        let mut ptrs: Vec<*mut std::ffi::c_void> = vals
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut std::ffi::c_void)
+            .collect();
+        let mut a = attrs.to_vec();
+        // SAFETY: one 8-byte slot per attribute, each larger than or equal to what it holds.
+        let r = unsafe {
+            sys::cuPointerGetAttributes(a.len() as u32, a.as_mut_ptr(), ptrs.as_mut_ptr(), p)
+        };
+        (r, vals)
+    }
+
+    /// `cuMemGetHandleForAddressRange(DMA_BUF_FD)`: a dma-buf of `size` bytes at `p`
+    /// (aligned to the host page size), owned by the result.
+    pub fn dmabuf_fd(
+        &self,
+        p: sys::CUdeviceptr,
+        size: usize,
+    ) -> Result<std::os::fd::OwnedFd, DriverCallError> {
+        use std::os::fd::FromRawFd;
+        let mut fd: i32 = -1;
+        // SAFETY: `fd` receives an int; the driver validates the range.
+        check("cuMemGetHandleForAddressRange", unsafe {
+            sys::cuMemGetHandleForAddressRange(
+                &mut fd as *mut i32 as *mut std::ffi::c_void,
+                p,
+                size,
+                sys::CUmemRangeHandleType::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                0,
+            )
+        })?;
+        // SAFETY: a fresh descriptor the driver handed to us.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
     }
 }
