@@ -701,6 +701,10 @@ mod capture_tests {
             out.contains("to-stdout") && out.contains("to-stderr"),
             "{out}"
         );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // GPUDirect RDMA userspace API (gpudirect §4.2): address ranges, attributes, dma-buf export.
 
 impl Session {

@@ -756,8 +756,8 @@ fn page_table(c: &Ctx) -> Step<Option<String>> {
         addrs_count: 8,
         ..Default::default()
     };
-    // SAFETY: address 8 is never mapped; the module must answer EFAULT without writing.
     want_errno(
+        // SAFETY: address 8 is never mapped; the module must answer EFAULT without writing.
         unsafe { c.gp.page_table_raw(&mut bad) },
         libc::EFAULT,
         "PAGE_TABLE to address 8",
@@ -1176,8 +1176,8 @@ fn bad_args(c: &Ctx) -> Step<Option<String>> {
         libc::EINVAL,
         "PIN whose rounding overflows",
     )?;
-    // SAFETY: a NULL argument; the module must answer EFAULT.
     want_errno(
+        // SAFETY: a NULL argument; the module must answer EFAULT.
         unsafe { kmod::raw_ioctl(c.gp.fd(), kmod::IOC_PIN, std::ptr::null_mut()) },
         libc::EFAULT,
         "PIN with a NULL argument",
@@ -1189,8 +1189,8 @@ fn bad_args(c: &Ctx) -> Step<Option<String>> {
         0x7f,
         std::mem::size_of::<Pin>(),
     );
-    // SAFETY: `p` is as large as both numbers encode.
     want_errno(
+        // SAFETY: `p` is as large as both numbers encode.
         unsafe { kmod::raw_ioctl(c.gp.fd(), unknown, &mut p as *mut Pin as *mut _) },
         libc::ENOTTY,
         "unknown command",
@@ -1201,8 +1201,8 @@ fn bad_args(c: &Ctx) -> Step<Option<String>> {
         0x01,
         std::mem::size_of::<Unpin>(),
     );
-    // SAFETY: `p` (64 bytes) is larger than the 24 bytes the number encodes.
     want_errno(
+        // SAFETY: `p` (64 bytes) is larger than the 24 bytes the number encodes.
         unsafe { kmod::raw_ioctl(c.gp.fd(), wrong_size, &mut p as *mut Pin as *mut _) },
         libc::ENOTTY,
         "PIN number with the UNPIN size",
@@ -1233,8 +1233,8 @@ fn bad_args(c: &Ctx) -> Step<Option<String>> {
         pad: 1,
         ..Default::default()
     };
-    // SAFETY: no address array.
     want_errno(
+        // SAFETY: no address array.
         unsafe { c.gp.page_table_raw(&mut t) },
         libc::EINVAL,
         "PAGE_TABLE non-zero pad",
