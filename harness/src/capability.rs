@@ -250,7 +250,8 @@ mod tests {
         assert_eq!(
             Requirement::parse("warp-drive").unwrap_err().to_string(),
             "unknown capability `warp-drive` (known: gpu, ptxas, nvrtc, nvjitlink, libnvvm, \
-             nvdisasm, cuobjdump, cccl, clang, kmod, rdma, producer-feature, toolchain)"
+             nvdisasm, cuobjdump, cccl, clang, kmod, rdma, testprov, peermem, dmabuf, \
+             producer-feature, corpus, toolchain)"
         );
         assert_eq!(
             "warp-drive".parse::<Capability>(),
