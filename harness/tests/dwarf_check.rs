@@ -136,3 +136,30 @@ fn bad_input_is_a_finding_or_exit_2_with_a_position() {
         "{err}"
     );
 }
+
+/// The closing summary counts what the files hold: the six hand-written negative files carry
+/// one defect each (the dangling label is two findings: the reference and the location), five
+/// of them a resolvable location; a garbage file is unreadable.
+#[test]
+fn summary_counts_files_comparisons_and_findings() {
+    let neg = root().join("ptx-corpus/dwarf/negative");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&neg)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 6);
+    let refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
+    let (code, out, err) = run(&refs);
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(out.lines().count(), 6, "{out}");
+    assert!(
+        err.contains("6 files (0 unreadable), 5 variables' address classes compared with their locations, 6 findings"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let junk = write(&dir, "junk.ptx", b"\x00\x01 not ptx");
+    let (code, _, err) = run(&[&junk, refs[0]]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("2 files (1 unreadable)"), "{err}");
+}

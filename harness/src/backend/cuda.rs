@@ -354,6 +354,16 @@ pub enum KernelArg {
     U64(u64),
 }
 
+/// Debug output asked of the driver JIT when it compiles PTX.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JitDebug {
+    None,
+    /// `CU_JIT_GENERATE_DEBUG_INFO`: full debug information (as `ptxas -g`).
+    DebugInfo,
+    /// `CU_JIT_GENERATE_LINE_INFO`: line tables only (as `ptxas -lineinfo`).
+    LineInfo,
+}
+
 /// A module load the driver refused, with its JIT error log.
 #[derive(Debug, thiserror::Error)]
 #[error("cuModuleLoadDataEx returned {code:?}: {log}")]
@@ -375,27 +385,43 @@ impl Session {
     /// Load a module from PTX text (JIT-compiled by the driver) or a cubin image. On failure
     /// the driver's JIT error log is in the error.
     pub fn load_ptx(&self, ptx: &str) -> Result<Module, LoadError> {
+        self.load_ptx_with(ptx, JitDebug::None)
+    }
+
+    /// Load PTX asking the driver JIT for debug output (`CU_JIT_GENERATE_DEBUG_INFO` or
+    /// `CU_JIT_GENERATE_LINE_INFO`), as a debugger-attached load does.
+    pub fn load_ptx_with(&self, ptx: &str, debug: JitDebug) -> Result<Module, LoadError> {
         let mut image = ptx.as_bytes().to_vec();
         image.push(0);
-        self.load_image(&image)
+        self.load_image(&image, debug)
     }
 
     /// Load a module from a cubin (ELF) image.
     pub fn load_cubin(&self, cubin: &[u8]) -> Result<Module, LoadError> {
-        self.load_image(cubin)
+        self.load_image(cubin, JitDebug::None)
     }
 
-    fn load_image(&self, image: &[u8]) -> Result<Module, LoadError> {
+    fn load_image(&self, image: &[u8], debug: JitDebug) -> Result<Module, LoadError> {
         let mut log = vec![0u8; JIT_LOG_BYTES];
-        let mut options = [
+        let mut options = vec![
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
         ];
-        // The driver reads option values as pointer-sized words; a size is passed by value.
-        let mut values: [*mut std::ffi::c_void; 2] = [
+        // The driver reads option values as pointer-sized words; a size or a flag is passed
+        // by value.
+        let mut values: Vec<*mut std::ffi::c_void> = vec![
             log.as_mut_ptr() as *mut std::ffi::c_void,
             JIT_LOG_BYTES as *mut std::ffi::c_void,
         ];
+        let flag = match debug {
+            JitDebug::None => None,
+            JitDebug::DebugInfo => Some(sys::CUjit_option::CU_JIT_GENERATE_DEBUG_INFO),
+            JitDebug::LineInfo => Some(sys::CUjit_option::CU_JIT_GENERATE_LINE_INFO),
+        };
+        if let Some(flag) = flag {
+            options.push(flag);
+            values.push(std::ptr::without_provenance_mut(1));
+        }
         let mut raw = std::ptr::null_mut();
         // SAFETY: `image` outlives the call (NUL-terminated for PTX); the log buffer is
         // JIT_LOG_BYTES long as the option says.

@@ -1,11 +1,12 @@
-//! On a GPU (issue 13 item 5): the driver JIT loads a producer's debug PTX and the kernel still
-//! computes the right result. backend/cuda.rs's `load_ptx` passes no JIT options yet, so
-//! `CU_JIT_GENERATE_DEBUG_INFO`/`CU_JIT_GENERATE_LINE_INFO` wait for an entry point there
-//! (owned by another area); the PTX itself carries the DWARF sections / `.loc` lines.
+//! On a GPU (issue 13 item 5): the driver JIT loads a producer's debug PTX with
+//! `CU_JIT_GENERATE_DEBUG_INFO` (full-DWARF producers) or `CU_JIT_GENERATE_LINE_INFO`
+//! (NVRTC `-lineinfo`), as a debugger-attached load does, and the kernel still computes the
+//! right result (ptx-interop 13.2 §5.1: the producer's sections and `.loc` lines go through
+//! the back end).
 
 use super::producers::{compile_kernel, DebugProducer};
 use crate::area::CaseContext;
-use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{JitDebug, KernelArg, LaunchConfig, Session};
 use crate::outcome::CaseStatus;
 
 pub fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
@@ -17,7 +18,12 @@ pub fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(e),
     };
-    let m = match s.load_ptx(&ptx) {
+    let debug = if p.full() {
+        JitDebug::DebugInfo
+    } else {
+        JitDebug::LineInfo
+    };
+    let m = match s.load_ptx_with(&ptx, debug) {
         Ok(m) => m,
         Err(e) => return CaseStatus::fail("the driver JIT loads the debug PTX", e.to_string()),
     };

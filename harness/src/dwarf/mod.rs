@@ -187,6 +187,7 @@ pub mod check;
 pub mod elf;
 pub mod emit;
 mod gpu;
+pub mod nvvm_ir;
 pub mod producers;
 pub mod ptxscan;
 pub mod read;

@@ -1,16 +1,19 @@
 //! Producers' debug PTX (ptx-interop 13.2 §5.1): NVRTC `-G` and `-lineinfo`, clang-19 `-g`
-//! (CUDA device code), and llc-19 on the IR clang writes with `-g`. Each compiles kernels over
-//! random types of the abi generator (a `__device__`, a `__constant__`, a `__shared__` and a
-//! local of each type, the type by value and by pointer as parameters); the PTX, and the cubin
-//! ptxas `-g` makes of it, go through `gpucts dwarf check`.
+//! (CUDA device code), llc-19 on the IR clang writes with `-g`, and libNVVM `-g` on NVVM IR
+//! with debug metadata ([`super::nvvm_ir`]). Each compiles kernels over random types (the abi
+//! generator's; for libNVVM, scalars, arrays, pointers and structs): a `__device__`, a
+//! `__constant__`, a `__shared__` and a local of each type, the type by value or by pointer as
+//! a parameter. The PTX, and the cubin ptxas `-g` makes of it, go through `gpucts dwarf check`.
 
 use std::fmt::Write as _;
 
 use serde::Deserialize;
 
 use super::check::{check_elf, check_ptx, Report};
+use super::nvvm_ir;
 use crate::abi::random::random_batch;
 use crate::abi::types::{render_c, Dialect, TypeDef};
+use crate::backend::toolchain::llc::llc_ptx;
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 use crate::capability::Capability;
 
@@ -28,6 +31,10 @@ pub enum DebugProducer {
     ClangG,
     /// clang-19 `-g -emit-llvm`, then llc-19.
     LlcG,
+    /// libNVVM `-g -opt=0` on NVVM IR with debug metadata (what NVRTC's `-G` is to CUDA).
+    NvvmG,
+    /// libNVVM `-g` at its default optimisation level (`-opt=3`).
+    NvvmGOpt,
 }
 
 impl DebugProducer {
@@ -38,6 +45,9 @@ impl DebugProducer {
             }
             DebugProducer::ClangG | DebugProducer::LlcG => {
                 vec![Capability::Clang, Capability::Ptxas]
+            }
+            DebugProducer::NvvmG | DebugProducer::NvvmGOpt => {
+                vec![Capability::Libnvvm, Capability::Ptxas]
             }
         }
     }
@@ -72,43 +82,30 @@ pub fn source(types: &[TypeDef], dialect: Dialect) -> String {
     s
 }
 
-/// llc-19 next to the clang-19 the toolchain found (the clang capability checks it exists and
-/// has the NVPTX target); run under `timeout` so a hung llc is killed.
-fn llc(tc: &Toolchain, ir: &str) -> Result<String, ToolError> {
-    let clang = tc
-        .component(Capability::Clang)
-        .ok_or(ToolError::NotAvailable(Capability::Clang))?;
-    let llc = clang.path.with_file_name("llc-19");
-    let llc = if llc.is_file() {
-        llc
+/// libNVVM's options: the other producers' target, `-g` for full DWARF, and the
+/// optimisation level.
+fn nvvm_options(p: DebugProducer) -> &'static [&'static str] {
+    if p == DebugProducer::NvvmGOpt {
+        &["-arch=compute_90", "-g"]
     } else {
-        std::path::PathBuf::from("/usr/lib/llvm-19/bin/llc")
-    };
-    let dir = crate::backend::toolchain::tempfile_dir()?;
-    let input = dir.path().join("input.ll");
-    std::fs::write(&input, ir)?;
-    let out = std::process::Command::new("timeout")
-        .args(["-s", "KILL", "120"])
-        .arg(&llc)
-        .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "-o", "-"])
-        .arg(&input)
-        .output()?;
-    if !out.status.success() {
-        return Err(ToolError::Failed {
-            tool: "llc-19".into(),
-            log: String::from_utf8_lossy(&out.stderr).into_owned(),
-        });
+        &["-arch=compute_90", "-g", "-opt=0"]
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// The producer's PTX for `types`.
-pub fn compile(tc: &Toolchain, p: DebugProducer, types: &[TypeDef]) -> Result<String, ToolError> {
+/// The producer's PTX for batch `batch` of [`BATCH`] types, and how many types it has.
+fn compile(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<(String, usize), ToolError> {
+    if matches!(p, DebugProducer::NvvmG | DebugProducer::NvvmGOpt) {
+        // libNVVM reads NVVM IR, not CUDA: its own generated types.
+        let types = nvvm_ir::types(batch, BATCH as usize);
+        let ptx = tc.nvvm(&nvvm_ir::module(&types), nvvm_options(p))?;
+        return Ok((ptx, types.len()));
+    }
+    let types = random_batch(batch * BATCH, BATCH as usize);
     let dialect = match p {
         DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => Dialect::Cuda,
         _ => Dialect::C,
     };
-    compile_src(tc, p, &source(types, dialect))
+    Ok((compile_src(tc, p, &source(&types, dialect))?, types.len()))
 }
 
 fn compile_src(tc: &Toolchain, p: DebugProducer, src: &str) -> Result<String, ToolError> {
@@ -135,16 +132,16 @@ fn compile_src(tc: &Toolchain, p: DebugProducer, src: &str) -> Result<String, To
                     "-",
                 ],
             )?;
-            llc(tc, &ir)
+            llc_ptx(tc, &ir, "sm_90", &[])
         }
+        DebugProducer::NvvmG | DebugProducer::NvvmGOpt => tc.nvvm(src, nvvm_options(p)),
     }
 }
 
 /// Check one batch: the PTX, and the cubin ptxas `-g` builds from it. Ok(note) when there is
 /// no finding; Err(findings) otherwise.
 pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<String, String> {
-    let types = random_batch(batch * BATCH, BATCH as usize);
-    let ptx = compile(tc, p, &types).map_err(|e| format!("the producer failed: {e}"))?;
+    let (ptx, types) = compile(tc, p, batch).map_err(|e| format!("the producer failed: {e}"))?;
     let name = format!("{p:?}-batch{batch}.ptx");
     let r = check_ptx(&name, &ptx, Some(tc)).map_err(|e| e.to_string())?;
     let cubin = tc
@@ -154,7 +151,7 @@ pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<Strin
     let mut all: Vec<String> = r.findings.iter().map(|f| f.to_string()).collect();
     all.extend(c.findings.iter().map(|f| f.to_string()));
     // Teeth: a full-DWARF producer must have given the check variables to compare.
-    let want = if p.full() { types.len() * 3 } else { 0 };
+    let want = if p.full() { types * 3 } else { 0 };
     if r.classes_compared < want {
         all.push(format!(
             "only {} variables had a location to compare with their address class (want ≥ {want})",
@@ -185,6 +182,7 @@ pub fn compile_kernel(tc: &Toolchain, p: DebugProducer) -> Result<String, String
                 \x20 unsigned s = a + b;\n  p[threadIdx.x] = s * 2 + threadIdx.x;\n}\n";
     let src = match p {
         DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => body.to_string(),
+        DebugProducer::NvvmG | DebugProducer::NvvmGOpt => nvvm_ir::add_kernel(),
         _ => format!(
             "{CLANG_PRELUDE}{}",
             body.replace("threadIdx.x", "__nvvm_read_ptx_sreg_tid_x()")

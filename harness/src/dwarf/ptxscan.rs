@@ -510,9 +510,12 @@ pub fn scan(text: &str) -> Result<PtxDebug, ScanError> {
                 // Names, comma-separated, each maybe `%r<4>` or `a[8]`.
                 while let Some(name) = word(j) {
                     if toks.get(j + 1).map(|t| &t.tok) == Some(&Tok::Punct('<')) {
-                        let n = word(j + 2).and_then(parse_int).unwrap_or(0);
-                        d.register_families
-                            .insert(name.to_string(), n.max(0) as u64);
+                        // Registers are function-scoped and DIEs are not matched to their
+                        // function here: a name is declared if some function declares it, so
+                        // keep the largest family (a later `%rd<2>` must not undeclare `%rd3`).
+                        let n = word(j + 2).and_then(parse_int).unwrap_or(0).max(0) as u64;
+                        let count = d.register_families.entry(name.to_string()).or_insert(0);
+                        *count = (*count).max(n);
                         j += 3;
                     } else if space == Space::Reg {
                         d.registers.insert(name.to_string());
@@ -753,6 +756,19 @@ mod tests {
         assert_eq!(s.refs[1].addend, 4);
         assert_eq!(s.refs[1].offset, 10);
         assert_eq!(s.line_of(10), 22);
+    }
+
+    /// PTX ISA §5.1.4 (register declarations are local to a function): `%rd3` declared by the
+    /// first function's `%rd<14>` stays declared after a second function's `%rd<2>`. libNVVM
+    /// `-g -opt=0` output, whose kernels declare `%rd<N>` of different sizes, was flagged before.
+    #[test]
+    fn register_families_of_several_functions() {
+        let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .entry a()\n{\n .reg .b64 %rd<14>;\n ret;\n}\n\
+            .entry b()\n{\n .reg .b64 %rd<2>;\n ret;\n}\n";
+        let d = scan(ptx).unwrap();
+        assert!(d.has_register("%rd3") && d.has_register("%rd13"));
+        assert!(!d.has_register("%rd14"));
     }
 
     #[test]
