@@ -116,7 +116,9 @@ impl Capability {
             | Capability::Libnvvm
             | Capability::Nvdisasm
             | Capability::Cuobjdump
-            | Capability::Cccl => "run `gpucts toolchain install`",
+            | Capability::Cccl => {
+                "run `gpucts toolchain install` (with `--toolchain system`: install the CUDA toolkit)"
+            }
             Capability::Clang => "run `apt-get install clang-19 llvm-19`",
             Capability::Kmod => "build and load kmod/ (see kmod/README.md)",
             Capability::Rdma => {

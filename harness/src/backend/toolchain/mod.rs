@@ -75,7 +75,8 @@ pub enum Policy {
     /// Use what the system has; install NVIDIA's pinned wheels for what it lacks.
     #[default]
     Auto,
-    /// Use only what the system has.
+    /// Use only what the system itself has (CUDA roots, PATH): neither install the pinned
+    /// wheels nor use ones installed before.
     System,
 }
 
@@ -132,11 +133,18 @@ pub const NVIDIA_COMPONENTS: &[Capability] = &[
 ];
 
 impl Toolchain {
-    /// Discover what is installed, never installing anything.
+    /// Discover what is installed (system CUDA roots and PATH first, then wheels an earlier
+    /// `toolchain install` put in the managed directory), never installing anything.
     pub fn discover_system() -> Toolchain {
+        Toolchain::discover(true)
+    }
+
+    /// Discover what is installed; the managed wheels count only with `with_managed`
+    /// (`--toolchain system` leaves them out: only what the system itself has).
+    fn discover(with_managed: bool) -> Toolchain {
         let mut tc = Toolchain::default();
         let roots = cuda_roots();
-        let managed = managed::site_dir().filter(|d| d.is_dir());
+        let managed = managed::site_dir().filter(|d| with_managed && d.is_dir());
         for &cap in NVIDIA_COMPONENTS {
             let sys = roots.iter().find_map(|r| locate_in_cuda_root(cap, r));
             let on_path = match cap {
@@ -171,8 +179,15 @@ impl Toolchain {
                     }
                 },
                 None => {
-                    tc.missing
-                        .insert(cap, format!("{} not found", describe(cap)));
+                    let why = if with_managed {
+                        format!("{} not found", describe(cap))
+                    } else {
+                        format!(
+                            "{} not found on the system (--toolchain system: the managed wheels are not used)",
+                            describe(cap)
+                        )
+                    };
+                    tc.missing.insert(cap, why);
                 }
             }
         }
@@ -203,7 +218,7 @@ impl Toolchain {
     /// is missing. Progress goes to stderr. An install failure leaves the components missing
     /// with the failure as their reason; cases that need them skip.
     pub fn provision(policy: Policy) -> Toolchain {
-        let tc = Toolchain::discover_system();
+        let tc = Toolchain::discover(policy == Policy::Auto);
         let lacking: Vec<Capability> = NVIDIA_COMPONENTS
             .iter()
             .copied()
