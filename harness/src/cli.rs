@@ -78,6 +78,10 @@ struct RunArgs {
     /// `auto` installs NVIDIA's pinned wheels for missing components; `system` never installs.
     #[arg(long, value_enum, default_value_t = Policy::Auto)]
     toolchain: Policy,
+    /// Run a failed case again, up to N times, each in a fresh child; a case that fails and
+    /// then passes is reported `flaky`, not passed.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    rerun_failures: u32,
 }
 
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -122,6 +126,14 @@ enum Cmd {
         count: usize,
     },
     /// Run one case in this process and print its result (used for crash isolation).
+    /// Write the HTML qualification report of a results directory or bundle.
+    Report(crate::report::commands::ReportArgs),
+    /// Compare two results sets (directories or bundles); exit 1 on a regression.
+    Diff(crate::report::commands::DiffArgs),
+    /// Pack a results directory into a qualification bundle (`keygen`, `verify`).
+    Bundle(crate::report::commands::BundleArgs),
+    /// Merge node results directories (a fleet run) into one results set and report.
+    Merge(crate::report::commands::MergeArgs),
     #[command(name = "__case", hide = true)]
     Case {
         #[arg(long)]
@@ -209,6 +221,10 @@ pub fn main() -> i32 {
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Litmus { action }) => litmus(action),
         Some(Cmd::Bench { area, count }) => bench(area, count),
+        Some(Cmd::Report(a)) => crate::report::commands::report(a),
+        Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
+        Some(Cmd::Bundle(a)) => crate::report::commands::bundle(a, &find_root()),
+        Some(Cmd::Merge(a)) => crate::report::commands::merge(a),
         Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref()),
     }
 }
@@ -532,6 +548,16 @@ fn run(args: RunArgs) -> i32 {
     };
     let (probe, caps) = crate::probe::probe(&toolchain);
     let fingerprint = probe.fingerprint();
+    let mut record = crate::report::RunRecord::new(
+        &root,
+        &files,
+        &waiver_files,
+        &args.require,
+        serde_json::to_value(&probe).ok(),
+        time::OffsetDateTime::now_utc(),
+    );
+    record.run.rerun_failures = args.rerun_failures;
+    runner::rerun::set_rerun_failures(args.rerun_failures);
     let gpu = caps.has(Capability::Gpu);
     eprintln!(
         "gpucts {}: {} cases from {} | gpu: {} | toolchain: {}/{} components",
@@ -560,7 +586,9 @@ fn run(args: RunArgs) -> i32 {
     if mimic.test_threads.is_none() {
         mimic.test_threads = std::thread::available_parallelism().ok().map(|n| n.get());
     }
+    crate::report::progress::start(cases.iter().filter(|c| selected(&c.id, &args)).count());
     let conclusion = libtest_mimic::run(&mimic, runner::trials(cases, Arc::clone(&env)));
+    crate::report::progress::finish();
 
     let mut results = std::mem::take(&mut *env.results.lock().unwrap_or_else(|e| e.into_inner()));
     results.sort_by(|a, b| a.id.cmp(&b.id));
@@ -596,11 +624,12 @@ fn run(args: RunArgs) -> i32 {
             report_ok = false;
         }
     }
-    let json_path = junit_path.with_file_name("results.json");
-    if args.junit.is_none() {
-        if let Err(e) = crate::report::write_json(&json_path, &results, &env.fingerprint) {
-            error(format!("cannot write {}: {e}", json_path.display()));
-        }
+    // results.json and report.html beside junit.xml (reports/README.md).
+    let report_dir = junit_path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let report_errors =
+        crate::report::write_run_reports(&report_dir, &results, &env.fingerprint, &mut record);
+    for e in &report_errors {
+        error(e);
     }
 
     // The closing lines go to stderr when stdout is JSON events.
@@ -622,6 +651,12 @@ fn run(args: RunArgs) -> i32 {
     if report_ok {
         say(format!("JUnit report: {}", junit_path.display()));
     }
+    if report_errors.is_empty() {
+        say(format!(
+            "HTML report: {}",
+            report_dir.join("report.html").display()
+        ));
+    }
     if tally.waived > 0 || tally.stale_waivers > 0 {
         say(format!(
             "waived: {}, stale waivers: {}",
@@ -629,8 +664,15 @@ fn run(args: RunArgs) -> i32 {
         ));
     }
     say(format!(
-        "gpucts: {} passed, {} failed, {} skipped",
-        tally.passed, tally.failed, tally.skipped
+        "gpucts: {} passed, {} failed, {} skipped{}",
+        tally.passed,
+        tally.failed,
+        tally.skipped,
+        if tally.flaky > 0 {
+            format!(", {} flaky", tally.flaky)
+        } else {
+            String::new()
+        }
     ));
     if tally.failed > 0 || conclusion.has_failed() {
         EXIT_FAILED

@@ -138,6 +138,8 @@ pub enum Verdict {
     },
     /// A skip for a capability named in `--require`.
     RequiredMissing,
+    /// Failed, then passed when run again (`--rerun-failures`): reported, not a pass.
+    Flaky,
 }
 
 impl Verdict {
@@ -148,7 +150,8 @@ impl Verdict {
             Verdict::Pass
             | Verdict::Skip
             | Verdict::Waived { .. }
-            | Verdict::StaleWaiver { .. } => false,
+            | Verdict::StaleWaiver { .. }
+            | Verdict::Flaky => false,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! libtest-mimic's.
 
 pub mod child;
+pub mod rerun;
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -31,6 +32,9 @@ pub struct CaseResult {
     #[serde(flatten)]
     pub verdict: Verdict,
     pub duration_s: f64,
+    /// Failed attempts before the last (`--rerun-failures`), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<CaseStatus>,
 }
 
 /// What every case of a run shares.
@@ -143,9 +147,12 @@ pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
             let name = case.id.clone();
             Trial::ignorable_test(name, move || {
                 let t0 = Instant::now();
-                let status = execute(&case, &env);
+                let (status, attempts) = rerun::with_reruns(execute(&case, &env), || {
+                    rerun::fresh_child(&case, &env.exe, &GPU_EXCLUSIVE)
+                });
                 let waiver = env.waivers.find(&case.id, &env.fingerprint);
-                let verdict = judge(&status, &env.requires, waiver);
+                let verdict = rerun::flaky_or(judge(&status, &env.requires, waiver), &attempts);
+                crate::report::progress::tick();
                 let outcome = console_outcome(&status, &verdict, waiver);
                 env.results
                     .lock()
@@ -158,6 +165,7 @@ pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
                         status,
                         verdict,
                         duration_s: t0.elapsed().as_secs_f64(),
+                        attempts,
                     });
                 outcome
             })
@@ -171,7 +179,7 @@ fn console_outcome(
     waiver: Option<&Waiver>,
 ) -> Result<Completion, Failed> {
     match verdict {
-        Verdict::Pass | Verdict::StaleWaiver { .. } => Ok(Completion::Completed),
+        Verdict::Pass | Verdict::StaleWaiver { .. } | Verdict::Flaky => Ok(Completion::Completed),
         Verdict::Skip => Ok(Completion::ignored_with(status.summary())),
         Verdict::Waived { waiver: id } => Ok(Completion::ignored_with(format!(
             "waived ({id}): {}",
@@ -193,6 +201,7 @@ pub struct Tally {
     pub skipped: usize,
     pub waived: usize,
     pub stale_waivers: usize,
+    pub flaky: usize,
 }
 
 impl Tally {
@@ -204,6 +213,7 @@ impl Tally {
                 Verdict::Fail | Verdict::RequiredMissing => t.failed += 1,
                 Verdict::Skip => t.skipped += 1,
                 Verdict::Waived { .. } => t.waived += 1,
+                Verdict::Flaky => t.flaky += 1,
                 Verdict::StaleWaiver { .. } => {
                     t.passed += 1;
                     t.stale_waivers += 1
