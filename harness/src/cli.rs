@@ -431,6 +431,7 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
     let status = runner::run_in_process(case, &caps, &tc, &find_root(), scratch);
     match serde_json::to_string(&status) {
         Ok(s) => {
+            crate::report::figures::print_for_parent(id);
             println!("{}{s}", runner::child::RESULT_TAG);
             EXIT_OK
         }

@@ -149,6 +149,33 @@ pub fn take(case_id: &str) -> Vec<Figure> {
         .unwrap_or_default()
 }
 
+/// The line an isolated child prints its figures on, before its result.
+pub const TAG: &str = "GPUCTS-FIGURES ";
+
+/// In an isolated child: print the case's figures for the parent.
+pub fn print_for_parent(case_id: &str) {
+    let figs = take(case_id);
+    if !figs.is_empty() {
+        if let Ok(s) = serde_json::to_string(&figs) {
+            println!("{TAG}{s}");
+        }
+    }
+}
+
+/// In the parent: record the figures a child printed (an unreadable line is dropped; the
+/// case's status says whether it worked).
+pub fn record_from_child(case_id: &str, stdout: &str) {
+    for line in stdout.lines() {
+        if let Some(json) = line.strip_prefix(TAG) {
+            if let Ok(figs) = serde_json::from_str::<Vec<Figure>>(json) {
+                for f in figs {
+                    record(case_id, f);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
