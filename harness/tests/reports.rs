@@ -216,6 +216,23 @@ fn diff_finds_regressions_fixes_and_suite_changes() {
     assert_eq!(j["regression"], true);
     assert_eq!(j["counts"]["new_failure"], 1);
     assert_eq!(j["counts"]["fixed"], 1);
+    // The HTML report carries the same diff.
+    let page = d.path().join("with-diff.html");
+    let o = gpucts(&[
+        "report",
+        new.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(r#"id="diff""#) && html.contains("<b>regression</b>"));
+    assert!(
+        html.contains("<td>new_failure</td><td>selftest.report.pass</td>"),
+        "{html}"
+    );
 
     // A different suite set: a finding, not an error, and not a regression.
     let mut other = v.clone();
