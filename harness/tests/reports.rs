@@ -79,10 +79,10 @@ fn a_run_writes_results_and_a_self_contained_html_report() {
     let d = tmp("html");
     let o = run_reports(d.path());
     let (out, err) = text(&o);
-    // One failure by construction (4 != 8), one GPU skip, two passes.
+    // One failure by construction (4 != 8), one GPU skip, three passes.
     assert_eq!(o.status.code(), Some(101), "{out}{err}");
     assert!(
-        out.contains("gpucts: 2 passed, 1 failed, 1 skipped"),
+        out.contains("gpucts: 3 passed, 1 failed, 1 skipped"),
         "{out}"
     );
     assert!(out.contains("HTML report: "), "{out}");
@@ -99,6 +99,12 @@ fn a_run_writes_results_and_a_self_contained_html_report() {
         (&figs[0]["min"], &figs[0]["median"], &figs[0]["max"]),
         (&10.0.into(), &20.0.into(), &30.0.into())
     );
+    // Recorded in an isolated child, carried to the parent: samples [7, 5], median 6.
+    let child = &r["figures"]["selftest.report.child_figures"][0];
+    assert_eq!(
+        (&child["min"], &child["median"]),
+        (&5.0.into(), &6.0.into())
+    );
 
     let html = std::fs::read_to_string(d.path().join("report.html")).unwrap();
     for section in [
@@ -114,7 +120,7 @@ fn a_run_writes_results_and_a_self_contained_html_report() {
     assert!(html.contains("ptx-interop 13.2 §2.3"));
     assert!(html.contains("gpudirect-rdma §3.5"));
     assert!(html.contains("selftest.report.fail"));
-    // Two plots (the curve and the histogram); the scalar is a table row.
+    // Two plots (the curve and the histogram); the scalars are table rows.
     assert_eq!(html.matches("<svg").count(), 2);
     // Self-contained: nothing fetched, no scripts.
     assert!(!html.contains("<script"));
@@ -453,7 +459,7 @@ fn merge_builds_a_node_matrix_and_flags_the_odd_node() {
     ]);
     let (so, se) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{so}{se}");
-    assert!(so.contains("merged 3 nodes, 12 cases"), "{so}");
+    assert!(so.contains("merged 3 nodes, 15 cases"), "{so}");
     let m = read_json(&out.join("results.json"));
     assert_eq!(m["nodes"].as_array().unwrap().len(), 3);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -558,7 +564,7 @@ fn report_loads_in_chromium_without_console_errors_and_plots_have_content() {
     // The DOM as the browser built it: both plots are SVG with drawn marks (the curve's
     // polyline, the histogram's bars) and axis text.
     let figures: Vec<&str> = dom.split("<div class=\"figure\"").skip(1).collect();
-    assert_eq!(figures.len(), 3, "three figures");
+    assert_eq!(figures.len(), 4, "four figures");
     let svgs: Vec<&str> = figures
         .iter()
         .filter_map(|f| {

@@ -34,6 +34,9 @@ pub enum SelftestCheck {
         points: Vec<Vec<f64>>,
         #[serde(default)]
         bins: Vec<(String, u64)>,
+        /// Record them in an isolated child (they must reach the parent's results).
+        #[serde(default)]
+        isolate: bool,
     },
 }
 
@@ -51,6 +54,7 @@ impl Check for SelftestCheck {
             SelftestCheck::Crash { .. }
                 | SelftestCheck::Hang { .. }
                 | SelftestCheck::ChildEqual { .. }
+                | SelftestCheck::Figures { isolate: true, .. }
         )
     }
 
@@ -73,6 +77,7 @@ impl Check for SelftestCheck {
                 samples,
                 points,
                 bins,
+                ..
             } => {
                 use crate::report::figures::{record, Better, Bin, Figure, Point, Spread};
                 let Some(value) = Spread::of(samples) else {
