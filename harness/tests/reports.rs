@@ -483,6 +483,36 @@ fn merge_builds_a_node_matrix_and_flags_the_odd_node() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+#[test]
+fn waivers_appear_with_their_reason_and_the_failure_as_evidence() {
+    let d = tmp("waived");
+    let junit = d.path().join("junit.xml");
+    let suite = fixture("reports.yaml");
+    let waivers = fixture("report-waivers.yaml");
+    let o = gpucts(&[
+        "--suite",
+        suite.to_str().unwrap(),
+        "--toolchain",
+        "system",
+        "--junit",
+        junit.to_str().unwrap(),
+        "--waivers",
+        waivers.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let html = std::fs::read_to_string(d.path().join("report.html")).unwrap();
+    let section = html.split(r#"id="waivers""#).nth(1).unwrap();
+    let section = section.split("</section>").next().unwrap();
+    assert!(section.contains("W-REPORT-1"), "{section}");
+    assert!(
+        section.contains("the fixture compares 4 with 8 on purpose"),
+        "{section}"
+    );
+    // The evidence: what the waived case observed.
+    assert!(section.contains("expected: 4\nobserved: 8"), "{section}");
+    assert!(html.contains("Failures (0)"));
+}
+
 /// Headless Chromium's console, as logged with `--enable-logging=stderr`: one line per
 /// message (`INFO:CONSOLE...] "message", source: ...`).
 fn chromium_console(chromium: &Path, page: &Path) -> (Vec<String>, String) {
