@@ -79,7 +79,7 @@ impl Check for SelftestCheck {
                 bins,
                 ..
             } => {
-                use crate::report::figures::{record, Better, Bin, Figure, Point, Spread};
+                use crate::figures::{record, Better, Bin, Figure, Point, Spread};
                 let Some(value) = Spread::of(samples) else {
                     return CaseStatus::error("no samples");
                 };
