@@ -79,6 +79,10 @@ struct RunArgs {
     /// `auto` installs NVIDIA's pinned wheels for missing components; `system` never installs.
     #[arg(long, value_enum, default_value_t = Policy::Auto)]
     toolchain: Policy,
+    /// Run a failed case again, up to N times, each in a fresh child; a case that fails and
+    /// then passes is reported `flaky`, not passed.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    rerun_failures: u32,
 }
 
 #[derive(Subcommand, Debug)]
@@ -120,6 +124,14 @@ enum Cmd {
         count: usize,
     },
     /// Run one case in this process and print its result (used for crash isolation).
+    /// Write the HTML qualification report of a results directory or bundle.
+    Report(crate::report::commands::ReportArgs),
+    /// Compare two results sets (directories or bundles); exit 1 on a regression.
+    Diff(crate::report::commands::DiffArgs),
+    /// Pack a results directory into a qualification bundle (`keygen`, `verify`).
+    Bundle(crate::report::commands::BundleArgs),
+    /// Merge node results directories (a fleet run) into one results set and report.
+    Merge(crate::report::commands::MergeArgs),
     #[command(name = "__case", hide = true)]
     Case {
         #[arg(long)]
@@ -237,6 +249,10 @@ pub fn main() -> i32 {
             action: DwarfCmd::Check { files },
         }) => crate::dwarf::check::cli(&files),
         Some(Cmd::Bench { area, count }) => bench(area, count),
+        Some(Cmd::Report(a)) => crate::report::commands::report(a),
+        Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
+        Some(Cmd::Bundle(a)) => crate::report::commands::bundle(a, &find_root()),
+        Some(Cmd::Merge(a)) => crate::report::commands::merge(a),
         Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref()),
     }
 }
@@ -453,6 +469,7 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
     let status = runner::run_in_process(case, &caps, &tc, &find_root(), scratch);
     match serde_json::to_string(&status) {
         Ok(s) => {
+            crate::figures::print_for_parent(id);
             println!("{}{s}", runner::child::RESULT_TAG);
             EXIT_OK
         }
@@ -533,6 +550,17 @@ fn run(args: RunArgs) -> i32 {
     };
     let (probe, caps) = crate::probe::probe(&toolchain);
     let fingerprint = probe.fingerprint();
+    let waiver_files = report::run::waiver_files(&root, args.no_default_waivers, &args.waivers);
+    let mut record = report::run::RunRecord::new(
+        &root,
+        &files,
+        &waiver_files,
+        &args.require,
+        serde_json::to_value(&probe).ok(),
+        time::OffsetDateTime::now_utc(),
+    );
+    record.run.rerun_failures = args.rerun_failures;
+    runner::rerun::set_rerun_failures(args.rerun_failures);
     let gpu = caps
         .has(Capability::Gpu)
         .then(|| fingerprint.get("gpu").cloned().unwrap_or_default());
@@ -566,6 +594,7 @@ fn run(args: RunArgs) -> i32 {
         args.junit.as_deref(),
         &root,
         &name,
+        &mut record,
     );
     for e in &written.errors {
         error(e);

@@ -16,6 +16,7 @@ pub mod backend;
 pub mod capability;
 pub mod cli;
 pub mod cubin;
+pub mod figures;
 pub mod outcome;
 pub mod probe;
 pub mod ptx;

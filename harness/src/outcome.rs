@@ -144,16 +144,21 @@ pub enum Verdict {
     },
     /// A skip for a capability named in `--require`.
     RequiredMissing,
+    /// Failed, then passed when run again (`--rerun-failures`): reported, not a pass.
+    Flaky,
 }
 
 /// Which count of the closing summary a verdict adds to (`gpucts: P passed, F failed, S
-/// skipped`; `waived: W`). A stale waiver is a pass, also counted on its own.
+/// skipped[, N flaky]`; `waived: W`). A stale waiver is a pass, also counted on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Category {
     Passed,
     Failed,
     Skipped,
     Waived,
+    /// Failed, then passed on a rerun: counted on its own (`, N flaky`), neither a pass nor a
+    /// failure.
+    Flaky,
 }
 
 impl Verdict {
@@ -185,6 +190,7 @@ impl Verdict {
             Verdict::Fail | Verdict::RequiredMissing => Category::Failed,
             Verdict::Skip => Category::Skipped,
             Verdict::Waived { .. } => Category::Waived,
+            Verdict::Flaky => Category::Flaky,
         }
     }
 
@@ -195,7 +201,8 @@ impl Verdict {
             Verdict::Pass
             | Verdict::Skip
             | Verdict::Waived { .. }
-            | Verdict::StaleWaiver { .. } => false,
+            | Verdict::StaleWaiver { .. }
+            | Verdict::Flaky => false,
         }
     }
 }
@@ -270,6 +277,7 @@ mod tests {
                 false,
             ),
             (Verdict::RequiredMissing, Category::Failed, true),
+            (Verdict::Flaky, Category::Flaky, false),
         ];
         for (v, c, fails) in all {
             assert_eq!(v.category(), c, "{v:?}");

@@ -18,7 +18,9 @@ fn testcase(r: &CaseResult) -> (TestCase, Option<String>) {
     let time = time::Duration::seconds_f64(r.duration_s);
     let mut skip_message = None;
     let mut tc = match (&r.verdict, &r.status) {
-        (Verdict::Pass, _) | (Verdict::StaleWaiver { .. }, _) => TestCase::success(&r.id, time),
+        (Verdict::Pass, _) | (Verdict::StaleWaiver { .. }, _) | (Verdict::Flaky, _) => {
+            TestCase::success(&r.id, time)
+        }
         (Verdict::Skip, s) => {
             skip_message = Some(s.summary());
             TestCase::skipped(&r.id)
@@ -75,6 +77,7 @@ pub fn render(
         by_area.entry(r.area.as_str()).or_default().push(r);
     }
     let mut skip_messages: HashMap<String, String> = HashMap::new();
+    let mut flaky: HashMap<String, (&[CaseStatus], bool)> = HashMap::new();
     let mut report = ReportBuilder::new();
     for (area, rs) in by_area {
         let mut suite = TestSuiteBuilder::new(&format!("gpucts.{area}"));
@@ -83,6 +86,9 @@ pub fn render(
             let (tc, skip) = testcase(r);
             if let Some(m) = skip {
                 skip_messages.insert(r.id.clone(), m);
+            }
+            if !r.attempts.is_empty() {
+                flaky.insert(r.id.clone(), (&r.attempts, r.verdict == Verdict::Flaky));
             }
             suite.add_testcase(tc);
         }
@@ -93,7 +99,38 @@ pub fn render(
         .build()
         .write_xml(&mut raw)
         .map_err(|e| format!("cannot write JUnit XML: {e}"))?;
-    annotate(&raw, fingerprint, &skip_messages)
+    annotate(&raw, fingerprint, &skip_messages, &flaky)
+}
+
+/// Surefire's record of earlier failed attempts (`--rerun-failures`): `<flakyFailure>` (or
+/// `<flakyError>` for a harness error) when the case passed at last, `<rerunFailure>` /
+/// `<rerunError>` when it never did; each with the attempt's message and a `<stackTrace>`.
+fn write_flaky<W: std::io::Write>(
+    writer: &mut Writer<W>,
+    (attempts, passed_at_last): (&[CaseStatus], bool),
+) -> Result<(), quick_xml::Error> {
+    use quick_xml::events::{BytesEnd, BytesText};
+    let prefix = if passed_at_last { "flaky" } else { "rerun" };
+    for a in attempts {
+        let (what, kind) = match a {
+            CaseStatus::Error { .. } => ("Error", "error"),
+            CaseStatus::Crash { .. } => ("Failure", "crash"),
+            CaseStatus::Timeout { .. } => ("Failure", "timeout"),
+            _ => ("Failure", "fail"),
+        };
+        let tag = format!("{prefix}{what}");
+        let tag = tag.as_str();
+        let summary = a.summary();
+        let mut e = BytesStart::new(tag);
+        e.push_attribute(("message", summary.lines().next().unwrap_or("")));
+        e.push_attribute(("type", kind));
+        writer.write_event(Event::Start(e))?;
+        writer.write_event(Event::Start(BytesStart::new("stackTrace")))?;
+        writer.write_event(Event::Text(BytesText::new(&summary)))?;
+        writer.write_event(Event::End(BytesEnd::new("stackTrace")))?;
+        writer.write_event(Event::End(BytesEnd::new(tag)))?;
+    }
+    Ok(())
 }
 
 /// Add `<properties>` to each `<testsuite>` and `message` to each `<skipped/>`.
@@ -101,6 +138,7 @@ fn annotate(
     raw: &[u8],
     fingerprint: &BTreeMap<String, String>,
     skip_messages: &HashMap<String, String>,
+    flaky: &HashMap<String, (&[CaseStatus], bool)>,
 ) -> Result<String, String> {
     let mut reader = Reader::from_reader(raw);
     let mut writer = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
@@ -134,9 +172,27 @@ fn annotate(
                     .ok()
                     .flatten()
                     .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()));
-                writer
-                    .write_event(ev.clone().into_owned())
-                    .map_err(xml_err)?;
+                let attempts = current_case.as_ref().and_then(|c| flaky.get(c));
+                match (&ev, attempts) {
+                    (Event::Empty(e), Some(a)) => {
+                        writer
+                            .write_event(Event::Start(e.to_owned()))
+                            .map_err(xml_err)?;
+                        write_flaky(&mut writer, *a).map_err(xml_err)?;
+                        writer
+                            .write_event(Event::End(quick_xml::events::BytesEnd::new("testcase")))
+                            .map_err(xml_err)?;
+                    }
+                    (_, Some(a)) => {
+                        writer
+                            .write_event(ev.clone().into_owned())
+                            .map_err(xml_err)?;
+                        write_flaky(&mut writer, *a).map_err(xml_err)?;
+                    }
+                    (_, None) => writer
+                        .write_event(ev.clone().into_owned())
+                        .map_err(xml_err)?,
+                }
             }
             Event::Empty(ref e) if e.name().as_ref() == b"skipped" => {
                 let mut s = BytesStart::new("skipped");
@@ -166,6 +222,7 @@ mod tests {
             status,
             verdict,
             duration_s: 0.01,
+            attempts: Vec::new(),
         }
     }
 

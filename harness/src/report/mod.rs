@@ -1,36 +1,17 @@
-//! Reports written after a run: JUnit XML (for CI) and `results.json` (every case's status,
-//! verdict and clause, plus the environment fingerprint, for qualification reports).
+//! Reports written after a run: JUnit XML (for CI), `results.json` (every case's status,
+//! verdict and clause, the probe, how the run was made, the figures cases measured) and the
+//! HTML qualification report; and the commands that work on results sets afterwards
+//! (`report`, `diff`, `bundle`, `merge`). Formats: reports/README.md.
 
+pub mod bundle;
+pub mod commands;
+pub mod diff;
+pub mod html;
 pub mod junit;
+pub mod merge;
+pub mod plot;
+pub mod results;
 pub mod run;
 
-use std::collections::BTreeMap;
-use std::path::Path;
-
-use serde::Serialize;
-
-use crate::runner::{CaseResult, Tally};
-
-#[derive(Serialize)]
-struct ResultsFile<'a> {
-    gpucts_version: &'static str,
-    fingerprint: &'a BTreeMap<String, String>,
-    tally: Tally,
-    cases: &'a [CaseResult],
-}
-
-/// Write `results.json`.
-pub fn write_json(
-    path: &Path,
-    results: &[CaseResult],
-    fingerprint: &BTreeMap<String, String>,
-) -> std::io::Result<()> {
-    let file = ResultsFile {
-        gpucts_version: env!("CARGO_PKG_VERSION"),
-        fingerprint,
-        tally: Tally::of(results),
-        cases: results,
-    };
-    let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
-    std::fs::write(path, text)
-}
+/// Figures live below the areas that record them (`crate::figures`); reports read them here.
+pub use crate::figures;

@@ -4,6 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use serde::Serialize;
+
+use super::figures::{self, Figure};
+use super::results::{self, RunInfo, SCHEMA_VERSION};
 use crate::outcome::Verdict;
 use crate::runner::{CaseResult, Tally};
 
@@ -30,24 +34,137 @@ pub fn banner(cases: usize, name: &str, gpu: Option<&str>, have: usize, known: u
     )
 }
 
+#[derive(Serialize)]
+struct ResultsFile<'a> {
+    schema_version: u32,
+    gpucts_version: &'static str,
+    fingerprint: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    probe: Option<&'a serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<&'a RunInfo>,
+    tally: Tally,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    figures: &'a BTreeMap<String, Vec<Figure>>,
+    cases: &'a [CaseResult],
+}
+
+fn results_text(
+    results: &[CaseResult],
+    fingerprint: &BTreeMap<String, String>,
+    probe: Option<&serde_json::Value>,
+    run: Option<&RunInfo>,
+    figures: &BTreeMap<String, Vec<Figure>>,
+) -> std::io::Result<String> {
+    let file = ResultsFile {
+        schema_version: SCHEMA_VERSION,
+        gpucts_version: env!("CARGO_PKG_VERSION"),
+        fingerprint,
+        probe,
+        run,
+        tally: Tally::of(results),
+        figures,
+        cases: results,
+    };
+    serde_json::to_string_pretty(&file).map_err(std::io::Error::other)
+}
+
+/// What a run knows about itself, for its reports.
+#[derive(Debug, Default)]
+pub struct RunRecord {
+    pub probe: Option<serde_json::Value>,
+    pub run: RunInfo,
+}
+
+impl RunRecord {
+    /// The record of a run from this process: the command line, the git state of `root`, the
+    /// suite and waiver files with their hashes, the waivers applied.
+    pub fn new(
+        root: &Path,
+        suites: &[PathBuf],
+        waiver_files: &[PathBuf],
+        requires: &[String],
+        probe: Option<serde_json::Value>,
+        started: time::OffsetDateTime,
+    ) -> RunRecord {
+        let hash_all = |files: &[PathBuf]| {
+            files
+                .iter()
+                .filter_map(|f| results::HashedFile::of(f, root).ok())
+                .collect()
+        };
+        RunRecord {
+            probe,
+            run: RunInfo {
+                command_line: std::env::args().collect(),
+                started: started
+                    .format(&time::format_description::well_known::Rfc3339)
+                    .unwrap_or_default(),
+                finished: String::new(),
+                suites: hash_all(suites),
+                waiver_files: hash_all(waiver_files),
+                waivers: waiver_files
+                    .iter()
+                    .flat_map(|f| waiver_records(f))
+                    .collect(),
+                requires: requires.to_vec(),
+                git: results::git_state(root),
+                rerun_failures: 0,
+            },
+        }
+    }
+}
+
+/// The waiver files a run reads (as `Waivers::load_run` does): the default file under `root`
+/// unless `no_default` or absent, then each of `extra`.
+pub fn waiver_files(root: &Path, no_default: bool, extra: &[PathBuf]) -> Vec<PathBuf> {
+    let default = root.join(crate::waivers::DEFAULT_FILE);
+    let mut files = Vec::new();
+    if !no_default && default.is_file() {
+        files.push(default);
+    }
+    files.extend(extra.iter().cloned());
+    files
+}
+
+/// The waivers of a waiver file, for the report (the run has already checked the file; one
+/// that cannot be read here contributes nothing).
+fn waiver_records(path: &Path) -> Vec<results::WaiverRecord> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        waivers: Vec<results::WaiverRecord>,
+    }
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_saphyr::from_str::<File>(&t).ok())
+        .map(|f| f.waivers)
+        .unwrap_or_default()
+}
+
 /// What writing the reports did.
 #[derive(Debug)]
 pub struct Written {
     pub junit: PathBuf,
     /// Whether the JUnit file was written.
     pub junit_ok: bool,
-    /// Problems met, one line each (the run's exit code does not change for them).
+    /// `results.json`, when it was written.
+    pub results_json: Option<PathBuf>,
+    /// `report.html`, when it was written.
+    pub html: Option<PathBuf>,
+    /// Problems met, one line each.
     pub errors: Vec<String>,
 }
 
-/// Write `junit.xml` (to `junit`, else `reports/<name>-<timestamp>/`) and, in the default
-/// place only, `results.json` beside it.
+/// Write `junit.xml` (to `junit`, else `reports/<name>-<timestamp>/`) and, beside it,
+/// `results.json` (with `record`: the probe, how the run was made, the figures) and
+/// `report.html` rendered from the results as written.
 pub fn write(
     results: &[CaseResult],
     fingerprint: &BTreeMap<String, String>,
     junit: Option<&Path>,
     root: &Path,
     name: &str,
+    record: &mut RunRecord,
 ) -> Written {
     let now = time::OffsetDateTime::now_utc();
     let junit_path = junit.map(Path::to_path_buf).unwrap_or_else(|| {
@@ -60,40 +177,86 @@ pub fn write(
             .join(format!("{name}-{stamp}"))
             .join("junit.xml")
     });
-    let mut errors = Vec::new();
-    let mut junit_ok = true;
-    if let Some(dir) = junit_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            errors.push(format!("cannot create {}: {e}", dir.display()));
-            junit_ok = false;
-        }
+    let mut written = Written {
+        junit: junit_path.clone(),
+        junit_ok: true,
+        results_json: None,
+        html: None,
+        errors: Vec::new(),
+    };
+    let dir = junit_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        written
+            .errors
+            .push(format!("cannot create {}: {e}", dir.display()));
+        written.junit_ok = false;
+        return written;
     }
     match super::junit::render(results, fingerprint, now) {
         Ok(xml) => {
             if let Err(e) = std::fs::write(&junit_path, xml) {
-                errors.push(format!("cannot write {}: {e}", junit_path.display()));
-                junit_ok = false;
+                written
+                    .errors
+                    .push(format!("cannot write {}: {e}", junit_path.display()));
+                written.junit_ok = false;
             }
         }
         Err(e) => {
-            errors.push(e.to_string());
-            junit_ok = false;
+            written.errors.push(e.to_string());
+            written.junit_ok = false;
         }
     }
-    if junit.is_none() {
-        let json_path = junit_path.with_file_name("results.json");
-        if let Err(e) = super::write_json(&json_path, results, fingerprint) {
-            errors.push(format!("cannot write {}: {e}", json_path.display()));
+
+    record.run.finished = now
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let figures = figures::take_all();
+    let json_path = dir.join("results.json");
+    let text = match results_text(
+        results,
+        fingerprint,
+        record.probe.as_ref(),
+        Some(&record.run),
+        &figures,
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            written
+                .errors
+                .push(format!("cannot write {}: {e}", json_path.display()));
+            return written;
         }
+    };
+    match std::fs::write(&json_path, &text) {
+        Ok(()) => written.results_json = Some(json_path.clone()),
+        Err(e) => written
+            .errors
+            .push(format!("cannot write {}: {e}", json_path.display())),
     }
-    Written {
-        junit: junit_path,
-        junit_ok,
-        errors,
+    // The HTML is rendered from what was written, read back as any reader would.
+    let html_path = dir.join("report.html");
+    match results::parse(&json_path.display().to_string(), text.as_bytes())
+        .map_err(|e| e.to_string())
+        .and_then(|r| super::html::render(&r, super::merge::fleet_view(&r), None))
+    {
+        Ok(page) => match std::fs::write(&html_path, page) {
+            Ok(()) => written.html = Some(html_path),
+            Err(e) => written
+                .errors
+                .push(format!("cannot write {}: {e}", html_path.display())),
+        },
+        Err(e) => written
+            .errors
+            .push(format!("cannot write {}: {e}", html_path.display())),
     }
+    written
 }
 
-/// The closing lines: stale waivers, the JUnit path, waiver counts, and the tally.
+/// The closing lines: stale waivers, the report paths, waiver counts, and the tally.
 pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -> Vec<String> {
     let mut lines = Vec::new();
     for r in results {
@@ -107,14 +270,22 @@ pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -
     if written.junit_ok {
         lines.push(format!("JUnit report: {}", written.junit.display()));
     }
+    if let Some(h) = &written.html {
+        lines.push(format!("HTML report: {}", h.display()));
+    }
     if tally.waived > 0 || tally.stale_waivers > 0 {
         lines.push(format!(
             "waived: {}, stale waivers: {}",
             tally.waived, tally.stale_waivers
         ));
     }
+    let flaky = if tally.flaky > 0 {
+        format!(", {} flaky", tally.flaky)
+    } else {
+        String::new()
+    };
     lines.push(format!(
-        "gpucts: {} passed, {} failed, {} skipped",
+        "gpucts: {} passed, {} failed, {} skipped{flaky}",
         tally.passed, tally.failed, tally.skipped
     ));
     lines
@@ -140,10 +311,13 @@ mod tests {
             skipped: 2,
             waived: 1,
             stale_waivers: 0,
+            flaky: 0,
         };
         let written = Written {
             junit: PathBuf::from("r/junit.xml"),
             junit_ok: true,
+            results_json: None,
+            html: None,
             errors: Vec::new(),
         };
         assert_eq!(

@@ -138,9 +138,10 @@ pub fn run_isolated(exe: &Path, suite_file: &Path, case_id: &str, timeout: Durat
         .rev()
         .find_map(|l| l.strip_prefix(RESULT_TAG))
         .map(serde_json::from_str::<CaseStatus>);
+    crate::figures::record_from_child(case_id, &stdout);
     let printed: String = stdout
         .lines()
-        .filter(|l| !l.starts_with(RESULT_TAG))
+        .filter(|l| !l.starts_with(RESULT_TAG) && !l.starts_with(crate::figures::TAG))
         .chain(stderr.lines())
         .collect::<Vec<_>>()
         .join("\n");

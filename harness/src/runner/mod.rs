@@ -3,6 +3,8 @@
 //! libtest-mimic's.
 
 pub mod child;
+pub mod progress;
+pub mod rerun;
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -31,6 +33,9 @@ pub struct CaseResult {
     #[serde(flatten)]
     pub verdict: Verdict,
     pub duration_s: f64,
+    /// Failed attempts before the last (`--rerun-failures`), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attempts: Vec<CaseStatus>,
 }
 
 /// What every case of a run shares.
@@ -153,7 +158,9 @@ impl RunOutcome {
 
 /// Run the selected cases on the console and collect their results.
 pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutcome {
+    progress::start(cases.iter().filter(|c| selection.selects(&c.id)).count());
     let conclusion = libtest_mimic::run(&selection.arguments(), trials(cases, Arc::clone(&env)));
+    progress::finish();
     let mut results = std::mem::take(&mut *env.results.lock().unwrap_or_else(|e| e.into_inner()));
     results.sort_by(|a, b| a.id.cmp(&b.id));
     let tally = Tally::of(&results);
@@ -243,9 +250,12 @@ pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
             let name = case.id.clone();
             Trial::ignorable_test(name, move || {
                 let t0 = Instant::now();
-                let status = execute(&case, &env);
+                let (status, attempts) = rerun::with_reruns(execute(&case, &env), || {
+                    rerun::fresh_child(&case, &env.exe, &GPU_EXCLUSIVE)
+                });
                 let waiver = env.waivers.find(&case.id, &env.fingerprint);
-                let verdict = judge(&status, &env.requires, waiver);
+                let verdict = rerun::flaky_or(judge(&status, &env.requires, waiver), &attempts);
+                progress::tick();
                 let outcome = console_outcome(&status, &verdict, waiver);
                 env.results
                     .lock()
@@ -258,6 +268,7 @@ pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
                         status,
                         verdict,
                         duration_s: t0.elapsed().as_secs_f64(),
+                        attempts,
                     });
                 outcome
             })
@@ -271,7 +282,7 @@ fn console_outcome(
     waiver: Option<&Waiver>,
 ) -> Result<Completion, Failed> {
     match verdict {
-        Verdict::Pass | Verdict::StaleWaiver { .. } => Ok(Completion::Completed),
+        Verdict::Pass | Verdict::StaleWaiver { .. } | Verdict::Flaky => Ok(Completion::Completed),
         Verdict::Skip => Ok(Completion::ignored_with(status.summary())),
         Verdict::Waived { waiver: id } => Ok(Completion::ignored_with(format!(
             "waived ({id}): {}",
@@ -293,6 +304,7 @@ pub struct Tally {
     pub skipped: usize,
     pub waived: usize,
     pub stale_waivers: usize,
+    pub flaky: usize,
 }
 
 impl Tally {
@@ -304,6 +316,7 @@ impl Tally {
                 Category::Failed => t.failed += 1,
                 Category::Skipped => t.skipped += 1,
                 Category::Waived => t.waived += 1,
+                Category::Flaky => t.flaky += 1,
             }
             if let Verdict::StaleWaiver { .. } = r.verdict {
                 t.stale_waivers += 1;
@@ -406,6 +419,7 @@ mod tests {
             status: CaseStatus::pass(),
             verdict,
             duration_s: 0.0,
+            attempts: Vec::new(),
         };
         let t = Tally::of(&[
             r(Verdict::Pass),
@@ -414,6 +428,7 @@ mod tests {
             r(Verdict::RequiredMissing),
             r(Verdict::Skip),
             r(Verdict::Waived { waiver: "W".into() }),
+            r(Verdict::Flaky),
         ]);
         assert_eq!(
             t,
@@ -422,7 +437,8 @@ mod tests {
                 failed: 2,
                 skipped: 1,
                 waived: 1,
-                stale_waivers: 1
+                stale_waivers: 1,
+                flaky: 1,
             }
         );
     }

@@ -23,6 +23,21 @@ pub enum SelftestCheck {
     ChildEqual { left: i64, right: i64 },
     /// The check panics; the runner must report an error and go on.
     Panic,
+    /// Fails the first time (creating `$GPUCTS_SELFTEST_STATE/<marker>`), passes after: a
+    /// flaky case for `--rerun-failures`.
+    FailFirst { marker: String },
+    /// Records figures (for the reports): a scalar over `samples`, a curve of `points`
+    /// (x, samples...), a histogram of `bins` (label, count; labels starting `weak` weak).
+    Figures {
+        samples: Vec<f64>,
+        #[serde(default)]
+        points: Vec<Vec<f64>>,
+        #[serde(default)]
+        bins: Vec<(String, u64)>,
+        /// Record them in an isolated child (they must reach the parent's results).
+        #[serde(default)]
+        isolate: bool,
+    },
 }
 
 impl Check for SelftestCheck {
@@ -39,10 +54,92 @@ impl Check for SelftestCheck {
             SelftestCheck::Crash { .. }
                 | SelftestCheck::Hang { .. }
                 | SelftestCheck::ChildEqual { .. }
+                | SelftestCheck::Figures { isolate: true, .. }
         )
     }
 
-    fn run(&self, _ctx: &CaseContext) -> CaseStatus {
+    fn run(&self, ctx: &CaseContext) -> CaseStatus {
+        match self {
+            SelftestCheck::FailFirst { marker } => {
+                let Some(dir) = std::env::var_os("GPUCTS_SELFTEST_STATE") else {
+                    return CaseStatus::error("GPUCTS_SELFTEST_STATE is not set");
+                };
+                let path = std::path::Path::new(&dir).join(marker);
+                if path.exists() {
+                    return CaseStatus::pass();
+                }
+                match std::fs::write(&path, b"failed once\n") {
+                    Ok(()) => CaseStatus::fail("a second attempt", "the first attempt"),
+                    Err(e) => CaseStatus::error(format!("{}: {e}", path.display())),
+                }
+            }
+            SelftestCheck::Figures {
+                samples,
+                points,
+                bins,
+                ..
+            } => {
+                use crate::figures::{record, Better, Bin, Figure, Point, Spread};
+                let Some(value) = Spread::of(samples) else {
+                    return CaseStatus::error("no samples");
+                };
+                record(
+                    ctx.id,
+                    Figure::Scalar {
+                        name: "rate".into(),
+                        unit: "items/s".into(),
+                        better: Some(Better::Higher),
+                        value,
+                    },
+                );
+                if !points.is_empty() {
+                    let pts = points
+                        .iter()
+                        .filter_map(|p| {
+                            let (x, ys) = p.split_first()?;
+                            Some(Point {
+                                x: *x,
+                                y: Spread::of(ys)?,
+                            })
+                        })
+                        .collect();
+                    record(
+                        ctx.id,
+                        Figure::Series {
+                            name: "bandwidth".into(),
+                            x_unit: "bytes".into(),
+                            unit: "GB/s".into(),
+                            better: Some(Better::Higher),
+                            points: pts,
+                        },
+                    );
+                }
+                if !bins.is_empty() {
+                    let bins = bins
+                        .iter()
+                        .map(|(label, count)| Bin {
+                            label: label.clone(),
+                            count: *count,
+                            weak: label.starts_with("weak"),
+                        })
+                        .collect();
+                    record(
+                        ctx.id,
+                        Figure::Histogram {
+                            name: "outcomes".into(),
+                            bins,
+                        },
+                    );
+                }
+                CaseStatus::pass()
+            }
+            _ => self.run_fixed(),
+        }
+    }
+}
+
+impl SelftestCheck {
+    fn run_fixed(&self) -> CaseStatus {
         match *self {
             SelftestCheck::Equal { left, right } | SelftestCheck::ChildEqual { left, right } => {
                 println!("selftest: comparing {left} with {right}");
@@ -69,6 +166,9 @@ impl Check for SelftestCheck {
                 CaseStatus::error("woke up from a hang")
             }
             SelftestCheck::Panic => panic!("selftest panic"),
+            SelftestCheck::FailFirst { .. } | SelftestCheck::Figures { .. } => {
+                CaseStatus::error("not a fixed check")
+            }
         }
     }
 }

@@ -1,0 +1,210 @@
+//! Figures a case measured (litmus outcome histograms and weak rates, bench throughput, pin
+//! latency, bandwidth per size), carried in `results.json` under `figures` and plotted by the
+//! HTML report. A case records them with [`record`] under its id; the run collects them with
+//! [`take_all`] when it writes its reports.
+//!
+//! Every measured number keeps its spread (`min`, `median`, `max` over the repetitions the
+//! case made), so `gpucts diff` can tell a change from noise.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+/// Which way a figure improves; `None` when neither direction is a regression (a litmus weak
+/// rate: the model allows the weak outcome, the rate says how hard the stress pushed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// One measured number with its spread over repetitions.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub median: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of some samples; `None` for no samples or a NaN among them.
+    pub fn of(samples: &[f64]) -> Option<Spread> {
+        if samples.is_empty() || samples.iter().any(|x| x.is_nan()) {
+            return None;
+        }
+        let mut v = samples.to_vec();
+        v.sort_by(|a, b| a.total_cmp(b));
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            min: v[0],
+            median,
+            max: v[n - 1],
+        })
+    }
+
+    /// A single sample (no repetitions: the noise band is the value itself).
+    pub fn exact(x: f64) -> Spread {
+        Spread {
+            min: x,
+            median: x,
+            max: x,
+        }
+    }
+
+    /// Whether the numbers are ordered `min <= median <= max` and finite.
+    pub fn is_sane(&self) -> bool {
+        self.min.is_finite()
+            && self.median.is_finite()
+            && self.max.is_finite()
+            && self.min <= self.median
+            && self.median <= self.max
+    }
+}
+
+/// One bar of a histogram (a litmus outcome and how often it was seen).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bin {
+    pub label: String,
+    pub count: u64,
+    /// The outcome is the test's weak (relaxed) outcome.
+    #[serde(default)]
+    pub weak: bool,
+}
+
+/// One point of a curve: a size (or other x) and the figure measured there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    pub x: f64,
+    #[serde(flatten)]
+    pub y: Spread,
+}
+
+/// A figure as `results.json` carries it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Figure {
+    /// Counts per outcome (litmus histograms).
+    Histogram { name: String, bins: Vec<Bin> },
+    /// One number (a weak-outcome rate, types/s).
+    Scalar {
+        name: String,
+        unit: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        better: Option<Better>,
+        #[serde(flatten)]
+        value: Spread,
+    },
+    /// A curve (pin latency or BAR/RDMA bandwidth per transfer size).
+    Series {
+        name: String,
+        x_unit: String,
+        unit: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        better: Option<Better>,
+        points: Vec<Point>,
+    },
+}
+
+impl Figure {
+    pub fn name(&self) -> &str {
+        match self {
+            Figure::Histogram { name, .. }
+            | Figure::Scalar { name, .. }
+            | Figure::Series { name, .. } => name,
+        }
+    }
+}
+
+static RECORDED: Mutex<BTreeMap<String, Vec<Figure>>> = Mutex::new(BTreeMap::new());
+
+/// Record a figure for case `case_id` (call from a case's check).
+pub fn record(case_id: &str, figure: Figure) {
+    RECORDED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(case_id.to_string())
+        .or_default()
+        .push(figure);
+}
+
+/// Every figure recorded so far, by case id; the registry is left empty.
+pub fn take_all() -> BTreeMap<String, Vec<Figure>> {
+    std::mem::take(&mut *RECORDED.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The figures recorded for one case, removed from the registry (an isolated child prints them
+/// after its result).
+pub fn take(case_id: &str) -> Vec<Figure> {
+    RECORDED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(case_id)
+        .unwrap_or_default()
+}
+
+/// The line an isolated child prints its figures on, before its result.
+pub const TAG: &str = "GPUCTS-FIGURES ";
+
+/// In an isolated child: print the case's figures for the parent.
+pub fn print_for_parent(case_id: &str) {
+    let figs = take(case_id);
+    if !figs.is_empty() {
+        if let Ok(s) = serde_json::to_string(&figs) {
+            println!("{TAG}{s}");
+        }
+    }
+}
+
+/// In the parent: record the figures a child printed (an unreadable line is dropped; the
+/// case's status says whether it worked).
+pub fn record_from_child(case_id: &str, stdout: &str) {
+    for line in stdout.lines() {
+        if let Some(json) = line.strip_prefix(TAG) {
+            if let Ok(figs) = serde_json::from_str::<Vec<Figure>>(json) {
+                for f in figs {
+                    record(case_id, f);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_min_median_max() {
+        let s = Spread::of(&[3.0, 1.0, 2.0, 10.0]).unwrap();
+        assert_eq!((s.min, s.median, s.max), (1.0, 2.5, 10.0));
+        let s = Spread::of(&[5.0, 1.0, 3.0]).unwrap();
+        assert_eq!(s.median, 3.0);
+        assert!(Spread::of(&[]).is_none());
+        assert!(Spread::of(&[1.0, f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn figure_json_shape() {
+        let f = Figure::Scalar {
+            name: "weak rate".into(),
+            unit: "per 1e6".into(),
+            better: None,
+            value: Spread::exact(2.0),
+        };
+        let j = serde_json::to_value(&f).unwrap();
+        assert_eq!(
+            j,
+            serde_json::json!({"kind": "scalar", "name": "weak rate", "unit": "per 1e6",
+                "min": 2.0, "median": 2.0, "max": 2.0})
+        );
+        let back: Figure = serde_json::from_value(j).unwrap();
+        assert_eq!(back, f);
+    }
+}

@@ -1,0 +1,597 @@
+//! The qualification report: one self-contained HTML file (inline CSS and SVG, no scripts, no
+//! fetches) rendered from a results set with a minijinja template
+//! (`report/templates/report.html`).
+//!
+//! Sections: the machine (probe), the verdict per suite, the spec-clause coverage matrix, the
+//! failures with expected against observed, flaky cases, waivers with their evidence, skips by
+//! missing capability, figures as plots, and optionally a node × suite matrix (merged fleet
+//! results) and a diff against a baseline.
+
+use std::collections::BTreeMap;
+
+use minijinja::Environment;
+use serde::Serialize;
+
+use super::diff::Diff;
+use super::figures::Figure;
+use super::merge::FleetView;
+use super::plot;
+use super::results::{Counts, Results, StoredCase, VerdictName};
+use crate::outcome::CaseStatus;
+
+const TEMPLATE: &str = include_str!("templates/report.html");
+
+#[derive(Debug, Serialize)]
+struct Row {
+    key: String,
+    value: String,
+}
+
+#[derive(Debug, Serialize)]
+struct SuiteRow {
+    area: String,
+    verdict: &'static str,
+    counts: Counts,
+}
+
+#[derive(Debug, Serialize)]
+struct ClauseRow {
+    clause: String,
+    counts: Counts,
+    cases: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct DocCoverage {
+    document: String,
+    clauses: Vec<ClauseRow>,
+    checked: usize,
+}
+
+#[derive(Debug, Serialize)]
+struct FailureRow {
+    id: String,
+    node: Option<String>,
+    clause: String,
+    origin: String,
+    kind: String,
+    expected: String,
+    observed: String,
+    detail: String,
+}
+
+#[derive(Debug, Serialize)]
+struct WaivedCase {
+    id: String,
+    evidence: String,
+}
+
+#[derive(Debug, Serialize)]
+struct WaiverRow {
+    id: String,
+    reason: String,
+    pattern: String,
+    platform: String,
+    cases: Vec<WaivedCase>,
+    stale: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct FlakyRow {
+    id: String,
+    attempts: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct SkipRow {
+    capability: String,
+    count: usize,
+    reason: String,
+}
+
+#[derive(Debug, Serialize)]
+struct FigureRow {
+    label: String,
+    min: String,
+    median: String,
+    max: String,
+}
+
+#[derive(Debug, Serialize)]
+struct FigureBlock {
+    case: String,
+    name: String,
+    kind: &'static str,
+    svg: Option<String>,
+    error: Option<String>,
+    rows: Vec<FigureRow>,
+}
+
+#[derive(Debug, Serialize)]
+struct Page {
+    title: String,
+    generated: String,
+    gpucts_version: String,
+    schema_version: u32,
+    command_line: String,
+    started: String,
+    git: String,
+    suites_used: Vec<Row>,
+    verdict: &'static str,
+    counts: Counts,
+    machine: Vec<Row>,
+    toolchain: Vec<Row>,
+    capabilities: Vec<Row>,
+    suites: Vec<SuiteRow>,
+    coverage: Vec<DocCoverage>,
+    failures: Vec<FailureRow>,
+    flaky: Vec<FlakyRow>,
+    waivers: Vec<WaiverRow>,
+    skips: Vec<SkipRow>,
+    figures: Vec<FigureBlock>,
+    fleet: Option<FleetView>,
+    diff: Option<Diff>,
+}
+
+/// The verdict of a group of cases: FAIL on any failure; NOT CHECKED when nothing ran to a
+/// pass (all skipped or waived: the machine did not check it); else PASS.
+pub fn group_verdict(c: &Counts) -> &'static str {
+    if c.failed > 0 {
+        "FAIL"
+    } else if c.passed + c.flaky == 0 {
+        "NOT CHECKED"
+    } else {
+        "PASS"
+    }
+}
+
+fn json_str(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn machine_rows(r: &Results) -> (Vec<Row>, Vec<Row>, Vec<Row>) {
+    let mut machine = Vec::new();
+    let mut toolchain = Vec::new();
+    let mut caps = Vec::new();
+    let row = |k: &str, v: String| Row {
+        key: k.into(),
+        value: v,
+    };
+    match &r.probe {
+        Some(p) => {
+            if let Some(h) = p.get("host") {
+                for k in ["os", "kernel", "arch", "cpu", "cpus"] {
+                    if let Some(v) = h.get(k) {
+                        machine.push(row(k, json_str(v)));
+                    }
+                }
+            }
+            match p.get("driver") {
+                Some(d) if d.get("Ok").is_some() => {
+                    let d = &d["Ok"];
+                    machine.push(row("cuda", json_str(&d["cuda_version"])));
+                    machine.push(row("driver", json_str(&d["driver_version"])));
+                    if let Some(gpus) = d.get("gpus").and_then(|g| g.as_array()) {
+                        for (i, g) in gpus.iter().enumerate() {
+                            machine.push(row(
+                                &format!("gpu {i}"),
+                                format!(
+                                    "{} (compute {}, {})",
+                                    json_str(&g["name"]),
+                                    json_str(&g["compute_capability"]),
+                                    json_str(&g["uuid"])
+                                ),
+                            ));
+                        }
+                    }
+                }
+                Some(d) => machine.push(row("gpu", format!("none: {}", json_str(&d["Err"])))),
+                None => {}
+            }
+            for (k, key) in [("kmod", "kernel module"), ("rdma", "rdma")] {
+                if let Some(v) = p.get(k) {
+                    let text = match (v.get("Ok"), v.get("Err")) {
+                        (Some(ok), _) => json_str(ok),
+                        (_, Some(e)) => format!("none: {}", json_str(e)),
+                        _ => json_str(v),
+                    };
+                    machine.push(row(key, text));
+                }
+            }
+            if let Some(t) = p.get("toolchain").and_then(|t| t.as_object()) {
+                for (name, c) in t {
+                    let text = match c.get("missing") {
+                        Some(m) => format!("missing: {}", json_str(m)),
+                        None => format!(
+                            "{} ({}) {}",
+                            json_str(&c["version"]),
+                            json_str(&c["origin"]),
+                            json_str(&c["path"])
+                        ),
+                    };
+                    toolchain.push(row(name, text));
+                }
+            }
+            if let Some(cs) = p.get("capabilities").and_then(|c| c.as_object()) {
+                for (name, c) in cs {
+                    let present = c.get("present").and_then(|b| b.as_bool()).unwrap_or(false);
+                    let text = if present {
+                        format!("present: {}", json_str(&c["detail"]))
+                    } else {
+                        format!("absent: {}", json_str(&c["reason"]))
+                    };
+                    caps.push(row(name, text));
+                }
+            }
+        }
+        None => {
+            for (k, v) in &r.fingerprint {
+                machine.push(row(k, v.clone()));
+            }
+        }
+    }
+    (machine, toolchain, caps)
+}
+
+/// Splits "ptx-interop 13.2 §2.3" (or "ptx-interop 13.2 ch. 4 (…)") into its document (the
+/// spec's name and version) and its section numbers, for grouping and a numeric order (§2.10
+/// after §2.9).
+fn clause_key(clause: &str) -> (String, Vec<u64>, String) {
+    let mut words = clause.split_whitespace();
+    let mut doc = words.next().unwrap_or("").to_string();
+    let rest: Vec<&str> = words.collect();
+    let mut from = 0;
+    if let Some(v) = rest.first() {
+        if v.chars().all(|c| c.is_ascii_digit() || c == '.') && !v.is_empty() {
+            doc = format!("{doc} {v}");
+            from = 1;
+        }
+    }
+    let nums = rest[from..]
+        .join(" ")
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    (doc, nums, clause.to_string())
+}
+
+fn coverage(cases: &[StoredCase]) -> Vec<DocCoverage> {
+    type ClauseKey = (String, Vec<u64>, String);
+    let mut by: BTreeMap<ClauseKey, (Counts, Vec<String>)> = BTreeMap::new();
+    for c in cases {
+        let e = by.entry(clause_key(&c.clause)).or_default();
+        e.0.add(c.verdict);
+        e.1.push(c.id.clone());
+    }
+    let mut docs: Vec<DocCoverage> = Vec::new();
+    for ((doc, _, clause), (counts, mut ids)) in by {
+        ids.sort();
+        ids.dedup();
+        let row = ClauseRow {
+            clause,
+            counts,
+            cases: ids,
+        };
+        match docs.last_mut() {
+            Some(d) if d.document == doc => d.clauses.push(row),
+            _ => docs.push(DocCoverage {
+                document: doc,
+                clauses: vec![row],
+                checked: 0,
+            }),
+        }
+    }
+    for d in &mut docs {
+        d.checked = d
+            .clauses
+            .iter()
+            .filter(|c| c.counts.passed + c.counts.failed + c.counts.flaky + c.counts.waived > 0)
+            .count();
+    }
+    docs
+}
+
+fn failure_kind(s: &CaseStatus) -> (&'static str, String, String, String) {
+    match s {
+        CaseStatus::Fail {
+            expected,
+            observed,
+            detail,
+        } => ("fail", expected.clone(), observed.clone(), detail.clone()),
+        CaseStatus::Error { message } => (
+            "error",
+            "the check to run".into(),
+            message.clone(),
+            String::new(),
+        ),
+        CaseStatus::Crash { how, output } => (
+            "crash",
+            "the isolated child to report".into(),
+            how.clone(),
+            output.clone(),
+        ),
+        CaseStatus::Timeout { after_s, output } => (
+            "timeout",
+            "the isolated child to finish".into(),
+            format!("killed after {after_s:.1} s"),
+            output.clone(),
+        ),
+        CaseStatus::Skip { capability, reason } => (
+            "required-capability",
+            format!("capability {capability} (named in --require)"),
+            reason.clone(),
+            String::new(),
+        ),
+        CaseStatus::Pass { .. } => ("pass", String::new(), String::new(), String::new()),
+    }
+}
+
+fn fmt_num(x: f64) -> String {
+    if x == 0.0 || (1e-3..1e6).contains(&x.abs()) {
+        let s = format!("{x:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{x:.4e}")
+    }
+}
+
+fn figure_blocks(r: &Results) -> Vec<FigureBlock> {
+    let mut out = Vec::new();
+    for (case, figs) in &r.figures {
+        for f in figs {
+            let (kind, svg, rows) = match f {
+                Figure::Histogram { name, bins } => (
+                    "histogram",
+                    Some(plot::histogram(name, bins)),
+                    bins.iter()
+                        .map(|b| FigureRow {
+                            label: format!("{}{}", b.label, if b.weak { " (weak)" } else { "" }),
+                            min: String::new(),
+                            median: b.count.to_string(),
+                            max: String::new(),
+                        })
+                        .collect(),
+                ),
+                Figure::Scalar { unit, value, .. } => (
+                    "scalar",
+                    None,
+                    vec![FigureRow {
+                        label: unit.clone(),
+                        min: fmt_num(value.min),
+                        median: fmt_num(value.median),
+                        max: fmt_num(value.max),
+                    }],
+                ),
+                Figure::Series {
+                    name,
+                    x_unit,
+                    unit,
+                    points,
+                    ..
+                } => (
+                    "series",
+                    Some(plot::series(name, x_unit, unit, points)),
+                    points
+                        .iter()
+                        .map(|p| FigureRow {
+                            label: format!("{} {x_unit}", fmt_num(p.x)),
+                            min: fmt_num(p.y.min),
+                            median: fmt_num(p.y.median),
+                            max: fmt_num(p.y.max),
+                        })
+                        .collect(),
+                ),
+            };
+            let (svg, error) = match svg {
+                Some(Ok(s)) => (Some(s), None),
+                Some(Err(e)) => (None, Some(e)),
+                None => (None, None),
+            };
+            out.push(FigureBlock {
+                case: case.clone(),
+                name: f.name().to_string(),
+                kind,
+                svg,
+                error,
+                rows,
+            });
+        }
+    }
+    out
+}
+
+fn waivers(r: &Results) -> Vec<WaiverRow> {
+    let mut rows: BTreeMap<String, WaiverRow> = BTreeMap::new();
+    let records = r.run.as_ref().map(|x| x.waivers.as_slice()).unwrap_or(&[]);
+    for c in &r.cases {
+        let Some(w) = &c.waiver else { continue };
+        let row = rows.entry(w.clone()).or_insert_with(|| {
+            let rec = records.iter().find(|x| &x.id == w);
+            WaiverRow {
+                id: w.clone(),
+                reason: rec.map(|x| x.reason.clone()).unwrap_or_default(),
+                pattern: rec.map(|x| x.cases.clone()).unwrap_or_default(),
+                platform: rec
+                    .map(|x| {
+                        x.platform
+                            .iter()
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default(),
+                cases: Vec::new(),
+                stale: Vec::new(),
+            }
+        });
+        match c.verdict {
+            VerdictName::StaleWaiver => row.stale.push(c.id.clone()),
+            _ => row.cases.push(WaivedCase {
+                id: c.id.clone(),
+                evidence: c.status.summary(),
+            }),
+        }
+    }
+    rows.into_values().collect()
+}
+
+fn skips(cases: &[StoredCase]) -> Vec<SkipRow> {
+    let mut by: BTreeMap<String, SkipRow> = BTreeMap::new();
+    for c in cases {
+        if let (VerdictName::Skip, CaseStatus::Skip { capability, reason }) = (c.verdict, &c.status)
+        {
+            let e = by.entry(capability.to_string()).or_insert_with(|| SkipRow {
+                capability: capability.to_string(),
+                count: 0,
+                reason: reason.clone(),
+            });
+            e.count += 1;
+        }
+    }
+    by.into_values().collect()
+}
+
+/// Render the report for `r`; `fleet` and `diff` add their sections when given.
+pub fn render(r: &Results, fleet: Option<FleetView>, diff: Option<Diff>) -> Result<String, String> {
+    let counts = Counts::of(&r.cases);
+    let mut by_area: BTreeMap<&str, Counts> = BTreeMap::new();
+    for c in &r.cases {
+        by_area.entry(c.area.as_str()).or_default().add(c.verdict);
+    }
+    let suites = by_area
+        .into_iter()
+        .map(|(a, c)| SuiteRow {
+            area: a.to_string(),
+            verdict: group_verdict(&c),
+            counts: c,
+        })
+        .collect();
+    let failures = r
+        .cases
+        .iter()
+        .filter(|c| c.verdict.is_failure())
+        .map(|c| {
+            let (kind, expected, observed, detail) = failure_kind(&c.status);
+            FailureRow {
+                id: c.id.clone(),
+                node: c.node.clone(),
+                clause: c.clause.clone(),
+                origin: c.origin.clone(),
+                kind: kind.into(),
+                expected,
+                observed,
+                detail,
+            }
+        })
+        .collect();
+    let flaky = r
+        .cases
+        .iter()
+        .filter(|c| c.verdict == VerdictName::Flaky)
+        .map(|c| FlakyRow {
+            id: c.id.clone(),
+            attempts: c
+                .attempts
+                .iter()
+                .map(|a| a.summary())
+                .chain(std::iter::once(c.status.summary()))
+                .collect(),
+        })
+        .collect();
+    let (machine, toolchain, capabilities) = machine_rows(r);
+    let run = r.run.clone().unwrap_or_default();
+    let page = Page {
+        title: format!(
+            "gpucts qualification report: {}",
+            match r.fingerprint.get("gpu").map(String::as_str) {
+                Some("none") => "no GPU",
+                Some(g) => g,
+                None if !r.nodes.is_empty() => "fleet",
+                None => "unknown GPU",
+            }
+        ),
+        generated: time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+        gpucts_version: r.gpucts_version.clone(),
+        schema_version: r.schema_version,
+        command_line: run.command_line.join(" "),
+        started: run.started.clone(),
+        git: run.git.clone().unwrap_or_default(),
+        suites_used: run
+            .suites
+            .iter()
+            .chain(run.waiver_files.iter())
+            .map(|f| Row {
+                key: f.path.clone(),
+                value: f.sha256.clone(),
+            })
+            .collect(),
+        verdict: group_verdict(&counts),
+        counts,
+        machine,
+        toolchain,
+        capabilities,
+        suites,
+        coverage: coverage(&r.cases),
+        failures,
+        flaky,
+        waivers: waivers(r),
+        skips: skips(&r.cases),
+        figures: figure_blocks(r),
+        fleet,
+        diff,
+    };
+    let mut env = Environment::new();
+    env.add_template("report.html", TEMPLATE)
+        .map_err(|e| format!("report template: {e}"))?;
+    let tmpl = env
+        .get_template("report.html")
+        .map_err(|e| format!("report template: {e}"))?;
+    tmpl.render(minijinja::Value::from_serialize(&page))
+        .map_err(|e| format!("cannot render the report: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clauses_order_numerically_within_a_document() {
+        let mut v = [
+            clause_key("ptx-interop 13.2 §2.10"),
+            clause_key("ptx-interop 13.2 §2.9"),
+            clause_key("gpudirect-rdma §3.5"),
+            clause_key("ptx-interop 13.2 ch. 4 (relaxed mappings)"),
+        ];
+        v.sort();
+        let names: Vec<&str> = v.iter().map(|k| k.2.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "gpudirect-rdma §3.5",
+                "ptx-interop 13.2 §2.9",
+                "ptx-interop 13.2 §2.10",
+                "ptx-interop 13.2 ch. 4 (relaxed mappings)"
+            ]
+        );
+        assert!(v.iter().skip(1).all(|k| k.0 == "ptx-interop 13.2"));
+    }
+
+    #[test]
+    fn group_verdicts() {
+        let mut c = Counts::default();
+        assert_eq!(group_verdict(&c), "NOT CHECKED");
+        c.add(VerdictName::Skip);
+        assert_eq!(group_verdict(&c), "NOT CHECKED");
+        c.add(VerdictName::Pass);
+        assert_eq!(group_verdict(&c), "PASS");
+        c.add(VerdictName::RequiredMissing);
+        assert_eq!(group_verdict(&c), "FAIL");
+    }
+}
