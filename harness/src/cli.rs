@@ -380,7 +380,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
                 tests.len() as f64 / secs,
                 candidates as f64 / secs
             );
-            for producer in mapping::source::Producer::ALL {
+            for producer in mapping::source::PRODUCERS {
                 let cases = mapping::source::cases_for(producer);
                 let t0 = std::time::Instant::now();
                 let verdicts = mapping::run_batch(&tc, producer, &cases);
