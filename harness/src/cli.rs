@@ -108,6 +108,11 @@ enum Cmd {
         #[command(subcommand)]
         action: AbiCmd,
     },
+    /// Cross-producer calls: check PTX files meant to be linked together.
+    Xcall {
+        #[command(subcommand)]
+        action: XcallCmd,
+    },
     /// Litmus tests: the PTX memory model's verdict, and Dat3M syntax conversion.
     Litmus {
         #[command(subcommand)]
@@ -147,6 +152,17 @@ enum AbiCmd {
 }
 
 #[derive(Subcommand, Debug)]
+enum XcallCmd {
+    /// Compare every extern declaration and call site with the definition in the other files
+    /// (parameter count, state space, type, size, alignment, return value, .callprototype).
+    /// Exit 0 when all agree, 1 on a mismatch, 2 when a file cannot be read or parsed.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum LitmusCmd {
     /// Print `outcome: allowed|forbidden` for a test (YAML or Dat3M .litmus), and for a
     /// forbidden outcome the axiom ruling out each candidate execution.
@@ -161,6 +177,7 @@ enum LitmusCmd {
 enum BenchArea {
     Abi,
     Atomics,
+    Xcall,
 }
 
 #[derive(Subcommand, Debug)]
@@ -207,6 +224,7 @@ pub fn main() -> i32 {
         Some(Cmd::Validate { paths }) => validate(paths),
         Some(Cmd::Toolchain { action }) => toolchain(action),
         Some(Cmd::Abi { action }) => abi(action),
+        Some(Cmd::Xcall { action }) => xcall(action),
         Some(Cmd::Litmus { action }) => litmus(action),
         Some(Cmd::Bench { area, count }) => bench(area, count),
         Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref()),
@@ -336,6 +354,17 @@ fn abi(action: AbiCmd) -> i32 {
     }
 }
 
+fn xcall(action: XcallCmd) -> i32 {
+    match action {
+        XcallCmd::Check { files } => {
+            let (code, out, err) = crate::xcall::check::run(&files);
+            print!("{out}");
+            eprint!("{err}");
+            code
+        }
+    }
+}
+
 fn litmus(action: LitmusCmd) -> i32 {
     use crate::atomics::litmus;
     let r = match &action {
@@ -365,6 +394,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
             println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);
             print!("{}", crate::abi::oracle::bench(&tc, count));
         }
+        BenchArea::Xcall => print!("{}", crate::xcall::bench(&tc)),
         BenchArea::Atomics => {
             use crate::atomics::{catalog, mapping, model};
             let tests = catalog::catalog();

@@ -6,6 +6,7 @@
 //! installed from NVIDIA's pinned redistributable wheels; [`Policy::System`] never installs.
 
 mod ffi;
+pub mod llc;
 pub mod managed;
 
 use std::collections::BTreeMap;
