@@ -104,6 +104,8 @@ struct gp_file {
 };
 
 static DEFINE_IDA(gp_ida);
+/* handles alive in the module (GPUCTS_P2P_IOC_STATS): from PIN to release */
+static atomic_t gp_live_handles = ATOMIC_INIT(0);
 
 static void gp_pin_release(struct kref *ref)
 {
@@ -112,6 +114,7 @@ static void gp_pin_release(struct kref *ref)
 	put_pid(pin->owner);
 	ida_free(&gp_ida, pin->handle);
 	kfree(pin);
+	atomic_dec(&gp_live_handles);
 }
 
 static void gp_pin_put(struct gp_pin *pin)
@@ -401,6 +404,7 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 		kfree(pin);
 		return id;
 	}
+	atomic_inc(&gp_live_handles);
 	kref_init(&pin->ref);		/* the handle table's */
 	kref_get(&pin->ref);		/* the registration's */
 	pin->handle = id;
@@ -438,6 +442,7 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 		put_pid(pin->owner);
 		ida_free(&gp_ida, id);
 		kfree(pin);
+		atomic_dec(&gp_live_handles);
 		return ret;
 	}
 
@@ -713,6 +718,15 @@ static long gp_ioc_events(struct gp_file *gf, void __user *argp)
 	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
 }
 
+static long gp_ioc_stats(void __user *argp)
+{
+	struct gpucts_p2p_stats st = {
+		.handles = (u32)atomic_read(&gp_live_handles),
+	};
+
+	return copy_to_user(argp, &st, sizeof(st)) ? -EFAULT : 0;
+}
+
 static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct gp_file *gf = file->private_data;
@@ -733,6 +747,8 @@ static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return gp_ioc_dma_unmap(gf, argp);
 	case GPUCTS_P2P_IOC_EVENTS:
 		return gp_ioc_events(gf, argp);
+	case GPUCTS_P2P_IOC_STATS:
+		return gp_ioc_stats(argp);
 	default:
 		return -ENOTTY;
 	}

@@ -1,8 +1,10 @@
 //! The contract between the runner and the spec areas.
 //!
 //! Each area (abi, atomics, ...) defines its own `check:` vocabulary as a serde enum that
-//! implements [`Check`]; [`registry`] maps a suite file's `area:` to the parser for it. The
-//! runner knows nothing of what a check does; an area knows nothing of how it is scheduled.
+//! implements [`Check`]; an [`Areas`] set, assembled by the binary's top (`crate::areas`), maps a
+//! suite file's `area:` to the parser for it. This module names no area: areas depend on it, not
+//! it on them. The runner knows nothing of what a check does; an area knows nothing of how it is
+//! scheduled.
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
@@ -15,6 +17,7 @@ use crate::capability::{Capabilities, Capability};
 use crate::outcome::CaseStatus;
 
 /// Everything a running case may use. Backends are reached only through here.
+#[derive(Debug)]
 pub struct CaseContext<'a> {
     pub id: &'a str,
     pub caps: &'a Capabilities,
@@ -42,46 +45,57 @@ pub trait Check: Send + Sync + Debug + 'static {
 
 /// Parses the `check:` content of one area's cases.
 pub trait AreaParser: Send + Sync {
-    fn parse(&self, content: serde_json::Value) -> Result<Arc<dyn Check>, String>;
+    /// The content's error names the field and what was expected (serde's message).
+    fn parse(&self, content: serde_json::Value) -> Result<Arc<dyn Check>, serde_json::Error>;
 }
 
 struct Typed<C>(std::marker::PhantomData<fn() -> C>);
 
 impl<C: Check + DeserializeOwned> AreaParser for Typed<C> {
-    fn parse(&self, content: serde_json::Value) -> Result<Arc<dyn Check>, String> {
-        serde_json::from_value::<C>(content)
-            .map(|c| Arc::new(c) as Arc<dyn Check>)
-            .map_err(|e| e.to_string())
+    fn parse(&self, content: serde_json::Value) -> Result<Arc<dyn Check>, serde_json::Error> {
+        serde_json::from_value::<C>(content).map(|c| Arc::new(c) as Arc<dyn Check>)
     }
 }
 
-fn typed<C: Check + DeserializeOwned>() -> Box<dyn AreaParser> {
-    Box::new(Typed::<C>(std::marker::PhantomData))
+/// The areas a suite file may name, each with the parser for its `check:` content.
+///
+/// The suite model reads files against an `Areas` it is given and names no area itself; the
+/// binary's top (`crate::areas`) assembles the set, so no layer below it depends on the areas.
+#[derive(Default)]
+pub struct Areas {
+    entries: Vec<(&'static str, Box<dyn AreaParser>)>,
 }
 
-/// The areas a suite file may name.
-pub const AREAS: &[&str] = &[
-    "abi",
-    "xcall",
-    "syscalls",
-    "atomics",
-    "dwarf",
-    "gpudirect",
-    "selftest",
-];
+impl Areas {
+    pub fn new() -> Areas {
+        Areas::default()
+    }
 
-/// The parser for an area's checks.
-pub fn registry(area: &str) -> Option<Box<dyn AreaParser>> {
-    Some(match area {
-        "abi" => typed::<crate::abi::AbiCheck>(),
-        "xcall" => typed::<crate::xcall::XcallCheck>(),
-        "syscalls" => typed::<crate::syscalls::SyscallsCheck>(),
-        "atomics" => typed::<crate::atomics::AtomicsCheck>(),
-        "dwarf" => typed::<crate::dwarf::DwarfCheck>(),
-        "gpudirect" => typed::<crate::gpudirect::GpudirectCheck>(),
-        "selftest" => typed::<crate::selftest::SelftestCheck>(),
-        _ => return None,
-    })
+    /// Add an area whose `check:` content deserializes into `C`.
+    pub fn with<C: Check + DeserializeOwned>(mut self, name: &'static str) -> Areas {
+        self.entries
+            .push((name, Box::new(Typed::<C>(std::marker::PhantomData))));
+        self
+    }
+
+    /// The parser for an area's checks.
+    pub fn parser(&self, name: &str) -> Option<&dyn AreaParser> {
+        self.entries
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, p)| p.as_ref())
+    }
+
+    /// The area names, in the order they were added.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.entries.iter().map(|(n, _)| *n).collect()
+    }
+}
+
+impl std::fmt::Debug for Areas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
 }
 
 /// Results computed once per key and shared by every case that needs them (a batch of random

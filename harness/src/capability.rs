@@ -35,11 +35,20 @@ pub enum Capability {
     Kmod,
     /// An RDMA device through libibverbs (cargo feature `rdma`).
     Rdma,
+    /// The companion module's test provider, `/dev/gpucts_testprov` (host pages standing in
+    /// for GPU memory, with fault injection; kmod/testprov). Never a GPU.
+    Testprov,
+    /// nvidia-peermem: ibv_reg_mr on GPU memory (gpudirect §1.6).
+    Peermem,
+    /// ibv_reg_dmabuf_mr on a dma-buf of GPU memory (cuMemGetHandleForAddressRange).
+    Dmabuf,
     /// A language feature the producer under test lacks (e.g. a libcu++ without
     /// `cuda::thread_scope_cluster`): the case cannot be expressed with this producer version.
     /// Its own family, so `--require toolchain` does not fail on it; `--require
     /// producer-feature` does.
     ProducerFeature,
+    /// A public corpus under `../shared/corpora/` (read in place, never copied).
+    Corpus,
 }
 
 impl Capability {
@@ -55,7 +64,11 @@ impl Capability {
         Capability::Clang,
         Capability::Kmod,
         Capability::Rdma,
+        Capability::Testprov,
+        Capability::Peermem,
+        Capability::Dmabuf,
         Capability::ProducerFeature,
+        Capability::Corpus,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,7 +84,11 @@ impl Capability {
             Capability::Clang => "clang",
             Capability::Kmod => "kmod",
             Capability::Rdma => "rdma",
+            Capability::Testprov => "testprov",
+            Capability::Peermem => "peermem",
+            Capability::Dmabuf => "dmabuf",
             Capability::ProducerFeature => "producer-feature",
+            Capability::Corpus => "corpus",
         }
     }
 
@@ -105,7 +122,13 @@ impl Capability {
             Capability::Rdma => {
                 "build with `--features rdma` on a machine with an RDMA device (libibverbs)"
             }
+            Capability::Testprov => {
+                "load kmod/testprov/gpucts_testprov.ko before gpucts_p2p.ko (ci/kmod-vm does; never next to nvidia.ko)"
+            }
+            Capability::Peermem => "a GPU, an RDMA NIC and `modprobe nvidia-peermem`",
+            Capability::Dmabuf => "a GPU with dma-buf export (CUDA 11.7+, open kernel modules) and an RDMA NIC",
             Capability::ProducerFeature => "needs a producer version that can express the case",
+            Capability::Corpus => "needs the public corpora checked out at ../shared/corpora/",
         }
     }
 }
@@ -116,14 +139,25 @@ impl fmt::Display for Capability {
     }
 }
 
+/// A capability name that names none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilityError {
+    /// Not a capability's name.
+    #[error("unknown capability `{0}`")]
+    Unknown(String),
+    /// A `--require` entry that is neither a capability nor a family; `known` lists both.
+    #[error("unknown capability `{name}` (known: {known})")]
+    UnknownRequirement { name: String, known: String },
+}
+
 impl FromStr for Capability {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = CapabilityError;
+    fn from_str(s: &str) -> Result<Self, CapabilityError> {
         Capability::ALL
             .iter()
             .copied()
             .find(|c| c.name() == s)
-            .ok_or_else(|| format!("unknown capability `{s}`"))
+            .ok_or_else(|| CapabilityError::Unknown(s.to_string()))
     }
 }
 
@@ -132,7 +166,7 @@ impl FromStr for Capability {
 pub struct Requirement(String);
 
 impl Requirement {
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub fn parse(s: &str) -> Result<Self, CapabilityError> {
         let s = s.trim();
         if Capability::ALL
             .iter()
@@ -145,11 +179,16 @@ impl Requirement {
                 v.push("toolchain");
                 v
             };
-            Err(format!(
-                "unknown capability `{s}` (known: {})",
-                known.join(", ")
-            ))
+            Err(CapabilityError::UnknownRequirement {
+                name: s.to_string(),
+                known: known.join(", "),
+            })
         }
+    }
+
+    /// Every `--require` entry, or the first that names nothing.
+    pub fn parse_all(entries: &[String]) -> Result<Vec<Requirement>, CapabilityError> {
+        entries.iter().map(|e| Requirement::parse(e)).collect()
     }
 
     pub fn covers(&self, cap: Capability) -> bool {
@@ -208,7 +247,19 @@ mod tests {
         assert!(r.covers(Capability::Nvrtc));
         assert!(!r.covers(Capability::Gpu));
         assert!(Requirement::parse("gpu").unwrap().covers(Capability::Gpu));
-        assert!(Requirement::parse("warp-drive").is_err());
+        assert_eq!(
+            Requirement::parse("warp-drive").unwrap_err().to_string(),
+            "unknown capability `warp-drive` (known: gpu, ptxas, nvrtc, nvjitlink, libnvvm, \
+             nvdisasm, cuobjdump, cccl, clang, kmod, rdma, testprov, peermem, dmabuf, \
+             producer-feature, corpus, toolchain)"
+        );
+        assert_eq!(
+            "warp-drive".parse::<Capability>(),
+            Err(CapabilityError::Unknown("warp-drive".into()))
+        );
+        let all = Requirement::parse_all(&["gpu".into(), " toolchain".into()]).unwrap();
+        assert_eq!(all.len(), 2);
+        assert!(Requirement::parse_all(&["gpu".into(), "x".into()]).is_err());
         assert!(
             !r.covers(Capability::ProducerFeature),
             "a producer's missing feature is not a missing toolchain"

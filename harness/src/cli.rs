@@ -11,7 +11,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::backend::toolchain::{managed, Policy, Toolchain};
 use crate::capability::{Capability, Requirement};
-use crate::runner::{self, RunEnv, Tally};
+use crate::report;
+use crate::runner::{self, Format, RunEnv};
 use crate::suite::{self, Case};
 use crate::waivers::Waivers;
 
@@ -20,7 +21,7 @@ pub const EXIT_FAILED: i32 = 101;
 pub const EXIT_USAGE: i32 = 2;
 
 /// Known producer divergences, each investigated, applied unless `--no-default-waivers`.
-pub const DEFAULT_WAIVERS: &str = "suites/waivers/known-divergences.yaml";
+pub const DEFAULT_WAIVERS: &str = crate::waivers::DEFAULT_FILE;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -65,7 +66,7 @@ struct RunArgs {
     junit: Option<PathBuf>,
     /// Capabilities (or the `toolchain` family) whose absence fails the run instead of
     /// skipping: gpu, toolchain, ptxas, nvrtc, nvjitlink, libnvvm, nvdisasm, cuobjdump, cccl,
-    /// clang, kmod, rdma.
+    /// clang, kmod, rdma, testprov, peermem, dmabuf.
     #[arg(long, value_name = "CAP[,CAP...]", value_delimiter = ',')]
     require: Vec<String>,
     /// Known failures to report as waived (YAML; see reports/README.md). Repeatable; added to
@@ -78,14 +79,6 @@ struct RunArgs {
     /// `auto` installs NVIDIA's pinned wheels for missing components; `system` never installs.
     #[arg(long, value_enum, default_value_t = Policy::Auto)]
     toolchain: Policy,
-}
-
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, ValueEnum)]
-enum Format {
-    #[default]
-    Pretty,
-    Terse,
-    Json,
 }
 
 #[derive(Subcommand, Debug)]
@@ -117,6 +110,11 @@ enum Cmd {
     Litmus {
         #[command(subcommand)]
         action: LitmusCmd,
+    },
+    /// DWARF tools: check the debug information of PTX files and cubins (ptx-interop ch. 5).
+    Dwarf {
+        #[command(subcommand)]
+        action: DwarfCmd,
     },
     /// Print throughput figures (random types verified per second per oracle; model checks).
     Bench {
@@ -163,10 +161,34 @@ enum XcallCmd {
 }
 
 #[derive(Subcommand, Debug)]
+enum DwarfCmd {
+    /// Check PTX files, cubins or ELF objects against ptx-interop 13.2 ch. 5 (sections, address
+    /// classes, references, names, .file/.loc). Exit 0 when no file has a finding, 1 on a
+    /// finding (printed as `file:line: message [clause]`), 2 when a file cannot be read.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum LitmusCmd {
     /// Print `outcome: allowed|forbidden` for a test (YAML or Dat3M .litmus), and for a
     /// forbidden outcome the axiom ruling out each candidate execution.
-    Check { file: PathBuf },
+    Check {
+        file: PathBuf,
+        /// Loop bound: each loop body runs at most N times (Dat3M's bound; an execution cut
+        /// by it makes the outcome `unknown (bound reached)`).
+        #[arg(long, default_value_t = crate::atomics::model::DEFAULT_UNROLL)]
+        unroll: u32,
+        /// `ptx-v6.0` or `ptx-v7.5` (default: v7.5 when the test uses proxies, else v6.0).
+        #[arg(long)]
+        model: Option<String>,
+        /// Whether every execution terminates under a fair scheduler (spin loops, barrier
+        /// quorums) instead of the condition.
+        #[arg(long)]
+        liveness: bool,
+    },
     /// Convert a Dat3M .litmus file to gpucts YAML (stdout).
     Import { file: PathBuf },
     /// Convert a test (YAML or .litmus) to Dat3M .litmus syntax (stdout).
@@ -178,6 +200,9 @@ enum BenchArea {
     Abi,
     Atomics,
     Xcall,
+    /// Pin/unpin latency, BAR bandwidth, RDMA bandwidth/latency (`--count`: repetitions,
+    /// 3..100).
+    Gpudirect,
 }
 
 #[derive(Subcommand, Debug)]
@@ -226,6 +251,9 @@ pub fn main() -> i32 {
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Xcall { action }) => xcall(action),
         Some(Cmd::Litmus { action }) => litmus(action),
+        Some(Cmd::Dwarf {
+            action: DwarfCmd::Check { files },
+        }) => crate::dwarf::check::cli(&files),
         Some(Cmd::Bench { area, count }) => bench(area, count),
         Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref()),
     }
@@ -267,7 +295,7 @@ fn validate(paths: Vec<PathBuf>) -> i32 {
     } else {
         paths
     };
-    match suite::load_suites(&files) {
+    match suite::load_suites(&files, &crate::areas::all()) {
         Ok(suites) => {
             let n: usize = suites.iter().map(|s| s.cases.len()).sum();
             for s in &suites {
@@ -368,7 +396,12 @@ fn xcall(action: XcallCmd) -> i32 {
 fn litmus(action: LitmusCmd) -> i32 {
     use crate::atomics::litmus;
     let r = match &action {
-        LitmusCmd::Check { file } => litmus::check_file(file),
+        LitmusCmd::Check {
+            file,
+            unroll,
+            model,
+            liveness,
+        } => crate::atomics::model::check_file_with(file, *unroll, model.as_deref(), *liveness),
         LitmusCmd::Import { file } => litmus::import_file(file),
         LitmusCmd::Export { file } => litmus::export_file(file),
     };
@@ -390,6 +423,9 @@ fn litmus(action: LitmusCmd) -> i32 {
 fn bench(area: BenchArea, count: usize) -> i32 {
     let tc = Toolchain::discover_system();
     match area {
+        BenchArea::Gpudirect => {
+            print!("{}", crate::gpudirect::bench::run(count));
+        }
         BenchArea::Abi => {
             println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);
             print!("{}", crate::abi::oracle::bench(&tc, count));
@@ -410,6 +446,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
                 tests.len() as f64 / secs,
                 candidates as f64 / secs
             );
+            print!("{}", crate::atomics::corpus::bench());
             for producer in mapping::source::PRODUCERS {
                 let cases = mapping::source::cases_for(producer);
                 let t0 = std::time::Instant::now();
@@ -429,7 +466,8 @@ fn bench(area: BenchArea, count: usize) -> i32 {
 }
 
 fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
-    let suite = match suite::load_file(file) {
+    runner::child::die_with_parent();
+    let suite = match suite::load_file(file, &crate::areas::all()) {
         Ok(s) => s,
         Err(errors) => {
             print_load_errors(&errors);
@@ -455,19 +493,6 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
     }
 }
 
-fn report_name(suites: &[String]) -> String {
-    let names: Vec<String> = suites
-        .iter()
-        .map(|s| {
-            Path::new(s)
-                .file_stem()
-                .map(|x| x.to_string_lossy().into_owned())
-                .unwrap_or_else(|| s.clone())
-        })
-        .collect();
-    names.join("+")
-}
-
 fn run(args: RunArgs) -> i32 {
     let root = find_root();
     let suites_arg = if args.suites.is_empty() {
@@ -475,6 +500,7 @@ fn run(args: RunArgs) -> i32 {
     } else {
         args.suites.clone()
     };
+    let name = report::run::report_name(&suites_arg);
 
     // Everything that can be wrong with the invocation or the suite files is found before
     // anything runs, and exits 2.
@@ -490,7 +516,7 @@ fn run(args: RunArgs) -> i32 {
     }
     files.sort();
     files.dedup();
-    let suites = match suite::load_suites(&files) {
+    let suites = match suite::load_suites(&files, &crate::areas::all()) {
         Ok(s) => s,
         Err(errors) => {
             print_load_errors(&errors);
@@ -501,80 +527,55 @@ fn run(args: RunArgs) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let mut requires = Vec::new();
-    for r in &args.require {
-        match Requirement::parse(r) {
-            Ok(r) => requires.push(r),
-            Err(e) => {
-                error(format!("--require: {e}"));
-                return EXIT_USAGE;
-            }
+    let requires = match Requirement::parse_all(&args.require) {
+        Ok(r) => r,
+        Err(e) => {
+            error(format!("--require: {e}"));
+            return EXIT_USAGE;
         }
-    }
-    let mut waiver_files = Vec::new();
-    let default_waivers = root.join(DEFAULT_WAIVERS);
-    if !args.no_default_waivers && default_waivers.is_file() {
-        waiver_files.push(default_waivers);
-    }
-    waiver_files.extend(args.waivers.iter().cloned());
-    let mut waivers = Waivers::default();
-    for f in &waiver_files {
-        match Waivers::load(f)
-            .map_err(|e| e.to_string())
-            .and_then(|w| waivers.extend(w))
-        {
-            Ok(()) => {}
-            Err(e) => {
-                error(e);
-                return EXIT_USAGE;
-            }
+    };
+    let waivers = match Waivers::load_run(&root, args.no_default_waivers, &args.waivers) {
+        Ok(w) => w,
+        Err(e) => {
+            error(e);
+            return EXIT_USAGE;
         }
-    }
+    };
     let cases: Vec<Case> = suites.into_iter().flat_map(|s| s.cases).collect();
-
-    let mut mimic = libtest_mimic::Arguments {
+    let selection = runner::Selection {
         filter: args.filter.clone(),
         exact: args.exact,
         skip: args.skip.clone(),
         list: args.list,
-        test_threads: args.jobs,
-        format: Some(match args.format {
-            Format::Pretty => libtest_mimic::FormatSetting::Pretty,
-            Format::Terse => libtest_mimic::FormatSetting::Terse,
-            Format::Json => libtest_mimic::FormatSetting::Json,
-        }),
-        ..Default::default()
+        jobs: args.jobs,
+        format: args.format,
     };
     if args.list {
-        let trials = runner::trials(cases, Arc::new(empty_env(&root)));
-        let _ = libtest_mimic::run(&mimic, trials);
+        runner::list(cases, &root, &selection);
         return EXIT_OK;
     }
 
     // Provision the toolchain only when a selected case needs part of it.
-    let needs_toolchain = cases
-        .iter()
-        .any(|c| selected(&c.id, &args) && c.requires.iter().any(|r| r.family() == "toolchain"));
-    let toolchain = if needs_toolchain {
+    let toolchain = if selection.needs_toolchain(&cases) {
         Toolchain::provision(args.toolchain)
     } else {
         Toolchain::discover_system()
     };
     let (probe, caps) = crate::probe::probe(&toolchain);
     let fingerprint = probe.fingerprint();
-    let gpu = caps.has(Capability::Gpu);
+    let gpu = caps
+        .has(Capability::Gpu)
+        .then(|| fingerprint.get("gpu").cloned().unwrap_or_default());
+    let have = toolchain.components().len();
     eprintln!(
-        "gpucts {}: {} cases from {} | gpu: {} | toolchain: {}/{} components",
-        env!("CARGO_PKG_VERSION"),
-        cases.len(),
-        report_name(&suites_arg),
-        if gpu {
-            fingerprint.get("gpu").cloned().unwrap_or_default()
-        } else {
-            "none".into()
-        },
-        toolchain.components().len(),
-        toolchain.components().len() + toolchain.missing().len(),
+        "{}",
+        report::run::banner(
+            cases.len(),
+            &name,
+            gpu.as_deref(),
+            have,
+            have + toolchain.missing().len()
+        )
     );
 
     let env = Arc::new(RunEnv {
@@ -587,114 +588,29 @@ fn run(args: RunArgs) -> i32 {
         fingerprint,
         results: Mutex::new(Vec::new()),
     });
-    if mimic.test_threads.is_none() {
-        mimic.test_threads = std::thread::available_parallelism().ok().map(|n| n.get());
-    }
-    let conclusion = libtest_mimic::run(&mimic, runner::trials(cases, Arc::clone(&env)));
+    let outcome = runner::run(cases, Arc::clone(&env), &selection);
 
-    let mut results = std::mem::take(&mut *env.results.lock().unwrap_or_else(|e| e.into_inner()));
-    results.sort_by(|a, b| a.id.cmp(&b.id));
-    let tally = Tally::of(&results);
-
-    let now = time::OffsetDateTime::now_utc();
-    let junit_path = args.junit.clone().unwrap_or_else(|| {
-        let stamp = now
-            .format(time::macros::format_description!(
-                "[year][month][day]T[hour][minute][second]Z"
-            ))
-            .unwrap_or_else(|_| "run".into());
-        root.join("reports")
-            .join(format!("{}-{stamp}", report_name(&suites_arg)))
-            .join("junit.xml")
-    });
-    let mut report_ok = true;
-    if let Some(dir) = junit_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            error(format!("cannot create {}: {e}", dir.display()));
-            report_ok = false;
-        }
+    let written = report::run::write(
+        &outcome.results,
+        &env.fingerprint,
+        args.junit.as_deref(),
+        &root,
+        &name,
+    );
+    for e in &written.errors {
+        error(e);
     }
-    match crate::report::junit::render(&results, &env.fingerprint, now) {
-        Ok(xml) => {
-            if let Err(e) = std::fs::write(&junit_path, xml) {
-                error(format!("cannot write {}: {e}", junit_path.display()));
-                report_ok = false;
-            }
-        }
-        Err(e) => {
-            error(e);
-            report_ok = false;
-        }
-    }
-    let json_path = junit_path.with_file_name("results.json");
-    if args.junit.is_none() {
-        if let Err(e) = crate::report::write_json(&json_path, &results, &env.fingerprint) {
-            error(format!("cannot write {}: {e}", json_path.display()));
-        }
-    }
-
     // The closing lines go to stderr when stdout is JSON events.
-    let say = |line: String| {
+    for line in report::run::closing_lines(&outcome.results, &outcome.tally, &written) {
         if args.format == Format::Json {
             eprintln!("{line}");
         } else {
             println!("{line}");
         }
-    };
-    for r in &results {
-        if let crate::outcome::Verdict::StaleWaiver { waiver } = &r.verdict {
-            say(format!(
-                "stale waiver: {waiver} lists {} but it passed",
-                r.id
-            ));
-        }
     }
-    if report_ok {
-        say(format!("JUnit report: {}", junit_path.display()));
-    }
-    if tally.waived > 0 || tally.stale_waivers > 0 {
-        say(format!(
-            "waived: {}, stale waivers: {}",
-            tally.waived, tally.stale_waivers
-        ));
-    }
-    say(format!(
-        "gpucts: {} passed, {} failed, {} skipped",
-        tally.passed, tally.failed, tally.skipped
-    ));
-    if tally.failed > 0 || conclusion.has_failed() {
+    if outcome.failed() {
         EXIT_FAILED
     } else {
         EXIT_OK
-    }
-}
-
-/// Mirrors libtest-mimic's selection (substring or exact filter, `--skip` substrings).
-fn selected(id: &str, args: &RunArgs) -> bool {
-    let filter_ok = match &args.filter {
-        None => true,
-        Some(f) if args.exact => id == f,
-        Some(f) => id.contains(f.as_str()),
-    };
-    let skipped = args.skip.iter().any(|s| {
-        if args.exact {
-            id == s
-        } else {
-            id.contains(s.as_str())
-        }
-    });
-    filter_ok && !skipped
-}
-
-fn empty_env(root: &Path) -> RunEnv {
-    RunEnv {
-        caps: Default::default(),
-        toolchain: Toolchain::default(),
-        root: root.to_path_buf(),
-        exe: PathBuf::new(),
-        requires: Vec::new(),
-        waivers: Waivers::default(),
-        fingerprint: Default::default(),
-        results: Mutex::new(Vec::new()),
     }
 }

@@ -3,6 +3,7 @@
 use object::{Object, ObjectSection, ObjectSymbol};
 
 /// A parsed cubin; borrows the bytes.
+#[derive(Debug)]
 pub struct Cubin<'a> {
     file: object::File<'a>,
 }

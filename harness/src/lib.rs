@@ -1,10 +1,17 @@
 //! gpucts: conformance tests for NVIDIA GPU interoperability (the PTX ABI and GPUDirect RDMA).
 //!
-//! Layers, bottom up: `capability` and `backend` (tools, driver, devices) → `suite` (YAML model)
-//! → the spec areas (`abi`, `xcall`, `syscalls`, `atomics`, `dwarf`, `gpudirect`) behind the
-//! `area` contract → `runner` (scheduling, isolation) → `report` (console, JUnit) → `cli`.
+//! Layers, top down (each depends only on those below it; `tests/layers.rs` checks there is no
+//! cycle): `cli` → `areas` (assembles the spec areas) → `runner` (scheduling, isolation, verdicts)
+//! and `report` → the spec areas (`abi`, `xcall`, `syscalls`, `atomics`, `dwarf`, `gpudirect`) →
+//! `suite` (YAML model) and `waivers` → the `area` contract → `capability`, `probe`, `outcome`,
+//! `ptx`, `cubin` and `backend` (tools, driver, devices). See docs/ARCHITECTURE.md.
+
+#![warn(missing_debug_implementations)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod area;
+pub mod areas;
 pub mod backend;
 pub mod capability;
 pub mod cli;

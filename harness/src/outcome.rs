@@ -1,5 +1,11 @@
 //! What a case can say, in two layers (as deqp-runner does): the raw [`CaseStatus`] a case
 //! reports, and the [`Verdict`] after `--require` and the waiver list are applied.
+//!
+//! This is the one definition of a run's verdict: [`Verdict::judge`] is the only conversion
+//! from a status, [`Verdict::category`] the only mapping to the summary's counts, and
+//! [`Verdict::is_failure`] the only rule for the exit code. (An area's own findings, e.g. an
+//! ABI oracle's agreement or a mapping case's match, become a [`CaseStatus`] in that area; they
+//! are not run verdicts.)
 
 use serde::{Deserialize, Serialize};
 
@@ -140,7 +146,48 @@ pub enum Verdict {
     RequiredMissing,
 }
 
+/// Which count of the closing summary a verdict adds to (`gpucts: P passed, F failed, S
+/// skipped`; `waived: W`). A stale waiver is a pass, also counted on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Category {
+    Passed,
+    Failed,
+    Skipped,
+    Waived,
+}
+
 impl Verdict {
+    /// The verdict for a status. `required` says whether `--require` names the capability a
+    /// skip lacks (a required skip fails); `waiver` is the id of the waiver listing the case on
+    /// this platform, if any (a failure listed is waived; a pass listed makes it stale).
+    pub fn judge(status: &CaseStatus, required: bool, waiver: Option<&str>) -> Verdict {
+        match status {
+            CaseStatus::Skip { .. } if required => Verdict::RequiredMissing,
+            CaseStatus::Skip { .. } => Verdict::Skip,
+            CaseStatus::Pass { .. } => match waiver {
+                Some(w) => Verdict::StaleWaiver { waiver: w.into() },
+                None => Verdict::Pass,
+            },
+            CaseStatus::Fail { .. }
+            | CaseStatus::Error { .. }
+            | CaseStatus::Crash { .. }
+            | CaseStatus::Timeout { .. } => match waiver {
+                Some(w) => Verdict::Waived { waiver: w.into() },
+                None => Verdict::Fail,
+            },
+        }
+    }
+
+    /// The summary count this verdict adds to.
+    pub fn category(&self) -> Category {
+        match self {
+            Verdict::Pass | Verdict::StaleWaiver { .. } => Category::Passed,
+            Verdict::Fail | Verdict::RequiredMissing => Category::Failed,
+            Verdict::Skip => Category::Skipped,
+            Verdict::Waived { .. } => Category::Waived,
+        }
+    }
+
     /// Whether this verdict makes the run exit 101.
     pub fn is_failure(&self) -> bool {
         match self {
@@ -150,5 +197,95 @@ impl Verdict {
             | Verdict::Waived { .. }
             | Verdict::StaleWaiver { .. } => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn every_status() -> Vec<CaseStatus> {
+        vec![
+            CaseStatus::pass(),
+            CaseStatus::pass_with("note"),
+            CaseStatus::fail("4", "8"),
+            CaseStatus::skip(Capability::Gpu, "no GPU"),
+            CaseStatus::error("tool broke"),
+            CaseStatus::Crash {
+                how: "killed by SIGSEGV".into(),
+                output: String::new(),
+            },
+            CaseStatus::Timeout {
+                after_s: 1.0,
+                output: String::new(),
+            },
+        ]
+    }
+
+    /// The whole table, from the rules in reports/README.md: a skip fails only when required;
+    /// a waiver turns a failure into `waived` and a pass into a stale waiver; a waiver never
+    /// touches a skip.
+    #[test]
+    fn judge_covers_every_status() {
+        for s in every_status() {
+            for required in [false, true] {
+                for waiver in [None, Some("W-1")] {
+                    let v = Verdict::judge(&s, required, waiver);
+                    let want = match (&s, required, waiver) {
+                        (CaseStatus::Skip { .. }, true, _) => Verdict::RequiredMissing,
+                        (CaseStatus::Skip { .. }, false, _) => Verdict::Skip,
+                        (CaseStatus::Pass { .. }, _, None) => Verdict::Pass,
+                        (CaseStatus::Pass { .. }, _, Some(w)) => Verdict::StaleWaiver {
+                            waiver: w.to_string(),
+                        },
+                        (_, _, None) => Verdict::Fail,
+                        (_, _, Some(w)) => Verdict::Waived {
+                            waiver: w.to_string(),
+                        },
+                    };
+                    assert_eq!(v, want, "{s:?} required={required} waiver={waiver:?}");
+                    // A raw failure is a run failure exactly when no waiver covers it.
+                    if s.is_failure() {
+                        assert_eq!(v.is_failure(), waiver.is_none(), "{s:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn categories_and_exit_code_agree() {
+        let all = [
+            (Verdict::Pass, Category::Passed, false),
+            (Verdict::Fail, Category::Failed, true),
+            (Verdict::Skip, Category::Skipped, false),
+            (
+                Verdict::Waived { waiver: "W".into() },
+                Category::Waived,
+                false,
+            ),
+            (
+                Verdict::StaleWaiver { waiver: "W".into() },
+                Category::Passed,
+                false,
+            ),
+            (Verdict::RequiredMissing, Category::Failed, true),
+        ];
+        for (v, c, fails) in all {
+            assert_eq!(v.category(), c, "{v:?}");
+            assert_eq!(v.is_failure(), fails, "{v:?}");
+            assert_eq!(c == Category::Failed, fails, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn verdicts_serialize_as_results_json_names_them() {
+        let v = serde_json::to_value(Verdict::Waived {
+            waiver: "W-1".into(),
+        })
+        .unwrap();
+        assert_eq!(v, serde_json::json!({"verdict": "waived", "waiver": "W-1"}));
+        let v = serde_json::to_value(Verdict::RequiredMissing).unwrap();
+        assert_eq!(v, serde_json::json!({"verdict": "required_missing"}));
     }
 }

@@ -81,6 +81,34 @@ fn rdma_devices() -> Result<Vec<String>, String> {
     }
 }
 
+/// nvidia-peermem (gpudirect §1.6): a GPU, an RDMA device and the module loaded.
+fn peermem(
+    driver: &Result<cuda::DriverInfo, String>,
+    rdma: &Result<Vec<String>, String>,
+) -> Result<String, String> {
+    driver.as_ref().map_err(|e| format!("no GPU: {e}"))?;
+    rdma.as_ref().map_err(|e| format!("no RDMA: {e}"))?;
+    if std::path::Path::new("/sys/module/nvidia_peermem").exists() {
+        Ok("nvidia_peermem loaded".into())
+    } else {
+        Err("nvidia_peermem is not loaded (/sys/module/nvidia_peermem)".into())
+    }
+}
+
+/// ibv_reg_dmabuf_mr on GPU memory: a GPU and an RDMA device; whether the driver exports
+/// dma-bufs is answered by the case itself (cuMemGetHandleForAddressRange).
+fn dmabuf(
+    driver: &Result<cuda::DriverInfo, String>,
+    rdma: &Result<Vec<String>, String>,
+) -> Result<String, String> {
+    driver.as_ref().map_err(|e| format!("no GPU: {e}"))?;
+    match rdma {
+        Ok(v) if !v.is_empty() => Ok("a GPU and an RDMA device".into()),
+        Ok(_) => Err("no RDMA device found".into()),
+        Err(e) => Err(format!("no RDMA: {e}")),
+    }
+}
+
 /// Probe everything; `toolchain` is the one this run will use.
 pub fn probe(toolchain: &Toolchain) -> (Probe, Capabilities) {
     let mut caps = Capabilities::default();
@@ -100,6 +128,7 @@ pub fn probe(toolchain: &Toolchain) -> (Probe, Capabilities) {
     );
     let kmod = kmod::probe();
     caps.set(Capability::Kmod, kmod.clone());
+    caps.set(Capability::Testprov, kmod::probe_testprov());
     let rdma = rdma_devices();
     caps.set(
         Capability::Rdma,
@@ -109,6 +138,8 @@ pub fn probe(toolchain: &Toolchain) -> (Probe, Capabilities) {
             Err(e) => Err(e.clone()),
         },
     );
+    caps.set(Capability::Peermem, peermem(&driver, &rdma));
+    caps.set(Capability::Dmabuf, dmabuf(&driver, &rdma));
     let toolchain_json = toolchain
         .components()
         .iter()

@@ -103,10 +103,10 @@ mod tests {
     #[test]
     fn nvrtc_graffiti_kernel_assembles_with_ptxas() {
         let tc = Toolchain::discover_system();
-        if !tc.has(Capability::Nvrtc) || !tc.has(Capability::Ptxas) {
-            eprintln!("skipped: nvrtc or ptxas not found");
-            return;
-        }
+        crate::require!(
+            tc.has(Capability::Nvrtc) && tc.has(Capability::Ptxas),
+            "nvrtc and ptxas"
+        );
         let (_, ptx) = writer_ptx(&tc, 0, 100).unwrap();
         assert!(crate::ptx::instr::function_names(&ptx).contains(&graffiti::KERNEL.to_string()));
         let entry = ptx
@@ -125,10 +125,10 @@ mod tests {
     #[ignore]
     fn every_suite_batch_assembles_with_ptxas() {
         let tc = Toolchain::discover_system();
-        if !tc.has(Capability::Nvrtc) || !tc.has(Capability::Ptxas) {
-            eprintln!("skipped: nvrtc or ptxas not found");
-            return;
-        }
+        crate::require!(
+            tc.has(Capability::Nvrtc) && tc.has(Capability::Ptxas),
+            "nvrtc and ptxas"
+        );
         for start in (0..2000).step_by(100) {
             let (_, ptx) = writer_ptx(&tc, start, 100).unwrap();
             tc.ptxas(&ptx, "sm_90", &[])

@@ -60,6 +60,11 @@ pub enum Rule {
     AggregateSize,
     /// Source-aware only: the function or the value is not in the producer's output.
     Missing,
+    /// ptx-interop 13.2 ch. 3, the system calls: see `abi::lint_syscalls`.
+    Syscall(
+        super::lint_syscalls::SyscallRule,
+        super::lint_syscalls::Syscall,
+    ),
 }
 
 impl Rule {
@@ -79,6 +84,7 @@ impl Rule {
             Rule::AggregateAlign => "aggregate-align",
             Rule::AggregateSize => "aggregate-size",
             Rule::Missing => "missing",
+            Rule::Syscall(r, _) => r.id(),
         }
     }
 
@@ -95,6 +101,7 @@ impl Rule {
             Rule::TableType | Rule::ScalarClass | Rule::Missing => "ptx-interop 13.2 §2.3 table",
             Rule::AggregateAlign => "ptx-interop 13.2 §2.3 note D",
             Rule::AggregateSize => "ptx-interop 13.2 §2.3 aggregates row",
+            Rule::Syscall(_, call) => call.clause(),
         }
     }
 }
@@ -137,7 +144,12 @@ impl fmt::Display for Violation {
 
 /// Parse `src` and lint it. `Err` is the "cannot parse" outcome (exit 2 in the CLI contract).
 pub fn lint_source(src: &str, file: &str) -> Result<Vec<Violation>, PtxError> {
-    Ok(lint(&PtxModule::parse(src)?, file))
+    let module = PtxModule::parse(src)?;
+    let mut v = lint(&module, file);
+    // ch. 3: system-call prototypes and call sites.
+    v.extend(super::lint_syscalls::lint(&module, src, file));
+    v.sort_by_key(|x| x.line);
+    Ok(v)
 }
 
 /// Read and lint one file. `Err` is the one-line reason it cannot be judged, as

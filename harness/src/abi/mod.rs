@@ -3,6 +3,7 @@
 mod fundamental;
 
 pub mod lint;
+pub mod lint_syscalls;
 pub mod paramgen;
 
 use serde::Deserialize;

@@ -932,45 +932,6 @@ pub fn emit(producer: Producer, tc: &Toolchain, sigs: &[Signature]) -> Result<St
     }
 }
 
-/// A departure from the §2.3 table observed in a producer's output for an external function
-/// (which another module can call, so the ABI binds it), with the evidence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Divergence {
-    pub producer: Producer,
-    pub sig_id: &'static str,
-    pub position: Position,
-    /// Rule ids of the findings, in the order [`check_decl`] reports them.
-    pub rules: &'static [&'static str],
-    pub evidence: &'static str,
-}
-
-macro_rules! div {
-    ($p:ident, $id:literal, $pos:ident, [$($r:literal),*], $e:literal) => {
-        Divergence { producer: Producer::$p, sig_id: $id, position: Position::$pos, rules: &[$($r),*], evidence: $e }
-    };
-}
-
-/// What NVRTC 12.9, clang 19.1.7 and libNVVM 12.9 were seen to emit against the table for
-/// external functions (local functions are not bound by cross-module calls and are reported,
-/// not listed). The `producers_follow_the_table` test keeps this list honest.
-pub const OBSERVED_DIVERGENCES: &[Divergence] = &[
-    div!(Clang, "s16a16", Return, ["aggregate-align"], "struct aligned(16) { int a; } returns `.param .align 4 .b8 func_retval0[16]` (parameter is `.align 16`): the return alignment comes from the IR type { i32 }"),
-    div!(Clang, "char3", Param, ["aggregate-align", "aggregate-size"], "ext_vector_type(3) char is 4 bytes aligned 4 in clang (`.align 4 .b8 [4]`); §1.2 gives a 3-element vector the element's alignment, size 3"),
-    div!(Clang, "char3", Return, ["aggregate-align", "aggregate-size"], "as the parameter: `.align 4 .b8 func_retval0[4]`"),
-    div!(Clang, "float3", Param, ["aggregate-align", "aggregate-size"], "ext_vector_type(3) float is 16 bytes aligned 16 (`.align 16 .b8 [16]`); §1.2 gives size 12, alignment 4"),
-    div!(Clang, "float3", Return, ["aggregate-align", "aggregate-size"], "as the parameter: `.align 16 .b8 func_retval0[16]`"),
-    div!(Libnvvm, "s1", Param, ["size-multiple", "aggregate-align"], "`%S1* byval align 1` becomes `.param .align 4 .b8 gpucts_s1_param_0[1]`: byval alignment raised to 4"),
-    div!(Libnvvm, "s2", Param, ["size-multiple", "aggregate-align"], "`byval align 1` becomes `.param .align 4 .b8 [2]`"),
-    div!(Libnvvm, "s3", Param, ["size-multiple", "aggregate-align"], "`byval align 1` becomes `.param .align 4 .b8 [3]`; the return value stays `.align 1 .b8 [3]`"),
-    div!(Libnvvm, "s5", Param, ["size-multiple", "aggregate-align"], "`byval align 1` becomes `.param .align 4 .b8 [5]`"),
-    div!(Libnvvm, "s2a2", Param, ["size-multiple", "aggregate-align"], "`byval align 2` becomes `.param .align 4 .b8 [2]`"),
-    div!(Libnvvm, "s6a2", Param, ["size-multiple", "aggregate-align"], "`byval align 2` becomes `.param .align 4 .b8 [6]`"),
-    div!(Libnvvm, "char3", Param, ["aggregate-align", "aggregate-size"], "NVVM IR `<3 x i8>` is passed as `.align 4 .b8 [4]`: LLVM vector types of 3 elements are padded to 4"),
-    div!(Libnvvm, "char3", Return, ["aggregate-align", "aggregate-size"], "as the parameter"),
-    div!(Libnvvm, "float3", Param, ["aggregate-align", "aggregate-size"], "NVVM IR `<3 x float>` is passed as `.align 16 .b8 [16]`"),
-    div!(Libnvvm, "float3", Return, ["aggregate-align", "aggregate-size"], "as the parameter"),
-];
-
 /// A Markdown table: one row per signature, one column per producer and variant, each cell
 /// `param / return` declarations, with the rule ids of any finding. For reports and notes.
 pub fn summary_table(sigs: &[Signature], results: &[(Producer, Vec<Observation>)]) -> String {
@@ -1139,10 +1100,7 @@ mod tests {
     #[test]
     fn signature_classes_agree_with_nvrtc_layout() {
         let tc = Toolchain::discover_system();
-        if !tc.has(Capability::Nvrtc) {
-            eprintln!("skip: NVRTC not found");
-            return;
-        }
+        crate::require!(tc.has(Capability::Nvrtc), "nvrtc");
         let sigs = signatures();
         let mut src = nvrtc_source(&sigs);
         for s in &sigs {
@@ -1167,6 +1125,10 @@ mod tests {
     #[test]
     fn reader_reads_debug_builds() {
         let tc = Toolchain::discover_system();
+        crate::require!(
+            tc.has(Capability::Nvrtc) && tc.has(Capability::Clang),
+            "nvrtc and clang"
+        );
         let sigs = signatures();
         let protos = |ptx: &str| -> Vec<String> {
             let m = PtxModule::parse(ptx).unwrap_or_else(|e| panic!("{e}"));
@@ -1184,8 +1146,7 @@ mod tests {
                 })
                 .collect()
         };
-        let mut runs = 0;
-        if tc.has(Capability::Nvrtc) {
+        {
             let src = nvrtc_source(&sigs);
             let plain = tc.nvrtc(&src, "p.cu", NVRTC_OPTIONS).unwrap();
             let mut opts = NVRTC_OPTIONS.to_vec();
@@ -1195,29 +1156,30 @@ mod tests {
                 debug.contains(".section\t.debug_info") || debug.contains(".section .debug_info")
             );
             assert_eq!(protos(&debug).len(), protos(&plain).len());
-            runs += 1;
         }
-        if tc.has(Capability::Clang) {
+        {
             let src = clang_source(&sigs);
             let plain = tc.clang_ptx(&src, ClangLang::C, CLANG_ARGS).unwrap();
             let debug = tc.clang_ptx(&src, ClangLang::C, &["-O2", "-g"]).unwrap();
             assert!(debug.contains(".loc"));
             assert_eq!(protos(&debug), protos(&plain));
-            runs += 1;
         }
-        eprintln!("debug builds read: {runs}");
     }
 
     /// Every producer available emits every generated function; every parameter and return
-    /// value of the external functions follows the table except the listed divergences.
+    /// value of the external functions follows the table except those the waiver file lists.
     #[test]
     fn producers_follow_the_table() {
         let tc = Toolchain::discover_system();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let waivers =
+            crate::waivers::Waivers::load(&root.join(crate::waivers::DEFAULT_FILE)).unwrap();
+        let fingerprint = crate::probe::probe(&tc).0.fingerprint();
         let sigs = signatures();
         let mut results = Vec::new();
         for p in PRODUCERS {
-            if !p.requires().iter().all(|c| tc.has(*c)) {
-                eprintln!("skip {}: not found", p.name());
+            if let Some(missing) = p.requires().into_iter().find(|c| !tc.has(*c)) {
+                crate::testkit::tool_missing(crate::testkit::Need::Tool, missing.name());
                 continue;
             }
             let ptx = emit(p, &tc, &sigs).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
@@ -1231,15 +1193,20 @@ mod tests {
                     p.name()
                 );
             }
-            let got: BTreeSet<(&str, &str, Vec<&str>)> = obs
+            let got: BTreeSet<String> = obs
                 .iter()
                 .filter(|o| o.variant == Variant::External && !o.conforms())
-                .map(|o| (o.sig_id, o.position.name(), ids(&o.findings)))
+                .map(|o| format!("abi.params.{}.{}.{}", p.name(), o.sig_id, o.position.name()))
                 .collect();
-            let want: BTreeSet<(&str, &str, Vec<&str>)> = OBSERVED_DIVERGENCES
+            // Which external declarations diverge is recorded once, in the waiver file (whose
+            // entries name the case ids `abi.params.<producer>.<signature>.<position>` and
+            // the producer versions seen): every divergence must be waived there on this
+            // platform, and every waived one must still diverge.
+            let want: BTreeSet<String> = sigs
                 .iter()
-                .filter(|d| d.producer == p)
-                .map(|d| (d.sig_id, d.position.name(), d.rules.to_vec()))
+                .flat_map(|s| [Position::Param, Position::Return].map(|pos| (s.id, pos)))
+                .map(|(sig, pos)| format!("abi.params.{}.{sig}.{}", p.name(), pos.name()))
+                .filter(|id| waivers.find(id, &fingerprint).is_some())
                 .collect();
             assert_eq!(got, want, "{}", p.name());
             results.push((p, obs));

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::atomics::litmus::{
-    parse_condition, LitmusTest, Location, Op, Operand, RmwOp, Scope, Sem, Thread,
+    parse_condition, AtomOp, LitmusTest, Location, Op, Operand, Scope, Sem, Thread,
 };
 use crate::atomics::model;
 
@@ -99,24 +99,7 @@ impl Mapping {
     }
 }
 
-/// Where the threads run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    /// All threads in CTA 0, thread i in warp i.
-    IntraCta,
-    /// Thread i in CTA i.
-    InterCta,
-}
-
-impl Placement {
-    pub const ALL: [Placement; 2] = [Placement::IntraCta, Placement::InterCta];
-    pub fn name(self) -> &'static str {
-        match self {
-            Placement::IntraCta => "intra_cta",
-            Placement::InterCta => "inter_cta",
-        }
-    }
-}
+pub use crate::atomics::litmus::Placement;
 
 pub const SCOPES: [Scope; 3] = [Scope::Cta, Scope::Gpu, Scope::Sys];
 
@@ -134,9 +117,9 @@ pub struct CatalogEntry {
 enum A {
     St(&'static str, i64),
     Ld(&'static str, &'static str),
-    Rmw(&'static str, &'static str, RmwOp, i64),
+    Rmw(&'static str, &'static str, AtomOp, i64),
     /// An RMW that stays relaxed whatever the mapping (the middle of a release sequence).
-    RmwRelaxed(&'static str, &'static str, RmwOp, i64),
+    RmwRelaxed(&'static str, &'static str, AtomOp, i64),
 }
 
 fn shape_program(shape: Shape) -> (Vec<Vec<A>>, &'static str) {
@@ -212,8 +195,8 @@ fn shape_program(shape: Shape) -> (Vec<Vec<A>>, &'static str) {
         ),
         Shape::RmwAtomicity => (
             vec![
-                vec![Rmw("r0", "x", RmwOp::Add, 1)],
-                vec![Rmw("r0", "x", RmwOp::Add, 1)],
+                vec![Rmw("r0", "x", AtomOp::Add, 1)],
+                vec![Rmw("r0", "x", AtomOp::Add, 1)],
             ],
             "exists (P0:r0 == 0 /\\ P1:r0 == 0)",
         ),
@@ -222,7 +205,7 @@ fn shape_program(shape: Shape) -> (Vec<Vec<A>>, &'static str) {
         Shape::ReleaseSequence => (
             vec![
                 vec![St("x", 1), St("y", 1)],
-                vec![RmwRelaxed("r0", "y", RmwOp::Add, 1)],
+                vec![RmwRelaxed("r0", "y", AtomOp::Add, 1)],
                 vec![Ld("r0", "y"), Ld("r1", "x")],
             ],
             "exists (P2:r0 == 2 /\\ P2:r1 == 0)",
@@ -345,6 +328,7 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
                 name,
                 init: 0,
                 space: Default::default(),
+                alias: None,
             })
             .collect(),
         threads,

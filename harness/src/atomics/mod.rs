@@ -10,6 +10,7 @@ pub mod mapping;
 use std::sync::OnceLock;
 
 pub mod catalog;
+pub mod corpus;
 pub mod gpu;
 pub mod litmus;
 pub mod model;
@@ -41,6 +42,13 @@ pub enum AtomicsCheck {
         #[serde(default = "gpu_iterations")]
         iterations: u64,
     },
+    /// Dat3M's public PTX corpus against one of its expectation files (`ptx-v6.0`,
+    /// `ptx-v7.5`, `liveness-ptx-v6.0`, `liveness-ptx-v7.5`): every listed test must get
+    /// Dat3M's published verdict. Skips, naming the folder, when the corpus is absent.
+    Corpus { expectations: String },
+    /// A litmus file of `suites/litmus/` whose outcome (`allowed`/`forbidden`) is argued in
+    /// the file's description, independently of the checker.
+    Litmus { file: String, outcome: String },
 }
 
 fn gpu_iterations() -> u64 {
@@ -91,7 +99,9 @@ impl Check for AtomicsCheck {
                 Producer::Nvrtc => vec![Capability::Nvrtc, Capability::Cccl],
                 other => other.requires(),
             },
-            AtomicsCheck::Model { .. } => Vec::new(),
+            AtomicsCheck::Model { .. }
+            | AtomicsCheck::Corpus { .. }
+            | AtomicsCheck::Litmus { .. } => Vec::new(),
             AtomicsCheck::Gpu { .. } => vec![Capability::Gpu],
         }
     }
@@ -107,6 +117,8 @@ impl Check for AtomicsCheck {
             }
             AtomicsCheck::Model { test } => model_case(test),
             AtomicsCheck::Gpu { test, iterations } => gpu::gpu_case(test, *iterations),
+            AtomicsCheck::Corpus { expectations } => corpus_case(expectations),
+            AtomicsCheck::Litmus { file, outcome } => litmus_case(file, outcome),
         }
     }
 }
@@ -138,5 +150,71 @@ fn model_case(name: &str) -> CaseStatus {
             format!("weak outcome {}", word(verdict.allowed)),
             model::report(&entry.test, &verdict),
         )
+    }
+}
+
+fn corpus_case(which: &str) -> CaseStatus {
+    let (csv, model, liveness) = match corpus::case(which) {
+        Ok(c) => c,
+        Err(e) => return CaseStatus::error(e),
+    };
+    let Some(dir) = corpus::dir() else {
+        return CaseStatus::skip(
+            Capability::Corpus,
+            "../shared/corpora/dat3m-ptx not found (Dat3M's PTX litmus corpus)",
+        );
+    };
+    let t = match corpus::run(&dir, csv, model, liveness) {
+        Ok(t) => t,
+        Err(e) => return CaseStatus::error(e),
+    };
+    if t.listed > 0 && t.agree == t.listed {
+        CaseStatus::pass_with(format!(
+            "{}: {} tests, all agree with Dat3M under {}",
+            csv,
+            t.listed,
+            model.name()
+        ))
+    } else {
+        CaseStatus::fail_detail(
+            format!("{} of {} agree", t.listed, t.listed),
+            format!(
+                "{} agree, {} disagree, {} refused",
+                t.agree,
+                t.disagree.len(),
+                t.refused.len()
+            ),
+            t.disagree
+                .iter()
+                .chain(&t.refused)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    }
+}
+
+fn litmus_case(file: &str, expected: &str) -> CaseStatus {
+    if !matches!(expected, "allowed" | "forbidden") || file.contains("..") {
+        return CaseStatus::error(format!(
+            "litmus case `{file}`: outcome must be allowed or forbidden, the file a name in suites/litmus/"
+        ));
+    }
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../suites/litmus")
+        .join(file);
+    let report = match model::check_file(&path) {
+        Ok(r) => r,
+        Err(e) => return CaseStatus::error(e),
+    };
+    let got = report
+        .lines()
+        .find_map(|l| l.strip_prefix("outcome: "))
+        .unwrap_or("none")
+        .to_string();
+    if got == expected {
+        CaseStatus::pass_with(format!("{expected} (as argued in the test's description)"))
+    } else {
+        CaseStatus::fail_detail(expected, got, report)
     }
 }

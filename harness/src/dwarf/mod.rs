@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::area::{CaseContext, Check};
+use crate::area::{BatchCache, CaseContext, Check};
 use crate::capability::Capability;
 use crate::cubin::Cubin;
 use crate::outcome::CaseStatus;
@@ -15,6 +15,28 @@ pub enum DwarfCheck {
     /// directives for `lines` is assembled; every line must come back from the cubin's line
     /// program, attributed to `file`, at non-decreasing addresses.
     LineTable { file: String, lines: Vec<u32> },
+    /// §5.1–§5.2: gpucts's own DWARF for the kernel of random type `seed` survives ptxas `-g`
+    /// (see [`roundtrip`]); kernels are assembled in batches of [`roundtrip::BATCH`].
+    RoundTrip { seed: u64 },
+    /// §5.1–§5.2: `gpucts dwarf check` on a PTX file of the repository; `findings` lists a
+    /// substring of each finding expected, in order (none: the file must be clean). Extra or
+    /// missing findings fail.
+    CheckFile {
+        file: String,
+        #[serde(default)]
+        findings: Vec<String>,
+    },
+    /// §5.1: a PTX file of the repository assembles with ptxas `-g`.
+    Assembles { file: String },
+    /// §5.1–§5.2: a producer's debug PTX for a batch of random types passes the check (PTX
+    /// and the cubin ptxas `-g` builds from it).
+    Producer {
+        producer: producers::DebugProducer,
+        batch: u64,
+    },
+    /// On a GPU: the driver JIT loads the producer's debug PTX for a small kernel, which
+    /// still computes the right result.
+    JitLoad { producer: producers::DebugProducer },
 }
 
 fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
@@ -63,14 +85,109 @@ fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
     }
 }
 
+fn round_trip(ctx: &CaseContext, seed: u64) -> CaseStatus {
+    static CACHE: std::sync::OnceLock<BatchCache<u64, Result<roundtrip::Verdicts, String>>> =
+        std::sync::OnceLock::new();
+    let batch = seed / roundtrip::BATCH;
+    let slot = CACHE
+        .get_or_init(BatchCache::new)
+        .get_or_compute(&batch, || roundtrip::run_batch(ctx.toolchain, batch));
+    match slot.get() {
+        Some(Ok(v)) => match v.get(&seed) {
+            Some(Ok(note)) => CaseStatus::pass_with(note.clone()),
+            Some(Err((e, o))) => CaseStatus::fail(e.clone(), o.clone()),
+            None => CaseStatus::error(format!("seed {seed} missing from its batch")),
+        },
+        Some(Err(e)) => CaseStatus::fail("the batch assembles and reads back", e.clone()),
+        None => CaseStatus::error("batch not computed"),
+    }
+}
+
+fn check_file(ctx: &CaseContext, file: &str, want: &[String]) -> CaseStatus {
+    let path = ctx.root.join(file);
+    let r = match check::check_path(&path, Some(ctx.toolchain)) {
+        Ok(r) => r,
+        Err(e) => return CaseStatus::fail("a readable file", e.to_string()),
+    };
+    let got: Vec<String> = r.findings.iter().map(|f| f.to_string()).collect();
+    let matches =
+        got.len() == want.len() && got.iter().zip(want).all(|(g, w)| g.contains(w.as_str()));
+    if matches {
+        CaseStatus::pass_with(format!("{} findings as expected", got.len()))
+    } else {
+        CaseStatus::fail_detail(
+            if want.is_empty() {
+                "no findings".to_string()
+            } else {
+                format!("findings containing {want:?}")
+            },
+            got.join("\n"),
+            r.notes.join("; "),
+        )
+    }
+}
+
+fn assembles(ctx: &CaseContext, file: &str) -> CaseStatus {
+    let text = match std::fs::read_to_string(ctx.root.join(file)) {
+        Ok(t) => t,
+        Err(e) => return CaseStatus::error(format!("{file}: {e}")),
+    };
+    match ctx.toolchain.ptxas(&text, "sm_90", &["-g"]) {
+        Ok(c) => match elf::Elf::parse(&c) {
+            Ok(e) if e.section(".debug_info").is_some() && e.section(".debug_line").is_some() => {
+                CaseStatus::pass_with("ptxas -g: a cubin with .debug_info and .debug_line")
+            }
+            Ok(_) => CaseStatus::fail(
+                "a cubin with .debug_info and .debug_line",
+                "sections missing",
+            ),
+            Err(e) => CaseStatus::fail("a CUDA ELF", e.to_string()),
+        },
+        Err(e) => CaseStatus::fail("ptxas -g assembles the file", e.to_string()),
+    }
+}
+
+fn producer(ctx: &CaseContext, p: producers::DebugProducer, batch: u64) -> CaseStatus {
+    match producers::check_batch(ctx.toolchain, p, batch) {
+        Ok(note) => CaseStatus::pass_with(note),
+        Err(findings) => CaseStatus::fail("no findings from `gpucts dwarf check`", findings),
+    }
+}
+
 impl Check for DwarfCheck {
     fn requires(&self) -> Vec<Capability> {
-        vec![Capability::Ptxas]
+        match self {
+            DwarfCheck::Producer { producer, .. } => producer.requires(),
+            DwarfCheck::JitLoad { producer } => {
+                let mut v = producer.requires();
+                v.push(Capability::Gpu);
+                v
+            }
+            _ => vec![Capability::Ptxas],
+        }
+    }
+
+    fn isolate(&self) -> bool {
+        matches!(self, DwarfCheck::JitLoad { .. })
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             DwarfCheck::LineTable { file, lines } => line_table(ctx, file, lines),
+            DwarfCheck::RoundTrip { seed } => round_trip(ctx, *seed),
+            DwarfCheck::CheckFile { file, findings } => check_file(ctx, file, findings),
+            DwarfCheck::Assembles { file } => assembles(ctx, file),
+            DwarfCheck::Producer { producer: p, batch } => producer(ctx, *p, *batch),
+            DwarfCheck::JitLoad { producer: p } => gpu::jit_load(ctx, *p),
         }
     }
 }
+
+pub mod check;
+pub mod elf;
+pub mod emit;
+mod gpu;
+pub mod producers;
+pub mod ptxscan;
+pub mod read;
+pub mod roundtrip;

@@ -1,7 +1,11 @@
 //! The `gpudirect` area: the GPUDirect RDMA userspace API on a GPU, and the `nvidia_p2p_*`
 //! kernel API through the companion module (`kmod/`, `/dev/gpucts`).
 
-mod kmod_cases;
+pub mod bench;
+pub mod kmod_cases;
+pub mod rdma_cases;
+pub mod regcache;
+mod userspace;
 
 use serde::Deserialize;
 
@@ -20,18 +24,22 @@ pub enum GpudirectCheck {
     /// gpudirect §3.5: a buffer id identifies one allocation, so freeing and allocating again
     /// (even at the same address) gives a different id.
     BufferIdChanges,
-    /// The module answers GET_VERSION with this UAPI's major and the pin alignment of its
-    /// flavour (64 KB desktop §3.2, 4 KB Tegra §4.4).
-    KmodVersion,
-    /// Bad arguments get exact errnos, never an oops: zero length EINVAL, unknown handle
-    /// ENOENT, unknown ioctl ENOTTY.
-    KmodBadArguments,
-    /// §3.2/§4.3: pin device memory; the page table is version-compatible, has 64 KB pages
-    /// covering the range, and names this GPU's UUID; unpin releases it without a callback.
-    KmodPinPageTable,
-    /// §2.3/§3.4: freeing pinned memory fires the free callback once; a later unpin is safe
-    /// and reports the handle as revoked.
-    KmodRevokeOnFree,
+    /// §4.2: cuPointerGetAttributes (BUFFER_ID, MEMORY_TYPE, IS_MANAGED, SYNC_MEMOPS) agrees
+    /// with single queries; a host pointer's BUFFER_ID is an error.
+    PointerAttributes,
+    /// §3.5: cuMemGetAddressRange of an interior pointer gives the whole allocation.
+    AddressRange,
+    /// §3.5: a registration cache with the buffer-id tag check and 64 KB rounding never serves
+    /// a stale pin after free/realloc.
+    RegcacheNoStale,
+    /// dma-buf export of GPU memory (cuMemGetHandleForAddressRange): fd, size, mmap recorded.
+    DmabufExport,
+    /// One of the companion module's scenarios (kmod/tests/p2p_scenarios.c and more), driven
+    /// through `/dev/gpucts` on test-provider memory (the VM) or cuMemAlloc memory (a rig);
+    /// see `kmod_cases`.
+    Kmod(kmod_cases::Scenario),
+    /// RDMA through libibverbs: registration and loopback WRITE/READ (see `rdma_cases`).
+    Rdma(rdma_cases::RdmaCase),
 }
 
 const ALLOC: usize = 1 << 20;
@@ -82,16 +90,28 @@ fn with_session(f: impl FnOnce(&Session) -> Result<CaseStatus, String>) -> CaseS
     }
 }
 
+/// A case returning a pass note or the status to report.
+fn with_note(f: impl FnOnce(&Session) -> Result<String, CaseStatus>) -> CaseStatus {
+    match Session::open(0) {
+        Ok(s) => match f(&s) {
+            Ok(note) => CaseStatus::pass_with(note),
+            Err(status) => status,
+        },
+        Err(e) => CaseStatus::error(e),
+    }
+}
+
 impl Check for GpudirectCheck {
     fn requires(&self) -> Vec<Capability> {
         match self {
-            GpudirectCheck::SyncMemops | GpudirectCheck::BufferIdChanges => vec![Capability::Gpu],
-            GpudirectCheck::KmodVersion | GpudirectCheck::KmodBadArguments => {
-                vec![Capability::Kmod]
-            }
-            GpudirectCheck::KmodPinPageTable | GpudirectCheck::KmodRevokeOnFree => {
-                vec![Capability::Gpu, Capability::Kmod]
-            }
+            GpudirectCheck::SyncMemops
+            | GpudirectCheck::BufferIdChanges
+            | GpudirectCheck::PointerAttributes
+            | GpudirectCheck::AddressRange
+            | GpudirectCheck::RegcacheNoStale
+            | GpudirectCheck::DmabufExport => vec![Capability::Gpu],
+            GpudirectCheck::Kmod(sc) => sc.requires(),
+            GpudirectCheck::Rdma(c) => c.requires(),
         }
     }
 
@@ -103,10 +123,12 @@ impl Check for GpudirectCheck {
         match self {
             GpudirectCheck::SyncMemops => with_session(sync_memops),
             GpudirectCheck::BufferIdChanges => with_session(buffer_id_changes),
-            GpudirectCheck::KmodVersion => kmod_cases::version(),
-            GpudirectCheck::KmodBadArguments => kmod_cases::bad_arguments(),
-            GpudirectCheck::KmodPinPageTable => with_session(kmod_cases::pin_page_table),
-            GpudirectCheck::KmodRevokeOnFree => with_session(kmod_cases::revoke_on_free),
+            GpudirectCheck::PointerAttributes => with_note(userspace::pointer_attributes),
+            GpudirectCheck::AddressRange => with_note(userspace::address_range),
+            GpudirectCheck::RegcacheNoStale => with_note(userspace::regcache_no_stale),
+            GpudirectCheck::DmabufExport => with_note(userspace::dmabuf_export),
+            GpudirectCheck::Kmod(sc) => kmod_cases::run(*sc),
+            GpudirectCheck::Rdma(c) => rdma_cases::run(*c),
         }
     }
 }

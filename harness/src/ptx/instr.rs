@@ -383,8 +383,13 @@ impl MemOpKind {
 }
 
 /// Memory-synchronising semantics (`.sem`), plus the two non-`.sem` qualifiers that decide
-/// strength: `.weak` (explicit or by default on `ld`/`st`) and `.volatile`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// strength: `.weak` (explicit or by default on `ld`/`st`) and `.volatile`. The crate's one
+/// definition: the instruction reader, the mapping tables and the litmus tests all use it
+/// (a litmus test accepts every value but `volatile`, see `atomics::litmus`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Sem {
     Weak,
     Volatile,
@@ -408,7 +413,8 @@ impl Sem {
         }
     }
 
-    fn parse(m: &str) -> Option<Sem> {
+    /// The semantic a PTX modifier names (`acq_rel` for `.acq_rel`).
+    pub fn parse(m: &str) -> Option<Sem> {
         Some(match m {
             "weak" => Sem::Weak,
             "volatile" => Sem::Volatile,
@@ -478,9 +484,14 @@ impl Scope {
 }
 
 /// State spaces a memory instruction may name (`.shared::cta` and `.shared::cluster` keep
-/// their sub-qualifier).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// their sub-qualifier). The crate's one definition; a litmus location uses `global`,
+/// `shared` or `const`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Space {
+    #[default]
     Global,
     Shared,
     SharedCta,
@@ -491,7 +502,8 @@ pub enum Space {
 }
 
 impl Space {
-    fn parse(m: &str) -> Option<Space> {
+    /// The state space a PTX modifier names.
+    pub fn parse(m: &str) -> Option<Space> {
         Some(match m {
             "global" => Space::Global,
             "shared" => Space::Shared,
@@ -517,10 +529,14 @@ impl Space {
     }
 }
 
-/// Atomic operations of `atom`/`red`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Atomic operations of `atom`/`red`: the crate's one definition (the instruction reader, the
+/// mapping tables via `mapping::table::RmwOp::ptx_op`, and the litmus tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum AtomOp {
     Add,
+    /// Not a PTX `atom` operation, but Dat3M's PTX litmus tests use it (`atom.acq_rel.sys.sub`).
+    Sub,
     Exch,
     Cas,
     And,
@@ -536,6 +552,7 @@ impl AtomOp {
     pub fn name(self) -> &'static str {
         match self {
             AtomOp::Add => "add",
+            AtomOp::Sub => "sub",
             AtomOp::Exch => "exch",
             AtomOp::Cas => "cas",
             AtomOp::And => "and",
@@ -548,9 +565,11 @@ impl AtomOp {
         }
     }
 
-    fn parse(m: &str) -> Option<AtomOp> {
+    /// The operation a PTX modifier names.
+    pub fn parse(m: &str) -> Option<AtomOp> {
         Some(match m {
             "add" => AtomOp::Add,
+            "sub" => AtomOp::Sub,
             "exch" => AtomOp::Exch,
             "cas" => AtomOp::Cas,
             "and" => AtomOp::And,
@@ -562,6 +581,37 @@ impl AtomOp {
             "dec" => AtomOp::Dec,
             _ => return None,
         })
+    }
+
+    /// The value written, given the value read and the operand, on 64-bit values (the PTX ISA
+    /// `atom` descriptions; `inc`/`dec` wrap at the operand as the ISA says, `cas` is decided
+    /// by the caller: this gives the value written when the comparison succeeds).
+    pub fn apply(self, old: i64, val: i64) -> i64 {
+        match self {
+            AtomOp::Exch | AtomOp::Cas => val,
+            AtomOp::Add => old.wrapping_add(val),
+            AtomOp::Sub => old.wrapping_sub(val),
+            AtomOp::And => old & val,
+            AtomOp::Or => old | val,
+            AtomOp::Xor => old ^ val,
+            AtomOp::Min => old.min(val),
+            AtomOp::Max => old.max(val),
+            // inc: (old >= val) ? 0 : old + 1; dec: (old == 0 || old > val) ? val : old - 1
+            AtomOp::Inc => {
+                if old >= val {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            AtomOp::Dec => {
+                if old == 0 || old > val {
+                    val
+                } else {
+                    old - 1
+                }
+            }
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod instr;
 pub mod lexer;
+pub mod literal;
 pub mod module;
 
 pub use module::{FunctionDecl, FunctionKind, ParamDecl, ParamSpace, PtxError, PtxModule, PtxType};

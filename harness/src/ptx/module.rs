@@ -701,18 +701,9 @@ impl<'t, 'a> Parser<'t, 'a> {
     }
 }
 
-/// PTX integer literal: decimal, `0x` hex, `0b` binary, octal with a leading 0, optional `U`.
+/// PTX integer literal: the one grammar of [`crate::ptx::literal`].
 fn parse_int(s: &str) -> Option<u64> {
-    let s = s.strip_suffix('U').unwrap_or(s);
-    if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        u64::from_str_radix(h, 16).ok()
-    } else if let Some(b) = s.strip_prefix("0b").or_else(|| s.strip_prefix("0B")) {
-        u64::from_str_radix(b, 2).ok()
-    } else if s.len() > 1 && s.starts_with('0') {
-        u64::from_str_radix(&s[1..], 8).ok()
-    } else {
-        s.parse().ok()
-    }
+    crate::ptx::literal::parse_int(s)
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! verdict and clause, plus the environment fingerprint, for qualification reports).
 
 pub mod junit;
+pub mod run;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -45,6 +45,22 @@ fn signal_name(sig: i32) -> String {
     format!("{name} (signal {sig})")
 }
 
+/// Called first in an isolated child: the kernel kills it when the parent run dies (a
+/// Ctrl-C reaches only the parent's process group, and a child in its own group would
+/// otherwise be left running with the GPU or the module).
+pub fn die_with_parent() {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers and touches no memory of ours.
+    unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+}
+
 /// Run one case in a child of `exe` and turn what happens into a status.
 pub fn run_isolated(exe: &Path, suite_file: &Path, case_id: &str, timeout: Duration) -> CaseStatus {
     // The parent owns the child's scratch directory, so it goes away even when the child is

@@ -16,7 +16,7 @@ use serde::Serialize;
 use crate::area::CaseContext;
 use crate::backend::toolchain::{tempfile_dir, Toolchain};
 use crate::capability::{Capabilities, Capability, Requirement};
-use crate::outcome::{CaseStatus, Verdict};
+use crate::outcome::{CaseStatus, Category, Verdict};
 use crate::suite::Case;
 use crate::waivers::{Waiver, Waivers};
 
@@ -34,6 +34,7 @@ pub struct CaseResult {
 }
 
 /// What every case of a run shares.
+#[derive(Debug)]
 pub struct RunEnv {
     pub caps: Capabilities,
     pub toolchain: Toolchain,
@@ -46,33 +47,132 @@ pub struct RunEnv {
     pub results: Mutex<Vec<CaseResult>>,
 }
 
-/// The verdict for a status: `--require` first (a skip for a required capability fails), then
-/// waivers (a failure listed is waived; a pass listed makes the waiver stale).
-pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&Waiver>) -> Verdict {
-    match status {
-        CaseStatus::Skip { capability, .. } => {
-            if requires.iter().any(|r| r.covers(*capability)) {
-                Verdict::RequiredMissing
-            } else {
-                Verdict::Skip
-            }
+impl RunEnv {
+    /// An environment with nothing probed, for listing cases without running them.
+    pub fn empty(root: &std::path::Path) -> RunEnv {
+        RunEnv {
+            caps: Default::default(),
+            toolchain: Toolchain::default(),
+            root: root.to_path_buf(),
+            exe: PathBuf::new(),
+            requires: Vec::new(),
+            waivers: Waivers::default(),
+            fingerprint: Default::default(),
+            results: Mutex::new(Vec::new()),
         }
-        CaseStatus::Pass { .. } => match waiver {
-            Some(w) => Verdict::StaleWaiver {
-                waiver: w.id.clone(),
-            },
-            None => Verdict::Pass,
-        },
-        CaseStatus::Fail { .. }
-        | CaseStatus::Error { .. }
-        | CaseStatus::Crash { .. }
-        | CaseStatus::Timeout { .. } => match waiver {
-            Some(w) => Verdict::Waived {
-                waiver: w.id.clone(),
-            },
-            None => Verdict::Fail,
-        },
     }
+}
+
+/// Console output format (libtest's).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    #[default]
+    Pretty,
+    Terse,
+    Json,
+}
+
+/// Which cases run and how the console shows them: libtest's flags.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub filter: Option<String>,
+    pub exact: bool,
+    pub skip: Vec<String>,
+    pub list: bool,
+    /// Cases run at once; `None` is the number of CPUs.
+    pub jobs: Option<usize>,
+    pub format: Format,
+}
+
+impl Selection {
+    /// Mirrors libtest-mimic's selection (substring or exact filter, `--skip` substrings).
+    pub fn selects(&self, id: &str) -> bool {
+        let filter_ok = match &self.filter {
+            None => true,
+            Some(f) if self.exact => id == f,
+            Some(f) => id.contains(f.as_str()),
+        };
+        let skipped = self.skip.iter().any(|s| {
+            if self.exact {
+                id == s
+            } else {
+                id.contains(s.as_str())
+            }
+        });
+        filter_ok && !skipped
+    }
+
+    /// Whether a selected case needs part of the NVIDIA toolchain (so it is worth provisioning).
+    pub fn needs_toolchain(&self, cases: &[Case]) -> bool {
+        cases
+            .iter()
+            .any(|c| self.selects(&c.id) && c.requires.iter().any(|r| r.family() == "toolchain"))
+    }
+
+    fn arguments(&self) -> libtest_mimic::Arguments {
+        libtest_mimic::Arguments {
+            filter: self.filter.clone(),
+            exact: self.exact,
+            skip: self.skip.clone(),
+            list: self.list,
+            test_threads: self
+                .jobs
+                .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get())),
+            format: Some(match self.format {
+                Format::Pretty => libtest_mimic::FormatSetting::Pretty,
+                Format::Terse => libtest_mimic::FormatSetting::Terse,
+                Format::Json => libtest_mimic::FormatSetting::Json,
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+/// Print the selected cases, libtest's way (`id: test`), running nothing.
+pub fn list(cases: Vec<Case>, root: &std::path::Path, selection: &Selection) {
+    let mut args = selection.arguments();
+    args.list = true;
+    let _ = libtest_mimic::run(&args, trials(cases, Arc::new(RunEnv::empty(root))));
+}
+
+/// What a run gives the reporters: every case's result (sorted by id) and whether the console
+/// saw a failure.
+#[derive(Debug)]
+pub struct RunOutcome {
+    pub results: Vec<CaseResult>,
+    pub tally: Tally,
+    pub console_failed: bool,
+}
+
+impl RunOutcome {
+    /// Whether the run exits 101.
+    pub fn failed(&self) -> bool {
+        self.tally.failed > 0 || self.console_failed
+    }
+}
+
+/// Run the selected cases on the console and collect their results.
+pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutcome {
+    let conclusion = libtest_mimic::run(&selection.arguments(), trials(cases, Arc::clone(&env)));
+    let mut results = std::mem::take(&mut *env.results.lock().unwrap_or_else(|e| e.into_inner()));
+    results.sort_by(|a, b| a.id.cmp(&b.id));
+    let tally = Tally::of(&results);
+    RunOutcome {
+        results,
+        tally,
+        console_failed: conclusion.has_failed(),
+    }
+}
+
+/// The verdict for a status (see [`Verdict::judge`]): `--require` first (a skip for a required
+/// capability fails), then waivers (a failure listed is waived; a pass listed makes the waiver
+/// stale).
+pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&Waiver>) -> Verdict {
+    let required = match status {
+        CaseStatus::Skip { capability, .. } => requires.iter().any(|r| r.covers(*capability)),
+        _ => false,
+    };
+    Verdict::judge(status, required, waiver.map(|w| w.id.as_str()))
 }
 
 /// Run a case's check in this process; a panic is an `Error`, never a crash of the run.
@@ -199,15 +299,14 @@ impl Tally {
     pub fn of(results: &[CaseResult]) -> Tally {
         let mut t = Tally::default();
         for r in results {
-            match r.verdict {
-                Verdict::Pass => t.passed += 1,
-                Verdict::Fail | Verdict::RequiredMissing => t.failed += 1,
-                Verdict::Skip => t.skipped += 1,
-                Verdict::Waived { .. } => t.waived += 1,
-                Verdict::StaleWaiver { .. } => {
-                    t.passed += 1;
-                    t.stale_waivers += 1
-                }
+            match r.verdict.category() {
+                Category::Passed => t.passed += 1,
+                Category::Failed => t.failed += 1,
+                Category::Skipped => t.skipped += 1,
+                Category::Waived => t.waived += 1,
+            }
+            if let Verdict::StaleWaiver { .. } = r.verdict {
+                t.stale_waivers += 1;
             }
         }
         t
@@ -266,5 +365,65 @@ mod tests {
         };
         assert_eq!(judge(&crash, &[], None), Verdict::Fail);
         assert!(!judge(&fail, &[], Some(&w)).is_failure());
+    }
+
+    #[test]
+    fn the_console_shows_what_the_verdict_says() {
+        let skip = CaseStatus::skip(Capability::Gpu, "no GPU");
+        let w = waiver();
+        assert!(console_outcome(&CaseStatus::pass(), &Verdict::Pass, None).is_ok());
+        assert!(console_outcome(&skip, &Verdict::Skip, None).is_ok());
+        assert!(console_outcome(&skip, &Verdict::RequiredMissing, None).is_err());
+        let fail = CaseStatus::fail("4", "8");
+        assert!(console_outcome(&fail, &Verdict::Fail, None).is_err());
+        let waived = Verdict::Waived {
+            waiver: "W-1".into(),
+        };
+        assert!(console_outcome(&fail, &waived, Some(&w)).is_ok());
+        // Every verdict that fails the run fails its console line, and no other.
+        for (status, v) in [
+            (&skip, Verdict::Skip),
+            (&skip, Verdict::RequiredMissing),
+            (&fail, Verdict::Fail),
+            (&fail, waived.clone()),
+            (&CaseStatus::pass(), Verdict::Pass),
+        ] {
+            assert_eq!(
+                console_outcome(status, &v, Some(&w)).is_err(),
+                v.is_failure(),
+                "{v:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn tally_counts_stale_waivers_as_passes() {
+        let r = |verdict| CaseResult {
+            id: "x".into(),
+            area: "selftest".into(),
+            clause: "c".into(),
+            origin: "o".into(),
+            status: CaseStatus::pass(),
+            verdict,
+            duration_s: 0.0,
+        };
+        let t = Tally::of(&[
+            r(Verdict::Pass),
+            r(Verdict::StaleWaiver { waiver: "W".into() }),
+            r(Verdict::Fail),
+            r(Verdict::RequiredMissing),
+            r(Verdict::Skip),
+            r(Verdict::Waived { waiver: "W".into() }),
+        ]);
+        assert_eq!(
+            t,
+            Tally {
+                passed: 2,
+                failed: 2,
+                skipped: 1,
+                waived: 1,
+                stale_waivers: 1
+            }
+        );
     }
 }

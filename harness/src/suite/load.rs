@@ -10,7 +10,7 @@ use serde_saphyr::Spanned;
 
 use super::matrix::{self, Axis};
 use super::Case;
-use crate::area;
+use crate::area::Areas;
 use crate::capability::Capability;
 
 /// A suite-file problem, always with the place it was found.
@@ -100,8 +100,9 @@ fn id_is_well_formed(id: &str) -> bool {
         })
 }
 
-/// Load one suite file. Every problem found is returned, not only the first.
-pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
+/// Load one suite file, parsing its checks with the parser `areas` has for its `area:`. Every
+/// problem found is returned, not only the first.
+pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteError>> {
     let err_at = |line: u64, column: u64, message: String| SuiteError {
         file: path.to_path_buf(),
         line,
@@ -121,13 +122,13 @@ pub fn load_file(path: &Path) -> Result<LoadedSuite, Vec<SuiteError>> {
 
     let mut errors = Vec::new();
     let area = raw.area.value.clone();
-    let Some(parser) = area::registry(&area) else {
+    let Some(parser) = areas.parser(&area) else {
         return Err(vec![err_at(
             raw.area.referenced.line(),
             raw.area.referenced.column(),
             format!(
                 "unknown area `{area}` (expected one of: {})",
-                area::AREAS.join(", ")
+                areas.names().join(", ")
             ),
         )]);
     };
@@ -256,11 +257,33 @@ fn parse_origin_pos(origin: &str) -> (u64, u64) {
     (line, col)
 }
 
+/// A `--suite` argument that names no suite file.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteArgError {
+    #[error("cannot list {}: {source}", dir.display())]
+    ListDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("suite file {arg} does not exist")]
+    NoFile { arg: String },
+    /// `known` lists the stems under `dir`, comma-separated.
+    #[error("no suite named `{arg}` in {} (known: {known}, all)", dir.display())]
+    UnknownName {
+        arg: String,
+        dir: PathBuf,
+        known: String,
+    },
+}
+
 /// Turn a `--suite` argument into files: `all`, a stem under `suites_dir`, or a path.
-pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, SuiteArgError> {
     if arg == "all" {
         let mut files: Vec<PathBuf> = std::fs::read_dir(suites_dir)
-            .map_err(|e| format!("cannot list {}: {e}", suites_dir.display()))?
+            .map_err(|source| SuiteArgError::ListDir {
+                dir: suites_dir.to_path_buf(),
+                source,
+            })?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
             .collect();
@@ -272,7 +295,9 @@ pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, S
         return if p.is_file() {
             Ok(vec![p])
         } else {
-            Err(format!("suite file {arg} does not exist"))
+            Err(SuiteArgError::NoFile {
+                arg: arg.to_string(),
+            })
         };
     }
     let p = suites_dir.join(format!("{arg}.yaml"));
@@ -292,20 +317,20 @@ pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, S
             })
             .collect();
         known.sort();
-        Err(format!(
-            "no suite named `{arg}` in {} (known: {}, all)",
-            suites_dir.display(),
-            known.join(", ")
-        ))
+        Err(SuiteArgError::UnknownName {
+            arg: arg.to_string(),
+            dir: suites_dir.to_path_buf(),
+            known: known.join(", "),
+        })
     }
 }
 
 /// Load several files; ids must be unique across all of them.
-pub fn load_suites(files: &[PathBuf]) -> Result<Vec<LoadedSuite>, Vec<SuiteError>> {
+pub fn load_suites(files: &[PathBuf], areas: &Areas) -> Result<Vec<LoadedSuite>, Vec<SuiteError>> {
     let mut suites = Vec::new();
     let mut errors = Vec::new();
     for f in files {
-        match load_file(f) {
+        match load_file(f, areas) {
             Ok(s) => suites.push(s),
             Err(e) => errors.extend(e),
         }

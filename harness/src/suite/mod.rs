@@ -14,7 +14,7 @@ mod matrix;
 
 pub use load::{
     bare_message, from_yaml, load_file, load_suites, resolve_suite_arg, yaml_options, LoadedSuite,
-    SuiteError,
+    SuiteArgError, SuiteError,
 };
 pub use matrix::{expand, MatrixError, Params};
 

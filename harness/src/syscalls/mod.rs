@@ -1,111 +1,123 @@
 //! The `syscalls` area: ptx-interop 13.2 ch. 3, the driver-provided functions `vprintf`,
-//! `malloc`, `free` and `__assertfail`, declared with the guide's prototypes.
+//! `malloc`, `free` and `__assertfail`.
+//!
+//! - [`probes`]: the chapter's prototypes (32- and 64-bit) and wrong ones against ptxas, the
+//!   linter and the driver JIT;
+//! - [`producers`]: what NVRTC, clang-19, libNVVM and llc-19 emit for printf / malloc / free /
+//!   assert, linted, and the vprintf argument buffer each builds against one documented layout;
+//! - [`gpu`]: the driver's behaviour (printf formatting and limits, the malloc heap, assert).
+
+pub mod gpu;
+pub mod probes;
+pub mod producers;
 
 use serde::Deserialize;
 
+pub use crate::abi::lint_syscalls::Syscall;
 use crate::area::{CaseContext, Check};
 use crate::capability::Capability;
-use crate::cubin::Cubin;
 use crate::outcome::CaseStatus;
-
-/// The system calls of ch. 3.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Syscall {
-    Vprintf,
-    Malloc,
-    Free,
-    #[serde(rename = "__assertfail")]
-    Assertfail,
-}
 
 /// The `check:` vocabulary of `suites/syscalls.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum SyscallsCheck {
-    /// A module that declares `call` with the guide's prototype (for `.address_size 64`: every
-    /// pointer `t1` and `size_t` `t2` is `.b64`) and calls it from a kernel assembles, and the
-    /// cubin leaves the function undefined for the driver to provide.
-    GuidePrototype { call: Syscall },
+    /// A module that declares `call` with the guide's prototype for `address_size` (every
+    /// pointer `t1` and `size_t` `t2` as wide as an address) and calls it from a kernel
+    /// assembles for `arch`, and the cubin leaves the function undefined for the driver.
+    GuidePrototype {
+        call: Syscall,
+        #[serde(default = "default_address_size")]
+        address_size: u32,
+        #[serde(default = "default_arch")]
+        arch: String,
+    },
+    /// A prototype or call shape of [`probes::PROBES`] through one tool: ptxas does what was
+    /// measured; the linter's findings are the chapter's verdict; the driver JIT (GPU) does
+    /// what ptxas does.
+    Probe { tool: ProbeTool, probe: String },
+    /// A producer's PTX for one program passes the ch. 3 lint.
+    ProducerLint {
+        #[serde(deserialize_with = "producers::producer_in_view")]
+        producer: producers::Producer,
+        program: producers::Program,
+    },
+    /// The vprintf argument buffer a producer builds for printf mix `mix` has the documented
+    /// layout.
+    VprintfLayout {
+        #[serde(deserialize_with = "producers::producer_in_view")]
+        producer: producers::Producer,
+        mix: usize,
+    },
+    /// The driver's behaviour on a GPU.
+    Gpu { case: gpu::GpuCase },
 }
 
-impl Syscall {
-    fn name(self) -> &'static str {
-        match self {
-            Syscall::Vprintf => "vprintf",
-            Syscall::Malloc => "malloc",
-            Syscall::Free => "free",
-            Syscall::Assertfail => "__assertfail",
-        }
-    }
-
-    /// The prototype for 64-bit addresses, built from ch. 3's parameter definitions.
-    fn prototype64(self) -> &'static str {
-        match self {
-            Syscall::Vprintf => ".extern .func (.param .s32 status) vprintf (.param .b64 format, .param .b64 valist);",
-            Syscall::Malloc => ".extern .func (.param .b64 ptr) malloc (.param .b64 size);",
-            Syscall::Free => ".extern .func free (.param .b64 ptr);",
-            Syscall::Assertfail => ".extern .func __assertfail (.param .b64 message, .param .b64 file, .param .b32 line, .param .b64 function, .param .b64 charSize);",
-        }
-    }
-
-    /// A call with generic-space pointers, as ch. 3 requires of pointer arguments.
-    fn call64(self) -> &'static str {
-        match self {
-            Syscall::Vprintf => "{ .param .b64 a0; st.param.b64 [a0], %rd2; .param .b64 a1; st.param.b64 [a1], 0; .param .s32 r0; call.uni (r0), vprintf, (a0, a1); ld.param.s32 %r1, [r0]; }",
-            Syscall::Malloc => "{ .param .b64 a0; st.param.b64 [a0], 64; .param .b64 r0; call.uni (r0), malloc, (a0); ld.param.b64 %rd3, [r0]; }",
-            Syscall::Free => "{ .param .b64 a0; st.param.b64 [a0], %rd2; call.uni free, (a0); }",
-            Syscall::Assertfail => "{ .param .b64 a0; st.param.b64 [a0], %rd2; .param .b64 a1; st.param.b64 [a1], %rd2; .param .b32 a2; st.param.b32 [a2], 7; .param .b64 a3; st.param.b64 [a3], %rd2; .param .b64 a4; st.param.b64 [a4], 1; call.uni __assertfail, (a0, a1, a2, a3, a4); }",
-        }
-    }
+/// Who judges a probe module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeTool {
+    Ptxas,
+    Lint,
+    Jit,
 }
 
-fn guide_prototype(ctx: &CaseContext, call: Syscall) -> CaseStatus {
-    let ptx = format!(
-        ".version 8.0\n.target sm_90\n.address_size 64\n{}\n\
-         .global .align 1 .b8 gpucts_text[3] = {{103, 112, 0}};\n\
-         .visible .entry gpucts_k() {{\n  .reg .b64 %rd<4>; .reg .b32 %r<2>;\n\
-         mov.u64 %rd1, gpucts_text;\n  cvta.global.u64 %rd2, %rd1;\n  {}\n  ret;\n}}\n",
-        call.prototype64(),
-        call.call64()
-    );
-    let cubin = match ctx.toolchain.ptxas(&ptx, "sm_90", &[]) {
-        Ok(c) => c,
-        Err(e) => {
-            return CaseStatus::fail_detail(
-                "ptxas accepts the guide's prototype and a call through it",
-                "ptxas rejected it",
-                e.to_string(),
-            )
-        }
-    };
-    match Cubin::parse(&cubin) {
-        Ok(elf)
-            if elf
-                .symbol(call.name())
-                .is_some_and(|s| s.section.is_empty()) =>
-        {
-            CaseStatus::pass()
-        }
-        Ok(_) => CaseStatus::fail(
-            format!(
-                "`{}` left undefined in the cubin for the driver to provide",
-                call.name()
-            ),
-            "no undefined symbol of that name",
-        ),
-        Err(e) => CaseStatus::error(e),
-    }
+fn default_address_size() -> u32 {
+    64
+}
+
+fn default_arch() -> String {
+    "sm_90".into()
 }
 
 impl Check for SyscallsCheck {
     fn requires(&self) -> Vec<Capability> {
-        vec![Capability::Ptxas]
+        match self {
+            SyscallsCheck::GuidePrototype { .. } => vec![Capability::Ptxas],
+            SyscallsCheck::Probe { tool, .. } => match tool {
+                ProbeTool::Ptxas => vec![Capability::Ptxas],
+                ProbeTool::Lint => Vec::new(),
+                ProbeTool::Jit => vec![Capability::Gpu],
+            },
+            SyscallsCheck::ProducerLint { producer, .. }
+            | SyscallsCheck::VprintfLayout { producer, .. } => producer.requires(),
+            SyscallsCheck::Gpu { case } => case.requires(),
+        }
+    }
+
+    fn isolate(&self) -> bool {
+        matches!(
+            self,
+            SyscallsCheck::Probe {
+                tool: ProbeTool::Jit,
+                ..
+            } | SyscallsCheck::Gpu { .. }
+        )
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
+        let probe = |id: &str| {
+            probes::probe(id).ok_or_else(|| CaseStatus::error(format!("unknown probe `{id}`")))
+        };
         match self {
-            SyscallsCheck::GuidePrototype { call } => guide_prototype(ctx, *call),
+            SyscallsCheck::GuidePrototype {
+                call,
+                address_size,
+                arch,
+            } => probes::guide_prototype(ctx, *call, *address_size, arch),
+            SyscallsCheck::Probe { tool, probe: id } => match (probe(id), tool) {
+                (Err(s), _) => s,
+                (Ok(p), ProbeTool::Ptxas) => probes::ptxas_probe(ctx, p),
+                (Ok(p), ProbeTool::Lint) => probes::lint_probe(p),
+                (Ok(p), ProbeTool::Jit) => probes::jit_probe(p),
+            },
+            SyscallsCheck::ProducerLint { producer, program } => {
+                producers::lint_case(ctx, *producer, *program)
+            }
+            SyscallsCheck::VprintfLayout { producer, mix } => {
+                producers::layout_case(ctx, *producer, *mix)
+            }
+            SyscallsCheck::Gpu { case } => gpu::run(ctx, case),
         }
     }
 }

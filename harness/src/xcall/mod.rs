@@ -156,7 +156,7 @@ pub fn compile(
         Producer::Clang => {
             tc.clang_ptx(&src, crate::backend::toolchain::ClangLang::Cuda, CLANG_ARGS)
         }
-        Producer::Llc => crate::backend::toolchain::llc::llc_ptx(tc, &src, LLC_ARGS),
+        Producer::Llc => crate::backend::toolchain::llc::llc_ptx(tc, &src, "sm_90", LLC_ARGS),
         Producer::Libnvvm => tc.nvvm(&src, NVVM_OPTIONS),
         _ => Ok(src),
     }

@@ -45,7 +45,7 @@
 
 /* Interface version: a major bump breaks compatibility, a minor adds calls. */
 #define GPUCTS_P2P_VERSION_MAJOR	1
-#define GPUCTS_P2P_VERSION_MINOR	0
+#define GPUCTS_P2P_VERSION_MINOR	1
 
 /* Which nvidia_p2p_* signatures the module was built against. */
 #define GPUCTS_P2P_FLAVOUR_DESKTOP	0	/* gpudirect §4.3 */
@@ -223,6 +223,17 @@ struct gpucts_p2p_events {
  *         mapping), -ENOENT, -EACCES, -ESTALE, -EPROTO.
  */
 
+/*
+ * GPUCTS_P2P_IOC_STATS (minor 1): handles alive in the whole module, from a
+ * successful PIN until the handle is released (UNPIN, or the close/munmap
+ * that drops the file).  A harness checks it returns to its value before a
+ * test, so no pin is left behind.  Never fails except -EFAULT.
+ */
+struct gpucts_p2p_stats {
+	__u32 handles;		/* out */
+	__u32 pad;		/* out: zero */
+};
+
 #define GPUCTS_P2P_IOC_MAGIC		'G'
 #define GPUCTS_P2P_IOC_GET_VERSION	_IOR(GPUCTS_P2P_IOC_MAGIC, 0x00, struct gpucts_p2p_version)
 #define GPUCTS_P2P_IOC_PIN		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x01, struct gpucts_p2p_pin)
@@ -231,6 +242,7 @@ struct gpucts_p2p_events {
 #define GPUCTS_P2P_IOC_DMA_MAP		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x04, struct gpucts_p2p_dma_map)
 #define GPUCTS_P2P_IOC_DMA_UNMAP	_IOW(GPUCTS_P2P_IOC_MAGIC, 0x05, struct gpucts_p2p_dma_unmap)
 #define GPUCTS_P2P_IOC_EVENTS		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x06, struct gpucts_p2p_events)
+#define GPUCTS_P2P_IOC_STATS		_IOR(GPUCTS_P2P_IOC_MAGIC, 0x07, struct gpucts_p2p_stats)
 
 /*
  * Resulting numbers (x86_64, arm64) and structure sizes, for bindings that
@@ -238,7 +250,7 @@ struct gpucts_p2p_events {
  *   GET_VERSION 0x80184700 (24)   PIN        0xc0404701 (64)
  *   UNPIN       0xc0184702 (24)   PAGE_TABLE 0xc0404703 (64)
  *   DMA_MAP     0xc0384704 (56)   DMA_UNMAP  0x40084705 (8)
- *   EVENTS      0xc0184706 (24)
+ *   EVENTS      0xc0184706 (24)   STATS      0x80084707 (8)
  */
 
 #endif /* _UAPI_GPUCTS_P2P_H */

@@ -209,10 +209,7 @@ mod tests {
     #[test]
     fn clang_ext_vector_type_3_is_not_the_native_vector() {
         let tc = Toolchain::discover_system();
-        if !tc.has(crate::capability::Capability::Clang) {
-            eprintln!("note: skipped: clang not available");
-            return;
-        }
+        crate::require!(tc.has(crate::capability::Capability::Clang), "clang");
         let src = "typedef float f3 __attribute__((ext_vector_type(3)));\nstruct V { char c; f3 v; };\nint u[sizeof(struct V)];\n";
         let mut args = vec![target(AddressSize::A64)];
         args.extend_from_slice(CLANG_ARGS);

@@ -243,12 +243,11 @@ mod tests {
     #[test]
     fn a_wrong_engine_answer_is_caught() {
         let tc = Toolchain::discover_system();
-        if !tc.has(crate::capability::Capability::Nvrtc)
-            || !tc.has(crate::capability::Capability::Ptxas)
-        {
-            eprintln!("note: skipped: NVRTC or ptxas not available");
-            return;
-        }
+        crate::require!(
+            tc.has(crate::capability::Capability::Nvrtc)
+                && tc.has(crate::capability::Capability::Ptxas),
+            "nvrtc and ptxas"
+        );
         let t = parse_types(
             "types:\n  - name: S\n    members: [{name: c, type: char}, {name: v, type: float3}, {name: b, type: int, bits: 3}, {name: d, type: int, bits: 30}]\n",
             "t",
@@ -295,10 +294,7 @@ mod tests {
             crate::capability::Capability::Nvrtc,
             crate::capability::Capability::Ptxas,
         ];
-        if !caps.iter().all(|c| tc.has(*c)) {
-            eprintln!("note: skipped: NVRTC or ptxas not available");
-            return;
-        }
+        crate::require!(caps.iter().all(|c| tc.has(*c)), "nvrtc and ptxas");
         let t = parse_types(
             "types:\n  - name: W\n    members: [{name: a, type: char, bits: 8}, {name: b, type: short, bits: 16}, {name: c, type: int, bits: 3}]\n",
             "t",
@@ -316,6 +312,8 @@ mod tests {
             let cl = read_records(&cubin, &wanted).unwrap();
             let bits: Vec<_> = cl["W"].members.iter().map(|m| m.bits).collect();
             assert_eq!(bits, vec![Some((0, 8)), Some((16, 16)), Some((32, 3))]);
+        } else {
+            crate::testkit::tool_missing(crate::testkit::Need::Tool, "clang");
         }
     }
 }

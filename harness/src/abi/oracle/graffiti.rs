@@ -359,10 +359,7 @@ mod tests {
     #[test]
     fn kernel_compiles_with_nvrtc() {
         let tc = crate::backend::toolchain::Toolchain::discover_system();
-        if !tc.has(crate::capability::Capability::Nvrtc) {
-            eprintln!("note: skipped: NVRTC not available");
-            return;
-        }
+        crate::require!(tc.has(crate::capability::Capability::Nvrtc), "nvrtc");
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../suites/abi/types.yaml");
         let mut types = parse_types(&std::fs::read_to_string(path).unwrap(), path).unwrap();
         types.extend(crate::abi::random::random_batch(0, 100));
@@ -389,10 +386,7 @@ mod tests {
     #[test]
     fn host_compiled_writer_matches_the_engine() {
         let tc = crate::backend::toolchain::Toolchain::discover_system();
-        if !tc.has(crate::capability::Capability::Clang) {
-            eprintln!("note: skipped: clang not available");
-            return;
-        }
+        crate::require!(tc.has(crate::capability::Capability::Clang), "clang");
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../suites/abi/types.yaml");
         let mut types = parse_types(&std::fs::read_to_string(path).unwrap(), path).unwrap();
         types.extend(crate::abi::random::random_batch(0, 150));

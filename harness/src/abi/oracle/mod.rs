@@ -400,7 +400,8 @@ mod tests {
         parse_types(&std::fs::read_to_string(path).unwrap(), path).unwrap()
     }
 
-    /// Run an oracle on `types`; `None` (with a printed note) when its tools are missing.
+    /// Run an oracle on `types`; `None` when its tools are missing, after
+    /// [`crate::testkit::tool_missing`] (which fails the test under `GPUCTS_REQUIRE_TOOLS=1`).
     fn run(oracle: Oracle, types: &[TypeDef]) -> Option<usize> {
         let tc = Toolchain::discover_system();
         let mut agreed = 0;
@@ -408,7 +409,10 @@ mod tests {
         for chunk in types.chunks(BATCH) {
             match check_batch(oracle, &tc, chunk) {
                 Err(ToolError::NotAvailable(c)) => {
-                    eprintln!("note: {} oracle skipped: {c} not available", oracle.name());
+                    crate::testkit::tool_missing(
+                        crate::testkit::Need::Tool,
+                        &format!("{c} (for the {} oracle)", oracle.name()),
+                    );
                     return None;
                 }
                 Err(e) => panic!("{} oracle could not run: {e}", oracle.name()),

@@ -232,10 +232,7 @@ mod tests {
     #[test]
     fn a_wrong_engine_answer_is_caught_with_nvrtcs_value() {
         let tc = Toolchain::discover_system();
-        if !tc.has(crate::capability::Capability::Nvrtc) {
-            eprintln!("note: skipped: NVRTC not available");
-            return;
-        }
+        crate::require!(tc.has(crate::capability::Capability::Nvrtc), "nvrtc");
         let t = parse_types(
             "types:\n  - name: S\n    members: [{name: c, type: char}, {name: v, type: float3}]\n  - name: T\n    members: [{name: c, type: char}, {name: d, type: double2}]\n",
             "t",
@@ -270,10 +267,7 @@ mod tests {
     #[test]
     fn cuda_4_element_8_byte_vectors_use_the_input_language_exception() {
         let tc = Toolchain::discover_system();
-        if !tc.has(crate::capability::Capability::Nvrtc) {
-            eprintln!("note: skipped: NVRTC not available");
-            return;
-        }
+        crate::require!(tc.has(crate::capability::Capability::Nvrtc), "nvrtc");
         use crate::abi::layout::{size_align, AddressSize};
         use crate::abi::types::{Scalar, Ty};
         assert!(size_align(&Ty::Vector(Scalar::Double, 4), AddressSize::A64).is_err());

@@ -127,7 +127,9 @@ mod tests {
         let tc = Toolchain::discover_system();
         for p in PRODUCERS {
             match check(&tc, p) {
-                Err(ToolError::NotAvailable(c)) => eprintln!("note: {p:?} skipped: {c} missing"),
+                Err(ToolError::NotAvailable(c)) => {
+                    crate::testkit::tool_missing(crate::testkit::Need::Tool, c.name())
+                }
                 Err(e) => panic!("{e}"),
                 Ok(rs) => {
                     assert_eq!(rs.len(), CASES.len());
@@ -142,10 +144,7 @@ mod tests {
     #[test]
     fn a_wrong_expectation_is_reported_on_its_line() {
         let tc = Toolchain::discover_system();
-        if !tc.has(Capability::Nvrtc) {
-            eprintln!("note: skipped: NVRTC not available");
-            return;
-        }
+        crate::require!(tc.has(Capability::Nvrtc), "nvrtc");
         // The probe must have teeth: claim `unsigned int f : 3` reads -1 and NVRTC refuses.
         let (src, lines) = source();
         let bad = src.replace("gpucts_read8() == 7", "gpucts_read8() == -1");
@@ -160,10 +159,7 @@ mod tests {
     #[test]
     fn clang_reports_a_wrong_expectation_on_its_line() {
         let tc = Toolchain::discover_system();
-        if !tc.has(Capability::Clang) {
-            eprintln!("note: skipped: clang not available");
-            return;
-        }
+        crate::require!(tc.has(Capability::Clang), "clang");
         let (src, lines) = source();
         let bad = format!(
             "#define __device__ __attribute__((device))\n{}",

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 use super::kernel;
 use super::layout::{self, Geometry, Histogram, IterationPlan, StressParams};
 use crate::atomics::catalog;
-use crate::atomics::litmus::{LitmusTest, Op, Operand, RmwOp, Term};
+use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Term};
 use crate::atomics::model;
 
 struct Ins {
@@ -38,23 +38,17 @@ fn parse(ptx: &str) -> Program {
             labels.insert(label.to_string(), code.len());
             continue;
         }
-        let l = l.trim_end_matches(';');
-        let (guard, rest) = match l.strip_prefix('@') {
-            Some(r) => {
-                let (g, rest) = r.split_once(' ').unwrap();
-                (Some(g.to_string()), rest)
-            }
-            None => (None, l),
-        };
-        let (op, args) = rest.split_once(' ').unwrap_or((rest, ""));
+        // The crate's one instruction reader (ptx::instr) and literal grammar (ptx::literal).
+        let ins = crate::ptx::instr::parse_instruction(l, 0).expect("generated PTX parses");
+        let mut opcode = vec![ins.opcode];
+        opcode.extend(ins.modifiers);
         code.push(Ins {
-            guard,
-            opcode: op.split('.').map(str::to_string).collect(),
-            args: args
-                .split(',')
-                .map(|a| a.trim().to_string())
-                .filter(|a| !a.is_empty())
-                .collect(),
+            guard: ins.guard.map(|g| {
+                assert!(!g.negated, "the generator emits no negated guards");
+                g.predicate
+            }),
+            opcode,
+            args: ins.operands,
         });
     }
     Program { code, labels }
@@ -82,13 +76,15 @@ impl Machine<'_> {
             "%ctaid.x" => t.ctaid,
             "%ntid.x" => self.ntid,
             _ if a.starts_with('%') => *t.regs.get(a).unwrap_or_else(|| panic!("unset {a}")),
-            _ => a.parse::<u64>().unwrap_or_else(|_| panic!("operand {a}")),
+            _ => crate::ptx::literal::parse_int(a).unwrap_or_else(|| panic!("operand {a}")),
         }
     }
     fn addr(&self, t: &Thread, a: &str) -> u64 {
         let inner = a.trim_start_matches('[').trim_end_matches(']');
         match inner.split_once('+') {
-            Some((r, off)) => self.val(t, r) + off.parse::<u64>().unwrap(),
+            Some((r, off)) => {
+                self.val(t, r.trim()) + crate::ptx::literal::parse_int(off.trim()).expect("offset")
+            }
             None => self.val(t, inner),
         }
     }
@@ -336,7 +332,7 @@ fn sc_outcomes(test: &LitmusTest, terms: &[Term]) -> BTreeSet<Vec<i64>> {
                     let old = rd(mem, loc);
                     let b = v(val, &regs[t]);
                     let new = match (op, cmp) {
-                        (RmwOp::Cas, Some(c)) if old != v(c, &regs[t]) => old,
+                        (AtomOp::Cas, Some(c)) if old != v(c, &regs[t]) => old,
                         _ => op.apply(old, b),
                     };
                     mem.insert(loc.clone(), new);
@@ -350,6 +346,9 @@ fn sc_outcomes(test: &LitmusTest, terms: &[Term]) -> BTreeSet<Vec<i64>> {
                 Op::Mov { reg, val } => {
                     let x = v(val, &regs[t]);
                     regs[t].insert(reg.clone(), x);
+                }
+                other => {
+                    unreachable!("the SC enumerator covers straight-line tests, not {other:?}")
                 }
             }
             pcs[t] += 1;

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::layout::Geometry;
-use crate::atomics::litmus::{LitmusTest, Op, Operand, RmwOp, Sem};
+use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Sem};
 
 /// The kernel's entry point.
 pub const KERNEL: &str = "gpucts_litmus";
@@ -35,23 +35,25 @@ fn strong_q(
         Sem::Weak => String::new(),
         _ => {
             let sc =
-                scope.ok_or_else(|| format!("{what}: a {} access needs a scope", sem.ptx()))?;
-            format!(".{}.{}", sem.ptx(), sc.name())
+                scope.ok_or_else(|| format!("{what}: a {} access needs a scope", sem.name()))?;
+            format!(".{}.{}", sem.name(), sc.name())
         }
     })
 }
 
 /// The `atom`/`red` operation and type suffix, e.g. `add.u32`, `exch.b32`.
-fn rmw_suffix(op: RmwOp) -> &'static str {
+fn rmw_suffix(op: AtomOp) -> &'static str {
     match op {
-        RmwOp::Add | RmwOp::Sub => "add.u32",
-        RmwOp::Exch => "exch.b32",
-        RmwOp::And => "and.b32",
-        RmwOp::Or => "or.b32",
-        RmwOp::Xor => "xor.b32",
-        RmwOp::Min => "min.u32",
-        RmwOp::Max => "max.u32",
-        RmwOp::Cas => "cas.b32",
+        AtomOp::Add | AtomOp::Sub => "add.u32",
+        AtomOp::Exch => "exch.b32",
+        AtomOp::And => "and.b32",
+        AtomOp::Or => "or.b32",
+        AtomOp::Xor => "xor.b32",
+        AtomOp::Min => "min.u32",
+        AtomOp::Max => "max.u32",
+        AtomOp::Cas => "cas.b32",
+        AtomOp::Inc => "inc.u32",
+        AtomOp::Dec => "dec.u32",
     }
 }
 
@@ -105,7 +107,7 @@ fn thread_ops(
                 scope,
             } => {
                 if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Acquire) {
-                    return Err(format!("{what}: ld cannot be {}", sem.ptx()));
+                    return Err(format!("{what}: ld cannot be {}", sem.name()));
                 }
                 format!(
                     "ld{}.global.u32 {}, {};",
@@ -121,7 +123,7 @@ fn thread_ops(
                 scope,
             } => {
                 if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Release) {
-                    return Err(format!("{what}: st cannot be {}", sem.ptx()));
+                    return Err(format!("{what}: st cannot be {}", sem.name()));
                 }
                 format!(
                     "st{}.global.u32 {}, {};",
@@ -143,22 +145,22 @@ fn thread_ops(
                     sem,
                     Sem::Relaxed | Sem::Acquire | Sem::Release | Sem::AcqRel
                 ) {
-                    return Err(format!("{what}: atom cannot be {}", sem.ptx()));
+                    return Err(format!("{what}: atom cannot be {}", sem.name()));
                 }
                 let v = rmw_value(*op, val, t, regs, &what, out)?;
                 let head = format!(
                     "atom.{}.{}.global.{} {}, {}",
-                    sem.ptx(),
+                    sem.name(),
                     scope.name(),
                     rmw_suffix(*op),
                     regs.var(t, reg),
                     addr(loc)?
                 );
                 match (op, cmp) {
-                    (RmwOp::Cas, Some(c)) => {
+                    (AtomOp::Cas, Some(c)) => {
                         format!("{head}, {}, {v};", regs.operand(t, c, &what)?)
                     }
-                    (RmwOp::Cas, None) => {
+                    (AtomOp::Cas, None) => {
                         return Err(format!("{what}: cas without a compare value"))
                     }
                     _ => format!("{head}, {v};"),
@@ -172,15 +174,15 @@ fn thread_ops(
                 scope,
             } => {
                 if !matches!(sem, Sem::Relaxed | Sem::Release) {
-                    return Err(format!("{what}: red cannot be {}", sem.ptx()));
+                    return Err(format!("{what}: red cannot be {}", sem.name()));
                 }
-                if matches!(op, RmwOp::Exch | RmwOp::Cas) {
-                    return Err(format!("{what}: there is no red.{}", op.ptx()));
+                if matches!(op, AtomOp::Exch | AtomOp::Cas) {
+                    return Err(format!("{what}: there is no red.{}", op.name()));
                 }
                 let v = rmw_value(*op, val, t, regs, &what, out)?;
                 format!(
                     "red.{}.{}.global.{} {}, {v};",
-                    sem.ptx(),
+                    sem.name(),
                     scope.name(),
                     rmw_suffix(*op),
                     addr(loc)?
@@ -188,13 +190,20 @@ fn thread_ops(
             }
             Op::Fence { sem, scope } => {
                 if !matches!(sem, Sem::Sc | Sem::AcqRel | Sem::Acquire | Sem::Release) {
-                    return Err(format!("{what}: fence cannot be {}", sem.ptx()));
+                    return Err(format!("{what}: fence cannot be {}", sem.name()));
                 }
-                format!("fence.{}.{};", sem.ptx(), scope.name())
+                format!("fence.{}.{};", sem.name(), scope.name())
             }
             Op::Mov { reg, val } => {
                 let v = regs.operand(t, val, &what)?;
                 format!("mov.b32 {}, {v};", regs.var(t, reg))
+            }
+            other => {
+                return Err(format!(
+                    "{what}: the GPU litmus runner does not generate `{}` yet (control flow, \
+                     barriers and proxies are checked by the model only)",
+                    crate::atomics::litmus::dat3m::instr_text(other)
+                ))
             }
         };
         let _ = writeln!(out, "\t{line}");
@@ -204,7 +213,7 @@ fn thread_ops(
 
 /// The operand of an RMW; `sub` (Dat3M's, not PTX's) becomes `add` of the negation.
 fn rmw_value(
-    op: RmwOp,
+    op: AtomOp,
     val: &Operand,
     t: usize,
     regs: &mut Regs,
@@ -212,8 +221,8 @@ fn rmw_value(
     out: &mut String,
 ) -> Result<String, String> {
     match (op, val) {
-        (RmwOp::Sub, Operand::Const(v)) => regs.konst(v.wrapping_neg(), what),
-        (RmwOp::Sub, Operand::Reg(r)) => {
+        (AtomOp::Sub, Operand::Const(v)) => regs.konst(v.wrapping_neg(), what),
+        (AtomOp::Sub, Operand::Reg(r)) => {
             let _ = writeln!(out, "\tneg.s32 %k_neg, {};", regs.var(t, r));
             Ok("%k_neg".into())
         }

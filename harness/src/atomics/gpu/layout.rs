@@ -66,14 +66,7 @@ impl Default for StressParams {
     }
 }
 
-/// How a test's threads are placed relative to each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placement {
-    /// All threads in one CTA, each in its own warp.
-    IntraCta,
-    /// Each thread in its own CTA.
-    InterCta,
-}
+pub use crate::atomics::litmus::Placement;
 
 /// The fixed shape of a test's launches: roles, locations, result slots.
 #[derive(Debug, Clone)]

@@ -19,7 +19,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{
-    parse_condition, parse_int, LitmusTest, Location, Op, Operand, RmwOp, Scope, Sem, Thread,
+    parse_condition, parse_int, Alias, AtomOp, BranchCond, LitmusTest, LocalOp, Location, Op,
+    Operand, Proxy, ProxyFenceKind, Scope, Sem, Thread,
 };
 
 /// A parse error: 1-based line and message. Displays as `LINE: message` so that a caller can
@@ -27,20 +28,38 @@ use super::{
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImportError {
     pub line: usize,
+    /// 1-based column of the offending cell or entry (1 when the whole line is at fault).
+    pub col: usize,
     pub msg: String,
 }
 
 impl std::fmt::Display for ImportError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.line, self.msg)
+        write!(f, "{}:{}: {}", self.line, self.col, self.msg)
     }
 }
 
 fn err<T>(line: usize, msg: impl Into<String>) -> Result<T, ImportError> {
     Err(ImportError {
         line,
+        col: 1,
         msg: msg.into(),
     })
+}
+
+fn err_at<T>(line: usize, col: usize, msg: impl Into<String>) -> Result<T, ImportError> {
+    Err(ImportError {
+        line,
+        col,
+        msg: msg.into(),
+    })
+}
+
+/// 1-based column of `part` (a subslice of `line`) in `line`.
+fn col_of(line: &str, part: &str) -> usize {
+    let off = (part.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+    let lead = part.len() - part.trim_start().len();
+    (off + lead).min(line.len()) + 1
 }
 
 /// Imports a Dat3M PTX litmus test.
@@ -79,11 +98,11 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
             let mut body = body.to_string();
             let start = i;
             loop {
-                if let Some(end) = body.find('"') {
-                    s.push_str(&body[..end]);
+                if let Some(end) = closing_quote(&body) {
+                    s.push_str(&unescape(&body[..end]));
                     break;
                 }
-                s.push_str(&body);
+                s.push_str(&unescape(&body));
                 s.push('\n');
                 i += 1;
                 if i >= lines.len() {
@@ -122,8 +141,40 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
             if e.is_empty() {
                 continue;
             }
+            let col = col_of(&cur, entry);
+            // `t @ texture aliases x`: a proxy declaration (PTX ISA 7.5 proxies).
+            if let Some((name, decl)) = e.split_once('@') {
+                let words: Vec<&str> = decl.split_whitespace().collect();
+                let name = name.trim();
+                let (proxy, of) = match words.as_slice() {
+                    [p, a, of] if *a == "aliases" => (Proxy::parse(p), *of),
+                    _ => (None, ""),
+                };
+                let Some(proxy) = proxy else {
+                    return err_at(
+                        i + 1,
+                        col,
+                        format!(
+                            "bad proxy declaration `{e}` (expected `NAME @ generic|texture|surface|constant aliases LOCATION`)"
+                        ),
+                    );
+                };
+                if locations.iter().any(|l| l.name == name) {
+                    return err_at(i + 1, col, format!("location `{name}` declared twice"));
+                }
+                locations.push(Location {
+                    name: name.to_string(),
+                    init: 0,
+                    space: Default::default(),
+                    alias: Some(Alias {
+                        proxy,
+                        of: of.to_string(),
+                    }),
+                });
+                continue;
+            }
             let Some((lhs, rhs)) = e.split_once('=') else {
-                return err(i + 1, format!("init entry `{e}` is not `name=value`"));
+                return err_at(i + 1, col, format!("init entry `{e}` is not `name=value`"));
             };
             let lhs = lhs.trim();
             let lhs = lhs.rsplit(char::is_whitespace).next().unwrap_or(lhs); // `int x = 0`
@@ -143,6 +194,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
                     name: lhs.to_string(),
                     init: v,
                     space: Default::default(),
+                    alias: None,
                 });
             }
         }
@@ -215,7 +267,8 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
     }
     i += 1;
 
-    // Instruction rows until the condition.
+    // Instruction rows until the condition; where each operation was written.
+    let mut positions: BTreeMap<(usize, usize), (usize, usize)> = BTreeMap::new();
     let mut cond_start = None;
     while i < lines.len() {
         let l = lines[i].trim();
@@ -241,8 +294,13 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
             }
             let op = parse_instr(c).map_err(|m| ImportError {
                 line: i + 1,
+                col: col_of(lines[i], cell),
                 msg: m,
             })?;
+            positions.insert(
+                (col, threads[col].ops.len() + 1),
+                (i + 1, col_of(lines[i], cell)),
+            );
             threads[col].ops.push(op);
         }
         i += 1;
@@ -256,6 +314,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
     let cond_text = lines[cs..].join(" ");
     let condition = parse_condition(&cond_text).map_err(|m| ImportError {
         line: cs + 1,
+        col: 1,
         msg: m,
     })?;
     let test = LitmusTest {
@@ -269,11 +328,52 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
         threads,
         condition,
     };
-    test.validate().map_err(|m| ImportError {
-        line: cs + 1,
-        msg: m,
+    test.validate().map_err(|m| {
+        // An operation's error (`P1 op 3: ...`) points at its cell; others at the condition.
+        let at = m.strip_prefix('P').and_then(|r| {
+            let (t, rest) = r.split_once(" op ")?;
+            let (n, _) = rest.split_once(':')?;
+            positions.get(&(t.parse().ok()?, n.parse().ok()?))
+        });
+        let (line, col) = at.copied().unwrap_or((cs + 1, 1));
+        ImportError { line, col, msg: m }
     })?;
     Ok(test)
+}
+
+/// The byte index of the first unescaped `"`.
+fn closing_quote(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// `\"` is a quote and `\\` a backslash inside a description.
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut it = s.chars();
+    while let Some(c) = it.next() {
+        if c == '\\' {
+            match it.next() {
+                Some(n @ ('"' | '\\')) => out.push(n),
+                Some(n) => {
+                    out.push(c);
+                    out.push(n);
+                }
+                None => out.push(c),
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn split_row(line: &str) -> Vec<&str> {
@@ -289,6 +389,27 @@ fn operand(s: &str) -> Operand {
     }
 }
 
+/// A register operand must look like one (`r0`, `%r1`, `x_2`): not a malformed number.
+fn value(s: &str, text: &str) -> Result<Operand, String> {
+    let o = operand(s);
+    if let Operand::Reg(r) = &o {
+        let ok = !r.is_empty()
+            && r.trim_start_matches('%')
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && r.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '%');
+        if !ok {
+            return Err(format!(
+                "`{s}` in `{text}` is neither a register nor an integer (PTX literals: \
+                 decimal, 0x hex, 0b binary, 0-prefixed octal)"
+            ));
+        }
+    }
+    Ok(o)
+}
+
 fn strip_addr(s: &str) -> String {
     s.trim()
         .trim_start_matches('[')
@@ -297,41 +418,29 @@ fn strip_addr(s: &str) -> String {
         .to_string()
 }
 
-/// Parses one instruction cell into an operation.
+/// Parses one instruction cell into an operation. The cell is split into opcode, modifiers and
+/// operands by the crate's one PTX instruction reader ([`crate::ptx::instr::parse_instruction`])
+/// and its literals read by the one literal grammar ([`crate::ptx::literal`]).
 pub fn parse_instr(text: &str) -> Result<Op, String> {
-    let text = text.trim().trim_end_matches(';');
-    let (mnem, rest) = match text.find(char::is_whitespace) {
-        Some(p) => (&text[..p], text[p..].trim()),
-        None => (text, ""),
-    };
-    let args: Vec<String> = if rest.is_empty() {
-        Vec::new()
-    } else {
-        rest.split(',').map(|a| a.trim().to_string()).collect()
-    };
-    let mut parts = mnem.split('.');
-    let head = parts.next().unwrap_or("");
-    let mut sem = None;
-    let mut scope = None;
-    let mut rmw = None;
-    for p in parts {
-        if let Some(s) = Sem::from_ptx(p) {
-            sem = Some(s);
-        } else if let Some(s) = Scope::parse(p) {
-            scope = Some(s);
-        } else if let Some(r) = RmwOp::from_ptx(p) {
-            rmw = Some(r);
-        } else if head == "membar" && p == "gl" {
-            scope = Some(Scope::Gpu);
-        } else if matches!(
-            p,
-            "global" | "shared" | "generic" | "s32" | "u32" | "b32" | "s64" | "u64" | "b64"
-        ) {
-            // State space and type do not change the model.
-        } else {
-            return Err(format!("unsupported modifier `.{p}` in `{text}`"));
+    let text = text.trim().trim_end_matches(';').trim();
+    if let Some(name) = text.strip_suffix(':') {
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(format!("bad label `{text}`"));
         }
+        return Ok(Op::Label {
+            name: name.to_string(),
+        });
     }
+    let ins = crate::ptx::instr::parse_instruction(text, 0).map_err(|e| e.message)?;
+    if ins.guard.is_some() {
+        return Err(format!(
+            "guarded instructions are not supported (`{text}`); write the branch with \
+             beq/bne/blt/ble/bgt/bge"
+        ));
+    }
+    let head = ins.opcode.as_str();
+    let args: Vec<String> = ins.operands.clone();
     let need = |n: usize| -> Result<(), String> {
         if args.len() == n {
             Ok(())
@@ -342,44 +451,155 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
             ))
         }
     };
+    let no_modifiers = |allowed: &[&str]| -> Result<(), String> {
+        match ins
+            .modifiers
+            .iter()
+            .find(|m| !allowed.contains(&m.as_str()))
+        {
+            Some(m) => Err(format!("unsupported modifier `.{m}` in `{text}`")),
+            None => Ok(()),
+        }
+    };
+    const TYPES: [&str; 9] = [
+        "s32", "u32", "b32", "s64", "u64", "b64", "uni", "global", "generic",
+    ];
+    // Control flow and register arithmetic.
+    if let Some(cond) = BranchCond::from_mnemonic(head) {
+        no_modifiers(&[])?;
+        need(3)?;
+        return Ok(Op::Branch {
+            cond,
+            a: value(&args[0], text)?,
+            b: value(&args[1], text)?,
+            target: label_name(&args[2], text)?,
+        });
+    }
+    if head == "goto" || head == "bra" {
+        no_modifiers(&["uni"])?;
+        need(1)?;
+        return Ok(Op::Goto {
+            target: label_name(&args[0], text)?,
+        });
+    }
+    if let Some(op) = LocalOp::parse(head) {
+        no_modifiers(&TYPES)?;
+        need(3)?;
+        return Ok(Op::Local {
+            op,
+            reg: reg_name(&args[0], text)?,
+            a: value(&args[1], text)?,
+            b: value(&args[2], text)?,
+        });
+    }
+    if head == "bar" || head == "barrier" {
+        return parse_barrier(&ins.modifiers, &args, text);
+    }
+    if (head == "fence" || head == "membar") && ins.has("proxy") {
+        let kind = match ins.modifiers.as_slice() {
+            [p, k] if p == "proxy" => ProxyFenceKind::parse(k),
+            _ => None,
+        };
+        let Some(kind) = kind else {
+            return Err(format!(
+                "unsupported proxy fence `{text}` (allowed: fence.proxy.surface, \
+                 fence.proxy.texture, fence.proxy.constant, fence.proxy.alias)"
+            ));
+        };
+        need(0)?;
+        return Ok(Op::ProxyFence { kind });
+    }
+    let mut sem = None;
+    let mut scope = None;
+    let mut rmw = None;
+    let mut konst = false;
+    for p in &ins.modifiers {
+        if let Some(s) = Sem::parse(p) {
+            sem = Some(s);
+        } else if let Some(s) = Scope::parse(p) {
+            scope = Some(s);
+        } else if let (Some(r), "atom" | "red") = (AtomOp::parse(p), head) {
+            rmw = Some(r);
+        } else if head == "membar" && p == "gl" {
+            scope = Some(Scope::Gpu);
+        } else if head == "ld" && p == "const" {
+            konst = true;
+        } else if TYPES.contains(&p.as_str()) || p == "shared" {
+            // State space and type do not change the model.
+        } else {
+            return Err(format!("unsupported modifier `.{p}` in `{text}`"));
+        }
+    }
+    let strong_scope = |sem: Sem| {
+        if sem == Sem::Weak {
+            None
+        } else {
+            Some(scope.unwrap_or(Scope::Gpu))
+        }
+    };
     match head {
-        "ld" => {
+        "ld" | "tld" | "suld" | "cold" => {
             need(2)?;
             let src = strip_addr(&args[1]);
-            if let Some(v) = parse_int(&src) {
-                // Dat3M's register initialisation `ld r0, 2`.
-                return Ok(Op::Mov {
-                    reg: args[0].clone(),
-                    val: Operand::Const(v),
-                });
+            let reg = reg_name(&args[0], text)?;
+            if head == "ld" && !konst {
+                if let Some(v) = parse_int(&src) {
+                    // Dat3M's register initialisation `ld r0, 2`.
+                    return Ok(Op::Mov {
+                        reg,
+                        val: Operand::Const(v),
+                    });
+                }
             }
+            let loc = loc_name(&src, text)?;
             let sem = sem.unwrap_or(Sem::Weak);
-            let scope = if sem == Sem::Weak {
-                None
-            } else {
-                Some(scope.unwrap_or(Scope::Gpu))
+            let proxy = match head {
+                "tld" => Proxy::Texture,
+                "suld" => Proxy::Surface,
+                "cold" => Proxy::Constant,
+                _ if konst => Proxy::Constant,
+                _ => Proxy::Generic,
             };
-            Ok(Op::Ld {
-                reg: args[0].clone(),
-                loc: src,
-                sem,
-                scope,
-            })
+            let scope = strong_scope(sem);
+            if proxy == Proxy::Generic {
+                Ok(Op::Ld {
+                    reg,
+                    loc,
+                    sem,
+                    scope,
+                })
+            } else {
+                Ok(Op::ProxyLd {
+                    proxy,
+                    reg,
+                    loc,
+                    sem,
+                    scope,
+                })
+            }
         }
-        "st" => {
+        "st" | "sust" => {
             need(2)?;
             let sem = sem.unwrap_or(Sem::Weak);
-            let scope = if sem == Sem::Weak {
-                None
+            let loc = loc_name(&strip_addr(&args[0]), text)?;
+            let val = value(&args[1], text)?;
+            let scope = strong_scope(sem);
+            if head == "sust" {
+                Ok(Op::ProxySt {
+                    proxy: Proxy::Surface,
+                    loc,
+                    val,
+                    sem,
+                    scope,
+                })
             } else {
-                Some(scope.unwrap_or(Scope::Gpu))
-            };
-            Ok(Op::St {
-                loc: strip_addr(&args[0]),
-                val: operand(&args[1]),
-                sem,
-                scope,
-            })
+                Ok(Op::St {
+                    loc,
+                    val,
+                    sem,
+                    scope,
+                })
+            }
         }
         "atom" => {
             let Some(op) = rmw else {
@@ -387,17 +607,17 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
                     "`{text}`: atom needs an operation (.add, .exch, .cas, ...)"
                 ));
             };
-            let (cmp, val) = if op == RmwOp::Cas {
+            let (cmp, val) = if op == AtomOp::Cas {
                 need(4)?;
-                (Some(operand(&args[2])), operand(&args[3]))
+                (Some(value(&args[2], text)?), value(&args[3], text)?)
             } else {
                 need(3)?;
-                (None, operand(&args[2]))
+                (None, value(&args[2], text)?)
             };
             Ok(Op::Atom {
                 op,
-                reg: args[0].clone(),
-                loc: strip_addr(&args[1]),
+                reg: reg_name(&args[0], text)?,
+                loc: loc_name(&strip_addr(&args[1]), text)?,
                 val,
                 cmp,
                 sem: sem.unwrap_or(Sem::Relaxed),
@@ -411,8 +631,8 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
             need(2)?;
             Ok(Op::Red {
                 op,
-                loc: strip_addr(&args[0]),
-                val: operand(&args[1]),
+                loc: loc_name(&strip_addr(&args[0]), text)?,
+                val: value(&args[1], text)?,
                 sem: sem.unwrap_or(Sem::Relaxed),
                 scope: scope.unwrap_or(Scope::Gpu),
             })
@@ -432,12 +652,117 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
         "mov" => {
             need(2)?;
             Ok(Op::Mov {
-                reg: args[0].clone(),
-                val: operand(&args[1]),
+                reg: reg_name(&args[0], text)?,
+                val: value(&args[1], text)?,
             })
         }
-        _ if text.ends_with(':') => Err(format!("labels are not supported (`{text}`)")),
-        _ => Err(format!("unsupported instruction `{head}` in `{text}`")),
+        _ => Err(format!(
+            "unsupported instruction `{head}` in `{text}` (supported: ld, st, atom, red, fence, \
+             membar, mov, add/sub/mul/div/and/or/xor, beq/bne/blt/ble/bgt/bge, goto/bra, \
+             bar/barrier, fence.proxy.*, tld, suld, sust, cold, ld.const, labels `L:`)"
+        )),
+    }
+}
+
+fn ident_ok(s: &str) -> bool {
+    s.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '%')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '%')
+}
+
+fn label_name(s: &str, text: &str) -> Result<String, String> {
+    if ident_ok(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` in `{text}` is not a label name"))
+    }
+}
+
+fn reg_name(s: &str, text: &str) -> Result<String, String> {
+    if ident_ok(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` in `{text}` is not a register name"))
+    }
+}
+
+fn loc_name(s: &str, text: &str) -> Result<String, String> {
+    if ident_ok(s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("`{s}` in `{text}` is not a location name"))
+    }
+}
+
+/// `bar.cta.sync|arrive INSTANCE[, ID[, QUORUM]]` (Dat3M's dialect: `.cta` present), or PTX's
+/// `bar{.sync,.arrive} ID[, COUNT]` / `barrier{.cta}{.sync,.arrive}{.aligned} ID[, COUNT]`
+/// (PTX ISA "bar, barrier": `a` the barrier, `b` the thread count), read with instance 0.
+fn parse_barrier(mods: &[String], args: &[String], text: &str) -> Result<Op, String> {
+    let mut arrive = None;
+    let mut dat3m = false;
+    for m in mods {
+        match m.as_str() {
+            "sync" => arrive = Some(false),
+            "arrive" => arrive = Some(true),
+            "cta" => dat3m = true,
+            "aligned" => {}
+            _ => return Err(format!("unsupported barrier modifier `.{m}` in `{text}` (allowed: .cta, .sync, .arrive, .aligned)")),
+        }
+    }
+    let text_is_barrier = text.starts_with("barrier");
+    if text_is_barrier {
+        dat3m = false;
+    }
+    let arrive = match arrive {
+        Some(a) => a,
+        // `bar 0` / `barrier 0` without `.sync`: PTX reads it as bar.sync.
+        None if !dat3m => false,
+        None => return Err(format!("`{text}`: a barrier needs .sync or .arrive")),
+    };
+    let vals: Vec<Operand> = args
+        .iter()
+        .map(|a| value(a, text))
+        .collect::<Result<_, _>>()?;
+    if dat3m {
+        let (instance, id, quorum) = match vals.as_slice() {
+            [Operand::Const(i)] => (*i, None, None),
+            [Operand::Const(i), id] => (*i, Some(id.clone()), None),
+            [Operand::Const(i), id, q] => (*i, Some(id.clone()), Some(q.clone())),
+            _ => {
+                return Err(format!(
+                    "`{text}`: expected `bar.cta.sync INSTANCE[, ID[, QUORUM]]` with a constant instance"
+                ))
+            }
+        };
+        Ok(Op::Barrier {
+            arrive,
+            instance,
+            id,
+            quorum,
+        })
+    } else {
+        let (id, quorum) = match vals.as_slice() {
+            [a] => (a.clone(), None),
+            [a, b] => (a.clone(), Some(b.clone())),
+            _ => {
+                return Err(format!(
+                    "`{text}`: expected `bar.sync ID[, COUNT]` (PTX ISA bar/barrier)"
+                ))
+            }
+        };
+        if arrive && quorum.is_none() {
+            return Err(format!(
+                "`{text}`: bar.arrive needs a thread count (PTX ISA)"
+            ));
+        }
+        Ok(Op::Barrier {
+            arrive,
+            instance: 0,
+            id: Some(id),
+            quorum,
+        })
     }
 }
 
@@ -445,8 +770,8 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
 pub fn instr_text(op: &Op) -> String {
     let ss = |sem: &Sem, scope: &Option<Scope>| match (sem, scope) {
         (Sem::Weak, _) => ".weak".to_string(),
-        (s, Some(sc)) => format!(".{}.{}", s.ptx(), sc.name()),
-        (s, None) => format!(".{}", s.ptx()),
+        (s, Some(sc)) => format!(".{}.{}", s.name(), sc.name()),
+        (s, None) => format!(".{}", s.name()),
     };
     match op {
         Op::Ld {
@@ -461,6 +786,27 @@ pub fn instr_text(op: &Op) -> String {
             sem,
             scope,
         } => format!("st{} {loc}, {val}", ss(sem, scope)),
+        Op::ProxyLd {
+            proxy,
+            reg,
+            loc,
+            sem,
+            scope,
+        } => {
+            let m = match proxy {
+                Proxy::Texture => "tld",
+                Proxy::Surface => "suld",
+                Proxy::Constant | Proxy::Generic => "cold",
+            };
+            format!("{m}{} {reg}, {loc}", ss(sem, scope))
+        }
+        Op::ProxySt {
+            loc,
+            val,
+            sem,
+            scope,
+            ..
+        } => format!("sust{} {loc}, {val}", ss(sem, scope)),
         Op::Atom {
             op,
             reg,
@@ -472,15 +818,15 @@ pub fn instr_text(op: &Op) -> String {
         } => match cmp {
             Some(c) => format!(
                 "atom.{}.{}.{} {reg}, {loc}, {c}, {val}",
-                sem.ptx(),
+                sem.name(),
                 scope.name(),
-                op.ptx()
+                op.name()
             ),
             None => format!(
                 "atom.{}.{}.{} {reg}, {loc}, {val}",
-                sem.ptx(),
+                sem.name(),
                 scope.name(),
-                op.ptx()
+                op.name()
             ),
         },
         Op::Red {
@@ -491,16 +837,39 @@ pub fn instr_text(op: &Op) -> String {
             scope,
         } => format!(
             "red.{}.{}.{} {loc}, {val}",
-            sem.ptx(),
+            sem.name(),
             scope.name(),
-            op.ptx()
+            op.name()
         ),
-        Op::Fence { sem, scope } => format!("fence.{}.{}", sem.ptx(), scope.name()),
+        Op::Fence { sem, scope } => format!("fence.{}.{}", sem.name(), scope.name()),
         Op::Mov { reg, val } => match val {
             // Dat3M reads a constant register load as `ld r, imm`.
             Operand::Const(v) => format!("ld {reg}, {v}"),
             Operand::Reg(r) => format!("mov {reg}, {r}"),
         },
+        Op::Local { op, reg, a, b } => format!("{} {reg}, {a}, {b}", op.name()),
+        Op::Label { name } => format!("{name}:"),
+        Op::Branch { cond, a, b, target } => format!("{} {a}, {b}, {target}", cond.mnemonic()),
+        Op::Goto { target } => format!("goto {target}"),
+        Op::Barrier {
+            arrive,
+            instance,
+            id,
+            quorum,
+        } => {
+            let mut t = format!(
+                "bar.cta.{} {instance}",
+                if *arrive { "arrive" } else { "sync" }
+            );
+            if let Some(id) = id {
+                let _ = write!(t, ", {id}");
+                if let Some(q) = quorum {
+                    let _ = write!(t, ", {q}");
+                }
+            }
+            t
+        }
+        Op::ProxyFence { kind } => format!("fence.proxy.{}", kind.name()),
     }
 }
 
@@ -510,11 +879,23 @@ pub fn export(test: &LitmusTest) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "PTX {}", test.name);
     if let Some(d) = &test.description {
-        let _ = writeln!(s, "\"{}\"", d.replace('"', "'"));
+        let _ = writeln!(s, "\"{}\"", d.replace('\\', "\\\\").replace('"', "\\\""));
     }
     s.push_str("{\n");
     for l in test.all_locations() {
-        let _ = writeln!(s, "{l}={};", test.init_of(&l));
+        match test
+            .locations
+            .iter()
+            .find(|m| m.name == l)
+            .and_then(|m| m.alias.as_ref())
+        {
+            Some(a) => {
+                let _ = writeln!(s, "{l} @ {} aliases {};", a.proxy.name(), a.of);
+            }
+            None => {
+                let _ = writeln!(s, "{l}={};", test.init_of(&l));
+            }
+        }
     }
     for (ti, t) in test.threads.iter().enumerate() {
         for (r, v) in &t.regs {
@@ -685,7 +1066,7 @@ exists
         assert_eq!(
             cas.threads[1].ops[0],
             Op::Atom {
-                op: RmwOp::Cas,
+                op: AtomOp::Cas,
                 reg: "r1".into(),
                 loc: "m".into(),
                 val: Operand::Const(1),
@@ -697,7 +1078,7 @@ exists
         assert!(matches!(
             &cas.threads[0].ops[2],
             Op::Atom {
-                op: RmwOp::Exch,
+                op: AtomOp::Exch,
                 ..
             }
         ));
@@ -722,7 +1103,7 @@ forall
         assert!(matches!(
             import(RED).unwrap().threads[1].ops[0],
             Op::Red {
-                op: RmwOp::Add,
+                op: AtomOp::Add,
                 sem: Sem::AcqRel,
                 scope: Scope::Sys,
                 ..
@@ -762,9 +1143,24 @@ forall
         assert!(e.msg.contains(".bogus"), "{e}");
         let bad = MP_GPU.replace("P1@cta 0", "P2@cta 0");
         assert_eq!(import(&bad).unwrap_err().line, 9);
-        let e = import("PTX X\n{ x=0; }\n P0@cta 0,gpu 0 ;\n bne r1, 0, L ;\nexists (x == 1)\n")
-            .unwrap_err();
-        assert_eq!(e.line, 4);
+        // A jump to no label, an unknown register: the error points at the cell.
+        let e = import(
+            "PTX X\n{ x=0; P0:r1=0; }\n P0@cta 0,gpu 0 ;\n bne r1, 0, L ;\nexists (x == 1)\n",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.col), (4, 2), "{e}");
+        assert!(e.msg.contains("no label"), "{e}");
+        let e = import(
+            "PTX X\n{ x=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n st.weak x, 1 | st.weak x, r7 ;\nexists (x == 1)\n",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.col), (4, 17), "{e}");
+        assert!(e.msg.contains("`r7`"), "{e}");
+        // A condition on a register no thread writes is an error, not a silent zero.
+        let e =
+            import("PTX X\n{ x=0; }\n P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (P0:r3 == 0)\n")
+                .unwrap_err();
+        assert_eq!(e.line, 5, "{e}");
         assert!(import("C X\n").unwrap_err().msg.contains("PTX"));
     }
 }

@@ -157,16 +157,22 @@ impl Order {
         }
     }
 
-    /// C++ strength: relaxed < acquire, release < acq_rel < seq_cst.
+    /// The PTX `.sem` of the same name (seq_cst is `.sc`): the explicit conversion between the
+    /// C++ and the PTX views of a memory order (ptx-interop 13.2 ch. 4 maps one onto the other).
+    pub fn sem(self) -> Sem {
+        match self {
+            Order::SeqCst => Sem::Sc,
+            Order::AcqRel => Sem::AcqRel,
+            Order::Acquire => Sem::Acquire,
+            Order::Release => Sem::Release,
+            Order::Relaxed => Sem::Relaxed,
+        }
+    }
+
+    /// C++ strength: relaxed < acquire, release < acq_rel < seq_cst, the same lattice as
+    /// [`Sem::at_least`] through [`Order::sem`] (one definition of the order, not two).
     pub fn at_least(self, other: Order) -> bool {
-        use Order::*;
-        self == other
-            || matches!(
-                (self, other),
-                (Acquire | Release | AcqRel | SeqCst, Relaxed)
-                    | (AcqRel | SeqCst, Acquire | Release)
-                    | (SeqCst, AcqRel)
-            )
+        self.sem().at_least(other.sem())
     }
 }
 
@@ -358,6 +364,52 @@ pub fn allowed(op: Operation, order: Order) -> Option<Vec<Mapping>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The C++ view converts to the PTX view by name, and the strength order is the one
+    // [atomics.order] gives: relaxed below everything, acquire and release incomparable,
+    // acq_rel above both, seq_cst on top (pairs written out here, not derived from code).
+    #[test]
+    fn order_converts_to_sem_and_keeps_the_cpp_strength_order() {
+        for o in Order::ALL {
+            let ptx = if o == Order::SeqCst { "sc" } else { o.name() };
+            assert_eq!(Sem::parse(ptx), Some(o.sem()), "{}", o.name());
+        }
+        use Order::*;
+        let stronger: &[(Order, Order)] = &[
+            (Acquire, Relaxed),
+            (Release, Relaxed),
+            (AcqRel, Relaxed),
+            (SeqCst, Relaxed),
+            (AcqRel, Acquire),
+            (AcqRel, Release),
+            (SeqCst, Acquire),
+            (SeqCst, Release),
+            (SeqCst, AcqRel),
+        ];
+        for a in Order::ALL {
+            for b in Order::ALL {
+                let expect = a == b || stronger.contains(&(a, b));
+                assert_eq!(a.at_least(b), expect, "{} >= {}", a.name(), b.name());
+            }
+        }
+    }
+
+    #[test]
+    fn cpp_rmw_ops_convert_to_distinct_atom_ops() {
+        let ops: Vec<AtomOp> = RmwOp::ALL.iter().map(|r| r.ptx_op()).collect();
+        for (i, a) in ops.iter().enumerate() {
+            assert!(!ops[i + 1..].contains(a), "{a:?} twice");
+            // fetch_<op> names the atom operation it maps to (exchange/compare_exchange aside).
+            let cpp = RmwOp::ALL[i].name();
+            assert!(
+                cpp.ends_with(a.name())
+                    || (cpp, a.name()) == ("exchange", "exch")
+                    || (cpp, a.name()) == ("compare_exchange", "cas"),
+                "{cpp} -> {}",
+                a.name()
+            );
+        }
+    }
 
     #[test]
     fn every_valid_combination_has_a_row_and_invalid_ones_have_none() {

@@ -34,8 +34,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::atomics::litmus::{
-    dat3m::instr_text, LitmusTest, Op, Operand, Prop, Quantifier, RmwOp, Scope, Sem, Term,
+    dat3m::instr_text, AtomOp, BranchCond, LitmusTest, LocalOp, Op, Operand, Prop, Proxy,
+    Quantifier, Scope, Sem, Term,
 };
+
+pub mod unroll;
 
 /// The axioms, in the order a rejection names the first one violated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -99,6 +102,16 @@ pub struct Verdict {
     pub allowed_outcomes: BTreeSet<Vec<i64>>,
     /// Set when the checker could not decide (see [`check`]); the other fields are then empty.
     pub error: Option<String>,
+    /// Some execution was cut by the loop bound and the verdict could depend on what lies
+    /// beyond it: the answer is `bound reached`, never a pass.
+    pub bound_reached: bool,
+    /// The model that judged the test.
+    pub model: Model,
+    /// Some execution blocks at a barrier whose quorum never arrives (non-terminating).
+    pub hang: bool,
+    /// With `--liveness`: `Some(witness)` when a consistent execution keeps a thread in a
+    /// loop forever under a fair scheduler or blocks it at a barrier; `None` when none does.
+    pub liveness_violation: Option<Option<String>>,
 }
 
 impl Verdict {
@@ -188,6 +201,22 @@ enum Src {
     Const(i64),
     /// The value read by this read event.
     Read(usize),
+    /// Register arithmetic (`add r2, r2, 1`).
+    Bin(LocalOp, Box<Src>, Box<Src>),
+}
+
+impl Src {
+    /// The read events the value depends on (data dependencies).
+    fn reads(&self, out: &mut Vec<usize>) {
+        match self {
+            Src::Const(_) => {}
+            Src::Read(r) => out.push(*r),
+            Src::Bin(_, a, b) => {
+                a.reads(out);
+                b.reads(out);
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -195,7 +224,7 @@ enum WVal {
     Plain(Src),
     Rmw {
         read: usize,
-        op: RmwOp,
+        op: AtomOp,
         operand: Src,
         cmp: Option<Src>,
     },
@@ -217,6 +246,16 @@ struct Ev {
     rmw_write: Option<usize>,
     wval: Option<WVal>,
     label: String,
+    /// Virtual location (the name used; `loc` is the physical one).
+    vloc: usize,
+    /// The proxy of a memory access; of a proxy fence, the proxy it fences.
+    proxy: Proxy,
+    /// `fence.proxy.{surface,texture,constant}` (orders `proxy` against generic).
+    proxy_fence: bool,
+    /// `fence.proxy.alias`.
+    alias_fence: bool,
+    /// (gpu, cta) of the thread, for the 7.5 model's same-CTA proxy fences.
+    cta_key: (u32, u32),
 }
 
 struct Program {
@@ -232,13 +271,66 @@ struct Program {
     acq_pat: Rel,
     reads: Vec<usize>,
     sc_fences: Vec<usize>,
+    /// Branch conditions the threads' paths assume: (condition, lhs, rhs).
+    assumes: Vec<(BranchCond, Src, Src)>,
+    /// Data and control dependencies (read -> later event), for No-Thin-Air.
+    dep: Rel,
+    /// Barrier arrivals: (arrive event, leave event when the thread waits, thread, CTA key,
+    /// id, quorum).
+    barriers: Vec<BarrierEv>,
+    model: Model,
+    /// Per thread whose path ends at a back-jump: the reads of its last loop iteration.
+    stuck: Vec<Vec<usize>>,
+    /// The cas writes in the last iteration of spin paths: an execution in which one of them
+    /// succeeds did not spin without effect, so it was cut by the bound instead.
+    spin_cas: Vec<usize>,
+}
+
+#[derive(Debug, Clone)]
+struct BarrierEv {
+    arrive: usize,
+    leave: Option<usize>,
+    /// (gpu, cluster, cta) of the thread: `bar.cta` synchronises one CTA.
+    cta: (u32, u32, u32),
+    id: Src,
+    quorum: Option<Src>,
 }
 
 const NO_LOC: usize = usize::MAX;
 
-fn build(test: &LitmusTest) -> Result<Program, String> {
-    let locs = test.all_locations();
-    let loc_idx = |l: &str| locs.iter().position(|x| x == l).unwrap_or(NO_LOC);
+fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Program, String> {
+    let names = test.all_locations();
+    // Physical locations (an alias shares its target's); events carry both.
+    let locs: Vec<String> = names
+        .iter()
+        .filter(|l| test.physical(l) == l.as_str())
+        .cloned()
+        .collect();
+    let loc_idx = |l: &str| {
+        let phys = test.physical(l);
+        locs.iter().position(|x| x == phys).unwrap_or(NO_LOC)
+    };
+    // A texture/surface/constant alias is another proxy's view of the same virtual
+    // address; only a generic alias is a different virtual address (Dat3M's `vloc`).
+    let virt = |l: &str| -> String {
+        let mut cur = l.to_string();
+        for _ in 0..=test.locations.len() {
+            match test
+                .locations
+                .iter()
+                .find(|m| m.name == cur)
+                .and_then(|m| m.alias.as_ref())
+            {
+                Some(a) if a.proxy != Proxy::Generic => cur = a.of.clone(),
+                _ => break,
+            }
+        }
+        cur
+    };
+    let vloc_idx = |l: &str| {
+        let v = virt(l);
+        names.iter().position(|x| *x == v).unwrap_or(NO_LOC)
+    };
     let mut evs: Vec<Ev> = Vec::new();
     for (li, l) in locs.iter().enumerate() {
         evs.push(Ev {
@@ -253,8 +345,18 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
             rmw_write: None,
             wval: Some(WVal::Plain(Src::Const(test.init_of(l)))),
             label: format!("init {l}={}", test.init_of(l)),
+            vloc: vloc_idx(l),
+            proxy: Proxy::Generic,
+            proxy_fence: false,
+            alias_fence: false,
+            cta_key: (u32::MAX, u32::MAX),
         });
     }
+    let mut assumes = Vec::new();
+    let mut data: Vec<(usize, usize)> = Vec::new(); // (read, event)
+    let mut barriers = Vec::new();
+    let mut stuck: Vec<Vec<usize>> = Vec::new();
+    let mut spin_cas: Vec<usize> = Vec::new();
     let mut regs_out = Vec::new();
     let mut thread_evs: Vec<Vec<usize>> = Vec::new();
     for (ti, t) in test.threads.iter().enumerate() {
@@ -264,11 +366,30 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
             .map(|(k, v)| (k.clone(), Src::Const(*v)))
             .collect();
         let mut mine = Vec::new();
+        // A register no one wrote holds 0 (validation has rejected registers that are never
+        // written; on a path that skips the write, the PTX register is still 0-initialised by
+        // the litmus convention of Dat3M's init block).
         let src_of = |regs: &BTreeMap<String, Src>, o: &Operand| match o {
             Operand::Const(v) => Src::Const(*v),
             Operand::Reg(r) => regs.get(r).cloned().unwrap_or(Src::Const(0)),
         };
-        for (oi, op) in t.ops.iter().enumerate() {
+        let mut ctrl_reads: Vec<usize> = Vec::new();
+        let cta = (t.gpu, t.effective_cluster(), t.cta);
+        let looping = paths[ti].end != unroll::End::Done;
+        let mut last_iter: Vec<usize> = Vec::new();
+        for (si, step) in paths[ti].steps.iter().enumerate() {
+            let in_last = looping && si >= paths[ti].loop_from;
+            let (oi, op) = match step {
+                unroll::Step::Assume { cond, a, b } => {
+                    let (a, b) = (src_of(&regs, a), src_of(&regs, b));
+                    a.reads(&mut ctrl_reads);
+                    b.reads(&mut ctrl_reads);
+                    assumes.push((*cond, a, b));
+                    continue;
+                }
+                unroll::Step::Op(oi) => (*oi, &t.ops[*oi]),
+            };
+            let first_new = evs.len();
             // `P1[2] ld.acquire.gpu r0, y`: thread, 1-based position, instruction.
             let label = format!("P{ti}[{}] {}", oi + 1, instr_text(op));
             let base = Ev {
@@ -283,8 +404,110 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
                 rmw_write: None,
                 wval: None,
                 label,
+                vloc: NO_LOC,
+                proxy: Proxy::Generic,
+                proxy_fence: false,
+                alias_fence: false,
+                cta_key: (t.gpu, t.cta),
             };
             match op {
+                Op::Label { .. } | Op::Branch { .. } | Op::Goto { .. } => {}
+                Op::Local { op, reg, a, b } => {
+                    let v = Src::Bin(*op, Box::new(src_of(&regs, a)), Box::new(src_of(&regs, b)));
+                    regs.insert(reg.clone(), v);
+                }
+                Op::Barrier {
+                    arrive,
+                    instance,
+                    id,
+                    quorum,
+                } => {
+                    let a = evs.len();
+                    evs.push(Ev {
+                        label: format!("{} (arrive)", base.label),
+                        ..base.clone()
+                    });
+                    mine.push(a);
+                    let leave = if *arrive {
+                        None
+                    } else {
+                        let l = evs.len();
+                        evs.push(Ev {
+                            label: format!("{} (leave)", base.label),
+                            ..base.clone()
+                        });
+                        mine.push(l);
+                        Some(l)
+                    };
+                    let id = match id {
+                        Some(o) => src_of(&regs, o),
+                        // Without an id, the instance names the barrier; keep the two apart.
+                        None => Src::Const(instance.wrapping_add(1 << 40)),
+                    };
+                    barriers.push(BarrierEv {
+                        arrive: a,
+                        leave,
+                        cta,
+                        id,
+                        quorum: quorum.as_ref().map(|q| src_of(&regs, q)),
+                    });
+                }
+                Op::ProxyFence { kind } => {
+                    let id = evs.len();
+                    evs.push(Ev {
+                        proxy: kind.proxy().unwrap_or(Proxy::Generic),
+                        proxy_fence: kind.proxy().is_some(),
+                        alias_fence: kind.proxy().is_none(),
+                        ..base
+                    });
+                    mine.push(id);
+                }
+                Op::ProxyLd {
+                    proxy,
+                    reg,
+                    loc,
+                    sem,
+                    scope,
+                } => {
+                    let id = evs.len();
+                    evs.push(Ev {
+                        kind: Kind::R,
+                        loc: loc_idx(loc),
+                        vloc: vloc_idx(loc),
+                        proxy: *proxy,
+                        strong: *sem != Sem::Weak,
+                        scope: *scope,
+                        acq: *sem == Sem::Acquire,
+                        ..base
+                    });
+                    mine.push(id);
+                    regs.insert(reg.clone(), Src::Read(id));
+                }
+                Op::ProxySt {
+                    proxy,
+                    loc,
+                    val,
+                    sem,
+                    scope,
+                } => {
+                    let id = evs.len();
+                    let v = src_of(&regs, val);
+                    let mut rs = Vec::new();
+                    v.reads(&mut rs);
+                    data.extend(rs.into_iter().map(|r| (r, id)));
+                    evs.push(Ev {
+                        kind: Kind::W,
+                        loc: loc_idx(loc),
+                        vloc: vloc_idx(loc),
+                        proxy: *proxy,
+                        strong: *sem != Sem::Weak,
+                        scope: *scope,
+                        rel: *sem == Sem::Release,
+                        wval: Some(WVal::Plain(v)),
+                        ..base
+                    });
+                    mine.push(id);
+                }
                 Op::Ld {
                     reg,
                     loc,
@@ -296,6 +519,7 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
                     evs.push(Ev {
                         kind: Kind::R,
                         loc: loc_idx(loc),
+                        vloc: vloc_idx(loc),
                         strong: *sem != Sem::Weak,
                         scope: *scope,
                         acq: *sem == Sem::Acquire,
@@ -312,13 +536,18 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
                     ..
                 } => {
                     let id = evs.len();
+                    let v = src_of(&regs, val);
+                    let mut rs = Vec::new();
+                    v.reads(&mut rs);
+                    data.extend(rs.into_iter().map(|r| (r, id)));
                     evs.push(Ev {
                         kind: Kind::W,
                         loc: loc_idx(loc),
+                        vloc: vloc_idx(loc),
                         strong: *sem != Sem::Weak,
                         scope: *scope,
                         rel: *sem == Sem::Release,
-                        wval: Some(WVal::Plain(src_of(&regs, val))),
+                        wval: Some(WVal::Plain(v)),
                         ..base
                     });
                     mine.push(id);
@@ -347,9 +576,16 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
                     let w = r + 1;
                     let operand = src_of(&regs, val);
                     let cmp = cmp.map(|c| src_of(&regs, c));
+                    let mut rs = Vec::new();
+                    operand.reads(&mut rs);
+                    if let Some(c) = &cmp {
+                        c.reads(&mut rs);
+                    }
+                    data.extend(rs.into_iter().map(|x| (x, w)));
                     evs.push(Ev {
                         kind: Kind::R,
                         loc: loc_idx(loc),
+                        vloc: vloc_idx(loc),
                         scope: Some(*scope),
                         acq: matches!(sem, Sem::Acquire | Sem::AcqRel),
                         rmw_write: Some(w),
@@ -358,6 +594,7 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
                     evs.push(Ev {
                         kind: Kind::W,
                         loc: loc_idx(loc),
+                        vloc: vloc_idx(loc),
                         scope: Some(*scope),
                         rel: matches!(sem, Sem::Release | Sem::AcqRel),
                         wval: Some(WVal::Rmw {
@@ -390,6 +627,22 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
                     regs.insert(reg.clone(), s);
                 }
             }
+            // Control dependencies: every event after a branch depends on what it read.
+            for (e, ev) in evs.iter().enumerate().skip(first_new) {
+                data.extend(ctrl_reads.iter().map(|&r| (r, e)));
+                if in_last && ev.kind == Kind::R {
+                    last_iter.push(e);
+                }
+                if in_last
+                    && paths[ti].end == unroll::End::Spin
+                    && matches!(ev.wval, Some(WVal::Rmw { cmp: Some(_), .. }))
+                {
+                    spin_cas.push(e);
+                }
+            }
+        }
+        if looping {
+            stuck.push(last_iter);
         }
         regs_out.push(regs);
         thread_evs.push(mine);
@@ -417,10 +670,21 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
         for b in 0..n {
             let (ea, eb) = (&evs[a], &evs[b]);
             let same_loc = is_mem(ea) && is_mem(eb) && ea.loc == eb.loc;
-            if has(&po, a, b) && same_loc {
+            // v7.5's release/acquire patterns use po-vloc (the same virtual address).
+            let same_vloc = same_loc && (model == Model::V60 || ea.vloc == eb.vloc);
+            if has(&po, a, b) && same_vloc {
                 set(&mut po_loc, a, b);
             }
-            if a == b || (is_mem(ea) && is_mem(eb) && !same_loc) {
+            // v7.5 (PTX ISA 7.5 "morally strong"): the same proxy, and memory operations
+            // overlap through the same virtual address (`vloc`).
+            let overlap = match model {
+                Model::V60 => same_loc,
+                Model::V75 => same_loc && ea.vloc == eb.vloc,
+            };
+            if a == b || (is_mem(ea) && is_mem(eb) && !overlap) {
+                continue;
+            }
+            if model == Model::V75 && ea.proxy != eb.proxy {
                 continue;
             }
             let (Some(ta), Some(tb)) = (ea.thread, eb.thread) else {
@@ -472,6 +736,10 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
     }
     let reads = (0..n).filter(|&i| evs[i].kind == Kind::R).collect();
     let sc_fences = (0..n).filter(|&i| evs[i].sc_fence).collect();
+    let mut dep = empty(n);
+    for (r, e) in data {
+        set(&mut dep, r, e);
+    }
     Ok(Program {
         evs,
         locs,
@@ -484,7 +752,108 @@ fn build(test: &LitmusTest) -> Result<Program, String> {
         acq_pat,
         reads,
         sc_fences,
+        assumes,
+        dep,
+        barriers,
+        model,
+        stuck,
+        spin_cas,
     })
+}
+
+/// The ways barrier arrivals can synchronise under the values `val`, as relations from each
+/// arrival to the leave events it releases; `None` when a waiting thread's barrier never
+/// completes. Arrivals at one barrier (same CTA and id) complete it once `quorum` of them
+/// (all of them when no quorum is given) have arrived: those synchronise with each other;
+/// a later arrival passes a completed barrier, ordered after every earlier arrival (PTX ISA
+/// "bar, barrier": the barrier completes when the expected number of threads arrive;
+/// `bar.arrive` counts without waiting). These choices reproduce Dat3M's `Barrier/quorum*`
+/// verdicts.
+fn barrier_options(p: &Program, val: &[Option<i64>]) -> Option<Vec<Rel>> {
+    let n = p.evs.len();
+    type Key = ((u32, u32, u32), i64);
+    let mut groups: BTreeMap<Key, Vec<(usize, Option<i64>)>> = BTreeMap::new();
+    for (k, b) in p.barriers.iter().enumerate() {
+        // Values are known here (thin-air candidates are filtered before); 0 otherwise.
+        let id = eval_src(&b.id, val).unwrap_or(0);
+        let q = b.quorum.as_ref().map(|q| eval_src(q, val).unwrap_or(0));
+        groups.entry((b.cta, id)).or_default().push((k, q));
+    }
+    let mut options: Vec<Rel> = vec![empty(n)];
+    for members in groups.values() {
+        let k = members.len();
+        let q = members
+            .iter()
+            .filter_map(|m| m.1)
+            .max()
+            .map_or(k, |q| q.max(0) as usize);
+        let waits = |i: usize| p.barriers[members[i].0].leave.is_some();
+        if k < q {
+            if (0..k).any(waits) {
+                return None;
+            }
+            continue;
+        }
+        let q = q.max(1);
+        let mut local: Vec<Rel> = Vec::new();
+        for first in subsets(k, q) {
+            let rest: Vec<usize> = (0..k).filter(|i| !first.contains(i)).collect();
+            for order in permutations(&rest) {
+                let mut r = empty(n);
+                let link = |r: &mut Rel, from: usize, to: usize| {
+                    if let Some(l) = p.barriers[members[to].0].leave {
+                        set(r, p.barriers[members[from].0].arrive, l);
+                    }
+                };
+                for &a in &first {
+                    for &b in &first {
+                        if a != b {
+                            link(&mut r, a, b);
+                        }
+                    }
+                }
+                let mut before = first.clone();
+                for &late in &order {
+                    for &e in &before {
+                        link(&mut r, e, late);
+                    }
+                    before.push(late);
+                }
+                local.push(r);
+            }
+        }
+        options = options
+            .iter()
+            .flat_map(|o| local.iter().map(move |l| union(o, l)))
+            .collect();
+    }
+    Some(options)
+}
+
+fn subsets(k: usize, q: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    for mask in 0u32..(1u32 << k.min(16)) {
+        if mask.count_ones() as usize == q {
+            out.push((0..k).filter(|i| mask >> i & 1 == 1).collect());
+        }
+    }
+    out
+}
+
+fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let x = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, x);
+            out.push(p);
+        }
+    }
+    out
 }
 
 /// All orders of `items` that keep `po`.
@@ -527,6 +896,7 @@ fn eval_src(s: &Src, val: &[Option<i64>]) -> Option<i64> {
     match s {
         Src::Const(v) => Some(*v),
         Src::Read(r) => val[*r],
+        Src::Bin(op, a, b) => Some(op.apply(eval_src(a, val)?, eval_src(b, val)?)),
     }
 }
 
@@ -734,6 +1104,7 @@ fn first_violation(
     rf_rel: &Rel,
     co_rel: &Rel,
     sco: &[usize],
+    bar: &Rel,
 ) -> Option<Axiom> {
     let n = p.evs.len();
     // fr = rf^-1; co
@@ -764,7 +1135,13 @@ fn first_violation(
             }
         }
     }
-    let base = closure(&union(&union(&p.po, &sync), &sync_fence));
+    // Base causality includes barrier synchronisation (Dat3M's `sync_barrier`; PTX ISA
+    // memory consistency model, "base causality order": bar/barrier operations synchronise
+    // the threads that take part).
+    let base = closure(&union(&union(&union(&p.po, &sync), &sync_fence), bar));
+    if p.model == Model::V75 {
+        return v75_violation(p, live, rf_rel, co_rel, &fr, &base);
+    }
     let cause = union(&base, &compose(&obs, &base));
 
     // Coherence
@@ -798,6 +1175,11 @@ fn first_violation(
     if bad.iter().any(|&r| r != 0) {
         return Some(Axiom::Atomicity);
     }
+    // No-Thin-Air: acyclic(rf | dep), dep = data | ctrl (values computed without a cycle
+    // already; a control dependency can close one too).
+    if !acyclic(&union(rf_rel, &p.dep)) {
+        return Some(Axiom::NoThinAir);
+    }
     // SC-per-location
     let com = union(&union(rf_rel, co_rel), &fr);
     if !acyclic(&union(&inter(&p.ms, &com), &p.po_loc)) {
@@ -809,6 +1191,120 @@ fn first_violation(
         return Some(Axiom::Causality);
     }
     let rf_fr = union(rf_rel, &fr);
+    for (a, &row) in rf_fr.iter().enumerate() {
+        let mut bits = row;
+        while bits != 0 {
+            let b = bits.trailing_zeros() as usize;
+            if has(&cause, b, a) {
+                return Some(Axiom::Causality);
+            }
+            bits &= bits - 1;
+        }
+    }
+    None
+}
+
+/// The PTX 7.5 model (Dat3M `ptx-v7.5.cat`; PTX ISA 7.5 memory consistency model, "proxies"
+/// and "causality order" with proxy-preserved base causality): causality between two
+/// memory operations survives only through the same proxy and virtual address, or through
+/// proxy fences of the operations' proxies in their CTAs (and `fence.proxy.alias` between
+/// virtual aliases of one physical location). Axioms: Coherence, Atomicity, No-Thin-Air,
+/// Causality `irreflexive((rf | fr); cause)`; Fence-SC relates fences, which proxy-preserved
+/// causality never does (as in the cat file).
+fn v75_violation(
+    p: &Program,
+    live: u64,
+    rf_rel: &Rel,
+    co_rel: &Rel,
+    fr: &Rel,
+    cb: &Rel,
+) -> Option<Axiom> {
+    let n = p.evs.len();
+    let e = &p.evs;
+    let is_mem = |i: usize| e[i].kind != Kind::F && e[i].thread.is_some();
+    let gen = |i: usize| e[i].proxy == Proxy::Generic;
+    // proxy-fence-ops: [F]; (same-proxy & scta); [M]
+    let pfo = |f: usize, m: usize| {
+        e[f].kind == Kind::F && e[f].proxy == e[m].proxy && e[f].cta_key == e[m].cta_key
+    };
+    // pre(a): where a's effect enters the generic world; post(b): where b's leaves it.
+    let pre: Vec<Vec<usize>> = (0..n)
+        .map(|a| {
+            let mut v: Vec<usize> = (0..n)
+                .filter(|&f| e[f].proxy_fence && has(cb, a, f) && pfo(f, a))
+                .collect();
+            if gen(a) {
+                v.push(a);
+            }
+            v
+        })
+        .collect();
+    let post: Vec<Vec<usize>> = (0..n)
+        .map(|b| {
+            let mut v: Vec<usize> = (0..n)
+                .filter(|&f| e[f].proxy_fence && has(cb, f, b) && pfo(f, b))
+                .collect();
+            if gen(b) {
+                v.push(b);
+            }
+            v
+        })
+        .collect();
+    let aliases: Vec<usize> = (0..n).filter(|&f| e[f].alias_fence).collect();
+    let mut ppcb = empty(n);
+    for a in (0..n).filter(|&a| is_mem(a)) {
+        for b in (0..n).filter(|&b| is_mem(b)) {
+            let vloc = e[a].vloc == e[b].vloc;
+            let loc = e[a].loc == e[b].loc;
+            if !loc {
+                continue;
+            }
+            let direct = has(cb, a, b)
+                && vloc
+                && ((gen(a) && gen(b))
+                    || (e[a].proxy == e[b].proxy && e[a].cta_key == e[b].cta_key));
+            let fenced = vloc
+                && pre[a]
+                    .iter()
+                    .any(|&x| post[b].iter().any(|&y| x != y && has(cb, x, y)));
+            let aliased = aliases.iter().any(|&f| {
+                pre[a].iter().any(|&x| has(cb, x, f)) && post[b].iter().any(|&y| has(cb, f, y))
+            });
+            if direct || fenced || aliased {
+                set(&mut ppcb, a, b);
+            }
+        }
+    }
+    // observation = (morally-strong & rf) | rmw; cause = ppcb | observation; ppcb
+    let obs = union(&inter(&p.ms, rf_rel), &p.rmw);
+    let cause = union(&ppcb, &compose(&obs, &ppcb));
+    for a in 0..n {
+        if e[a].kind != Kind::W || live >> a & 1 == 0 {
+            continue;
+        }
+        for b in 0..n {
+            if e[b].kind == Kind::W
+                && live >> b & 1 == 1
+                && e[a].loc == e[b].loc
+                && has(&cause, a, b)
+                && !has(co_rel, a, b)
+            {
+                return Some(Axiom::Coherence);
+            }
+        }
+    }
+    let ms_fr = inter(&p.ms, fr);
+    let ms_co = inter(&p.ms, co_rel);
+    if inter(&compose(&ms_fr, &ms_co), &p.rmw)
+        .iter()
+        .any(|&r| r != 0)
+    {
+        return Some(Axiom::Atomicity);
+    }
+    if !acyclic(&union(rf_rel, &p.dep)) {
+        return Some(Axiom::NoThinAir);
+    }
+    let rf_fr = union(rf_rel, fr);
     for (a, &row) in rf_fr.iter().enumerate() {
         let mut bits = row;
         while bits != 0 {
@@ -835,16 +1331,244 @@ pub fn check(test: &LitmusTest) -> Verdict {
         terms: Vec::new(),
         allowed_outcomes: BTreeSet::new(),
         error: Some(e),
+        bound_reached: false,
+        model: Model::V60,
+        hang: false,
+        liveness_violation: None,
     })
 }
 
-/// Checks a test against the model; an error when the test is too large to enumerate.
+/// Which memory model judges a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// PTX ISA 6.0 without proxies (Dat3M `ptx-v6.0.cat`), the default for tests without
+    /// proxies.
+    V60,
+    /// PTX ISA 7.5 with proxies (Dat3M `ptx-v7.5.cat`): generic/texture/surface/constant
+    /// proxies, `fence.proxy.*`, virtual aliases.
+    V75,
+}
+
+impl Model {
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::V60 => "ptx-v6.0",
+            Model::V75 => "ptx-v7.5",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Model> {
+        match s {
+            "ptx-v6.0" => Some(Model::V60),
+            "ptx-v7.5" => Some(Model::V75),
+            _ => None,
+        }
+    }
+}
+
+/// How to check: the loop bound and the model (`None`: v7.5 when the test uses proxies,
+/// v6.0 otherwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    pub unroll: u32,
+    pub model: Option<Model>,
+    /// Answer the liveness question instead (`litmus check --liveness`).
+    pub liveness: bool,
+}
+
+/// Dat3M's loop bound for its PTX tests.
+pub const DEFAULT_UNROLL: u32 = 1;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            unroll: DEFAULT_UNROLL,
+            model: None,
+            liveness: false,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Acc {
+    candidates: usize,
+    consistent: usize,
+    allowed: bool,
+    all_satisfy: bool,
+    rejected: Vec<Rejection>,
+    allowed_outcomes: BTreeSet<Vec<i64>>,
+    bound_reached: bool,
+    hang: bool,
+    liveness: bool,
+    /// A consistent execution in which some thread never terminates under a fair scheduler.
+    stuck_witness: Option<String>,
+}
+
+/// Checks a test against the model (default options); an error when the test is too large
+/// to enumerate.
 pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
-    let p = build(test)?;
+    try_check_with(test, &Options::default())
+}
+
+/// The candidate executions of one path combination, bounded before any work: rf choices ×
+/// coherence orders (each pair of writes ordered one way, the other, or not) × fence.sc orders.
+fn estimate(p: &Program) -> u128 {
+    let n = p.evs.len();
+    let fact = |k: usize| (1..=k as u128).product::<u128>();
+    let mut bound: u128 = p
+        .reads
+        .iter()
+        .map(|&r| {
+            (0..n)
+                .filter(|&w| p.evs[w].kind == Kind::W && p.evs[w].loc == p.evs[r].loc)
+                .count()
+                .max(1) as u128
+        })
+        .product();
+    for li in 0..p.locs.len() {
+        let writes = (0..n)
+            .filter(|&w| {
+                p.evs[w].kind == Kind::W && p.evs[w].loc == li && p.evs[w].thread.is_some()
+            })
+            .count();
+        let pairs = (writes * writes.saturating_sub(1) / 2) as u32;
+        bound = bound.saturating_mul(3u128.saturating_pow(pairs));
+    }
+    bound = bound.saturating_mul(fact(p.sc_fences.len()));
+    let k = p.barriers.len();
+    bound.saturating_mul(fact(k).max(1))
+}
+
+/// Checks a test: every combination of thread paths under the loop bound, each enumerated.
+pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, String> {
+    let model = opts.model.unwrap_or(if test.uses_proxies() {
+        Model::V75
+    } else {
+        Model::V60
+    });
+    if model == Model::V60 && test.uses_proxies() {
+        return Err(format!(
+            "test `{}` uses proxies (aliases, tld/suld/sust/cold, fence.proxy); check it with --model ptx-v7.5",
+            test.name
+        ));
+    }
+    let per_thread: Vec<Vec<unroll::Path>> = test
+        .threads
+        .iter()
+        .map(|t| unroll::paths(t, opts.unroll))
+        .collect::<Result<_, _>>()?;
+    let combos: u128 = per_thread.iter().map(|v| v.len() as u128).product();
+    if combos > MAX_CANDIDATES {
+        return Err(format!(
+            "test `{}` has {combos} combinations of thread paths; the checker enumerates at most {MAX_CANDIDATES} candidate executions",
+            test.name
+        ));
+    }
     let mut term_set = BTreeSet::new();
     test.condition.prop.terms(&mut term_set);
     let terms: Vec<Term> = term_set.into_iter().collect();
-    let mut allowed_outcomes = BTreeSet::new();
+    // Build every terminating-or-cut combination first, so the size is known up front.
+    let mut programs = Vec::new();
+    let mut total: u128 = 0;
+    let mut idx = vec![0usize; per_thread.len()];
+    loop {
+        let paths: Vec<&unroll::Path> = idx
+            .iter()
+            .enumerate()
+            .map(|(t, &i)| &per_thread[t][i])
+            .collect();
+        let has_spin = paths.iter().any(|p| p.end == unroll::End::Spin);
+        {
+            let cut = paths.iter().any(|p| p.end == unroll::End::Cut);
+            let p = build(test, &paths, model)?;
+            // A spin without cas operations is non-terminating whatever the values; one
+            // whose only effects are cas operations is decided per execution.
+            let skip = has_spin && !opts.liveness && p.spin_cas.is_empty();
+            total = total.saturating_add(if skip { 0 } else { estimate(&p) });
+            if total > MAX_CANDIDATES {
+                return Err(format!(
+                    "test `{}` has an estimated {total}+ candidate executions (under --unroll {}); the checker enumerates at most {MAX_CANDIDATES}",
+                    test.name, opts.unroll
+                ));
+            }
+            if !skip {
+                programs.push((p, cut));
+            }
+        }
+        let mut k = 0;
+        loop {
+            if k == idx.len() {
+                break;
+            }
+            idx[k] += 1;
+            if idx[k] < per_thread[k].len() {
+                break;
+            }
+            idx[k] = 0;
+            k += 1;
+        }
+        if k == idx.len() {
+            break;
+        }
+    }
+    let mut acc = Acc {
+        all_satisfy: true,
+        liveness: opts.liveness,
+        ..Acc::default()
+    };
+    for (p, cut) in &programs {
+        enumerate(test, p, &terms, *cut, &mut acc)?;
+    }
+    let Acc {
+        candidates,
+        consistent,
+        allowed,
+        all_satisfy,
+        mut rejected,
+        allowed_outcomes,
+        bound_reached,
+        hang,
+        liveness: _,
+        stuck_witness,
+    } = acc;
+    if allowed {
+        rejected.clear();
+    }
+    let condition_holds = match test.condition.quantifier {
+        Quantifier::Exists => allowed,
+        Quantifier::NotExists => !allowed,
+        Quantifier::Forall => all_satisfy,
+    };
+    // A cut execution could, beyond the bound, still decide the condition: only a verdict
+    // that no further execution can change stands (an exists witness, a forall/~exists
+    // counterexample).
+    let decided = match test.condition.quantifier {
+        Quantifier::Exists | Quantifier::NotExists => allowed,
+        Quantifier::Forall => !all_satisfy,
+    };
+    Ok(Verdict {
+        allowed,
+        condition_holds,
+        candidates,
+        consistent,
+        rejected,
+        terms,
+        allowed_outcomes,
+        error: None,
+        bound_reached: bound_reached && !decided,
+        model,
+        hang,
+        liveness_violation: opts.liveness.then_some(stuck_witness),
+    })
+}
+
+/// Enumerates the candidate executions of one combination of thread paths into `acc`.
+fn enumerate(
+    test: &LitmusTest,
+    p: &Program,
+    terms: &[Term],
+    cut: bool,
+    acc: &mut Acc,
+) -> Result<(), String> {
     let n = p.evs.len();
     let prop: &Prop = &test.condition.prop;
     // rf candidates for each read: same-location writes, not its own rmw write.
@@ -864,32 +1588,21 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
     if choices.iter().any(Vec::is_empty) {
         return Err("a read has no write to read from".into());
     }
-    // Bound the work before starting: rf choices × coherence orders (each pair of writes
-    // ordered one way, the other, or not) × fence.sc orders.
-    let fact = |k: usize| (1..=k as u128).product::<u128>();
-    let mut bound: u128 = choices.iter().map(|c| c.len() as u128).product();
-    for li in 0..p.locs.len() {
-        let writes = (0..n)
-            .filter(|&w| {
-                p.evs[w].kind == Kind::W && p.evs[w].loc == li && p.evs[w].thread.is_some()
-            })
-            .count();
-        let pairs = (writes * writes.saturating_sub(1) / 2) as u32;
-        bound = bound.saturating_mul(3u128.saturating_pow(pairs));
-    }
-    bound = bound.saturating_mul(fact(p.sc_fences.len()));
-    if bound > MAX_CANDIDATES {
-        return Err(format!(
-            "test `{}` has up to {bound} candidate executions; the checker enumerates at most {MAX_CANDIDATES}",
-            test.name
-        ));
-    }
+    let p = &p;
     let sc_orders = linearisations(&p.sc_fences, &p.po);
-    let mut candidates = 0usize;
-    let mut consistent = 0usize;
-    let mut allowed = false;
-    let mut all_satisfy = true;
-    let mut rejected = Vec::new();
+    let Acc {
+        candidates,
+        consistent,
+        allowed,
+        all_satisfy,
+        rejected,
+        allowed_outcomes,
+        bound_reached,
+        hang,
+        liveness,
+        stuck_witness,
+    } = acc;
+    let liveness = *liveness;
     let mut idx = vec![0usize; p.reads.len()];
     'rf: loop {
         let rf: Vec<usize> = idx
@@ -897,25 +1610,65 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
             .enumerate()
             .map(|(k, &i)| choices[k][i])
             .collect();
-        let (val, exists) = compute_values(&p, &rf);
+        let (val, exists) = compute_values(p, &rf);
         // A read from a cas write that did not happen is no execution at all.
-        let reads_missing = rf.iter().any(|&w| exists[w] == Some(false));
-        let thin_air = p
-            .evs
-            .iter()
-            .enumerate()
-            .any(|(i, e)| (e.kind != Kind::F && val[i].is_none()) || exists[i].is_none());
+        let mut reads_missing = rf.iter().any(|&w| exists[w] == Some(false));
+        // The paths' branch conditions: an rf choice that contradicts one is not an execution
+        // of these paths (another combination of paths covers it).
+        // A spin whose cas all failed did nothing: non-terminating, excluded. One whose cas
+        // succeeded was cut by the bound.
+        let mut cut = cut;
+        if !p.spin_cas.is_empty() && !liveness {
+            if p.spin_cas.iter().all(|&w| exists[w] == Some(false)) {
+                reads_missing = true;
+            } else {
+                cut = true;
+            }
+        }
+        let mut assume_unknown = false;
+        let mut hanging = false;
+        for (c, a, b) in &p.assumes {
+            match (eval_src(a, &val), eval_src(b, &val)) {
+                (Some(x), Some(y)) if !c.holds(x, y) => reads_missing = true,
+                (Some(_), Some(_)) => {}
+                _ => assume_unknown = true,
+            }
+        }
+        // Barriers: which arrivals synchronise; none when a waiting thread never gets its
+        // quorum (a non-terminating execution, excluded as Dat3M does).
+        let bar_opts = if reads_missing {
+            Vec::new()
+        } else {
+            match barrier_options(p, &val) {
+                Some(o) => o,
+                None if liveness => {
+                    *hang = true;
+                    hanging = true;
+                    vec![empty(n)]
+                }
+                None => {
+                    *hang = true;
+                    reads_missing = true;
+                    Vec::new()
+                }
+            }
+        };
+        let thin_air = assume_unknown
+            || p.evs
+                .iter()
+                .enumerate()
+                .any(|(i, e)| (e.kind != Kind::F && val[i].is_none()) || exists[i].is_none());
         if thin_air && !reads_missing {
-            candidates += 1;
+            *candidates += 1;
             let out = Outcome {
-                p: &p,
+                p,
                 val: &val,
                 final_mem: vec![None; p.locs.len()],
             };
-            if prop.eval(&|t| out.value(t)) != Some(false) {
+            if !cut && prop.eval(&|t| out.value(t)) != Some(false) {
                 rejected.push(Rejection {
                     axiom: Axiom::NoThinAir,
-                    execution: describe(&p, &rf, &[], &[]),
+                    execution: describe(p, &rf, &[], &[]),
                 });
             }
         } else if !reads_missing {
@@ -987,7 +1740,7 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
                 let mut state_values = Vec::new();
                 for final_mem in states {
                     let out = Outcome {
-                        p: &p,
+                        p,
                         val: &val,
                         final_mem,
                     };
@@ -1004,22 +1757,48 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
                     );
                 }
                 for sco in &sc_orders {
-                    candidates += 1;
-                    match first_violation(&p, live, &rf_rel, &co_rel, sco) {
-                        None => {
-                            consistent += 1;
-                            allowed_outcomes.extend(state_values.iter().cloned());
-                            allowed |= sat_any;
-                            if unsat_any {
-                                all_satisfy = false;
+                    for bar in &bar_opts {
+                        *candidates += 1;
+                        let verdict = first_violation(p, live, &rf_rel, &co_rel, sco, bar);
+                        if liveness {
+                            if verdict.is_none() && stuck_witness.is_none() {
+                                // Fair scheduler: a thread stays in its loop forever only if
+                                // its last iteration, repeated, reads what memory finally
+                                // holds (every read reads a final value of its location).
+                                let repeats = |r: &usize| finals[p.evs[*r].loc].contains(&val[*r]);
+                                let spins = !p.stuck.is_empty()
+                                    && p.stuck.iter().all(|reads| reads.iter().all(repeats));
+                                if spins || hanging {
+                                    *stuck_witness = Some(format!(
+                                        "{} {}",
+                                        if hanging {
+                                            "a barrier never completes:"
+                                        } else {
+                                            "a loop repeats forever reading final values:"
+                                        },
+                                        describe(p, &rf, &co, sco)
+                                    ));
+                                }
                             }
+                            continue;
                         }
-                        Some(axiom) => {
-                            if sat_any {
-                                rejected.push(Rejection {
-                                    axiom,
-                                    execution: describe(&p, &rf, &co, sco),
-                                });
+                        match verdict {
+                            None if cut => *bound_reached = true,
+                            None => {
+                                *consistent += 1;
+                                allowed_outcomes.extend(state_values.iter().cloned());
+                                *allowed |= sat_any;
+                                if unsat_any {
+                                    *all_satisfy = false;
+                                }
+                            }
+                            Some(axiom) => {
+                                if sat_any && !cut {
+                                    rejected.push(Rejection {
+                                        axiom,
+                                        execution: describe(p, &rf, &co, sco),
+                                    });
+                                }
                             }
                         }
                     }
@@ -1056,24 +1835,38 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
             k += 1;
         }
     }
-    if allowed {
-        rejected.clear();
-    }
-    let condition_holds = match test.condition.quantifier {
-        Quantifier::Exists => allowed,
-        Quantifier::NotExists => !allowed,
-        Quantifier::Forall => all_satisfy,
+    Ok(())
+}
+/// `gpucts litmus check FILE`: the model's verdict as a printable report.
+pub fn check_file(path: &std::path::Path) -> Result<String, String> {
+    check_file_with(path, DEFAULT_UNROLL, None, false)
+}
+
+/// `gpucts litmus check [--unroll N] [--model ptx-v6.0|ptx-v7.5] [--liveness] FILE`.
+pub fn check_file_with(
+    path: &std::path::Path,
+    unroll: u32,
+    model: Option<&str>,
+    liveness: bool,
+) -> Result<String, String> {
+    let model = match model {
+        None => None,
+        Some(m) => Some(
+            Model::parse(m)
+                .ok_or_else(|| format!("unknown model `{m}`; allowed: ptx-v6.0, ptx-v7.5"))?,
+        ),
     };
-    Ok(Verdict {
-        allowed,
-        condition_holds,
-        candidates,
-        consistent,
-        rejected,
-        terms,
-        allowed_outcomes,
-        error: None,
-    })
+    if unroll == 0 {
+        return Err("--unroll must be at least 1".into());
+    }
+    let test = crate::atomics::litmus::load_file(path)?;
+    let opts = Options {
+        unroll,
+        model,
+        liveness,
+    };
+    let verdict = try_check_with(&test, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(report(&test, &verdict))
 }
 
 /// The printable report of `gpucts litmus check`.
@@ -1085,10 +1878,30 @@ pub fn report(test: &LitmusTest, v: &Verdict) -> String {
         s.push_str(&format!("outcome: unknown ({e})\n"));
         return s;
     }
+    if let Some(l) = &v.liveness_violation {
+        match l {
+            Some(w) => s.push_str(&format!(
+                "liveness: violation (under a fair scheduler some execution does not terminate)\n  {w}\n"
+            )),
+            None => s.push_str(
+                "liveness: terminates (no consistent execution loops forever or blocks at a barrier)\n",
+            ),
+        }
+        s.push_str(&format!("model: {}\n", v.model.name()));
+        return s;
+    }
+    if v.bound_reached {
+        s.push_str(&format!(
+            "outcome: unknown (bound reached: an execution cut by the loop bound could decide the condition; raise --unroll)\nmodel: {}\n",
+            v.model.name()
+        ));
+        return s;
+    }
     s.push_str(&format!(
         "outcome: {}\n",
         if v.allowed { "allowed" } else { "forbidden" }
     ));
+    s.push_str(&format!("model: {}\n", v.model.name()));
     let meaning = match test.condition.quantifier {
         Quantifier::Exists => "exists: some consistent execution satisfies it",
         Quantifier::NotExists => "~exists: no consistent execution satisfies it",
@@ -1119,5 +1932,9 @@ pub fn report(test: &LitmusTest, v: &Verdict) -> String {
     s
 }
 
+#[cfg(test)]
+mod corpus;
+#[cfg(test)]
+mod flow_tests;
 #[cfg(test)]
 mod tests;

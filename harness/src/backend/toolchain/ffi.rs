@@ -39,6 +39,17 @@ fn text_from(buf: Vec<u8>) -> String {
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
 
+// The bindings hold only a `Library` and function pointers, which are `Send` and `Sync`
+// already, so no `unsafe impl` is needed; sharing them across threads is sound because every
+// call creates its own program or linker handle (NVRTC, nvJitLink and libNVVM are documented
+// thread-safe for distinct handles). This fails to compile if a field ever stops being so.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Nvrtc>();
+    shared::<NvJitLink>();
+    shared::<Nvvm>();
+};
+
 // ---------------------------------------------------------------- NVRTC
 
 type NvrtcVersion = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
@@ -68,11 +79,6 @@ pub struct Nvrtc {
     destroy: NvrtcDestroy,
     err: NvrtcErr,
 }
-
-// SAFETY: NVRTC is documented thread-safe for distinct programs; the struct only holds
-// function pointers and the library handle.
-unsafe impl Send for Nvrtc {}
-unsafe impl Sync for Nvrtc {}
 
 impl Nvrtc {
     pub fn open(path: &Path) -> Result<Nvrtc, String> {
@@ -180,10 +186,6 @@ pub struct NvJitLink {
     destroy: JlDestroy,
     version: JlVersion,
 }
-
-// SAFETY: handles are per call; the struct holds function pointers only.
-unsafe impl Send for NvJitLink {}
-unsafe impl Sync for NvJitLink {}
 
 impl NvJitLink {
     pub fn open(path: &Path) -> Result<NvJitLink, String> {
@@ -308,10 +310,6 @@ pub struct Nvvm {
     log: NvvmGet,
     destroy: NvvmDestroy,
 }
-
-// SAFETY: programs are per call; the struct holds function pointers only.
-unsafe impl Send for Nvvm {}
-unsafe impl Sync for Nvvm {}
 
 impl Nvvm {
     pub fn open(path: &Path) -> Result<Nvvm, String> {

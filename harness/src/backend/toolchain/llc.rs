@@ -1,20 +1,15 @@
-//! llc-19: LLVM IR text -> PTX through LLVM's NVPTX back end, with a time limit.
-//!
-//! llc ships with clang-19 (Debian's llvm-19), so it is found next to the clang the toolchain
-//! uses and needs [`Capability::Clang`].
+//! llc-19: LLVM IR -> PTX for `nvptx64-nvidia-cuda` through LLVM's NVPTX back end, run through
+//! [`super::process`] (time limit, process group killed on expiry). llc ships with clang-19
+//! (Debian's llvm-19), so it is found next to the clang the toolchain uses and needs
+//! [`Capability::Clang`].
 
-use std::io::Read as _;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use super::{tempfile_dir, ToolError, Toolchain};
+use super::{process, tempfile_dir, ToolError, Toolchain};
 use crate::capability::Capability;
 
-/// How long one llc run may take before it is killed.
-pub const LLC_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// The llc-19 beside the toolchain's clang-19.
+/// The llc-19 beside the toolchain's clang-19, else Debian's llvm-19 copy.
 pub fn llc_path(tc: &Toolchain) -> Result<PathBuf, ToolError> {
     let clang = tc
         .component(Capability::Clang)
@@ -28,52 +23,26 @@ pub fn llc_path(tc: &Toolchain) -> Result<PathBuf, ToolError> {
     Err(ToolError::NotAvailable(Capability::Clang))
 }
 
-/// Compile LLVM IR to PTX for `nvptx64-nvidia-cuda`, sm_90, plus `args`.
-pub fn llc_ptx(tc: &Toolchain, ir: &str, args: &[&str]) -> Result<String, ToolError> {
+/// Compile LLVM IR text to PTX with
+/// `llc-19 -mtriple=nvptx64-nvidia-cuda -mcpu=<cpu> <args>`.
+pub fn llc_ptx(tc: &Toolchain, ir: &str, cpu: &str, args: &[&str]) -> Result<String, ToolError> {
     let llc = llc_path(tc)?;
     let dir = tempfile_dir()?;
     let input = dir.path().join("input.ll");
     let output = dir.path().join("output.ptx");
     std::fs::write(&input, ir)?;
-    let mut child = Command::new(llc)
-        .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90"])
+    let mut cmd = Command::new(&llc);
+    cmd.arg("-mtriple=nvptx64-nvidia-cuda")
+        .arg(format!("-mcpu={cpu}"))
         .args(args)
         .arg(&input)
         .arg("-o")
-        .arg(&output)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let mut stderr = child.stderr.take();
-    // Drain stderr on a thread so a chatty llc cannot block on a full pipe.
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(e) = stderr.as_mut() {
-            let _ = e.read_to_string(&mut s);
-        }
-        s
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait()? {
-            break st;
-        }
-        if start.elapsed() > LLC_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(ToolError::Failed {
-                tool: "llc-19".into(),
-                log: format!("killed after {} s", LLC_TIMEOUT.as_secs()),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let log = reader.join().unwrap_or_default();
-    if !status.success() {
+        .arg(&output);
+    let out = process::output_within(&mut cmd, "llc-19", process::tool_timeout())?;
+    if !out.status.success() {
         return Err(ToolError::Failed {
             tool: "llc-19".into(),
-            log,
+            log: String::from_utf8_lossy(&out.stderr).into_owned(),
         });
     }
     Ok(std::fs::read_to_string(&output)?)
@@ -90,14 +59,15 @@ mod tests {
         let ptx = llc_ptx(
             &tc,
             "target triple = \"nvptx64-nvidia-cuda\"\ndefine i32 @f(i32 %x) { ret i32 %x }\n",
+            "sm_90",
             &[],
         )
         .unwrap();
         assert!(
-            ptx.contains(".func  (.param .b32 func_retval0) f(") || ptx.contains(" f("),
+            ptx.contains(".func  (.param .b32 func_retval0) f("),
             "{ptx}"
         );
-        let e = llc_ptx(&tc, "this is not IR", &[]).unwrap_err();
+        let e = llc_ptx(&tc, "this is not IR", "sm_90", &[]).unwrap_err();
         assert!(e.to_string().contains("llc-19"), "{e}");
     }
 }

@@ -95,34 +95,69 @@ impl Drop for Lock {
     }
 }
 
+/// The limit for `pip install` of the pinned wheels.
+const INSTALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
 fn python() -> Option<String> {
     ["python3", "python"]
         .iter()
         .find(|p| {
-            Command::new(p)
-                .args(["-m", "pip", "--version"])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success())
+            super::process::status_within(
+                Command::new(p)
+                    .args(["-m", "pip", "--version"])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null()),
+                p,
+                super::process::PROBE_TIMEOUT,
+            )
+            .is_ok_and(|s| s.success())
         })
         .map(|s| s.to_string())
 }
 
+/// Why the pinned wheels could not be installed.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    #[error("no cache directory: set GPUCTS_CACHE or HOME")]
+    NoCache,
+    #[error("bad cache path")]
+    BadCachePath,
+    #[error("python3 with pip not found (apt-get install python3-pip)")]
+    NoPip,
+    /// A file-system step; `what` says which (e.g. `cannot create DIR`).
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    /// pip could not be started or ran past its limit.
+    #[error("cannot run {python} -m pip: {source}")]
+    PipDidNotRun {
+        python: String,
+        source: super::ToolError,
+    },
+    #[error("pip install failed ({0})")]
+    PipFailed(std::process::ExitStatus),
+}
+
+fn io(what: String) -> impl FnOnce(std::io::Error) -> InstallError {
+    move |source| InstallError::Io { what, source }
+}
+
 /// Install the pinned wheels (if not already there); returns the site directory. pip's own
 /// progress goes to `progress`.
-pub fn install(progress: &mut dyn Write) -> Result<PathBuf, String> {
-    let root = cache_root().ok_or("no cache directory: set GPUCTS_CACHE or HOME")?;
-    let site = site_dir().ok_or("no cache directory")?;
-    let parent = site.parent().ok_or("bad cache path")?;
-    std::fs::create_dir_all(parent)
-        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+pub fn install(progress: &mut dyn Write) -> Result<PathBuf, InstallError> {
+    let root = cache_root().ok_or(InstallError::NoCache)?;
+    let site = site_dir().ok_or(InstallError::NoCache)?;
+    let parent = site.parent().ok_or(InstallError::BadCachePath)?;
+    std::fs::create_dir_all(parent).map_err(io(format!("cannot create {}", parent.display())))?;
     let _lock = Lock::acquire(&root.join("toolchain.lock"))
-        .map_err(|e| format!("cannot lock the toolchain cache: {e}"))?;
+        .map_err(io("cannot lock the toolchain cache".into()))?;
     if site.join(".complete").is_file() {
         return Ok(site);
     }
-    let py = python().ok_or("python3 with pip not found (apt-get install python3-pip)")?;
+    let py = python().ok_or(InstallError::NoPip)?;
     let staging = parent.join(format!(".{SET}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     let _ = writeln!(
@@ -131,40 +166,46 @@ pub fn install(progress: &mut dyn Write) -> Result<PathBuf, String> {
         site.display(),
         PINNED.join(" ")
     );
-    let status = Command::new(&py)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "--no-input",
-            "--progress-bar",
-            "on",
-            "--target",
-        ])
-        .arg(&staging)
-        .args(PINNED)
-        .stdin(Stdio::null())
-        // pip's progress and messages go where the user sees them, never into our stdout
-        // (which may be JSON).
-        .stdout(Stdio::from(
-            std::io::stderr()
-                .lock()
-                .try_clone_stderr()
-                .map_err(|e| format!("cannot pass stderr to pip: {e}"))?,
-        ))
-        .status()
-        .map_err(|e| format!("cannot run {py} -m pip: {e}"))?;
+    let mut pip = Command::new(&py);
+    pip.args([
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--no-input",
+        "--progress-bar",
+        "on",
+        "--target",
+    ])
+    .arg(&staging)
+    .args(PINNED)
+    .stdin(Stdio::null())
+    // pip's progress and messages go where the user sees them, never into our stdout
+    // (which may be JSON).
+    .stdout(Stdio::from(
+        std::io::stderr()
+            .lock()
+            .try_clone_stderr()
+            .map_err(io("cannot pass stderr to pip".into()))?,
+    ));
+    // A download of a few hundred MB; an hour is a network that is not coming back.
+    let status =
+        super::process::status_within(&mut pip, "pip", INSTALL_TIMEOUT).map_err(|source| {
+            InstallError::PipDidNotRun {
+                python: py.clone(),
+                source,
+            }
+        })?;
     if !status.success() {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(format!("pip install failed ({status})"));
+        return Err(InstallError::PipFailed(status));
     }
     std::fs::write(staging.join(".complete"), PINNED.join("\n"))
-        .map_err(|e| format!("cannot mark install complete: {e}"))?;
+        .map_err(io("cannot mark install complete".into()))?;
     let _ = std::fs::remove_dir_all(&site);
     std::fs::rename(&staging, &site)
-        .map_err(|e| format!("cannot move {} into place: {e}", staging.display()))?;
+        .map_err(io(format!("cannot move {} into place", staging.display())))?;
     Ok(site)
 }
 

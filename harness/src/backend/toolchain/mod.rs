@@ -8,10 +8,11 @@
 mod ffi;
 pub mod llc;
 pub mod managed;
+pub mod process;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -25,6 +26,9 @@ pub enum ToolError {
     NotAvailable(Capability),
     #[error("{tool} failed: {log}")]
     Failed { tool: String, log: String },
+    /// The tool ran past its limit and was killed with everything it started.
+    #[error("{tool} did not finish within {after_s:.0} s and was killed")]
+    Timeout { tool: String, after_s: f64 },
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -111,6 +115,11 @@ pub struct Toolchain {
     nvvm: OnceLock<Result<ffi::Nvvm, String>>,
 }
 
+/// `GPUCTS_HIDE_TOOLS=clang,nvrtc` makes discovery report those components missing, so that a
+/// machine that has them can check what happens without them (e.g. that
+/// `GPUCTS_REQUIRE_TOOLS=1 cargo test` then fails). Nothing installs a hidden component.
+pub const HIDE_VAR: &str = "GPUCTS_HIDE_TOOLS";
+
 /// Components the NVIDIA wheels provide (clang comes from Debian).
 pub const NVIDIA_COMPONENTS: &[Capability] = &[
     Capability::Ptxas,
@@ -175,7 +184,19 @@ impl Toolchain {
                 tc.missing.insert(Capability::Clang, e);
             }
         }
+        tc.hide(std::env::var(HIDE_VAR).ok().as_deref().unwrap_or(""));
         tc
+    }
+
+    /// Treat the comma-separated capabilities in `names` as missing (see [`HIDE_VAR`]).
+    fn hide(&mut self, names: &str) {
+        for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            for &cap in Capability::ALL.iter().filter(|c| c.name() == name) {
+                self.found.remove(&cap);
+                self.missing
+                    .insert(cap, format!("{} hidden by {HIDE_VAR}", describe(cap)));
+            }
+        }
     }
 
     /// Discover, then with [`Policy::Auto`] install the pinned wheels if an NVIDIA component
@@ -187,6 +208,7 @@ impl Toolchain {
             .iter()
             .copied()
             .filter(|c| !tc.has(*c))
+            .filter(|c| !tc.missing.get(c).is_some_and(|why| why.ends_with(HIDE_VAR)))
             .collect();
         if policy == Policy::System || lacking.is_empty() {
             return tc;
@@ -312,13 +334,16 @@ impl Toolchain {
         let input = dir.path().join("input.ptx");
         let output = dir.path().join("output.cubin");
         std::fs::write(&input, ptx)?;
-        let out = Command::new(ptxas)
-            .arg(format!("-arch={arch}"))
-            .args(args)
-            .arg(&input)
-            .arg("-o")
-            .arg(&output)
-            .output()?;
+        let out = process::output_within(
+            Command::new(ptxas)
+                .arg(format!("-arch={arch}"))
+                .args(args)
+                .arg(&input)
+                .arg("-o")
+                .arg(&output),
+            "ptxas",
+            process::tool_timeout(),
+        )?;
         if !out.status.success() {
             return Err(ToolError::failed(
                 "ptxas",
@@ -352,7 +377,11 @@ impl Toolchain {
         let dir = tempfile_dir()?;
         let input = dir.path().join("input.cubin");
         std::fs::write(&input, cubin)?;
-        let out = Command::new(tool).args(args).arg(&input).output()?;
+        let out = process::output_within(
+            Command::new(tool).args(args).arg(&input),
+            cap.name(),
+            process::tool_timeout(),
+        )?;
         if !out.status.success() {
             return Err(ToolError::failed(
                 cap.name(),
@@ -408,7 +437,8 @@ impl Toolchain {
         if lang == ClangLang::Cuda {
             cmd.args(["-x", "cuda"]);
         }
-        let out = cmd.args(args).arg(&input).output()?;
+        let out =
+            process::output_within(cmd.args(args).arg(&input), "clang", process::tool_timeout())?;
         if !out.status.success() {
             return Err(ToolError::failed(
                 "clang",
@@ -486,21 +516,20 @@ fn locate_in_cuda_root(cap: Capability, root: &Path) -> Option<PathBuf> {
     }
 }
 
+/// An executable named `name` on `PATH` (the `which` crate: executable files only).
 fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
+    which::which(name).ok()
 }
 
 fn version_of(cap: Capability, path: &Path) -> Result<String, String> {
     match cap {
         Capability::Ptxas | Capability::Nvdisasm | Capability::Cuobjdump => {
-            let out = Command::new(path)
-                .arg("--version")
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| e.to_string())?;
+            let out = process::output_within(
+                Command::new(path).arg("--version"),
+                cap.name(),
+                process::PROBE_TIMEOUT,
+            )
+            .map_err(|e| e.to_string())?;
             let text = String::from_utf8_lossy(&out.stdout);
             // NVIDIA tools end with "Cuda compilation tools, release 12.9, V12.9.86".
             text.lines()
@@ -546,10 +575,12 @@ fn find_clang() -> Result<Component, String> {
     let path = which("clang-19")
         .or_else(|| Some(PathBuf::from("/usr/lib/llvm-19/bin/clang")).filter(|p| p.is_file()))
         .ok_or_else(|| "clang-19 not found".to_string())?;
-    let out = Command::new(&path)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("clang-19 at {} does not run: {e}", path.display()))?;
+    let out = process::output_within(
+        Command::new(&path).arg("--version"),
+        "clang-19",
+        process::PROBE_TIMEOUT,
+    )
+    .map_err(|e| format!("clang-19 at {} does not run: {e}", path.display()))?;
     let version = String::from_utf8_lossy(&out.stdout)
         .lines()
         .next()
@@ -563,7 +594,11 @@ fn find_clang() -> Result<Component, String> {
     } else {
         PathBuf::from("/usr/lib/llvm-19/bin/llc")
     };
-    if let Ok(o) = Command::new(&llc).arg("--version").output() {
+    if let Ok(o) = process::output_within(
+        Command::new(&llc).arg("--version"),
+        "llc-19",
+        process::PROBE_TIMEOUT,
+    ) {
         if !String::from_utf8_lossy(&o.stdout).contains("nvptx64") {
             return Err(format!("{} lacks the NVPTX target", path.display()));
         }
@@ -587,6 +622,26 @@ mod tests {
         }
         let p = find_so(d.path(), "libnvrtc.so").unwrap();
         assert_eq!(p.file_name().unwrap(), "libnvrtc.so.12");
+    }
+
+    #[test]
+    fn hidden_components_are_missing() {
+        let mut tc = Toolchain::default();
+        tc.found.insert(
+            Capability::Clang,
+            Component {
+                path: PathBuf::from("/usr/bin/clang-19"),
+                version: "19".into(),
+                origin: Origin::System,
+            },
+        );
+        tc.hide("ptxas, clang");
+        assert!(!tc.has(Capability::Clang));
+        assert_eq!(
+            tc.missing()[&Capability::Clang],
+            "clang-19 hidden by GPUCTS_HIDE_TOOLS"
+        );
+        assert!(tc.missing().contains_key(&Capability::Ptxas));
     }
 
     #[test]

@@ -1,0 +1,311 @@
+//! Control flow, barriers, proxies and literals: small tests whose verdicts follow from the
+//! PTX ISA by hand (argued beside each), plus the export -> import identity over random tests.
+
+use rand::{Rng, SeedableRng};
+
+use super::{try_check_with, Options};
+use crate::atomics::litmus::dat3m::{export, import};
+use crate::atomics::litmus::{
+    Alias, AtomOp, BranchCond, Condition, LitmusTest, LocalOp, Location, Op, Operand, Prop, Proxy,
+    ProxyFenceKind, Quantifier, Scope, Sem, Term, Thread,
+};
+
+fn holds(text: &str) -> (bool, bool) {
+    let t = import(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let v = try_check_with(&t, &Options::default()).unwrap();
+    (v.condition_holds, v.bound_reached)
+}
+
+// The PTX ISA's constants: a leading 0 is octal, so `010` stores 8. Reading it as decimal 10
+// (what the importer once did) flips both verdicts below.
+#[test]
+fn octal_literal_decides_the_verdict() {
+    let t = |cond: &str| {
+        format!(
+            "PTX oct\n{{ x=0; P1:r0=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n st.relaxed.gpu x, 010 | ld.relaxed.gpu r0, x ;\nexists ({cond})\n"
+        )
+    };
+    // The only write stores 8, so r0 is 0 or 8.
+    assert_eq!(holds(&t("P1:r0 == 8")), (true, false));
+    assert_eq!(holds(&t("P1:r0 == 10")), (false, false));
+}
+
+// A loop with a side effect cut by the bound: the only terminating executions leave x == 1;
+// whether x can stay 0 is not decided within one iteration, so the answer is `bound
+// reached`, never a pass. A witness (x == 1) decides an exists regardless of the bound.
+#[test]
+fn a_cut_loop_is_bound_reached_not_a_verdict() {
+    let t = |cond: &str| {
+        format!(
+            "PTX cut\n{{ x=0; y=0; P0:r0=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n LC00: | st.weak y, 1 ;\n st.weak x, 1 | ;\n ld.weak r0, y | ;\n bne r0, 1, LC00 | ;\nexists ({cond})\n"
+        )
+    };
+    assert_eq!(holds(&t("x == 0")), (false, true));
+    assert_eq!(holds(&t("x == 1")), (true, false));
+}
+
+// A side-effect-free spin loop (the ticket lock's wait): executions that keep spinning do not
+// terminate and are excluded; the ones that leave it read y == 1. So r0 == 1 always holds.
+#[test]
+fn a_spin_loop_only_leaves_with_the_value_it_waits_for() {
+    let text = "PTX spin\n{ y=0; P0:r0=0; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n LC00: | st.relaxed.gpu y, 1 ;\n ld.relaxed.gpu r0, y | ;\n bne r0, 1, LC00 | ;\nforall (P0:r0 == 1)\n";
+    assert_eq!(holds(text), (true, false));
+    // Liveness: P1's store is eventually seen (fair scheduler), so nothing spins forever;
+    // without it, the loop reads the final value 0 forever.
+    let t = import(text).unwrap();
+    let opts = Options {
+        liveness: true,
+        ..Options::default()
+    };
+    assert_eq!(
+        try_check_with(&t, &opts).unwrap().liveness_violation,
+        Some(None)
+    );
+    let stuck = text.replace("st.relaxed.gpu y, 1", "st.relaxed.gpu z, 1");
+    let t = import(&stuck).unwrap();
+    assert!(matches!(
+        try_check_with(&t, &opts).unwrap().liveness_violation,
+        Some(Some(_))
+    ));
+}
+
+// Message passing through a CTA barrier: bar.sync orders the weak store before the weak load
+// (PTX ISA "bar, barrier": memory accesses before the barrier are performed relative to all
+// participating threads), so r0 == 1. Across CTAs `bar.cta` synchronises nothing.
+#[test]
+fn barriers_order_within_their_cta_only() {
+    let t = |cta1: u32| {
+        format!(
+            "PTX bar\n{{ x=0; P1:r0=0; }}\n P0@cta 0,gpu 0 | P1@cta {cta1},gpu 0 ;\n st.weak x, 1 | bar.cta.sync 0 ;\n bar.cta.sync 0 | ld.weak r0, x ;\nforall (P1:r0 == 1)\n"
+        )
+    };
+    assert_eq!(holds(&t(0)), (true, false));
+    assert_eq!(holds(&t(1)), (false, false));
+}
+
+// PTX 7.5 proxies: a surface store is seen by a generic load of the same address only after
+// a surface proxy fence (the mixedproxy tests); without one the old value may be read.
+#[test]
+fn a_proxy_fence_makes_a_surface_store_visible_to_generic_loads() {
+    let t = |fence: &str| {
+        format!(
+            "PTX px\n{{ x=0; s @ surface aliases x; P0:r0=0; }}\n P0@cta 0,gpu 0 ;\n sust.weak s, 1 ;\n {fence} ;\n ld.weak r0, x ;\nforall (P0:r0 == 1)\n"
+        )
+    };
+    assert_eq!(holds(&t("fence.proxy.surface")), (true, false));
+    assert_eq!(holds(&t("fence.proxy.texture")), (false, false));
+}
+
+fn random_test(rng: &mut rand_chacha::ChaCha8Rng, k: usize) -> LitmusTest {
+    let sems_ld = [Sem::Weak, Sem::Relaxed, Sem::Acquire];
+    let sems_st = [Sem::Weak, Sem::Relaxed, Sem::Release];
+    let sems_rmw = [Sem::Relaxed, Sem::Acquire, Sem::Release, Sem::AcqRel];
+    let sems_f = [Sem::Sc, Sem::AcqRel, Sem::Acquire, Sem::Release];
+    let ops_rmw = [
+        AtomOp::Add,
+        AtomOp::Sub,
+        AtomOp::Exch,
+        AtomOp::And,
+        AtomOp::Or,
+        AtomOp::Xor,
+        AtomOp::Min,
+        AtomOp::Max,
+        AtomOp::Cas,
+    ];
+    let regs = ["r0", "r1", "r2"];
+    let plain = ["x", "y"];
+    let mut pick = |n: usize| rng.random_range(0..n);
+    let nthreads = 1 + pick(3);
+    let mut threads = Vec::new();
+    for ti in 0..nthreads {
+        let labels: Vec<String> = (0..pick(3)).map(|i| format!("LC{ti}{i}")).collect();
+        let mut ops = Vec::new();
+        for _ in 0..1 + pick(7) {
+            let reg = regs[pick(3)].to_string();
+            let val = if pick(2) == 0 {
+                Operand::Const(pick(20) as i64 - 5)
+            } else {
+                Operand::Reg(regs[pick(3)].to_string())
+            };
+            let loc = plain[pick(2)].to_string();
+            let scope = Scope::ALL[pick(4)];
+            let op = match pick(12) {
+                0 => {
+                    let sem = sems_ld[pick(3)];
+                    Op::Ld {
+                        reg,
+                        loc,
+                        sem,
+                        scope: (sem != Sem::Weak).then_some(scope),
+                    }
+                }
+                1 => {
+                    let sem = sems_st[pick(3)];
+                    Op::St {
+                        loc,
+                        val,
+                        sem,
+                        scope: (sem != Sem::Weak).then_some(scope),
+                    }
+                }
+                2 => {
+                    let op = ops_rmw[pick(ops_rmw.len())];
+                    Op::Atom {
+                        op,
+                        reg,
+                        loc,
+                        val,
+                        cmp: (op == AtomOp::Cas).then_some(Operand::Const(pick(3) as i64)),
+                        sem: sems_rmw[pick(4)],
+                        scope,
+                    }
+                }
+                3 => Op::Red {
+                    op: ops_rmw[pick(ops_rmw.len() - 1)],
+                    loc,
+                    val,
+                    sem: sems_rmw[pick(4)],
+                    scope,
+                },
+                4 => Op::Fence {
+                    sem: sems_f[pick(4)],
+                    scope,
+                },
+                5 => Op::Mov { reg, val },
+                6 => Op::Local {
+                    op: LocalOp::ALL[pick(7)],
+                    reg,
+                    a: Operand::Reg(regs[pick(3)].to_string()),
+                    b: val,
+                },
+                7 if !labels.is_empty() => Op::Branch {
+                    cond: BranchCond::ALL[pick(6)],
+                    a: Operand::Reg(regs[pick(3)].to_string()),
+                    b: val,
+                    target: labels[pick(labels.len())].clone(),
+                },
+                8 if !labels.is_empty() => Op::Goto {
+                    target: labels[pick(labels.len())].clone(),
+                },
+                9 => {
+                    let id = (pick(2) == 0).then(|| Operand::Const(pick(3) as i64));
+                    Op::Barrier {
+                        arrive: pick(2) == 0,
+                        instance: pick(3) as i64,
+                        quorum: id.as_ref().and_then(|_| {
+                            (pick(2) == 0).then(|| Operand::Const(1 + pick(3) as i64))
+                        }),
+                        id,
+                    }
+                }
+                10 => Op::ProxyFence {
+                    kind: [
+                        ProxyFenceKind::Surface,
+                        ProxyFenceKind::Texture,
+                        ProxyFenceKind::Constant,
+                        ProxyFenceKind::Alias,
+                    ][pick(4)],
+                },
+                _ => {
+                    if pick(2) == 0 {
+                        Op::ProxySt {
+                            proxy: Proxy::Surface,
+                            loc: "s".into(),
+                            val,
+                            sem: Sem::Weak,
+                            scope: None,
+                        }
+                    } else {
+                        Op::ProxyLd {
+                            proxy: [Proxy::Texture, Proxy::Surface, Proxy::Constant][pick(3)],
+                            reg,
+                            loc: "t".into(),
+                            sem: Sem::Weak,
+                            scope: None,
+                        }
+                    }
+                }
+            };
+            ops.push(op);
+        }
+        for l in &labels {
+            let at = pick(ops.len() + 1);
+            ops.insert(at, Op::Label { name: l.clone() });
+        }
+        threads.push(Thread {
+            cta: pick(3) as u32,
+            cluster: (pick(2) == 0).then_some(pick(2) as u32),
+            gpu: pick(2) as u32,
+            warp: None,
+            regs: regs
+                .iter()
+                .map(|r| (r.to_string(), pick(5) as i64))
+                .collect(),
+            ops,
+        });
+    }
+    let term = |rng: &mut rand_chacha::ChaCha8Rng| {
+        if rng.random_range(0..3) == 0 {
+            Term::Loc("x".into())
+        } else {
+            Term::Reg {
+                thread: rng.random_range(0..nthreads),
+                reg: regs[rng.random_range(0..3)].into(),
+            }
+        }
+    };
+    let a = term(rng);
+    let b = term(rng);
+    let prop = Prop::Or(vec![
+        Prop::Cmp {
+            term: a,
+            eq: true,
+            val: rng.random_range(0..4),
+        },
+        Prop::Not(Box::new(Prop::Cmp {
+            term: b,
+            eq: false,
+            val: -1,
+        })),
+    ]);
+    let quantifier = [
+        Quantifier::Exists,
+        Quantifier::NotExists,
+        Quantifier::Forall,
+    ][rng.random_range(0..3)];
+    let loc = |name: &str, alias: Option<(Proxy, &str)>| Location {
+        name: name.into(),
+        init: if alias.is_some() { 0 } else { 1 },
+        space: Default::default(),
+        alias: alias.map(|(proxy, of)| Alias {
+            proxy,
+            of: of.into(),
+        }),
+    };
+    LitmusTest {
+        name: format!("random-{k}"),
+        description: Some(format!("line one \"quoted\" {k}\nline two \\ end")),
+        locations: vec![
+            loc("x", None),
+            loc("y", None),
+            loc("s", Some((Proxy::Surface, "x"))),
+            loc("t", Some((Proxy::Texture, "y"))),
+        ],
+        threads,
+        condition: Condition { quantifier, prop },
+    }
+}
+
+// Export then import gives back the same test, for random tests over every construct.
+#[test]
+fn export_import_is_the_identity() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(18);
+    for k in 0..300 {
+        let t = random_test(&mut rng, k);
+        t.validate()
+            .unwrap_or_else(|e| panic!("generator made an invalid test: {e}\n{t:#?}"));
+        let text = export(&t);
+        let back = import(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(back, t, "{text}");
+    }
+}

@@ -1,0 +1,619 @@
+//! `gpucts dwarf check FILE...`: the rules of ptx-interop 13.2 ch. 5 applied to a PTX file, a
+//! cubin or another CUDA ELF object, from any producer.
+//!
+//! - §5.1: a PTX file with debug information carries `.debug_info` and `.debug_abbrev`; their
+//!   label references resolve to labels, symbols or sections of the module; subprogram names
+//!   (linkage names first) are functions of the module; the compilation unit's name is a file of
+//!   the `.file` table; every `.loc` names a declared file and comes back from the
+//!   `.debug_line` ptxas builds (when ptxas is available) at its line and column.
+//! - §5.2: every `DW_TAG_variable` and `DW_TAG_formal_parameter` carries
+//!   `DW_AT_address_class` with a code of the table (1..12), and the code is the state space of
+//!   its location: a `.reg` → 2, a special register → 3, `.const` → 4, `.global` → 5, `.local`
+//!   → 6, `.param` → 7, `.shared` → 8, texture/surface/sampler references → 10/9/11, an address
+//!   held in a register (`DW_OP_bregx`) → 12 (generic), except the local depot `%SPL` → 6.
+//!
+//! Exit status (the contract): 0 no findings, 1 findings, 2 a file could not be read.
+
+use std::collections::{BTreeSet, HashSet};
+use std::fmt;
+
+use gimli::{EndianSlice, LittleEndian};
+
+use super::elf::Elf;
+use super::ptxscan::{self, is_special_register, PtxDebug, Space};
+use super::read::{read_tree, register_name, Sections, Target, Tree, Val};
+use crate::backend::toolchain::Toolchain;
+use crate::capability::Capability;
+
+pub const CLAUSE_SECTIONS: &str = "ptx-interop 13.2 §5.1";
+pub const CLAUSE_CLASS: &str = "ptx-interop 13.2 §5.2";
+
+/// One finding: where, which clause, what.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub position: String,
+    pub clause: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} [{}]", self.position, self.message, self.clause)
+    }
+}
+
+/// What a checked file said: its findings, and notes on checks that could not run.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub notes: Vec<String>,
+    /// Variables and parameters whose location named a state space to compare the class with.
+    pub classes_compared: usize,
+    /// `.loc` directives found again in `.debug_line`.
+    pub locs_found: usize,
+}
+
+/// A file that could not be read at all (exit 2): `file:line:col: what` or `file:offset`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreadable(pub String);
+
+/// The largest input file read.
+pub const MAX_FILE: u64 = 256 << 20;
+
+/// Check one file (PTX text or ELF bytes, told apart by content).
+pub fn check_path(path: &std::path::Path, tc: Option<&Toolchain>) -> Result<Report, Unreadable> {
+    let shown = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| Unreadable(format!("{shown}: {e}")))?;
+    if meta.len() > MAX_FILE {
+        return Err(Unreadable(format!(
+            "{shown}: {} bytes; at most {MAX_FILE} are read",
+            meta.len()
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|e| Unreadable(format!("{shown}: {e}")))?;
+    check_bytes(&shown, &bytes, tc)
+}
+
+pub fn check_bytes(
+    shown: &str,
+    bytes: &[u8],
+    tc: Option<&Toolchain>,
+) -> Result<Report, Unreadable> {
+    if bytes.starts_with(b"\x7fELF") {
+        return check_elf(shown, bytes);
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        Unreadable(format!(
+            "{shown}: byte {}: neither an ELF object nor PTX text (invalid UTF-8)",
+            e.valid_up_to()
+        ))
+    })?;
+    if !text.contains(".version") {
+        return Err(Unreadable(format!(
+            "{shown}:1:1: neither an ELF object nor PTX (no `.version` directive)"
+        )));
+    }
+    check_ptx(shown, text, tc)
+}
+
+fn decode_uleb(b: &[u8]) -> Option<(u64, usize)> {
+    let (mut v, mut shift) = (0u64, 0u32);
+    for (i, x) in b.iter().enumerate() {
+        if shift > 63 {
+            return None;
+        }
+        v |= u64::from(x & 0x7f) << shift;
+        shift += 7;
+        if x & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// The state space a location expression puts its object in, when the expression says.
+enum Located {
+    Space(Space, String),
+    Broken(String),
+    Unknown,
+}
+
+fn locate(v: &Val, registers: &dyn Fn(&str) -> bool) -> Located {
+    let Val::Expr(bytes, targets) = v else {
+        return Located::Unknown; // a location list or no location: nothing to compare
+    };
+    let Some(&op) = bytes.first() else {
+        return Located::Unknown;
+    };
+    match op {
+        0x03 => match targets.first() {
+            Some((_, t)) => match t.space {
+                Some(sp) => Located::Space(sp, format!("symbol `{}`", t.name)),
+                None => Located::Broken(format!(
+                    "DW_OP_addr names `{}`, which is no symbol of the module",
+                    t.name
+                )),
+            },
+            None => Located::Unknown, // a resolved constant address (ELF): no symbol to ask
+        },
+        0x90 | 0x92 => {
+            let Some((n, _)) = decode_uleb(&bytes[1..]) else {
+                return Located::Broken("truncated DW_OP_regx/DW_OP_bregx operand".into());
+            };
+            let Some(name) = register_name(n) else {
+                return Located::Unknown; // a register number, not a PTX name
+            };
+            if !is_special_register(&name) && !registers(&name) {
+                return Located::Broken(format!("register `{name}` is not declared"));
+            }
+            let sp = match (op, name.as_str()) {
+                (0x92, "%SPL") => Space::Local,
+                (0x92, _) => Space::Generic,
+                _ if is_special_register(&name) => Space::Sreg,
+                _ => Space::Reg,
+            };
+            Located::Space(sp, format!("register `{name}`"))
+        }
+        // The frame is in `.local` (ptxas 12.9 itself rewrites a `.local` symbol's DW_OP_addr
+        // into DW_OP_fbreg).
+        0x91 => Located::Space(
+            Space::Local,
+            "a frame-base offset (the .local frame)".into(),
+        ),
+        0x50..=0x6f => Located::Space(Space::Reg, "a DW_OP_reg register".into()),
+        0x70..=0x8f => Located::Space(Space::Generic, "an address in a register".into()),
+        _ => Located::Unknown,
+    }
+}
+
+/// The rules on the DIE tree shared by PTX and ELF inputs.
+fn check_tree(
+    tree: &Tree,
+    pos: &dyn Fn(u64) -> String,
+    functions: &dyn Fn(&str) -> bool,
+    function_list: &str,
+    registers: &dyn Fn(&str) -> bool,
+    out: &mut Vec<Finding>,
+) -> usize {
+    let mut compared = 0;
+    if let Some((at, e)) = &tree.error {
+        out.push(Finding {
+            position: pos(*at),
+            clause: CLAUSE_SECTIONS,
+            message: format!("unreadable .debug_info: {e}"),
+        });
+    }
+    for d in &tree.dies {
+        let what = || {
+            let tag = d.tag.static_string().unwrap_or("DW_TAG_?");
+            match d.name() {
+                Some(n) => format!("{tag} `{n}`"),
+                None => format!("{tag} at {:#x}", d.offset),
+            }
+        };
+        match d.tag {
+            gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter => {
+                let class = d.attr(gimli::DW_AT_address_class);
+                let class = match class {
+                    None => {
+                        out.push(Finding {
+                            position: pos(d.offset),
+                            clause: CLAUSE_CLASS,
+                            message: format!("{} has no DW_AT_address_class", what()),
+                        });
+                        None
+                    }
+                    Some(Val::U(c)) if (1..=12).contains(c) => Space::from_class(*c),
+                    Some(v) => {
+                        out.push(Finding {
+                            position: pos(d.offset),
+                            clause: CLAUSE_CLASS,
+                            message: format!(
+                                "{}: DW_AT_address_class {v:?} is not a code of the table (1..12)",
+                                what()
+                            ),
+                        });
+                        None
+                    }
+                };
+                let Some(loc) = d.attr(gimli::DW_AT_location) else {
+                    continue;
+                };
+                match locate(loc, registers) {
+                    Located::Broken(m) => out.push(Finding {
+                        position: pos(d.offset),
+                        clause: CLAUSE_SECTIONS,
+                        message: format!("{}: {m}", what()),
+                    }),
+                    Located::Space(sp, how) => {
+                        compared += 1;
+                        if let Some(c) = class {
+                            if c != sp {
+                                out.push(Finding {
+                                    position: pos(d.offset),
+                                    clause: CLAUSE_CLASS,
+                                    message: format!(
+                                        "{}: DW_AT_address_class {} ({}) but its location is {how}, in {} ({})",
+                                        what(),
+                                        c.address_class(),
+                                        c.code_name(),
+                                        sp.code_name(),
+                                        sp.address_class()
+                                    ),
+                                });
+                            }
+                        }
+                    }
+                    Located::Unknown => {}
+                }
+            }
+            gimli::DW_TAG_subprogram => {
+                if d.attr(gimli::DW_AT_low_pc).is_none() {
+                    continue; // a declaration or an abstract instance: no code of its own
+                }
+                let linkage = [gimli::DW_AT_linkage_name, gimli::DW_AT_MIPS_linkage_name]
+                    .into_iter()
+                    .find_map(|a| match d.attr(a) {
+                        Some(Val::Str(s)) => Some((a, s.as_str())),
+                        _ => None,
+                    });
+                let (attr, name) = match (linkage, d.name()) {
+                    (Some((a, n)), _) => (a.static_string().unwrap_or("linkage name"), n),
+                    (None, Some(n)) => ("DW_AT_name", n),
+                    (None, None) => continue,
+                };
+                if !functions(name) {
+                    out.push(Finding {
+                        position: pos(d.offset),
+                        clause: CLAUSE_SECTIONS,
+                        message: format!(
+                            "DW_TAG_subprogram {attr} `{name}` is no function of the module (functions: {function_list})"
+                        ),
+                    });
+                }
+                if let Some(Val::Addr(Ok(t))) = d.attr(gimli::DW_AT_low_pc) {
+                    if t.space.is_none() {
+                        out.push(Finding {
+                            position: pos(d.offset),
+                            clause: CLAUSE_SECTIONS,
+                            message: format!(
+                                "DW_TAG_subprogram `{name}`: DW_AT_low_pc names `{}`, which is no label of the module",
+                                t.name
+                            ),
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    compared
+}
+
+fn compile_units(tree: &Tree) -> Vec<(u64, String, Option<String>)> {
+    tree.dies
+        .iter()
+        .filter(|d| d.tag == gimli::DW_TAG_compile_unit)
+        .filter_map(|d| {
+            let dir = match d.attr(gimli::DW_AT_comp_dir) {
+                Some(Val::Str(s)) => Some(s.clone()),
+                _ => None,
+            };
+            d.name().map(|n| (d.offset, n.to_string(), dir))
+        })
+        .collect()
+}
+
+fn same_file(cu: &str, dir: Option<&str>, file: &str) -> bool {
+    let joined = dir.map(|d| format!("{}/{cu}", d.trim_end_matches('/')));
+    file == cu || joined.as_deref() == Some(file)
+}
+
+/// Check a PTX text.
+pub fn check_ptx(shown: &str, text: &str, tc: Option<&Toolchain>) -> Result<Report, Unreadable> {
+    let d = ptxscan::scan(text).map_err(|e| Unreadable(format!("{shown}:{e}")))?;
+    let mut r = Report::default();
+    let has_dwarf = d.sections.iter().any(|s| s.name.starts_with(".debug_"));
+    for need in [".debug_info", ".debug_abbrev"] {
+        if (d.target_debug || has_dwarf) && d.section(need).is_none() {
+            r.findings.push(Finding {
+                position: format!("{shown}:1"),
+                clause: CLAUSE_SECTIONS,
+                message: format!(
+                    "no `.section {need}`: a PTX file with debug information carries .debug_info and .debug_abbrev"
+                ),
+            });
+        }
+    }
+    // Every label reference resolves.
+    let defined: HashSet<&str> = d.sections.iter().map(|s| s.name.as_str()).collect();
+    let target_of = |label: &str, addend: i64| -> Target {
+        let section = label.starts_with(".debug_") || defined.contains(label);
+        let space = if section || d.labels.contains(label) || d.functions.contains_key(label) {
+            Some(Space::Code)
+        } else {
+            d.variables.get(label).map(|s| s.space)
+        };
+        Target {
+            name: label.to_string(),
+            addend,
+            space,
+            section,
+        }
+    };
+    for s in &d.sections {
+        for rf in &s.refs {
+            if target_of(&rf.label, rf.addend).space.is_none() {
+                r.findings.push(Finding {
+                    position: format!("{shown}:{}:{}", rf.line, rf.col),
+                    clause: CLAUSE_SECTIONS,
+                    message: format!(
+                        "`{}` in {} is no label, symbol or section of the module",
+                        rf.label, s.name
+                    ),
+                });
+            }
+        }
+    }
+    if let (Some(info), Some(abbrev)) = (d.section(".debug_info"), d.section(".debug_abbrev")) {
+        let refs = info
+            .refs
+            .iter()
+            .map(|rf| (rf.offset, target_of(&rf.label, rf.addend)))
+            .collect();
+        let str_sec = d
+            .section(".debug_str")
+            .map(|s| s.bytes.as_slice())
+            .unwrap_or(&[]);
+        let tree = read_tree(&Sections {
+            info: &info.bytes,
+            abbrev: &abbrev.bytes,
+            str: str_sec,
+            refs,
+        });
+        let pos = |off: u64| format!("{shown}:{}", info.line_of(off as usize));
+        let fnames: Vec<&str> = d.functions.keys().map(String::as_str).collect();
+        r.classes_compared = check_tree(
+            &tree,
+            &pos,
+            &|n| d.functions.contains_key(n),
+            &fnames.join(", "),
+            &|reg| d.has_register(reg),
+            &mut r.findings,
+        );
+        for (off, cu, dir) in compile_units(&tree) {
+            if !d
+                .files
+                .values()
+                .any(|(f, _)| same_file(&cu, dir.as_deref(), f))
+            {
+                let files: Vec<String> = d
+                    .files
+                    .iter()
+                    .map(|(n, (f, _))| format!("{n} \"{f}\""))
+                    .collect();
+                r.findings.push(Finding {
+                    position: pos(off),
+                    clause: CLAUSE_SECTIONS,
+                    message: format!(
+                        "compile unit `{cu}` (comp_dir {}) is not a file of the .file table ({})",
+                        dir.as_deref().unwrap_or("none"),
+                        files.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    for l in &d.locs {
+        if !d.files.contains_key(&l.file) {
+            r.findings.push(Finding {
+                position: format!("{shown}:{}", l.ptx_line),
+                clause: CLAUSE_SECTIONS,
+                message: format!(".loc names file {}, which no .file declares", l.file),
+            });
+        }
+    }
+    if !d.locs.is_empty() {
+        line_table(shown, text, &d, tc, &mut r);
+    }
+    Ok(r)
+}
+
+/// §5.1: ptxas builds `.debug_line` from `.file`/`.loc`; assemble (`-g`, which keeps every
+/// instruction) and look for every `.loc` that precedes an instruction.
+fn line_table(shown: &str, text: &str, d: &PtxDebug, tc: Option<&Toolchain>, r: &mut Report) {
+    let Some(tc) = tc.filter(|t| t.has(Capability::Ptxas)) else {
+        r.notes.push(format!(
+            "{shown}: .loc → .debug_line not checked (ptxas not available)"
+        ));
+        return;
+    };
+    let cubin = match tc.ptxas(text, "sm_90", &["-g"]) {
+        Ok(c) => c,
+        Err(e) => {
+            r.findings.push(Finding {
+                position: format!("{shown}:1"),
+                clause: CLAUSE_SECTIONS,
+                message: format!("ptxas -g does not assemble the file: {e}"),
+            });
+            return;
+        }
+    };
+    let rows = match line_rows(&cubin) {
+        Ok(rows) => rows,
+        Err(e) => {
+            r.findings.push(Finding {
+                position: format!("{shown}:1"),
+                clause: CLAUSE_SECTIONS,
+                message: format!("the .debug_line ptxas built is unreadable: {e}"),
+            });
+            return;
+        }
+    };
+    let with_cols = rows.iter().any(|x| x.2 != 0);
+    // Line 0 is DWARF's "no source line": ptxas gives it no row of its own.
+    for l in d.locs.iter().filter(|l| l.has_code && l.line != 0) {
+        let Some((file, _)) = d.files.get(&l.file) else {
+            continue;
+        };
+        let hit = rows.iter().any(|(f, line, col)| {
+            f == file && *line == l.line && (!with_cols || *col == l.col || l.col == 0)
+        });
+        if hit {
+            r.locs_found += 1;
+        } else {
+            r.findings.push(Finding {
+                position: format!("{shown}:{}", l.ptx_line),
+                clause: CLAUSE_SECTIONS,
+                message: format!(
+                    ".loc {} {} {} has no row in the .debug_line ptxas built (file \"{file}\")",
+                    l.file, l.line, l.col
+                ),
+            });
+        }
+    }
+}
+
+/// (file, line, column) of every row of every line program in a cubin's `.debug_line`.
+pub fn line_rows(elf: &[u8]) -> Result<Vec<(String, u64, u64)>, String> {
+    let e = Elf::parse(elf).map_err(|e| e.to_string())?;
+    let data = e.section(".debug_line").ok_or("no .debug_line section")?;
+    let dl = gimli::DebugLine::new(data, LittleEndian);
+    let mut out = Vec::new();
+    let mut off = 0usize;
+    while off < data.len() {
+        let program = dl
+            .program(gimli::DebugLineOffset(off), 8, None, None)
+            .map_err(|e| format!("line program at {off:#x}: {e}"))?;
+        let header = program.header().clone();
+        let len = header.unit_length() + 4;
+        let mut rows = program.rows();
+        let mut n = 0usize;
+        while let Some((_, row)) = rows.next_row().map_err(|e| e.to_string())? {
+            n += 1;
+            if n > 10_000_000 {
+                return Err("more than 10^7 line rows".into());
+            }
+            let file = row
+                .file(&header)
+                .map(|f| {
+                    let name = attr_bytes(f.path_name());
+                    let dir = f
+                        .directory(&header)
+                        .map(attr_bytes)
+                        .filter(|d| !d.is_empty() && !name.starts_with('/'));
+                    match dir {
+                        Some(d) => format!("{}/{name}", d.trim_end_matches('/')),
+                        None => name,
+                    }
+                })
+                .unwrap_or_default();
+            let col = match row.column() {
+                gimli::ColumnType::LeftEdge => 0,
+                gimli::ColumnType::Column(c) => c.get(),
+            };
+            out.push((file, row.line().map_or(0, |l| l.get()), col));
+        }
+        if len == 4 {
+            break;
+        }
+        off += len;
+    }
+    Ok(out)
+}
+
+fn attr_bytes(v: gimli::AttributeValue<EndianSlice<'_, LittleEndian>>) -> String {
+    match v {
+        gimli::AttributeValue::String(s) => String::from_utf8_lossy(s.slice()).into_owned(),
+        _ => String::new(),
+    }
+}
+
+/// Check an ELF object (a cubin).
+pub fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable> {
+    let e = Elf::parse(bytes).map_err(|x| Unreadable(format!("{shown}: {x}")))?;
+    let mut r = Report::default();
+    let has_info = e.section(".debug_info").is_some();
+    if !has_info && e.section(".debug_line").is_none() {
+        r.findings.push(Finding {
+            position: format!("{shown}:0"),
+            clause: CLAUSE_SECTIONS,
+            message: "no .debug_info and no .debug_line: the object carries no debug information"
+                .into(),
+        });
+        return Ok(r);
+    }
+    if has_info && e.section(".debug_abbrev").is_none() {
+        r.findings.push(Finding {
+            position: format!("{shown}:0"),
+            clause: CLAUSE_SECTIONS,
+            message: ".debug_info without .debug_abbrev".into(),
+        });
+        return Ok(r);
+    }
+    if has_info {
+        let s = e.sections();
+        let tree = read_tree(&s);
+        let pos = |off: u64| format!("{shown}:.debug_info+{off:#x}");
+        let fnames: BTreeSet<&str> = e.functions.iter().map(String::as_str).collect();
+        let list: Vec<&str> = fnames.iter().copied().collect();
+        r.classes_compared = check_tree(
+            &tree,
+            &pos,
+            &|n| fnames.contains(n),
+            &list.join(", "),
+            &|_| true,
+            &mut r.findings,
+        );
+        if let Ok(rows) = line_rows(bytes) {
+            let files: BTreeSet<&str> = rows.iter().map(|x| x.0.as_str()).collect();
+            for (off, cu, dir) in compile_units(&tree) {
+                if !files.is_empty() && !files.iter().any(|f| same_file(&cu, dir.as_deref(), f)) {
+                    let list: Vec<&str> = files.iter().copied().collect();
+                    r.findings.push(Finding {
+                        position: pos(off),
+                        clause: CLAUSE_SECTIONS,
+                        message: format!(
+                            "compile unit `{cu}` (comp_dir {}) is not a file of .debug_line ({})",
+                            dir.as_deref().unwrap_or("none"),
+                            list.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// `gpucts dwarf check FILE...`: findings on stdout, unreadable files on stderr; the exit status
+/// is 2 if any file was unreadable, else 1 if any finding, else 0.
+pub fn cli(files: &[std::path::PathBuf]) -> i32 {
+    let tc = Toolchain::discover_system();
+    let (mut findings, mut unreadable) = (0usize, 0usize);
+    for f in files {
+        match check_path(f, Some(&tc)) {
+            Ok(r) => {
+                for x in &r.findings {
+                    println!("{x}");
+                }
+                for n in &r.notes {
+                    eprintln!("note: {n}");
+                }
+                findings += r.findings.len();
+            }
+            Err(e) => {
+                eprintln!("gpucts: {e}");
+                unreadable += 1;
+            }
+        }
+    }
+    if unreadable > 0 {
+        2
+    } else if findings > 0 {
+        1
+    } else {
+        0
+    }
+}

@@ -1,0 +1,199 @@
+//! Producers' debug PTX (ptx-interop 13.2 §5.1): NVRTC `-G` and `-lineinfo`, clang-19 `-g`
+//! (CUDA device code), and llc-19 on the IR clang writes with `-g`. Each compiles kernels over
+//! random types of the abi generator (a `__device__`, a `__constant__`, a `__shared__` and a
+//! local of each type, the type by value and by pointer as parameters); the PTX, and the cubin
+//! ptxas `-g` makes of it, go through `gpucts dwarf check`.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+
+use super::check::{check_elf, check_ptx, Report};
+use crate::abi::random::random_batch;
+use crate::abi::types::{render_c, Dialect, TypeDef};
+use crate::backend::producer::Producer;
+use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
+use crate::capability::Capability;
+
+/// Types per compilation.
+pub const BATCH: u64 = 25;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DebugProducer {
+    /// NVRTC `-G`: full DWARF.
+    NvrtcG,
+    /// NVRTC `-lineinfo`: `.file`/`.loc` only.
+    NvrtcLineinfo,
+    /// clang-19 `-g`, CUDA device code.
+    ClangG,
+    /// clang-19 `-g -emit-llvm`, then llc-19.
+    LlcG,
+}
+
+impl DebugProducer {
+    /// The compiler behind this debug flavour, in the one producer vocabulary.
+    pub fn producer(self) -> Producer {
+        match self {
+            DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => Producer::Nvrtc,
+            DebugProducer::ClangG => Producer::Clang,
+            DebugProducer::LlcG => Producer::Llc,
+        }
+    }
+
+    pub fn requires(self) -> Vec<Capability> {
+        let mut caps = self.producer().requires();
+        caps.push(Capability::Ptxas);
+        caps
+    }
+
+    /// Whether the producer writes `.debug_info` (not only line tables).
+    pub fn full(self) -> bool {
+        self != DebugProducer::NvrtcLineinfo
+    }
+}
+
+const CLANG_PRELUDE: &str = "#define __device__ __attribute__((device))\n\
+#define __constant__ __attribute__((constant))\n\
+#define __global__ __attribute__((global))\n\
+#define __shared__ __attribute__((shared))\n";
+
+/// CUDA source: the types, and per type a kernel using it in every state space.
+pub fn source(types: &[TypeDef], dialect: Dialect) -> String {
+    let mut s = String::new();
+    if dialect == Dialect::C {
+        s += CLANG_PRELUDE;
+    }
+    s += &render_c(types, dialect);
+    for (i, t) in types.iter().enumerate() {
+        let n = &t.name;
+        let _ = writeln!(
+            s,
+            "__device__ {n} gpucts_g{i};\n__constant__ {n} gpucts_c{i};\n\
+             extern \"C\" __global__ void gpucts_k{i}({n} *out, {n} in) {{\n\
+             \x20 __shared__ {n} s;\n  {n} l = in;\n  s = l;\n  gpucts_g{i} = s;\n  *out = gpucts_c{i};\n}}"
+        );
+    }
+    s
+}
+
+/// llc-19 next to the clang-19 the toolchain found (the clang capability checks it exists and
+/// has the NVPTX target); run under `timeout` so a hung llc is killed.
+fn llc(tc: &Toolchain, ir: &str) -> Result<String, ToolError> {
+    let clang = tc
+        .component(Capability::Clang)
+        .ok_or(ToolError::NotAvailable(Capability::Clang))?;
+    let llc = clang.path.with_file_name("llc-19");
+    let llc = if llc.is_file() {
+        llc
+    } else {
+        std::path::PathBuf::from("/usr/lib/llvm-19/bin/llc")
+    };
+    let dir = crate::backend::toolchain::tempfile_dir()?;
+    let input = dir.path().join("input.ll");
+    std::fs::write(&input, ir)?;
+    let out = std::process::Command::new("timeout")
+        .args(["-s", "KILL", "120"])
+        .arg(&llc)
+        .args(["-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90", "-o", "-"])
+        .arg(&input)
+        .output()?;
+    if !out.status.success() {
+        return Err(ToolError::Failed {
+            tool: "llc-19".into(),
+            log: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The producer's PTX for `types`.
+pub fn compile(tc: &Toolchain, p: DebugProducer, types: &[TypeDef]) -> Result<String, ToolError> {
+    let dialect = match p {
+        DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => Dialect::Cuda,
+        _ => Dialect::C,
+    };
+    compile_src(tc, p, &source(types, dialect))
+}
+
+fn compile_src(tc: &Toolchain, p: DebugProducer, src: &str) -> Result<String, ToolError> {
+    let arch = "--gpu-architecture=compute_90";
+    match p {
+        DebugProducer::NvrtcG => tc.nvrtc(src, "gpucts_dwarf.cu", &[arch, "-std=c++17", "-G"]),
+        DebugProducer::NvrtcLineinfo => {
+            tc.nvrtc(src, "gpucts_dwarf.cu", &[arch, "-std=c++17", "-lineinfo"])
+        }
+        DebugProducer::ClangG => tc.clang_ptx(src, ClangLang::Cuda, &["-g"]),
+        DebugProducer::LlcG => {
+            let ir = tc.clang_stdout(
+                src,
+                ClangLang::Cuda,
+                &[
+                    "--cuda-device-only",
+                    "--cuda-gpu-arch=sm_90",
+                    "-nocudainc",
+                    "-nocudalib",
+                    "-g",
+                    "-S",
+                    "-emit-llvm",
+                    "-o",
+                    "-",
+                ],
+            )?;
+            llc(tc, &ir)
+        }
+    }
+}
+
+/// Check one batch: the PTX, and the cubin ptxas `-g` builds from it. Ok(note) when there is
+/// no finding; Err(findings) otherwise.
+pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<String, String> {
+    let types = random_batch(batch * BATCH, BATCH as usize);
+    let ptx = compile(tc, p, &types).map_err(|e| format!("the producer failed: {e}"))?;
+    let name = format!("{p:?}-batch{batch}.ptx");
+    let r = check_ptx(&name, &ptx, Some(tc)).map_err(|e| e.to_string())?;
+    let cubin = tc
+        .ptxas(&ptx, "sm_90", &["-g"])
+        .map_err(|e| format!("ptxas -g: {e}"))?;
+    let c = check_elf(&format!("{name}.cubin"), &cubin).map_err(|e| e.to_string())?;
+    let mut all: Vec<String> = r.findings.iter().map(|f| f.to_string()).collect();
+    all.extend(c.findings.iter().map(|f| f.to_string()));
+    // Teeth: a full-DWARF producer must have given the check variables to compare.
+    let want = if p.full() { types.len() * 3 } else { 0 };
+    if r.classes_compared < want {
+        all.push(format!(
+            "only {} variables had a location to compare with their address class (want ≥ {want})",
+            r.classes_compared
+        ));
+    }
+    if !p.full() && !ptx.contains(".loc") {
+        all.push("no .loc directive in -lineinfo output".into());
+    }
+    if all.is_empty() {
+        Ok(note(&r, &c))
+    } else {
+        Err(all.join("\n"))
+    }
+}
+
+fn note(r: &Report, c: &Report) -> String {
+    format!(
+        "PTX: {} variables' address classes match their locations, {} .loc rows found; cubin: {} variables",
+        r.classes_compared, r.locs_found, c.classes_compared
+    )
+}
+
+/// A small kernel with a known result, in the producer's debug PTX (for the GPU cases).
+pub fn compile_kernel(tc: &Toolchain, p: DebugProducer) -> Result<String, String> {
+    let body =
+        "extern \"C\" __global__ void gpucts_dwarf_add(unsigned *p, unsigned a, unsigned b) {\n\
+                \x20 unsigned s = a + b;\n  p[threadIdx.x] = s * 2 + threadIdx.x;\n}\n";
+    let src = match p {
+        DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => body.to_string(),
+        _ => format!(
+            "{CLANG_PRELUDE}{}",
+            body.replace("threadIdx.x", "__nvvm_read_ptx_sreg_tid_x()")
+        ),
+    };
+    compile_src(tc, p, &src).map_err(|e| e.to_string())
+}

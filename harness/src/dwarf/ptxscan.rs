@@ -1,0 +1,787 @@
+//! A small reader of what DWARF in PTX depends on (ptx-interop 13.2 §5.1): the `.section`
+//! blocks (`.b8/.b16/.b32/.b64` data whose items are numbers or label references), and, outside
+//! them, the symbols the DWARF may name (variables with their state space, functions, labels,
+//! registers), the `.file` table and the `.loc` directives. It is not a PTX parser: it reads
+//! declarations by their directive tokens and nothing else. Limits are checked before work.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Largest PTX file read (bytes).
+pub const MAX_PTX_BYTES: usize = 64 << 20;
+/// Largest section (bytes of data) and the most sections per file.
+pub const MAX_SECTION_BYTES: usize = 16 << 20;
+pub const MAX_SECTIONS: usize = 256;
+
+/// A state space (PTX ISA) and its DWARF address class code (ptx-interop 13.2 §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Space {
+    Code,
+    Reg,
+    Sreg,
+    Const,
+    Global,
+    Local,
+    Param,
+    Shared,
+    Surf,
+    Tex,
+    Sampler,
+    Generic,
+}
+
+impl Space {
+    /// The §5.2 table: ADDR_code_space 1 .. ADDR_generic_space 12.
+    pub fn address_class(self) -> u8 {
+        match self {
+            Space::Code => 1,
+            Space::Reg => 2,
+            Space::Sreg => 3,
+            Space::Const => 4,
+            Space::Global => 5,
+            Space::Local => 6,
+            Space::Param => 7,
+            Space::Shared => 8,
+            Space::Surf => 9,
+            Space::Tex => 10,
+            Space::Sampler => 11,
+            Space::Generic => 12,
+        }
+    }
+
+    /// The §5.2 code name.
+    pub fn code_name(self) -> &'static str {
+        match self {
+            Space::Code => "ADDR_code_space",
+            Space::Reg => "ADDR_reg_space",
+            Space::Sreg => "ADDR_sreg_space",
+            Space::Const => "ADDR_const_space",
+            Space::Global => "ADDR_global_space",
+            Space::Local => "ADDR_local_space",
+            Space::Param => "ADDR_param_space",
+            Space::Shared => "ADDR_shared_space",
+            Space::Surf => "ADDR_surf_space",
+            Space::Tex => "ADDR_tex_space",
+            Space::Sampler => "ADDR_tex_sampler_space",
+            Space::Generic => "ADDR_generic_space",
+        }
+    }
+
+    pub const ALL: [Space; 12] = [
+        Space::Code,
+        Space::Reg,
+        Space::Sreg,
+        Space::Const,
+        Space::Global,
+        Space::Local,
+        Space::Param,
+        Space::Shared,
+        Space::Surf,
+        Space::Tex,
+        Space::Sampler,
+        Space::Generic,
+    ];
+
+    pub fn from_class(c: u64) -> Option<Space> {
+        Space::ALL
+            .iter()
+            .copied()
+            .find(|s| u64::from(s.address_class()) == c)
+    }
+}
+
+/// PTX special registers (the PTX ISA's `%tid`, `%ctaid`, ...): a variable held in one is in
+/// `ADDR_sreg_space`.
+pub fn is_special_register(name: &str) -> bool {
+    let base = name.split('.').next().unwrap_or(name);
+    matches!(
+        base,
+        "%tid"
+            | "%ntid"
+            | "%laneid"
+            | "%warpid"
+            | "%nwarpid"
+            | "%ctaid"
+            | "%nctaid"
+            | "%smid"
+            | "%nsmid"
+            | "%gridid"
+            | "%clock"
+            | "%clock64"
+            | "%globaltimer"
+            | "%lanemask_eq"
+            | "%lanemask_le"
+            | "%lanemask_lt"
+            | "%lanemask_ge"
+            | "%lanemask_gt"
+            | "%clusterid"
+            | "%nclusterid"
+            | "%cluster_ctaid"
+            | "%cluster_nctaid"
+            | "%dynamic_smem_size"
+            | "%total_smem_size"
+    ) || base.starts_with("%pm")
+        || base.starts_with("%envreg")
+}
+
+/// A label or symbol reference inside a `.section` data list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelRef {
+    /// Byte offset in the section.
+    pub offset: usize,
+    /// Width of the data item (4 or 8; 1 and 2 are refused at read time).
+    pub size: u8,
+    pub label: String,
+    pub addend: i64,
+    pub line: usize,
+    pub col: usize,
+}
+
+/// One `.section NAME { ... }` block (several blocks of one name are concatenated).
+#[derive(Debug, Clone, Default)]
+pub struct Section {
+    pub name: String,
+    pub line: usize,
+    pub bytes: Vec<u8>,
+    pub refs: Vec<LabelRef>,
+    /// (byte offset, PTX line) at the start of each data directive, ascending.
+    pub lines: Vec<(usize, usize)>,
+}
+
+impl Section {
+    /// The PTX line holding byte `offset`.
+    pub fn line_of(&self, offset: usize) -> usize {
+        match self.lines.partition_point(|(o, _)| *o <= offset) {
+            0 => self.line,
+            i => self.lines[i - 1].1,
+        }
+    }
+}
+
+/// A declared variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    pub space: Space,
+    pub line: usize,
+}
+
+/// A `.loc` directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loc {
+    pub file: u64,
+    pub line: u64,
+    pub col: u64,
+    pub ptx_line: usize,
+    /// Whether an instruction follows before the next `.loc` (only those get a line row).
+    pub has_code: bool,
+}
+
+/// What [`scan`] finds.
+#[derive(Debug, Clone, Default)]
+pub struct PtxDebug {
+    pub target_debug: bool,
+    pub sections: Vec<Section>,
+    pub variables: HashMap<String, Symbol>,
+    /// Function names (`.func` and `.entry`), with their line.
+    pub functions: BTreeMap<String, usize>,
+    pub labels: HashSet<String>,
+    /// Register names declared one by one, and `%r<N>` families as (prefix, N).
+    pub registers: HashSet<String>,
+    pub register_families: HashMap<String, u64>,
+    pub files: BTreeMap<u64, (String, usize)>,
+    pub locs: Vec<Loc>,
+}
+
+impl PtxDebug {
+    pub fn section(&self, name: &str) -> Option<&Section> {
+        self.sections.iter().find(|s| s.name == name)
+    }
+
+    /// Whether `%name` is a declared register (`%r3` with `.reg .b32 %r<4>`).
+    pub fn has_register(&self, name: &str) -> bool {
+        if self.registers.contains(name) {
+            return true;
+        }
+        let digits = name.len()
+            - name
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+        let (prefix, n) = name.split_at(digits);
+        match (self.register_families.get(prefix), n.parse::<u64>()) {
+            (Some(count), Ok(i)) => i < *count,
+            _ => false,
+        }
+    }
+}
+
+/// A PTX text the reader cannot read: where, and what is allowed there.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{col}: {message}")]
+pub struct ScanError {
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Word(String),
+    Str(String),
+    Punct(char),
+}
+
+#[derive(Debug, Clone)]
+struct Token {
+    tok: Tok,
+    line: usize,
+    col: usize,
+}
+
+fn err(line: usize, col: usize, message: impl Into<String>) -> ScanError {
+    ScanError {
+        line,
+        col,
+        message: message.into(),
+    }
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '%' | '$')
+}
+
+fn tokenize(text: &str) -> Result<Vec<Token>, ScanError> {
+    let mut out = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let (mut i, mut line, mut col) = (0usize, 1usize, 1usize);
+    while i < chars.len() {
+        let c = chars[i];
+        let (tl, tc) = (line, col);
+        let adv = |i: &mut usize, line: &mut usize, col: &mut usize, c: char| {
+            *i += 1;
+            if c == '\n' {
+                *line += 1;
+                *col = 1;
+            } else {
+                *col += 1;
+            }
+        };
+        if c.is_whitespace() {
+            adv(&mut i, &mut line, &mut col, c);
+        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
+            while i < chars.len() && chars[i] != '\n' {
+                {
+                    let ch = chars[i];
+                    adv(&mut i, &mut line, &mut col, ch);
+                }
+            }
+        } else if c == '/' && chars.get(i + 1) == Some(&'*') {
+            adv(&mut i, &mut line, &mut col, '/');
+            adv(&mut i, &mut line, &mut col, '*');
+            loop {
+                if i >= chars.len() {
+                    return Err(err(tl, tc, "unterminated /* comment"));
+                }
+                if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                    adv(&mut i, &mut line, &mut col, '*');
+                    adv(&mut i, &mut line, &mut col, '/');
+                    break;
+                }
+                {
+                    let ch = chars[i];
+                    adv(&mut i, &mut line, &mut col, ch);
+                }
+            }
+        } else if c == '"' {
+            adv(&mut i, &mut line, &mut col, c);
+            let mut s = String::new();
+            loop {
+                match chars.get(i) {
+                    None | Some('\n') => return Err(err(tl, tc, "unterminated string")),
+                    Some('"') => {
+                        adv(&mut i, &mut line, &mut col, '"');
+                        break;
+                    }
+                    Some(&ch) => {
+                        s.push(ch);
+                        adv(&mut i, &mut line, &mut col, ch);
+                    }
+                }
+            }
+            out.push(Token {
+                tok: Tok::Str(s),
+                line: tl,
+                col: tc,
+            });
+        } else if is_word_char(c)
+            || (c == '-' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
+        {
+            let mut s = String::new();
+            s.push(c);
+            adv(&mut i, &mut line, &mut col, c);
+            while i < chars.len() && is_word_char(chars[i]) {
+                s.push(chars[i]);
+                {
+                    let ch = chars[i];
+                    adv(&mut i, &mut line, &mut col, ch);
+                }
+            }
+            out.push(Token {
+                tok: Tok::Word(s),
+                line: tl,
+                col: tc,
+            });
+        } else {
+            out.push(Token {
+                tok: Tok::Punct(c),
+                line: tl,
+                col: tc,
+            });
+            adv(&mut i, &mut line, &mut col, c);
+        }
+    }
+    Ok(out)
+}
+
+/// An integer as PTX writes it: decimal, `0x` hex, `0` octal, `0b` binary, optional `-` and
+/// `U` suffix.
+fn parse_int(s: &str) -> Option<i128> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let body = body.strip_suffix('U').unwrap_or(body);
+    let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i128::from_str_radix(h, 16).ok()?
+    } else if let Some(b) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
+        i128::from_str_radix(b, 2).ok()?
+    } else if body.len() > 1 && body.starts_with('0') {
+        i128::from_str_radix(&body[1..], 8).ok()?
+    } else {
+        body.parse::<i128>().ok()?
+    };
+    Some(if neg { -v } else { v })
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || matches!(ch, '_' | '$' | '%' | '.'))
+        && s.chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '_' | '$' | '%' | '.'))
+}
+
+/// Read a PTX text.
+pub fn scan(text: &str) -> Result<PtxDebug, ScanError> {
+    if text.len() > MAX_PTX_BYTES {
+        return Err(err(
+            1,
+            1,
+            format!(
+                "file of {} bytes; at most {MAX_PTX_BYTES} are read",
+                text.len()
+            ),
+        ));
+    }
+    let toks = tokenize(text)?;
+    let mut d = PtxDebug::default();
+    let mut i = 0;
+    let word = |i: usize| -> Option<&str> {
+        match toks.get(i).map(|t| &t.tok) {
+            Some(Tok::Word(w)) => Some(w.as_str()),
+            _ => None,
+        }
+    };
+    while i < toks.len() {
+        let t = &toks[i];
+        let w = match &t.tok {
+            Tok::Word(w) => w.as_str(),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        match w {
+            ".target" => {
+                let mut j = i + 1;
+                while let Some(x) = word(j) {
+                    if x == "debug" {
+                        d.target_debug = true;
+                    }
+                    if toks.get(j + 1).map(|t| &t.tok) != Some(&Tok::Punct(',')) {
+                        break;
+                    }
+                    j += 2;
+                }
+                i = j + 1;
+            }
+            ".section" => {
+                i = read_section(&toks, i, &mut d)?;
+            }
+            ".file" => {
+                let n = word(i + 1).and_then(parse_int);
+                let name = match toks.get(i + 2).map(|t| &t.tok) {
+                    Some(Tok::Str(s)) => Some(s.clone()),
+                    _ => None,
+                };
+                match (n, name) {
+                    (Some(n), Some(name)) if n >= 0 => {
+                        d.files.insert(n as u64, (name, t.line));
+                    }
+                    _ => {
+                        return Err(err(
+                            t.line,
+                            t.col,
+                            ".file needs a file number and a quoted name (`.file 1 \"a.cu\"`)",
+                        ))
+                    }
+                }
+                i += 3;
+            }
+            ".loc" => {
+                let n: Vec<Option<i128>> =
+                    (1..=3).map(|k| word(i + k).and_then(parse_int)).collect();
+                match (n[0], n[1], n[2]) {
+                    (Some(f), Some(l), Some(c)) if f >= 0 && l >= 0 && c >= 0 => {
+                        d.locs.push(Loc {
+                            file: f as u64,
+                            line: l as u64,
+                            col: c as u64,
+                            ptx_line: t.line,
+                            has_code: false,
+                        });
+                        i += 4;
+                    }
+                    _ => {
+                        return Err(err(
+                            t.line,
+                            t.col,
+                            ".loc needs a file number, a line and a column (`.loc 1 3 1`)",
+                        ))
+                    }
+                }
+            }
+            ".entry" | ".func" => {
+                let mut j = i + 1;
+                if toks.get(j).map(|t| &t.tok) == Some(&Tok::Punct('(')) {
+                    let mut depth = 0usize;
+                    while let Some(tk) = toks.get(j) {
+                        match tk.tok {
+                            Tok::Punct('(') => depth += 1,
+                            Tok::Punct(')') => {
+                                depth -= 1;
+                                if depth == 0 {
+                                    break;
+                                }
+                            }
+                            _ => {}
+                        }
+                        j += 1;
+                    }
+                    j += 1;
+                }
+                if let Some(name) = word(j) {
+                    d.functions.insert(name.to_string(), toks[j].line);
+                }
+                i = j + 1;
+            }
+            ".global" | ".shared" | ".const" | ".local" | ".param" | ".reg" => {
+                let mut space = match w {
+                    ".global" => Space::Global,
+                    ".shared" => Space::Shared,
+                    ".const" => Space::Const,
+                    ".local" => Space::Local,
+                    ".param" => Space::Param,
+                    _ => Space::Reg,
+                };
+                let mut j = i + 1;
+                // Modifiers: `.align 4`, `.b8`, `.v2`, `.ptr`, `.texref`, ...
+                while let Some(x) = word(j) {
+                    if !x.starts_with('.') && parse_int(x).is_none() {
+                        break;
+                    }
+                    match x {
+                        ".texref" => space = Space::Tex,
+                        ".surfref" => space = Space::Surf,
+                        ".samplerref" => space = Space::Sampler,
+                        _ => {}
+                    }
+                    j += 1;
+                }
+                // Names, comma-separated, each maybe `%r<4>` or `a[8]`.
+                while let Some(name) = word(j) {
+                    if toks.get(j + 1).map(|t| &t.tok) == Some(&Tok::Punct('<')) {
+                        let n = word(j + 2).and_then(parse_int).unwrap_or(0);
+                        d.register_families
+                            .insert(name.to_string(), n.max(0) as u64);
+                        j += 3;
+                    } else if space == Space::Reg {
+                        d.registers.insert(name.to_string());
+                    } else {
+                        d.variables.insert(
+                            name.to_string(),
+                            Symbol {
+                                space,
+                                line: toks[j].line,
+                            },
+                        );
+                    }
+                    j += 1;
+                    while let Some(tk) = toks.get(j) {
+                        match tk.tok {
+                            Tok::Punct(',') | Tok::Punct(';') | Tok::Punct(')') => break,
+                            _ => j += 1,
+                        }
+                    }
+                    if space == Space::Reg && toks.get(j).map(|t| &t.tok) == Some(&Tok::Punct(','))
+                    {
+                        j += 1;
+                        continue;
+                    }
+                    break;
+                }
+                i = j;
+            }
+            _ => {
+                if toks.get(i + 1).map(|t| &t.tok) == Some(&Tok::Punct(':'))
+                    && !w.starts_with('.')
+                    && is_identifier(w)
+                {
+                    d.labels.insert(w.to_string());
+                } else if !w.starts_with('.') {
+                    if let Some(l) = d.locs.last_mut() {
+                        l.has_code = true;
+                    }
+                }
+                i += 1;
+            }
+        }
+    }
+    Ok(d)
+}
+
+fn read_section(toks: &[Token], start: usize, d: &mut PtxDebug) -> Result<usize, ScanError> {
+    let t = &toks[start];
+    let name = match toks.get(start + 1).map(|t| &t.tok) {
+        Some(Tok::Word(n)) => n.clone(),
+        _ => {
+            return Err(err(
+                t.line,
+                t.col,
+                ".section needs a name (`.section .debug_info { ... }`)",
+            ))
+        }
+    };
+    if toks.get(start + 2).map(|t| &t.tok) != Some(&Tok::Punct('{')) {
+        return Err(err(
+            t.line,
+            t.col,
+            format!("`.section {name}` must be followed by `{{`"),
+        ));
+    }
+    let idx = match d.sections.iter().position(|s| s.name == name) {
+        Some(i) => i,
+        None => {
+            if d.sections.len() >= MAX_SECTIONS {
+                return Err(err(
+                    t.line,
+                    t.col,
+                    format!("more than {MAX_SECTIONS} sections"),
+                ));
+            }
+            d.sections.push(Section {
+                name: name.clone(),
+                line: t.line,
+                ..Section::default()
+            });
+            d.sections.len() - 1
+        }
+    };
+    let sec = &mut d.sections[idx];
+    let mut i = start + 3;
+    loop {
+        let Some(tk) = toks.get(i) else {
+            return Err(err(
+                t.line,
+                t.col,
+                format!("`.section {name}` is not closed with `}}`"),
+            ));
+        };
+        match &tk.tok {
+            Tok::Punct('}') => return Ok(i + 1),
+            Tok::Word(w) if matches!(w.as_str(), ".b8" | ".b16" | ".b32" | ".b64") => {
+                let size: usize = match w.as_str() {
+                    ".b8" => 1,
+                    ".b16" => 2,
+                    ".b32" => 4,
+                    _ => 8,
+                };
+                sec.lines.push((sec.bytes.len(), tk.line));
+                i += 1;
+                while let Some(item) = toks.get(i) {
+                    let (value, label) = match &item.tok {
+                        Tok::Word(x) => match parse_int(x) {
+                            Some(v) => (v, None),
+                            None if is_identifier(x)
+                                && !matches!(x.as_str(), ".b8" | ".b16" | ".b32" | ".b64") =>
+                            {
+                                (0, Some(x.clone()))
+                            }
+                            None => {
+                                return Err(err(
+                                    item.line,
+                                    item.col,
+                                    format!("`{x}` in a {w} list: expected an integer or a label"),
+                                ))
+                            }
+                        },
+                        other => {
+                            return Err(err(
+                                item.line,
+                                item.col,
+                                format!("{other:?} in a {w} list: expected an integer or a label"),
+                            ))
+                        }
+                    };
+                    i += 1;
+                    let mut addend = 0i64;
+                    if label.is_some() && toks.get(i).map(|t| &t.tok) == Some(&Tok::Punct('+')) {
+                        addend = match toks.get(i + 1).and_then(|t| match &t.tok {
+                            Tok::Word(x) => parse_int(x),
+                            _ => None,
+                        }) {
+                            Some(a) => i64::try_from(a).unwrap_or(i64::MAX),
+                            None => {
+                                return Err(err(
+                                    item.line,
+                                    item.col,
+                                    "a label's `+` needs an integer offset",
+                                ))
+                            }
+                        };
+                        i += 2;
+                    }
+                    if sec.bytes.len() + size > MAX_SECTION_BYTES {
+                        return Err(err(
+                            item.line,
+                            item.col,
+                            format!("section {name} exceeds {MAX_SECTION_BYTES} bytes"),
+                        ));
+                    }
+                    if let Some(label) = label {
+                        if size < 4 {
+                            return Err(err(
+                                item.line,
+                                item.col,
+                                format!(
+                                    "label `{label}` in a {w} list: a label needs .b32 or .b64"
+                                ),
+                            ));
+                        }
+                        sec.refs.push(LabelRef {
+                            offset: sec.bytes.len(),
+                            size: size as u8,
+                            label,
+                            addend,
+                            line: item.line,
+                            col: item.col,
+                        });
+                        sec.bytes.extend(std::iter::repeat_n(0u8, size));
+                    } else {
+                        let bits = size * 8;
+                        let fits = if bits == 64 {
+                            value >= i128::from(i64::MIN) && value <= i128::from(u64::MAX)
+                        } else {
+                            value >= -(1i128 << (bits - 1)) && value < (1i128 << bits)
+                        };
+                        if !fits {
+                            return Err(err(
+                                item.line,
+                                item.col,
+                                format!("{value} does not fit a {w} item"),
+                            ));
+                        }
+                        let v = value as u64;
+                        sec.bytes.extend_from_slice(&v.to_le_bytes()[..size]);
+                    }
+                    if toks.get(i).map(|t| &t.tok) == Some(&Tok::Punct(',')) {
+                        i += 1;
+                        continue;
+                    }
+                    break;
+                }
+            }
+            Tok::Punct(';') => i += 1,
+            other => {
+                return Err(err(
+                    tk.line,
+                    tk.col,
+                    format!(
+                        "{other:?} in `.section {name}`: expected .b8, .b16, .b32, .b64 or `}}`"
+                    ),
+                ))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_sections_symbols_and_locs() {
+        let ptx = ".version 8.0\n.target sm_90, debug\n.address_size 64\n.file 1 \"a.cu\"\n\
+            .global .align 4 .b8 g[8];\n.shared .u32 s;\n.global .texref t;\n\
+            .visible .func (.param .b32 r) f(\n .param .b32 f_param_0)\n{\n .reg .b32 %r<3>;\n\
+            .loc 1 2 3\nL0:\n ld.param.u32 %r1, [f_param_0];\n ret;\n}\n\
+            .section .debug_info\n{\n.b32 12 // len\n.b8 2, 0x0\n.b32 .debug_abbrev\n.b64 L0+4\n}\n";
+        let d = scan(ptx).unwrap();
+        assert!(d.target_debug);
+        assert_eq!(d.variables["g"].space, Space::Global);
+        assert_eq!(d.variables["s"].space, Space::Shared);
+        assert_eq!(d.variables["t"].space, Space::Tex);
+        assert_eq!(d.variables["f_param_0"].space, Space::Param);
+        assert!(d.functions.contains_key("f"));
+        assert!(d.labels.contains("L0"));
+        assert!(d.has_register("%r2") && !d.has_register("%r3"));
+        assert_eq!(d.files[&1].0, "a.cu");
+        assert_eq!(d.locs[0].line, 2);
+        let s = d.section(".debug_info").unwrap();
+        assert_eq!(s.bytes.len(), 4 + 2 + 4 + 8);
+        assert_eq!(&s.bytes[..6], &[12, 0, 0, 0, 2, 0]);
+        assert_eq!(s.refs[1].label, "L0");
+        assert_eq!(s.refs[1].addend, 4);
+        assert_eq!(s.refs[1].offset, 10);
+        assert_eq!(s.line_of(10), 22);
+    }
+
+    #[test]
+    fn bad_input_has_a_position() {
+        let cases = [
+            (
+                ".section .debug_info {\n.b8 1, 300\n}",
+                (2, 8),
+                "does not fit",
+            ),
+            (
+                ".section .debug_info {\n.b8 1, L\n}",
+                (2, 8),
+                "needs .b32 or .b64",
+            ),
+            (
+                ".section .debug_info {\n.b32 1, +\n}",
+                (2, 9),
+                "expected an integer or a label",
+            ),
+            (".section .debug_info {\n.b8 1\n", (1, 1), "not closed"),
+            (".section .debug_info\n.b8 1\n", (1, 1), "followed by"),
+            (".file x", (1, 1), ".file needs"),
+            ("/* open", (1, 1), "unterminated"),
+        ];
+        for (text, (l, c), want) in cases {
+            let e = scan(text).unwrap_err();
+            assert_eq!((e.line, e.col), (l, c), "{text}: {e}");
+            assert!(e.message.contains(want), "{text}: {e}");
+        }
+    }
+}

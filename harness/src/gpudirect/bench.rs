@@ -1,0 +1,273 @@
+//! `gpucts bench gpudirect`: pin and unpin latency per size (gdrcopy's method: each
+//! nvidia_p2p_get_pages / put_pages timed on its own, here through the companion module's
+//! PIN / UNPIN), CPU read / write bandwidth through the pinned mapping per size (gdrcopy's
+//! copybw: repeated copies to and from the BAR mapping), and RDMA WRITE / READ bandwidth and
+//! latency per size (perftest's method: back-to-back operations on one QP). Every figure is
+//! min / median / max over repetitions, and every block says what it ran on: the test
+//! provider's host pages and soft-RoCE are labelled as such, never as GPU figures.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use crate::backend::kmod::{self, Device};
+use crate::gpudirect::kmod_cases::{Mem, DESKTOP_ALIGN, TEGRA_ALIGN};
+
+/// min / median / max of a sample.
+pub fn summary(xs: &mut [f64]) -> (f64, f64, f64) {
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    xs.sort_by(|a, b| a.total_cmp(b));
+    let n = xs.len();
+    let med = if n % 2 == 1 {
+        xs[n / 2]
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+    };
+    (xs[0], med, xs[n - 1])
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// The whole bench; `reps` repetitions per size (pins of 256 MB and more: at most 5).
+pub fn run(reps: usize) -> String {
+    let reps = reps.clamp(3, 100);
+    let mut out = String::new();
+    kmod_bench(&mut out, reps);
+    rdma_bench(&mut out, reps);
+    out
+}
+
+fn kmod_bench(out: &mut String, reps: usize) {
+    let dev = match Device::open() {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = writeln!(out, "pin/unpin and BAR: skipped (kmod: {e})");
+            return;
+        }
+    };
+    let tegra = dev
+        .version()
+        .map(|v| v.flavour == kmod::FLAVOUR_TEGRA)
+        .unwrap_or(false);
+    let align = if tegra { TEGRA_ALIGN } else { DESKTOP_ALIGN };
+    let mem = match Mem::open() {
+        Ok(m) => m,
+        Err(s) => {
+            let _ = writeln!(out, "pin/unpin and BAR: skipped ({})", s.summary());
+            return;
+        }
+    };
+    let (label, max) = match &mem {
+        Mem::Prov(_) => (
+            "TEST PROVIDER (host pages standing in for GPU memory; not GPU figures)",
+            kmod::TESTPROV_MAX_ALLOC,
+        ),
+        Mem::Cuda(_) => (
+            "GPU (cuMemAlloc memory, BAR1 through the companion module)",
+            1 << 30,
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "pin/unpin latency on {label}, {} flavour, {reps} repetitions (µs: min / median / max)",
+        if tegra { "tegra" } else { "desktop" }
+    );
+    // a 4 KB request pins a whole GPU page (§3.2): the module rounds it
+    let sizes: [u64; 7] = [
+        4 << 10,
+        64 << 10,
+        1 << 20,
+        16 << 20,
+        64 << 20,
+        256 << 20,
+        1 << 30,
+    ];
+    for &size in &sizes {
+        if size > max {
+            let _ = writeln!(
+                out,
+                "  {:>7}  skipped (the memory source allocates at most {})",
+                human(size),
+                human(max)
+            );
+            continue;
+        }
+        let va = match mem.alloc(size.max(align), align) {
+            Ok((va, _)) => va,
+            Err(s) => {
+                let _ = writeln!(out, "  {:>7}  alloc: {}", human(size), s.summary());
+                continue;
+            }
+        };
+        let n = if size >= 256 << 20 { reps.min(5) } else { reps };
+        let (mut pin, mut unpin) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            let t = Instant::now();
+            let p = match dev.pin(va, size, 0) {
+                Ok(p) => p,
+                Err(e) => {
+                    let _ = writeln!(out, "  {:>7}  PIN: {e}", human(size));
+                    break;
+                }
+            };
+            pin.push(t.elapsed().as_secs_f64() * 1e6);
+            let t = Instant::now();
+            let _ = dev.unpin(p.handle);
+            unpin.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        let (a, b, c) = summary(&mut pin);
+        let (d, e, f) = summary(&mut unpin);
+        let _ = writeln!(
+            out,
+            "  {:>7}  pin {a:>9.1} / {b:>9.1} / {c:>9.1}   unpin {d:>9.1} / {e:>9.1} / {f:>9.1}",
+            human(size)
+        );
+        let _ = mem.free(va);
+    }
+    // CPU bandwidth through one mapping of the largest pin the source allows (≤ 64 MB)
+    let span = max.min(64 << 20);
+    let _ = writeln!(
+        out,
+        "CPU access through the pinned mapping on {label}, {reps} repetitions (MB/s: min / median / max)"
+    );
+    let Ok((va, _)) = mem.alloc(span, align) else {
+        let _ = writeln!(out, "  alloc of {} failed", human(span));
+        return;
+    };
+    let Ok(p) = dev.pin(va, span, 0) else {
+        let _ = writeln!(out, "  PIN of {} failed", human(span));
+        let _ = mem.free(va);
+        return;
+    };
+    if let Ok(m) = dev.mmap(p.mmap_offset, span as usize, true) {
+        let mut buf = vec![0x5au8; span as usize];
+        let mut size = 4096u64;
+        while size <= span {
+            let (mut w, mut r) = (Vec::new(), Vec::new());
+            for _ in 0..reps {
+                let t = Instant::now();
+                m.copy_in(0, &buf[..size as usize]);
+                w.push(size as f64 / t.elapsed().as_secs_f64() / 1e6);
+                let t = Instant::now();
+                m.copy_out(0, &mut buf[..size as usize]);
+                r.push(size as f64 / t.elapsed().as_secs_f64() / 1e6);
+            }
+            let (a, b, c) = summary(&mut w);
+            let (d, e, f) = summary(&mut r);
+            let _ = writeln!(
+                out,
+                "  {:>7}  write {a:>9.0} / {b:>9.0} / {c:>9.0}   read {d:>9.0} / {e:>9.0} / {f:>9.0}",
+                human(size)
+            );
+            size *= 4;
+        }
+    } else {
+        let _ = writeln!(out, "  mmap failed");
+    }
+    let _ = dev.unpin(p.handle);
+    let _ = mem.free(va);
+}
+
+#[cfg(feature = "rdma")]
+fn rdma_bench(out: &mut String, reps: usize) {
+    use crate::backend::rdma::{Op, Verbs};
+    let dev = std::env::var("GPUCTS_RDMA_DEVICE").ok();
+    let v = match Verbs::open(dev.as_deref()) {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = writeln!(out, "RDMA: skipped ({e})");
+            return;
+        }
+    };
+    let soft = v.device.starts_with("rxe") || v.device.starts_with("siw");
+    let label = if soft {
+        format!(
+            "{} (SOFTWARE RDMA: soft-RoCE over the VM's own interface; host memory, not GPU figures)",
+            v.device
+        )
+    } else {
+        format!("{} (host memory)", v.device)
+    };
+    let max = 64usize << 20;
+    let mut src = vec![0x11u8; max];
+    let mut dst = vec![0u8; max];
+    // SAFETY: both buffers outlive their regions (dropped at the end of this function, after
+    // the regions and the queue pairs).
+    let regs = unsafe {
+        (
+            v.reg_mr(src.as_mut_ptr(), max),
+            v.reg_mr(dst.as_mut_ptr(), max),
+        )
+    };
+    let (Ok(smr), Ok(dmr), Ok(lb)) = (regs.0, regs.1, v.loopback()) else {
+        let _ = writeln!(out, "RDMA: registration or QP setup failed");
+        return;
+    };
+    let (s, d) = (src.as_ptr() as u64, dst.as_ptr() as u64);
+    let _ = writeln!(
+        out,
+        "RDMA loopback on {label}, {reps} repetitions; latency µs and bandwidth MB/s (min / median / max)"
+    );
+    let mut size = 1usize;
+    while size <= max {
+        let mut line = format!("  {:>7}", human(size as u64));
+        for op in [Op::Write, Op::Read] {
+            let mut xs = Vec::new();
+            for _ in 0..if size > 4 << 20 { reps.min(3) } else { reps } {
+                let t = Instant::now();
+                let r = match op {
+                    Op::Write => lb.transfer(op, &smr, s, &dmr, d, size as u32),
+                    Op::Read => lb.transfer(op, &dmr, d, &smr, s, size as u32),
+                };
+                if let Err(e) = r {
+                    let _ = writeln!(out, "{line}  {op:?}: {e}");
+                    return;
+                }
+                let secs = t.elapsed().as_secs_f64();
+                xs.push(if size <= 4096 {
+                    secs * 1e6
+                } else {
+                    size as f64 / secs / 1e6
+                });
+            }
+            let (a, b, c) = summary(&mut xs);
+            let unit = if size <= 4096 { "µs" } else { "MB/s" };
+            let _ = write!(
+                line,
+                "  {} {a:>9.1} / {b:>9.1} / {c:>9.1} {unit}",
+                if op == Op::Write { "write" } else { "read" }
+            );
+        }
+        let _ = writeln!(out, "{line}");
+        size *= if size < 4096 { 8 } else { 4 };
+    }
+    drop(lb);
+    drop((smr, dmr));
+}
+
+#[cfg(not(feature = "rdma"))]
+fn rdma_bench(out: &mut String, _reps: usize) {
+    let _ = writeln!(out, "RDMA: skipped (built without --features rdma)");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_is_min_median_max() {
+        assert_eq!(summary(&mut [3.0, 1.0, 2.0]), (1.0, 2.0, 3.0));
+        assert_eq!(summary(&mut [4.0, 1.0, 2.0, 3.0]), (1.0, 2.5, 4.0));
+        assert_eq!(human(4096), "4 KB");
+        assert_eq!(human(1 << 30), "1 GB");
+        assert_eq!(human(3), "3 B");
+    }
+}

@@ -1,0 +1,824 @@
+//! The driver's side of ch. 3 on a GPU: printf formatting against the host C library, the
+//! printf FIFO limit, the malloc heap, `free(NULL)`, and assert. Each case runs in its own child
+//! process (an assert leaves the context unusable). The comparisons are plain functions with
+//! offline tests; the kernels come from NVRTC, or for assert from each producer's batch.
+
+use std::ffi::CString;
+
+use serde::Deserialize;
+
+use super::producers::{self, Producer};
+use crate::area::CaseContext;
+use crate::backend::cuda::{self, ContextLimit, KernelArg, LaunchConfig, Session};
+use crate::capability::Capability;
+use crate::outcome::CaseStatus;
+
+/// One GPU case.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum GpuCase {
+    /// One entry of [`PRINTF`]: the device's output equals the host's `snprintf`.
+    Printf { conversion: String },
+    /// Lines printed by each thread arrive in the order that thread printed them.
+    PerThreadOrder,
+    /// Output beyond `CU_LIMIT_PRINTF_FIFO_SIZE` is dropped, the launch still succeeds, and
+    /// what arrives is whole lines that were printed.
+    FifoTruncation,
+    /// malloc within `CU_LIMIT_MALLOC_HEAP_SIZE`: 16-byte-aligned, writable, distinct blocks;
+    /// NULL beyond the heap.
+    MallocHeap,
+    /// A block freed by one kernel can be allocated again by the next.
+    MallocReuse,
+    /// `free(NULL)` does nothing.
+    FreeNull,
+    /// A failing assert in the producer's PTX ends the launch with `CUDA_ERROR_ASSERT` and
+    /// prints the message, file, line and function.
+    Assert { producer: Producer },
+}
+
+impl GpuCase {
+    pub fn requires(&self) -> Vec<Capability> {
+        let mut v = vec![Capability::Gpu];
+        match self {
+            GpuCase::Assert { producer } => v.extend(producer.requires()),
+            _ => v.push(Capability::Nvrtc),
+        }
+        v
+    }
+}
+
+/// A value printed by one [`PRINTF`] entry, as the host passes it to `snprintf`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HostArg {
+    None,
+    Int(i32),
+    UInt(u32),
+    LongLong(i64),
+    ULongLong(u64),
+    Double(f64),
+    Str(&'static str),
+    Ptr(usize),
+}
+
+/// (id, format, the value as a CUDA C++ expression, the same value for the host).
+pub type PrintfEntry = (&'static str, &'static str, &'static str, HostArg);
+
+/// Every conversion the CUDA printf documentation lists, with flags, widths, precisions and
+/// length modifiers.
+pub const PRINTF: &[PrintfEntry] = &[
+    ("d", "%d", "-42", HostArg::Int(-42)),
+    ("i", "%i", "17", HostArg::Int(17)),
+    ("u", "%u", "4000000000u", HostArg::UInt(4_000_000_000)),
+    ("o", "%o", "511u", HostArg::UInt(511)),
+    ("x", "%x", "0xbeefu", HostArg::UInt(0xbeef)),
+    ("X", "%X", "0xbeefu", HostArg::UInt(0xbeef)),
+    ("c", "%c", "'Z'", HostArg::Int(90)),
+    ("s", "%s", "\"gpucts\"", HostArg::Str("gpucts")),
+    ("p", "%p", "(void*)0x1234abcdULL", HostArg::Ptr(0x1234_abcd)),
+    ("f", "%f", "3.25159", HostArg::Double(3.25159)),
+    ("e", "%e", "-12345.678", HostArg::Double(-12345.678)),
+    ("E", "%E", "0.000123", HostArg::Double(0.000123)),
+    ("g", "%g", "1e-5", HostArg::Double(1e-5)),
+    ("G", "%G", "1e20", HostArg::Double(1e20)),
+    ("a", "%a", "1.5", HostArg::Double(1.5)),
+    ("percent", "100%%", "0", HostArg::None),
+    ("f_float_promoted", "%f", "2.5f", HostArg::Double(2.5)),
+    ("minus_width", "%-8d|", "42", HostArg::Int(42)),
+    ("zero_width", "%08d", "-42", HostArg::Int(-42)),
+    ("plus", "%+d", "5", HostArg::Int(5)),
+    ("space", "% d", "5", HostArg::Int(5)),
+    ("hash_o", "%#o", "8u", HostArg::UInt(8)),
+    ("hash_x", "%#x", "255u", HostArg::UInt(255)),
+    ("hash_X", "%#X", "255u", HostArg::UInt(255)),
+    ("hash_g", "%#g", "2.0", HostArg::Double(2.0)),
+    ("width_s", "%10s|", "\"ab\"", HostArg::Str("ab")),
+    ("minus_width_s", "%-10s|", "\"ab\"", HostArg::Str("ab")),
+    ("precision_s", "%.3s", "\"abcdef\"", HostArg::Str("abcdef")),
+    ("precision_f", "%.2f", "2.71875", HostArg::Double(2.71875)),
+    (
+        "width_precision_f",
+        "%10.4f|",
+        "-3.5",
+        HostArg::Double(-3.5),
+    ),
+    (
+        "zero_width_precision_f",
+        "%012.3f",
+        "-1.25",
+        HostArg::Double(-1.25),
+    ),
+    (
+        "precision_e",
+        "%.3e",
+        "123456.789",
+        HostArg::Double(123456.789),
+    ),
+    (
+        "precision_g",
+        "%.3g",
+        "0.00012345",
+        HostArg::Double(0.00012345),
+    ),
+    ("precision_d", "%.5d", "42", HostArg::Int(42)),
+    ("width_x", "%6x|", "0xabu", HostArg::UInt(0xab)),
+    (
+        "infinity_f",
+        "%f",
+        "(1.0/0.0)",
+        HostArg::Double(f64::INFINITY),
+    ),
+    (
+        "ld",
+        "%ld",
+        "-1234567890123L",
+        HostArg::LongLong(-1_234_567_890_123),
+    ),
+    (
+        "lu",
+        "%lu",
+        "18446744073709551615UL",
+        HostArg::ULongLong(u64::MAX),
+    ),
+    (
+        "lld",
+        "%lld",
+        "(-9223372036854775807LL - 1)",
+        HostArg::LongLong(i64::MIN),
+    ),
+    (
+        "llu",
+        "%llu",
+        "18446744073709551615ULL",
+        HostArg::ULongLong(u64::MAX),
+    ),
+    (
+        "llx",
+        "%llx",
+        "0xdeadbeefcafeULL",
+        HostArg::ULongLong(0xdead_beef_cafe),
+    ),
+    ("hd", "%hd", "(short)-1234", HostArg::Int(-1234)),
+    ("hu", "%hu", "(unsigned short)65535", HostArg::Int(65535)),
+    ("hhd", "%hhd", "(signed char)-7", HostArg::Int(-7)),
+    ("hhx", "%hhx", "(unsigned char)255", HostArg::Int(255)),
+    ("hd_truncates", "%hd", "70000", HostArg::Int(70000)),
+];
+
+pub fn printf_entry(id: &str) -> Option<&'static PrintfEntry> {
+    PRINTF.iter().find(|e| e.0 == id)
+}
+
+/// The host C library's rendering of `format` with `arg`.
+pub fn host_printf(format: &str, arg: HostArg) -> Result<String, String> {
+    let fmt = CString::new(format).map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 512];
+    let p = buf.as_mut_ptr() as *mut libc::c_char;
+    let n = buf.len();
+    let s;
+    // SAFETY: `buf` is `n` bytes; each call passes exactly the one argument of the C type the
+    // entry's conversion expects (the table pairs them), so snprintf reads what was passed.
+    let written = unsafe {
+        match arg {
+            HostArg::None => libc::snprintf(p, n, fmt.as_ptr()),
+            HostArg::Int(v) => libc::snprintf(p, n, fmt.as_ptr(), v as libc::c_int),
+            HostArg::UInt(v) => libc::snprintf(p, n, fmt.as_ptr(), v as libc::c_uint),
+            HostArg::LongLong(v) => libc::snprintf(p, n, fmt.as_ptr(), v as libc::c_longlong),
+            HostArg::ULongLong(v) => libc::snprintf(p, n, fmt.as_ptr(), v as libc::c_ulonglong),
+            HostArg::Double(v) => libc::snprintf(p, n, fmt.as_ptr(), v as libc::c_double),
+            HostArg::Str(v) => {
+                s = CString::new(v).map_err(|e| e.to_string())?;
+                libc::snprintf(p, n, fmt.as_ptr(), s.as_ptr())
+            }
+            HostArg::Ptr(v) => libc::snprintf(p, n, fmt.as_ptr(), v as *const libc::c_void),
+        }
+    };
+    if written < 0 || written as usize >= n {
+        return Err(format!("snprintf of `{format}` returned {written}"));
+    }
+    Ok(String::from_utf8_lossy(&buf[..written as usize]).into_owned())
+}
+
+/// The device output of a one-line printf against the host's line.
+pub fn compare_printf(expected: &str, captured: &str) -> CaseStatus {
+    let want = format!("{expected}\n");
+    if captured == want {
+        CaseStatus::pass_with(format!("{expected:?}"))
+    } else {
+        CaseStatus::fail(format!("{want:?} (host snprintf)"), format!("{captured:?}"))
+    }
+}
+
+/// Threads and lines per thread of the order case.
+pub const ORDER_THREADS: u32 = 64;
+pub const ORDER_LINES: u32 = 8;
+
+/// Every thread's lines `T<t> L<i>` present once, and for each thread in increasing `i`.
+pub fn check_per_thread_order(captured: &str, threads: u32, lines: u32) -> Result<(), String> {
+    let mut next = vec![0u32; threads as usize];
+    for (n, l) in captured.lines().enumerate() {
+        let parse = || -> Option<(u32, u32)> {
+            let (t, i) = l.strip_prefix('T')?.split_once(" L")?;
+            Some((t.parse().ok()?, i.parse().ok()?))
+        };
+        let (t, i) = parse().ok_or_else(|| format!("line {}: unexpected `{l}`", n + 1))?;
+        let slot = next
+            .get_mut(t as usize)
+            .ok_or_else(|| format!("line {}: thread {t} out of range", n + 1))?;
+        if i != *slot {
+            return Err(format!(
+                "line {}: thread {t} printed line {i} where line {} was due",
+                n + 1,
+                *slot
+            ));
+        }
+        *slot += 1;
+    }
+    match next.iter().position(|&c| c != lines) {
+        Some(t) => Err(format!("thread {t}: {} of {lines} lines arrived", next[t])),
+        None => Ok(()),
+    }
+}
+
+/// Lines of the FIFO case: each is `F<nnnnnn> ` plus padding to 64 bytes with the newline.
+pub const FIFO_LINES: u32 = 4096;
+pub const FIFO_LINE_BYTES: usize = 64;
+pub const FIFO_LIMIT: usize = 64 * 1024;
+
+pub fn fifo_line(i: u32) -> String {
+    format!("F{i:06} {}", "x".repeat(FIFO_LINE_BYTES - 9))
+}
+
+/// Some output arrived but not all of it, and what arrived is the first lines the one thread
+/// printed, whole and in order: the records that did not fit in the FIFO were dropped. (The
+/// FIFO holds printf records, format pointer and arguments, not rendered text, so the text that
+/// arrives may be longer than the FIFO.)
+pub fn check_truncation(captured: &str, lines: u32) -> Result<usize, String> {
+    if captured.is_empty() {
+        return Err("no output at all".into());
+    }
+    let mut n = 0u32;
+    for l in captured.lines() {
+        if n >= lines {
+            return Err(format!("more than the {lines} lines printed: `{l}`"));
+        }
+        if l != fifo_line(n) {
+            return Err(format!(
+                "line {} is `{l}`, not the whole line {n} that was printed",
+                n + 1
+            ));
+        }
+        n += 1;
+    }
+    if !captured.ends_with('\n') {
+        return Err("the last line arrived torn".into());
+    }
+    if n == lines {
+        return Err(format!("all {lines} lines arrived through the FIFO"));
+    }
+    Ok(n as usize)
+}
+
+/// Heap blocks: every pointer non-null, 16-byte aligned, ranges disjoint.
+pub fn check_blocks(ptrs: &[u64], size: u64) -> Result<(), String> {
+    let mut sorted = ptrs.to_vec();
+    sorted.sort_unstable();
+    for (i, &p) in ptrs.iter().enumerate() {
+        if p == 0 {
+            return Err(format!(
+                "thread {i}: malloc({size}) returned NULL within the heap"
+            ));
+        }
+        if p % 16 != 0 {
+            return Err(format!("thread {i}: block {p:#x} is not 16-byte aligned"));
+        }
+    }
+    for w in sorted.windows(2) {
+        if w[1] < w[0] + size {
+            return Err(format!(
+                "blocks {:#x} and {:#x} overlap ({size} bytes each)",
+                w[0], w[1]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The assert output names the message, file, line and function it was given.
+pub fn check_assert_output(
+    output: &str,
+    message: &str,
+    file: &str,
+    line: u32,
+    function: &str,
+) -> Result<(), String> {
+    let missing: Vec<&str> = [
+        ("message", output.contains(message)),
+        ("file", output.contains(file)),
+        ("line", output.contains(&line.to_string())),
+        ("function", output.contains(function)),
+    ]
+    .iter()
+    .filter(|x| !x.1)
+    .map(|x| x.0)
+    .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("missing the {}: {output:?}", missing.join(", ")))
+    }
+}
+
+const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90"];
+
+fn one_thread() -> LaunchConfig {
+    LaunchConfig {
+        grid: 1,
+        block: 1,
+        shared_bytes: 0,
+    }
+}
+
+/// Compile `src` with NVRTC, load it, and run kernel `k` with `args` on `cfg`, capturing the
+/// device's printf output. `limits` are set before the module loads.
+fn run_kernel(
+    ctx: &CaseContext,
+    src: &str,
+    k: &str,
+    cfg: LaunchConfig,
+    args: &[KernelArg],
+    limits: &[(ContextLimit, usize)],
+) -> Result<(Result<(), cuda::DriverCallError>, String), String> {
+    let ptx = ctx
+        .toolchain
+        .nvrtc(src, "gpucts_syscalls_gpu.cu", NVRTC_OPTS)
+        .map_err(|e| e.to_string())?;
+    run_ptx(&ptx, k, cfg, args, limits, |_| Ok(()))
+}
+
+fn run_ptx(
+    ptx: &str,
+    k: &str,
+    cfg: LaunchConfig,
+    args: &[KernelArg],
+    limits: &[(ContextLimit, usize)],
+    after: impl FnOnce(&Session) -> Result<(), String>,
+) -> Result<(Result<(), cuda::DriverCallError>, String), String> {
+    let s = Session::open(0)?;
+    for (l, v) in limits {
+        s.set_limit(*l, *v).map_err(|e| e.to_string())?;
+    }
+    let m = s.load_ptx(ptx).map_err(|e| e.to_string())?;
+    let f = s.function(&m, k).map_err(|e| e.to_string())?;
+    let (r, out) = cuda::capture_output(|| {
+        s.launch(f, cfg, args)?;
+        s.synchronize()
+    })
+    .map_err(|e| format!("cannot capture the device output: {e}"))?;
+    if r.is_ok() {
+        after(&s)?;
+    }
+    Ok((r, out))
+}
+
+pub fn run(ctx: &CaseContext, case: &GpuCase) -> CaseStatus {
+    let r = match case {
+        GpuCase::Printf { conversion } => printf_case(ctx, conversion),
+        GpuCase::PerThreadOrder => order_case(ctx),
+        GpuCase::FifoTruncation => fifo_case(ctx),
+        GpuCase::MallocHeap => malloc_case(ctx),
+        GpuCase::MallocReuse => reuse_case(ctx),
+        GpuCase::FreeNull => free_null_case(ctx),
+        GpuCase::Assert { producer } => assert_case(ctx, *producer),
+    };
+    r.unwrap_or_else(CaseStatus::error)
+}
+
+/// A kernel `name` that prints one entry's format and value followed by a newline.
+pub fn printf_source(name: &str, fmt: &str, dev: &str, host: HostArg) -> String {
+    let c_fmt = fmt.replace('"', "\\\"");
+    if host == HostArg::None {
+        format!("extern \"C\" __global__ void {name}() {{ printf(\"{c_fmt}\\n\"); }}\n")
+    } else {
+        format!("extern \"C\" __global__ void {name}() {{ printf(\"{c_fmt}\\n\", {dev}); }}\n")
+    }
+}
+
+fn printf_case(ctx: &CaseContext, id: &str) -> Result<CaseStatus, String> {
+    let (_, fmt, dev, host) = printf_entry(id).ok_or(format!("no printf entry `{id}`"))?;
+    let expected = host_printf(fmt, *host)?;
+    let src = printf_source("k", fmt, dev, *host);
+    let (r, out) = run_kernel(ctx, &src, "k", one_thread(), &[], &[])?;
+    r.map_err(|e| e.to_string())?;
+    Ok(compare_printf(&expected, &out))
+}
+
+pub fn order_source() -> String {
+    format!(
+        "extern \"C\" __global__ void k() {{ for (int i = 0; i < {ORDER_LINES}; ++i) printf(\"T%u L%d\\n\", threadIdx.x, i); }}\n"
+    )
+}
+
+fn order_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+    let src = order_source();
+    let cfg = LaunchConfig {
+        grid: 1,
+        block: ORDER_THREADS,
+        shared_bytes: 0,
+    };
+    let (r, out) = run_kernel(ctx, &src, "k", cfg, &[], &[])?;
+    r.map_err(|e| e.to_string())?;
+    Ok(
+        match check_per_thread_order(&out, ORDER_THREADS, ORDER_LINES) {
+            Ok(()) => CaseStatus::pass_with(format!(
+                "{ORDER_THREADS} threads x {ORDER_LINES} lines, each thread's in order"
+            )),
+            Err(e) => CaseStatus::fail("each thread's lines in the order printed", e),
+        },
+    )
+}
+
+pub fn fifo_source() -> String {
+    let pad = "x".repeat(FIFO_LINE_BYTES - 9);
+    format!(
+        "extern \"C\" __global__ void k() {{ for (int i = 0; i < {FIFO_LINES}; ++i) printf(\"F%06d {pad}\\n\", i); }}\n"
+    )
+}
+
+fn fifo_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+    let src = fifo_source();
+    let (r, out) = run_kernel(
+        ctx,
+        &src,
+        "k",
+        one_thread(),
+        &[],
+        &[(ContextLimit::CU_LIMIT_PRINTF_FIFO_SIZE, FIFO_LIMIT)],
+    )?;
+    if let Err(e) = r {
+        return Ok(CaseStatus::fail(
+            "the launch succeeds when printf output overflows the FIFO",
+            e.to_string(),
+        ));
+    }
+    Ok(match check_truncation(&out, FIFO_LINES) {
+        Ok(n) => CaseStatus::pass_with(format!(
+            "{n} of {FIFO_LINES} lines arrived through a {FIFO_LIMIT}-byte FIFO"
+        )),
+        Err(e) => CaseStatus::fail("output truncated to whole printed lines within the FIFO", e),
+    })
+}
+
+const HEAP: usize = 1 << 20;
+const BLOCK: u64 = 1000;
+const BLOCK_THREADS: u32 = 256;
+
+/// Each thread allocates BLOCK bytes, writes its index into every word, and reads it back;
+/// thread 0 also asks for more than the heap and records what it got.
+pub fn malloc_source() -> String {
+    format!(
+        "extern \"C\" __global__ void k(unsigned long long* ptrs, int* ok, unsigned long long* big) {{\n\
+         unsigned t = threadIdx.x; int* p = (int*)malloc({BLOCK}); ptrs[t] = (unsigned long long)p; ok[t] = 0;\n\
+         if (p) {{ for (int i = 0; i < {BLOCK} / 4; ++i) p[i] = (int)t; }}\n\
+         __syncthreads();\n\
+         if (p) {{ int good = 1; for (int i = 0; i < {BLOCK} / 4; ++i) good &= p[i] == (int)t; ok[t] = good; }}\n\
+         if (t == 0) {{ void* b = malloc({}); *big = (unsigned long long)b; if (b) free(b); }} }}\n",
+        HEAP * 2
+    )
+}
+
+fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+    let src = malloc_source();
+    let ptrs = vec![0u8; BLOCK_THREADS as usize * 8];
+    let ok = vec![0u8; BLOCK_THREADS as usize * 4];
+    let s = Session::open(0)?;
+    s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)
+        .map_err(|e| e.to_string())?;
+    let ptx = ctx
+        .toolchain
+        .nvrtc(&src, "gpucts_malloc.cu", NVRTC_OPTS)
+        .map_err(|e| e.to_string())?;
+    let m = s.load_ptx(&ptx).map_err(|e| e.to_string())?;
+    let f = s.function(&m, "k").map_err(|e| e.to_string())?;
+    let (bp, bo, bb) = (
+        s.buffer(ptrs.len()).map_err(|e| e.to_string())?,
+        s.buffer(ok.len()).map_err(|e| e.to_string())?,
+        s.buffer(8).map_err(|e| e.to_string())?,
+    );
+    let cfg = LaunchConfig {
+        grid: 1,
+        block: BLOCK_THREADS,
+        shared_bytes: 0,
+    };
+    s.launch_timed(
+        f,
+        cfg,
+        &[
+            KernelArg::Ptr(bp.ptr),
+            KernelArg::Ptr(bo.ptr),
+            KernelArg::Ptr(bb.ptr),
+        ],
+    )
+    .map_err(|e| e.to_string())?;
+    let mut pb = ptrs;
+    s.copy_to_host(&mut pb, bp.ptr).map_err(|e| e.to_string())?;
+    let oks = s
+        .copy_u32_to_host(bo.ptr, BLOCK_THREADS as usize)
+        .map_err(|e| e.to_string())?;
+    let mut big = [0u8; 8];
+    s.copy_to_host(&mut big, bb.ptr)
+        .map_err(|e| e.to_string())?;
+    let ptrs: Vec<u64> = pb
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+        .collect();
+    if let Err(e) = check_blocks(&ptrs, BLOCK) {
+        return Ok(CaseStatus::fail(
+            "distinct 16-byte-aligned blocks within the heap",
+            e,
+        ));
+    }
+    if let Some(t) = oks.iter().position(|&o| o != 1) {
+        return Ok(CaseStatus::fail(
+            "each block keeps what its thread wrote",
+            format!("thread {t}'s block did not"),
+        ));
+    }
+    let big = u64::from_le_bytes(big);
+    if big != 0 {
+        return Ok(CaseStatus::fail(
+            format!(
+                "malloc({}) beyond a {HEAP}-byte heap returns NULL",
+                HEAP * 2
+            ),
+            format!("{big:#x}"),
+        ));
+    }
+    Ok(CaseStatus::pass_with(format!(
+        "{BLOCK_THREADS} blocks of {BLOCK} bytes; NULL for {} bytes",
+        HEAP * 2
+    )))
+}
+
+/// Three quarters of the heap in one block: two such blocks cannot be live at once.
+const REUSE_SIZE: usize = HEAP / 4 * 3;
+
+pub fn reuse_source() -> String {
+    format!(
+        "extern \"C\" __global__ void k(unsigned long long* got, int release) {{ void* p = malloc({REUSE_SIZE}); *got = (unsigned long long)p; if (release && p) free(p); }}\n"
+    )
+}
+
+fn reuse_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+    // Freed by each launch; the next launch must get such a block again.
+    let size = REUSE_SIZE;
+    let src = reuse_source();
+    let s = Session::open(0)?;
+    s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)
+        .map_err(|e| e.to_string())?;
+    let ptx = ctx
+        .toolchain
+        .nvrtc(&src, "gpucts_reuse.cu", NVRTC_OPTS)
+        .map_err(|e| e.to_string())?;
+    let m = s.load_ptx(&ptx).map_err(|e| e.to_string())?;
+    let f = s.function(&m, "k").map_err(|e| e.to_string())?;
+    let b = s.buffer(8).map_err(|e| e.to_string())?;
+    let mut got = Vec::new();
+    for release in [1u32, 1, 1] {
+        s.launch_timed(
+            f,
+            one_thread(),
+            &[KernelArg::Ptr(b.ptr), KernelArg::U32(release)],
+        )
+        .map_err(|e| e.to_string())?;
+        let mut w = [0u8; 8];
+        s.copy_to_host(&mut w, b.ptr).map_err(|e| e.to_string())?;
+        got.push(u64::from_le_bytes(w));
+    }
+    Ok(if got.iter().all(|&p| p != 0) {
+        CaseStatus::pass_with(format!("{size}-byte block allocated 3 times: {got:#x?}"))
+    } else {
+        CaseStatus::fail(
+            format!("a {size}-byte block after the previous launch freed its own"),
+            format!("{got:#x?}"),
+        )
+    })
+}
+
+pub const FREE_NULL_SOURCE: &str =
+    "extern \"C\" __global__ void k(int* out) { free(0); free((void*)0); *out = 7; }\n";
+
+fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+    let src = FREE_NULL_SOURCE;
+    let s = Session::open(0)?;
+    let ptx = ctx
+        .toolchain
+        .nvrtc(src, "gpucts_free.cu", NVRTC_OPTS)
+        .map_err(|e| e.to_string())?;
+    let m = s.load_ptx(&ptx).map_err(|e| e.to_string())?;
+    let f = s.function(&m, "k").map_err(|e| e.to_string())?;
+    let b = s.buffer(4).map_err(|e| e.to_string())?;
+    s.memset(b.ptr, 0, 4).map_err(|e| e.to_string())?;
+    if let Err(e) = s.launch_timed(f, one_thread(), &[KernelArg::Ptr(b.ptr)]) {
+        return Ok(CaseStatus::fail("free(NULL) is harmless", e.to_string()));
+    }
+    let w = s.copy_u32_to_host(b.ptr, 1).map_err(|e| e.to_string())?;
+    Ok(if w == [7] {
+        CaseStatus::pass()
+    } else {
+        CaseStatus::fail("the kernel runs on after free(NULL)", format!("{w:?}"))
+    })
+}
+
+fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, String> {
+    let slot = producers::batch(ctx.toolchain, producer);
+    let b = match slot.get() {
+        Some(Ok(b)) => b,
+        Some(Err(e)) => return Err(e.clone()),
+        None => return Err("batch not computed".into()),
+    };
+    let (file, line, function) = producers::assert_site(producer);
+    let (r, out) = run_ptx(
+        &b.ptx,
+        producers::ASSERT_FN,
+        one_thread(),
+        &[KernelArg::U32(3)],
+        &[],
+        |_| Ok(()),
+    )?;
+    match r {
+        Err(e) if e.code == cuda::DriverResult::CUDA_ERROR_ASSERT => {}
+        Err(e) => {
+            return Ok(CaseStatus::fail("CUDA_ERROR_ASSERT", e.to_string()));
+        }
+        Ok(()) => {
+            return Ok(CaseStatus::fail(
+                "CUDA_ERROR_ASSERT",
+                "the launch succeeded",
+            ))
+        }
+    }
+    Ok(
+        match check_assert_output(&out, "i != 3", &file, line, function) {
+            Ok(()) => CaseStatus::pass_with(out.trim().to_string()),
+            Err(e) => CaseStatus::fail("message, file, line and function printed", e),
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The host side of the printf comparison is the C library; spot-check it against values
+    // the C standard fixes.
+    #[test]
+    fn host_printf_is_the_c_library() {
+        assert_eq!(host_printf("%d", HostArg::Int(-42)).unwrap(), "-42");
+        assert_eq!(host_printf("%08d", HostArg::Int(-42)).unwrap(), "-0000042");
+        assert_eq!(host_printf("%#x", HostArg::UInt(255)).unwrap(), "0xff");
+        assert_eq!(host_printf("%.3s", HostArg::Str("abcdef")).unwrap(), "abc");
+        assert_eq!(
+            host_printf("%e", HostArg::Double(-12345.678)).unwrap(),
+            "-1.234568e+04"
+        );
+        assert_eq!(host_printf("%hd", HostArg::Int(70000)).unwrap(), "4464");
+        assert_eq!(host_printf("100%%", HostArg::None).unwrap(), "100%");
+        assert_eq!(host_printf("%a", HostArg::Double(1.5)).unwrap(), "0x1.8p+0");
+        assert_eq!(
+            host_printf("%llu", HostArg::ULongLong(u64::MAX)).unwrap(),
+            "18446744073709551615"
+        );
+        // Every entry renders on the host.
+        let mut ids = std::collections::HashSet::new();
+        for (id, fmt, _, arg) in PRINTF {
+            assert!(ids.insert(id), "duplicate {id}");
+            host_printf(fmt, *arg).unwrap();
+        }
+        for conv in [
+            "%d", "%i", "%u", "%o", "%x", "%X", "%c", "%s", "%p", "%f", "%e", "%E", "%g", "%G",
+            "%a", "%%",
+        ] {
+            assert!(PRINTF.iter().any(|e| e.1.contains(conv)), "{conv}");
+        }
+    }
+
+    #[test]
+    fn printf_comparison() {
+        assert!(matches!(
+            compare_printf("ab", "ab\n"),
+            CaseStatus::Pass { .. }
+        ));
+        assert!(matches!(
+            compare_printf("ab", "ab"),
+            CaseStatus::Fail { .. }
+        ));
+        assert!(matches!(
+            compare_printf("ab", "ab\nab\n"),
+            CaseStatus::Fail { .. }
+        ));
+    }
+
+    #[test]
+    fn per_thread_order_checker() {
+        // Interleaved threads, each in order: fine.
+        let ok = "T1 L0\nT0 L0\nT0 L1\nT1 L1\n";
+        assert_eq!(check_per_thread_order(ok, 2, 2), Ok(()));
+        let swapped = "T0 L1\nT0 L0\nT1 L0\nT1 L1\n";
+        assert!(check_per_thread_order(swapped, 2, 2)
+            .unwrap_err()
+            .contains("line 1"));
+        assert!(check_per_thread_order("T0 L0\nT0 L1\n", 2, 2)
+            .unwrap_err()
+            .contains("thread 1: 0 of 2"));
+        assert!(check_per_thread_order("T0 L0\ngarbage\n", 2, 2).is_err());
+        assert!(check_per_thread_order("T9 L0\n", 2, 2).is_err());
+    }
+
+    #[test]
+    fn truncation_checker() {
+        let first: String = (0..10).map(|i| fifo_line(i) + "\n").collect();
+        assert_eq!(fifo_line(3).len() + 1, FIFO_LINE_BYTES);
+        assert_eq!(check_truncation(&first, 100), Ok(10));
+        assert!(check_truncation("", 100).is_err());
+        let all: String = (0..100).map(|i| fifo_line(i) + "\n").collect();
+        assert!(check_truncation(&all, 100).unwrap_err().contains("all 100"));
+        assert!(check_truncation(&all, 50)
+            .unwrap_err()
+            .contains("more than"));
+        let torn = first.clone() + "F000010 xx\n";
+        assert!(check_truncation(&torn, 100).unwrap_err().contains("whole"));
+        let cut = first.clone() + &fifo_line(10)[..20];
+        assert!(check_truncation(&cut, 100).is_err());
+        let gap = fifo_line(0) + "\n" + &fifo_line(2) + "\n";
+        assert!(check_truncation(&gap, 100).is_err());
+    }
+
+    #[test]
+    fn block_checker() {
+        assert_eq!(check_blocks(&[0x1000, 0x1400, 0x2000], 1000), Ok(()));
+        assert!(check_blocks(&[0x1000, 0], 16).unwrap_err().contains("NULL"));
+        assert!(check_blocks(&[0x1008], 16).unwrap_err().contains("aligned"));
+        assert!(check_blocks(&[0x1000, 0x1010], 1000)
+            .unwrap_err()
+            .contains("overlap"));
+    }
+
+    #[test]
+    fn assert_output_checker() {
+        let out = "gpucts_syscalls.cu:12: void gpucts_assert(int): block: [0,0,0], thread: [0,0,0] Assertion `i != 3` failed.\n";
+        assert_eq!(
+            check_assert_output(out, "i != 3", "gpucts_syscalls.cu", 12, "gpucts_assert"),
+            Ok(())
+        );
+        let e = check_assert_output(out, "i != 3", "other.cu", 13, "gpucts_assert").unwrap_err();
+        assert!(e.contains("file, line"), "{e}");
+    }
+
+    // Offline half of the GPU cases: every kernel they launch compiles with NVRTC, assembles
+    // with ptxas, and its system calls pass the ch. 3 lint (bar NVRTC's `.b32` status, the
+    // waived W-SYS-NVRTC-VPRINTF-STATUS).
+    #[test]
+    fn gpu_kernels_compile_and_lint() {
+        let tc = crate::backend::toolchain::Toolchain::discover_system();
+        crate::require!(
+            tc.has(Capability::Nvrtc) && tc.has(Capability::Ptxas),
+            "nvrtc and ptxas"
+        );
+        let all_printf: String = PRINTF
+            .iter()
+            .enumerate()
+            .map(|(i, (_, f, d, h))| printf_source(&format!("k{i}"), f, d, *h))
+            .collect();
+        for src in [
+            all_printf,
+            order_source(),
+            fifo_source(),
+            malloc_source(),
+            reuse_source(),
+            FREE_NULL_SOURCE.to_string(),
+        ] {
+            let ptx = tc.nvrtc(&src, "g.cu", NVRTC_OPTS).unwrap();
+            tc.ptxas(&ptx, "sm_90", &[]).unwrap();
+            let findings: Vec<String> = crate::abi::lint::lint_source(&ptx, "g.ptx")
+                .unwrap()
+                .iter()
+                .filter(|v| v.rule.id() != "syscall-decl-type")
+                .map(|v| v.to_string())
+                .collect();
+            assert!(findings.is_empty(), "{findings:?}\n{src}");
+        }
+    }
+
+    #[test]
+    fn gpu_cases_skip_without_a_gpu() {
+        // Every GPU case needs the gpu capability, so the runner skips it by name here.
+        for c in [
+            GpuCase::FreeNull,
+            GpuCase::Assert {
+                producer: Producer::Llc,
+            },
+        ] {
+            assert!(c.requires().contains(&Capability::Gpu));
+        }
+    }
+}
