@@ -105,6 +105,11 @@ enum Cmd {
         #[command(subcommand)]
         action: AbiCmd,
     },
+    /// Cross-producer calls: check PTX files meant to be linked together.
+    Xcall {
+        #[command(subcommand)]
+        action: XcallCmd,
+    },
     /// Litmus tests: the PTX memory model's verdict, and Dat3M syntax conversion.
     Litmus {
         #[command(subcommand)]
@@ -157,6 +162,17 @@ enum AbiCmd {
 }
 
 #[derive(Subcommand, Debug)]
+enum XcallCmd {
+    /// Compare every extern declaration and call site with the definition in the other files
+    /// (parameter count, state space, type, size, alignment, return value, .callprototype).
+    /// Exit 0 when all agree, 1 on a mismatch, 2 when a file cannot be read or parsed.
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum DwarfCmd {
     /// Check PTX files, cubins or ELF objects against ptx-interop 13.2 ch. 5 (sections, address
     /// classes, references, names, .file/.loc). Exit 0 when no file has a finding, 1 on a
@@ -195,6 +211,7 @@ enum LitmusCmd {
 enum BenchArea {
     Abi,
     Atomics,
+    Xcall,
     /// Pin/unpin latency, BAR bandwidth, RDMA bandwidth/latency (`--count`: repetitions,
     /// 3..100).
     Gpudirect,
@@ -244,6 +261,7 @@ pub fn main() -> i32 {
         Some(Cmd::Validate { paths }) => validate(paths),
         Some(Cmd::Toolchain { action }) => toolchain(action),
         Some(Cmd::Abi { action }) => abi(action),
+        Some(Cmd::Xcall { action }) => xcall(action),
         Some(Cmd::Litmus { action }) => litmus(action),
         Some(Cmd::Dwarf {
             action: DwarfCmd::Check { files },
@@ -380,6 +398,17 @@ fn abi(action: AbiCmd) -> i32 {
     }
 }
 
+fn xcall(action: XcallCmd) -> i32 {
+    match action {
+        XcallCmd::Check { files } => {
+            let (code, out, err) = crate::xcall::check::run(&files);
+            print!("{out}");
+            eprint!("{err}");
+            code
+        }
+    }
+}
+
 fn litmus(action: LitmusCmd) -> i32 {
     use crate::atomics::litmus;
     let r = match &action {
@@ -417,6 +446,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
             println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);
             print!("{}", crate::abi::oracle::bench(&tc, count));
         }
+        BenchArea::Xcall => print!("{}", crate::xcall::bench(&tc)),
         BenchArea::Atomics => {
             use crate::atomics::{catalog, mapping, model};
             let tests = catalog::catalog();
@@ -433,7 +463,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
                 candidates as f64 / secs
             );
             print!("{}", crate::atomics::corpus::bench());
-            for producer in mapping::source::Producer::ALL {
+            for producer in mapping::source::PRODUCERS {
                 let cases = mapping::source::cases_for(producer);
                 let t0 = std::time::Instant::now();
                 let verdicts = mapping::run_batch(&tc, producer, &cases);

@@ -112,9 +112,7 @@ pub fn param_passing(
         .get_or_init(BatchCache::new)
         .get_or_compute(&producer.name(), || {
             let sigs = paramgen::signatures();
-            let ptx = producer
-                .emit(ctx.toolchain, &sigs)
-                .map_err(|e| e.to_string())?;
+            let ptx = paramgen::emit(producer, ctx.toolchain, &sigs).map_err(|e| e.to_string())?;
             let module =
                 PtxModule::parse(&ptx).map_err(|e| e.at(&format!("{} output", producer.name())))?;
             Ok(paramgen::observe(&module, &sigs))

@@ -54,9 +54,7 @@ pub enum AbiCheck {
 }
 
 fn paramgen_producer(name: &str) -> Option<paramgen::Producer> {
-    paramgen::Producer::ALL
-        .into_iter()
-        .find(|p| p.name() == name)
+    crate::backend::producer::parse_in_view(name, &paramgen::PRODUCERS)
 }
 
 impl Check for AbiCheck {
@@ -67,7 +65,7 @@ impl Check for AbiCheck {
                 oracle.requires().to_vec()
             }
             AbiCheck::ParamPassing { producer, .. } => paramgen_producer(producer)
-                .map(|p| vec![p.capability()])
+                .map(|p| p.requires())
                 .unwrap_or_default(),
             AbiCheck::Lint { .. } => Vec::new(),
             AbiCheck::Graffiti { .. } => vec![Capability::Gpu, Capability::Nvrtc],

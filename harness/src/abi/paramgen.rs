@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 
 use crate::abi::lint::{decl_rules, Rule};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
-use crate::capability::Capability;
 use crate::ptx::module::{FunctionKind, ParamDecl, PtxModule, PtxType};
 
 /// A source type class of the §2.3 table.
@@ -902,50 +901,34 @@ pub fn observe(module: &PtxModule, sigs: &[Signature]) -> Vec<Observation> {
     out
 }
 
-/// The producers the signatures are written for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Producer {
-    Nvrtc,
-    Clang,
-    Libnvvm,
+pub use crate::backend::producer::Producer;
+
+/// This area's view of the producer vocabulary: the producers the signatures are written for.
+pub const PRODUCERS: [Producer; 3] = [Producer::Nvrtc, Producer::Clang, Producer::Libnvvm];
+
+/// The source `producer` compiles for `sigs`; `None` for a producer outside [`PRODUCERS`].
+pub fn source(producer: Producer, sigs: &[Signature]) -> Option<String> {
+    match producer {
+        Producer::Nvrtc => Some(nvrtc_source(sigs)),
+        Producer::Clang => Some(clang_source(sigs)),
+        Producer::Libnvvm => Some(nvvm_ir(sigs)),
+        _ => None,
+    }
 }
 
-impl Producer {
-    pub const ALL: [Producer; 3] = [Producer::Nvrtc, Producer::Clang, Producer::Libnvvm];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Producer::Nvrtc => "nvrtc",
-            Producer::Clang => "clang",
-            Producer::Libnvvm => "libnvvm",
-        }
-    }
-
-    pub fn capability(self) -> Capability {
-        match self {
-            Producer::Nvrtc => Capability::Nvrtc,
-            Producer::Clang => Capability::Clang,
-            Producer::Libnvvm => Capability::Libnvvm,
-        }
-    }
-
-    /// The source this producer compiles for `sigs`.
-    pub fn source(self, sigs: &[Signature]) -> String {
-        match self {
-            Producer::Nvrtc => nvrtc_source(sigs),
-            Producer::Clang => clang_source(sigs),
-            Producer::Libnvvm => nvvm_ir(sigs),
-        }
-    }
-
-    /// Compile `sigs` to PTX with this producer.
-    pub fn emit(self, tc: &Toolchain, sigs: &[Signature]) -> Result<String, ToolError> {
-        let src = self.source(sigs);
-        match self {
-            Producer::Nvrtc => tc.nvrtc(&src, "gpucts_paramgen.cu", NVRTC_OPTIONS),
-            Producer::Clang => tc.clang_ptx(&src, ClangLang::C, CLANG_ARGS),
-            Producer::Libnvvm => tc.nvvm(&src, NVVM_OPTIONS),
-        }
+/// Compile `sigs` to PTX with `producer` (one of [`PRODUCERS`]).
+pub fn emit(producer: Producer, tc: &Toolchain, sigs: &[Signature]) -> Result<String, ToolError> {
+    let Some(src) = source(producer, sigs) else {
+        let e = crate::backend::producer::in_view(producer, "abi::paramgen", &PRODUCERS);
+        return Err(ToolError::Failed {
+            tool: producer.name().to_string(),
+            log: e.err().map(|e| e.to_string()).unwrap_or_default(),
+        });
+    };
+    match producer {
+        Producer::Nvrtc => tc.nvrtc(&src, "gpucts_paramgen.cu", NVRTC_OPTIONS),
+        Producer::Clang => tc.clang_ptx(&src, ClangLang::C, CLANG_ARGS),
+        _ => tc.nvvm(&src, NVVM_OPTIONS),
     }
 }
 
@@ -1013,6 +996,7 @@ pub fn summary_table(sigs: &[Signature], results: &[(Producer, Vec<Observation>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capability::Capability;
     use std::collections::BTreeSet;
 
     fn decl(text: &str) -> ParamDecl {
@@ -1193,14 +1177,12 @@ mod tests {
         let fingerprint = crate::probe::probe(&tc).0.fingerprint();
         let sigs = signatures();
         let mut results = Vec::new();
-        for p in Producer::ALL {
-            if !tc.has(p.capability()) {
-                crate::testkit::tool_missing(crate::testkit::Need::Tool, p.capability().name());
+        for p in PRODUCERS {
+            if let Some(missing) = p.requires().into_iter().find(|c| !tc.has(*c)) {
+                crate::testkit::tool_missing(crate::testkit::Need::Tool, missing.name());
                 continue;
             }
-            let ptx = p
-                .emit(&tc, &sigs)
-                .unwrap_or_else(|e| panic!("{}: {e}", p.name()));
+            let ptx = emit(p, &tc, &sigs).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
             let m = PtxModule::parse(&ptx).unwrap_or_else(|e| panic!("{}: {e}", p.name()));
             let obs = observe(&m, &sigs);
             assert_eq!(obs.len(), sigs.len() * 4);

@@ -97,7 +97,7 @@ impl Check for AtomicsCheck {
         match self {
             AtomicsCheck::Mapping(MappingSpec(case)) => match case.producer {
                 Producer::Nvrtc => vec![Capability::Nvrtc, Capability::Cccl],
-                Producer::Clang | Producer::LlvmIr => vec![Capability::Clang],
+                other => other.requires(),
             },
             AtomicsCheck::Model { .. }
             | AtomicsCheck::Corpus { .. }

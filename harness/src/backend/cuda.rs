@@ -791,3 +791,114 @@ impl Session {
         Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The driver's JIT linker (cuLink*), and module globals. Added for the xcall area.
+
+/// A `cuLinkCreate` state, destroyed on drop (which also frees the linked image).
+struct LinkState {
+    raw: sys::CUlinkState,
+}
+
+impl Drop for LinkState {
+    fn drop(&mut self) {
+        // SAFETY: `raw` came from cuLinkCreate_v2 and is destroyed once.
+        unsafe {
+            sys::cuLinkDestroy(self.raw);
+        }
+    }
+}
+
+impl Session {
+    /// Link PTX modules (name, text) with the driver's JIT linker (`cuLinkCreate`,
+    /// `cuLinkAddData` per input, `cuLinkComplete`) and load the image. On failure the
+    /// linker's error log is in the error.
+    pub fn link_ptx(&self, inputs: &[(&str, &str)]) -> Result<Module, LoadError> {
+        let mut log = vec![0u8; JIT_LOG_BYTES];
+        let mut options = [
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        let mut values: [*mut std::ffi::c_void; 2] = [
+            log.as_mut_ptr() as *mut std::ffi::c_void,
+            JIT_LOG_BYTES as *mut std::ffi::c_void,
+        ];
+        let fail = |code: sys::CUresult, log: &[u8]| {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            LoadError {
+                code,
+                log: String::from_utf8_lossy(&log[..end]).trim().to_string(),
+            }
+        };
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the options arrays and the log buffer (JIT_LOG_BYTES long, as the option
+        // says) outlive the link state, which `LinkState` destroys before they are dropped.
+        let code = unsafe {
+            sys::cuLinkCreate_v2(
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+                &mut raw,
+            )
+        };
+        if code != sys::CUresult::CUDA_SUCCESS {
+            return Err(fail(code, &log));
+        }
+        let state = LinkState { raw };
+        for (name, ptx) in inputs {
+            let mut image = ptx.as_bytes().to_vec();
+            image.push(0);
+            let cname = std::ffi::CString::new(*name).unwrap_or_default();
+            // SAFETY: `image` (NUL-terminated PTX) and `cname` live across the call; the
+            // driver copies the data.
+            let code = unsafe {
+                sys::cuLinkAddData_v2(
+                    state.raw,
+                    sys::CUjitInputType::CU_JIT_INPUT_PTX,
+                    image.as_mut_ptr() as *mut std::ffi::c_void,
+                    image.len(),
+                    cname.as_ptr(),
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+            if code != sys::CUresult::CUDA_SUCCESS {
+                return Err(fail(code, &log));
+            }
+        }
+        let mut cubin = std::ptr::null_mut();
+        let mut size = 0usize;
+        // SAFETY: out-pointers to locals; the image stays valid until `state` is dropped.
+        let code = unsafe { sys::cuLinkComplete(state.raw, &mut cubin, &mut size) };
+        if code != sys::CUresult::CUDA_SUCCESS {
+            return Err(fail(code, &log));
+        }
+        let mut module = std::ptr::null_mut();
+        // SAFETY: `cubin` is the linker's image, alive until `state` drops after this call.
+        let code = unsafe { sys::cuModuleLoadData(&mut module, cubin) };
+        drop(state);
+        if code != sys::CUresult::CUDA_SUCCESS {
+            return Err(fail(code, &log));
+        }
+        Ok(Module { raw: module })
+    }
+
+    /// Address and size of a module's global variable.
+    pub fn global(
+        &self,
+        module: &Module,
+        name: &str,
+    ) -> Result<(sys::CUdeviceptr, usize), DriverCallError> {
+        let cname = std::ffi::CString::new(name).map_err(|_| DriverCallError {
+            call: "cuModuleGetGlobal",
+            code: sys::CUresult::CUDA_ERROR_INVALID_VALUE,
+        })?;
+        let (mut ptr, mut bytes) = (0, 0usize);
+        // SAFETY: live module, NUL-terminated name, out-pointers to locals.
+        check("cuModuleGetGlobal", unsafe {
+            sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, module.raw, cname.as_ptr())
+        })?;
+        Ok((ptr, bytes))
+    }
+}

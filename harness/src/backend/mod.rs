@@ -3,6 +3,7 @@
 
 pub mod cuda;
 pub mod kmod;
+pub mod producer;
 #[cfg(feature = "rdma")]
 pub mod rdma;
 pub mod toolchain;

@@ -13,6 +13,7 @@ use super::check::{check_elf, check_ptx, Report};
 use super::nvvm_ir;
 use crate::abi::random::random_batch;
 use crate::abi::types::{render_c, Dialect, TypeDef};
+use crate::backend::producer::Producer;
 use crate::backend::toolchain::llc::llc_ptx;
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 use crate::capability::Capability;
@@ -38,18 +39,20 @@ pub enum DebugProducer {
 }
 
 impl DebugProducer {
-    pub fn requires(self) -> Vec<Capability> {
+    /// The compiler behind this debug flavour, in the one producer vocabulary.
+    pub fn producer(self) -> Producer {
         match self {
-            DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => {
-                vec![Capability::Nvrtc, Capability::Ptxas]
-            }
-            DebugProducer::ClangG | DebugProducer::LlcG => {
-                vec![Capability::Clang, Capability::Ptxas]
-            }
-            DebugProducer::NvvmG | DebugProducer::NvvmGOpt => {
-                vec![Capability::Libnvvm, Capability::Ptxas]
-            }
+            DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => Producer::Nvrtc,
+            DebugProducer::ClangG => Producer::Clang,
+            DebugProducer::LlcG => Producer::Llc,
+            DebugProducer::NvvmG | DebugProducer::NvvmGOpt => Producer::Libnvvm,
         }
+    }
+
+    pub fn requires(self) -> Vec<Capability> {
+        let mut caps = self.producer().requires();
+        caps.push(Capability::Ptxas);
+        caps
     }
 
     /// Whether the producer writes `.debug_info` (not only line tables).

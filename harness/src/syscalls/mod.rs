@@ -38,12 +38,14 @@ pub enum SyscallsCheck {
     Probe { tool: ProbeTool, probe: String },
     /// A producer's PTX for one program passes the ch. 3 lint.
     ProducerLint {
+        #[serde(deserialize_with = "producers::producer_in_view")]
         producer: producers::Producer,
         program: producers::Program,
     },
     /// The vprintf argument buffer a producer builds for printf mix `mix` has the documented
     /// layout.
     VprintfLayout {
+        #[serde(deserialize_with = "producers::producer_in_view")]
         producer: producers::Producer,
         mix: usize,
     },

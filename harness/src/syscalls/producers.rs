@@ -31,40 +31,24 @@ use crate::abi::lint::{lint_source, Rule, Violation};
 use crate::abi::lint_syscalls::{call_sites, CallSite, Syscall, Val};
 use crate::area::{BatchCache, CaseContext};
 use crate::backend::toolchain::{ClangLang, Toolchain};
-use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 
-/// The producers of this area.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Producer {
-    /// NVRTC, CUDA C++.
-    Nvrtc,
-    /// clang-19, CUDA device code.
-    Clang,
-    /// libNVVM, NVVM IR.
-    Libnvvm,
-    /// llc-19, LLVM IR.
-    Llc,
-}
+/// The producers of this area: its view of the one vocabulary (`backend::producer`); suites
+/// spell them `nvrtc`, `clang`, `libnvvm`, `llc` (ids unchanged).
+pub use crate::backend::producer::Producer;
 
-impl Producer {
-    pub fn requires(self) -> Vec<Capability> {
-        match self {
-            Producer::Nvrtc => vec![Capability::Nvrtc],
-            Producer::Clang | Producer::Llc => vec![Capability::Clang],
-            Producer::Libnvvm => vec![Capability::Libnvvm],
-        }
-    }
+/// The producers whose printf / malloc / free / assert PTX this area compiles.
+pub const PRODUCERS: [Producer; 4] = [
+    Producer::Nvrtc,
+    Producer::Clang,
+    Producer::Libnvvm,
+    Producer::Llc,
+];
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Producer::Nvrtc => "nvrtc",
-            Producer::Clang => "clang",
-            Producer::Libnvvm => "libnvvm",
-            Producer::Llc => "llc",
-        }
-    }
+/// Deserialize a producer of [`PRODUCERS`]; any other is an error naming the view.
+pub fn producer_in_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Producer, D::Error> {
+    let p = Producer::deserialize(d)?;
+    crate::backend::producer::in_view(p, "syscalls", &PRODUCERS).map_err(serde::de::Error::custom)
 }
 
 /// A program of the batch, named by the system calls it makes.
@@ -318,7 +302,9 @@ pub fn assert_site(producer: Producer) -> (String, u32, &'static str) {
             };
             (file.to_string(), line, ASSERT_FN)
         }
-        Producer::Libnvvm | Producer::Llc => ("gpucts.ll".to_string(), 7, ASSERT_FN),
+        // The IR producers, and any producer outside the view (the suite reader refuses
+        // those), see the IR file name.
+        _ => ("gpucts.ll".to_string(), 7, ASSERT_FN),
     }
 }
 
@@ -484,6 +470,10 @@ fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
         Producer::Libnvvm => tc.nvvm(&ir_source(true), crate::abi::paramgen::NVVM_OPTIONS),
         Producer::Llc => {
             crate::backend::toolchain::llc::llc_ptx(tc, &ir_source(false), "sm_90", &["-O2"])
+        }
+        other => {
+            let e = crate::backend::producer::in_view(other, "syscalls", &PRODUCERS);
+            return Err(e.map_or_else(|e| e.to_string(), |p| format!("{p}: no source")));
         }
     };
     r.map_err(|e| format!("{} rejected the syscalls batch: {e}", producer.name()))
@@ -705,12 +695,7 @@ mod tests {
     #[test]
     fn batches_compile_and_lint() {
         let tc = Toolchain::discover_system();
-        for p in [
-            Producer::Nvrtc,
-            Producer::Clang,
-            Producer::Libnvvm,
-            Producer::Llc,
-        ] {
+        for p in PRODUCERS {
             crate::require!(p.requires().iter().all(|c| tc.has(*c)), p.name());
             let ptx = compile(&tc, p).unwrap();
             // Real producer output cut anywhere: the ch. 3 checks never panic.

@@ -1,121 +1,534 @@
 //! The `xcall` area: a caller compiled by one PTX producer calls a callee compiled by another,
-//! and the pieces must link (ptx-interop 13.2 §2.3: producers that follow the calling sequence
-//! interoperate).
+//! and the two must agree on the calling sequence (ptx-interop 13.2 ch. 2, §2.3) and on C++
+//! names (ch. 7, Itanium ABI).
+//!
+//! For every ordered producer pair and every generated signature ([`sig`]): both sides
+//! assemble with ptxas, the caller's `.extern` prototype and call site agree with the callee's
+//! definition ([`check`], the `gpucts xcall check` command), and nvJitLink links the two into
+//! an sm_90 cubin holding the kernel. On a GPU ([`gpu`]) the driver's JIT linker links the
+//! pair from PTX, the kernel calls across, and the bytes both sides saw are compared.
+//!
+//! Batching: each producer compiles all the signatures of one role (caller or callee) in one
+//! program, ptxas assembles each batch once, and each pair is checked and linked once; cases
+//! read the batch's result ([`crate::area::BatchCache`]).
+
+pub mod check;
+pub mod emit;
+pub mod gpu;
+pub mod sig;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use crate::area::{CaseContext, Check};
-use crate::backend::toolchain::{ClangLang, LinkInputKind, ToolError};
+use crate::area::{BatchCache, CaseContext, Check};
+use crate::backend::producer::Producer;
+use crate::backend::toolchain::{LinkInputKind, ToolError, Toolchain};
 use crate::capability::Capability;
 use crate::cubin::Cubin;
 use crate::outcome::CaseStatus;
+use emit::Role;
+use sig::Signature;
 
-/// A producer of PTX from CUDA C++.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Producer {
-    Nvrtc,
-    Clang,
-}
+/// This area's view of the producer vocabulary: the producers that generate both sides.
+pub const PRODUCERS: [Producer; 5] = [
+    Producer::Gpucts,
+    Producer::Nvrtc,
+    Producer::Clang,
+    Producer::Llc,
+    Producer::Libnvvm,
+];
 
-impl Producer {
-    fn capability(self) -> Capability {
-        match self {
-            Producer::Nvrtc => Capability::Nvrtc,
-            Producer::Clang => Capability::Clang,
-        }
-    }
+/// The signatures the suite runs: seeds `0..SIGNATURES`.
+pub const SIGNATURES: u64 = 240;
 
-    /// Relocatable device code, so an external device function may stay unresolved.
-    fn compile(self, ctx: &CaseContext, source: &str, name: &str) -> Result<String, ToolError> {
-        match self {
-            Producer::Nvrtc => ctx.toolchain.nvrtc(
-                source,
-                name,
-                &[
-                    "--gpu-architecture=compute_90",
-                    "--relocatable-device-code=true",
-                ],
-            ),
-            Producer::Clang => {
-                ctx.toolchain
-                    .clang_ptx(source, ClangLang::Cuda, &["-fgpu-rdc", "-O2"])
-            }
-        }
-    }
-}
+/// The target every pair links for.
+pub const ARCH: &str = "sm_90";
+
+/// NVRTC options: relocatable device code, so externs stay unresolved until the link.
+pub const NVRTC_OPTIONS: &[&str] = &[
+    "--gpu-architecture=compute_90",
+    "--relocatable-device-code=true",
+    "-std=c++17",
+];
+/// clang-19 (CUDA device code) options.
+pub const CLANG_ARGS: &[&str] = &["-fgpu-rdc", "-O2", "-std=c++17"];
+/// llc-19 options.
+pub const LLC_ARGS: &[&str] = &["-O2"];
+/// libNVVM options.
+pub const NVVM_OPTIONS: &[&str] = &["-arch=compute_90"];
 
 /// The `check:` vocabulary of `suites/xcall.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum XcallCheck {
-    /// A kernel from `caller` passes an aggregate `{int; char}` by value to a device function
-    /// from `callee`; nvJitLink must link the two PTX modules into one sm_90 cubin that holds
-    /// both functions.
-    LinkAggregate { caller: Producer, callee: Producer },
-}
-
-// Attributes rather than the __device__/__global__ macros, so the same text compiles with
-// NVRTC and with clang's -nocudainc.
-const TYPES: &str = "struct S { int a; char b; };\n";
-const CALLER: &str = "extern \"C\" __attribute__((device)) int gpucts_callee(struct S s);\n\
-extern \"C\" __attribute__((global)) void gpucts_caller(int *out) { struct S s = {40, 2}; *out = gpucts_callee(s); }\n";
-const CALLEE: &str = "extern \"C\" __attribute__((device)) __attribute__((noinline)) int gpucts_callee(struct S s) { return s.a + s.b; }\n";
-
-fn link_aggregate(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
-    let caller_ptx = match caller.compile(ctx, &format!("{TYPES}{CALLER}"), "caller.cu") {
-        Ok(p) => p,
-        Err(e) => return CaseStatus::error(format!("compiling the caller: {e}")),
-    };
-    let callee_ptx = match callee.compile(ctx, &format!("{TYPES}{CALLEE}"), "callee.cu") {
-        Ok(p) => p,
-        Err(e) => return CaseStatus::error(format!("compiling the callee: {e}")),
-    };
-    let linked = ctx.toolchain.nvjitlink(
-        &[
-            (LinkInputKind::Ptx, "caller.ptx", caller_ptx.as_bytes()),
-            (LinkInputKind::Ptx, "callee.ptx", callee_ptx.as_bytes()),
-        ],
-        &["-arch=sm_90"],
-    );
-    let cubin = match linked {
-        Ok(c) => c,
-        Err(e) => {
-            return CaseStatus::fail_detail(
-                "the two modules link",
-                "nvJitLink refused them",
-                e.to_string(),
-            )
-        }
-    };
-    match Cubin::parse(&cubin) {
-        Ok(elf) if elf.has_function("gpucts_caller") && elf.has_function("gpucts_callee") => {
-            CaseStatus::pass()
-        }
-        Ok(_) => CaseStatus::fail(
-            "a cubin holding gpucts_caller and gpucts_callee",
-            "a function is missing",
-        ),
-        Err(e) => CaseStatus::error(e),
-    }
+    /// Signature `seed` from `caller`'s kernel to `callee`'s function: both assemble, the
+    /// prototypes and call site agree with the definition, nvJitLink links them.
+    Pair {
+        caller: Producer,
+        callee: Producer,
+        seed: u64,
+    },
+    /// NVRTC and clang-19 mangle the C++ declarations of signature `seed` identically.
+    Mangle { seed: u64 },
+    /// On a GPU: every signature of the pair linked by the driver's JIT linker, launched,
+    /// and the bytes received and returned compared with what was sent.
+    Gpu { caller: Producer, callee: Producer },
 }
 
 impl Check for XcallCheck {
     fn requires(&self) -> Vec<Capability> {
-        match self {
-            XcallCheck::LinkAggregate { caller, callee } => {
-                vec![
-                    caller.capability(),
-                    callee.capability(),
-                    Capability::Nvjitlink,
-                ]
+        let mut v = match self {
+            XcallCheck::Pair { caller, callee, .. } => {
+                let mut v = caller.requires();
+                v.extend(callee.requires());
+                v.extend([Capability::Ptxas, Capability::Nvjitlink]);
+                v
             }
-        }
+            XcallCheck::Mangle { .. } => vec![Capability::Nvrtc, Capability::Clang],
+            XcallCheck::Gpu { caller, callee } => {
+                let mut v = vec![Capability::Gpu];
+                v.extend(caller.requires());
+                v.extend(callee.requires());
+                v
+            }
+        };
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    fn isolate(&self) -> bool {
+        matches!(self, XcallCheck::Gpu { .. })
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
-            XcallCheck::LinkAggregate { caller, callee } => link_aggregate(ctx, *caller, *callee),
+            XcallCheck::Pair {
+                caller,
+                callee,
+                seed,
+            } => pair_case(ctx.toolchain, *caller, *callee, *seed),
+            XcallCheck::Mangle { seed } => mangle_case(ctx.toolchain, *seed),
+            XcallCheck::Gpu { caller, callee } => gpu::gpu_case(ctx, *caller, *callee),
         }
     }
+}
+
+/// The set of producers that can express a signature, as a bit mask over [`PRODUCERS`]:
+/// signatures are batched by it, so every extern in a caller batch has its callee in the
+/// callee batch of the same mask.
+pub fn mask(sig: &Signature) -> u8 {
+    PRODUCERS
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| emit::expresses(**p, sig).is_ok())
+        .fold(0u8, |m, (i, _)| m | (1 << i))
+}
+
+fn bit(p: Producer) -> u8 {
+    PRODUCERS.iter().position(|q| *q == p).map_or(0, |i| 1 << i)
+}
+
+/// The suite's signatures, generated once.
+pub fn all_signatures() -> &'static [Signature] {
+    static SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
+    SIGS.get_or_init(|| sig::signatures(0, SIGNATURES))
+}
+
+/// Compile one role's source with a producer.
+pub fn compile(
+    tc: &Toolchain,
+    p: Producer,
+    role: Role,
+    sigs: &[&Signature],
+) -> Result<String, ToolError> {
+    let Some(src) = emit::source(p, role, sigs) else {
+        return Err(ToolError::Failed {
+            tool: p.name().into(),
+            log: "no generated source for this producer".into(),
+        });
+    };
+    let name = format!("xcall_{}.cu", role.name());
+    match p {
+        Producer::Nvrtc => tc.nvrtc(&src, &name, NVRTC_OPTIONS),
+        Producer::Clang => {
+            tc.clang_ptx(&src, crate::backend::toolchain::ClangLang::Cuda, CLANG_ARGS)
+        }
+        Producer::Llc => crate::backend::toolchain::llc::llc_ptx(tc, &src, "sm_90", LLC_ARGS),
+        Producer::Libnvvm => tc.nvvm(&src, NVVM_OPTIONS),
+        _ => Ok(src),
+    }
+}
+
+/// One producer's compiled batch for one role and mask.
+#[derive(Debug)]
+pub struct Batch {
+    /// The PTX, and the file name messages give it.
+    pub ptx: String,
+    pub name: String,
+    /// Seeds the producer rejected, with its log (found by bisection).
+    pub rejected: BTreeMap<u64, String>,
+    /// The relocatable cubin, or ptxas's log.
+    pub cubin: Result<Vec<u8>, String>,
+    pub parsed: Result<check::PtxFile, String>,
+}
+
+/// Compile `sigs`; when the producer rejects the batch, bisect to find the signatures it
+/// rejects and compile the rest once more.
+fn compile_bisect(
+    tc: &Toolchain,
+    p: Producer,
+    role: Role,
+    sigs: &[&Signature],
+) -> (Result<String, String>, BTreeMap<u64, String>) {
+    match compile(tc, p, role, sigs) {
+        Ok(ptx) => (Ok(ptx), BTreeMap::new()),
+        Err(ToolError::Failed { log, .. }) => {
+            let mut rejected = BTreeMap::new();
+            find_rejected(tc, p, role, sigs, &log, &mut rejected);
+            let rest: Vec<&Signature> = sigs
+                .iter()
+                .copied()
+                .filter(|s| !rejected.contains_key(&s.seed))
+                .collect();
+            if rest.len() == sigs.len() {
+                return (Err(log), rejected);
+            }
+            let again = compile(tc, p, role, &rest).map_err(|e| e.to_string());
+            (again, rejected)
+        }
+        Err(e) => (Err(e.to_string()), BTreeMap::new()),
+    }
+}
+
+fn find_rejected(
+    tc: &Toolchain,
+    p: Producer,
+    role: Role,
+    sigs: &[&Signature],
+    log: &str,
+    out: &mut BTreeMap<u64, String>,
+) {
+    if let [one] = sigs {
+        out.insert(one.seed, log.to_string());
+        return;
+    }
+    let (a, b) = sigs.split_at(sigs.len() / 2);
+    for half in [a, b] {
+        if half.is_empty() {
+            continue;
+        }
+        if let Err(ToolError::Failed { log, .. }) = compile(tc, p, role, half) {
+            find_rejected(tc, p, role, half, &log, out);
+        }
+    }
+}
+
+fn batch_cache() -> &'static BatchCache<(Producer, Role, u8), Batch> {
+    static C: OnceLock<BatchCache<(Producer, Role, u8), Batch>> = OnceLock::new();
+    C.get_or_init(BatchCache::new)
+}
+
+/// The batch of `p` for `role` over the suite's signatures of mask `m` (computed once).
+pub fn batch(tc: &Toolchain, p: Producer, role: Role, m: u8) -> Arc<OnceLock<Batch>> {
+    batch_cache().get_or_compute(&(p, role, m), || {
+        let sigs: Vec<&Signature> = all_signatures().iter().filter(|s| mask(s) == m).collect();
+        let name = format!("{}-{}-m{m}.ptx", p.name(), role.name());
+        let (ptx, rejected) = compile_bisect(tc, p, role, &sigs);
+        // GPUCTS_XCALL_DUMP=DIR keeps every batch's source and PTX for investigation.
+        if let Some(dir) = std::env::var_os("GPUCTS_XCALL_DUMP") {
+            let dir = std::path::PathBuf::from(dir);
+            let _ = std::fs::create_dir_all(&dir);
+            if let Some(src) = emit::source(p, role, &sigs) {
+                let _ = std::fs::write(dir.join(format!("{name}.src")), src);
+            }
+            if let Ok(ptx) = &ptx {
+                let _ = std::fs::write(dir.join(&name), ptx);
+            }
+        }
+        let (ptx, cubin) = match ptx {
+            Ok(ptx) => {
+                let cubin = tc.ptxas(&ptx, ARCH, &["-c"]).map_err(|e| e.to_string());
+                (ptx, cubin)
+            }
+            Err(log) => (
+                String::new(),
+                Err(format!("{} rejected the batch: {log}", p.describe())),
+            ),
+        };
+        let parsed = check::PtxFile::parse(&name, &ptx).map_err(|e| e.to_string());
+        Batch {
+            ptx,
+            name,
+            rejected,
+            cubin,
+            parsed,
+        }
+    })
+}
+
+/// A pair's result for every signature of one mask.
+#[derive(Debug)]
+pub struct PairResult {
+    /// Checker findings per callee function name.
+    pub mismatches: HashMap<String, Vec<String>>,
+    /// The functions found in the linked cubin (kernels and callees of the batch), or
+    /// nvJitLink's log.
+    pub linked: Result<std::collections::BTreeSet<String>, String>,
+}
+
+type PairCache = BatchCache<(Producer, Producer, u8), Result<PairResult, String>>;
+
+fn pair_cache() -> &'static PairCache {
+    static C: OnceLock<PairCache> = OnceLock::new();
+    C.get_or_init(BatchCache::new)
+}
+
+/// Check and link one pair's batches of mask `m` (once).
+pub fn pair(
+    tc: &Toolchain,
+    caller: Producer,
+    callee: Producer,
+    m: u8,
+) -> Arc<OnceLock<Result<PairResult, String>>> {
+    pair_cache().get_or_compute(&(caller, callee, m), || {
+        let a = batch(tc, caller, Role::Caller, m);
+        let b = batch(tc, callee, Role::Callee, m);
+        let (Some(a), Some(b)) = (a.get(), b.get()) else {
+            return Err("batch not computed".into());
+        };
+        let (fa, fb) = match (&a.parsed, &b.parsed) {
+            (Ok(x), Ok(y)) => (x, y),
+            (Err(e), _) | (_, Err(e)) => return Err(format!("gpucts cannot read the PTX: {e}")),
+        };
+        let report = check::check(&[fa.clone(), fb.clone()]).map_err(|e| e.to_string())?;
+        let mut mismatches: HashMap<String, Vec<String>> = HashMap::new();
+        for mm in report.mismatches {
+            let key = mm.function.clone();
+            mismatches.entry(key).or_default().push(mm.to_string());
+        }
+        // Callees the callee producer rejected (their cases fail on that) get reference
+        // stand-ins, so the rest of the batch still links.
+        let missing: Vec<&Signature> = all_signatures()
+            .iter()
+            .filter(|s| {
+                mask(s) == m
+                    && b.rejected.contains_key(&s.seed)
+                    && !a.rejected.contains_key(&s.seed)
+            })
+            .collect();
+        let stub = if missing.is_empty() {
+            None
+        } else {
+            let ptx = emit::ptx_callee(&missing).replace(
+                &format!(".visible .global .align 8 .b8 {}", sig::REC),
+                &format!(".extern .global .align 8 .b8 {}", sig::REC),
+            );
+            Some(tc.ptxas(&ptx, ARCH, &["-c"]).map_err(|e| e.to_string())?)
+        };
+        let linked = match (&a.cubin, &b.cubin) {
+            (Ok(x), Ok(y)) => tc
+                .nvjitlink(
+                    &[
+                        (LinkInputKind::Cubin, "caller.cubin", x.as_slice()),
+                        (LinkInputKind::Cubin, "callee.cubin", y.as_slice()),
+                    ]
+                    .into_iter()
+                    .chain(
+                        stub.as_deref()
+                            .map(|s| (LinkInputKind::Cubin, "stand-ins.cubin", s)),
+                    )
+                    .collect::<Vec<_>>(),
+                    &[&format!("-arch={ARCH}")],
+                )
+                .map_err(|e| e.to_string())
+                .and_then(|c| {
+                    let elf = Cubin::parse(&c).map_err(|e| e.to_string())?;
+                    Ok(all_signatures()
+                        .iter()
+                        .filter(|s| mask(s) == m)
+                        .flat_map(|s| [s.kernel(), s.callee()])
+                        .filter(|n| elf.has_function(n))
+                        .collect())
+                }),
+            (Err(e), _) => Err(format!("ptxas rejected the caller batch: {e}")),
+            (_, Err(e)) => Err(format!("ptxas rejected the callee batch: {e}")),
+        };
+        Ok(PairResult { mismatches, linked })
+    })
+}
+
+fn first_lines(s: &str, n: usize) -> String {
+    s.lines().take(n).collect::<Vec<_>>().join("\n")
+}
+
+/// One pair case: judge signature `seed` from the pair's batch results.
+pub fn pair_case(tc: &Toolchain, caller: Producer, callee: Producer, seed: u64) -> CaseStatus {
+    let Some(sig) = all_signatures().iter().find(|s| s.seed == seed) else {
+        return CaseStatus::error(format!(
+            "seed {seed} is outside the suite's 0..{SIGNATURES}"
+        ));
+    };
+    for p in [caller, callee] {
+        if let Err(why) = emit::expresses(p, sig) {
+            return CaseStatus::skip(Capability::ProducerFeature, why);
+        }
+    }
+    let m = mask(sig);
+    debug_assert!(m & bit(caller) != 0 && m & bit(callee) != 0);
+    for (p, role) in [(caller, Role::Caller), (callee, Role::Callee)] {
+        let b = batch(tc, p, role, m);
+        if let Some(log) = b.get().and_then(|b| b.rejected.get(&seed)) {
+            return CaseStatus::fail_detail(
+                format!("{} compiles the generated {}", p.describe(), role.name()),
+                "the producer rejected it",
+                format!("{}\n{log}", sig.describe()),
+            );
+        }
+    }
+    let slot = pair(tc, caller, callee, m);
+    let r = match slot.get() {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return CaseStatus::error(e),
+        None => return CaseStatus::error("pair not computed"),
+    };
+    if let Some(ms) = r.mismatches.get(&sig.callee()) {
+        return CaseStatus::fail_detail(
+            "the caller's prototype and call site agree with the callee's definition (§2.3)",
+            first_lines(&ms.join("\n"), 1),
+            format!("{}\n{}", sig.describe(), ms.join("\n")),
+        );
+    }
+    match &r.linked {
+        Err(e) => CaseStatus::fail_detail(
+            format!("nvJitLink links the pair for {ARCH}"),
+            "the link failed",
+            format!("{}\n{}", sig.describe(), first_lines(e, 20)),
+        ),
+        Ok(names) if names.contains(&sig.kernel()) && names.contains(&sig.callee()) => {
+            CaseStatus::pass()
+        }
+        Ok(_) => CaseStatus::fail(
+            format!("a cubin holding {} and {}", sig.kernel(), sig.callee()),
+            "a function is missing from the linked cubin",
+        ),
+    }
+}
+
+/// Mangled names per seed from a PTX module: `_ZN13gpucts_mangle<len>xm<seed>...`.
+pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
+    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    let Ok(m) = crate::ptx::module::PtxModule::parse(ptx) else {
+        return out;
+    };
+    for f in m.functions.iter().filter(|f| f.is_definition) {
+        let Some(rest) = f.name.strip_prefix("_ZN13gpucts_mangle") else {
+            continue;
+        };
+        // <len>xm<seed>
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let Ok(len) = digits.parse::<usize>() else {
+            continue;
+        };
+        let Some(comp) = rest.get(digits.len()..digits.len() + len) else {
+            continue;
+        };
+        if let Some(seed) = comp.strip_prefix("xm").and_then(|s| s.parse().ok()) {
+            out.entry(seed).or_default().push(f.name.clone());
+        }
+    }
+    for v in out.values_mut() {
+        v.sort();
+    }
+    out
+}
+
+type Mangled = Result<BTreeMap<u64, Vec<String>>, String>;
+
+fn mangle_batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
+    static C: OnceLock<BatchCache<Producer, Mangled>> = OnceLock::new();
+    C.get_or_init(BatchCache::new).get_or_compute(&p, || {
+        let sigs: Vec<&Signature> = all_signatures().iter().collect();
+        let src = emit::cpp_mangle(p, &sigs);
+        let ptx = match p {
+            Producer::Nvrtc => tc.nvrtc(&src, "xcall_mangle.cu", NVRTC_OPTIONS),
+            _ => tc.clang_ptx(&src, crate::backend::toolchain::ClangLang::Cuda, CLANG_ARGS),
+        }
+        .map_err(|e| format!("{}: {e}", p.describe()))?;
+        Ok(mangled_names(&ptx))
+    })
+}
+
+/// NVRTC and clang-19 give the same declarations the same mangled names.
+pub fn mangle_case(tc: &Toolchain, seed: u64) -> CaseStatus {
+    let a = mangle_batch(tc, Producer::Nvrtc);
+    let b = mangle_batch(tc, Producer::Clang);
+    let (a, b) = match (a.get(), b.get()) {
+        (Some(Ok(a)), Some(Ok(b))) => (a, b),
+        (Some(Err(e)), _) | (_, Some(Err(e))) => return CaseStatus::error(e),
+        _ => return CaseStatus::error("mangling batch not computed"),
+    };
+    let na = a.get(&seed).cloned().unwrap_or_default();
+    let nb = b.get(&seed).cloned().unwrap_or_default();
+    if na.is_empty() || nb.is_empty() {
+        return CaseStatus::fail(
+            format!("both producers emit gpucts_mangle::xm{seed}::f<{seed}>"),
+            format!("NVRTC: {na:?}, clang-19: {nb:?}"),
+        );
+    }
+    if na == nb {
+        CaseStatus::pass()
+    } else {
+        CaseStatus::fail_detail(
+            "the same Itanium mangled name from NVRTC and clang-19 (ptx-interop 13.2 ch. 7)",
+            format!("NVRTC: {}, clang-19: {}", na.join(" "), nb.join(" ")),
+            all_signatures()
+                .iter()
+                .find(|s| s.seed == seed)
+                .map(Signature::describe)
+                .unwrap_or_default(),
+        )
+    }
+}
+
+/// `gpucts bench xcall`: signatures linked per second over every ordered pair, from cold
+/// caches (this process compiles every batch).
+pub fn bench(tc: &Toolchain) -> String {
+    let t0 = std::time::Instant::now();
+    let mut linked = 0usize;
+    let mut pairs = 0usize;
+    let masks: std::collections::BTreeSet<u8> = all_signatures().iter().map(mask).collect();
+    for caller in PRODUCERS {
+        for callee in PRODUCERS {
+            if !caller
+                .requires()
+                .iter()
+                .chain(callee.requires().iter())
+                .all(|c| tc.has(*c))
+            {
+                continue;
+            }
+            pairs += 1;
+            for &m in &masks {
+                if m & bit(caller) == 0 || m & bit(callee) == 0 {
+                    continue;
+                }
+                if let Some(Ok(r)) = pair(tc, caller, callee, m).get() {
+                    if let Ok(names) = &r.linked {
+                        linked += all_signatures()
+                            .iter()
+                            .filter(|s| mask(s) == m && names.contains(&s.kernel()))
+                            .count();
+                    }
+                }
+            }
+        }
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    format!(
+        "xcall: {linked} signatures linked over {pairs} ordered producer pairs in {secs:.1} s = {:.0} signatures/s (one compile per producer, role and batch; one link per pair and batch)\n",
+        linked as f64 / secs.max(1e-9)
+    )
 }

@@ -40,16 +40,22 @@ fn source() -> (String, Vec<usize>) {
     (s, lines)
 }
 
-/// The producers that can run here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Producer {
-    Nvrtc,
-    Clang,
-}
+pub use crate::backend::producer::Producer;
+
+/// This oracle's view of the producer vocabulary: the C++ front ends whose constant evaluator
+/// it asks.
+pub const PRODUCERS: [Producer; 2] = [Producer::Nvrtc, Producer::Clang];
 
 /// One result per (producer, plain type): `name` is `PRODUCER: TYPE f : 3`.
 pub fn check(tc: &Toolchain, producer: Producer) -> Result<Vec<TypeResult>, ToolError> {
     let (src, lines) = source();
+    if let Err(e) = crate::backend::producer::in_view(producer, "the signedness oracle", &PRODUCERS)
+    {
+        return Err(ToolError::Failed {
+            tool: producer.name().to_string(),
+            log: e.to_string(),
+        });
+    }
     let run = match producer {
         Producer::Nvrtc => {
             if !tc.has(Capability::Nvrtc) {
@@ -62,7 +68,7 @@ pub fn check(tc: &Toolchain, producer: Producer) -> Result<Vec<TypeResult>, Tool
             )
             .map(drop)
         }
-        Producer::Clang => {
+        _ => {
             if !tc.has(Capability::Clang) {
                 return Err(ToolError::NotAvailable(Capability::Clang));
             }
@@ -77,10 +83,7 @@ pub fn check(tc: &Toolchain, producer: Producer) -> Result<Vec<TypeResult>, Tool
         Err(ToolError::Failed { log, .. }) => log,
         Err(e) => return Err(e),
     };
-    let pname = match producer {
-        Producer::Nvrtc => "nvrtc",
-        Producer::Clang => "clang",
-    };
+    let pname = producer.name();
     // Error lines: NVRTC writes `name(LINE): error: ...`, clang `file:LINE:COL: error: ...`.
     let re = regex::Regex::new(r"(?:\((\d+)\)|:(\d+):\d+): error").expect("static regex");
     let error_lines: Vec<usize> = re
@@ -122,7 +125,7 @@ mod tests {
     #[test]
     fn plain_bit_fields_are_signed_in_every_producer() {
         let tc = Toolchain::discover_system();
-        for p in [Producer::Nvrtc, Producer::Clang] {
+        for p in PRODUCERS {
             match check(&tc, p) {
                 Err(ToolError::NotAvailable(c)) => {
                     crate::testkit::tool_missing(crate::testkit::Need::Tool, c.name())

@@ -83,7 +83,7 @@ impl fmt::Display for Mismatch {
             f,
             "{}: {} emitted `{}` for {}(memory_order_{}, thread_scope {})",
             c.id(),
-            c.producer.describe(),
+            super::source::describe(c.producer),
             self.emitted_text(),
             c.operation.name(),
             c.order.name(),

@@ -77,13 +77,13 @@ impl CaseVerdict {
                 allowed(),
                 format!(
                     "{} produced no PTX for this operation",
-                    case.producer.describe()
+                    source::describe(case.producer)
                 ),
                 first_error_lines(log),
             ),
             CaseVerdict::Unsupported { reason } => CaseStatus::skip(
                 Capability::ProducerFeature,
-                format!("{}: {reason}", case.producer.describe()),
+                format!("{}: {reason}", source::describe(case.producer)),
             ),
             CaseVerdict::ToolFailed { message } => CaseStatus::error(message),
         }
@@ -132,7 +132,15 @@ pub fn run_batch(
         let r = match producer {
             Producer::Nvrtc => tc.nvrtc(src, "gpucts_mapping.cu", source::NVRTC_OPTIONS),
             Producer::Clang => tc.clang_ptx(src, ClangLang::Cuda, source::CLANG_ARGS),
-            Producer::LlvmIr => tc.clang_ptx(src, ClangLang::LlvmIr, source::CLANG_ARGS),
+            Producer::Llc => tc.clang_ptx(src, ClangLang::LlvmIr, source::CLANG_ARGS),
+            other => {
+                return Err(CompileError::Unavailable(
+                    crate::backend::producer::in_view(other, "atomics", &source::PRODUCERS)
+                        .err()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default(),
+                ))
+            }
         };
         r.map_err(|e| match e {
             ToolError::Failed { log, .. } => CompileError::Rejected(log),
@@ -160,7 +168,17 @@ pub fn run_batch_with(
     let gen: fn(&[MappingCase]) -> String = match producer {
         Producer::Nvrtc => source::nvrtc_source,
         Producer::Clang => source::clang_source,
-        Producer::LlvmIr => source::llvm_ir_source,
+        Producer::Llc => source::llvm_ir_source,
+        other => {
+            let message = format!("producer `{other}` is not one atomics compiles with");
+            return cases
+                .iter()
+                .map(|c| {
+                    let message = message.clone();
+                    (c.id(), CaseVerdict::ToolFailed { message })
+                })
+                .collect();
+        }
     };
     let mut verdicts: HashMap<MappingCase, CaseVerdict> = HashMap::new();
     let mut to_compile: Vec<MappingCase> = Vec::new();
@@ -180,7 +198,7 @@ pub fn run_batch_with(
                 Ok(_) => Ok(()),
                 Err(CompileError::Rejected(log)) => Err(format!(
                     "{} cannot compile even `{}`: {}",
-                    producer.describe(),
+                    source::describe(producer),
                     sanity.id(),
                     first_error_lines(&log)
                 )),
@@ -526,7 +544,7 @@ mod tests {
         for (producer, caps) in [
             (Producer::Nvrtc, &[Capability::Nvrtc, Capability::Cccl][..]),
             (Producer::Clang, &[Capability::Clang][..]),
-            (Producer::LlvmIr, &[Capability::Clang][..]),
+            (Producer::Llc, &[Capability::Clang][..]),
         ] {
             if let Some(missing) = caps.iter().find(|c| !tc.has(**c)) {
                 eprintln!(
@@ -573,7 +591,7 @@ mod tests {
     #[ignore = "compiles every case with every producer; run on demand"]
     fn full_batch_report() {
         let tc = Toolchain::discover_system();
-        for producer in Producer::ALL {
+        for producer in source::PRODUCERS {
             let cases = cases_for(producer);
             let t = std::time::Instant::now();
             let out = run_batch(&tc, producer, &cases);

@@ -8,35 +8,20 @@ use crate::ptx::instr::Scope;
 
 use super::table::{Operation, Order, RmwOp};
 
-/// A PTX producer under test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Producer {
-    /// libcu++ compiled by NVRTC.
-    Nvrtc,
-    /// clang-19, CUDA device code with `__scoped_atomic_*` builtins.
-    Clang,
-    /// LLVM IR atomics with `syncscope` through clang-19's NVPTX backend: every case is
-    /// expressible, so this separates front-end from back-end behaviour.
-    LlvmIr,
-}
+pub use crate::backend::producer::Producer;
 
-impl Producer {
-    pub const ALL: [Producer; 3] = [Producer::Nvrtc, Producer::Clang, Producer::LlvmIr];
+/// This area's view of the producer vocabulary: the producers whose atomics mappings it checks
+/// (the LLVM IR producer, spelled `llvm`, is driven through clang-19's NVPTX back end: every
+/// case is expressible in IR, so it separates front-end from back-end behaviour).
+pub const PRODUCERS: [Producer; 3] = [Producer::Nvrtc, Producer::Clang, Producer::Llc];
 
-    pub fn name(self) -> &'static str {
-        match self {
-            Producer::Nvrtc => "nvrtc",
-            Producer::Clang => "clang",
-            Producer::LlvmIr => "llvm",
-        }
-    }
-
-    pub fn describe(self) -> &'static str {
-        match self {
-            Producer::Nvrtc => "libcu++ via NVRTC",
-            Producer::Clang => "clang-19 __scoped_atomic builtins",
-            Producer::LlvmIr => "LLVM IR atomics via the clang-19 NVPTX backend",
-        }
+/// How this area's messages name a producer: the library or builtins it compiles.
+pub fn describe(p: Producer) -> &'static str {
+    match p {
+        Producer::Nvrtc => "libcu++ via NVRTC",
+        Producer::Clang => "clang-19 __scoped_atomic builtins",
+        Producer::Llc => "LLVM IR atomics via the clang-19 NVPTX backend",
+        other => other.describe(),
     }
 }
 
@@ -69,7 +54,7 @@ impl MappingCase {
         let [p, op, order, scope] = parts[..] else {
             return None;
         };
-        let producer = *Producer::ALL.iter().find(|x| x.name() == p)?;
+        let producer = *PRODUCERS.iter().find(|x| x.name() == p)?;
         let operation = Operation::all().into_iter().find(|x| x.name() == op)?;
         let order = *operation
             .valid_orders()
@@ -108,7 +93,7 @@ impl MappingCase {
 /// cannot express (see [`unsupported_reason`]) are included: they report as unsupported.
 pub fn all_cases() -> Vec<MappingCase> {
     let mut v = Vec::new();
-    for producer in Producer::ALL {
+    for producer in PRODUCERS {
         v.extend(cases_for(producer));
     }
     v
@@ -453,7 +438,7 @@ mod tests {
             };
             assert_eq!(n, want, "{}", c.id());
         }
-        let src = llvm_ir_source(&cases_for(Producer::LlvmIr));
+        let src = llvm_ir_source(&cases_for(Producer::Llc));
         assert!(src.contains(
             "cmpxchg ptr %p, i32 %e, i32 %d syncscope(\"block\") acq_rel acquire, align 4"
         ));

@@ -1,72 +1,73 @@
-//! llc-19: LLVM IR -> PTX for `nvptx64-nvidia-cuda`, with a timeout (the process is killed
-//! when it expires). llc sits next to the clang-19 the toolchain found.
+//! llc-19: LLVM IR -> PTX for `nvptx64-nvidia-cuda` through LLVM's NVPTX back end, run through
+//! [`super::process`] (time limit, process group killed on expiry). llc ships with clang-19
+//! (Debian's llvm-19), so it is found next to the clang the toolchain uses and needs
+//! [`Capability::Clang`].
 
-use std::io::Read;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use super::{tempfile_dir, ToolError, Toolchain};
+use super::{process, tempfile_dir, ToolError, Toolchain};
 use crate::capability::Capability;
 
-/// How long one llc run may take.
-pub const LLC_TIMEOUT: Duration = Duration::from_secs(120);
-
-fn llc_path(tc: &Toolchain) -> Result<PathBuf, ToolError> {
+/// The llc-19 beside the toolchain's clang-19, else Debian's llvm-19 copy.
+pub fn llc_path(tc: &Toolchain) -> Result<PathBuf, ToolError> {
     let clang = tc
         .component(Capability::Clang)
         .ok_or(ToolError::NotAvailable(Capability::Clang))?;
-    let next = clang.path.with_file_name("llc-19");
-    Ok(if next.is_file() {
-        next
-    } else {
-        PathBuf::from("/usr/lib/llvm-19/bin/llc")
-    })
+    let beside = clang.path.with_file_name("llc-19");
+    for p in [beside, PathBuf::from("/usr/lib/llvm-19/bin/llc")] {
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    Err(ToolError::NotAvailable(Capability::Clang))
 }
 
-/// Compile LLVM IR text to PTX with `llc-19 -march=nvptx64 -mcpu=<cpu> <args>`.
+/// Compile LLVM IR text to PTX with
+/// `llc-19 -mtriple=nvptx64-nvidia-cuda -mcpu=<cpu> <args>`.
 pub fn llc_ptx(tc: &Toolchain, ir: &str, cpu: &str, args: &[&str]) -> Result<String, ToolError> {
     let llc = llc_path(tc)?;
     let dir = tempfile_dir()?;
     let input = dir.path().join("input.ll");
     let output = dir.path().join("output.ptx");
     std::fs::write(&input, ir)?;
-    let mut child = Command::new(&llc)
-        .arg("-march=nvptx64")
+    let mut cmd = Command::new(&llc);
+    cmd.arg("-mtriple=nvptx64-nvidia-cuda")
         .arg(format!("-mcpu={cpu}"))
         .args(args)
         .arg(&input)
         .arg("-o")
-        .arg(&output)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait()? {
-            break s;
-        }
-        if start.elapsed() > LLC_TIMEOUT {
-            // The child is ours; kill it and reap it so no zombie is left.
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(ToolError::Failed {
-                tool: "llc".into(),
-                log: format!("killed after {}s", LLC_TIMEOUT.as_secs()),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut log = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut log);
-    }
-    if !status.success() {
+        .arg(&output);
+    let out = process::output_within(&mut cmd, "llc-19", process::tool_timeout())?;
+    if !out.status.success() {
         return Err(ToolError::Failed {
-            tool: "llc".into(),
-            log,
+            tool: "llc-19".into(),
+            log: String::from_utf8_lossy(&out.stderr).into_owned(),
         });
     }
     Ok(std::fs::read_to_string(&output)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compiles_ir_and_reports_errors() {
+        let tc = Toolchain::discover_system();
+        crate::require!(tc.has(Capability::Clang), "clang");
+        let ptx = llc_ptx(
+            &tc,
+            "target triple = \"nvptx64-nvidia-cuda\"\ndefine i32 @f(i32 %x) { ret i32 %x }\n",
+            "sm_90",
+            &[],
+        )
+        .unwrap();
+        assert!(
+            ptx.contains(".func  (.param .b32 func_retval0) f("),
+            "{ptx}"
+        );
+        let e = llc_ptx(&tc, "this is not IR", "sm_90", &[]).unwrap_err();
+        assert!(e.to_string().contains("llc-19"), "{e}");
+    }
 }

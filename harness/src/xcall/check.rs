@@ -1,0 +1,881 @@
+//! `gpucts xcall check FILE...`: PTX files meant to be linked together must agree on every
+//! cross-module call (ptx-interop 13.2 ch. 2, §2.3). For every `.extern .func` declaration
+//! and every call site (direct, or indirect through a `.callprototype` whose target is known)
+//! the caller's parameters are compared with the definition found in the files: number of
+//! parameters, state space, type, size and alignment of each, and the return parameter.
+//!
+//! Exit status: 0 all agree, 1 a mismatch, 2 a file that cannot be read or parsed. Functions
+//! defined in none of the files are listed, not failed; the ch. 3 system calls (`vprintf`,
+//! `malloc`, `free`, `__assertfail`) are the driver's and are not listed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::Path;
+
+use crate::ptx::lexer::{tokenize, Token, TokenKind};
+use crate::ptx::module::{FunctionDecl, ParamDecl, ParamSpace, PtxModule, PtxType};
+
+/// The ch. 3 system calls: the driver defines them.
+pub const SYSCALLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
+
+/// Files larger than this are refused before reading.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+
+/// A file that cannot be checked: `file:line: message`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}: {message}")]
+pub struct InputError {
+    pub file: String,
+    pub line: u32,
+    pub message: String,
+}
+
+/// A call site inside a function body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallSite {
+    /// The function whose body holds the call.
+    pub caller: String,
+    pub line: u32,
+    /// The direct target, or the function a register was loaded from (`mov.u64 %rd, f`).
+    pub target: Option<String>,
+    /// The `.callprototype` label of an indirect call.
+    pub prototype: Option<String>,
+    /// The declarations of the argument names, `None` where the name is not a `.param`
+    /// declared in the body.
+    pub args: Vec<Option<ParamDecl>>,
+    pub rets: Vec<Option<ParamDecl>>,
+}
+
+/// A `.callprototype` in a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prototype {
+    pub line: u32,
+    pub returns: Vec<ParamDecl>,
+    pub params: Vec<ParamDecl>,
+}
+
+/// One PTX file as the checker reads it.
+#[derive(Debug, Clone)]
+pub struct PtxFile {
+    pub name: String,
+    pub module: PtxModule,
+    pub calls: Vec<CallSite>,
+    pub prototypes: HashMap<String, Prototype>,
+}
+
+impl PtxFile {
+    /// Read and parse one file, with the limits checked first.
+    pub fn read(path: &Path) -> Result<PtxFile, InputError> {
+        let name = path.display().to_string();
+        let err = |line, message: String| InputError {
+            file: name.clone(),
+            line,
+            message,
+        };
+        let meta = std::fs::metadata(path).map_err(|e| err(0, format!("cannot read: {e}")))?;
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(err(
+                0,
+                format!("{} bytes; at most {MAX_FILE_BYTES} are read", meta.len()),
+            ));
+        }
+        let bytes = std::fs::read(path).map_err(|e| err(0, format!("cannot read: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            err(
+                0,
+                format!(
+                    "not UTF-8 text (byte {}); PTX is ASCII",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        })?;
+        PtxFile::parse(&name, &text)
+    }
+
+    /// Parse PTX text named `name` (for messages).
+    pub fn parse(name: &str, text: &str) -> Result<PtxFile, InputError> {
+        let err = |line, message: String| InputError {
+            file: name.to_string(),
+            line,
+            message,
+        };
+        let toks = tokenize(text);
+        let Some(first) = toks.first() else {
+            return Err(err(
+                1,
+                "empty file; a PTX module starts with `.version`".into(),
+            ));
+        };
+        // PTX ISA: every module begins with `.version` (comments aside).
+        if !first.is_directive(".version") {
+            return Err(err(
+                first.line,
+                format!(
+                    "expected `.version` (a PTX module starts with it), found `{}`",
+                    first.text
+                ),
+            ));
+        }
+        let module = PtxModule::parse(text).map_err(|e| err(e.line, e.message))?;
+        let mut seen: HashMap<&str, u32> = HashMap::new();
+        for f in module.functions.iter().filter(|f| f.is_definition) {
+            if let Some(first) = seen.insert(&f.name, f.line) {
+                return Err(err(
+                    f.line,
+                    format!("function `{}` defined twice (first at line {first}); a module defines a function once", f.name),
+                ));
+            }
+        }
+        let (calls, prototypes) = scan_bodies(&toks).map_err(|(l, m)| err(l, m))?;
+        Ok(PtxFile {
+            name: name.to_string(),
+            module,
+            calls,
+            prototypes,
+        })
+    }
+}
+
+/// Parse a parameter declaration at `toks[*i]` (`.param`/`.reg`): `[.align N] .type [name]
+/// [\[N\]]`. Returns `None` when it is not one.
+fn param_at(toks: &[Token], i: &mut usize) -> Option<ParamDecl> {
+    let start = toks.get(*i)?;
+    let space = match start.text {
+        ".param" => ParamSpace::Param,
+        ".reg" => ParamSpace::Reg,
+        _ => return None,
+    };
+    let line = start.line;
+    let mut j = *i + 1;
+    let mut align = None;
+    let mut ty = None;
+    while let Some(t) = toks.get(j) {
+        if t.kind != TokenKind::Directive {
+            break;
+        }
+        if t.text == ".align" {
+            align = toks.get(j + 1).and_then(|n| n.text.parse::<u32>().ok());
+            j += 2;
+            continue;
+        }
+        match PtxType::from_directive(t.text) {
+            Some(x) if ty.is_none() => ty = Some(x),
+            _ => {}
+        }
+        j += 1;
+    }
+    let ty = ty?;
+    let mut name = String::new();
+    if let Some(t) = toks.get(j).filter(|t| t.kind == TokenKind::Ident) {
+        name = t.text.to_string();
+        j += 1;
+    }
+    let mut array = None;
+    if toks.get(j).is_some_and(|t| t.is_punct('[')) {
+        if toks.get(j + 1).is_some_and(|t| t.is_punct(']')) {
+            array = Some(None);
+            j += 2;
+        } else {
+            let n = toks.get(j + 1).and_then(|t| t.text.parse::<u64>().ok());
+            array = Some(n);
+            j += 3;
+        }
+    }
+    *i = j;
+    Some(ParamDecl {
+        space,
+        align,
+        ty,
+        vector: None,
+        array,
+        ptr: None,
+        name,
+        line,
+    })
+}
+
+/// `( decl, decl )` at `toks[*i]` (the `(`), for `.callprototype`.
+fn decl_list(toks: &[Token], i: &mut usize) -> Vec<ParamDecl> {
+    let mut out = Vec::new();
+    if !toks.get(*i).is_some_and(|t| t.is_punct('(')) {
+        return out;
+    }
+    *i += 1;
+    while let Some(t) = toks.get(*i) {
+        if t.is_punct(')') {
+            *i += 1;
+            break;
+        }
+        if t.is_punct(',') {
+            *i += 1;
+            continue;
+        }
+        match param_at(toks, i) {
+            Some(p) => out.push(p),
+            None => *i += 1,
+        }
+    }
+    out
+}
+
+/// Identifiers inside `( a, b )` at `toks[*i]`.
+fn name_list(toks: &[Token], i: &mut usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if !toks.get(*i).is_some_and(|t| t.is_punct('(')) {
+        return out;
+    }
+    *i += 1;
+    while let Some(t) = toks.get(*i) {
+        *i += 1;
+        if t.is_punct(')') {
+            break;
+        }
+        if t.kind == TokenKind::Ident {
+            out.push(t.text.to_string());
+        }
+    }
+    out
+}
+
+type Scan = (Vec<CallSite>, HashMap<String, Prototype>);
+
+/// Walk the function bodies: `.param` declarations, `.callprototype` labels, `mov` of a
+/// function's address into a register, and `call` instructions.
+fn scan_bodies(toks: &[Token]) -> Result<Scan, (u32, String)> {
+    let mut calls = Vec::new();
+    let mut protos = HashMap::new();
+    let mut depth = 0usize;
+    let mut func: Option<String> = None;
+    let mut pending: Option<String> = None;
+    let mut decls: HashMap<String, ParamDecl> = HashMap::new();
+    let mut reg_fn: HashMap<String, String> = HashMap::new();
+    let mut i = 0;
+    while i < toks.len() {
+        let t = &toks[i];
+        if depth == 0 {
+            if t.is_directive(".func") || t.is_directive(".entry") {
+                // The name is the first identifier after an optional return list.
+                let mut j = i + 1;
+                let mut paren = 0usize;
+                while let Some(n) = toks.get(j) {
+                    if n.is_punct('(') {
+                        paren += 1;
+                    } else if n.is_punct(')') {
+                        paren = paren.saturating_sub(1);
+                    } else if paren == 0 && n.kind == TokenKind::Ident {
+                        pending = Some(n.text.to_string());
+                        break;
+                    }
+                    j += 1;
+                }
+            } else if t.is_punct(';') {
+                pending = None;
+            } else if t.is_punct('{') {
+                depth = 1;
+                func = pending.take();
+                decls.clear();
+                reg_fn.clear();
+            }
+            i += 1;
+            continue;
+        }
+        if t.is_punct('{') {
+            depth += 1;
+            i += 1;
+            continue;
+        }
+        if t.is_punct('}') {
+            depth -= 1;
+            if depth == 0 {
+                func = None;
+            }
+            i += 1;
+            continue;
+        }
+        let Some(caller) = func.clone() else {
+            i += 1;
+            continue;
+        };
+        if t.is_directive(".param") {
+            let mut j = i;
+            if let Some(p) = param_at(toks, &mut j) {
+                decls.insert(p.name.clone(), p);
+                i = j;
+                continue;
+            }
+        }
+        if t.kind == TokenKind::Ident
+            && toks.get(i + 1).is_some_and(|n| n.is_punct(':'))
+            && toks
+                .get(i + 2)
+                .is_some_and(|n| n.is_directive(".callprototype"))
+        {
+            let mut j = i + 3;
+            let returns = if toks.get(j).is_some_and(|n| n.is_punct('(')) {
+                decl_list(toks, &mut j)
+            } else {
+                Vec::new()
+            };
+            // `_` stands for the function name.
+            if toks.get(j).is_some_and(|n| n.text == "_") {
+                j += 1;
+            }
+            let params = decl_list(toks, &mut j);
+            protos.insert(
+                t.text.to_string(),
+                Prototype {
+                    line: t.line,
+                    returns,
+                    params,
+                },
+            );
+            i = j;
+            continue;
+        }
+        if t.kind == TokenKind::Ident && t.text == "mov" {
+            // mov.u64 %rd2, f;
+            let mut j = i + 1;
+            while toks.get(j).is_some_and(|n| n.kind == TokenKind::Directive) {
+                j += 1;
+            }
+            if let (Some(d), Some(c), Some(s), Some(e)) = (
+                toks.get(j),
+                toks.get(j + 1),
+                toks.get(j + 2),
+                toks.get(j + 3),
+            ) {
+                if d.kind == TokenKind::Ident
+                    && c.is_punct(',')
+                    && s.kind == TokenKind::Ident
+                    && !s.text.starts_with('%')
+                    && e.is_punct(';')
+                {
+                    reg_fn.insert(d.text.to_string(), s.text.to_string());
+                } else if d.kind == TokenKind::Ident {
+                    reg_fn.remove(d.text);
+                }
+            }
+            i = j;
+            continue;
+        }
+        if t.kind == TokenKind::Ident && t.text == "call" {
+            let line = t.line;
+            let mut j = i + 1;
+            while toks.get(j).is_some_and(|n| n.kind == TokenKind::Directive) {
+                j += 1;
+            }
+            let mut rets = Vec::new();
+            if toks.get(j).is_some_and(|n| n.is_punct('(')) {
+                rets = name_list(toks, &mut j);
+                if toks.get(j).is_some_and(|n| n.is_punct(',')) {
+                    j += 1;
+                }
+            }
+            let Some(target) = toks.get(j).filter(|n| n.kind == TokenKind::Ident) else {
+                return Err((line, "expected a call target after `call`".into()));
+            };
+            j += 1;
+            let mut args = Vec::new();
+            if toks.get(j).is_some_and(|n| n.is_punct(',')) {
+                j += 1;
+                if toks.get(j).is_some_and(|n| n.is_punct('(')) {
+                    args = name_list(toks, &mut j);
+                }
+            }
+            let mut prototype = None;
+            if toks.get(j).is_some_and(|n| n.is_punct(',')) {
+                if let Some(p) = toks.get(j + 1).filter(|n| n.kind == TokenKind::Ident) {
+                    prototype = Some(p.text.to_string());
+                    j += 2;
+                }
+            }
+            let direct = !target.text.starts_with('%');
+            let resolved = if direct {
+                Some(target.text.to_string())
+            } else {
+                reg_fn.get(target.text).cloned()
+            };
+            calls.push(CallSite {
+                caller,
+                line,
+                target: resolved,
+                prototype,
+                args: args.iter().map(|a| decls.get(a).cloned()).collect(),
+                rets: rets.iter().map(|a| decls.get(a).cloned()).collect(),
+            });
+            i = j;
+            continue;
+        }
+        i += 1;
+    }
+    Ok((calls, protos))
+}
+
+/// A declaration as the messages show it: `.b64`, `.align 8 .b8[16]`, `.reg .b32`.
+pub fn show(p: &ParamDecl) -> String {
+    let mut s = String::new();
+    if p.space == ParamSpace::Reg {
+        s += ".reg ";
+    }
+    if let Some(a) = p.align {
+        s += &format!(".align {a} ");
+    }
+    s += p.ty.name();
+    match p.array {
+        Some(Some(n)) => s += &format!("[{n}]"),
+        Some(None) => s += "[]",
+        None => {}
+    }
+    s
+}
+
+fn elem_bytes(t: PtxType) -> u64 {
+    u64::from(t.bits().unwrap_or(8)).div_ceil(8).max(1)
+}
+
+/// Whether two declarations of one parameter agree (§2.3): the same state space; scalars of
+/// one width and compatible class (`.bN` is untyped; `.sN`/`.uN` are integers and differ in
+/// note A's extension; `.fN` is a float); arrays of one byte size and alignment (an absent
+/// `.align` is the element's).
+pub fn agree(a: &ParamDecl, b: &ParamDecl) -> bool {
+    if a.space != b.space || a.array.is_some() != b.array.is_some() {
+        return false;
+    }
+    if a.array.is_some() {
+        let size = |p: &ParamDecl| p.array_len().map(|n| n * elem_bytes(p.ty));
+        let align = |p: &ParamDecl| u64::from(p.align.unwrap_or(0)).max(elem_bytes(p.ty));
+        return size(a) == size(b) && align(a) == align(b);
+    }
+    if a.ty.bits() != b.ty.bits() || a.vector != b.vector {
+        return false;
+    }
+    let class = |t: PtxType| -> char {
+        let n = t.name();
+        n.chars().nth(1).unwrap_or('b')
+    };
+    match (class(a.ty), class(b.ty)) {
+        ('b', _) | (_, 'b') => true,
+        (x, y) => x == y,
+    }
+}
+
+/// One disagreement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub file: String,
+    pub line: u32,
+    /// The callee.
+    pub function: String,
+    pub message: String,
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: function {}, {}",
+            self.file, self.line, self.function, self.message
+        )
+    }
+}
+
+/// A function called or declared but defined in none of the files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unresolved {
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+}
+
+impl fmt::Display for Unresolved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: function {}: not defined in the files given (not checked)",
+            self.file, self.line, self.function
+        )
+    }
+}
+
+/// The result of checking a set of files.
+#[derive(Debug, Clone, Default)]
+pub struct Report {
+    pub mismatches: Vec<Mismatch>,
+    pub unresolved: Vec<Unresolved>,
+    /// How many declarations and call sites were compared with a definition.
+    pub compared: usize,
+}
+
+struct Def<'a> {
+    file: &'a str,
+    f: &'a FunctionDecl,
+}
+
+/// Compare `who`'s lists with the definition; push mismatches.
+fn compare_lists(
+    out: &mut Vec<Mismatch>,
+    site: (&str, u32, &str),
+    verb: &str,
+    rets: &[Option<ParamDecl>],
+    params: &[Option<ParamDecl>],
+    def: &Def,
+) {
+    let (file, line, function) = site;
+    let at = format!("{}:{}", def.file, def.f.line);
+    let push = |out: &mut Vec<Mismatch>, message: String| {
+        out.push(Mismatch {
+            file: file.to_string(),
+            line,
+            function: function.to_string(),
+            message,
+        })
+    };
+    if params.len() != def.f.params.len() {
+        push(
+            out,
+            format!(
+                "caller {verb} {} parameters, callee ({at}) takes {}",
+                params.len(),
+                def.f.params.len()
+            ),
+        );
+    } else {
+        for (k, (a, b)) in params.iter().zip(&def.f.params).enumerate() {
+            if let Some(a) = a {
+                if !agree(a, b) {
+                    push(
+                        out,
+                        format!(
+                            "parameter {}: caller {verb} {}, callee ({at}) takes {}",
+                            k + 1,
+                            show(a),
+                            show(b)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    match (rets, def.f.returns.as_slice()) {
+        ([], []) => {}
+        ([Some(a)], [b]) => {
+            if !agree(a, b) {
+                push(
+                    out,
+                    format!(
+                        "return value: caller expects {}, callee ({at}) returns {}",
+                        show(a),
+                        show(b)
+                    ),
+                );
+            }
+        }
+        ([None], [_]) => {}
+        (r, d) => push(
+            out,
+            format!(
+                "return value: caller expects {} return parameters, callee ({at}) returns {}",
+                r.len(),
+                d.len()
+            ),
+        ),
+    }
+}
+
+/// Check a set of parsed files against each other. Two non-weak definitions of one function
+/// in different files are an input error (the link would fail with a duplicate symbol).
+pub fn check(files: &[PtxFile]) -> Result<Report, InputError> {
+    let mut defs: BTreeMap<&str, Def> = BTreeMap::new();
+    for file in files {
+        for f in file.module.functions.iter().filter(|f| f.is_definition) {
+            if let Some(prev) = defs.get(f.name.as_str()) {
+                if !(f.linkage.is_weak && prev.f.linkage.is_weak) {
+                    return Err(InputError {
+                        file: file.name.clone(),
+                        line: f.line,
+                        message: format!(
+                            "function `{}` defined twice (first at {}:{}); only .weak definitions may repeat",
+                            f.name, prev.file, prev.f.line
+                        ),
+                    });
+                }
+                continue;
+            }
+            defs.insert(
+                &f.name,
+                Def {
+                    file: &file.name,
+                    f,
+                },
+            );
+        }
+    }
+    let mut report = Report::default();
+    let mut listed = std::collections::BTreeSet::new();
+    let mut unresolved = |report: &mut Report, file: &str, line: u32, name: &str| {
+        if !SYSCALLS.contains(&name) && listed.insert((file.to_string(), name.to_string())) {
+            report.unresolved.push(Unresolved {
+                file: file.to_string(),
+                line,
+                function: name.to_string(),
+            });
+        }
+    };
+    for file in files {
+        // Prototypes: each declaration against the definition.
+        for f in file.module.functions.iter().filter(|f| !f.is_definition) {
+            match defs.get(f.name.as_str()) {
+                Some(def) => {
+                    report.compared += 1;
+                    let rets: Vec<Option<ParamDecl>> =
+                        f.returns.iter().cloned().map(Some).collect();
+                    let params: Vec<Option<ParamDecl>> =
+                        f.params.iter().cloned().map(Some).collect();
+                    compare_lists(
+                        &mut report.mismatches,
+                        (&file.name, f.line, &f.name),
+                        "declares",
+                        &rets,
+                        &params,
+                        def,
+                    );
+                }
+                None => unresolved(&mut report, &file.name, f.line, &f.name),
+            }
+        }
+        for c in &file.calls {
+            let proto = c.prototype.as_ref().and_then(|p| file.prototypes.get(p));
+            // An indirect call against its own prototype.
+            if let Some(p) = proto {
+                let pname = c.prototype.as_deref().unwrap_or("");
+                if c.args.len() != p.params.len() {
+                    report.mismatches.push(Mismatch {
+                        file: file.name.clone(),
+                        line: c.line,
+                        function: format!("(indirect, .callprototype {pname})"),
+                        message: format!(
+                            "caller passes {} parameters, prototype (line {}) declares {}",
+                            c.args.len(),
+                            p.line,
+                            p.params.len()
+                        ),
+                    });
+                } else {
+                    for (k, (a, b)) in c.args.iter().zip(&p.params).enumerate() {
+                        if let Some(a) = a.as_ref().filter(|a| !agree(a, b)) {
+                            report.mismatches.push(Mismatch {
+                                file: file.name.clone(),
+                                line: c.line,
+                                function: format!("(indirect, .callprototype {pname})"),
+                                message: format!(
+                                    "parameter {}: caller passes {}, prototype (line {}) declares {}",
+                                    k + 1,
+                                    show(a),
+                                    p.line,
+                                    show(b)
+                                ),
+                            });
+                        }
+                    }
+                }
+            }
+            let Some(target) = &c.target else { continue };
+            match defs.get(target.as_str()) {
+                Some(def) => {
+                    report.compared += 1;
+                    compare_lists(
+                        &mut report.mismatches,
+                        (&file.name, c.line, target),
+                        "passes",
+                        &c.rets,
+                        &c.args,
+                        def,
+                    );
+                    if let Some(p) = proto {
+                        let rets: Vec<Option<ParamDecl>> =
+                            p.returns.iter().cloned().map(Some).collect();
+                        let params: Vec<Option<ParamDecl>> =
+                            p.params.iter().cloned().map(Some).collect();
+                        compare_lists(
+                            &mut report.mismatches,
+                            (&file.name, p.line, target),
+                            "(.callprototype) declares",
+                            &rets,
+                            &params,
+                            def,
+                        );
+                    }
+                }
+                None => {
+                    let declared = file.module.functions.iter().any(|f| f.name == *target);
+                    if !declared || c.prototype.is_none() {
+                        unresolved(&mut report, &file.name, c.line, target)
+                    }
+                }
+            }
+        }
+    }
+    report
+        .mismatches
+        .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
+    report.mismatches.dedup();
+    Ok(report)
+}
+
+/// The command: print mismatches and unresolved functions; the exit status of the contract.
+pub fn run(paths: &[std::path::PathBuf]) -> (i32, String, String) {
+    let mut files = Vec::new();
+    let mut err = String::new();
+    for p in paths {
+        match PtxFile::read(p) {
+            Ok(f) => files.push(f),
+            Err(e) => err += &format!("{e}\n"),
+        }
+    }
+    if !err.is_empty() {
+        return (2, String::new(), err);
+    }
+    let report = match check(&files) {
+        Ok(r) => r,
+        Err(e) => return (2, String::new(), format!("{e}\n")),
+    };
+    let mut out = String::new();
+    for m in &report.mismatches {
+        out += &format!("{m}\n");
+    }
+    for u in &report.unresolved {
+        out += &format!("{u}\n");
+    }
+    let code = if report.mismatches.is_empty() { 0 } else { 1 };
+    if code == 0 {
+        out += &format!(
+            "{} files agree: {} declarations and call sites compared with their definitions\n",
+            files.len(),
+            report.compared
+        );
+    }
+    (code, out, String::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CALLEE: &str = ".version 8.5\n.target sm_90\n.address_size 64\n\n.visible .func (.param .b32 func_retval0) f(\n\t.param .b32 f_param_0,\n\t.param .align 8 .b8 f_param_1[16]\n)\n{\n\tret;\n}\n";
+
+    fn caller(second: &str) -> String {
+        let (ty, arr) = match second.strip_suffix("[16]") {
+            Some(t) => (t, "[16]"),
+            None => (second, ""),
+        };
+        format!(".version 8.5\n.target sm_90\n.address_size 64\n.extern .func (.param .b32 func_retval0) f(.param .b32 a, {ty} b{arr});\n.visible .entry k()\n{{\n\t{{\n\t.param .b32 param0;\n\t{ty} param1{arr};\n\t.param .b32 retval0;\n\tcall.uni (retval0), f, (param0, param1);\n\t}}\n\tret;\n}}\n")
+    }
+
+    fn run_on(a: &str, b: &str) -> Result<Report, InputError> {
+        check(&[
+            PtxFile::parse("caller.ptx", a)?,
+            PtxFile::parse("other.ptx", b)?,
+        ])
+    }
+
+    #[test]
+    fn matching_pair_agrees() {
+        let r = run_on(&caller(".param .align 8 .b8[16]"), CALLEE).unwrap();
+        assert!(r.mismatches.is_empty(), "{:?}", r.mismatches);
+        assert_eq!(r.compared, 2);
+    }
+
+    /// The message format of the issue, for the declaration and for the call site.
+    #[test]
+    fn mismatch_names_both_sides() {
+        let text = caller(".param .b64");
+        let r = run_on(&text, CALLEE).unwrap();
+        let got: Vec<String> = r.mismatches.iter().map(|m| m.to_string()).collect();
+        assert_eq!(
+            got,
+            vec![
+                "caller.ptx:4: function f, parameter 2: caller declares .b64, callee (other.ptx:5) takes .align 8 .b8[16]",
+                "caller.ptx:11: function f, parameter 2: caller passes .b64, callee (other.ptx:5) takes .align 8 .b8[16]",
+            ]
+        );
+    }
+
+    #[test]
+    fn alignment_and_class_matter_untyped_bits_do_not() {
+        let r = run_on(&caller(".param .align 4 .b8[16]"), CALLEE).unwrap();
+        assert_eq!(r.mismatches.len(), 2, "{:?}", r.mismatches);
+        let d = |t: &str| {
+            PtxModule::parse(&format!(".version 8.5\n.func f({t});"))
+                .unwrap()
+                .functions[0]
+                .params[0]
+                .clone()
+        };
+        assert!(agree(&d(".param .b32 x"), &d(".param .s32 x")));
+        assert!(agree(&d(".param .f32 x"), &d(".param .b32 x")));
+        assert!(!agree(&d(".param .f32 x"), &d(".param .s32 x")));
+        assert!(!agree(&d(".param .s32 x"), &d(".param .u32 x")));
+        assert!(!agree(&d(".param .b32 x"), &d(".param .b64 x")));
+        assert!(!agree(&d(".param .b32 x"), &d(".reg .b32 x")));
+        assert!(agree(&d(".param .b8 x[4]"), &d(".param .align 1 .b8 x[4]")));
+        assert!(!agree(
+            &d(".param .align 2 .b8 x[4]"),
+            &d(".param .align 1 .b8 x[4]")
+        ));
+    }
+
+    #[test]
+    fn unresolved_is_listed_syscalls_are_not() {
+        let text = ".version 8.5\n.address_size 64\n.extern .func (.param .b32 s) vprintf(.param .b64 a, .param .b64 b);\n.extern .func g(.param .b32 x);\n.visible .entry k()\n{\n\t{\n\t.param .b32 param0;\n\tcall.uni g, (param0);\n\t}\n\tret;\n}\n";
+        let r = check(&[PtxFile::parse("a.ptx", text).unwrap()]).unwrap();
+        assert!(r.mismatches.is_empty());
+        let got: Vec<String> = r.unresolved.iter().map(|u| u.to_string()).collect();
+        assert_eq!(
+            got,
+            vec!["a.ptx:4: function g: not defined in the files given (not checked)"]
+        );
+    }
+
+    #[test]
+    fn indirect_calls_are_checked_through_the_prototype() {
+        let text = ".version 8.5\n.address_size 64\n.extern .func f(.param .b32 x);\n.visible .entry k()\n{\n\t.reg .b64 %rd<3>;\n\t{\n\t.param .b64 param0;\n\tp0: .callprototype _ (.param .b64 _);\n\tmov.u64 %rd1, f;\n\tcall %rd1, (param0), p0;\n\t}\n\tret;\n}\n";
+        let callee =
+            ".version 8.5\n.address_size 64\n.visible .func f(.param .b32 x)\n{\n\tret;\n}\n";
+        let r = run_on(text, callee).unwrap();
+        let got: Vec<String> = r.mismatches.iter().map(|m| m.to_string()).collect();
+        assert_eq!(
+            got,
+            vec![
+                "caller.ptx:9: function f, parameter 1: caller (.callprototype) declares .b64, callee (other.ptx:3) takes .b32",
+                "caller.ptx:11: function f, parameter 1: caller passes .b64, callee (other.ptx:3) takes .b32",
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_input_is_an_error_with_a_line() {
+        let e = PtxFile::parse("e.ptx", "").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "e.ptx:1: empty file; a PTX module starts with `.version`"
+        );
+        let e = PtxFile::parse("g.ptx", "\n\nhello world\n").unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        let e = PtxFile::parse("u.ptx", ".version 8.5\n.func f()\n{\n\tret;\n").unwrap_err();
+        assert!(e.to_string().starts_with("u.ptx:4: expected `}`"), "{e}");
+        let twice = ".version 8.5\n.func f()\n{\n}\n.func f()\n{\n}\n";
+        let e = PtxFile::parse("d.ptx", twice).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("d.ptx:5: function `f` defined twice"),
+            "{e}"
+        );
+        let one = ".version 8.5\n.visible .func f()\n{\n}\n";
+        let e = check(&[
+            PtxFile::parse("a.ptx", one).unwrap(),
+            PtxFile::parse("b.ptx", one).unwrap(),
+        ])
+        .unwrap_err();
+        assert_eq!(e.to_string(), "b.ptx:2: function `f` defined twice (first at a.ptx:2); only .weak definitions may repeat");
+    }
+}
