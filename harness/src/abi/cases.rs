@@ -7,25 +7,25 @@ use crate::area::{BatchCache, CaseContext};
 use crate::outcome::CaseStatus;
 use crate::ptx::PtxModule;
 
-use super::oracle::{self, Oracle, Verdict};
+use super::oracle::{self, Agreement, Oracle};
 use super::paramgen::{self, Observation, Producer, Variant};
 use super::{lint as linter, random, types};
 
-fn judge(oracle: Oracle, name: &str, verdict: &Verdict) -> CaseStatus {
+fn judge(oracle: Oracle, name: &str, verdict: &Agreement) -> CaseStatus {
     match verdict {
-        Verdict::Agree => CaseStatus::pass(),
-        Verdict::Mismatch(msg) => CaseStatus::fail_detail(
+        Agreement::Agree => CaseStatus::pass(),
+        Agreement::Mismatch(msg) => CaseStatus::fail_detail(
             format!("{} agrees with the ch. 1 layout of `{name}`", oracle.name()),
             "a different layout",
             msg.clone(),
         ),
-        Verdict::Error(msg) => {
+        Agreement::Error(msg) => {
             CaseStatus::error(format!("{} could not judge `{name}`: {msg}", oracle.name()))
         }
     }
 }
 
-type BatchVerdicts = Result<HashMap<String, Verdict>, String>;
+type BatchVerdicts = Result<HashMap<String, Agreement>, String>;
 
 pub fn random_type(ctx: &CaseContext, oracle: Oracle, seed: u64) -> CaseStatus {
     static CACHE: std::sync::OnceLock<BatchCache<(&'static str, u64), BatchVerdicts>> =
@@ -56,7 +56,7 @@ pub fn random_type(ctx: &CaseContext, oracle: Oracle, seed: u64) -> CaseStatus {
     }
 }
 
-type FileVerdicts = Result<Vec<(String, Verdict)>, String>;
+type FileVerdicts = Result<Vec<(String, Agreement)>, String>;
 
 pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&str>) -> CaseStatus {
     static CACHE: std::sync::OnceLock<BatchCache<(&'static str, String), FileVerdicts>> =
@@ -80,7 +80,7 @@ pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&s
         Some(Err(e)) => return CaseStatus::error(e),
         None => return CaseStatus::error("file verdicts not computed"),
     };
-    let picked: Vec<&(String, Verdict)> = results
+    let picked: Vec<&(String, Agreement)> = results
         .iter()
         .filter(|(n, _)| only.is_none_or(|o| o == n))
         .collect();

@@ -33,15 +33,15 @@ pub fn status(results: &[TypeResult]) -> CaseStatus {
     let mut errors = Vec::new();
     for r in results {
         match &r.verdict {
-            oracle::Verdict::Agree => {}
-            oracle::Verdict::Mismatch(m) => mismatches.push(format!("{}: {m}", r.name)),
-            oracle::Verdict::Error(e) => errors.push(format!("{}: {e}", r.name)),
+            oracle::Agreement::Agree => {}
+            oracle::Agreement::Mismatch(m) => mismatches.push(format!("{}: {m}", r.name)),
+            oracle::Agreement::Error(e) => errors.push(format!("{}: {e}", r.name)),
         }
     }
     if !mismatches.is_empty() {
         let names: Vec<&str> = results
             .iter()
-            .filter(|r| matches!(r.verdict, oracle::Verdict::Mismatch(_)))
+            .filter(|r| matches!(r.verdict, oracle::Agreement::Mismatch(_)))
             .map(|r| r.name.as_str())
             .collect();
         return CaseStatus::fail_detail(

@@ -143,7 +143,7 @@ fn num(s: &str, line: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::oracle::Verdict;
+    use crate::abi::oracle::Agreement;
     use crate::abi::types::parse_types;
 
     /// A dump as clang-19 printed it for the §1.3 boundary-alignment example (recorded from
@@ -189,10 +189,11 @@ mod tests {
         .unwrap();
         assert_eq!(
             compare_dump(&t, FIG3_DUMP, AddressSize::A64)[0].verdict,
-            Verdict::Agree
+            Agreement::Agree
         );
         let wrong = FIG3_DUMP.replace("6:0-8 |   short u", "5:1-9 |   short u");
-        let Verdict::Mismatch(msg) = &compare_dump(&t, &wrong, AddressSize::A64)[0].verdict else {
+        let Agreement::Mismatch(msg) = &compare_dump(&t, &wrong, AddressSize::A64)[0].verdict
+        else {
             panic!("expected a mismatch")
         };
         assert!(

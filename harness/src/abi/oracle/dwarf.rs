@@ -237,7 +237,7 @@ fn type_size(
 mod tests {
     use super::*;
     use crate::abi::layout::Layout;
-    use crate::abi::oracle::Verdict;
+    use crate::abi::oracle::Agreement;
     use crate::abi::types::parse_types;
 
     #[test]
@@ -256,7 +256,7 @@ mod tests {
         let cubin = build_cubin(&tc, &t).unwrap();
         assert_eq!(
             compare_cubin(&t, &cubin, &engine64)[0].verdict,
-            Verdict::Agree
+            Agreement::Agree
         );
         // An engine that forgot §1.2's float3 alignment (packing v at 1) must be caught.
         let wrong = |t: &TypeDef| -> Result<Layout, String> {
@@ -264,7 +264,7 @@ mod tests {
             l.members[1].offset = 1;
             Ok(l)
         };
-        let Verdict::Mismatch(m) = &compare_cubin(&t, &cubin, &wrong)[0].verdict else {
+        let Agreement::Mismatch(m) = &compare_cubin(&t, &cubin, &wrong)[0].verdict else {
             panic!("expected a mismatch")
         };
         assert!(m.contains("member `v`: engine offset 1, oracle 4"), "{m}");
@@ -274,7 +274,7 @@ mod tests {
             l.members[3].bit_offset = Some(16 * 8 + 3);
             Ok(l)
         };
-        let Verdict::Mismatch(m) = &compare_cubin(&t, &cubin, &wrong)[0].verdict else {
+        let Agreement::Mismatch(m) = &compare_cubin(&t, &cubin, &wrong)[0].verdict else {
             panic!("expected a mismatch")
         };
         assert!(

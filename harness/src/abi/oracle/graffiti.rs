@@ -244,14 +244,14 @@ pub fn judge(types: &[TypeDef], buffer: &[u8]) -> Vec<super::TypeResult> {
         .map(|(t, off)| super::TypeResult {
             name: t.name.clone(),
             verdict: match buffer.get(off as usize..) {
-                None => super::Verdict::Error(format!(
+                None => super::Agreement::Error(format!(
                     "buffer of {} bytes ends before `{}` at {off}",
                     buffer.len(),
                     t.name
                 )),
                 Some(b) => match compare(t, b) {
-                    Ok(()) => super::Verdict::Agree,
-                    Err(e) => super::Verdict::Mismatch(e),
+                    Ok(()) => super::Agreement::Agree,
+                    Err(e) => super::Agreement::Mismatch(e),
                 },
             },
         })
@@ -409,7 +409,7 @@ mod tests {
         assert_eq!(out.stdout.len() as u64, len);
         let mut bad = String::new();
         for r in judge(&types, &out.stdout) {
-            if r.verdict != super::super::Verdict::Agree {
+            if r.verdict != super::super::Agreement::Agree {
                 bad.push_str(&format!("{}: {:?}\n", r.name, r.verdict));
             }
         }

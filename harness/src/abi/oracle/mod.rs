@@ -68,9 +68,10 @@ impl Oracle {
     }
 }
 
-/// What an oracle concluded about one type of the batch.
+/// What an oracle concluded about one type of the batch: agreement with the layout engine
+/// (not a case verdict: `abi::cases` turns it into a `CaseStatus`, the runner judges that).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Agreement {
     Agree,
     /// The oracle disagrees with the engine: the type in C, both answers.
     Mismatch(String),
@@ -82,7 +83,7 @@ pub enum Verdict {
 pub struct TypeResult {
     /// The top-level type's name; nested aggregates are judged as part of it.
     pub name: String,
-    pub verdict: Verdict,
+    pub verdict: Agreement,
 }
 
 /// Compare the engine with `oracle` on a batch of types (one compilation for the batch).
@@ -133,7 +134,7 @@ pub fn bench(tc: &Toolchain, count: usize) -> String {
             match check_batch(*o, tc, chunk) {
                 Ok(rs) => {
                     for r in rs {
-                        if r.verdict == Verdict::Agree {
+                        if r.verdict == Agreement::Agree {
                             agreed += 1;
                         } else {
                             other += 1;
@@ -350,16 +351,16 @@ pub(crate) fn judge(
                 for rec in all_records(std::slice::from_ref(top)) {
                     let engine = match engine(rec) {
                         Ok(l) => l,
-                        Err(e) => return Verdict::Error(format!("engine: {e}")),
+                        Err(e) => return Agreement::Error(format!("engine: {e}")),
                     };
                     let Some(obs) = observed.get(&rec.name) else {
-                        return Verdict::Error(format!(
+                        return Agreement::Error(format!(
                             "{oracle} reported no layout for `{}`",
                             rec.name
                         ));
                     };
                     if let Some(what) = compare_record(rec, &engine, obs, pairing) {
-                        return Verdict::Mismatch(mismatch_message(
+                        return Agreement::Mismatch(mismatch_message(
                             top,
                             rec,
                             &engine,
@@ -369,7 +370,7 @@ pub(crate) fn judge(
                         ));
                     }
                 }
-                Verdict::Agree
+                Agreement::Agree
             })();
             TypeResult {
                 name: top.name.clone(),
@@ -385,7 +386,7 @@ pub(crate) fn all_error(types: &[TypeDef], msg: &str) -> Vec<TypeResult> {
         .iter()
         .map(|t| TypeResult {
             name: t.name.clone(),
-            verdict: Verdict::Error(msg.to_string()),
+            verdict: Agreement::Error(msg.to_string()),
         })
         .collect()
 }
@@ -419,7 +420,7 @@ mod tests {
                 Ok(rs) => {
                     for r in rs {
                         match r.verdict {
-                            Verdict::Agree => agreed += 1,
+                            Agreement::Agree => agreed += 1,
                             v => {
                                 let _ = writeln!(bad, "{}: {v:?}", r.name);
                             }

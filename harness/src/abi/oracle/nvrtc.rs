@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
-use super::{all_error, engine64, mismatch_message, EngineFn, TypeResult, Verdict};
+use super::{all_error, engine64, mismatch_message, Agreement, EngineFn, TypeResult};
 use crate::abi::types::{all_records, render_c, Dialect, TypeDef};
 use crate::backend::toolchain::{ToolError, Toolchain};
 
@@ -132,7 +132,7 @@ pub(crate) fn check_batch_with(
                     let engine = engine(rec).expect("laid out above");
                     return TypeResult {
                         name: top.name.clone(),
-                        verdict: Verdict::Mismatch(mismatch_message(
+                        verdict: Agreement::Mismatch(mismatch_message(
                             top,
                             rec,
                             &engine,
@@ -146,7 +146,7 @@ pub(crate) fn check_batch_with(
             if stopped_early {
                 TypeResult {
                     name: top.name.clone(),
-                    verdict: Verdict::Error(format!(
+                    verdict: Agreement::Error(format!(
                         "NVRTC stopped before judging every assertion:\n{log}"
                     )),
                 }
@@ -160,7 +160,7 @@ pub(crate) fn check_batch_with(
 fn agree(t: &TypeDef) -> TypeResult {
     TypeResult {
         name: t.name.clone(),
-        verdict: Verdict::Agree,
+        verdict: Agreement::Agree,
     }
 }
 
@@ -250,8 +250,8 @@ mod tests {
             Ok(l)
         };
         let r = check_batch_with(&tc, &t, &wrong).unwrap();
-        assert_eq!(r[0].verdict, Verdict::Agree);
-        let Verdict::Mismatch(m) = &r[1].verdict else {
+        assert_eq!(r[0].verdict, Agreement::Agree);
+        let Agreement::Mismatch(m) = &r[1].verdict else {
             panic!("expected a mismatch: {:?}", r[1])
         };
         assert!(m.contains("sizeof(T) = 32 (engine 24)"), "{m}");

@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use super::{TypeResult, Verdict};
+use super::{Agreement, TypeResult};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 use crate::capability::Capability;
 
@@ -98,7 +98,7 @@ pub fn check(tc: &Toolchain, producer: Producer) -> Result<Vec<TypeResult>, Tool
             .iter()
             .map(|(ty, _)| TypeResult {
                 name: format!("{pname}: {ty} f : 3"),
-                verdict: Verdict::Error(format!("{pname} rejected the probe:\n{log}")),
+                verdict: Agreement::Error(format!("{pname} rejected the probe:\n{log}")),
             })
             .collect());
     }
@@ -108,11 +108,11 @@ pub fn check(tc: &Toolchain, producer: Producer) -> Result<Vec<TypeResult>, Tool
         .map(|((ty, want), line)| TypeResult {
             name: format!("{pname}: {ty} f : 3"),
             verdict: if error_lines.contains(line) {
-                Verdict::Mismatch(format!(
+                Agreement::Mismatch(format!(
                     "{pname}: a plain `{ty} f : 3` holding all ones does not read back {want} (ptx-interop 13.2 §1.3: plain bit fields are signed)\n{log}"
                 ))
             } else {
-                Verdict::Agree
+                Agreement::Agree
             },
         })
         .collect())
@@ -134,7 +134,7 @@ mod tests {
                 Ok(rs) => {
                     assert_eq!(rs.len(), CASES.len());
                     for r in rs {
-                        assert_eq!(r.verdict, Verdict::Agree, "{}", r.name);
+                        assert_eq!(r.verdict, Agreement::Agree, "{}", r.name);
                     }
                 }
             }
