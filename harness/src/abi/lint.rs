@@ -72,6 +72,9 @@ pub enum Rule {
     /// A vector in the `.param` state space (ptxas 12.9: "cannot be allocated in .param state
     /// space").
     ParamVector,
+    /// A kernel parameter declared `name[]` (ptxas 12.9: "Parameter to entry function cannot
+    /// be an incomplete array").
+    EntryIncompleteArray,
     /// A feature newer than the module's `.version`.
     PtxVersion,
     /// A directive where the PTX grammar does not allow it (ptxas 12.9: a syntax error).
@@ -105,6 +108,7 @@ impl Rule {
             Rule::EntryParamSpace => "entry-param-space",
             Rule::DuplicateParam => "duplicate-param",
             Rule::ParamVector => "param-vector",
+            Rule::EntryIncompleteArray => "entry-incomplete-array",
             Rule::PtxVersion => "ptx-version",
             Rule::Placement => "placement",
             Rule::NonAscii => "non-ascii",
@@ -128,6 +132,7 @@ impl Rule {
             Rule::EntryParamSpace => "PTX ISA §5.1.6 kernel parameters (.param state space)",
             Rule::DuplicateParam => "PTX ISA §5.4 variable declarations (one name per scope)",
             Rule::ParamVector => "PTX ISA §5.1.6 (.param variables are scalars or arrays)",
+            Rule::EntryIncompleteArray => "PTX ISA §5.1.6 kernel parameters (sized)",
             Rule::PtxVersion => "PTX ISA ch. 11 directives, PTX ISA Notes of each",
             Rule::Placement => "PTX ISA ch. 11 directives (where each may appear)",
             Rule::NonAscii => "PTX ISA §4.1 source format (ASCII)",
@@ -446,6 +451,12 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
         ));
     }
     if !device {
+        if p.array == Some(None) {
+            v.push((
+                Rule::EntryIncompleteArray,
+                "a kernel parameter declared `name[]`; its size must be given".into(),
+            ));
+        }
         if p.space != ParamSpace::Param {
             v.push((
                 Rule::EntryParamSpace,
