@@ -215,6 +215,8 @@ enum BenchArea {
     /// Pin/unpin latency, BAR bandwidth, RDMA bandwidth/latency (`--count`: repetitions,
     /// 3..100).
     Gpudirect,
+    /// PTX reader + `abi lint` over ptx-corpus/ (MB/s, files/s) beside ptxas -O0.
+    Lint,
 }
 
 #[derive(Subcommand, Debug)]
@@ -377,13 +379,16 @@ fn abi(action: AbiCmd) -> i32 {
         },
         AbiCmd::Lint { files } => {
             let mut code = EXIT_OK;
+            let (mut functions, mut findings) = (0usize, 0usize);
             for f in &files {
-                match crate::abi::lint::lint_path(f) {
-                    Ok(violations) => {
-                        for v in &violations {
+                match crate::abi::lint::lint_file(f) {
+                    Ok(r) => {
+                        for v in &r.violations {
                             println!("{v}");
                         }
-                        if !violations.is_empty() && code == EXIT_OK {
+                        functions += r.functions;
+                        findings += r.violations.len();
+                        if !r.violations.is_empty() && code == EXIT_OK {
                             code = 1;
                         }
                     }
@@ -393,6 +398,11 @@ fn abi(action: AbiCmd) -> i32 {
                     }
                 }
             }
+            // issue 17 item 3: a clean run says what it checked.
+            println!(
+                "{} files, {functions} functions checked, {findings} findings",
+                files.len()
+            );
             code
         }
     }
@@ -441,6 +451,13 @@ fn bench(area: BenchArea, count: usize) -> i32 {
     match area {
         BenchArea::Gpudirect => {
             print!("{}", crate::gpudirect::bench::run(count));
+        }
+        BenchArea::Lint => {
+            let root = find_root();
+            print!(
+                "{}",
+                crate::abi::lint_corpus::bench(&tc, &root.join("ptx-corpus"))
+            );
         }
         BenchArea::Abi => {
             println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);

@@ -26,8 +26,11 @@
 
 use std::fmt;
 
+use std::collections::HashMap;
+
 use crate::ptx::module::{
-    FunctionDecl, FunctionKind, ParamDecl, ParamSpace, PtxError, PtxModule, PtxType,
+    FunctionDecl, FunctionKind, ModuleNote, NoteKind, ParamDecl, ParamSpace, PtxError, PtxModule,
+    PtxType, MAX_PTX_BYTES,
 };
 
 /// One rule of the table, with the clause that states it.
@@ -60,6 +63,24 @@ pub enum Rule {
     AggregateSize,
     /// Source-aware only: the function or the value is not in the producer's output.
     Missing,
+    /// A kernel parameter outside `.param` (ptxas 12.9: "Entry parameter … must have .param
+    /// state space").
+    EntryParamSpace,
+    /// Two parameters (or a parameter and a return value) of one function with one name
+    /// (ptxas 12.9: "Duplicate definition of variable").
+    DuplicateParam,
+    /// A vector in the `.param` state space (ptxas 12.9: "cannot be allocated in .param state
+    /// space").
+    ParamVector,
+    /// A kernel parameter declared `name[]` (ptxas 12.9: "Parameter to entry function cannot
+    /// be an incomplete array").
+    EntryIncompleteArray,
+    /// A feature newer than the module's `.version`.
+    PtxVersion,
+    /// A directive where the PTX grammar does not allow it (ptxas 12.9: a syntax error).
+    Placement,
+    /// A non-ASCII byte in a comment or string (ptxas 12.9 refuses the file).
+    NonAscii,
     /// ptx-interop 13.2 ch. 3, the system calls: see `abi::lint_syscalls`.
     Syscall(
         super::lint_syscalls::SyscallRule,
@@ -84,6 +105,13 @@ impl Rule {
             Rule::AggregateAlign => "aggregate-align",
             Rule::AggregateSize => "aggregate-size",
             Rule::Missing => "missing",
+            Rule::EntryParamSpace => "entry-param-space",
+            Rule::DuplicateParam => "duplicate-param",
+            Rule::ParamVector => "param-vector",
+            Rule::EntryIncompleteArray => "entry-incomplete-array",
+            Rule::PtxVersion => "ptx-version",
+            Rule::Placement => "placement",
+            Rule::NonAscii => "non-ascii",
             Rule::Syscall(r, _) => r.id(),
         }
     }
@@ -101,6 +129,13 @@ impl Rule {
             Rule::TableType | Rule::ScalarClass | Rule::Missing => "ptx-interop 13.2 §2.3 table",
             Rule::AggregateAlign => "ptx-interop 13.2 §2.3 note D",
             Rule::AggregateSize => "ptx-interop 13.2 §2.3 aggregates row",
+            Rule::EntryParamSpace => "PTX ISA §5.1.6 kernel parameters (.param state space)",
+            Rule::DuplicateParam => "PTX ISA §5.4 variable declarations (one name per scope)",
+            Rule::ParamVector => "PTX ISA §5.1.6 (.param variables are scalars or arrays)",
+            Rule::EntryIncompleteArray => "PTX ISA §5.1.6 kernel parameters (sized)",
+            Rule::PtxVersion => "PTX ISA ch. 11 directives, PTX ISA Notes of each",
+            Rule::Placement => "PTX ISA ch. 11 directives (where each may appear)",
+            Rule::NonAscii => "PTX ISA §4.1 source format (ASCII)",
             Rule::Syscall(_, call) => call.clause(),
         }
     }
@@ -127,6 +162,18 @@ impl fmt::Display for Violation {
             FunctionKind::Func => ".func",
             FunctionKind::Entry => ".entry",
         };
+        if self.function.is_empty() {
+            return write!(
+                f,
+                "{}:{}:{}: {} [{}, {}]",
+                self.file,
+                self.line,
+                self.position,
+                self.message,
+                self.rule.id(),
+                self.rule.clause()
+            );
+        }
         write!(
             f,
             "{}:{}: {kind} `{}` {} (`{}`): {} [{}, {}]",
@@ -142,25 +189,76 @@ impl fmt::Display for Violation {
     }
 }
 
-/// Parse `src` and lint it. `Err` is the "cannot parse" outcome (exit 2 in the CLI contract).
+/// Read `src` as a whole PTX file ([`PtxModule::read`]) and lint it. `Err` is the "cannot
+/// read" outcome (exit 2 in the CLI contract).
 pub fn lint_source(src: &str, file: &str) -> Result<Vec<Violation>, PtxError> {
-    let module = PtxModule::parse(src)?;
+    lint_source_counted(src, file).map(|r| r.violations)
+}
+
+/// What linting one file found, and how many functions it checked.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LintReport {
+    pub violations: Vec<Violation>,
+    /// Distinct `.func`/`.entry` names checked (a declaration and its definition count once).
+    pub functions: usize,
+}
+
+/// [`lint_source`] with the count of functions checked.
+pub fn lint_source_counted(src: &str, file: &str) -> Result<LintReport, PtxError> {
+    let module = PtxModule::read(src)?;
     let mut v = lint(&module, file);
     // ch. 3: system-call prototypes and call sites.
     v.extend(super::lint_syscalls::lint(&module, src, file));
     v.sort_by_key(|x| x.line);
-    Ok(v)
+    if module.address_size.is_none() {
+        // No default is assumed silently: a finding that depends on the pointer width says
+        // where the width came from (PTX ISA `.address_size`: 32 when absent; ptxas 12.9
+        // assumes the same). A fragment without `.version`/`.target` is refused by `read`.
+        for x in v
+            .iter_mut()
+            .filter(|x| matches!(x.rule, Rule::PointerWidth | Rule::Syscall(..)))
+        {
+            x.message += " (no `.address_size` in the module: the PTX ISA default, 32, applies; add `.address_size 64` after `.target` for 64-bit code)";
+        }
+    }
+    let mut names: Vec<&str> = module.functions.iter().map(|f| f.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    Ok(LintReport {
+        violations: v,
+        functions: names.len(),
+    })
 }
 
 /// Read and lint one file. `Err` is the one-line reason it cannot be judged, as
-/// `FILE:LINE: what was expected` for a parse error or `FILE: cannot read: …`.
+/// `FILE:LINE:COLUMN: what was expected` for a read error or `FILE: cannot read: …`.
 pub fn lint_path(path: &std::path::Path) -> Result<Vec<Violation>, String> {
-    let file = path.display().to_string();
-    let src = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
-    lint_source(&src, &file).map_err(|e| e.at(&file))
+    lint_file(path).map(|r| r.violations)
 }
 
-/// Exit status of `gpucts abi lint` for one file: 0 conforms, 1 violations, 2 cannot parse.
+/// [`lint_path`] with the count of functions checked. The size is checked before reading, and
+/// only regular files are read (a FIFO or `/dev/zero` would never end). Bytes that are not
+/// UTF-8 read as U+FFFD, so the reader reports them as non-ASCII at their line and column.
+pub fn lint_file(path: &std::path::Path) -> Result<LintReport, String> {
+    let file = path.display().to_string();
+    let meta = std::fs::metadata(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{file}: cannot read: not a regular file; give a .ptx file"
+        ));
+    }
+    if meta.len() > MAX_PTX_BYTES {
+        return Err(format!(
+            "{file}: {} bytes is over the limit of {MAX_PTX_BYTES} bytes for one PTX file",
+            meta.len()
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+    let src = String::from_utf8_lossy(&bytes);
+    lint_source_counted(&src, &file).map_err(|e| e.at(&file))
+}
+
+/// Exit status of `gpucts abi lint` for one file: 0 conforms, 1 violations, 2 cannot read.
 pub fn exit_code(result: &Result<Vec<Violation>, PtxError>) -> i32 {
     match result {
         Ok(v) if v.is_empty() => 0,
@@ -169,37 +267,134 @@ pub fn exit_code(result: &Result<Vec<Violation>, PtxError>) -> i32 {
     }
 }
 
-/// Every violation in `module`, in source order. A forward declaration identical to the
-/// function's definition (LLVM emits one for each local function) is not reported twice.
+/// Whether two declarations have one shape: everything but the name.
+fn same_shape(a: &ParamDecl, b: &ParamDecl) -> bool {
+    a.space == b.space
+        && a.align == b.align
+        && a.ty == b.ty
+        && a.vector == b.vector
+        && a.array == b.array
+        && a.ptr == b.ptr
+}
+
+/// Whether `a` and `b` are one prototype, parameter names aside.
+fn same_prototype(a: &FunctionDecl, b: &FunctionDecl) -> bool {
+    a.kind == b.kind
+        && a.returns.len() == b.returns.len()
+        && a.params.len() == b.params.len()
+        && a.returns
+            .iter()
+            .zip(&b.returns)
+            .all(|(x, y)| same_shape(x, y))
+        && a.params
+            .iter()
+            .zip(&b.params)
+            .all(|(x, y)| same_shape(x, y))
+}
+
+/// Every violation in `module`, in source order. Each function is judged once: on its
+/// definition when it has one, else on its first declaration; a forward declaration whose
+/// prototype has the definition's shape (parameter names may differ, as in LLVM's output) is
+/// not reported again. Linear in the number of functions.
 pub fn lint(module: &PtxModule, file: &str) -> Vec<Violation> {
     let addr = module.effective_address_size();
     let mut out = Vec::new();
-    let same = |a: &FunctionDecl, b: &FunctionDecl| {
-        let render = |f: &FunctionDecl| {
-            (
-                f.returns.iter().map(ParamDecl::render).collect::<Vec<_>>(),
-                f.params.iter().map(ParamDecl::render).collect::<Vec<_>>(),
-            )
-        };
-        a.name == b.name && a.kind == b.kind && render(a) == render(b)
-    };
-    for f in &module.functions {
-        if !f.is_definition
-            && module
-                .functions
-                .iter()
-                .any(|d| d.is_definition && same(f, d))
-        {
-            continue;
-        }
-        for (i, p) in f.returns.iter().enumerate() {
-            check(f, p, &format!("return value {i}"), addr, file, &mut out);
-        }
-        for (i, p) in f.params.iter().enumerate() {
-            check(f, p, &format!("parameter {i}"), addr, file, &mut out);
+    // The prototype each name is judged on: its definition, else its first declaration.
+    let mut judged: HashMap<&str, usize> = HashMap::with_capacity(module.functions.len());
+    for (i, f) in module.functions.iter().enumerate() {
+        match judged.get(f.name.as_str()) {
+            Some(&j) if module.functions[j].is_definition || !f.is_definition => {}
+            _ => {
+                judged.insert(f.name.as_str(), i);
+            }
         }
     }
+    for (i, f) in module.functions.iter().enumerate() {
+        let j = judged.get(f.name.as_str()).copied().unwrap_or(i);
+        if j != i && same_prototype(f, &module.functions[j]) {
+            continue;
+        }
+        for (k, p) in f.returns.iter().enumerate() {
+            check(f, p, ("return value", k), addr, file, &mut out);
+        }
+        for (k, p) in f.params.iter().enumerate() {
+            check(f, p, ("parameter", k), addr, file, &mut out);
+        }
+        duplicates(f, file, &mut out);
+    }
+    for n in &module.notes {
+        out.push(note(n, file));
+    }
+    out.sort_by_key(|v| v.line);
     out
+}
+
+/// Two parameters or return values of `f` with one name.
+fn duplicates(f: &FunctionDecl, file: &str, out: &mut Vec<Violation>) {
+    if f.returns.len() + f.params.len() < 2 {
+        return;
+    }
+    // Few parameters: a linear scan of the earlier ones; many: a map (linear either way).
+    let many = f.returns.len() + f.params.len() > 16;
+    let mut seen: HashMap<&str, u32> = HashMap::new();
+    let mut earlier: Vec<(&str, u32)> = Vec::new();
+    for (pos, p) in f
+        .returns
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (("return value", i), p))
+        .chain(
+            f.params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (("parameter", i), p)),
+        )
+    {
+        if p.name.is_empty() {
+            continue;
+        }
+        let first = if many {
+            seen.insert(p.name.as_str(), p.line)
+        } else {
+            let hit = earlier.iter().find(|(n, _)| *n == p.name).map(|&(_, l)| l);
+            earlier.push((p.name.as_str(), p.line));
+            hit
+        };
+        if let Some(first) = first {
+            out.push(Violation {
+                file: file.to_string(),
+                line: p.line,
+                function: f.name.clone(),
+                kind: f.kind,
+                position: format!("{} {} `{}`", pos.0, pos.1, p.name),
+                decl: p.render(),
+                rule: Rule::DuplicateParam,
+                message: format!(
+                    "`{}` is already declared at line {first} in this prototype",
+                    p.name
+                ),
+            });
+        }
+    }
+}
+
+fn note(n: &ModuleNote, file: &str) -> Violation {
+    let rule = match n.kind {
+        NoteKind::NonAscii { .. } => Rule::NonAscii,
+        NoteKind::NeedsVersion { .. } => Rule::PtxVersion,
+        NoteKind::Placement { .. } => Rule::Placement,
+    };
+    Violation {
+        file: file.to_string(),
+        line: n.line,
+        function: String::new(),
+        kind: FunctionKind::Func,
+        // Module-level findings carry their column here; Display prints `FILE:LINE:COLUMN:`.
+        position: n.column.to_string(),
+        decl: String::new(),
+        rule,
+        message: n.kind.to_string(),
+    }
 }
 
 /// The rules one declaration breaks, with a message for each. Shared with
@@ -245,7 +440,29 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
             ));
         }
     }
+    if p.vector.is_some() && p.space == ParamSpace::Param {
+        v.push((
+            Rule::ParamVector,
+            format!(
+                "a vector .v{} {} cannot be a `.param` variable; pass it as `.align A .b8 name[N]`",
+                p.vector.unwrap_or(0),
+                p.ty
+            ),
+        ));
+    }
     if !device {
+        if p.array == Some(None) {
+            v.push((
+                Rule::EntryIncompleteArray,
+                "a kernel parameter declared `name[]`; its size must be given".into(),
+            ));
+        }
+        if p.space != ParamSpace::Param {
+            v.push((
+                Rule::EntryParamSpace,
+                "a kernel parameter declared in `.reg`; kernel parameters are in `.param`".into(),
+            ));
+        }
         return v;
     }
 
@@ -266,7 +483,7 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
         if p.array_len().is_none() {
             wrong.push("no array size".to_string());
         }
-        if p.vector.is_some() {
+        if p.vector.is_some() && p.space != ParamSpace::Param {
             wrong.push("a vector element type".to_string());
         }
         if !wrong.is_empty() {
@@ -281,14 +498,16 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
         return v;
     }
     if p.vector.is_some() {
-        v.push((
-            Rule::TableType,
-            format!(
-                "vector type .v{} {} has no row in the table",
-                p.vector.unwrap_or(0),
-                p.ty
-            ),
-        ));
+        if p.space != ParamSpace::Param {
+            v.push((
+                Rule::TableType,
+                format!(
+                    "vector type .v{} {} has no row in the table",
+                    p.vector.unwrap_or(0),
+                    p.ty
+                ),
+            ));
+        }
         return v;
     }
     match p.ty {
@@ -321,17 +540,22 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
 fn check(
     f: &FunctionDecl,
     p: &ParamDecl,
-    position: &str,
+    position: (&str, usize),
     addr: u32,
     file: &str,
     out: &mut Vec<Violation>,
 ) {
+    let rules = decl_rules(f.kind, p, addr);
+    if rules.is_empty() {
+        return;
+    }
+    let (what, k) = position;
     let position = if p.name.is_empty() {
-        position.to_string()
+        format!("{what} {k}")
     } else {
-        format!("{position} `{}`", p.name)
+        format!("{what} {k} `{}`", p.name)
     };
-    for (rule, message) in decl_rules(f.kind, p, addr) {
+    for (rule, message) in rules {
         out.push(Violation {
             file: file.to_string(),
             line: p.line,
@@ -351,7 +575,7 @@ mod tests {
 
     /// Lint a one-prototype module and return the rule ids it breaks, in order.
     fn rules(addr: u32, proto: &str) -> Vec<&'static str> {
-        let src = format!(".version 8.0\n.target sm_90\n.address_size {addr}\n{proto}\n");
+        let src = format!(".version 8.8\n.target sm_90\n.address_size {addr}\n{proto}\n");
         lint_source(&src, "t.ptx")
             .unwrap()
             .iter()
@@ -489,8 +713,14 @@ mod tests {
             vec!["pointer-width"]
         );
         // No `.address_size`: the ISA default is 32 bits.
+        // The finding says where the width came from; nothing is assumed silently.
         let src = ".version 8.0\n.target sm_90\n.entry k(.param .b64 .ptr p) { ret; }";
-        assert_eq!(lint_source(src, "t").unwrap()[0].rule, Rule::PointerWidth);
+        let v = lint_source(src, "t").unwrap();
+        assert_eq!(v[0].rule, Rule::PointerWidth);
+        assert!(v[0].message.contains("no `.address_size`"), "{}", v[0]);
+        // A fragment without a header is refused, with how to give one.
+        let e = lint_source(".entry k(.param .b64 .ptr p) { ret; }", "t").unwrap_err();
+        assert!(e.message.contains("`.address_size 64`"), "{e}");
     }
 
     #[test]
@@ -593,5 +823,130 @@ mod tests {
             })
             .count();
         assert_eq!(rows, on_disk, "every corpus file has a README row");
+    }
+
+    // A forward declaration and its definition are one function: LLVM names the parameters
+    // differently in each (`f_param_0` vs none), and the finding must appear once, at the
+    // definition.
+    #[test]
+    fn each_finding_once() {
+        let src = ".version 8.0\n.target sm_90\n.address_size 64\n\
+            .func (.param .b32 r) f(.param .u8 a);\n\
+            .func (.param .b32 r) f(.param .u8 b)\n{\n ret;\n}\n\
+            .func g(.param .u8);\n.func g(.param .u8);\n";
+        let v = lint_source(src, "t.ptx").unwrap();
+        let got: Vec<_> = v
+            .iter()
+            .map(|v| (v.line, v.function.as_str(), v.rule.id()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(5, "f", "narrow-integer"), (9, "g", "narrow-integer")]
+        );
+        // A declaration whose shape differs from the definition is judged on its own.
+        let src2 = src.replace(
+            ".func (.param .b32 r) f(.param .u8 a);",
+            ".func (.param .b32 r) f(.param .u16 a);",
+        );
+        let n = lint_source(&src2, "t.ptx").unwrap().len();
+        assert_eq!(n, 3);
+    }
+
+    // ptxas 12.9 refuses both (measured): "Entry parameter 'a' must have .param state space"
+    // and "Duplicate definition of variable 'a'" (also between a return value and a
+    // parameter); "Variable 'a' cannot be allocated in .param state space" for `.param .v2`.
+    #[test]
+    fn kernel_reg_params_duplicate_names_and_param_vectors_are_findings() {
+        assert_eq!(
+            rules(64, ".entry k(.reg .b32 a) { ret; }"),
+            vec!["entry-param-space"]
+        );
+        assert_eq!(
+            rules(64, ".func f(.param .b32 a, .param .b32 a) { ret; }"),
+            vec!["duplicate-param"]
+        );
+        assert_eq!(
+            rules(64, ".func (.param .b32 a) f(.param .b32 a) { ret; }"),
+            vec!["duplicate-param"]
+        );
+        assert_eq!(
+            rules(64, ".entry k(.param .u32 a, .param .u32 a) { ret; }"),
+            vec!["duplicate-param"]
+        );
+        assert_eq!(
+            rules(64, ".func f(.param .v2 .b32 a) { ret; }"),
+            vec!["param-vector"]
+        );
+        assert_eq!(
+            rules(64, ".entry k(.param .v4 .f32 a) { ret; }"),
+            vec!["param-vector"]
+        );
+        // Unnamed parameters of a declaration are not duplicates.
+        assert!(rules(64, ".func f(.param .b32, .param .b32);").is_empty());
+    }
+
+    // Non-ASCII in a comment: ptxas 12.9 refuses the file ("Unexpected non-ASCII character
+    // encountered on line 4"); the reader reads on and reports it with its position.
+    #[test]
+    fn non_ascii_in_a_comment_is_a_finding_with_its_column() {
+        let src =
+            ".version 8.0\n.target sm_90\n.address_size 64\n.func f() { ret; } // caf\u{e9}\n";
+        let v = lint_source(src, "t.ptx").unwrap();
+        assert_eq!(v.len(), 1);
+        assert_eq!(
+            v[0].to_string(),
+            "t.ptx:4:26: non-ASCII byte 0xC3 in a comment or string; PTX is ASCII (ptxas 12.9 refuses the file: \"Unexpected non-ASCII character\") [non-ascii, PTX ISA §4.1 source format (ASCII)]"
+        );
+    }
+
+    // issue 10: 100k forward declarations took quadratic time. The check is linear: 100,000
+    // declarations and their 100,000 definitions lint well inside the bound (a quadratic
+    // pass makes 10^10 comparisons: minutes).
+    #[test]
+    fn many_forward_declarations_lint_in_linear_time() {
+        let n = 100_000;
+        let mut src = String::from(".version 8.0\n.target sm_90\n.address_size 64\n");
+        for i in 0..n {
+            src += &format!(".func (.param .b32 r) f{i}(.param .b32 a, .param .u64 b);\n");
+        }
+        for i in 0..n {
+            src += &format!(
+                ".func (.param .b32 r) f{i}(.param .b32 x, .param .u8 y)\n{{\n ret;\n}}\n"
+            );
+        }
+        let t = std::time::Instant::now();
+        let r = lint_source_counted(&src, "big.ptx").unwrap();
+        let secs = t.elapsed().as_secs_f64();
+        assert_eq!(r.functions, n);
+        // Each definition's `.u8` once; each declaration (`.u64`, another shape) is clean.
+        assert_eq!(r.violations.len(), n);
+        assert!(secs < 30.0, "{secs} s");
+    }
+
+    #[test]
+    fn unreadable_files_are_exit_2_with_a_position() {
+        for (src, want) in [
+            ("", "t.ptx:1:1: expected `.version`"),
+            ("garbage\n", "t.ptx:1:1: expected `.version`"),
+            (
+                ".version 8.0\n.target sm_90\n.func f() {\n",
+                "t.ptx:4:1: expected `}`",
+            ),
+            (
+                ".version 8.0\n.target sm_90\n/* x\n",
+                "t.ptx:3:1: unterminated `/*`",
+            ),
+            (
+                ".version 8.0\n.target sm_90\n.pragma \"x;\n",
+                "t.ptx:3:9: unterminated string",
+            ),
+        ] {
+            let r = lint_source(src, "t.ptx");
+            assert_eq!(exit_code(&r), 2, "{src:?}");
+            let msg = r.unwrap_err().at("t.ptx");
+            assert!(msg.starts_with(want), "{src:?}: {msg}");
+        }
+        let dir = std::env::temp_dir();
+        assert!(lint_path(&dir).unwrap_err().contains("not a regular file"));
     }
 }

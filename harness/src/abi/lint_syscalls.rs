@@ -1118,13 +1118,43 @@ fn check_call(c: &CallSite, addr: u32, file: &str, out: &mut Vec<Violation>) {
 }
 
 /// The chapter-3 findings of `module` (parsed from `src`), in source order.
+///
+/// Each distinct prototype of a system call is judged once: a module that repeats one
+/// declaration (as linked or concatenated PTX does) gets one finding, not one per copy.
+/// A module that never names a system call is not scanned for call sites.
 pub fn lint(module: &PtxModule, src: &str, file: &str) -> Vec<Violation> {
     let addr = module.effective_address_size();
     let mut out = Vec::new();
+    let mut seen: Vec<&FunctionDecl> = Vec::new();
     for f in &module.functions {
         if let Some(call) = Syscall::from_name(&f.name) {
+            let same = |g: &&FunctionDecl| {
+                g.name == f.name
+                    && g.kind == f.kind
+                    && g.is_definition == f.is_definition
+                    && g.linkage == f.linkage
+                    && g.returns.len() == f.returns.len()
+                    && g.params.len() == f.params.len()
+                    && g.returns
+                        .iter()
+                        .zip(&f.returns)
+                        .all(|(a, b)| a.render() == b.render())
+                    && g.params
+                        .iter()
+                        .zip(&f.params)
+                        .all(|(a, b)| a.render() == b.render())
+            };
+            // At most a handful of distinct prototypes per name: the scan stays linear.
+            if seen.iter().any(same) {
+                continue;
+            }
+            seen.push(f);
             check_decl(f, call, addr, file, &mut out);
         }
+    }
+    if !Syscall::ALL.iter().any(|c| src.contains(c.name())) {
+        out.sort_by_key(|v| v.line);
+        return out;
     }
     for c in call_sites(src) {
         check_call(&c, addr, file, &mut out);

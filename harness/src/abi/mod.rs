@@ -3,6 +3,7 @@
 mod fundamental;
 
 pub mod lint;
+pub mod lint_corpus;
 pub mod lint_syscalls;
 pub mod paramgen;
 
@@ -48,6 +49,16 @@ pub enum AbiCheck {
         exit: i32,
         rules: Vec<String>,
     },
+    /// A `ptx-corpus/` file (relative to the repo root) against ptxas's measured verdict in its
+    /// manifest, and, when given, the exit status and rule ids the spec's rules give
+    /// (`abi::lint_corpus`).
+    LintCorpus {
+        file: String,
+        #[serde(default)]
+        exit: Option<i32>,
+        #[serde(default)]
+        rules: Option<Vec<String>>,
+    },
     /// The graffiti oracle on a GPU: random types `r<seed_start>..` (`count` of them) written
     /// member by member by an NVRTC-compiled kernel, bytes compared with the engine.
     Graffiti { seed_start: u64, count: u64 },
@@ -67,7 +78,7 @@ impl Check for AbiCheck {
             AbiCheck::ParamPassing { producer, .. } => paramgen_producer(producer)
                 .map(|p| p.requires())
                 .unwrap_or_default(),
-            AbiCheck::Lint { .. } => Vec::new(),
+            AbiCheck::Lint { .. } | AbiCheck::LintCorpus { .. } => Vec::new(),
             AbiCheck::Graffiti { .. } => vec![Capability::Gpu, Capability::Nvrtc],
         }
     }
@@ -98,6 +109,9 @@ impl Check for AbiCheck {
                 )),
             },
             AbiCheck::Lint { file, exit, rules } => cases::lint(ctx, file, *exit, rules),
+            AbiCheck::LintCorpus { file, exit, rules } => {
+                lint_corpus::case(ctx, file, *exit, rules.as_deref())
+            }
             AbiCheck::Graffiti { seed_start, count } => {
                 graffiti_gpu::graffiti_case(ctx, *seed_start, *count)
             }

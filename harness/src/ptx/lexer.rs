@@ -1,9 +1,16 @@
-//! PTX tokenizer: turns PTX text into tokens that carry their 1-based source line.
+//! PTX tokenizer: turns PTX text into tokens that carry their 1-based source line and column.
 //!
 //! Comments (`//` to end of line, `/* … */`) are dropped. Everything else becomes a token, so
-//! the parsers above never see raw text. The lexer never fails: a character it does not know
-//! becomes a one-character [`TokenKind::Punct`], and an unterminated string or comment ends at
-//! the end of the input; the parser decides whether that is an error.
+//! the parsers above never see raw text. [`lex`] is the checked entry point: it refuses what
+//! ptxas refuses before it parses anything (measured with ptxas 12.9.86): a NUL byte (ptxas
+//! stops reading there and silently loses the rest of the file), a byte-order mark or any other
+//! non-ASCII byte outside comments and strings ("Unexpected non-ASCII character"), and an
+//! unterminated `/* … */` comment or string ("unexpected EOF while scanning"). Non-ASCII bytes
+//! inside comments and strings, which ptxas refuses too, are returned as notes so that a linter
+//! can report them without losing the rest of the file. [`tokenize`] is the lenient form for
+//! callers that read generated text: it never fails.
+
+use std::fmt;
 
 /// What a token is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +33,8 @@ pub struct Token<'a> {
     pub text: &'a str,
     /// 1-based source line of the token's first character.
     pub line: u32,
+    /// 1-based column (in bytes) of the token's first character.
+    pub col: u32,
 }
 
 impl Token<'_> {
@@ -35,6 +44,62 @@ impl Token<'_> {
 
     pub fn is_directive(&self, name: &str) -> bool {
         self.kind == TokenKind::Directive && self.text == name
+    }
+}
+
+/// Why a text cannot be tokenized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LexErrorKind {
+    #[error(
+        "NUL byte; PTX is ASCII text (ptxas stops reading at a NUL and loses the rest of the file)"
+    )]
+    Nul,
+    #[error("byte-order mark; PTX is ASCII text (ptxas 12.9: \"Unexpected non-ASCII character\"): save the file without a BOM")]
+    ByteOrderMark,
+    #[error("non-ASCII byte 0x{0:02X}; PTX is ASCII text (ptxas 12.9: \"Unexpected non-ASCII character\")")]
+    NonAscii(u8),
+    #[error("control character 0x{0:02X}; PTX allows only printable ASCII, tab and line ends")]
+    Control(u8),
+    #[error("unterminated `/*` comment: no `*/` before the end of the file (ptxas: unexpected EOF while scanning)")]
+    UnterminatedComment,
+    #[error("unterminated string: no closing `\"` on its line")]
+    UnterminatedString,
+}
+
+/// A [`LexErrorKind`] at a 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{col}: {kind}")]
+pub struct LexError {
+    pub line: u32,
+    pub col: u32,
+    pub kind: LexErrorKind,
+}
+
+/// A non-ASCII byte inside a comment or string: ptxas refuses the file, the reader reads on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NonAsciiNote {
+    pub line: u32,
+    pub col: u32,
+    pub byte: u8,
+}
+
+/// The tokens of a text and what [`lex`] noted without failing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Lexed<'a> {
+    pub tokens: Vec<Token<'a>>,
+    /// Non-ASCII bytes inside comments or strings (the first of each line).
+    pub non_ascii: Vec<NonAsciiNote>,
+}
+
+impl fmt::Display for TokenKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TokenKind::Directive => "directive",
+            TokenKind::Ident => "identifier",
+            TokenKind::Number => "number",
+            TokenKind::Str => "string",
+            TokenKind::Punct => "punctuation",
+        })
     }
 }
 
@@ -48,125 +113,252 @@ fn ident_continue(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c == b'$'
 }
 
-/// Tokenize all of `src`.
+/// Tokenize all of `src`, leniently: never fails (an unterminated comment or string ends at the
+/// end of the input, a byte it does not know is a one-character [`TokenKind::Punct`]).
 pub fn tokenize(src: &str) -> Vec<Token<'_>> {
-    let b = src.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut line: u32 = 1;
-    while i < b.len() {
-        let c = b[i];
-        match c {
-            b'\n' => {
-                line += 1;
-                i += 1;
-            }
-            _ if c.is_ascii_whitespace() => i += 1,
-            b'/' if b.get(i + 1) == Some(&b'/') => {
-                while i < b.len() && b[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
-                    if b[i] == b'\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-                i = (i + 2).min(b.len());
-            }
-            b'"' => {
-                let start = i;
-                let start_line = line;
-                i += 1;
-                while i < b.len() && b[i] != b'"' {
-                    if b[i] == b'\\' {
-                        i += 1;
-                    }
-                    if i < b.len() && b[i] == b'\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-                i = (i + 1).min(b.len());
-                out.push(Token {
-                    kind: TokenKind::Str,
-                    text: &src[start..i],
-                    line: start_line,
-                });
-            }
-            b'.' if b.get(i + 1).is_some_and(|&n| ident_start(n)) => {
-                let start = i;
-                i += 1;
-                loop {
-                    while i < b.len() && ident_continue(b[i]) {
-                        i += 1;
-                    }
-                    // State-space qualifiers such as `.shared::cta` and `.param::entry` are one
-                    // directive.
-                    if b.get(i) == Some(&b':')
-                        && b.get(i + 1) == Some(&b':')
-                        && b.get(i + 2).is_some_and(|&n| ident_start(n))
-                    {
-                        i += 2;
-                        continue;
-                    }
-                    break;
-                }
-                out.push(Token {
-                    kind: TokenKind::Directive,
-                    text: &src[start..i],
-                    line,
-                });
-            }
-            _ if c.is_ascii_digit() => {
-                let start = i;
-                // Covers 64, 0x1F, 0b101, 0f3F800000, 0d…, 8.5, 1e-3, 1U.
-                while i < b.len() {
-                    let d = b[i];
-                    let exp_sign = (d == b'-' || d == b'+')
-                        && matches!(b[i - 1], b'e' | b'E')
-                        && !src[start..i].starts_with("0x")
-                        && !src[start..i].starts_with("0X");
-                    if d.is_ascii_alphanumeric() || d == b'.' || exp_sign {
-                        i += 1;
-                    } else {
-                        break;
-                    }
-                }
-                out.push(Token {
-                    kind: TokenKind::Number,
-                    text: &src[start..i],
-                    line,
-                });
-            }
-            _ if ident_start(c) => {
-                let start = i;
-                i += 1;
-                while i < b.len() && ident_continue(b[i]) {
-                    i += 1;
-                }
-                out.push(Token {
-                    kind: TokenKind::Ident,
-                    text: &src[start..i],
-                    line,
-                });
-            }
-            _ => {
-                // One character, UTF-8 aware so slicing never splits a code point.
-                let len = src[i..].chars().next().map_or(1, char::len_utf8);
-                out.push(Token {
-                    kind: TokenKind::Punct,
-                    text: &src[i..i + len],
-                    line,
-                });
-                i += len;
-            }
+    run(src, false).map(|l| l.tokens).unwrap_or_default()
+}
+
+/// Tokenize all of `src`, refusing what ptxas refuses at the character level (see the module
+/// documentation).
+pub fn lex(src: &str) -> Result<Lexed<'_>, LexError> {
+    run(src, true)
+}
+
+fn run(src: &str, strict: bool) -> Result<Lexed<'_>, LexError> {
+    let mut lx = Lexer::new(src, strict);
+    let mut tokens = Vec::with_capacity(src.len() / 4);
+    while let Some(t) = lx.next_token()? {
+        tokens.push(t);
+    }
+    Ok(Lexed {
+        tokens,
+        non_ascii: lx.non_ascii,
+    })
+}
+
+/// A pull lexer: one token at a time, so a reader's memory does not grow with the file.
+#[derive(Debug, Clone)]
+pub struct Lexer<'a> {
+    src: &'a str,
+    i: usize,
+    line: u32,
+    /// Byte index where the current line starts, for columns.
+    line_start: usize,
+    strict: bool,
+    started: bool,
+    /// Non-ASCII bytes inside comments or strings seen so far (strict mode).
+    pub non_ascii: Vec<NonAsciiNote>,
+}
+
+impl<'a> Lexer<'a> {
+    /// A lexer over `src`; `strict` refuses what ptxas refuses (see the module documentation).
+    pub fn new(src: &'a str, strict: bool) -> Lexer<'a> {
+        Lexer {
+            src,
+            i: 0,
+            line: 1,
+            line_start: 0,
+            strict,
+            started: false,
+            non_ascii: Vec::new(),
         }
     }
-    out
+
+    /// Line and column of the next unread byte (the end of the input once exhausted).
+    pub fn position(&self) -> (u32, u32) {
+        (self.line, self.col(self.i))
+    }
+
+    fn col(&self, i: usize) -> u32 {
+        u32::try_from(i - self.line_start + 1).unwrap_or(u32::MAX)
+    }
+
+    fn newline(&mut self, next: usize) {
+        self.line = self.line.saturating_add(1);
+        self.line_start = next;
+    }
+
+    /// The next token, `None` at the end of the input.
+    pub fn next_token(&mut self) -> Result<Option<Token<'a>>, LexError> {
+        let src = self.src;
+        let b = src.as_bytes();
+        let strict = self.strict;
+        if !self.started {
+            self.started = true;
+            if strict && b.starts_with(&[0xEF, 0xBB, 0xBF]) {
+                return Err(fail(1, 1, LexErrorKind::ByteOrderMark));
+            }
+        }
+        while self.i < b.len() {
+            let i = self.i;
+            let c = b[i];
+            match c {
+                b'\n' => {
+                    self.i += 1;
+                    self.newline(self.i);
+                }
+                b'\r' if b.get(i + 1) != Some(&b'\n') => {
+                    // A CR-only line end counts as a line.
+                    self.i += 1;
+                    self.newline(self.i);
+                }
+                b' ' | b'\t' | b'\r' | 0x0B | 0x0C => self.i += 1,
+                b'/' if b.get(i + 1) == Some(&b'/') => {
+                    let mut j = i;
+                    while j < b.len() && b[j] != b'\n' && b[j] != b'\r' {
+                        if strict && (b[j] == 0 || !b[j].is_ascii()) {
+                            let (line, col) = (self.line, self.col(j));
+                            note(&mut self.non_ascii, b[j], line, col)?;
+                        }
+                        j += 1;
+                    }
+                    self.i = j;
+                }
+                b'/' if b.get(i + 1) == Some(&b'*') => {
+                    let (open_line, open_col) = (self.line, self.col(i));
+                    let mut j = i + 2;
+                    while j < b.len() && !(b[j] == b'*' && b.get(j + 1) == Some(&b'/')) {
+                        if b[j] == b'\n' || (b[j] == b'\r' && b.get(j + 1) != Some(&b'\n')) {
+                            self.newline(j + 1);
+                        } else if strict && (b[j] == 0 || !b[j].is_ascii()) {
+                            let (line, col) = (self.line, self.col(j));
+                            note(&mut self.non_ascii, b[j], line, col)?;
+                        }
+                        j += 1;
+                    }
+                    if j >= b.len() && strict {
+                        return Err(fail(open_line, open_col, LexErrorKind::UnterminatedComment));
+                    }
+                    self.i = (j + 2).min(b.len());
+                }
+                b'"' => {
+                    let (start_line, start_col) = (self.line, self.col(i));
+                    let mut j = i + 1;
+                    while j < b.len() && b[j] != b'"' {
+                        if b[j] == b'\n' || b[j] == b'\r' {
+                            if strict {
+                                return Err(fail(
+                                    start_line,
+                                    start_col,
+                                    LexErrorKind::UnterminatedString,
+                                ));
+                            }
+                            self.newline(j + 1);
+                        } else if b[j] == b'\\' && b.get(j + 1).is_some_and(|&n| n != b'\n') {
+                            j += 1;
+                        }
+                        if strict && j < b.len() && (b[j] == 0 || !b[j].is_ascii()) {
+                            let (line, col) = (self.line, self.col(j));
+                            note(&mut self.non_ascii, b[j], line, col)?;
+                        }
+                        j += 1;
+                    }
+                    if j >= b.len() && strict {
+                        return Err(fail(
+                            start_line,
+                            start_col,
+                            LexErrorKind::UnterminatedString,
+                        ));
+                    }
+                    // `j` is at the closing quote (ASCII) or at the end: a character boundary.
+                    self.i = (j + 1).min(b.len());
+                    return Ok(Some(Token {
+                        kind: TokenKind::Str,
+                        text: src.get(i..self.i).unwrap_or(""),
+                        line: start_line,
+                        col: start_col,
+                    }));
+                }
+                b'.' if b.get(i + 1).is_some_and(|&n| ident_start(n)) => {
+                    let mut j = i + 1;
+                    loop {
+                        while j < b.len() && ident_continue(b[j]) {
+                            j += 1;
+                        }
+                        // State-space qualifiers such as `.shared::cta` and `.param::entry` are
+                        // one directive.
+                        if b.get(j) == Some(&b':')
+                            && b.get(j + 1) == Some(&b':')
+                            && b.get(j + 2).is_some_and(|&n| ident_start(n))
+                        {
+                            j += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    return Ok(Some(self.token(TokenKind::Directive, i, j)));
+                }
+                _ if c.is_ascii_digit() => {
+                    // Covers 64, 0x1F, 0b101, 0f3F800000, 0d…, 8.5, 1e-3, 1U.
+                    let mut j = i;
+                    while j < b.len() {
+                        let d = b[j];
+                        let exp_sign = (d == b'-' || d == b'+')
+                            && matches!(b[j - 1], b'e' | b'E')
+                            && !src[i..j].starts_with("0x")
+                            && !src[i..j].starts_with("0X");
+                        if d.is_ascii_alphanumeric() || d == b'.' || exp_sign {
+                            j += 1;
+                        } else {
+                            break;
+                        }
+                    }
+                    return Ok(Some(self.token(TokenKind::Number, i, j)));
+                }
+                _ if ident_start(c) => {
+                    let mut j = i + 1;
+                    while j < b.len() && ident_continue(b[j]) {
+                        j += 1;
+                    }
+                    return Ok(Some(self.token(TokenKind::Ident, i, j)));
+                }
+                _ => {
+                    if strict {
+                        let at = self.col(i);
+                        if c == 0 {
+                            return Err(fail(self.line, at, LexErrorKind::Nul));
+                        }
+                        if !c.is_ascii() {
+                            return Err(fail(self.line, at, LexErrorKind::NonAscii(c)));
+                        }
+                        if c.is_ascii_control() {
+                            return Err(fail(self.line, at, LexErrorKind::Control(c)));
+                        }
+                    }
+                    // One character, UTF-8 aware so slicing never splits a code point.
+                    let len = src[i..].chars().next().map_or(1, char::len_utf8);
+                    return Ok(Some(self.token(TokenKind::Punct, i, i + len)));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn token(&mut self, kind: TokenKind, start: usize, end: usize) -> Token<'a> {
+        self.i = end;
+        Token {
+            kind,
+            text: &self.src[start..end],
+            line: self.line,
+            col: self.col(start),
+        }
+    }
+}
+
+fn fail(line: u32, col: u32, kind: LexErrorKind) -> LexError {
+    LexError { line, col, kind }
+}
+
+/// A byte inside a comment or string: NUL is fatal, non-ASCII is noted once per line.
+fn note(notes: &mut Vec<NonAsciiNote>, c: u8, line: u32, col: u32) -> Result<(), LexError> {
+    if c == 0 {
+        return Err(fail(line, col, LexErrorKind::Nul));
+    }
+    if !c.is_ascii() && !matches!(notes.last(), Some(n) if n.line == line) {
+        notes.push(NonAsciiNote { line, col, byte: c });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -239,5 +431,63 @@ mod tests {
         assert!(kinds("/* never closed").is_empty());
         assert_eq!(kinds("\"open").len(), 1);
         assert_eq!(kinds("é;").len(), 2);
+    }
+
+    // What ptxas 12.9.86 refuses at the character level, measured on one-line files:
+    // "Unexpected non-ASCII character encountered on line N" for a BOM and for non-ASCII in a
+    // comment or identifier; "unexpected EOF while scanning" for an open comment.
+    #[test]
+    fn checked_lexing_refuses_what_ptxas_refuses() {
+        let kind = |s: &str| lex(s).map(|_| ()).map_err(|e| (e.line, e.col, e.kind));
+        assert_eq!(
+            kind("\u{feff}.version 8.0"),
+            Err((1, 1, LexErrorKind::ByteOrderMark))
+        );
+        assert_eq!(
+            kind(".version 8.0\n.func f\0;"),
+            Err((2, 8, LexErrorKind::Nul))
+        );
+        assert_eq!(
+            kind("a\n  /* x\n\n"),
+            Err((2, 3, LexErrorKind::UnterminatedComment))
+        );
+        assert_eq!(
+            kind(".pragma \"abc;\n"),
+            Err((1, 9, LexErrorKind::UnterminatedString))
+        );
+        assert_eq!(
+            kind(".pragma \"abc"),
+            Err((1, 9, LexErrorKind::UnterminatedString))
+        );
+        assert_eq!(
+            kind(".func \u{e9}"),
+            Err((1, 7, LexErrorKind::NonAscii(0xC3)))
+        );
+        assert_eq!(kind("// \0"), Err((1, 4, LexErrorKind::Nul)));
+        assert_eq!(kind("a \x07"), Err((1, 3, LexErrorKind::Control(7))));
+        // Inside comments and strings: noted, not fatal, one note per line.
+        let l = lex("// caf\u{e9} \u{e9}\n.file 1 \"\u{e9}.cu\"\nret;").unwrap();
+        assert_eq!(
+            l.non_ascii,
+            vec![
+                NonAsciiNote {
+                    line: 1,
+                    col: 7,
+                    byte: 0xC3
+                },
+                NonAsciiNote {
+                    line: 2,
+                    col: 10,
+                    byte: 0xC3
+                }
+            ]
+        );
+        assert_eq!(l.tokens.len(), 5);
+        // Columns are 1-based byte offsets; CR-only line ends count as lines.
+        let t = lex("a\r  .b\r\nc").unwrap().tokens;
+        assert_eq!(
+            t.iter().map(|t| (t.line, t.col)).collect::<Vec<_>>(),
+            vec![(1, 1), (2, 3), (3, 1)]
+        );
     }
 }
