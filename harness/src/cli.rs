@@ -58,9 +58,12 @@ struct RunArgs {
     /// Console output format.
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     format: Format,
-    /// Cases run at once (default: the number of CPUs).
-    #[arg(long, value_name = "N")]
+    /// Cases run at once, 1..=256 (default: the number of CPUs).
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
     jobs: Option<usize>,
+    /// Cases one suite entry may expand to (matrix × table rows; default 100000).
+    #[arg(long, value_name = "N", value_parser = parse_max_cases)]
+    max_cases: Option<u64>,
     /// Where to write JUnit XML (default: reports/<suite>-<timestamp>/junit.xml).
     #[arg(long, value_name = "PATH")]
     junit: Option<PathBuf>,
@@ -94,7 +97,12 @@ enum Cmd {
         json: bool,
     },
     /// Check suite files without running anything (default: every file in suites/).
-    Validate { paths: Vec<PathBuf> },
+    Validate {
+        paths: Vec<PathBuf>,
+        /// Cases one suite entry may expand to (matrix × table rows; default 100000).
+        #[arg(long, value_name = "N", value_parser = parse_max_cases)]
+        max_cases: Option<u64>,
+    },
     /// Show or install the offline toolchain.
     Toolchain {
         #[command(subcommand)]
@@ -244,6 +252,37 @@ pub fn find_root() -> PathBuf {
     built.parent().unwrap_or(built).to_path_buf()
 }
 
+/// The most cases run at once: each is a thread (and for isolated cases a child process), so a
+/// larger figure is a typo that would start that many threads.
+pub const MAX_JOBS: usize = 256;
+
+fn parse_jobs(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number; --jobs is 1..={MAX_JOBS}"))?;
+    if n == 0 || n > MAX_JOBS {
+        return Err(format!(
+            "{n} cases at once is out of range; --jobs is 1..={MAX_JOBS}"
+        ));
+    }
+    Ok(n)
+}
+
+fn parse_max_cases(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{s}`: --max-cases is a whole number, at least 1")),
+    }
+}
+
+/// `--max-cases` reaches every suite load, in this process and in isolated children, through
+/// the environment (set once, before any thread starts).
+fn apply_max_cases(n: Option<u64>) {
+    if let Some(n) = n {
+        std::env::set_var(suite::MAX_CASES_ENV, n.to_string());
+    }
+}
+
 fn error(msg: impl std::fmt::Display) {
     eprintln!("gpucts: {msg}");
 }
@@ -258,9 +297,15 @@ pub fn main() -> i32 {
         }
     };
     match cli.command {
-        None => run(cli.run),
+        None => {
+            apply_max_cases(cli.run.max_cases);
+            run(cli.run)
+        }
         Some(Cmd::Probe { json }) => probe(json),
-        Some(Cmd::Validate { paths }) => validate(paths),
+        Some(Cmd::Validate { paths, max_cases }) => {
+            apply_max_cases(max_cases);
+            validate(paths)
+        }
         Some(Cmd::Toolchain { action }) => toolchain(action),
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Xcall { action }) => xcall(action),

@@ -35,7 +35,49 @@ pub struct Waiver {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct WaiverFile {
-    waivers: Vec<Waiver>,
+    waivers: Vec<serde_saphyr::Spanned<Waiver>>,
+}
+
+/// The longest `cases:`/`platform:` glob (a hand-written id pattern is far shorter; the bound
+/// keeps the compiled automaton small whatever the braces).
+pub const MAX_PATTERN_LEN: usize = 1024;
+/// The deepest `{…}` nesting in a glob.
+pub const MAX_BRACE_DEPTH: usize = 8;
+
+/// The fingerprint keys a `platform:` glob may name (`gpucts probe`): the host keys and one
+/// per toolchain component. A key outside these never matches, so a typo would silently
+/// disable the waiver.
+pub fn platform_keys() -> Vec<&'static str> {
+    let mut keys = vec![
+        "gpucts",
+        "os",
+        "kernel",
+        "arch",
+        "cpu",
+        "cuda",
+        "driver",
+        "gpu",
+        "compute_capability",
+        "gpu_uuid",
+    ];
+    keys.extend(crate::capability::Capability::ALL.iter().map(|c| c.name()));
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// What each key of a waiver file holds, for error messages.
+fn waiver_field_help(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "waivers" => {
+            "`waivers:` is a list of waivers, each with id, cases, reason and an optional platform"
+        }
+        "id" => "`id:` is the waiver's id, unique across the waiver files (e.g. W-ABI-001)",
+        "cases" => "`cases:` is a glob over case ids (`*`, `?`, `{a,b}`)",
+        "reason" => "`reason:` says why the failure is known, as text",
+        "platform" => "`platform:` maps fingerprint keys (see `gpucts probe`) to globs",
+        _ => return None,
+    })
 }
 
 /// A waiver-file problem; the `Display` form starts with the file (and position when known).
@@ -54,27 +96,54 @@ pub enum WaiverError {
         column: u64,
         message: String,
     },
-    #[error("{}: duplicate waiver id `{id}`", file.display())]
-    DuplicateId { file: PathBuf, id: String },
-    #[error("{}: waiver `{id}` gives no reason", file.display())]
-    NoReason { file: PathBuf, id: String },
-    /// A `cases:` or `platform:` glob that does not compile (e.g. an unclosed `{`).
-    #[error("{}waiver `{id}`: bad pattern `{pattern}`: {why}", file.as_ref().map(|f| format!("{}: ", f.display())).unwrap_or_default())]
+    #[error("{}: duplicate waiver id `{id}` (first at line {first}); waiver ids are unique", at(file, *line, *column, ""))]
+    DuplicateId {
+        file: PathBuf,
+        line: u64,
+        column: u64,
+        first: u64,
+        id: String,
+    },
+    #[error("{}waiver `{id}` gives no reason; `reason:` says why the failure is known", at(file, *line, *column, ""))]
+    NoReason {
+        file: PathBuf,
+        line: u64,
+        column: u64,
+        id: String,
+    },
+    /// A `platform:` key that is no fingerprint key.
+    #[error("{}waiver `{id}`: unknown platform key `{key}`; allowed: {}", at(file, *line, *column, ""), platform_keys().join(", "))]
+    UnknownPlatformKey {
+        file: PathBuf,
+        line: u64,
+        column: u64,
+        id: String,
+        key: String,
+    },
+    /// A `cases:` or `platform:` glob that does not compile (e.g. an unclosed `{`) or is over
+    /// the limits.
+    #[error("{}waiver `{id}`: bad pattern `{pattern}`: {why}", file.as_ref().map(|(f, l, c)| at(f, *l, *c, "")).unwrap_or_default())]
     BadPattern {
-        file: Option<PathBuf>,
+        /// The file, line and column of the waiver, when it came from a file.
+        file: Option<(PathBuf, u64, u64)>,
         id: String,
         pattern: String,
         why: String,
     },
-    #[error("waiver id `{id}` appears in two waiver files")]
-    InTwoFiles { id: String },
+    #[error("waiver id `{id}` appears in two waiver files: {} and {}", first.display(), second.display())]
+    InTwoFiles {
+        id: String,
+        first: PathBuf,
+        second: PathBuf,
+    },
 }
 
 fn at(file: &Path, line: u64, column: u64, message: &str) -> String {
+    let msg = if message.is_empty() { "" } else { message };
     if line == 0 {
-        format!("{}: {message}", file.display())
+        format!("{}: {msg}", file.display())
     } else {
-        format!("{}:{line}:{column}: {message}", file.display())
+        format!("{}:{line}:{column}: {msg}", file.display())
     }
 }
 
@@ -82,34 +151,66 @@ fn at(file: &Path, line: u64, column: u64, message: &str) -> String {
 #[derive(Debug, Clone)]
 struct Compiled {
     waiver: Waiver,
+    /// The file it came from (None for a list built in code).
+    file: Option<PathBuf>,
     cases: GlobMatcher,
     platform: Vec<(String, GlobMatcher)>,
 }
 
 /// Globs compile to one automaton each (globset), so `{a,b}.{c,d}` is matched without
-/// expanding the alternatives into every combination.
-fn glob(pattern: &str) -> Result<GlobMatcher, globset::Error> {
+/// expanding the alternatives into every combination; the length and brace depth are bounded
+/// before compiling.
+fn glob(pattern: &str) -> Result<GlobMatcher, String> {
+    if pattern.len() > MAX_PATTERN_LEN {
+        return Err(format!(
+            "{} bytes long; a pattern is at most {MAX_PATTERN_LEN} bytes",
+            pattern.len()
+        ));
+    }
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    let mut escaped = false;
+    for c in pattern.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            '}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest > MAX_BRACE_DEPTH {
+        return Err(format!(
+            "braces nest {deepest} deep; at most {MAX_BRACE_DEPTH}"
+        ));
+    }
     Ok(GlobBuilder::new(pattern)
         .literal_separator(false)
         .backslash_escape(true)
-        .build()?
+        .build()
+        .map_err(|e| e.kind().to_string())?
         .compile_matcher())
 }
 
-fn compile(w: Waiver, file: Option<&Path>) -> Result<Compiled, WaiverError> {
-    let bad = |pattern: &str, e: globset::Error| WaiverError::BadPattern {
-        file: file.map(Path::to_path_buf),
+fn compile(w: Waiver, file: Option<(PathBuf, u64, u64)>) -> Result<Compiled, WaiverError> {
+    let bad = |pattern: &str, why: String| WaiverError::BadPattern {
+        file: file.clone(),
         id: w.id.clone(),
         pattern: pattern.to_string(),
-        why: e.kind().to_string(),
+        why,
     };
     let cases = glob(&w.cases).map_err(|e| bad(&w.cases, e))?;
     let mut platform = Vec::new();
     for (k, pat) in &w.platform {
         platform.push((k.clone(), glob(pat).map_err(|e| bad(pat, e))?));
     }
+    let file = file.map(|(f, _, _)| f);
     Ok(Compiled {
         waiver: w,
+        file,
         cases,
         platform,
     })
@@ -122,43 +223,91 @@ pub struct Waivers {
 
 impl Waivers {
     pub fn load(path: &Path) -> Result<Waivers, WaiverError> {
-        let text = std::fs::read_to_string(path).map_err(|source| WaiverError::Read {
+        let text = crate::suite::input::read_text(path).map_err(|e| WaiverError::Parse {
             file: path.to_path_buf(),
-            source,
+            line: e.line,
+            column: e.column,
+            message: e
+                .message
+                .replacen("cannot read", "cannot read waiver file", 1),
         })?;
-        let f: WaiverFile = crate::suite::from_yaml(&text).map_err(|(line, column, message)| {
-            WaiverError::Parse {
-                file: path.to_path_buf(),
-                line,
-                column,
-                message,
-            }
-        })?;
-        let mut seen = std::collections::HashSet::new();
-        for w in &f.waivers {
-            if !seen.insert(w.id.as_str()) {
+        Waivers::parse(path, &text)
+    }
+
+    /// Read a waiver list from its text; `path` names it in messages.
+    pub fn parse(path: &Path, text: &str) -> Result<Waivers, WaiverError> {
+        let text = crate::suite::input::normalize_line_ends(text);
+        let f: WaiverFile =
+            serde_saphyr::from_str_with_options(&text, crate::suite::yaml_options()).map_err(
+                |e| {
+                    let (line, column) = e
+                        .location()
+                        .map(|l| (l.line(), l.column()))
+                        .unwrap_or((0, 0));
+                    WaiverError::Parse {
+                        file: path.to_path_buf(),
+                        line,
+                        column,
+                        message: crate::suite::explain(
+                            &text,
+                            line,
+                            column,
+                            &crate::suite::bare_message(&e),
+                            waiver_field_help,
+                        ),
+                    }
+                },
+            )?;
+        let mut seen = std::collections::HashMap::new();
+        let keys = platform_keys();
+        for sw in &f.waivers {
+            let (line, column) = (sw.referenced.line(), sw.referenced.column());
+            let w = &sw.value;
+            if let Some(first) = seen.insert(w.id.as_str(), line) {
                 return Err(WaiverError::DuplicateId {
                     file: path.to_path_buf(),
+                    line,
+                    column,
+                    first,
                     id: w.id.clone(),
                 });
             }
             if w.reason.trim().is_empty() {
                 return Err(WaiverError::NoReason {
                     file: path.to_path_buf(),
+                    line,
+                    column,
                     id: w.id.clone(),
+                });
+            }
+            if let Some(k) = w.platform.keys().find(|k| !keys.contains(&k.as_str())) {
+                return Err(WaiverError::UnknownPlatformKey {
+                    file: path.to_path_buf(),
+                    line,
+                    column,
+                    id: w.id.clone(),
+                    key: k.clone(),
                 });
             }
         }
         let list = f
             .waivers
             .into_iter()
-            .map(|w| compile(w, Some(path)))
+            .map(|sw| {
+                let at = (
+                    path.to_path_buf(),
+                    sw.referenced.line(),
+                    sw.referenced.column(),
+                );
+                compile(sw.value, Some(at))
+            })
             .collect::<Result<_, _>>()?;
         Ok(Waivers { list })
     }
 
     /// The waivers of a run: the default file under `root` (unless `no_default`, or when it is
-    /// absent) and then each of `extra`, ids unique across all.
+    /// absent) and then each of `extra`, ids unique across all. A file named twice (the
+    /// default file given again with `--waivers`) is read once.
     pub fn load_run(
         root: &Path,
         no_default: bool,
@@ -171,7 +320,12 @@ impl Waivers {
         }
         files.extend(extra.iter().cloned());
         let mut waivers = Waivers::default();
+        let mut read = std::collections::HashSet::new();
         for f in &files {
+            let same = std::fs::canonicalize(f).unwrap_or_else(|_| f.clone());
+            if !read.insert(same) {
+                continue;
+            }
             waivers.extend(Waivers::load(f)?)?;
         }
         Ok(waivers)
@@ -188,9 +342,12 @@ impl Waivers {
     /// Add another file's waivers; ids must stay unique.
     pub fn extend(&mut self, other: Waivers) -> Result<(), WaiverError> {
         for w in other.list {
-            if self.list.iter().any(|x| x.waiver.id == w.waiver.id) {
+            if let Some(x) = self.list.iter().find(|x| x.waiver.id == w.waiver.id) {
+                let shown = |f: &Option<PathBuf>| f.clone().unwrap_or_else(|| "(built in)".into());
                 return Err(WaiverError::InTwoFiles {
                     id: w.waiver.id.clone(),
+                    first: shown(&x.file),
+                    second: shown(&w.file),
                 });
             }
             self.list.push(w);
@@ -274,6 +431,69 @@ mod tests {
         );
     }
 
+    fn parse_err(text: &str) -> String {
+        Waivers::parse(Path::new("w.yaml"), text)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn waiver_errors_carry_file_line_and_column() {
+        // Issue 10: waiver errors had no line; a typo in a key was ignored.
+        let e = parse_err("waivers:\n  - id: A\n    cases: \"x\"\n    reasn: r\n");
+        assert!(e.starts_with("w.yaml:4:"), "{e}");
+        assert!(
+            e.contains("unknown key `reasn`") && e.contains("reason"),
+            "{e}"
+        );
+        let e = parse_err(
+            "waivers:\n  - {id: A, cases: x, reason: r}\n  - {id: A, cases: y, reason: r}\n",
+        );
+        assert!(
+            e.starts_with("w.yaml:3:") && e.contains("duplicate waiver id `A`"),
+            "{e}"
+        );
+        let e = parse_err("waivers:\n  - {id: A, cases: x, reason: \" \"}\n");
+        assert!(
+            e.starts_with("w.yaml:2:") && e.contains("gives no reason"),
+            "{e}"
+        );
+        let e = parse_err("waivers:\n  - {id: A, cases: \"a{b\", reason: r}\n");
+        assert!(
+            e.starts_with("w.yaml:2:") && e.contains("bad pattern"),
+            "{e}"
+        );
+        let e = parse_err("waivers:\n  - {id: A, cases: x, reason: r, platform: {clnag: \"*\"}}\n");
+        assert!(
+            e.starts_with("w.yaml:2:")
+                && e.contains("unknown platform key `clnag`")
+                && e.contains("clang"),
+            "{e}"
+        );
+        let e = parse_err("waivers:\n  - {id: A, cases: x, id: B, reason: r}\n");
+        assert!(
+            !e.contains("DuplicateKeyPolicy") && e.contains("`id` is given twice"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn deeply_nested_or_huge_globs_are_refused_before_compiling() {
+        let deep = "{a,".repeat(50) + &"}".repeat(50);
+        let e = parse_err(&format!(
+            "waivers:\n  - {{id: A, cases: \"{deep}\", reason: r}}\n"
+        ));
+        assert!(e.contains("nest 50 deep; at most 8"), "{e}");
+        let long = "a".repeat(2000);
+        let e = parse_err(&format!(
+            "waivers:\n  - {{id: A, cases: \"{long}\", reason: r}}\n"
+        ));
+        assert!(
+            e.contains("2000 bytes long; a pattern is at most 1024"),
+            "{e}"
+        );
+    }
+
     #[test]
     fn many_brace_groups_do_not_expand_exponentially() {
         // 20 groups of 4 alternatives: 4^20 (about 10^12) expansions for a brace expander; a
@@ -307,8 +527,20 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let w = Waivers::load_run(&root, false, &[]).unwrap();
         assert!(w.iter().count() > 0);
-        let twice = Waivers::load_run(&root, false, &[root.join(DEFAULT_FILE)]).unwrap_err();
-        assert!(matches!(twice, WaiverError::InTwoFiles { .. }), "{twice}");
+        // Issue 10: the default file named again with --waivers failed without naming a file;
+        // it is the same file, read once.
+        let twice = Waivers::load_run(&root, false, &[root.join(DEFAULT_FILE)]).unwrap();
+        assert_eq!(twice.iter().count(), w.iter().count());
+        // A copy elsewhere is another file: its ids clash, and both files are named.
+        let dir = tempfile::tempdir().unwrap();
+        let copy = dir.path().join("copy.yaml");
+        std::fs::copy(root.join(DEFAULT_FILE), &copy).unwrap();
+        let e = Waivers::load_run(&root, false, &[copy]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("known-divergences.yaml") && msg.contains("copy.yaml"),
+            "{msg}"
+        );
         assert!(Waivers::load_run(&root, true, &[])
             .unwrap()
             .iter()

@@ -239,8 +239,13 @@ fn member_err(t: &TypeDef, f: &Field, e: &str) -> String {
 /// `{"address_size": 64, "types": [{"name", "kind", "size", "align", "members": [{"name",
 /// "offset", "bit_offset"?, "bit_width"?, "size", "align"}]}]}`.
 pub fn layout_file_json(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (a, types) = super::types::parse_type_file(&text, &path.display().to_string())?;
+    let text = crate::suite::input::read_text(path).map_err(|e| e.to_string())?;
+    layout_text_json(&text, &path.display().to_string())
+}
+
+/// [`layout_file_json`] on a type file's text; `origin` names it in messages.
+pub fn layout_text_json(text: &str, origin: &str) -> Result<String, String> {
+    let (a, types) = super::types::parse_type_file(text, origin)?;
     #[derive(Serialize)]
     struct Entry<'a> {
         name: &'a str,
@@ -258,7 +263,7 @@ pub fn layout_file_json(path: &std::path::Path) -> Result<String, String> {
         types: Vec::new(),
     };
     for t in super::types::all_records(&types) {
-        let l = layout(t, a).map_err(|e| format!("{}: {e}", path.display()))?;
+        let l = layout(t, a).map_err(|e| format!("{origin}: {e}"))?;
         out.types.push(Entry {
             name: &t.name,
             kind: t.kind.keyword(),

@@ -25,10 +25,11 @@
 //! the 3-element vector the alignment of its element). The clang oracle therefore checks every
 //! rule around vectors (placement, padding, nesting), not the vector alignment rule itself.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use serde::Deserialize;
+use serde_saphyr::Spanned;
 
 /// The C scalar types the engine knows, each mapped to a row of the fundamental-types table
 /// (ptx-interop 13.2 §1.1) or, for `long` and pointers, to the host's `.address_size`.
@@ -254,7 +255,7 @@ struct FileRepr {
     /// `.address_size` of the module the types live in: 32 or 64 (the default).
     #[serde(default)]
     address_size: Option<u32>,
-    types: Vec<TypeDefRepr>,
+    types: Vec<Spanned<TypeDefRepr>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -263,7 +264,7 @@ struct TypeDefRepr {
     name: String,
     #[serde(default)]
     kind: Option<String>,
-    members: Vec<MemberRepr>,
+    members: Vec<Spanned<MemberRepr>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -285,8 +286,8 @@ enum TyRepr {
     Name(String),
     Vector { vector: String, count: u32 },
     Array { array: Box<TyRepr>, count: u64 },
-    Struct(Vec<MemberRepr>),
-    Union(Vec<MemberRepr>),
+    Struct(Vec<Spanned<MemberRepr>>),
+    Union(Vec<Spanned<MemberRepr>>),
 }
 
 impl<'de> Deserialize<'de> for TyRepr {
@@ -364,27 +365,81 @@ pub fn parse_type_file(
     Ok((address_size, parse_type_defs(file, origin)?))
 }
 
+/// The most members one type may hold once every use of an earlier type is counted again
+/// (a type used twice in each of 24 nested types is 2^24 members: gigabytes). Checked while
+/// resolving, before a type is copied into another.
+pub const MAX_TYPE_MEMBERS: u64 = 100_000;
+
+/// The same count over all the types of one file.
+pub const MAX_FILE_MEMBERS: u64 = 1_000_000;
+
+/// A reading error: line, column (0 when unknown) and message.
+type At = (u64, u64, String);
+
+fn pos<T>(s: &Spanned<T>) -> (u64, u64) {
+    (s.referenced.line(), s.referenced.column())
+}
+
 fn parse_type_defs(file: FileRepr, origin: &str) -> Result<Vec<TypeDef>, String> {
+    let show = |(l, c, m): At| {
+        if l == 0 {
+            format!("{origin}: {m}")
+        } else {
+            format!("{origin}:{l}:{c}: {m}")
+        }
+    };
     let mut defined: Vec<TypeDef> = Vec::new();
-    for t in file.types {
+    // Members of each defined type, every nested use counted (see MAX_TYPE_MEMBERS).
+    let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    for st in file.types {
+        let (l, c) = pos(&st);
+        let t = st.value;
         let kind = match t.kind.as_deref() {
             None | Some("struct") => RecordKind::Struct,
             Some("union") => RecordKind::Union,
             Some(k) => {
-                return Err(format!(
-                    "{origin}: type `{}`: unknown kind `{k}` (expected struct or union)",
-                    t.name
-                ))
+                return Err(show((
+                    l,
+                    c,
+                    format!(
+                        "type `{}`: unknown kind `{k}`; `kind:` is struct or union",
+                        t.name
+                    ),
+                )))
             }
         };
-        if !is_identifier(&t.name) {
-            return Err(format!("{origin}: `{}` is not a C identifier", t.name));
-        }
+        check_name(&t.name, "type name").map_err(|m| show((l, c, m)))?;
         if defined.iter().any(|d| d.name == t.name) {
-            return Err(format!("{origin}: type `{}` defined twice", t.name));
+            return Err(show((
+                l,
+                c,
+                format!("type `{}` defined twice; type names are unique", t.name),
+            )));
         }
-        let def = resolve_record(&t.name, kind, &t.members, &defined)
-            .map_err(|e| format!("{origin}: {e}"))?;
+        let mut budget = 0u64;
+        let def = resolve_record(
+            &t.name,
+            kind,
+            &t.members,
+            &defined,
+            &sizes,
+            &mut budget,
+            (l, c),
+        )
+        .map_err(show)?;
+        total = total.saturating_add(budget);
+        if total > MAX_FILE_MEMBERS {
+            return Err(show((
+                l,
+                c,
+                format!(
+                    "the types up to `{}` add up to {total} members when each use of a type is counted; at most {MAX_FILE_MEMBERS} per file",
+                    def.name
+                ),
+            )));
+        }
+        sizes.insert(def.name.clone(), budget);
         defined.push(def);
     }
     // A nested anonymous aggregate is named OUTER_MEMBER; it must not clash with a type of
@@ -409,50 +464,201 @@ fn is_identifier(s: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
+/// C11 and C++17 keywords (and the alternative operator spellings): the oracles compile the
+/// types as C (clang) and C++ (NVRTC), where a keyword cannot name a type or member.
+const KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "bool",
+    "break",
+    "case",
+    "catch",
+    "char",
+    "char16_t",
+    "char32_t",
+    "char8_t",
+    "class",
+    "compl",
+    "concept",
+    "const",
+    "const_cast",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "continue",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "decltype",
+    "default",
+    "delete",
+    "do",
+    "double",
+    "dynamic_cast",
+    "else",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "false",
+    "float",
+    "for",
+    "friend",
+    "goto",
+    "if",
+    "inline",
+    "int",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "requires",
+    "restrict",
+    "return",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "true",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "while",
+    "xor",
+    "xor_eq",
+    "_Alignas",
+    "_Alignof",
+    "_Atomic",
+    "_Bool",
+    "_Complex",
+    "_Generic",
+    "_Imaginary",
+    "_Noreturn",
+    "_Static_assert",
+    "_Thread_local",
+];
+
+/// A type or member name must be a C identifier and no C/C++ keyword.
+fn check_name(n: &str, what: &str) -> Result<(), String> {
+    if !is_identifier(n) {
+        return Err(format!(
+            "{what} `{n}` is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)"
+        ));
+    }
+    if KEYWORDS.contains(&n) {
+        return Err(format!(
+            "{what} `{n}` is a C/C++ keyword; names must be identifiers that are not keywords"
+        ));
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
 fn resolve_record(
     name: &str,
     kind: RecordKind,
-    members: &[MemberRepr],
+    members: &[Spanned<MemberRepr>],
     defined: &[TypeDef],
-) -> Result<TypeDef, String> {
+    sizes: &BTreeMap<String, u64>,
+    budget: &mut u64,
+    at: (u64, u64),
+) -> Result<TypeDef, At> {
     let mut fields = Vec::new();
     let mut seen = BTreeSet::new();
-    for (i, m) in members.iter().enumerate() {
+    for (i, sm) in members.iter().enumerate() {
+        let (l, c) = pos(sm);
+        let m = &sm.value;
         let what = match &m.name {
             Some(n) => format!("type `{name}` member `{n}`"),
             None => format!("type `{name}` member #{i}"),
         };
+        let fail = |e: String| (l, c, format!("{what}: {e}"));
+        *budget += 1;
+        if *budget > MAX_TYPE_MEMBERS {
+            return Err(fail(format!(
+                "type `{name}` grows past {MAX_TYPE_MEMBERS} members when each use of a type is counted; at most {MAX_TYPE_MEMBERS}"
+            )));
+        }
         if let Some(n) = &m.name {
-            if !is_identifier(n) {
-                return Err(format!("{what}: not a C identifier"));
-            }
+            check_name(n, "member name").map_err(|e| (l, c, format!("type `{name}`: {e}")))?;
             if !seen.insert(n.clone()) {
-                return Err(format!("{what}: duplicate member name"));
+                return Err(fail("duplicate member name".into()));
             }
         }
         let ty = match (&m.ty, m.bits) {
             // §1.3: when no type is provided the bit field's type defaults to int.
             (None, Some(_)) => Ty::Scalar(Scalar::Int),
-            (None, None) => return Err(format!("{what}: needs `type` (or `bits`)")),
-            (Some(t), _) => resolve_ty(t, &format!("{name}_{}", field_tag(m, i)), defined)
-                .map_err(|e| format!("{what}: {e}"))?,
+            (None, None) => return Err(fail("needs `type` (or `bits`)".into())),
+            (Some(t), _) => resolve_ty(
+                t,
+                &format!("{name}_{}", field_tag(m, i)),
+                defined,
+                sizes,
+                budget,
+                (l, c),
+            )
+            .map_err(|(el, ec, e)| {
+                if el == l && ec == c {
+                    (l, c, format!("{what}: {e}"))
+                } else {
+                    (el, ec, e)
+                }
+            })?,
         };
         let field = Field {
             name: m.name.clone(),
             ty,
             bits: m.bits,
         };
-        validate_field(&field).map_err(|e| format!("{what}: {e}"))?;
+        validate_field(&field).map_err(fail)?;
         fields.push(field);
     }
     if fields.is_empty() {
-        return Err(format!(
-            "type `{name}`: has no members (empty aggregates are not C)"
+        return Err((
+            at.0,
+            at.1,
+            format!("type `{name}`: has no members (empty aggregates are not C)"),
         ));
     }
     if !fields.iter().any(|f| f.name.is_some()) {
-        return Err(format!(
-            "type `{name}`: has no named member (C requires at least one)"
+        return Err((
+            at.0,
+            at.1,
+            format!("type `{name}`: has no named member (C requires at least one)"),
         ));
     }
     Ok(TypeDef {
@@ -496,7 +702,15 @@ pub fn validate_field(f: &Field) -> Result<(), String> {
     Ok(())
 }
 
-fn resolve_ty(t: &TyRepr, anon_name: &str, defined: &[TypeDef]) -> Result<Ty, String> {
+fn resolve_ty(
+    t: &TyRepr,
+    anon_name: &str,
+    defined: &[TypeDef],
+    sizes: &BTreeMap<String, u64>,
+    budget: &mut u64,
+    at: (u64, u64),
+) -> Result<Ty, At> {
+    let fail = |m: String| (at.0, at.1, m);
     Ok(match t {
         TyRepr::Name(n) => {
             if let Some(s) = Scalar::parse(n) {
@@ -504,33 +718,49 @@ fn resolve_ty(t: &TyRepr, anon_name: &str, defined: &[TypeDef]) -> Result<Ty, St
             } else if let Some(v) = parse_vector_shorthand(n) {
                 v
             } else if let Some(d) = defined.iter().find(|d| d.name == *n) {
+                // Checked before the copy: the copy is what grows exponentially.
+                *budget = budget.saturating_add(sizes.get(n).copied().unwrap_or(0));
+                if *budget > MAX_TYPE_MEMBERS {
+                    return Err(fail(format!(
+                        "using `{n}` here grows the type past {MAX_TYPE_MEMBERS} members when each use of a type is counted; at most {MAX_TYPE_MEMBERS}"
+                    )));
+                }
                 Ty::Record(Box::new(d.clone()))
             } else {
-                return Err(format!("unknown type `{n}` (not a scalar, a vector like float4, or a type defined above)"));
+                return Err(fail(format!("unknown type `{n}`; a type is a scalar (int, float, ...), a vector like float4, or a type defined above")));
             }
         }
         TyRepr::Vector { vector, count } => {
             let s = Scalar::parse(vector)
-                .ok_or_else(|| format!("unknown vector element type `{vector}`"))?;
+                .ok_or_else(|| fail(format!("unknown vector element type `{vector}`")))?;
             Ty::Vector(s, *count)
         }
         TyRepr::Array { array, count } => {
             if *count == 0 {
-                return Err("array count must be at least 1".into());
+                return Err(fail("array count must be at least 1".into()));
             }
-            Ty::Array(Box::new(resolve_ty(array, anon_name, defined)?), *count)
+            Ty::Array(
+                Box::new(resolve_ty(array, anon_name, defined, sizes, budget, at)?),
+                *count,
+            )
         }
         TyRepr::Struct(m) => Ty::Record(Box::new(resolve_record(
             anon_name,
             RecordKind::Struct,
             m,
             defined,
+            sizes,
+            budget,
+            at,
         )?)),
         TyRepr::Union(m) => Ty::Record(Box::new(resolve_record(
             anon_name,
             RecordKind::Union,
             m,
             defined,
+            sizes,
+            budget,
+            at,
         )?)),
     })
 }
@@ -666,6 +896,59 @@ pub fn render_c_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn err(text: &str) -> String {
+        parse_types(text, "t.yaml").unwrap_err()
+    }
+
+    #[test]
+    fn doubly_nested_types_are_bounded_before_they_are_copied() {
+        // Issue 10: 24 types each holding two of the previous one took 4 GB in `abi layout`.
+        let mut text =
+            "types:\n  - name: T0\n    members: [{name: a, type: int}, {name: b, type: int}]\n"
+                .to_string();
+        for i in 1..24 {
+            text += &format!(
+                "  - name: T{i}\n    members: [{{name: a, type: T{p}}}, {{name: b, type: T{p}}}]\n",
+                p = i - 1
+            );
+        }
+        let t0 = std::time::Instant::now();
+        let e = err(&text);
+        assert!(t0.elapsed().as_secs() < 5);
+        assert!(
+            e.contains("at most 100000") && e.starts_with("t.yaml:"),
+            "{e}"
+        );
+        // Ten levels (2^11 members) are fine.
+        let ten: String = text.lines().take(21).map(|l| format!("{l}\n")).collect();
+        assert_eq!(parse_types(&ten, "t.yaml").unwrap().len(), 10);
+    }
+
+    #[test]
+    fn names_must_be_unique_identifiers_and_no_keywords() {
+        let e = err("types:\n  - name: S\n    members: [{name: a, type: int}]\n  - name: S\n    members: [{name: b, type: int}]\n");
+        assert!(
+            e.starts_with("t.yaml:4:5:") && e.contains("`S` defined twice"),
+            "{e}"
+        );
+        let e = err("types:\n  - name: struct\n    members: [{name: a, type: int}]\n");
+        assert!(e.starts_with("t.yaml:2:5:") && e.contains("keyword"), "{e}");
+        let e = err("types:\n  - name: S\n    members:\n      - {name: a, type: int}\n      - {name: class, type: int}\n");
+        assert!(
+            e.starts_with("t.yaml:5:9:") && e.contains("`class` is a C/C++ keyword"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_type_is_reported_at_its_member() {
+        let e = err("types:\n  - name: S\n    members:\n      - {name: a, type: int}\n      - {name: b, type: Nope}\n");
+        assert!(
+            e.starts_with("t.yaml:5:9:") && e.contains("unknown type `Nope`"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn parses_every_member_form() {

@@ -57,7 +57,7 @@ struct RawSuite {
 struct RawDefaults {
     #[serde(default)]
     requires: Vec<Capability>,
-    timeout_s: Option<f64>,
+    timeout_s: Option<Spanned<f64>>,
     isolate: Option<bool>,
 }
 
@@ -68,7 +68,7 @@ struct RawCase {
     clause: String,
     #[serde(default)]
     requires: Vec<Capability>,
-    timeout_s: Option<f64>,
+    timeout_s: Option<Spanned<f64>>,
     isolate: Option<bool>,
     #[serde(default)]
     matrix: BTreeMap<String, Axis>,
@@ -89,35 +89,110 @@ pub struct LoadedSuite {
 }
 
 const DEFAULT_TIMEOUT_S: f64 = 120.0;
+/// The longest per-case timeout a suite may ask for (one day): a larger figure is a typo, and
+/// `Duration::from_secs_f64` panics on infinity.
+pub const MAX_TIMEOUT_S: f64 = 86_400.0;
 
-fn id_is_well_formed(id: &str) -> bool {
+/// What each key of a suite file holds, in the suite format's terms (issue 17 item 4: an error
+/// names the field and what is allowed).
+pub fn suite_field_help(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "area" => "`area:` names the spec area (abi, xcall, syscalls, atomics, dwarf, gpudirect, selftest)",
+        "description" => "`description:` is free text",
+        "defaults" => "`defaults:` is a mapping with `requires`, `timeout_s` and `isolate`",
+        "cases" => "`cases:` is a list of case entries (id, clause, check, ...)",
+        "id" => "`id:` is a dotted case id `<area>.group.case` of [A-Za-z0-9_+-] segments",
+        "clause" => "`clause:` is the spec clause the case checks, as text (e.g. `ptx-interop 13.2 §2.3`)",
+        "requires" => "`requires:` is a list of capability names (gpu, ptxas, nvrtc, clang, kmod, ...)",
+        "timeout_s" => "`timeout_s:` is a number of seconds, above 0 and at most 86400",
+        "isolate" => "`isolate:` is true or false",
+        "matrix" => "`matrix:` maps a key to a list of values `[a, b]` or to `{range: [lo, hi]}` (integers, lo < hi)",
+        "range" => "`range:` is two integers `[lo, hi]` with lo < hi (hi excluded)",
+        "table" => "`table:` is a list of mappings, one row of parameter values each",
+        "exclude" => "`exclude:` is a list of mappings from matrix or table keys to values",
+        "check" => "`check:` is the area's check content",
+        _ => return None,
+    })
+}
+
+/// Whether an id (expanded or a template, when `template`) obeys the id rule: dotted, non-empty
+/// segments of `[A-Za-z0-9_+-]` (`{}` allowed in templates only).
+pub fn id_is_well_formed(id: &str, template: bool) -> bool {
     !id.is_empty()
         && id.split('.').all(|seg| {
             !seg.is_empty()
-                && seg
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_-+{}".contains(c))
+                && seg.chars().all(|c| {
+                    c.is_ascii_alphanumeric() || "_-+".contains(c) || (template && "{}".contains(c))
+                })
         })
+}
+
+/// Limits a suite load enforces before expanding anything.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Cases one entry may expand to (matrix product × table rows, before excludes).
+    pub max_cases_per_entry: u64,
+}
+
+/// The environment variable the `--max-cases` flag sets, so an isolated child loading the same
+/// file applies the same limit.
+pub const MAX_CASES_ENV: &str = "GPUCTS_MAX_CASES";
+
+impl Default for Limits {
+    fn default() -> Self {
+        let max = std::env::var(MAX_CASES_ENV)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(matrix::MAX_CASES_PER_ENTRY);
+        Limits {
+            max_cases_per_entry: max,
+        }
+    }
 }
 
 /// Load one suite file, parsing its checks with the parser `areas` has for its `area:`. Every
 /// problem found is returned, not only the first.
 pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteError>> {
+    let text = super::input::read_text(path).map_err(|e| vec![e])?;
+    load_text(path, &text, areas, &Limits::default())
+}
+
+/// [`load_text`] on raw bytes (UTF-8 checked with a position; line ends normalised).
+pub fn load_bytes(
+    path: &Path,
+    bytes: &[u8],
+    areas: &Areas,
+    limits: &Limits,
+) -> Result<LoadedSuite, Vec<SuiteError>> {
+    let text = super::input::decode(path, bytes).map_err(|e| vec![e])?;
+    load_text(path, &text, areas, limits)
+}
+
+/// Load a suite from its text; `path` names it in messages and in the cases.
+pub fn load_text(
+    path: &Path,
+    text: &str,
+    areas: &Areas,
+    limits: &Limits,
+) -> Result<LoadedSuite, Vec<SuiteError>> {
     let err_at = |line: u64, column: u64, message: String| SuiteError {
         file: path.to_path_buf(),
         line,
         column,
         message,
     };
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| vec![err_at(0, 0, format!("cannot read suite file: {e}"))])?;
+    let text = super::input::normalize_line_ends(text);
     let raw: RawSuite =
         serde_saphyr::from_str_with_options(&text, yaml_options()).map_err(|e| {
             let (line, column) = e
                 .location()
                 .map(|l| (l.line(), l.column()))
                 .unwrap_or((0, 0));
-            vec![err_at(line, column, bare_message(&e))]
+            vec![err_at(
+                line,
+                column,
+                explain(&text, line, column, &bare_message(&e), suite_field_help),
+            )]
         })?;
 
     let mut errors = Vec::new();
@@ -127,20 +202,44 @@ pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteErr
             raw.area.referenced.line(),
             raw.area.referenced.column(),
             format!(
-                "unknown area `{area}` (expected one of: {})",
+                "unknown area `{area}`; `area:` is one of: {}",
                 areas.names().join(", ")
             ),
         )]);
     };
+    let check_timeout = |t: &Option<Spanned<f64>>, errors: &mut Vec<SuiteError>| -> Option<f64> {
+        let t = t.as_ref()?;
+        let v = t.value;
+        if v.is_finite() && v > 0.0 && v <= MAX_TIMEOUT_S {
+            Some(v)
+        } else {
+            errors.push(err_at(
+                t.referenced.line(),
+                t.referenced.column(),
+                format!(
+                    "`timeout_s: {v}` is out of range; `timeout_s:` is a number of seconds, above 0 and at most {MAX_TIMEOUT_S}"
+                ),
+            ));
+            None
+        }
+    };
+    let default_timeout = check_timeout(&raw.defaults.timeout_s, &mut errors);
 
     let mut cases = Vec::new();
     for spanned in &raw.cases {
         let (line, column) = (spanned.referenced.line(), spanned.referenced.column());
         let entry = &spanned.value;
+        let timeout_s = match &entry.timeout_s {
+            Some(_) => match check_timeout(&entry.timeout_s, &mut errors) {
+                Some(t) => t,
+                None => continue,
+            },
+            None => default_timeout.unwrap_or(DEFAULT_TIMEOUT_S),
+        };
         let mut fail = |m: String| errors.push(err_at(line, column, m));
-        if !id_is_well_formed(&entry.id) {
+        if !id_is_well_formed(&entry.id, true) {
             fail(format!(
-                "case id `{}` is not a dotted id of [A-Za-z0-9_+-] segments",
+                "case id `{}` breaks the id rule; `id:` is dotted, non-empty segments of [A-Za-z0-9_+-] (and `{{key}}` placeholders)",
                 entry.id
             ));
             continue;
@@ -150,11 +249,20 @@ pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteErr
             continue;
         }
         if entry.clause.trim().is_empty() {
-            fail(format!("case `{}` names no spec clause", entry.id));
+            fail(format!(
+                "case `{}` names no spec clause; {}",
+                entry.id,
+                suite_field_help("clause").unwrap_or_default()
+            ));
             continue;
         }
-        let expanded = match matrix::expand(&entry.id, &entry.matrix, &entry.table, &entry.exclude)
-        {
+        let expanded = match matrix::expand_limited(
+            &entry.id,
+            &entry.matrix,
+            &entry.table,
+            &entry.exclude,
+            limits.max_cases_per_entry,
+        ) {
             Ok(p) => p,
             Err(e) => {
                 fail(format!("case `{}`: {e}", entry.id));
@@ -163,6 +271,13 @@ pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteErr
         };
         for params in expanded {
             let id = matrix::substitute_text(&entry.id, &params);
+            if !id_is_well_formed(&id, false) {
+                fail(format!(
+                    "case `{}` expands to the id `{id}`, which breaks the id rule (dotted, non-empty segments of [A-Za-z0-9_+-]); change the matrix or table value",
+                    entry.id
+                ));
+                break;
+            }
             let content = matrix::substitute_value(&entry.check, &params);
             let check = match parser.parse(content) {
                 Ok(c) => c,
@@ -176,10 +291,6 @@ pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteErr
             requires.extend(check.requires());
             requires.sort();
             requires.dedup();
-            let timeout_s = entry
-                .timeout_s
-                .or(raw.defaults.timeout_s)
-                .unwrap_or(DEFAULT_TIMEOUT_S);
             let isolate =
                 entry.isolate.or(raw.defaults.isolate).unwrap_or(false) || check.isolate();
             cases.push(Case {
@@ -188,7 +299,7 @@ pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteErr
                 clause: matrix::substitute_text(&entry.clause, &params),
                 requires,
                 isolate,
-                timeout: Duration::from_secs_f64(timeout_s.max(0.001)),
+                timeout: Duration::from_secs_f64(timeout_s),
                 origin: format!("{}:{line}:{column}", path.display()),
                 file: path.to_path_buf(),
                 check,
@@ -220,6 +331,128 @@ pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteErr
     }
 }
 
+/// The key written on `line` of `text` before `column` (`  - clause:` gives `clause`), for
+/// naming the field a YAML error is about.
+fn field_at(text: &str, line: u64, column: u64) -> Option<String> {
+    let l = text
+        .lines()
+        .nth(usize::try_from(line.checked_sub(1)?).ok()?)?;
+    let upto: String = l
+        .chars()
+        .take(usize::try_from(column).unwrap_or(usize::MAX))
+        .collect();
+    // The last `key:` before the column; else the line's first key.
+    let key_of = |s: &str| -> Option<String> {
+        let s = s.trim_end();
+        let s = s.strip_suffix(':')?;
+        let start = s
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let k = &s[start..];
+        (!k.is_empty()).then(|| k.to_string())
+    };
+    if let Some(i) = upto.rfind(':') {
+        if let Some(k) = key_of(&upto[..=i]) {
+            return Some(k);
+        }
+    }
+    let t = l.trim_start().trim_start_matches("- ").trim_start();
+    let end = t.find(':')?;
+    key_of(&t[..=end])
+}
+
+/// A YAML reader's message rewritten in the file format's terms: no library advice ("set
+/// DuplicateKeyPolicy in Options", "use Option<String>", "untagged enum"), the field named
+/// (from the source line), and what the field allows when `help` knows it.
+pub fn explain(
+    text: &str,
+    line: u64,
+    column: u64,
+    msg: &str,
+    help: fn(&str) -> Option<&'static str>,
+) -> String {
+    let field = field_at(text, line, column);
+    let named = |f: &Option<String>| {
+        f.as_ref()
+            .map(|f| format!("`{f}`"))
+            .unwrap_or_else(|| "this value".to_string())
+    };
+    let allowed = |f: &Option<String>| {
+        f.as_deref()
+            .and_then(help)
+            .map(|h| format!("; {h}"))
+            .unwrap_or_default()
+    };
+    if let Some(rest) = msg.strip_prefix("duplicate mapping key") {
+        let key = rest
+            .trim_start_matches(':')
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .trim();
+        return if key.is_empty() {
+            "a key is given twice in one mapping; each key may appear once".to_string()
+        } else {
+            format!("key `{key}` is given twice in one mapping; each key may appear once")
+        };
+    }
+    if msg.contains("cannot deserialize null") {
+        let h = allowed(&field);
+        return if h.is_empty() {
+            format!("{} has no value; write one", named(&field))
+        } else {
+            format!("{} has no value{h}", named(&field))
+        };
+    }
+    if msg.contains("untagged enum") || msg.contains("did not match any variant") {
+        return format!(
+            "{} is not of an allowed form{}",
+            named(&field),
+            allowed(&field)
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("budget breached: ") {
+        return format!(
+            "the file is too large or too deeply nested for a hand-written file ({}); split it or simplify it",
+            rest.replace(['{', '}'], "").trim()
+        );
+    }
+    if let Some(rest) = msg.strip_prefix("unknown field ") {
+        let (name, expected) = rest.split_once(", expected ").unwrap_or((rest, ""));
+        let expected = expected.trim_start_matches("one of ").replace('`', "");
+        return if expected.is_empty() {
+            format!("unknown key {name}; no keys are allowed here")
+        } else {
+            format!("unknown key {name}; allowed keys here: {expected}")
+        };
+    }
+    if let Some(rest) = msg.strip_prefix("missing field ") {
+        let f = Some(rest.trim_matches('`').to_string());
+        return format!("missing key {rest}{}", allowed(&f));
+    }
+    if let Some(rest) = msg
+        .strip_prefix("invalid type: ")
+        .or_else(|| msg.strip_prefix("invalid value: "))
+    {
+        let (found, expected) = rest.split_once(", expected ").unwrap_or((rest, "?"));
+        let h = allowed(&field);
+        return if h.is_empty() {
+            format!("{}: found {found}; expected {expected}", named(&field))
+        } else {
+            format!("{}: found {found}{h}", named(&field))
+        };
+    }
+    if msg.contains("in Options") || msg.contains("use String or Cow") {
+        return "this value cannot be read as text; write it as a plain or quoted string"
+            .to_string();
+    }
+    if msg.starts_with("invalid boolean") {
+        return format!("{}: expected true or false", named(&field));
+    }
+    msg.to_string()
+}
+
 /// How every gpucts YAML file is read: duplicate keys are errors, and only YAML 1.2 spellings
 /// are booleans (so a matrix value `y` or `no` stays a string).
 pub fn yaml_options() -> serde_saphyr::Options {
@@ -231,12 +464,13 @@ pub fn yaml_options() -> serde_saphyr::Options {
 
 /// Parse YAML text with [`yaml_options`]; the error is `(line, column, message)`.
 pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, (u64, u64, String)> {
-    serde_saphyr::from_str_with_options(text, yaml_options()).map_err(|e| {
+    let text = super::input::normalize_line_ends(text);
+    serde_saphyr::from_str_with_options(&text, yaml_options()).map_err(|e| {
         let (l, c) = e
             .location()
             .map(|l| (l.line(), l.column()))
             .unwrap_or((0, 0));
-        (l, c, bare_message(&e))
+        (l, c, explain(&text, l, c, &bare_message(&e), |_| None))
     })
 }
 

@@ -9,14 +9,16 @@
 //! Loading is strict: unknown fields, duplicate keys and malformed values are errors that name
 //! `file:line:column`, and a suite that fails to load stops the run before anything runs.
 
+pub mod input;
 mod load;
 mod matrix;
 
 pub use load::{
-    bare_message, from_yaml, load_file, load_suites, resolve_suite_arg, yaml_options, LoadedSuite,
-    SuiteArgError, SuiteError,
+    bare_message, explain, from_yaml, id_is_well_formed, load_bytes, load_file, load_suites,
+    load_text, resolve_suite_arg, suite_field_help, yaml_options, Limits, LoadedSuite,
+    SuiteArgError, SuiteError, MAX_CASES_ENV, MAX_TIMEOUT_S,
 };
-pub use matrix::{expand, MatrixError, Params};
+pub use matrix::{expand, expand_limited, MatrixError, Params, MAX_CASES_PER_ENTRY};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -1,0 +1,10 @@
+//! The PTX module reader (public API of `ptx::module` only).
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = gpucts::ptx::module::PtxModule::parse(text);
+});
