@@ -98,10 +98,72 @@ impl std::fmt::Debug for Areas {
     }
 }
 
+/// The case ids this run selected, set by the runner before any case runs (`None`: no
+/// selection was made, e.g. a unit test; every member counts as selected). A batch
+/// computation compiles only selected members, so a filtered run pays for what it runs.
+static SELECTED: std::sync::RwLock<Option<Arc<std::collections::HashSet<String>>>> =
+    std::sync::RwLock::new(None);
+
+/// Record the run's selection (the runner calls this once, before the cases run).
+pub fn set_selected(ids: impl IntoIterator<Item = String>) {
+    let set: std::collections::HashSet<String> = ids.into_iter().collect();
+    *SELECTED.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(set));
+}
+
+/// Whether the run selected case `id` (true when no selection was recorded).
+pub fn is_selected(id: &str) -> bool {
+    match &*SELECTED.read().unwrap_or_else(|e| e.into_inner()) {
+        Some(set) => set.contains(id),
+        None => true,
+    }
+}
+
+/// The run's selected ids, when a selection was recorded.
+pub fn selected_ids() -> Option<Arc<std::collections::HashSet<String>>> {
+    SELECTED.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Identifies one batch (a key of one [`BatchCache`]) for the run's time accounting.
+pub type BatchToken = (u64, u64);
+
+/// What one thread's case did with batches: the time it spent inside
+/// [`BatchCache::get_or_compute`] (computing or waiting) and the batches it used.
+#[derive(Debug, Default, Clone)]
+pub struct BatchUse {
+    pub in_batches: std::time::Duration,
+    pub batches: Vec<BatchToken>,
+}
+
+thread_local! {
+    static BATCH_USE: std::cell::RefCell<BatchUse> = std::cell::RefCell::new(BatchUse::default());
+}
+
+/// How long each batch took to compute, once.
+static BATCH_COST: std::sync::Mutex<
+    Option<std::collections::HashMap<BatchToken, std::time::Duration>>,
+> = std::sync::Mutex::new(None);
+
+/// This thread's batch use since the last call (the runner calls it before and after a case).
+pub fn take_batch_use() -> BatchUse {
+    BATCH_USE.with(|u| std::mem::take(&mut *u.borrow_mut()))
+}
+
+/// The time batch `token` took to compute, when it was computed in this process.
+pub fn batch_cost(token: &BatchToken) -> Option<std::time::Duration> {
+    BATCH_COST
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(|m| m.get(token).copied())
+}
+
 /// Results computed once per key and shared by every case that needs them (a batch of random
 /// types compiled together, a producer's whole output). Different keys compute in parallel;
-/// cases waiting on the same key block until it is ready.
+/// cases waiting on the same key block until it is ready. The runner charges a batch's compute
+/// time once, spread over the cases that used it ([`take_batch_use`], [`batch_cost`]), rather
+/// than to every case that waited for it.
 pub struct BatchCache<K, V> {
+    id: u64,
     slots: std::sync::Mutex<std::collections::HashMap<K, Arc<OnceLock<V>>>>,
 }
 
@@ -109,7 +171,9 @@ use std::sync::OnceLock;
 
 impl<K: std::hash::Hash + Eq + Clone, V> BatchCache<K, V> {
     pub fn new() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         BatchCache {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             slots: std::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }
@@ -123,12 +187,39 @@ impl<K: std::hash::Hash + Eq + Clone, V> BatchCache<K, V> {
         self.len() == 0
     }
 
+    /// The value for `key`, computing it on first use. Compute only the selected members of
+    /// the batch ([`is_selected`]).
     pub fn get_or_compute(&self, key: &K, compute: impl FnOnce() -> V) -> Arc<OnceLock<V>> {
+        use std::hash::BuildHasher;
+        let t0 = std::time::Instant::now();
+        // A fixed-key hasher: the token only has to tell this cache's keys apart.
+        let token: BatchToken = (
+            self.id,
+            std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default()
+                .hash_one(key),
+        );
         let slot = {
             let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             Arc::clone(slots.entry(key.clone()).or_default())
         };
-        slot.get_or_init(compute);
+        slot.get_or_init(|| {
+            let c0 = std::time::Instant::now();
+            let v = compute();
+            BATCH_COST
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(Default::default)
+                .insert(token, c0.elapsed());
+            v
+        });
+        let spent = t0.elapsed();
+        BATCH_USE.with(|u| {
+            let mut u = u.borrow_mut();
+            u.in_batches += spent;
+            if !u.batches.contains(&token) {
+                u.batches.push(token);
+            }
+        });
         slot
     }
 }

@@ -634,6 +634,15 @@ fn run(args: RunArgs) -> i32 {
         return EXIT_OK;
     }
 
+    // Report paths are checked before anything runs (exit 2 with the path and the OS error).
+    let paths = match report::run::prepare(args.junit.as_deref(), &root, &name) {
+        Ok(p) => p,
+        Err(e) => {
+            error(e);
+            return EXIT_USAGE;
+        }
+    };
+
     // Provision the toolchain only when a selected case needs part of it.
     let toolchain = if selection.needs_toolchain(&cases) {
         Toolchain::provision(args.toolchain)
@@ -680,16 +689,13 @@ fn run(args: RunArgs) -> i32 {
     });
     let outcome = runner::run(cases, Arc::clone(&env), &selection);
 
-    let written = report::run::write(
-        &outcome.results,
-        &env.fingerprint,
-        args.junit.as_deref(),
-        &root,
-        &name,
-        &mut record,
-    );
+    record.run.wall_s = outcome.wall_s;
+    let written = report::run::write(&outcome.results, &env.fingerprint, &paths, &mut record);
     for e in &written.errors {
         error(e);
+    }
+    if args.format == Format::Json {
+        println!("{}", report::run::report_event(&written, &outcome.tally));
     }
     // The closing lines go to stderr when stdout is JSON events.
     for line in report::run::closing_lines(&outcome.results, &outcome.tally, &written) {
@@ -699,7 +705,9 @@ fn run(args: RunArgs) -> i32 {
             println!("{line}");
         }
     }
-    if outcome.failed() {
+    if !written.errors.is_empty() {
+        EXIT_USAGE
+    } else if outcome.failed() {
         EXIT_FAILED
     } else {
         EXIT_OK

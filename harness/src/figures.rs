@@ -139,6 +139,17 @@ pub fn take_all() -> BTreeMap<String, Vec<Figure>> {
     std::mem::take(&mut *RECORDED.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
+/// The figures recorded so far for one case, left in the registry (the JSON event stream
+/// shows them as each case ends).
+pub fn peek(case_id: &str) -> Vec<Figure> {
+    RECORDED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(case_id)
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// The figures recorded for one case, removed from the registry (an isolated child prints them
 /// after its result).
 pub fn take(case_id: &str) -> Vec<Figure> {

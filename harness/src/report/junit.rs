@@ -14,7 +14,47 @@ use quick_xml::{Reader, Writer};
 use crate::outcome::{CaseStatus, Verdict};
 use crate::runner::CaseResult;
 
+/// Text that XML 1.0 can carry anywhere junit-report puts it (attributes, CDATA): characters
+/// XML forbids (controls other than tab, newline and carriage return; U+FFFE, U+FFFF) are
+/// written as `\u{..}`, and `]]>`, which would end a CDATA section, as `]] >`. The exact text
+/// is in results.json.
+pub fn xml_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    out.replace("]]>", "]] >")
+}
+
 fn testcase(r: &CaseResult) -> (TestCase, Option<String>) {
+    let mut tc = testcase_raw(r);
+    tc.0.name = xml_safe(&tc.0.name);
+    // Skipped and waived cases took time too (a waived case ran and failed): JUnit's sums
+    // count it.
+    tc.0.time = time::Duration::seconds_f64(r.duration_s);
+    tc.0.result = match tc.0.result {
+        junit_report::TestResult::Failure { type_, message } => junit_report::TestResult::Failure {
+            type_,
+            message: xml_safe(&message),
+        },
+        junit_report::TestResult::Error { type_, message } => junit_report::TestResult::Error {
+            type_,
+            message: xml_safe(&message),
+        },
+        other => other,
+    };
+    tc.0.system_out = tc.0.system_out.map(|o| xml_safe(&o));
+    tc.0.filepath = tc.0.filepath.map(|o| xml_safe(&o));
+    (tc.0, tc.1.map(|m| xml_safe(&m)))
+}
+
+fn testcase_raw(r: &CaseResult) -> (TestCase, Option<String>) {
     let time = time::Duration::seconds_f64(r.duration_s);
     let mut skip_message = None;
     let mut tc = match (&r.verdict, &r.status) {
@@ -120,7 +160,7 @@ fn write_flaky<W: std::io::Write>(
         };
         let tag = format!("{prefix}{what}");
         let tag = tag.as_str();
-        let summary = a.summary();
+        let summary = xml_safe(&a.summary());
         let mut e = BytesStart::new(tag);
         e.push_attribute(("message", summary.lines().next().unwrap_or("")));
         e.push_attribute(("type", kind));
@@ -158,8 +198,8 @@ fn annotate(
                     .map_err(xml_err)?;
                 for (k, v) in fingerprint {
                     let mut p = BytesStart::new("property");
-                    p.push_attribute(("name", k.as_str()));
-                    p.push_attribute(("value", v.as_str()));
+                    p.push_attribute(("name", xml_safe(k).as_str()));
+                    p.push_attribute(("value", xml_safe(v).as_str()));
                     writer.write_event(Event::Empty(p)).map_err(xml_err)?;
                 }
                 writer

@@ -169,6 +169,10 @@ pub struct RunInfo {
     pub git: Option<String>,
     #[serde(default)]
     pub rerun_failures: u32,
+    /// Wall-clock seconds the cases took (first started to last finished); per-area sums of
+    /// the cases' `duration_s` compare with it (batch time is charged once).
+    #[serde(default)]
+    pub wall_s: f64,
 }
 
 /// One node of a merged fleet result.

@@ -110,6 +110,7 @@ impl RunRecord {
                 requires: requires.to_vec(),
                 git: results::git_state(root),
                 rerun_failures: 0,
+                wall_s: 0.0,
             },
         }
     }
@@ -141,6 +142,71 @@ fn waiver_records(path: &Path) -> Vec<results::WaiverRecord> {
         .unwrap_or_default()
 }
 
+/// Where a run's reports go, checked before the run starts ([`prepare`]).
+#[derive(Debug, Clone)]
+pub struct ReportPaths {
+    pub junit: PathBuf,
+    pub results_json: PathBuf,
+    pub html: PathBuf,
+}
+
+/// A report path that cannot be written: the path and the OS error.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {what} {}: {source}", path.display())]
+pub struct PathError {
+    what: &'static str,
+    path: PathBuf,
+    source: std::io::Error,
+}
+
+/// The report paths of a run (`junit` when given, else `reports/<name>-<UTC stamp>/junit.xml`
+/// under `root`; `results.json` and `report.html` beside it), checked before anything runs:
+/// the directory is created and each file is opened for writing (a file that did not exist is
+/// removed again), so a run never ends with reports it cannot write.
+pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPaths, PathError> {
+    let junit_path = junit.map(Path::to_path_buf).unwrap_or_else(|| {
+        let stamp = time::OffsetDateTime::now_utc()
+            .format(time::macros::format_description!(
+                "[year][month][day]T[hour][minute][second]Z"
+            ))
+            .unwrap_or_else(|_| "run".into());
+        root.join("reports")
+            .join(format!("{name}-{stamp}"))
+            .join("junit.xml")
+    });
+    let dir = junit_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    std::fs::create_dir_all(&dir).map_err(|source| PathError {
+        what: "create",
+        path: dir.clone(),
+        source,
+    })?;
+    let paths = ReportPaths {
+        results_json: dir.join("results.json"),
+        html: dir.join("report.html"),
+        junit: junit_path,
+    };
+    for p in [&paths.junit, &paths.results_json, &paths.html] {
+        let existed = p.exists();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(p)
+            .map_err(|source| PathError {
+                what: "write",
+                path: p.clone(),
+                source,
+            })?;
+        if !existed {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    Ok(paths)
+}
+
 /// What writing the reports did.
 #[derive(Debug)]
 pub struct Written {
@@ -151,62 +217,46 @@ pub struct Written {
     pub results_json: Option<PathBuf>,
     /// `report.html`, when it was written.
     pub html: Option<PathBuf>,
-    /// Problems met, one line each.
+    /// Problems met, one line each (`cannot write PATH: OS error`); any makes the run exit 2.
     pub errors: Vec<String>,
 }
 
-/// Write `junit.xml` (to `junit`, else `reports/<name>-<timestamp>/`) and, beside it,
-/// `results.json` (with `record`: the probe, how the run was made, the figures) and
-/// `report.html` rendered from the results as written.
+/// Write `junit.xml`, `results.json` (with `record`: the probe, how the run was made, the
+/// figures) and `report.html` rendered from the results as written.
 pub fn write(
     results: &[CaseResult],
     fingerprint: &BTreeMap<String, String>,
-    junit: Option<&Path>,
-    root: &Path,
-    name: &str,
+    paths: &ReportPaths,
     record: &mut RunRecord,
 ) -> Written {
     let now = time::OffsetDateTime::now_utc();
-    let junit_path = junit.map(Path::to_path_buf).unwrap_or_else(|| {
-        let stamp = now
-            .format(time::macros::format_description!(
-                "[year][month][day]T[hour][minute][second]Z"
-            ))
-            .unwrap_or_else(|_| "run".into());
-        root.join("reports")
-            .join(format!("{name}-{stamp}"))
-            .join("junit.xml")
-    });
     let mut written = Written {
-        junit: junit_path.clone(),
+        junit: paths.junit.clone(),
         junit_ok: true,
         results_json: None,
         html: None,
         errors: Vec::new(),
     };
-    let dir = junit_path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        written
-            .errors
-            .push(format!("cannot create {}: {e}", dir.display()));
-        written.junit_ok = false;
-        return written;
+    if let Some(dir) = paths.junit.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            written
+                .errors
+                .push(format!("cannot create {}: {e}", dir.display()));
+        }
     }
     match super::junit::render(results, fingerprint, now) {
         Ok(xml) => {
-            if let Err(e) = std::fs::write(&junit_path, xml) {
+            if let Err(e) = std::fs::write(&paths.junit, xml) {
                 written
                     .errors
-                    .push(format!("cannot write {}: {e}", junit_path.display()));
+                    .push(format!("cannot write {}: {e}", paths.junit.display()));
                 written.junit_ok = false;
             }
         }
         Err(e) => {
-            written.errors.push(e.to_string());
+            written
+                .errors
+                .push(format!("cannot write {}: {e}", paths.junit.display()));
             written.junit_ok = false;
         }
     }
@@ -215,7 +265,7 @@ pub fn write(
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     let figures = figures::take_all();
-    let json_path = dir.join("results.json");
+    let json_path = &paths.results_json;
     let text = match results_text(
         results,
         fingerprint,
@@ -231,20 +281,20 @@ pub fn write(
             return written;
         }
     };
-    match std::fs::write(&json_path, &text) {
+    match std::fs::write(json_path, &text) {
         Ok(()) => written.results_json = Some(json_path.clone()),
         Err(e) => written
             .errors
             .push(format!("cannot write {}: {e}", json_path.display())),
     }
     // The HTML is rendered from what was written, read back as any reader would.
-    let html_path = dir.join("report.html");
+    let html_path = &paths.html;
     match results::parse(&json_path.display().to_string(), text.as_bytes())
         .map_err(|e| e.to_string())
         .and_then(|r| super::html::render(&r, super::merge::fleet_view(&r), None))
     {
-        Ok(page) => match std::fs::write(&html_path, page) {
-            Ok(()) => written.html = Some(html_path),
+        Ok(page) => match std::fs::write(html_path, page) {
+            Ok(()) => written.html = Some(html_path.clone()),
             Err(e) => written
                 .errors
                 .push(format!("cannot write {}: {e}", html_path.display())),
@@ -256,7 +306,9 @@ pub fn write(
     written
 }
 
-/// The closing lines: stale waivers, the report paths, waiver counts, and the tally.
+/// The closing lines: stale waivers, the report paths, waiver counts, and the tally. The
+/// tally line ends the run; `, N waived` and `, N flaky` are appended only when non-zero, with
+/// how they map to libtest's `ignored` and `passed` counts.
 pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -> Vec<String> {
     let mut lines = Vec::new();
     for r in results {
@@ -270,6 +322,9 @@ pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -
     if written.junit_ok {
         lines.push(format!("JUnit report: {}", written.junit.display()));
     }
+    if let Some(j) = &written.results_json {
+        lines.push(format!("JSON results: {}", j.display()));
+    }
     if let Some(h) = &written.html {
         lines.push(format!("HTML report: {}", h.display()));
     }
@@ -279,16 +334,43 @@ pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -
             tally.waived, tally.stale_waivers
         ));
     }
-    let flaky = if tally.flaky > 0 {
-        format!(", {} flaky", tally.flaky)
-    } else {
-        String::new()
-    };
+    let mut tail = String::new();
+    let mut libtest = Vec::new();
+    if tally.waived > 0 {
+        tail.push_str(&format!(", {} waived", tally.waived));
+        libtest.push(format!(
+            "libtest's {} ignored = skipped + waived",
+            tally.skipped + tally.waived
+        ));
+    }
+    if tally.flaky > 0 {
+        tail.push_str(&format!(", {} flaky", tally.flaky));
+        libtest.push(format!(
+            "libtest's {} passed = passed + flaky",
+            tally.passed + tally.flaky
+        ));
+    }
+    if !libtest.is_empty() {
+        tail.push_str(&format!(" ({})", libtest.join("; ")));
+    }
     lines.push(format!(
-        "gpucts: {} passed, {} failed, {} skipped{flaky}",
+        "gpucts: {} passed, {} failed, {} skipped{tail}",
         tally.passed, tally.failed, tally.skipped
     ));
     lines
+}
+
+/// The JSON event that ends a `--format json` stream: where the reports went and what could
+/// not be written.
+pub fn report_event(written: &Written, tally: &Tally) -> serde_json::Value {
+    serde_json::json!({
+        "type": "report",
+        "junit": written.junit_ok.then(|| written.junit.display().to_string()),
+        "results": written.results_json.as_ref().map(|p| p.display().to_string()),
+        "html": written.html.as_ref().map(|p| p.display().to_string()),
+        "errors": written.errors,
+        "tally": tally,
+    })
 }
 
 #[cfg(test)]
@@ -325,7 +407,8 @@ mod tests {
             vec![
                 "JUnit report: r/junit.xml".to_string(),
                 "waived: 1, stale waivers: 0".into(),
-                "gpucts: 3 passed, 1 failed, 2 skipped".into(),
+                "gpucts: 3 passed, 1 failed, 2 skipped, 1 waived (libtest's 3 ignored = skipped + waived)"
+                    .into(),
             ]
         );
     }

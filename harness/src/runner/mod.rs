@@ -3,6 +3,7 @@
 //! libtest-mimic's.
 
 pub mod child;
+pub mod console;
 pub mod progress;
 pub mod rerun;
 
@@ -147,6 +148,8 @@ pub struct RunOutcome {
     pub results: Vec<CaseResult>,
     pub tally: Tally,
     pub console_failed: bool,
+    /// Wall-clock seconds from the first case started to the last one finished.
+    pub wall_s: f64,
 }
 
 impl RunOutcome {
@@ -156,19 +159,120 @@ impl RunOutcome {
     }
 }
 
-/// Run the selected cases on the console and collect their results.
+/// Run the selected cases on the console and collect their results. Only the selected cases
+/// are recorded as the run's selection (`area::set_selected`), so batch computations compile
+/// only what runs; each case's duration counts its share of a batch's compute time once
+/// (spread over the cases that used the batch) instead of the time it waited for it.
 pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutcome {
-    progress::start(cases.iter().filter(|c| selection.selects(&c.id)).count());
-    let conclusion = libtest_mimic::run(&selection.arguments(), trials(cases, Arc::clone(&env)));
-    progress::finish();
+    let total = cases.len();
+    let selected: Vec<Case> = cases
+        .into_iter()
+        .filter(|c| selection.selects(&c.id))
+        .collect();
+    let filtered_out = total - selected.len();
+    crate::area::set_selected(selected.iter().map(|c| c.id.clone()));
+    let ids: Vec<&str> = selected.iter().map(|c| c.id.as_str()).collect();
+    let console = console::Console::start(selection.format, &ids);
+    let t0 = Instant::now();
+    let jobs = selection
+        .jobs
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+        .clamp(1, selected.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let used: Mutex<Vec<(String, crate::area::BatchUse)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(case) = selected.get(i) else { break };
+                console.case_started(&case.id);
+                let (result, batch_use) = run_case(case, &env);
+                let waiver = env.waivers.find(&case.id, &env.fingerprint);
+                console.case_finished(&result, waiver.map(|w| w.reason.as_str()));
+                used.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((case.id.clone(), batch_use));
+                env.results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(result);
+            });
+        }
+    });
+    let secs = t0.elapsed().as_secs_f64();
     let mut results = std::mem::take(&mut *env.results.lock().unwrap_or_else(|e| e.into_inner()));
+    charge_batches(
+        &mut results,
+        &used.into_inner().unwrap_or_else(|e| e.into_inner()),
+    );
     results.sort_by(|a, b| a.id.cmp(&b.id));
+    console.finish(&results, filtered_out, secs);
     let tally = Tally::of(&results);
     RunOutcome {
         results,
         tally,
-        console_failed: conclusion.has_failed(),
+        console_failed: false,
+        wall_s: secs,
     }
+}
+
+/// Replace the time each case spent inside batch computations (computing, or waiting for
+/// another case's) by its share of each batch it used: the batch's compute time divided by
+/// the number of cases that used it. Each batch is thus charged once in all.
+fn charge_batches(results: &mut [CaseResult], used: &[(String, crate::area::BatchUse)]) {
+    let mut members: std::collections::HashMap<crate::area::BatchToken, usize> =
+        std::collections::HashMap::new();
+    for (_, u) in used {
+        for t in &u.batches {
+            *members.entry(*t).or_default() += 1;
+        }
+    }
+    let by_id: std::collections::HashMap<&str, &crate::area::BatchUse> =
+        used.iter().map(|(id, u)| (id.as_str(), u)).collect();
+    for r in results.iter_mut() {
+        let Some(u) = by_id.get(r.id.as_str()) else {
+            continue;
+        };
+        if u.batches.is_empty() {
+            continue;
+        }
+        let share: f64 = u
+            .batches
+            .iter()
+            .filter_map(|t| {
+                let cost = crate::area::batch_cost(t)?;
+                Some(cost.as_secs_f64() / members.get(t).copied().unwrap_or(1).max(1) as f64)
+            })
+            .sum();
+        r.duration_s = (r.duration_s - u.in_batches.as_secs_f64()).max(0.0) + share;
+    }
+}
+
+/// Run one case (with its reruns) and judge it; also what it did with batches.
+fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
+    let _ = crate::area::take_batch_use();
+    let t0 = Instant::now();
+    let (status, attempts) = rerun::with_reruns(execute(case, env), || {
+        rerun::fresh_child(case, &env.exe, &GPU_EXCLUSIVE)
+    });
+    let duration_s = t0.elapsed().as_secs_f64();
+    let batch_use = crate::area::take_batch_use();
+    let waiver = env.waivers.find(&case.id, &env.fingerprint);
+    let verdict = rerun::flaky_or(judge(&status, &env.requires, waiver), &attempts);
+    (
+        CaseResult {
+            id: case.id.clone(),
+            area: case.area.clone(),
+            clause: case.clause.clone(),
+            origin: case.origin.clone(),
+            status,
+            verdict,
+            duration_s,
+            attempts,
+        },
+        batch_use,
+    )
 }
 
 /// The verdict for a status (see [`Verdict::judge`]): `--require` first (a skip for a required
@@ -241,7 +345,8 @@ fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
     }
 }
 
-/// libtest-mimic trials for the cases; each records its [`CaseResult`] in `env.results`.
+/// libtest-mimic trials for the cases (the `--list` output); each records its [`CaseResult`]
+/// in `env.results` when run.
 pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
     cases
         .into_iter()
@@ -249,27 +354,13 @@ pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
             let env = Arc::clone(&env);
             let name = case.id.clone();
             Trial::ignorable_test(name, move || {
-                let t0 = Instant::now();
-                let (status, attempts) = rerun::with_reruns(execute(&case, &env), || {
-                    rerun::fresh_child(&case, &env.exe, &GPU_EXCLUSIVE)
-                });
+                let (result, _) = run_case(&case, &env);
                 let waiver = env.waivers.find(&case.id, &env.fingerprint);
-                let verdict = rerun::flaky_or(judge(&status, &env.requires, waiver), &attempts);
-                progress::tick();
-                let outcome = console_outcome(&status, &verdict, waiver);
+                let outcome = console_outcome(&result.status, &result.verdict, waiver);
                 env.results
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .push(CaseResult {
-                        id: case.id.clone(),
-                        area: case.area.clone(),
-                        clause: case.clause.clone(),
-                        origin: case.origin.clone(),
-                        status,
-                        verdict,
-                        duration_s: t0.elapsed().as_secs_f64(),
-                        attempts,
-                    });
+                    .push(result);
                 outcome
             })
         })

@@ -38,6 +38,16 @@ pub enum SelftestCheck {
         #[serde(default)]
         isolate: bool,
     },
+    /// A batch shared by `members` (case ids): computed once per `key` through
+    /// `area::BatchCache`, taking `member_ms` per selected member (as a producer's batch
+    /// compile takes time per case); passes with the number of members computed.
+    Batch {
+        key: String,
+        members: Vec<String>,
+        member_ms: u64,
+    },
+    /// Fails with this text as expected and observed (reports must carry any text).
+    FailWith { expected: String, observed: String },
 }
 
 impl Check for SelftestCheck {
@@ -133,6 +143,35 @@ impl Check for SelftestCheck {
                 }
                 CaseStatus::pass()
             }
+            SelftestCheck::Batch {
+                key,
+                members,
+                member_ms,
+            } => {
+                static CACHE: std::sync::OnceLock<crate::area::BatchCache<String, usize>> =
+                    std::sync::OnceLock::new();
+                let slot = CACHE
+                    .get_or_init(crate::area::BatchCache::new)
+                    .get_or_compute(key, || {
+                        let n = members
+                            .iter()
+                            .filter(|m| *m == ctx.id || crate::area::is_selected(m))
+                            .count();
+                        std::thread::sleep(std::time::Duration::from_millis(
+                            member_ms.saturating_mul(n as u64),
+                        ));
+                        n
+                    });
+                match slot.get() {
+                    Some(n) => {
+                        CaseStatus::pass_with(format!("batch {key}: {n} member(s) computed"))
+                    }
+                    None => CaseStatus::error("the batch was not computed"),
+                }
+            }
+            SelftestCheck::FailWith { expected, observed } => {
+                CaseStatus::fail(expected.clone(), observed.clone())
+            }
             _ => self.run_fixed(),
         }
     }
@@ -166,9 +205,10 @@ impl SelftestCheck {
                 CaseStatus::error("woke up from a hang")
             }
             SelftestCheck::Panic => panic!("selftest panic"),
-            SelftestCheck::FailFirst { .. } | SelftestCheck::Figures { .. } => {
-                CaseStatus::error("not a fixed check")
-            }
+            SelftestCheck::FailFirst { .. }
+            | SelftestCheck::Figures { .. }
+            | SelftestCheck::Batch { .. }
+            | SelftestCheck::FailWith { .. } => CaseStatus::error("not a fixed check"),
         }
     }
 }

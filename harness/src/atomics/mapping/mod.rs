@@ -356,10 +356,14 @@ impl MappingCache {
     /// The verdict of `case`, compiling its producer's whole batch on first use. Producers'
     /// batches compile in parallel; cases of one producer wait for its batch.
     pub fn verdict(&self, tc: &Toolchain, case: &MappingCase) -> CaseVerdict {
+        // Only the run's selected cases of the producer (a filtered run compiles what it
+        // runs); `is_selected` is true for every case when no selection was made.
         let slot = self.done.get_or_compute(&case.producer, || {
-            run_batch(tc, case.producer, &cases_for(case.producer))
+            let members: Vec<MappingCase> = cases_for(case.producer)
                 .into_iter()
-                .collect()
+                .filter(|c| c == case || crate::area::is_selected(&c.id()))
+                .collect();
+            run_batch(tc, case.producer, &members).into_iter().collect()
         });
         slot.get()
             .and_then(|per| per.get(&case.id()).cloned())
