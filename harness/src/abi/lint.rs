@@ -466,6 +466,14 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
         return v;
     }
 
+    if p.ptr.is_some() {
+        // ptxas 12.9: "Illegal placement of kernel parameter attribute".
+        v.push((
+            Rule::Placement,
+            "`.ptr` is a kernel-parameter attribute; a device function's parameter cannot carry it"
+                .into(),
+        ));
+    }
     if p.space != ParamSpace::Param {
         v.push((
             Rule::ParamSpace,
