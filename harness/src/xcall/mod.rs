@@ -786,4 +786,49 @@ mod tests {
         }
         assert!(raised > 0 && rejected > 0 && clang_returns > 0);
     }
+
+    /// A `float`/`double` parameter or return value.
+    fn float(v: &Val) -> bool {
+        matches!(v, Val::Scalar(Scalar::Float) | Val::Scalar(Scalar::Double))
+    }
+
+    /// The producers' `.b32`/`.b64` for floats against the table's `.f32`/`.f64`: waived
+    /// for exactly the signatures with a float parameter or return value, on every pair of
+    /// the table-literal emitter with a producer.
+    #[test]
+    fn float_waiver_follows_the_rule() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let waivers =
+            crate::waivers::Waivers::load(&root.join(crate::waivers::DEFAULT_FILE)).unwrap();
+        let fingerprint: std::collections::BTreeMap<String, String> = [
+            ("libnvvm", "2.0"),
+            ("nvrtc", "12.9"),
+            ("clang", "Debian clang version 19.1.7 (3+b1)"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let predicted: Vec<u64> = all_signatures()
+            .iter()
+            .filter(|s| s.ret.iter().chain(&s.params).any(float))
+            .map(|s| s.seed)
+            .collect();
+        let listed: Vec<u64> = all_signatures()
+            .iter()
+            .map(|s| s.seed)
+            .filter(|seed| {
+                [
+                    format!("xcall.pair.gpucts.nvrtc.{seed}"),
+                    format!("xcall.pair.nvrtc.gpucts.{seed}"),
+                ]
+                .iter()
+                .all(|id| {
+                    waivers.find(id, &fingerprint).map(|w| w.id.as_str())
+                        == Some("W-XCALL-FLOAT-PARAMS-AS-BITS")
+                })
+            })
+            .collect();
+        let text: Vec<String> = predicted.iter().map(u64::to_string).collect();
+        assert_eq!(listed, predicted, "predicted seeds: {}", text.join(","));
+    }
 }
