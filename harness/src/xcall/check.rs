@@ -434,9 +434,11 @@ fn elem_bytes(t: PtxType) -> u64 {
 }
 
 /// Whether two declarations of one parameter agree (§2.3): the same state space; scalars of
-/// one width and compatible class (`.bN` is untyped; `.sN`/`.uN` are integers and differ in
-/// note A's extension; `.fN` is a float); arrays of one byte size and alignment (an absent
-/// `.align` is the element's).
+/// one width and compatible class (`.bN` stands for an integer: `.sN`/`.uN` differ in note
+/// A's extension; `.fN` is a float and agrees only with `.fN`: nvJitLink 12.9 links a
+/// `.b64` extern against a `.f64` definition but reports "Prototype doesn't match", while
+/// it says nothing for `.b64` against `.s64` or `.s32` against `.u32`); arrays of one byte
+/// size and alignment (an absent `.align` is the element's).
 pub fn agree(a: &ParamDecl, b: &ParamDecl) -> bool {
     if a.space != b.space || a.array.is_some() != b.array.is_some() {
         return false;
@@ -454,7 +456,7 @@ pub fn agree(a: &ParamDecl, b: &ParamDecl) -> bool {
         n.chars().nth(1).unwrap_or('b')
     };
     match (class(a.ty), class(b.ty)) {
-        ('b', _) | (_, 'b') => true,
+        ('b', y) | (y, 'b') => y != 'f',
         (x, y) => x == y,
     }
 }
@@ -812,7 +814,9 @@ mod tests {
                 .clone()
         };
         assert!(agree(&d(".param .b32 x"), &d(".param .s32 x")));
-        assert!(agree(&d(".param .f32 x"), &d(".param .b32 x")));
+        assert!(!agree(&d(".param .f32 x"), &d(".param .b32 x")));
+        assert!(!agree(&d(".param .b64 x"), &d(".param .f64 x")));
+        assert!(agree(&d(".param .b64 x"), &d(".param .u64 x")));
         assert!(!agree(&d(".param .f32 x"), &d(".param .s32 x")));
         assert!(!agree(&d(".param .s32 x"), &d(".param .u32 x")));
         assert!(!agree(&d(".param .b32 x"), &d(".param .b64 x")));
