@@ -458,6 +458,66 @@ fn available(tc: &Toolchain) -> Vec<Producer> {
         .collect()
 }
 
+/// What the run's selected cases need (issue 17: a filtered run pays for what it runs):
+/// the (caller, callee, mask) of every selected pair case and whether a mangling case is
+/// selected. `None` pairs: no selection was recorded, everything is wanted.
+#[derive(Debug)]
+struct Wanted {
+    pairs: Option<std::collections::HashSet<(Producer, Producer, u8)>>,
+    mangle: bool,
+}
+
+impl Wanted {
+    fn from_selection() -> Wanted {
+        let Some(ids) = crate::area::selected_ids() else {
+            return Wanted {
+                pairs: None,
+                mangle: true,
+            };
+        };
+        let mut pairs = std::collections::HashSet::new();
+        let mut mangle = false;
+        for id in ids.iter() {
+            let parts: Vec<&str> = id.split('.').collect();
+            match parts.as_slice() {
+                ["xcall", "pair", a, b, seed] => {
+                    let (Some(a), Some(b), Ok(seed)) =
+                        (Producer::parse(a), Producer::parse(b), seed.parse::<u64>())
+                    else {
+                        continue;
+                    };
+                    if let Some(sig) = all_signatures().iter().find(|s| s.seed == seed) {
+                        pairs.insert((a, b, mask(sig)));
+                    }
+                }
+                ["xcall", "mangle", ..] => mangle = true,
+                _ => {}
+            }
+        }
+        Wanted {
+            pairs: Some(pairs),
+            mangle,
+        }
+    }
+
+    fn pair(&self, a: Producer, b: Producer, m: u8) -> bool {
+        self.pairs.as_ref().is_none_or(|s| s.contains(&(a, b, m)))
+    }
+
+    /// A batch is wanted when a wanted pair has `p` in that role for mask `m`.
+    fn batch(&self, p: Producer, role: Role, m: u8) -> bool {
+        self.pairs.as_ref().is_none_or(|s| {
+            s.iter().any(|&(a, b, mm)| {
+                mm == m
+                    && match role {
+                        Role::Caller => a == p,
+                        Role::Callee => b == p,
+                    }
+            })
+        })
+    }
+}
+
 /// Compute every batch, pair and mangling batch of the suite at once, on as many threads as
 /// the machine has (at most 4), largest batches first: cases then only read results. The
 /// runner's threads would otherwise wait together on the one batch the next case needs, so
@@ -467,12 +527,16 @@ pub fn prefetch(tc: &Toolchain) {
     DONE.get_or_init(|| {
         let producers = available(tc);
         let masks: std::collections::BTreeSet<u8> = all_signatures().iter().map(mask).collect();
+        let wanted = Wanted::from_selection();
         type Job<'a> = Box<dyn Fn() + Send + Sync + 'a>;
         let mut jobs: Vec<(usize, String, Job)> = Vec::new();
         for &m in &masks {
             let n = all_signatures().iter().filter(|s| mask(s) == m).count();
             for &p in producers.iter().filter(|p| m & bit(**p) != 0) {
                 for role in [Role::Callee, Role::Caller] {
+                    if !wanted.batch(p, role, m) {
+                        continue;
+                    }
                     // The generated-PTX producer costs only its ptxas run.
                     let weight = if p == Producer::Gpucts { n } else { 2 * n };
                     jobs.push((
@@ -483,7 +547,7 @@ pub fn prefetch(tc: &Toolchain) {
                 }
             }
         }
-        if tc.has(Capability::Nvrtc) && tc.has(Capability::Clang) {
+        if tc.has(Capability::Nvrtc) && tc.has(Capability::Clang) && wanted.mangle {
             for p in [Producer::Nvrtc, Producer::Clang] {
                 jobs.push((
                     SIGNATURES as usize,
@@ -497,6 +561,9 @@ pub fn prefetch(tc: &Toolchain) {
         for &m in &masks {
             for &a in producers.iter().filter(|p| m & bit(**p) != 0) {
                 for &b in producers.iter().filter(|p| m & bit(**p) != 0) {
+                    if !wanted.pair(a, b, m) {
+                        continue;
+                    }
                     jobs.push((
                         0,
                         format!("pair {a} {b} m{m}"),
@@ -525,6 +592,12 @@ pub fn prefetch(tc: &Toolchain) {
                 });
             }
         });
+        let lines = crate::backend::toolchain::stderr_capture::nvjitlink_prototype_lines();
+        if lines > 0 {
+            eprintln!(
+                "xcall: nvJitLink wrote {lines} \"Prototype doesn't match\" lines to stderr for links it completed (not shown; floats passed as .b32/.b64: W-XCALL-FLOAT-PARAMS-AS-BITS)"
+            );
+        }
     });
 }
 

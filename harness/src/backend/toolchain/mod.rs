@@ -9,6 +9,7 @@ mod ffi;
 pub mod llc;
 pub mod managed;
 pub mod process;
+pub mod stderr_capture;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -338,7 +339,7 @@ impl Toolchain {
             })
             .as_ref()
             .map_err(|e| ToolError::failed("nvjitlink", e.clone()))?;
-        lib.link(inputs, opts)
+        stderr_capture::run_with_stderr_filtered(|| lib.link(inputs, opts))
             .map_err(|log| ToolError::failed("nvjitlink", log))
     }
 
