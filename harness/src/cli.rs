@@ -208,6 +208,10 @@ enum LitmusCmd {
         /// quorums) instead of the condition.
         #[arg(long)]
         liveness: bool,
+        /// The most candidate executions (by the checker's estimate) a test may need
+        /// (default 2000000, about a minute).
+        #[arg(long, value_name = "N")]
+        max_candidates: Option<u64>,
     },
     /// Convert a Dat3M .litmus file to gpucts YAML (stdout).
     Import { file: PathBuf },
@@ -472,7 +476,14 @@ fn litmus(action: LitmusCmd) -> i32 {
             unroll,
             model,
             liveness,
-        } => crate::atomics::model::check_file_with(file, *unroll, model.as_deref(), *liveness),
+            max_candidates,
+        } => crate::atomics::model::check_file_with(
+            file,
+            *unroll,
+            model.as_deref(),
+            *liveness,
+            max_candidates.map(u128::from),
+        ),
         LitmusCmd::Import { file } => litmus::import_file(file),
         LitmusCmd::Export { file } => litmus::export_file(file),
     };

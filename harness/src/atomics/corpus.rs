@@ -66,6 +66,7 @@ pub fn run(dir: &Path, csv: &str, model: Model, liveness: bool) -> Result<Tally,
                 model
             }),
             liveness,
+            ..Options::default()
         };
         let got = match try_check_with(&test, &opts) {
             Ok(v) if liveness => v.liveness_violation.map(|w| w.is_none()),

@@ -129,6 +129,8 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
 
     // Init block: `;`-separated entries until `}`.
     let mut locations: Vec<Location> = Vec::new();
+    // Names declared so far: a set, so an init block of many locations stays linear.
+    let mut declared: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut regs: BTreeMap<usize, BTreeMap<String, i64>> = BTreeMap::new();
     let mut cur = rest_of_line;
     loop {
@@ -159,7 +161,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
                         ),
                     );
                 };
-                if locations.iter().any(|l| l.name == name) {
+                if !declared.insert(name.to_string()) {
                     return err_at(i + 1, col, format!("location `{name}` declared twice"));
                 }
                 locations.push(Location {
@@ -180,15 +182,30 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
             let lhs = lhs.rsplit(char::is_whitespace).next().unwrap_or(lhs); // `int x = 0`
             let rhs = rhs.trim();
             let Some(v) = parse_int(rhs) else {
-                return err(i + 1, format!("init value `{rhs}` is not an integer"));
+                return err_at(
+                    i + 1,
+                    col,
+                    format!("init value `{rhs}` is not an integer (a 64-bit signed PTX literal)"),
+                );
             };
             if let Some((t, r)) = lhs.split_once(':') {
                 let Ok(tid) = t.trim_start_matches('P').parse::<usize>() else {
-                    return err(i + 1, format!("bad thread in init entry `{e}`"));
+                    return err_at(i + 1, col, format!("bad thread in init entry `{e}`"));
                 };
-                regs.entry(tid).or_default().insert(r.to_string(), v);
-            } else if locations.iter().any(|l| l.name == lhs) {
-                return err(i + 1, format!("location `{lhs}` initialised twice"));
+                if regs
+                    .entry(tid)
+                    .or_default()
+                    .insert(r.trim().to_string(), v)
+                    .is_some()
+                {
+                    return err_at(
+                        i + 1,
+                        col,
+                        format!("register `P{tid}:{}` initialised twice", r.trim()),
+                    );
+                }
+            } else if !declared.insert(lhs.to_string()) {
+                return err_at(i + 1, col, format!("location `{lhs}` initialised twice"));
             } else {
                 locations.push(Location {
                     name: lhs.to_string(),

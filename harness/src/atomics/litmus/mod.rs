@@ -828,14 +828,47 @@ fn lex_condition(s: &str) -> Result<Vec<Tok>, String> {
 }
 
 /// Parses an integer value: a PTX literal ([`crate::ptx::literal`]: `010` is octal 8) with
-/// an optional sign.
+/// an optional sign, in the range of a 64-bit signed value: `-9223372036854775808` (i64::MIN)
+/// is accepted and any larger magnitude refused, whatever the base (issue 10: i64::MIN was
+/// refused while larger magnitudes passed).
 pub fn parse_int(s: &str) -> Option<i64> {
-    crate::ptx::literal::parse_signed(s)
+    let s = s.trim();
+    let (neg, digits) = match s.strip_prefix('-') {
+        Some(d) => (true, d),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if digits.starts_with(['-', '+']) {
+        return None;
+    }
+    let mag = crate::ptx::literal::parse_int(digits)?;
+    if neg {
+        if mag == 1u64 << 63 {
+            Some(i64::MIN)
+        } else {
+            i64::try_from(mag).ok().map(|v| -v)
+        }
+    } else {
+        i64::try_from(mag).ok()
+    }
 }
+
+/// Whether `s` can name a register or a location: `[A-Za-z_%][A-Za-z0-9_%$]*` (Dat3M's and
+/// PTX's identifiers; `1+1` or an empty address is neither).
+pub fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '%')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '%' | '$'))
+}
+
+/// The deepest nesting of `(` and `~` a condition may have: the parser and the evaluator
+/// recurse once per level, and 10,000 levels overflowed the stack (issue 10). Real conditions
+/// nest a few levels.
+pub const MAX_CONDITION_DEPTH: usize = 100;
 
 struct CondParser {
     toks: Vec<Tok>,
     pos: usize,
+    depth: usize,
 }
 
 impl CondParser {
@@ -864,6 +897,20 @@ impl CondParser {
         Ok(flatten(v, true))
     }
     fn unary(&mut self) -> Result<Prop, String> {
+        if matches!(self.peek(), Some(Tok::Not | Tok::LParen)) {
+            self.depth += 1;
+            if self.depth > MAX_CONDITION_DEPTH {
+                return Err(format!(
+                    "the condition nests `(` and `~` more than {MAX_CONDITION_DEPTH} deep; at most {MAX_CONDITION_DEPTH} levels"
+                ));
+            }
+            let r = self.unary_inner();
+            self.depth -= 1;
+            return r;
+        }
+        self.unary_inner()
+    }
+    fn unary_inner(&mut self) -> Result<Prop, String> {
         match self.next() {
             Some(Tok::Not) => Ok(Prop::Not(Box::new(self.unary()?))),
             Some(Tok::LParen) => {
@@ -961,7 +1008,11 @@ fn parse_term(w: &str) -> Result<Term, String> {
 /// Parses `exists (...)`, `~exists (...)`, `forall (...)`; a bare proposition means `exists`.
 pub fn parse_condition(s: &str) -> Result<Condition, String> {
     let toks = lex_condition(s)?;
-    let mut p = CondParser { toks, pos: 0 };
+    let mut p = CondParser {
+        toks,
+        pos: 0,
+        depth: 0,
+    };
     let quantifier = match (p.toks.first(), p.toks.get(1)) {
         (Some(Tok::Word(w)), _) if w == "exists" => {
             p.pos = 1;
@@ -1060,11 +1111,52 @@ impl LitmusTest {
             return Err(format!("test `{}` has no threads", self.name));
         }
         let locs = self.all_locations();
+        for l in &self.locations {
+            if !is_name(&l.name) {
+                return Err(format!(
+                    "location `{}` is not a name; a location is [A-Za-z_%][A-Za-z0-9_%$]*",
+                    l.name
+                ));
+            }
+        }
+        let name_rule = "[A-Za-z_%][A-Za-z0-9_%$]*";
         for (ti, t) in self.threads.iter().enumerate() {
+            for r in t.regs.keys() {
+                if !is_name(r) {
+                    return Err(format!(
+                        "P{ti}: initial register `{r}` is not a register name ({name_rule})"
+                    ));
+                }
+            }
+            // Sets built once: the checks below stay linear in the number of operations.
+            let written: BTreeSet<&str> = t.ops.iter().filter_map(Op::dest).collect();
+            let mut labels: BTreeMap<&str, usize> = BTreeMap::new();
+            for o in &t.ops {
+                if let Op::Label { name } = o {
+                    *labels.entry(name.as_str()).or_default() += 1;
+                }
+            }
             for (oi, op) in t.ops.iter().enumerate() {
                 let at = format!("P{ti} op {}", oi + 1);
+                if let Some(l) = op.loc() {
+                    if !is_name(l) {
+                        return Err(format!(
+                            "{at}: address `[{l}]` is not a location name ({name_rule})"
+                        ));
+                    }
+                }
+                if let Some(r) = op.dest() {
+                    if !is_name(r) {
+                        return Err(format!("{at}: `{r}` is not a register name ({name_rule})"));
+                    }
+                }
                 for r in op.operand_regs() {
-                    if !t.regs.contains_key(r) && !t.ops.iter().any(|o| o.dest() == Some(r)) {
+                    if !is_name(r) {
+                        return Err(format!(
+                            "{at}: operand `{r}` is neither an integer nor a register name ({name_rule})"
+                        ));
+                    }
+                    if !t.regs.contains_key(r) && !written.contains(r) {
                         return Err(format!(
                             "{at}: register `{r}` is neither initialised nor written by P{ti}"
                         ));
@@ -1072,21 +1164,13 @@ impl LitmusTest {
                 }
                 match op {
                     Op::Label { name } => {
-                        let n = t
-                            .ops
-                            .iter()
-                            .filter(|o| matches!(o, Op::Label { name: m } if m == name))
-                            .count();
+                        let n = labels.get(name.as_str()).copied().unwrap_or(0);
                         if n > 1 {
                             return Err(format!("{at}: label `{name}` defined {n} times in P{ti}"));
                         }
                     }
                     Op::Branch { target, .. } | Op::Goto { target } => {
-                        if !t
-                            .ops
-                            .iter()
-                            .any(|o| matches!(o, Op::Label { name } if name == target))
-                        {
+                        if !labels.contains_key(target.as_str()) {
                             return Err(format!(
                                 "{at}: jump to `{target}`, which is no label of P{ti}"
                             ));
@@ -1216,11 +1300,48 @@ impl LitmusTest {
     }
 }
 
-/// Reads a test from YAML text (errors carry line and column).
+/// Where each thread's operations and the condition stand in a YAML test, for the errors
+/// found after parsing (`ld` with `.release`, an unknown register): read leniently, second.
+#[derive(Deserialize)]
+struct Positions {
+    #[serde(default)]
+    threads: Vec<ThreadPositions>,
+    condition: Option<serde_saphyr::Spanned<serde::de::IgnoredAny>>,
+}
+
+#[derive(Deserialize)]
+struct ThreadPositions {
+    #[serde(default)]
+    ops: Vec<serde_saphyr::Spanned<serde::de::IgnoredAny>>,
+}
+
+/// Reads a test from YAML text. Every error carries line and column: parse errors from the
+/// reader, validation errors (`P1 op 2: ...`) at the operation or the condition they name.
 pub fn from_yaml(text: &str) -> Result<LitmusTest, String> {
     let t: LitmusTest =
         crate::suite::from_yaml(text).map_err(|(l, c, m)| format!("{l}:{c}: {m}"))?;
-    t.validate()?;
+    t.validate().map_err(|m| {
+        let pos: Option<Positions> = crate::suite::from_yaml(text).ok();
+        let span = |s: &serde_saphyr::Spanned<serde::de::IgnoredAny>| {
+            (s.referenced.line(), s.referenced.column())
+        };
+        let at_op = m.strip_prefix('P').and_then(|r| {
+            let (t, rest) = r.split_once(" op ")?;
+            let (n, _) = rest.split_once(':')?;
+            let (t, n): (usize, usize) = (t.parse().ok()?, n.parse().ok()?);
+            let p = pos.as_ref()?;
+            p.threads.get(t)?.ops.get(n.checked_sub(1)?).map(span)
+        });
+        let at_cond = || {
+            m.starts_with("condition")
+                .then(|| pos.as_ref()?.condition.as_ref().map(span))
+                .flatten()
+        };
+        match at_op.or_else(at_cond) {
+            Some((l, c)) => format!("{l}:{c}: {m}"),
+            None => format!("1:1: {m}"),
+        }
+    })?;
     Ok(t)
 }
 
@@ -1233,18 +1354,11 @@ pub use dat3m::{export as export_dat3m, import as import_dat3m};
 
 /// Loads a test from a `.yaml`/`.yml` or Dat3M `.litmus` file.
 pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::suite::input::read_text(path).map_err(|e| e.to_string())?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     match ext {
-        "yaml" | "yml" => from_yaml(&text).map_err(|e| {
-            // Parse errors start with `line:column: `; validation errors have no position.
-            let sep = if e.starts_with(|c: char| c.is_ascii_digit()) {
-                ":"
-            } else {
-                ": "
-            };
-            format!("{}{sep}{e}", path.display())
-        }),
+        // Every error of `from_yaml` starts with `line:column: `.
+        "yaml" | "yml" => from_yaml(&text).map_err(|e| format!("{}:{e}", path.display())),
         "litmus" => import_dat3m(&text).map_err(|e| format!("{}:{e}", path.display())),
         _ => Err(format!(
             "{}: unknown litmus file type (expected .yaml, .yml or .litmus)",
@@ -1255,7 +1369,7 @@ pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, String> {
 
 /// `gpucts litmus import FILE.litmus`: a Dat3M test as YAML text.
 pub fn import_file(path: &std::path::Path) -> Result<String, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = crate::suite::input::read_text(path).map_err(|e| e.to_string())?;
     let test = import_dat3m(&text).map_err(|e| format!("{}:{e}", path.display()))?;
     to_yaml(&test).map_err(|e| format!("{}: {e}", path.display()))
 }
@@ -1268,6 +1382,96 @@ pub fn export_file(path: &std::path::Path) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MP: &str = "name: MP\nthreads:\n  - cta: 0\n    ops:\n      - st: {loc: data, val: 42, sem: relaxed, scope: gpu}\n      - st: {loc: flag, val: 1, sem: release, scope: gpu}\n  - cta: 1\n    ops:\n      - ld: {reg: r0, loc: flag, sem: acquire, scope: gpu}\n      - ld: {reg: r1, loc: data, sem: relaxed, scope: gpu}\ncondition: 'exists (P1:r0 == 1 /\\ P1:r1 == 0)'\n";
+
+    #[test]
+    fn deep_conditions_are_refused_without_overflowing_the_stack() {
+        // Issue 10: 10,000 nested parentheses or `~` overflowed the stack.
+        for deep in [
+            format!(
+                "exists {}P1:r0 == 1{}",
+                "(".repeat(10_000),
+                ")".repeat(10_000)
+            ),
+            format!("exists ({}P1:r0 == 1)", "~".repeat(10_000)),
+        ] {
+            let e = parse_condition(&deep).unwrap_err();
+            assert!(e.contains("more than 100 deep"), "{e}");
+        }
+        let ok = format!("exists {}P1:r0 == 1{}", "(".repeat(50), ")".repeat(50));
+        assert!(parse_condition(&ok).is_ok());
+    }
+
+    #[test]
+    fn operands_and_addresses_must_be_names_or_integers() {
+        // Issue 10: `1+1` as an operand and an empty address were accepted and changed the
+        // verdict.
+        let e = from_yaml(&MP.replace("val: 42", "val: 1+1")).unwrap_err();
+        assert!(e.starts_with("5:9:") && e.contains("`1+1`"), "{e}");
+        let e = from_yaml(&MP.replace("loc: data, val: 42", "loc: \"\", val: 42")).unwrap_err();
+        assert!(e.starts_with("5:9:") && e.contains("address `[]`"), "{e}");
+        let e = dat3m::import(
+            "PTX t\n{ x=0; }\n P0@cta 0,gpu 0 ;\n st.weak [], 1 ;\nexists (x == 1)\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+        let e = dat3m::import(
+            "PTX t\n{ x=0; }\n P0@cta 0,gpu 0 ;\n st.weak x, 1+1 ;\nexists (x == 1)\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 4, "{e}");
+    }
+
+    #[test]
+    fn ld_release_in_yaml_is_reported_at_its_line() {
+        // Issue 10: errors found after parsing had no line.
+        let e = from_yaml(&MP.replace("flag, sem: acquire", "flag, sem: release")).unwrap_err();
+        assert!(
+            e.starts_with("9:9:") && e.contains("`ld` cannot be .release"),
+            "{e}"
+        );
+        let e = from_yaml(&MP.replace("P1:r1 == 0", "P1:r9 == 0")).unwrap_err();
+        assert!(e.starts_with("11:12:") && e.contains("P1:r9"), "{e}");
+    }
+
+    #[test]
+    fn a_register_initialised_twice_is_refused() {
+        let e = dat3m::import("PTX t\n{ x=0; P0:r0=1; P0:r0=2; }\n P0@cta 0,gpu 0 ;\n ld.weak r0, x ;\nexists (P0:r0 == 1)\n")
+            .unwrap_err();
+        assert!(
+            e.line == 2 && e.msg.contains("`P0:r0` initialised twice"),
+            "{e}"
+        );
+        // YAML: a map key given twice.
+        let e = from_yaml(&MP.replace("  - cta: 1\n", "  - cta: 1\n    regs: {r0: 1, r0: 2}\n"))
+            .unwrap_err();
+        assert!(e.contains("`r0` is given twice"), "{e}");
+    }
+
+    #[test]
+    fn integers_are_exactly_the_i64_range() {
+        // Issue 10: i64::MIN was refused while larger magnitudes passed.
+        assert_eq!(parse_int("-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_int("9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_int("9223372036854775808"), None);
+        assert_eq!(parse_int("-9223372036854775809"), None);
+        assert_eq!(parse_int("0xffffffffffffffff"), None);
+        assert_eq!(parse_int("-0x8000000000000000"), Some(i64::MIN));
+        assert_eq!(parse_int("--1"), None);
+        assert_eq!(parse_int("010"), Some(8), "PTX octal");
+    }
+
+    #[test]
+    fn an_init_block_of_many_locations_reads_in_linear_time() {
+        let locs: String = (0..50_000).map(|i| format!("l{i}=0; ")).collect();
+        let text =
+            format!("PTX t\n{{ {locs} }}\n P0@cta 0,gpu 0 ;\n st.weak l0, 1 ;\nexists (l0 == 1)\n");
+        let t0 = std::time::Instant::now();
+        let t = dat3m::import(&text).unwrap();
+        assert_eq!(t.locations.len(), 50_000);
+        assert!(t0.elapsed().as_secs() < 10, "{:?}", t0.elapsed());
+    }
 
     #[test]
     fn condition_forms_parse_alike() {
@@ -1433,8 +1637,19 @@ mod example_files {
         assert_eq!(outcome("SB+fence-sc-cta-inter-cta.litmus"), "allowed");
         assert_eq!(outcome("CoRR+relaxed-gpu.litmus"), "forbidden");
         assert_eq!(outcome("RelSeq+rmw-gpu.litmus"), "forbidden");
+        // Issue 17 item 3: the finding in words read once, never "condition holds: no
+        // (exists: some consistent execution satisfies it)".
         let r = check_file(&dir().join("counter-atomic-add.yaml")).unwrap();
-        assert!(r.contains("condition holds: yes"), "{r}");
+        assert!(
+            r.contains("forall (counter == 12): every consistent execution satisfies it, so the condition holds"),
+            "{r}"
+        );
+        let r = check_file(&dir().join("mp-release-acquire-gpu.yaml")).unwrap();
+        assert!(
+            r.contains("): no consistent execution reaches it, so the condition fails"),
+            "{r}"
+        );
+        assert!(!r.contains("condition holds: no"), "{r}");
     }
 
     #[test]

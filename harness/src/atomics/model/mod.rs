@@ -123,7 +123,10 @@ impl Verdict {
 }
 
 /// The most candidate executions `try_check` will enumerate.
-pub const MAX_CANDIDATES: u128 = 20_000_000;
+/// The checker enumerates roughly 30k–50k candidates a second on one core, so this is about a
+/// minute at most (issue 10: 20M admitted an 8-thread SB with fence.sc that ran for minutes);
+/// `litmus check --max-candidates N` raises it.
+pub const MAX_CANDIDATES: u128 = 2_000_000;
 
 // ---------------------------------------------------------------------------------------------
 // Relations over at most 64 events, one bit row per event.
@@ -462,64 +465,32 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                     });
                     mine.push(id);
                 }
-                Op::ProxyLd {
-                    proxy,
+                // A load or store through the generic proxy (`ld`/`st`) or another one
+                // (`tld`/`suld`/`cold`, `sust`; PTX ISA 7.5 proxies): one event each, the
+                // proxy its only difference.
+                Op::Ld {
                     reg,
                     loc,
                     sem,
                     scope,
-                } => {
-                    let id = evs.len();
-                    evs.push(Ev {
-                        kind: Kind::R,
-                        loc: loc_idx(loc),
-                        vloc: vloc_idx(loc),
-                        proxy: *proxy,
-                        strong: *sem != Sem::Weak,
-                        scope: *scope,
-                        acq: *sem == Sem::Acquire,
-                        ..base
-                    });
-                    mine.push(id);
-                    regs.insert(reg.clone(), Src::Read(id));
                 }
-                Op::ProxySt {
-                    proxy,
-                    loc,
-                    val,
-                    sem,
-                    scope,
-                } => {
-                    let id = evs.len();
-                    let v = src_of(&regs, val);
-                    let mut rs = Vec::new();
-                    v.reads(&mut rs);
-                    data.extend(rs.into_iter().map(|r| (r, id)));
-                    evs.push(Ev {
-                        kind: Kind::W,
-                        loc: loc_idx(loc),
-                        vloc: vloc_idx(loc),
-                        proxy: *proxy,
-                        strong: *sem != Sem::Weak,
-                        scope: *scope,
-                        rel: *sem == Sem::Release,
-                        wval: Some(WVal::Plain(v)),
-                        ..base
-                    });
-                    mine.push(id);
-                }
-                Op::Ld {
+                | Op::ProxyLd {
                     reg,
                     loc,
                     sem,
                     scope,
                     ..
                 } => {
+                    let proxy = match op {
+                        Op::ProxyLd { proxy, .. } => *proxy,
+                        _ => base.proxy,
+                    };
                     let id = evs.len();
                     evs.push(Ev {
                         kind: Kind::R,
                         loc: loc_idx(loc),
                         vloc: vloc_idx(loc),
+                        proxy,
                         strong: *sem != Sem::Weak,
                         scope: *scope,
                         acq: *sem == Sem::Acquire,
@@ -533,8 +504,18 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                     val,
                     sem,
                     scope,
+                }
+                | Op::ProxySt {
+                    loc,
+                    val,
+                    sem,
+                    scope,
                     ..
                 } => {
+                    let proxy = match op {
+                        Op::ProxySt { proxy, .. } => *proxy,
+                        _ => base.proxy,
+                    };
                     let id = evs.len();
                     let v = src_of(&regs, val);
                     let mut rs = Vec::new();
@@ -544,6 +525,7 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                         kind: Kind::W,
                         loc: loc_idx(loc),
                         vloc: vloc_idx(loc),
+                        proxy,
                         strong: *sem != Sem::Weak,
                         scope: *scope,
                         rel: *sem == Sem::Release,
@@ -1373,6 +1355,8 @@ pub struct Options {
     pub model: Option<Model>,
     /// Answer the liveness question instead (`litmus check --liveness`).
     pub liveness: bool,
+    /// The most candidate executions (by the checker's estimate) a test may need.
+    pub max_candidates: u128,
 }
 
 /// Dat3M's loop bound for its PTX tests.
@@ -1384,6 +1368,7 @@ impl Default for Options {
             unroll: DEFAULT_UNROLL,
             model: None,
             liveness: false,
+            max_candidates: MAX_CANDIDATES,
         }
     }
 }
@@ -1413,7 +1398,8 @@ pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
 /// coherence orders (each pair of writes ordered one way, the other, or not) × fence.sc orders.
 fn estimate(p: &Program) -> u128 {
     let n = p.evs.len();
-    let fact = |k: usize| (1..=k as u128).product::<u128>();
+    // Saturating: 35! does not fit in 128 bits, and a wrapped product would admit the test.
+    let fact = |k: usize| (1..=k as u128).fold(1u128, |a, b| a.saturating_mul(b));
     let mut bound: u128 = p
         .reads
         .iter()
@@ -1423,15 +1409,19 @@ fn estimate(p: &Program) -> u128 {
                 .count()
                 .max(1) as u128
         })
-        .product();
+        .fold(1u128, |a, b| a.saturating_mul(b));
     for li in 0..p.locs.len() {
         let writes = (0..n)
             .filter(|&w| {
                 p.evs[w].kind == Kind::W && p.evs[w].loc == li && p.evs[w].thread.is_some()
             })
             .count();
-        let pairs = (writes * writes.saturating_sub(1) / 2) as u32;
+        let pairs =
+            u32::try_from(writes.saturating_mul(writes.saturating_sub(1)) / 2).unwrap_or(u32::MAX);
         bound = bound.saturating_mul(3u128.saturating_pow(pairs));
+        // Each candidate also enumerates the final memory: one state per choice of a
+        // co-maximal write per location, at most the location's writes.
+        bound = bound.saturating_mul(writes.max(1) as u128);
     }
     bound = bound.saturating_mul(fact(p.sc_fences.len()));
     let k = p.barriers.len();
@@ -1456,12 +1446,20 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
         .iter()
         .map(|t| unroll::paths(t, opts.unroll))
         .collect::<Result<_, _>>()?;
-    let combos: u128 = per_thread.iter().map(|v| v.len() as u128).product();
-    if combos > MAX_CANDIDATES {
-        return Err(format!(
-            "test `{}` has {combos} combinations of thread paths; the checker enumerates at most {MAX_CANDIDATES} candidate executions",
-            test.name
-        ));
+    // Checked: a product that wrapped past 2^128 would pass the guard (issue 10).
+    let combos: Option<u128> = per_thread
+        .iter()
+        .try_fold(1u128, |a, v| a.checked_mul(v.len() as u128));
+    match combos {
+        Some(c) if c <= opts.max_candidates => {}
+        _ => {
+            return Err(format!(
+                "test `{}` has {} combinations of thread paths; the checker enumerates at most {} candidate executions (raise with --max-candidates N)",
+                test.name,
+                opts.max_candidates,
+                combos.map_or_else(|| "more than 2^128".to_string(), |c| c.to_string())
+            ));
+        }
     }
     let mut term_set = BTreeSet::new();
     test.condition.prop.terms(&mut term_set);
@@ -1484,10 +1482,15 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
             // whose only effects are cas operations is decided per execution.
             let skip = has_spin && !opts.liveness && p.spin_cas.is_empty();
             total = total.saturating_add(if skip { 0 } else { estimate(&p) });
-            if total > MAX_CANDIDATES {
+            if total > opts.max_candidates {
+                let shown = if total == u128::MAX {
+                    "more than 2^128".to_string()
+                } else {
+                    format!("at least {total}")
+                };
                 return Err(format!(
-                    "test `{}` has an estimated {total}+ candidate executions (under --unroll {}); the checker enumerates at most {MAX_CANDIDATES}",
-                    test.name, opts.unroll
+                    "test `{}` has {shown} candidate executions by the checker's estimate (reads-from × coherence orders × final-memory states × fence-sc orders × barrier orders, under --unroll {}); the checker enumerates at most {} (raise with --max-candidates N)",
+                    test.name, opts.unroll, opts.max_candidates
                 ));
             }
             if !skip {
@@ -1839,7 +1842,7 @@ fn enumerate(
 }
 /// `gpucts litmus check FILE`: the model's verdict as a printable report.
 pub fn check_file(path: &std::path::Path) -> Result<String, String> {
-    check_file_with(path, DEFAULT_UNROLL, None, false)
+    check_file_with(path, DEFAULT_UNROLL, None, false, None)
 }
 
 /// `gpucts litmus check [--unroll N] [--model ptx-v6.0|ptx-v7.5] [--liveness] FILE`.
@@ -1848,7 +1851,9 @@ pub fn check_file_with(
     unroll: u32,
     model: Option<&str>,
     liveness: bool,
+    max_candidates: Option<u128>,
 ) -> Result<String, String> {
+    let max_candidates = max_candidates.unwrap_or(MAX_CANDIDATES);
     let model = match model {
         None => None,
         Some(m) => Some(
@@ -1864,6 +1869,7 @@ pub fn check_file_with(
         unroll,
         model,
         liveness,
+        max_candidates,
     };
     let verdict = try_check_with(&test, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(report(&test, &verdict))
@@ -1902,14 +1908,25 @@ pub fn report(test: &LitmusTest, v: &Verdict) -> String {
         if v.allowed { "allowed" } else { "forbidden" }
     ));
     s.push_str(&format!("model: {}\n", v.model.name()));
-    let meaning = match test.condition.quantifier {
-        Quantifier::Exists => "exists: some consistent execution satisfies it",
-        Quantifier::NotExists => "~exists: no consistent execution satisfies it",
-        Quantifier::Forall => "forall: every consistent execution satisfies it",
+    // Issue 17 item 3: one statement read once, not "holds: no (exists: some ... satisfies it)".
+    let prop = test.condition.to_string();
+    let prop = prop.split_once(' ').map_or(prop.as_str(), |(_, p)| p);
+    let q = test.condition.quantifier.keyword();
+    let found = match (test.condition.quantifier, v.allowed, v.condition_holds) {
+        (Quantifier::Exists | Quantifier::NotExists, true, _) => {
+            "some consistent execution reaches it".to_string()
+        }
+        (Quantifier::Exists | Quantifier::NotExists, false, _) => {
+            "no consistent execution reaches it".to_string()
+        }
+        (Quantifier::Forall, _, true) => "every consistent execution satisfies it".to_string(),
+        (Quantifier::Forall, _, false) => {
+            "some consistent execution does not satisfy it".to_string()
+        }
     };
     s.push_str(&format!(
-        "condition holds: {} ({meaning})\n",
-        if v.condition_holds { "yes" } else { "no" }
+        "{q} {prop}: {found}, so the condition {}\n",
+        if v.condition_holds { "holds" } else { "fails" }
     ));
     s.push_str(&format!(
         "executions: {} candidates, {} consistent\n",
