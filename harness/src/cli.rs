@@ -567,6 +567,8 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
         error(format!("no case `{id}` in {}", file.display()));
         return EXIT_USAGE;
     };
+    // A child runs one case: its batches compute that case's member only.
+    crate::area::set_selected([id.to_string()]);
     let tc = Toolchain::discover_system();
     let (_, caps) = crate::probe::probe(&tc);
     let status = runner::run_in_process(case, &caps, &tc, &find_root(), scratch);

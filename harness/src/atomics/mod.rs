@@ -116,7 +116,11 @@ impl Check for AtomicsCheck {
                 cache().verdict(ctx.toolchain, case).to_status(case)
             }
             AtomicsCheck::Model { test } => model_case(test),
-            AtomicsCheck::Gpu { test, iterations } => gpu::gpu_case(test, *iterations),
+            AtomicsCheck::Gpu { test, iterations } => {
+                let status = gpu::gpu_case(test, *iterations);
+                gpu::record_figures(ctx.id);
+                status
+            }
             AtomicsCheck::Corpus { expectations } => corpus_case(expectations),
             AtomicsCheck::Litmus { file, outcome } => litmus_case(file, outcome),
         }

@@ -412,4 +412,33 @@ mod tests {
             ]
         );
     }
+
+    /// Issue 10 item 3: a report that cannot be written at the end is an error naming the
+    /// path and the OS error (the binary exits 2 on any).
+    #[test]
+    fn a_report_that_cannot_be_written_is_an_error_with_path_and_os_error() {
+        let d = tempfile::tempdir().unwrap();
+        let paths = prepare(Some(&d.path().join("junit.xml")), d.path(), "x").unwrap();
+        // After the check, something takes report.html's place.
+        std::fs::create_dir(&paths.html).unwrap();
+        let mut record = RunRecord::default();
+        let w = write(&[], &BTreeMap::new(), &paths, &mut record);
+        assert!(w.junit_ok && w.results_json.is_some() && w.html.is_none());
+        assert_eq!(
+            w.errors,
+            vec![format!(
+                "cannot write {}: Is a directory (os error 21)",
+                paths.html.display()
+            )]
+        );
+        // prepare refuses the same place before a run.
+        let e = prepare(Some(&d.path().join("junit.xml")), d.path(), "x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "cannot write {}: Is a directory (os error 21)",
+                paths.html.display()
+            )
+        );
+    }
 }

@@ -125,6 +125,59 @@ pub fn figures(r: &RunReport, c: &Classified) -> String {
     s
 }
 
+/// The figures of one GPU run for the reports (`crate::figures`): the outcome histogram
+/// (the test's weak outcome, the one its condition names, marked) and the weak outcomes and
+/// instances per second of kernel time.
+pub fn figures_of(test: &LitmusTest, r: &RunReport) -> Vec<crate::figures::Figure> {
+    use crate::figures::{Better, Bin, Figure, Spread};
+    let bins = r
+        .histogram
+        .iter()
+        .map(|(o, &count)| {
+            let value = |t: &Term| r.terms.iter().position(|x| x == t).map(|i| o[i]);
+            Bin {
+                label: outcome_text(&r.terms, o),
+                count,
+                weak: test.condition.prop.eval(&value) == Some(true),
+            }
+        })
+        .collect::<Vec<_>>();
+    let weak: u64 = bins.iter().filter(|b| b.weak).map(|b| b.count).sum();
+    let secs = r.kernel_time.as_secs_f64();
+    let rate = |n: u64| if secs > 0.0 { n as f64 / secs } else { 0.0 };
+    vec![
+        Figure::Histogram {
+            name: format!("{} outcomes", r.test),
+            bins,
+        },
+        Figure::Scalar {
+            name: format!("{} weak outcomes/s", r.test),
+            unit: "1/s".into(),
+            better: None,
+            value: Spread::exact(rate(weak)),
+        },
+        Figure::Scalar {
+            name: format!("{} instances/s", r.test),
+            unit: "1/s".into(),
+            better: Some(Better::Higher),
+            value: Spread::exact(rate(r.instances)),
+        },
+    ]
+}
+
+thread_local! {
+    /// Figures of the runs [`run_case`] made on this thread, for the case to record.
+    static FIGURES: std::cell::RefCell<Vec<crate::figures::Figure>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Record the figures of the GPU runs this thread made since the last call under `case_id`.
+pub fn record_figures(case_id: &str) {
+    for f in FIGURES.with(|f| std::mem::take(&mut *f.borrow_mut())) {
+        crate::figures::record(case_id, f);
+    }
+}
+
 /// The case's verdict from what ran. `control` is the control's report and classification,
 /// present when the test is forbidden and has one.
 pub fn judge(
@@ -322,6 +375,7 @@ pub fn run_case(
             1,
         )?;
         let classified = classify(test, &verdict, &report.histogram);
+        FIGURES.with(|f| f.borrow_mut().extend(figures_of(test, &report)));
         if verdict.allowed || !classified.forbidden.is_empty() {
             return Ok(judge(&verdict, &report, &classified, None));
         }

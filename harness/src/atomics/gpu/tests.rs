@@ -268,3 +268,37 @@ fn gpu_case_without_gpu_does_not_pass() {
     assert!(matches!(s, CaseStatus::Error { .. }), "{s:?}");
     assert!(matches!(gpu_case("MP.nope", 1), CaseStatus::Error { .. }));
 }
+
+// The reports' figures of a run: MP's weak outcome (P1:r0=1, P1:r1=0) is the one its
+// condition names (so marked weak), 7 of 100 instances in 20 ms of kernel time: 350 weak
+// outcomes/s and 5,000 instances/s.
+#[test]
+fn figures_mark_the_weak_outcome_and_give_rates_per_second() {
+    use crate::figures::Figure;
+    let t = catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap();
+    let v = model::check(&t);
+    let r = report(
+        &t.name,
+        v.terms.clone(),
+        &[(vec![1, 0], 7), (vec![0, 0], 93)],
+    );
+    let f = figures_of(&t, &r);
+    match &f[0] {
+        Figure::Histogram { bins, .. } => {
+            let weak: Vec<(u64, bool)> = bins.iter().map(|b| (b.count, b.weak)).collect();
+            assert_eq!(weak, vec![(93, false), (7, true)]);
+        }
+        other => panic!("{other:?}"),
+    }
+    match (&f[1], &f[2]) {
+        (Figure::Scalar { value: w, .. }, Figure::Scalar { value: i, .. }) => {
+            assert!((w.median - 350.0).abs() < 1e-6, "{w:?}");
+            assert!((i.median - 5000.0).abs() < 1e-6, "{i:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // A case records them under its id.
+    FIGURES.with(|x| x.borrow_mut().extend(f.clone()));
+    record_figures("atomics.gpu.test-figures");
+    assert_eq!(crate::figures::take("atomics.gpu.test-figures"), f);
+}
