@@ -10,8 +10,14 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// The line prefix nvJitLink writes for a prototype mismatch it tolerates.
-const PROTOTYPE_LINE: &str = "error : Prototype doesn't match";
+/// What nvJitLink writes for a prototype mismatch it tolerates:
+/// `error   : Prototype doesn't match for 'f' in 'callee.cubin', first defined in ...`.
+fn is_prototype_line(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    words.next() == Some("error")
+        && words.next() == Some(":")
+        && line.contains(": Prototype doesn't match")
+}
 
 static PROTOTYPE_LINES: AtomicUsize = AtomicUsize::new(0);
 /// One redirection at a time: fd 2 is process-wide.
@@ -52,7 +58,7 @@ pub fn run_with_stderr_filtered<T>(f: impl FnOnce() -> T) -> T {
     if file.rewind().is_ok() && file.read_to_string(&mut text).is_ok() {
         let mut rest = String::new();
         for line in text.lines() {
-            if line.trim_start().starts_with(PROTOTYPE_LINE) {
+            if is_prototype_line(line) {
                 PROTOTYPE_LINES.fetch_add(1, Ordering::Relaxed);
             } else {
                 rest.push_str(line);
@@ -76,7 +82,8 @@ mod tests {
     fn prototype_lines_are_counted_and_the_rest_kept() {
         let before = nvjitlink_prototype_lines();
         let r = run_with_stderr_filtered(|| {
-            let line = b"error : Prototype doesn't match for 'f'\n";
+            // As libnvJitLink 12.9 writes it (three spaces after `error`).
+            let line = b"error   : Prototype doesn't match for 'f' in 'callee.cubin', first defined in 'callee.cubin'\n";
             // SAFETY: writing a byte buffer to fd 2 (the redirected file).
             unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
             7
