@@ -436,7 +436,7 @@ fn suite_errors_name_the_field_and_what_is_allowed() {
         (
             base.replace("area: selftest\n", "area: selftest\narea: selftest\n"),
             "2:1:",
-            "key `area` is given twice",
+            "duplicate key: `area` is given twice",
         ),
         (
             base.replace("{a: [x]}", "{a: {rang: [0, 3]}}"),

@@ -396,9 +396,12 @@ pub fn explain(
             .unwrap_or("")
             .trim();
         return if key.is_empty() {
-            "a key is given twice in one mapping; each key may appear once".to_string()
+            "duplicate key: a key is given twice in one mapping; each key may appear once"
+                .to_string()
         } else {
-            format!("key `{key}` is given twice in one mapping; each key may appear once")
+            format!(
+                "duplicate key: `{key}` is given twice in one mapping; each key may appear once"
+            )
         };
     }
     if msg.contains("cannot deserialize null") {
