@@ -97,10 +97,12 @@ fn run(args: &[String], file: &Path) -> (Option<i32>, String, Duration) {
 fn has_position(stderr: &str) -> bool {
     // `path:LINE:COLUMN: ` with LINE and COLUMN at least 1.
     stderr.lines().any(|l| {
-        let parts: Vec<&str> = l.splitn(4, ':').collect();
-        parts.len() == 4
-            && parts[1].parse::<u64>().is_ok_and(|n| n >= 1)
-            && parts[2].parse::<u64>().is_ok_and(|n| n >= 1)
+        let parts: Vec<&str> = l.split(':').collect();
+        parts.windows(3).any(|w| {
+            w[0].parse::<u64>().is_ok_and(|n| n >= 1)
+                && w[1].parse::<u64>().is_ok_and(|n| n >= 1)
+                && w[2].starts_with(' ')
+        })
     })
 }
 
@@ -409,7 +411,7 @@ fn devices_and_fifos_are_refused_at_once() {
 fn absurd_job_counts_are_refused() {
     for jobs in ["0", "1000000", "-1"] {
         let (code, err, _) = run(
-            &["--list".into(), "--jobs".into(), jobs.into(), "{}".into()],
+            &["--list".into(), format!("--jobs={jobs}"), "{}".into()],
             Path::new("x"),
         );
         assert_eq!(code, Some(2), "--jobs {jobs}: {err}");
@@ -434,7 +436,7 @@ fn suite_errors_name_the_field_and_what_is_allowed() {
         (
             base.replace("area: selftest\n", "area: selftest\narea: selftest\n"),
             "2:1:",
-            "key `area` is given twice",
+            "duplicate key: `area` is given twice",
         ),
         (
             base.replace("{a: [x]}", "{a: {rang: [0, 3]}}"),
@@ -449,7 +451,7 @@ fn suite_errors_name_the_field_and_what_is_allowed() {
         (
             base.replace("clause: c", "clause: c\n    isolate: 3"),
             "5:",
-            "`isolate:` is true or false",
+            "`isolate`: expected true or false",
         ),
         (
             base.replace("clause: c", "clause: c\n    requires: gpu"),
@@ -471,4 +473,14 @@ fn suite_errors_name_the_field_and_what_is_allowed() {
             assert!(!err.contains(leak), "{leak}: {err}");
         }
     }
+}
+
+/// Found by the ptx_instr fuzz target (issue 10 item 4): `ptx::instr::function_names` slices a
+/// multi-byte character. The PTX reader is another owner's; the input is kept here for them.
+#[test]
+#[ignore = "ptx/instr.rs:230 panics on a multi-byte character: fix in ptx::instr, then un-ignore"]
+fn ptx_instruction_reader_survives_a_multibyte_character() {
+    let text = String::from_utf8_lossy(include_bytes!("data/fuzz/ptx_instr-crash-193d4065.ptx"));
+    let r = std::panic::catch_unwind(|| gpucts::ptx::instr::function_names(&text));
+    assert!(r.is_ok(), "function_names panicked");
 }

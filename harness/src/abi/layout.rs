@@ -278,6 +278,49 @@ mod tests {
     use super::*;
     use crate::abi::types::parse_types;
 
+    /// The same type with every record renamed (nested ones included).
+    fn renamed(t: &TypeDef) -> TypeDef {
+        fn ty(t: &crate::abi::types::Ty) -> crate::abi::types::Ty {
+            use crate::abi::types::Ty;
+            match t {
+                Ty::Record(r) => Ty::Record(Box::new(renamed(r))),
+                Ty::Array(e, n) => Ty::Array(Box::new(ty(e)), *n),
+                other => other.clone(),
+            }
+        }
+        TypeDef {
+            name: format!("zz_{}_renamed", t.name),
+            kind: t.kind,
+            fields: t
+                .fields
+                .iter()
+                .map(|f| crate::abi::types::Field {
+                    name: f.name.clone(),
+                    ty: ty(&f.ty),
+                    bits: f.bits,
+                })
+                .collect(),
+        }
+    }
+
+    /// Issue 10 item 5: a layout depends on the members, never on the names of the types.
+    #[test]
+    fn layout_does_not_depend_on_type_names() {
+        let mut types = crate::abi::random::random_batch(1, 500);
+        let shipped = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/abi/types.yaml"),
+        )
+        .unwrap();
+        types.extend(parse_types(&shipped, "types.yaml").unwrap());
+        for t in &types {
+            let r = renamed(t);
+            assert_ne!(r.name, t.name);
+            for a in [AddressSize::A64, AddressSize::A32] {
+                assert_eq!(layout(t, a), layout(&r, a), "{}", t.name);
+            }
+        }
+    }
+
     fn one(yaml_members: &str) -> Layout {
         let text = format!("types:\n  - name: T\n    members: {yaml_members}\n");
         let t = parse_types(&text, "test").unwrap();

@@ -345,9 +345,13 @@ fn field_at(text: &str, line: u64, column: u64) -> Option<String> {
     let key_of = |s: &str| -> Option<String> {
         let s = s.trim_end();
         let s = s.strip_suffix(':')?;
+        // The byte after the last non-key character (which may be several bytes long: a fuzz
+        // input with `§` before a colon panicked on a char boundary).
         let start = s
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .map(|i| i + 1)
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || *c == '_'))
+            .map(|(i, c)| i + c.len_utf8())
             .unwrap_or(0);
         let k = &s[start..];
         (!k.is_empty()).then(|| k.to_string())
@@ -392,9 +396,12 @@ pub fn explain(
             .unwrap_or("")
             .trim();
         return if key.is_empty() {
-            "a key is given twice in one mapping; each key may appear once".to_string()
+            "duplicate key: a key is given twice in one mapping; each key may appear once"
+                .to_string()
         } else {
-            format!("key `{key}` is given twice in one mapping; each key may appear once")
+            format!(
+                "duplicate key: `{key}` is given twice in one mapping; each key may appear once"
+            )
         };
     }
     if msg.contains("cannot deserialize null") {
@@ -450,7 +457,13 @@ pub fn explain(
     if msg.starts_with("invalid boolean") {
         return format!("{}: expected true or false", named(&field));
     }
-    msg.to_string()
+    // Anything else (`expected sequence start`, ...): the field and what it allows, when known.
+    let h = allowed(&field);
+    if h.is_empty() {
+        msg.to_string()
+    } else {
+        format!("{}: {msg}{h}", named(&field))
+    }
 }
 
 /// How every gpucts YAML file is read: duplicate keys are errors, and only YAML 1.2 spellings
@@ -587,5 +600,38 @@ pub fn load_suites(files: &[PathBuf], areas: &Areas) -> Result<Vec<LoadedSuite>,
         Ok(suites)
     } else {
         Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_multibyte_character_before_a_colon_names_no_field_and_does_not_panic() {
+        // Found by the abi_types, litmus_yaml, suite_yaml and waivers fuzz targets: `§1:` and `addϘ:` sliced a
+        // multi-byte character.
+        // The key is the identifier run just before the colon.
+        assert_eq!(field_at("  # §1haracter:", 1, 20), Some("1haracter".into()));
+        assert_eq!(field_at("x: a§b:", 1, 8), Some("b".into()));
+        // Nothing but `Ϙ` before the second colon: the line's first key.
+        assert_eq!(field_at("name: addϘ: x", 1, 12), Some("name".into()));
+        for input in [
+            &include_bytes!("../../tests/data/fuzz/abi_types-crash-0e25bd0b.yaml")[..],
+            &include_bytes!("../../tests/data/fuzz/litmus_yaml-crash-ed548339.yaml")[..],
+            &include_bytes!("../../tests/data/fuzz/suite_yaml-crash-e345022e.yaml")[..],
+            &include_bytes!("../../tests/data/fuzz/waivers-crash-2c9c487c.yaml")[..],
+        ] {
+            let text = String::from_utf8_lossy(input);
+            let e = from_yaml::<serde_json::Value>(&text).err();
+            let _ = e.map(|(l, c, m)| explain(&text, l, c, &m, suite_field_help));
+            let _ = explain(
+                &text,
+                1,
+                200,
+                "invalid type: x, expected y",
+                suite_field_help,
+            );
+        }
     }
 }

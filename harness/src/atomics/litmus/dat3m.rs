@@ -930,6 +930,11 @@ pub fn export(test: &LitmusTest) -> String {
                 let _ = write!(head, ",cluster {c}");
             }
             let _ = write!(head, ",gpu {}", t.gpu);
+            // The warp is a placement hint the import reads back (`warp N`): without it an
+            // export | import round trip lost it (issue 10 item 5).
+            if let Some(w) = t.warp {
+                let _ = write!(head, ",warp {w}");
+            }
             let mut v = vec![head];
             v.extend(t.ops.iter().map(instr_text));
             v

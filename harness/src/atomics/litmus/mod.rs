@@ -1385,6 +1385,42 @@ mod tests {
 
     const MP: &str = "name: MP\nthreads:\n  - cta: 0\n    ops:\n      - st: {loc: data, val: 42, sem: relaxed, scope: gpu}\n      - st: {loc: flag, val: 1, sem: release, scope: gpu}\n  - cta: 1\n    ops:\n      - ld: {reg: r0, loc: flag, sem: acquire, scope: gpu}\n      - ld: {reg: r1, loc: data, sem: relaxed, scope: gpu}\ncondition: 'exists (P1:r0 == 1 /\\ P1:r1 == 0)'\n";
 
+    /// Issue 10 item 5: `litmus export | import` is the identity, on every catalogue test and
+    /// every shipped test (issue 10: export wrote names its own import rejected).
+    #[test]
+    fn export_then_import_is_the_identity() {
+        let mut tests = crate::atomics::catalog::catalog();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/litmus");
+        for e in std::fs::read_dir(&dir).unwrap() {
+            tests.push(load_file(&e.unwrap().path()).unwrap());
+        }
+        assert!(tests.len() > 100);
+        let mut differ = Vec::new();
+        for t in &tests {
+            let text = dat3m::export(t);
+            match dat3m::import(&text) {
+                Ok(back) if back == *t => {}
+                Ok(back) => differ.push(format!("{}: {:?}\n  vs {:?}", t.name, back, t)),
+                Err(e) => differ.push(format!(
+                    "{}: import refused its export: {e}\n{text}",
+                    t.name
+                )),
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "{} of {}:\n{}",
+            differ.len(),
+            tests.len(),
+            differ
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+
     #[test]
     fn deep_conditions_are_refused_without_overflowing_the_stack() {
         // Issue 10: 10,000 nested parentheses or `~` overflowed the stack.

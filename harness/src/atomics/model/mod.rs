@@ -1871,7 +1871,18 @@ pub fn check_file_with(
         liveness,
         max_candidates,
     };
-    let verdict = try_check_with(&test, &opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let verdict = try_check_with(&test, &opts).map_err(|e| {
+        // A refusal of the whole test (its state space) points at where its threads start:
+        // `threads:` in YAML, the `P0@...` header in Dat3M syntax.
+        let line = crate::suite::input::read_text(path)
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .position(|l| l.starts_with("threads:") || l.trim_start().starts_with("P0"))
+            })
+            .map_or(1, |i| i + 1);
+        format!("{}:{line}:1: {e}", path.display())
+    })?;
     Ok(report(&test, &verdict))
 }
 
