@@ -478,7 +478,6 @@ fn suite_errors_name_the_field_and_what_is_allowed() {
 /// Found by the ptx_instr fuzz target (issue 10 item 4): `ptx::instr::function_names` slices a
 /// multi-byte character. The PTX reader is another owner's; the input is kept here for them.
 #[test]
-#[ignore = "ptx/instr.rs:230 panics on a multi-byte character: fix in ptx::instr, then un-ignore"]
 fn ptx_instruction_reader_survives_a_multibyte_character() {
     let text = String::from_utf8_lossy(include_bytes!("data/fuzz/ptx_instr-crash-193d4065.ptx"));
     let r = std::panic::catch_unwind(|| gpucts::ptx::instr::function_names(&text));

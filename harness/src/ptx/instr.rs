@@ -227,9 +227,11 @@ fn find_functions(text: &str) -> Vec<FoundFunction<'_>> {
     let mut i = 0;
     while i < bytes.len() {
         // A directive token `.entry` or `.func` at a token boundary.
-        let kw = if text[i..].starts_with(".entry") {
+        // Bytes, not `text[i..]`: `i` steps through bytes and may sit inside a multi-byte
+        // character (a comment in UTF-8), where slicing the str would panic.
+        let kw = if bytes[i..].starts_with(b".entry") {
             6
-        } else if text[i..].starts_with(".func") {
+        } else if bytes[i..].starts_with(b".func") {
             5
         } else {
             i += 1;
