@@ -55,7 +55,7 @@ fn bad_input_exits_2_with_a_line() {
         ("garbage here\n", "e.ptx:1: expected `.version`"),
         (
             ".version 8.5\n.func f()\n{\n\tret;\n",
-            "e.ptx:4: expected `}`",
+            "e.ptx:5: expected `}`",
         ),
         (
             ".version 8.5\n.func f()\n{\n}\n.func f()\n{\n}\n",

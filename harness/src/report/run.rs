@@ -164,7 +164,7 @@ pub struct PathError {
 /// the directory is created and each file is opened for writing (a file that did not exist is
 /// removed again), so a run never ends with reports it cannot write.
 pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPaths, PathError> {
-    let junit_path = junit.map(Path::to_path_buf).unwrap_or_else(|| {
+    let default_junit = || {
         let stamp = time::OffsetDateTime::now_utc()
             .format(time::macros::format_description!(
                 "[year][month][day]T[hour][minute][second]Z"
@@ -173,8 +173,16 @@ pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPa
         root.join("reports")
             .join(format!("{name}-{stamp}"))
             .join("junit.xml")
-    });
-    let dir = junit_path
+    };
+    let junit_path = junit.map(Path::to_path_buf).unwrap_or_else(default_junit);
+    // results.json and report.html go beside the JUnit file, unless that is no regular file
+    // (`--junit /dev/null`, a FIFO): then into the default report directory, never into /dev.
+    let beside = if junit_path.exists() && !junit_path.is_file() {
+        default_junit()
+    } else {
+        junit_path.clone()
+    };
+    let dir = beside
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))

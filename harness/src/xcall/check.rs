@@ -866,7 +866,8 @@ mod tests {
         let e = PtxFile::parse("g.ptx", "\n\nhello world\n").unwrap_err();
         assert_eq!(e.line, 3, "{e}");
         let e = PtxFile::parse("u.ptx", ".version 8.5\n.func f()\n{\n\tret;\n").unwrap_err();
-        assert!(e.to_string().starts_with("u.ptx:4: expected `}`"), "{e}");
+        // The body is still open at the end of the file, which is line 5 (after four lines).
+        assert!(e.to_string().starts_with("u.ptx:5: expected `}`"), "{e}");
         let twice = ".version 8.5\n.func f()\n{\n}\n.func f()\n{\n}\n";
         let e = PtxFile::parse("d.ptx", twice).unwrap_err();
         assert!(
