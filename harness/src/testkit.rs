@@ -13,6 +13,10 @@ pub enum Need {
     Tool,
     /// A GPU, the companion module, an RDMA device: present on rigs only.
     Device,
+    /// A public corpus under `../shared/corpora/`, read in place: a checkout beside the
+    /// repository, which a clean CI clone need not have; fatal only with
+    /// `GPUCTS_REQUIRE_CORPUS=1`.
+    Corpus,
 }
 
 fn env_set(var: &str) -> bool {
@@ -22,23 +26,29 @@ fn env_set(var: &str) -> bool {
 /// Reports a test that cannot run here: panics when the environment requires `need`, else
 /// prints `ignored (missing: WHAT)` on stderr so `--nocapture` runs show it.
 pub fn tool_missing(need: Need, what: &str) {
-    let required = match need {
-        Need::Tool => env_set("GPUCTS_REQUIRE_TOOLS"),
-        Need::Device => env_set("GPUCTS_REQUIRE_GPU"),
+    let (var, kind) = match need {
+        Need::Tool => ("GPUCTS_REQUIRE_TOOLS", "tool"),
+        Need::Device => ("GPUCTS_REQUIRE_GPU", "device"),
+        Need::Corpus => ("GPUCTS_REQUIRE_CORPUS", "corpus"),
     };
     assert!(
-        !required,
-        "required {} missing: {what} (GPUCTS_REQUIRE_{} is set)",
-        if need == Need::Tool { "tool" } else { "device" },
-        if need == Need::Tool { "TOOLS" } else { "GPU" },
+        !env_set(var),
+        "required {kind} missing: {what} ({var} is set)"
     );
     eprintln!("ignored (missing: {what})");
 }
 
 /// `require!(tc.has(Capability::Ptxas), "ptxas")` returns from the test when the condition is
-/// false, after [`tool_missing`]; `require!(device: cond, "a GPU")` for devices.
+/// false, after [`tool_missing`]; `require!(device: cond, "a GPU")` for devices,
+/// `require!(corpus: cond, "../shared/corpora/x")` for public corpora.
 #[macro_export]
 macro_rules! require {
+    (corpus: $present:expr, $what:expr) => {
+        if !$present {
+            $crate::testkit::tool_missing($crate::testkit::Need::Corpus, $what);
+            return;
+        }
+    };
     (device: $present:expr, $what:expr) => {
         if !$present {
             $crate::testkit::tool_missing($crate::testkit::Need::Device, $what);

@@ -12,7 +12,7 @@ use crate::atomics::litmus::load_file;
 #[test]
 fn dat3m_ptx_corpus_verdicts() {
     let Some(dir) = corpus::dir() else {
-        crate::require!(false, "../shared/corpora/dat3m-ptx");
+        crate::require!(corpus: false, "../shared/corpora/dat3m-ptx");
         return;
     };
     let start = Instant::now();
