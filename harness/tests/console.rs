@@ -3,39 +3,11 @@
 //! that stays XML whatever a case's text), on fixture suites whose outcomes are known by
 //! construction (tests/fixtures/text.yaml, batch.yaml, reports.yaml).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::{fixture, gpucts, text, tmp};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn gpucts(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpucts"))
-        .args(args)
-        .env(
-            "GPUCTS_ROOT",
-            Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(),
-        )
-        .output()
-        .expect("gpucts runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn tmp(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("gpucts-e2e-{name}-"))
-        .tempdir()
-        .unwrap()
-}
 
 /// Run a fixture suite with `extra` arguments, reports into `dir`.
 fn run(suite: &str, dir: &Path, extra: &[&str]) -> Output {

@@ -3,44 +3,11 @@
 //! `--rerun-failures`, on fixture suites whose outcomes are known by construction
 //! (tests/fixtures/reports.yaml, flaky.yaml), and the report in a real browser.
 
+mod common;
+
+use common::{fixture, gpucts, gpucts_env, text, tmp};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn gpucts_env(args: &[&str], env: &[(&str, &Path)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpucts"));
-    c.args(args).env(
-        "GPUCTS_ROOT",
-        Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(),
-    );
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("gpucts runs")
-}
-
-fn gpucts(args: &[&str]) -> Output {
-    gpucts_env(args, &[])
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn tmp(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("gpucts-e2e-{name}-"))
-        .tempdir()
-        .unwrap()
-}
 
 /// Run reports.yaml into `dir` (junit.xml, results.json, report.html).
 fn run_reports(dir: &Path) -> Output {

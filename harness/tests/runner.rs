@@ -5,40 +5,11 @@
 //! installed and no GPU is needed. The fixtures' outcomes are known by construction (an equality
 //! of two literals, a signal the child raises, a sleep past the timeout).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn gpucts(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpucts"))
-        .args(args)
-        .env(
-            "GPUCTS_ROOT",
-            Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap(),
-        )
-        .output()
-        .expect("gpucts runs")
-}
-
-fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// A directory for one test's reports, removed when the test ends.
-fn tmp(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("gpucts-e2e-{name}-"))
-        .tempdir()
-        .unwrap()
-}
+use common::{fixture, gpucts, text, tmp};
+use std::path::Path;
+use std::process::Output;
 
 fn run_fixture(name: &str, extra: &[&str], junit: &Path) -> Output {
     let suite = fixture(name);
