@@ -130,10 +130,11 @@ pub fn types(seed: u64, count: usize) -> Vec<DebugType> {
         .collect()
 }
 
-/// Metadata nodes, numbered as they are added.
+/// Metadata nodes, numbered as they are added; one `DIBasicType` node per scalar.
 #[derive(Debug, Default)]
 struct Metadata {
     nodes: Vec<String>,
+    bases: std::collections::HashMap<usize, usize>,
 }
 
 impl Metadata {
@@ -191,13 +192,18 @@ impl Metadata {
     }
 
     fn base(&mut self, s: usize) -> usize {
+        if let Some(&id) = self.bases.get(&s) {
+            return id;
+        }
         let sc = SCALARS[s];
-        self.add(format!(
+        let id = self.add(format!(
             "!DIBasicType(name: \"{}\", size: {}, encoding: {})",
             sc.c,
             sc.bytes * 8,
             sc.encoding
-        ))
+        ));
+        self.bases.insert(s, id);
+        id
     }
 }
 
