@@ -633,7 +633,7 @@ fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, Stri
     let slot = producers::batch(ctx.toolchain, producer);
     let b = match slot.get() {
         Some(Ok(b)) => b,
-        Some(Err(e)) => return Err(e.clone()),
+        Some(Err(e)) => return Err(e.to_string()),
         None => return Err("batch not computed".into()),
     };
     let (file, line, function) = producers::assert_site(producer);
