@@ -198,15 +198,26 @@ impl Requirement {
     }
 }
 
+/// Why a capability is missing, as the probe or the toolchain found it (a skip reason).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{0}")]
+pub struct Missing(pub String);
+
+impl Missing {
+    pub fn new(reason: impl std::fmt::Display) -> Missing {
+        Missing(reason.to_string())
+    }
+}
+
 /// What this machine has: for each capability either a description (version, path) or the
 /// reason it is missing.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Capabilities {
-    entries: BTreeMap<Capability, Result<String, String>>,
+    entries: BTreeMap<Capability, Result<String, Missing>>,
 }
 
 impl Capabilities {
-    pub fn set(&mut self, cap: Capability, state: Result<String, String>) {
+    pub fn set(&mut self, cap: Capability, state: Result<String, Missing>) {
         self.entries.insert(cap, state);
     }
 
@@ -217,7 +228,7 @@ impl Capabilities {
     /// Why `cap` is missing, in a form fit for a skip reason.
     pub fn missing_reason(&self, cap: Capability) -> String {
         let why = match self.entries.get(&cap) {
-            Some(Err(why)) => why.clone(),
+            Some(Err(why)) => why.to_string(),
             Some(Ok(_)) => return String::new(),
             None => format!("{cap} was not probed"),
         };
@@ -233,7 +244,7 @@ impl Capabilities {
             .map(|c| (c, self.missing_reason(c)))
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&Capability, &Result<String, String>)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Capability, &Result<String, Missing>)> {
         self.entries.iter()
     }
 }
@@ -273,7 +284,7 @@ mod tests {
         let mut c = Capabilities::default();
         c.set(
             Capability::Gpu,
-            Err("no GPU: libcuda.so.1 not found".into()),
+            Err(Missing::new("no GPU: libcuda.so.1 not found")),
         );
         let (cap, why) = c.first_missing(&[Capability::Gpu]).unwrap();
         assert_eq!(cap, Capability::Gpu);

@@ -483,9 +483,10 @@ fn litmus(action: LitmusCmd) -> i32 {
             model.as_deref(),
             *liveness,
             max_candidates.map(u128::from),
-        ),
-        LitmusCmd::Import { file } => litmus::import_file(file),
-        LitmusCmd::Export { file } => litmus::export_file(file),
+        )
+        .map_err(|e| e.to_string()),
+        LitmusCmd::Import { file } => litmus::import_file(file).map_err(|e| e.to_string()),
+        LitmusCmd::Export { file } => litmus::export_file(file).map_err(|e| e.to_string()),
     };
     match r {
         Ok(text) => {

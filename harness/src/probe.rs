@@ -5,10 +5,20 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::backend::cuda::{self, DriverInfo};
-use crate::backend::kmod;
+use crate::backend::cuda::{self, CudaError, DriverInfo};
+use crate::backend::kmod::{self, KmodError};
 use crate::backend::toolchain::Toolchain;
-use crate::capability::{Capabilities, Capability};
+use crate::capability::{Capabilities, Capability, Missing};
+
+/// Why no RDMA device can be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum RdmaError {
+    #[cfg(feature = "rdma")]
+    #[error(transparent)]
+    Verbs(#[from] crate::backend::rdma::VerbsError),
+    #[error("built without rdma (rebuild with `--features rdma`)")]
+    NotBuilt,
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct HostInfo {
@@ -22,11 +32,25 @@ pub struct HostInfo {
 #[derive(Debug, Serialize)]
 pub struct Probe {
     pub host: HostInfo,
-    pub driver: Result<DriverInfo, String>,
+    #[serde(serialize_with = "result_with_reason")]
+    pub driver: Result<DriverInfo, CudaError>,
     pub toolchain: BTreeMap<String, serde_json::Value>,
-    pub kmod: Result<String, String>,
-    pub rdma: Result<Vec<String>, String>,
+    #[serde(serialize_with = "result_with_reason")]
+    pub kmod: Result<String, KmodError>,
+    #[serde(serialize_with = "result_with_reason")]
+    pub rdma: Result<Vec<String>, RdmaError>,
     pub capabilities: BTreeMap<String, serde_json::Value>,
+}
+
+/// A `Result` as serde writes one (`{"Ok": …}` / `{"Err": …}`), the error as its message.
+fn result_with_reason<T: Serialize, E: std::fmt::Display, S: serde::Serializer>(
+    r: &Result<T, E>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match r {
+        Ok(v) => s.serialize_newtype_variant("Result", 0, "Ok", v),
+        Err(e) => s.serialize_newtype_variant("Result", 1, "Err", &e.to_string()),
+    }
 }
 
 pub fn host() -> HostInfo {
@@ -70,42 +94,49 @@ pub fn host() -> HostInfo {
     }
 }
 
-fn rdma_devices() -> Result<Vec<String>, String> {
+fn rdma_devices() -> Result<Vec<String>, RdmaError> {
     #[cfg(feature = "rdma")]
     {
-        crate::backend::rdma::devices()
+        Ok(crate::backend::rdma::devices()?)
     }
     #[cfg(not(feature = "rdma"))]
     {
-        Err("built without rdma (rebuild with `--features rdma`)".into())
+        Err(RdmaError::NotBuilt)
     }
 }
 
 /// nvidia-peermem (gpudirect §1.6): a GPU, an RDMA device and the module loaded.
 fn peermem(
-    driver: &Result<cuda::DriverInfo, String>,
-    rdma: &Result<Vec<String>, String>,
-) -> Result<String, String> {
-    driver.as_ref().map_err(|e| format!("no GPU: {e}"))?;
-    rdma.as_ref().map_err(|e| format!("no RDMA: {e}"))?;
+    driver: &Result<cuda::DriverInfo, CudaError>,
+    rdma: &Result<Vec<String>, RdmaError>,
+) -> Result<String, Missing> {
+    driver
+        .as_ref()
+        .map_err(|e| Missing::new(format!("no GPU: {e}")))?;
+    rdma.as_ref()
+        .map_err(|e| Missing::new(format!("no RDMA: {e}")))?;
     if std::path::Path::new("/sys/module/nvidia_peermem").exists() {
         Ok("nvidia_peermem loaded".into())
     } else {
-        Err("nvidia_peermem is not loaded (/sys/module/nvidia_peermem)".into())
+        Err(Missing::new(
+            "nvidia_peermem is not loaded (/sys/module/nvidia_peermem)",
+        ))
     }
 }
 
 /// ibv_reg_dmabuf_mr on GPU memory: a GPU and an RDMA device; whether the driver exports
 /// dma-bufs is answered by the case itself (cuMemGetHandleForAddressRange).
 fn dmabuf(
-    driver: &Result<cuda::DriverInfo, String>,
-    rdma: &Result<Vec<String>, String>,
-) -> Result<String, String> {
-    driver.as_ref().map_err(|e| format!("no GPU: {e}"))?;
+    driver: &Result<cuda::DriverInfo, CudaError>,
+    rdma: &Result<Vec<String>, RdmaError>,
+) -> Result<String, Missing> {
+    driver
+        .as_ref()
+        .map_err(|e| Missing::new(format!("no GPU: {e}")))?;
     match rdma {
         Ok(v) if !v.is_empty() => Ok("a GPU and an RDMA device".into()),
-        Ok(_) => Err("no RDMA device found".into()),
-        Err(e) => Err(format!("no RDMA: {e}")),
+        Ok(_) => Err(Missing::new("no RDMA device found")),
+        Err(e) => Err(Missing::new(format!("no RDMA: {e}"))),
     }
 }
 
@@ -123,19 +154,25 @@ pub fn probe(toolchain: &Toolchain) -> (Probe, Capabilities) {
                 .map(|g| format!("{} (sm_{})", g.name, g.compute_capability.replace('.', "")))
                 .collect::<Vec<_>>()
                 .join(", ")),
-            Err(e) => Err(e.clone()),
+            Err(e) => Err(Missing::new(e)),
         },
     );
     let kmod = kmod::probe();
-    caps.set(Capability::Kmod, kmod.clone());
-    caps.set(Capability::Testprov, kmod::probe_testprov());
+    caps.set(
+        Capability::Kmod,
+        kmod.as_ref().map(Clone::clone).map_err(Missing::new),
+    );
+    caps.set(
+        Capability::Testprov,
+        kmod::probe_testprov().map_err(Missing::new),
+    );
     let rdma = rdma_devices();
     caps.set(
         Capability::Rdma,
         match &rdma {
             Ok(v) if !v.is_empty() => Ok(v.join(", ")),
-            Ok(_) => Err("no RDMA device found".into()),
-            Err(e) => Err(e.clone()),
+            Ok(_) => Err(Missing::new("no RDMA device found")),
+            Err(e) => Err(Missing::new(e)),
         },
     );
     caps.set(Capability::Peermem, peermem(&driver, &rdma));

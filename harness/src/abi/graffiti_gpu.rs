@@ -69,7 +69,7 @@ pub fn graffiti_case(ctx: &CaseContext, seed_start: u64, count: u64) -> CaseStat
     let run = || -> Result<CaseStatus, String> {
         let (types, ptx) = writer_ptx(ctx.toolchain, seed_start, count)?;
         let len = graffiti::buffer_len(&types)? as usize;
-        let s = Session::open(0)?;
+        let s = Session::open(0).map_err(|e| e.to_string())?;
         let m = s.load_ptx(&ptx).map_err(|e| e.to_string())?;
         let f = s
             .function(&m, graffiti::KERNEL)

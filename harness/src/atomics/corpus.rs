@@ -20,10 +20,23 @@ pub fn dir() -> Option<PathBuf> {
     .find(|p| p.join("NOTES.md").exists())
 }
 
+/// Why a corpus case cannot run: an unknown case name or an unreadable expectation file.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    #[error("unknown corpus expectation `{0}` (allowed: ptx-v6.0, ptx-v7.5, liveness-ptx-v6.0, liveness-ptx-v7.5)")]
+    UnknownCase(String),
+    #[error("{csv}: {source}")]
+    Expectations { csv: String, source: std::io::Error },
+}
+
 /// `path,value` lines of a Dat3M expectation CSV, paths made relative to the corpus (value
 /// 1: the condition holds as quantified, or for liveness: no execution fails to terminate).
-pub fn expectations(dir: &Path, csv: &str) -> Result<BTreeMap<String, bool>, String> {
-    let text = std::fs::read_to_string(dir.join(csv)).map_err(|e| format!("{csv}: {e}"))?;
+pub fn expectations(dir: &Path, csv: &str) -> Result<BTreeMap<String, bool>, CorpusError> {
+    let text =
+        std::fs::read_to_string(dir.join(csv)).map_err(|source| CorpusError::Expectations {
+            csv: csv.to_string(),
+            source,
+        })?;
     Ok(text
         .lines()
         .filter(|l| !l.trim_start().starts_with("//"))
@@ -46,7 +59,7 @@ pub struct Tally {
 }
 
 /// Checks every test an expectation file lists under `model` (v7.5 for tests with proxies).
-pub fn run(dir: &Path, csv: &str, model: Model, liveness: bool) -> Result<Tally, String> {
+pub fn run(dir: &Path, csv: &str, model: Model, liveness: bool) -> Result<Tally, CorpusError> {
     let mut t = Tally::default();
     for (path, expected) in expectations(dir, csv)? {
         t.listed += 1;
@@ -91,17 +104,13 @@ pub fn run(dir: &Path, csv: &str, model: Model, liveness: bool) -> Result<Tally,
 }
 
 /// The suite case: which CSV and model a case name selects.
-pub fn case(which: &str) -> Result<(&'static str, Model, bool), String> {
+pub fn case(which: &str) -> Result<(&'static str, Model, bool), CorpusError> {
     Ok(match which {
         "ptx-v6.0" => ("PTXv6_0-expected.csv", Model::V60, false),
         "ptx-v7.5" => ("PTXv7_5-expected.csv", Model::V75, false),
         "liveness-ptx-v6.0" => ("PTXv6_0-Liveness-expected.csv", Model::V60, true),
         "liveness-ptx-v7.5" => ("PTXv7_5-Liveness-expected.csv", Model::V75, true),
-        other => {
-            return Err(format!(
-                "unknown corpus expectation `{other}` (allowed: ptx-v6.0, ptx-v7.5, liveness-ptx-v6.0, liveness-ptx-v7.5)"
-            ))
-        }
+        other => return Err(CorpusError::UnknownCase(other.to_string())),
     })
 }
 
@@ -121,7 +130,8 @@ pub fn bench() -> String {
     ] {
         let t0 = std::time::Instant::now();
         let r = load_file(&litmus.join(format!("{name}.litmus")))
-            .and_then(|t| try_check_with(&t, &Options::default()));
+            .map_err(|e| e.to_string())
+            .and_then(|t| try_check_with(&t, &Options::default()).map_err(|e| e.to_string()));
         let secs = t0.elapsed().as_secs_f64();
         match r {
             Ok(v) => out.push_str(&format!(

@@ -69,20 +69,34 @@ struct RawMapping {
     scope: String,
 }
 
+/// A `mapping:` check naming no case of the mapping table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no mapping case for producer `{producer}`, operation `{operation}`, order `{order}`, scope `{scope}` \
+     (producers: nvrtc, clang, llvm; an order must be valid for the operation in C++)"
+)]
+pub struct UnknownMapping {
+    producer: String,
+    operation: String,
+    order: String,
+    scope: String,
+}
+
 impl TryFrom<RawMapping> for MappingSpec {
-    type Error = String;
-    fn try_from(r: RawMapping) -> Result<Self, String> {
+    type Error = UnknownMapping;
+    fn try_from(r: RawMapping) -> Result<Self, UnknownMapping> {
         let id = format!(
             "atomics.mapping.{}.{}.{}.{}",
             r.producer, r.operation, r.order, r.scope
         );
-        MappingCase::from_id(&id).map(MappingSpec).ok_or_else(|| {
-            format!(
-                "no mapping case for producer `{}`, operation `{}`, order `{}`, scope `{}` \
-                 (producers: nvrtc, clang, llvm; an order must be valid for the operation in C++)",
-                r.producer, r.operation, r.order, r.scope
-            )
-        })
+        MappingCase::from_id(&id)
+            .map(MappingSpec)
+            .ok_or(UnknownMapping {
+                producer: r.producer,
+                operation: r.operation,
+                order: r.order,
+                scope: r.scope,
+            })
     }
 }
 
@@ -113,7 +127,7 @@ impl Check for AtomicsCheck {
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             AtomicsCheck::Mapping(MappingSpec(case)) => {
-                cache().verdict(ctx.toolchain, case).to_status(case)
+                cache().outcome(ctx.toolchain, case).to_status(case)
             }
             AtomicsCheck::Model { test } => model_case(test),
             AtomicsCheck::Gpu { test, iterations } => {

@@ -27,11 +27,39 @@ pub struct DriverInfo {
     pub gpus: Vec<GpuInfo>,
 }
 
-fn libcuda_loadable() -> Result<(), String> {
+/// Why the driver cannot be used: no GPU capability (the probe), or a device that would not
+/// open. Each driver failure carries the call and its `CUresult` (printed with its name and
+/// the driver's description).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CudaError {
+    #[error("no GPU: libcuda.so.1 cannot be loaded ({0})")]
+    Unloadable(String),
+    #[error("no GPU: cuInit failed: {0:?}")]
+    Init(result::DriverError),
+    #[error("no GPU: the driver reports 0 devices")]
+    NoDevices,
+    /// cudarc panicked while loading the driver.
+    #[error("no GPU: the CUDA driver could not be loaded")]
+    LoadPanicked,
+    /// A query that failed after the driver initialised.
+    #[error("{call}: {error:?}")]
+    Query {
+        call: &'static str,
+        error: result::DriverError,
+    },
+    #[error(transparent)]
+    Call(#[from] DriverCallError),
+}
+
+fn query(call: &'static str) -> impl Fn(result::DriverError) -> CudaError {
+    move |error| CudaError::Query { call, error }
+}
+
+fn libcuda_loadable() -> Result<(), CudaError> {
     // SAFETY: loading the driver library runs its initialisers, which is what using it needs.
     unsafe { libloading::Library::new("libcuda.so.1") }
         .map(drop)
-        .map_err(|e| format!("no GPU: libcuda.so.1 cannot be loaded ({e})"))
+        .map_err(|e| CudaError::Unloadable(e.to_string()))
 }
 
 fn uuid_text(u: &sys::CUuuid) -> String {
@@ -51,23 +79,23 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// Probe the driver and its GPUs. `Err` says why there is no GPU capability.
-pub fn probe() -> Result<DriverInfo, String> {
+pub fn probe() -> Result<DriverInfo, CudaError> {
     libcuda_loadable()?;
-    let caught = std::panic::catch_unwind(|| -> Result<DriverInfo, String> {
-        result::init().map_err(|e| format!("no GPU: cuInit failed: {e:?}"))?;
+    let caught = std::panic::catch_unwind(|| -> Result<DriverInfo, CudaError> {
+        result::init().map_err(CudaError::Init)?;
         let mut v = 0;
         // SAFETY: out-pointer to a live local.
         unsafe { sys::cuDriverGetVersion(&mut v) }
             .result()
-            .map_err(|e| format!("cuDriverGetVersion: {e:?}"))?;
-        let count = result::device::get_count().map_err(|e| format!("cuDeviceGetCount: {e:?}"))?;
+            .map_err(query("cuDriverGetVersion"))?;
+        let count = result::device::get_count().map_err(query("cuDeviceGetCount"))?;
         if count == 0 {
-            return Err("no GPU: the driver reports 0 devices".into());
+            return Err(CudaError::NoDevices);
         }
         let nvml = nvml::Nvml::open().ok();
         let mut gpus = Vec::new();
         for ordinal in 0..count {
-            let dev = result::device::get(ordinal).map_err(|e| format!("cuDeviceGet: {e:?}"))?;
+            let dev = result::device::get(ordinal).map_err(query("cuDeviceGet"))?;
             let name = result::device::get_name(dev).unwrap_or_default();
             // SAFETY: valid device handle and attribute enums.
             let (major, minor, mem) = unsafe {
@@ -107,7 +135,7 @@ pub fn probe() -> Result<DriverInfo, String> {
             gpus,
         })
     });
-    caught.unwrap_or_else(|_| Err("no GPU: the CUDA driver could not be loaded".into()))
+    caught.unwrap_or(Err(CudaError::LoadPanicked))
 }
 
 /// The few NVML calls the probe uses (BAR1 size and driver version).
@@ -127,23 +155,32 @@ mod nvml {
         lib: Library,
     }
 
+    /// Why NVML is not used (the probe then leaves BAR1 size and driver version unknown).
+    #[derive(Debug, thiserror::Error)]
+    pub enum NvmlError {
+        #[error(transparent)]
+        Load(#[from] libloading::Error),
+        /// `nvmlReturn_t` of `nvmlInit_v2`.
+        #[error("nvmlInit_v2 returned {0}")]
+        Init(c_int),
+    }
+
     type Init = unsafe extern "C" fn() -> c_int;
     type ByUuid = unsafe extern "C" fn(*const c_char, *mut *mut c_void) -> c_int;
     type Bar1 = unsafe extern "C" fn(*mut c_void, *mut Bar1Memory) -> c_int;
     type DriverVersion = unsafe extern "C" fn(*mut c_char, c_uint) -> c_int;
 
     impl Nvml {
-        pub fn open() -> Result<Nvml, String> {
+        pub fn open() -> Result<Nvml, NvmlError> {
             // SAFETY: loading NVIDIA's management library.
-            let lib = unsafe { Library::new("libnvidia-ml.so.1") }.map_err(|e| e.to_string())?;
+            let lib = unsafe { Library::new("libnvidia-ml.so.1") }?;
             // SAFETY: nvmlInit_v2 takes no arguments.
             let rc = unsafe {
-                let init: libloading::Symbol<Init> =
-                    lib.get(b"nvmlInit_v2\0").map_err(|e| e.to_string())?;
+                let init: libloading::Symbol<Init> = lib.get(b"nvmlInit_v2\0")?;
                 init()
             };
             if rc != 0 {
-                return Err(format!("nvmlInit_v2 returned {rc}"));
+                return Err(NvmlError::Init(rc));
             }
             Ok(Nvml { lib })
         }
@@ -202,7 +239,7 @@ mod tests {
         // On a machine without a GPU this is Err naming libcuda; with one, Ok with a device.
         match probe() {
             Ok(info) => assert!(!info.gpus.is_empty()),
-            Err(why) => assert!(why.starts_with("no GPU"), "{why}"),
+            Err(why) => assert!(why.to_string().starts_with("no GPU"), "{why}"),
         }
     }
 }
@@ -215,7 +252,7 @@ pub struct Session {
 }
 
 /// A driver call's failure, with the call named.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("{call} returned {code:?}")]
 pub struct DriverCallError {
     pub call: &'static str,
@@ -232,20 +269,19 @@ fn check(call: &'static str, code: sys::CUresult) -> Result<(), DriverCallError>
 
 impl Session {
     /// Open device `ordinal`'s primary context and make it current on this thread.
-    pub fn open(ordinal: i32) -> Result<Session, String> {
+    pub fn open(ordinal: i32) -> Result<Session, CudaError> {
         probe()?;
         // SAFETY: driver calls with out-pointers to live locals; the library is loaded.
         unsafe {
-            check("cuInit", sys::cuInit(0)).map_err(|e| e.to_string())?;
+            check("cuInit", sys::cuInit(0))?;
             let mut dev = 0;
-            check("cuDeviceGet", sys::cuDeviceGet(&mut dev, ordinal)).map_err(|e| e.to_string())?;
+            check("cuDeviceGet", sys::cuDeviceGet(&mut dev, ordinal))?;
             let mut ctx = std::ptr::null_mut();
             check(
                 "cuDevicePrimaryCtxRetain",
                 sys::cuDevicePrimaryCtxRetain(&mut ctx, dev),
-            )
-            .map_err(|e| e.to_string())?;
-            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx)).map_err(|e| e.to_string())?;
+            )?;
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
             Ok(Session { dev })
         }
     }
@@ -309,10 +345,10 @@ impl Session {
     }
 
     /// The device's UUID bytes, as `nvidia_p2p_page_table.gpu_uuid` carries them.
-    pub fn uuid(&self) -> Result<[u8; 16], String> {
+    pub fn uuid(&self) -> Result<[u8; 16], CudaError> {
         result::device::get_uuid(self.dev)
             .map(|u| u.bytes.map(|b| b as u8))
-            .map_err(|e| format!("cuDeviceGetUuid: {e:?}"))
+            .map_err(query("cuDeviceGetUuid"))
     }
 }
 
@@ -620,7 +656,7 @@ mod launch_tests {
     fn session_or_reason() {
         let opened = Session::open(0);
         if let Err(why) = &opened {
-            assert!(why.starts_with("no GPU"), "{why}");
+            assert!(why.to_string().starts_with("no GPU"), "{why}");
         }
         crate::require!(device: opened.is_ok(), "a GPU");
         let s = opened.unwrap();

@@ -194,6 +194,32 @@ pub unsafe fn raw_ioctl(fd: i32, cmd: u64, arg: *mut libc::c_void) -> Result<(),
     }
 }
 
+/// Why the module's or the test provider's device cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum KmodError {
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: &'static str,
+        source: std::io::Error,
+    },
+    #[error("kmod not loaded: {DEVICE} does not exist")]
+    NotLoaded,
+    /// The node exists but does not open (permissions, a stale node).
+    #[error("kmod present but {0}")]
+    Unopenable(Box<KmodError>),
+    #[error("{TESTPROV_DEVICE} does not exist (load kmod/testprov)")]
+    TestprovNotLoaded,
+    /// An ioctl the probe issues (`ioctl`: its UAPI name) returned an errno.
+    #[error("{path} does not answer {ioctl}: {errno}")]
+    Ioctl {
+        path: &'static str,
+        ioctl: &'static str,
+        errno: Errno,
+    },
+    #[error("{DEVICE} speaks UAPI {major}.{minor}, this gpucts speaks {VERSION_MAJOR}.x")]
+    Uapi { major: u32, minor: u32 },
+}
+
 /// An open `/dev/gpucts`.
 #[derive(Debug)]
 pub struct Device {
@@ -201,13 +227,16 @@ pub struct Device {
 }
 
 impl Device {
-    pub fn open() -> Result<Device, String> {
+    pub fn open() -> Result<Device, KmodError> {
         std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(DEVICE)
             .map(|file| Device { file })
-            .map_err(|e| format!("cannot open {DEVICE}: {e}"))
+            .map_err(|source| KmodError::Open {
+                path: DEVICE,
+                source,
+            })
     }
 
     /// Issue `cmd` with `arg`; the module reads and writes `arg` in place.
@@ -588,13 +617,16 @@ pub struct TestProv {
 }
 
 impl TestProv {
-    pub fn open() -> Result<TestProv, String> {
+    pub fn open() -> Result<TestProv, KmodError> {
         std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(TESTPROV_DEVICE)
             .map(|file| TestProv { file })
-            .map_err(|e| format!("cannot open {TESTPROV_DEVICE}: {e}"))
+            .map_err(|source| KmodError::Open {
+                path: TESTPROV_DEVICE,
+                source,
+            })
     }
 
     pub fn fd(&self) -> i32 {
@@ -648,34 +680,37 @@ impl TestProv {
 }
 
 /// Whether the test provider's control node is there (`Err` says why not).
-pub fn probe_testprov() -> Result<String, String> {
+pub fn probe_testprov() -> Result<String, KmodError> {
     if !Path::new(TESTPROV_DEVICE).exists() {
-        return Err(format!(
-            "{TESTPROV_DEVICE} does not exist (load kmod/testprov)"
-        ));
+        return Err(KmodError::TestprovNotLoaded);
     }
     let tp = TestProv::open()?;
-    tp.stats()
-        .map_err(|e| format!("{TESTPROV_DEVICE} does not answer STATS: {e}"))?;
+    tp.stats().map_err(|errno| KmodError::Ioctl {
+        path: TESTPROV_DEVICE,
+        ioctl: "STATS",
+        errno,
+    })?;
     Ok(format!(
         "{TESTPROV_DEVICE} (test provider: host pages, not a GPU)"
     ))
 }
 
 /// Whether the module's device can be opened and speaks this UAPI; `Err` says why not.
-pub fn probe() -> Result<String, String> {
+pub fn probe() -> Result<String, KmodError> {
     if !Path::new(DEVICE).exists() {
-        return Err(format!("kmod not loaded: {DEVICE} does not exist"));
+        return Err(KmodError::NotLoaded);
     }
-    let dev = Device::open().map_err(|e| format!("kmod present but {e}"))?;
-    let v = dev
-        .version()
-        .map_err(|e| format!("{DEVICE} does not answer GET_VERSION: {e}"))?;
+    let dev = Device::open().map_err(|e| KmodError::Unopenable(Box::new(e)))?;
+    let v = dev.version().map_err(|errno| KmodError::Ioctl {
+        path: DEVICE,
+        ioctl: "GET_VERSION",
+        errno,
+    })?;
     if v.major != VERSION_MAJOR {
-        return Err(format!(
-            "{DEVICE} speaks UAPI {}.{}, this gpucts speaks {VERSION_MAJOR}.x",
-            v.major, v.minor
-        ));
+        return Err(KmodError::Uapi {
+            major: v.major,
+            minor: v.minor,
+        });
     }
     Ok(format!(
         "{DEVICE} UAPI {}.{} ({} flavour)",

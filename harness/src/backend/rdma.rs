@@ -34,16 +34,13 @@ fn rc_err(call: &'static str, rc: i32) -> VerbsError {
 }
 
 /// The names of the RDMA devices libibverbs sees; `Err` says why none can be listed.
-pub fn devices() -> Result<Vec<String>, String> {
+pub fn devices() -> Result<Vec<String>, VerbsError> {
     let mut n: i32 = 0;
     // SAFETY: ibv_get_device_list returns a NULL-terminated array (or NULL) that we free once.
     unsafe {
         let list = ibv_get_device_list(&mut n);
         if list.is_null() {
-            return Err(format!(
-                "ibv_get_device_list failed: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(os_err("ibv_get_device_list"));
         }
         let mut names = Vec::new();
         for i in 0..n.max(0) as usize {

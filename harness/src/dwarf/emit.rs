@@ -275,13 +275,13 @@ impl Builder<'_> {
         id
     }
 
-    fn ty(&mut self, t: &Ty) -> Result<UnitEntryId, String> {
+    fn ty(&mut self, t: &Ty) -> Result<UnitEntryId, EmitError> {
         let root = self.unit.root();
         Ok(match t {
             Ty::Scalar(s) => self.scalar(*s),
             Ty::Vector(s, n) => {
                 let elem = self.scalar(*s);
-                let (size, _) = size_align(t, AddressSize::A64)?;
+                let (size, _) = size_align(t, AddressSize::A64).map_err(layout_error)?;
                 let id = self.unit.add(root, gimli::DW_TAG_array_type);
                 let e = self.unit.get_mut(id);
                 e.set(gimli::DW_AT_type, AttributeValue::UnitRef(elem));
@@ -295,7 +295,7 @@ impl Builder<'_> {
             }
             Ty::Array(elem, n) => {
                 let et = self.ty(elem)?;
-                let (size, _) = size_align(t, AddressSize::A64)?;
+                let (size, _) = size_align(t, AddressSize::A64).map_err(layout_error)?;
                 let id = self.unit.add(root, gimli::DW_TAG_array_type);
                 let e = self.unit.get_mut(id);
                 e.set(gimli::DW_AT_type, AttributeValue::UnitRef(et));
@@ -310,11 +310,11 @@ impl Builder<'_> {
         })
     }
 
-    fn record(&mut self, r: &TypeDef) -> Result<UnitEntryId, String> {
+    fn record(&mut self, r: &TypeDef) -> Result<UnitEntryId, EmitError> {
         if let Some(id) = self.records.get(&r.name) {
             return Ok(*id);
         }
-        let l = layout(r, AddressSize::A64)?;
+        let l = layout(r, AddressSize::A64).map_err(layout_error)?;
         let root = self.unit.root();
         let tag = match r.kind {
             crate::abi::types::RecordKind::Struct => gimli::DW_TAG_structure_type,
@@ -355,8 +355,33 @@ impl Builder<'_> {
     }
 }
 
+/// Why a program's debug information could not be written as PTX `.section` directives.
+#[derive(Debug, thiserror::Error)]
+pub enum EmitError {
+    /// The layout engine refused a type (`abi::layout`'s reason).
+    #[error("{0}")]
+    Layout(String),
+    #[error("register name too long")]
+    RegisterName,
+    #[error("gimli write: {0}")]
+    Write(gimli::write::Error),
+    /// Rewriting the abbreviations to DWARF 2 forms met a short table.
+    #[error("truncated abbreviation")]
+    TruncatedAbbreviation,
+    #[error("DW_FORM_flag_present has no DWARF 2 form")]
+    FlagPresent,
+    #[error("{0}")]
+    Rewrite(gimli::write::Error),
+    #[error("unknown symbol")]
+    UnknownSymbol,
+}
+
+fn layout_error(e: impl std::fmt::Display) -> EmitError {
+    EmitError::Layout(e.to_string())
+}
+
 /// The DWARF of a batch of programs, as PTX `.section` directives.
-pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, String> {
+pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, EmitError> {
     let enc = gimli::Encoding {
         format: gimli::Format::Dwarf32,
         version: 2,
@@ -468,13 +493,13 @@ pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, String> {
             let mut loc = Expression::new();
             match v.space {
                 Space::Reg | Space::Sreg => {
-                    let n = register_number(&v.location).ok_or("register name too long")?;
+                    let n = register_number(&v.location).ok_or(EmitError::RegisterName)?;
                     let mut raw = vec![gimli::DW_OP_regx.0];
                     leb128_u(&mut raw, n);
                     loc = Expression::raw(raw);
                 }
                 Space::Generic => {
-                    let n = register_number(&v.location).ok_or("register name too long")?;
+                    let n = register_number(&v.location).ok_or(EmitError::RegisterName)?;
                     let mut raw = vec![gimli::DW_OP_bregx.0];
                     leb128_u(&mut raw, n);
                     raw.push(0);
@@ -500,8 +525,7 @@ pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, String> {
         out: EndianVec::new(LittleEndian),
         relocs: Vec::new(),
     });
-    dw.write(&mut sections)
-        .map_err(|e| format!("gimli write: {e}"))?;
+    dw.write(&mut sections).map_err(EmitError::Write)?;
     downgrade_forms(&mut sections.debug_abbrev.0.out)?;
     let mut out = String::new();
     for (name, w) in [
@@ -517,13 +541,13 @@ pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, String> {
 /// get_form_value default" otherwise). gimli writes `DW_FORM_exprloc`/`DW_FORM_sec_offset`,
 /// which have the encodings of DWARF 2's `DW_FORM_block`/`DW_FORM_data4` in 32-bit DWARF, so
 /// the abbreviations are rewritten in place.
-fn downgrade_forms(abbrev: &mut EndianVec<LittleEndian>) -> Result<(), String> {
+fn downgrade_forms(abbrev: &mut EndianVec<LittleEndian>) -> Result<(), EmitError> {
     let mut bytes = abbrev.slice().to_vec();
     let mut i = 0;
-    let uleb = |b: &[u8], i: &mut usize| -> Result<u64, String> {
+    let uleb = |b: &[u8], i: &mut usize| -> Result<u64, EmitError> {
         let (mut v, mut shift) = (0u64, 0);
         loop {
-            let x = *b.get(*i).ok_or("truncated abbreviation")?;
+            let x = *b.get(*i).ok_or(EmitError::TruncatedAbbreviation)?;
             *i += 1;
             v |= u64::from(x & 0x7f) << shift;
             shift += 7;
@@ -548,13 +572,13 @@ fn downgrade_forms(abbrev: &mut EndianVec<LittleEndian>) -> Result<(), String> {
             match form {
                 0x18 => bytes[at_form] = 0x09,
                 0x17 => bytes[at_form] = 0x06,
-                0x19 => return Err("DW_FORM_flag_present has no DWARF 2 form".into()),
+                0x19 => return Err(EmitError::FlagPresent),
                 _ => {}
             }
         }
     }
     let mut v = EndianVec::new(LittleEndian);
-    v.write(&bytes).map_err(|e| e.to_string())?;
+    v.write(&bytes).map_err(EmitError::Rewrite)?;
     *abbrev = v;
     Ok(())
 }
@@ -576,7 +600,7 @@ fn print_section(
     name: &str,
     w: &RelocWriter,
     symbols: &[String],
-) -> Result<(), String> {
+) -> Result<(), EmitError> {
     let bytes = w.out.slice();
     let mut relocs: Vec<&(usize, u8, Reloc)> = w.relocs.iter().collect();
     relocs.sort_by_key(|r| r.0);
@@ -592,7 +616,7 @@ fn print_section(
         flush(out, pos, *off);
         let label = match r {
             Reloc::Symbol(i, a) => {
-                let s = symbols.get(*i).ok_or("unknown symbol")?;
+                let s = symbols.get(*i).ok_or(EmitError::UnknownSymbol)?;
                 if *a == 0 {
                     s.clone()
                 } else {
@@ -611,7 +635,7 @@ fn print_section(
 }
 
 /// A whole PTX module for a batch: the kernels, `.file`, and the DWARF sections.
-pub fn module(programs: &[Program], file: &str) -> Result<String, String> {
+pub fn module(programs: &[Program], file: &str) -> Result<String, EmitError> {
     let mut s = format!(
         ".version 8.0\n.target sm_90, debug\n.address_size 64\n\n.file 1 \"/gpucts/{file}\"\n\n"
     );

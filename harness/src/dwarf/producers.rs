@@ -179,7 +179,7 @@ fn note(r: &Report, c: &Report) -> String {
 }
 
 /// A small kernel with a known result, in the producer's debug PTX (for the GPU cases).
-pub fn compile_kernel(tc: &Toolchain, p: DebugProducer) -> Result<String, String> {
+pub fn compile_kernel(tc: &Toolchain, p: DebugProducer) -> Result<String, ToolError> {
     let body =
         "extern \"C\" __global__ void gpucts_dwarf_add(unsigned *p, unsigned a, unsigned b) {\n\
                 \x20 unsigned s = a + b;\n  p[threadIdx.x] = s * 2 + threadIdx.x;\n}\n";
@@ -191,5 +191,5 @@ pub fn compile_kernel(tc: &Toolchain, p: DebugProducer) -> Result<String, String
             body.replace("threadIdx.x", "__nvvm_read_ptx_sreg_tid_x()")
         ),
     };
-    compile_src(tc, p, &src).map_err(|e| e.to_string())
+    compile_src(tc, p, &src)
 }

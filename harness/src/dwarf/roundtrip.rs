@@ -401,7 +401,7 @@ fn disasm_lines(text: &str) -> BTreeSet<u64> {
 pub fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, String> {
     let programs: Vec<Program> = (batch * BATCH..(batch + 1) * BATCH).map(program).collect();
     let file = format!("gpucts_dwarf_{batch}.cu");
-    let ptx = module(&programs, &file)?;
+    let ptx = module(&programs, &file).map_err(|e| e.to_string())?;
     let cubin = tc
         .ptxas(&ptx, "sm_90", &["-g"])
         .map_err(|e| format!("ptxas -g rejected the generated PTX: {e}"))?;

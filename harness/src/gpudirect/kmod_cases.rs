@@ -281,13 +281,16 @@ impl Ctx {
 
 /// The flavour the run expects: `GPUCTS_KMOD_FLAVOUR` (desktop|tegra, set by ci/kmod-vm for
 /// the build it loaded), else the one the module reports.
-fn expected_tegra(reported: u32) -> Result<bool, String> {
+/// `GPUCTS_KMOD_FLAVOUR` names neither flavour.
+#[derive(Debug, thiserror::Error)]
+#[error("GPUCTS_KMOD_FLAVOUR={0}: expected desktop or tegra")]
+struct UnknownFlavour(String);
+
+fn expected_tegra(reported: u32) -> Result<bool, UnknownFlavour> {
     match std::env::var("GPUCTS_KMOD_FLAVOUR").as_deref() {
         Ok("tegra") => Ok(true),
         Ok("desktop") => Ok(false),
-        Ok(other) => Err(format!(
-            "GPUCTS_KMOD_FLAVOUR={other}: expected desktop or tegra"
-        )),
+        Ok(other) => Err(UnknownFlavour(other.to_string())),
         Err(_) => Ok(reported == kmod::FLAVOUR_TEGRA),
     }
 }

@@ -10,7 +10,7 @@ mod userspace;
 use serde::Deserialize;
 
 use crate::area::{CaseContext, Check};
-use crate::backend::cuda::{DriverResult, PointerAttribute, Session};
+use crate::backend::cuda::{DriverCallError, DriverResult, PointerAttribute, Session};
 use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 
@@ -44,13 +44,13 @@ pub enum GpudirectCheck {
 
 const ALLOC: usize = 1 << 20;
 
-fn sync_memops(s: &Session) -> Result<CaseStatus, String> {
-    let p = s.alloc(ALLOC).map_err(|e| e.to_string())?;
+fn sync_memops(s: &Session) -> Result<CaseStatus, DriverCallError> {
+    let p = s.alloc(ALLOC)?;
     let set = s.set_sync_memops(p);
     let got = s.attribute_u32(PointerAttribute::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p);
     let host = vec![0u8; 4096];
     let host_set = s.set_sync_memops(host.as_ptr() as u64);
-    s.free(p).map_err(|e| e.to_string())?;
+    s.free(p)?;
     Ok(match (set, got, host_set) {
         (DriverResult::CUDA_SUCCESS, Ok(1), r) if r != DriverResult::CUDA_SUCCESS => {
             CaseStatus::pass()
@@ -62,14 +62,14 @@ fn sync_memops(s: &Session) -> Result<CaseStatus, String> {
     })
 }
 
-fn buffer_id_changes(s: &Session) -> Result<CaseStatus, String> {
+fn buffer_id_changes(s: &Session) -> Result<CaseStatus, DriverCallError> {
     let attr = PointerAttribute::CU_POINTER_ATTRIBUTE_BUFFER_ID;
-    let a = s.alloc(ALLOC).map_err(|e| e.to_string())?;
-    let id_a = s.attribute_u64(attr, a).map_err(|e| e.to_string())?;
-    s.free(a).map_err(|e| e.to_string())?;
-    let b = s.alloc(ALLOC).map_err(|e| e.to_string())?;
-    let id_b = s.attribute_u64(attr, b).map_err(|e| e.to_string())?;
-    s.free(b).map_err(|e| e.to_string())?;
+    let a = s.alloc(ALLOC)?;
+    let id_a = s.attribute_u64(attr, a)?;
+    s.free(a)?;
+    let b = s.alloc(ALLOC)?;
+    let id_b = s.attribute_u64(attr, b)?;
+    s.free(b)?;
     Ok(if id_a != id_b {
         CaseStatus::pass_with(format!(
             "ids {id_a:#x} then {id_b:#x} (addresses {a:#x}, {b:#x}{})",
@@ -83,7 +83,7 @@ fn buffer_id_changes(s: &Session) -> Result<CaseStatus, String> {
     })
 }
 
-fn with_session(f: impl FnOnce(&Session) -> Result<CaseStatus, String>) -> CaseStatus {
+fn with_session(f: impl FnOnce(&Session) -> Result<CaseStatus, DriverCallError>) -> CaseStatus {
     match Session::open(0) {
         Ok(s) => f(&s).unwrap_or_else(CaseStatus::error),
         Err(e) => CaseStatus::error(e),

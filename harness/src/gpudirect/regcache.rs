@@ -12,17 +12,45 @@ pub const GPU_PAGE: u64 = 64 * 1024;
 
 /// What the cache asks of the memory (CUDA on a GPU, a fake in tests).
 pub trait Memory {
+    /// The driver's error (a `CUresult` on a GPU).
+    type Error: std::error::Error;
     /// cuMemGetAddressRange: (base, size) of the allocation containing `p`.
-    fn address_range(&self, p: u64) -> Result<(u64, u64), String>;
+    fn address_range(&self, p: u64) -> Result<(u64, u64), Self::Error>;
     /// cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_BUFFER_ID); `Err` for a freed pointer.
-    fn buffer_id(&self, p: u64) -> Result<u64, String>;
+    fn buffer_id(&self, p: u64) -> Result<u64, Self::Error>;
 }
 
 /// What the cache asks of the pinning side (the companion module's PIN/UNPIN on a rig).
 pub trait Pinner {
     type Pin: std::fmt::Debug;
-    fn pin(&mut self, va: u64, len: u64) -> Result<Self::Pin, String>;
+    /// The pinning side's error (an errno of PIN on a rig).
+    type Error: std::error::Error;
+    fn pin(&mut self, va: u64, len: u64) -> Result<Self::Pin, Self::Error>;
     fn unpin(&mut self, pin: Self::Pin);
+}
+
+/// Why a lookup served no pin; the memory's and the pinner's errors as their messages.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegCacheError {
+    #[error("{p:#x}+{len} overflows")]
+    Overflow { p: u64, len: u64 },
+    /// The buffer id of `p` cannot be read: freed (§3.5's tag check).
+    #[error("{p:#x} is not a live buffer: {reason}")]
+    NotLive { p: u64, reason: String },
+    /// cuMemGetAddressRange failed.
+    #[error("{0}")]
+    AddressRange(String),
+    #[error("allocation {base:#x}+{size} overflows")]
+    AllocationOverflow { base: u64, size: u64 },
+    #[error("{p:#x}+{len} runs past its allocation {base:#x}+{size}")]
+    PastAllocation {
+        p: u64,
+        len: u64,
+        base: u64,
+        size: u64,
+    },
+    #[error("{0}")]
+    Pin(String),
 }
 
 #[derive(Debug)]
@@ -70,15 +98,18 @@ impl<P: Pinner> RegCache<P> {
         mem: &impl Memory,
         p: u64,
         len: u64,
-    ) -> Result<Served<'_, P::Pin>, String> {
+    ) -> Result<Served<'_, P::Pin>, RegCacheError> {
         let end = p
             .checked_add(len.max(1))
-            .ok_or_else(|| format!("{p:#x}+{len} overflows"))?;
+            .ok_or(RegCacheError::Overflow { p, len })?;
         let id = match mem.buffer_id(p) {
             Ok(id) => id,
             Err(e) => {
                 self.evict(|e| e.start <= p && p < e.end);
-                return Err(format!("{p:#x} is not a live buffer: {e}"));
+                return Err(RegCacheError::NotLive {
+                    p,
+                    reason: e.to_string(),
+                });
             }
         };
         let mut how = Lookup::Miss;
@@ -94,17 +125,17 @@ impl<P: Pinner> RegCache<P> {
             how = Lookup::Stale;
         }
         // whatever overlaps the new allocation belongs to an older one: never serve it again
-        let (base, size) = mem.address_range(p)?;
+        let (base, size) = mem
+            .address_range(p)
+            .map_err(|e| RegCacheError::AddressRange(e.to_string()))?;
         let start = base & !(GPU_PAGE - 1);
         let stop = base
             .checked_add(size)
             .and_then(|e| e.checked_add(GPU_PAGE - 1))
-            .ok_or_else(|| format!("allocation {base:#x}+{size} overflows"))?
+            .ok_or(RegCacheError::AllocationOverflow { base, size })?
             & !(GPU_PAGE - 1);
         if end > base + size {
-            return Err(format!(
-                "{p:#x}+{len} runs past its allocation {base:#x}+{size}"
-            ));
+            return Err(RegCacheError::PastAllocation { p, len, base, size });
         }
         if self
             .entries
@@ -114,14 +145,18 @@ impl<P: Pinner> RegCache<P> {
             how = Lookup::Stale;
         }
         self.evict(|e| e.start < stop && start < e.end);
-        let pin = self.pinner.pin(start, stop - start)?;
+        let pin = self
+            .pinner
+            .pin(start, stop - start)
+            .map_err(|e| RegCacheError::Pin(e.to_string()))?;
         self.entries.push(Entry {
             start,
             end: stop,
             buffer_id: id,
             pin,
         });
-        let e = self.entries.last().ok_or("entry just pushed")?;
+        let i = self.entries.len() - 1;
+        let e = &self.entries[i];
         Ok((&e.pin, (start, stop), how))
     }
 
@@ -178,16 +213,18 @@ mod tests {
                 .find(|a| a.0 <= p && p < a.0 + a.1)
         }
     }
+    /// What the driver answers for a pointer into no allocation.
+    #[derive(Debug, thiserror::Error)]
+    #[error("CUDA_ERROR_INVALID_VALUE")]
+    struct InvalidValue;
+
     impl Memory for FakeMem {
-        fn address_range(&self, p: u64) -> Result<(u64, u64), String> {
-            self.find(p)
-                .map(|a| (a.0, a.1))
-                .ok_or_else(|| "CUDA_ERROR_INVALID_VALUE".into())
+        type Error = InvalidValue;
+        fn address_range(&self, p: u64) -> Result<(u64, u64), InvalidValue> {
+            self.find(p).map(|a| (a.0, a.1)).ok_or(InvalidValue)
         }
-        fn buffer_id(&self, p: u64) -> Result<u64, String> {
-            self.find(p)
-                .map(|a| a.2)
-                .ok_or_else(|| "CUDA_ERROR_INVALID_VALUE".into())
+        fn buffer_id(&self, p: u64) -> Result<u64, InvalidValue> {
+            self.find(p).map(|a| a.2).ok_or(InvalidValue)
         }
     }
 
@@ -199,7 +236,8 @@ mod tests {
     }
     impl Pinner for FakePins {
         type Pin = (u64, u64, u32);
-        fn pin(&mut self, va: u64, len: u64) -> Result<Self::Pin, String> {
+        type Error = std::convert::Infallible;
+        fn pin(&mut self, va: u64, len: u64) -> Result<Self::Pin, Self::Error> {
             assert_eq!(va % GPU_PAGE, 0, "§3.2: pins start 64 KB aligned");
             assert_eq!(len % GPU_PAGE, 0, "§3.5: pins are whole 64 KB units");
             self.made += 1;
@@ -262,7 +300,13 @@ mod tests {
         let mut c = RegCache::new(FakePins::default());
         c.get(&mem, 0x20_0000, 1).expect("get");
         mem.free(0x20_0000);
-        assert!(c.get(&mem, 0x20_0000, 1).is_err());
+        assert_eq!(
+            c.get(&mem, 0x20_0000, 1).unwrap_err(),
+            RegCacheError::NotLive {
+                p: 0x20_0000,
+                reason: "CUDA_ERROR_INVALID_VALUE".into()
+            }
+        );
         assert!(c.is_empty(), "the stale entry is gone");
         assert!(c.into_pinner().live.is_empty());
     }

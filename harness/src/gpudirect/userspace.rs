@@ -108,17 +108,23 @@ pub fn address_range(s: &Session) -> Step<String> {
 struct CudaMemory<'s>(&'s Session);
 
 impl Memory for CudaMemory<'_> {
-    fn address_range(&self, p: u64) -> Result<(u64, u64), String> {
-        self.0
-            .address_range(p)
-            .map(|(b, s)| (b, s as u64))
-            .map_err(|e| e.to_string())
+    type Error = crate::backend::cuda::DriverCallError;
+    fn address_range(&self, p: u64) -> Result<(u64, u64), Self::Error> {
+        self.0.address_range(p).map(|(b, s)| (b, s as u64))
     }
-    fn buffer_id(&self, p: u64) -> Result<u64, String> {
+    fn buffer_id(&self, p: u64) -> Result<u64, Self::Error> {
         self.0
             .attribute_u64(PointerAttribute::CU_POINTER_ATTRIBUTE_BUFFER_ID, p)
-            .map_err(|e| e.to_string())
     }
+}
+
+/// PIN refused by the companion module.
+#[derive(Debug, thiserror::Error)]
+#[error("PIN {va:#x}+{len}: {errno}")]
+struct PinError {
+    va: u64,
+    len: u64,
+    errno: kmod::Errno,
 }
 
 /// Pins through the companion module when it is loaded; otherwise records ranges only.
@@ -126,13 +132,14 @@ struct KmodPinner(Option<Device>, u32);
 
 impl Pinner for KmodPinner {
     type Pin = (u64, u64, u64);
-    fn pin(&mut self, va: u64, len: u64) -> Result<Self::Pin, String> {
+    type Error = PinError;
+    fn pin(&mut self, va: u64, len: u64) -> Result<Self::Pin, PinError> {
         self.1 += 1;
         match &self.0 {
             Some(d) => d
                 .pin(va, len, 0)
                 .map(|p| (p.handle, va, len))
-                .map_err(|e| format!("PIN {va:#x}+{len}: {e}")),
+                .map_err(|errno| PinError { va, len, errno }),
             None => Ok((u64::from(self.1), va, len)),
         }
     }

@@ -363,7 +363,7 @@ fn run_ptx(
     limits: &[(ContextLimit, usize)],
     after: impl FnOnce(&Session) -> Result<(), String>,
 ) -> Result<(Result<(), cuda::DriverCallError>, String), String> {
-    let s = Session::open(0)?;
+    let s = Session::open(0).map_err(|e| e.to_string())?;
     for (l, v) in limits {
         s.set_limit(*l, *v).map_err(|e| e.to_string())?;
     }
@@ -490,7 +490,7 @@ fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
     let src = malloc_source();
     let ptrs = vec![0u8; BLOCK_THREADS as usize * 8];
     let ok = vec![0u8; BLOCK_THREADS as usize * 4];
-    let s = Session::open(0)?;
+    let s = Session::open(0).map_err(|e| e.to_string())?;
     s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)
         .map_err(|e| e.to_string())?;
     let ptx = ctx
@@ -572,7 +572,7 @@ fn reuse_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
     // Freed by each launch; the next launch must get such a block again.
     let size = REUSE_SIZE;
     let src = reuse_source();
-    let s = Session::open(0)?;
+    let s = Session::open(0).map_err(|e| e.to_string())?;
     s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)
         .map_err(|e| e.to_string())?;
     let ptx = ctx
@@ -609,7 +609,7 @@ pub const FREE_NULL_SOURCE: &str =
 
 fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
     let src = FREE_NULL_SOURCE;
-    let s = Session::open(0)?;
+    let s = Session::open(0).map_err(|e| e.to_string())?;
     let ptx = ctx
         .toolchain
         .nvrtc(src, "gpucts_free.cu", NVRTC_OPTS)
@@ -633,7 +633,7 @@ fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, Stri
     let slot = producers::batch(ctx.toolchain, producer);
     let b = match slot.get() {
         Some(Ok(b)) => b,
-        Some(Err(e)) => return Err(e.clone()),
+        Some(Err(e)) => return Err(e.to_string()),
         None => return Err("batch not computed".into()),
     };
     let (file, line, function) = producers::assert_site(producer);

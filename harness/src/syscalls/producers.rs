@@ -459,7 +459,35 @@ pub struct Batch {
     pub calls: Vec<CallSite>,
 }
 
-fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
+/// Why a producer's syscalls batch has no PTX to check.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    #[error("{producer} rejected the syscalls batch: {source}")]
+    Rejected {
+        producer: &'static str,
+        source: crate::backend::toolchain::ToolError,
+    },
+    /// The producer has no source in this area's view (the producer vocabulary's reason).
+    #[error("{0}")]
+    NoSource(String),
+    #[error("the {producer} PTX does not parse: {reason}")]
+    Unreadable {
+        producer: &'static str,
+        reason: String,
+    },
+}
+
+/// Why the argument buffer of a vprintf call cannot be read from its PTX.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    #[error("no valist argument")]
+    NoValist,
+    /// `valist`: the argument as the reader saw it.
+    #[error("valist is not a known depot address: {valist}")]
+    NotADepotAddress { valist: String },
+}
+
+fn compile(tc: &Toolchain, producer: Producer) -> Result<String, BatchError> {
     let r = match producer {
         Producer::Nvrtc => tc.nvrtc(
             &cuda_source(false),
@@ -473,21 +501,30 @@ fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
         }
         other => {
             let e = crate::backend::producer::in_view(other, "syscalls", &PRODUCERS);
-            return Err(e.map_or_else(|e| e.to_string(), |p| format!("{p}: no source")));
+            return Err(BatchError::NoSource(
+                e.map_or_else(|e| e.to_string(), |p| format!("{p}: no source")),
+            ));
         }
     };
-    r.map_err(|e| format!("{} rejected the syscalls batch: {e}", producer.name()))
+    r.map_err(|source| BatchError::Rejected {
+        producer: producer.name(),
+        source,
+    })
 }
 
 /// The batch of `producer`, compiled once per run.
-pub fn batch(tc: &Toolchain, producer: Producer) -> Arc<OnceLock<Result<Batch, String>>> {
-    static CACHE: OnceLock<BatchCache<Producer, Result<Batch, String>>> = OnceLock::new();
+pub fn batch(tc: &Toolchain, producer: Producer) -> Arc<OnceLock<Result<Batch, BatchError>>> {
+    static CACHE: OnceLock<BatchCache<Producer, Result<Batch, BatchError>>> = OnceLock::new();
     CACHE
         .get_or_init(BatchCache::new)
         .get_or_compute(&producer, || {
             let ptx = compile(tc, producer)?;
-            let findings = lint_source(&ptx, &format!("{}.ptx", producer.name()))
-                .map_err(|e| format!("the {} PTX does not parse: {e}", producer.name()))?;
+            let findings = lint_source(&ptx, &format!("{}.ptx", producer.name())).map_err(|e| {
+                BatchError::Unreadable {
+                    producer: producer.name(),
+                    reason: e.to_string(),
+                }
+            })?;
             let calls = call_sites(&ptx);
             Ok(Batch {
                 ptx,
@@ -542,12 +579,12 @@ pub fn lint_case(ctx: &CaseContext, producer: Producer, program: Program) -> Cas
 
 /// The argument buffer of one vprintf call, as (offset from the buffer, bytes, floating-point
 /// store) of each element stored, or why it cannot be read.
-pub fn observed_layout(c: &CallSite, size: u64) -> Result<Vec<(u64, u64, bool)>, String> {
+pub fn observed_layout(c: &CallSite, size: u64) -> Result<Vec<(u64, u64, bool)>, LayoutError> {
     let valist = c
         .args
         .get(1)
         .and_then(|a| a.value.clone())
-        .ok_or("no valist argument")?;
+        .ok_or(LayoutError::NoValist)?;
     let (sym, base) = match valist {
         Val::Imm(0) => return Ok(Vec::new()),
         Val::Addr {
@@ -555,7 +592,11 @@ pub fn observed_layout(c: &CallSite, size: u64) -> Result<Vec<(u64, u64, bool)>,
             offset: Some(o),
             ..
         } => (sym, o),
-        other => return Err(format!("valist is not a known depot address: {other:?}")),
+        other => {
+            return Err(LayoutError::NotADepotAddress {
+                valist: format!("{other:?}"),
+            })
+        }
     };
     let mut out = Vec::new();
     for s in &c.stores {
@@ -606,7 +647,7 @@ pub fn layout_case(ctx: &CaseContext, producer: Producer, mix: usize) -> CaseSta
             ),
             Err(e) => CaseStatus::fail_detail(
                 format!("(offset, size, floating store) {want:?}"),
-                e,
+                e.to_string(),
                 format!("the call at line {} of the {} PTX", c.line, producer.name()),
             ),
         }

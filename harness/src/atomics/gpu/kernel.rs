@@ -26,16 +26,46 @@ pub const TARGET: &str = "sm_90";
 /// Spin-barrier polls before a testing thread gives up waiting (and counts a timeout).
 pub const SPIN_LIMIT: u32 = 1 << 20;
 
+/// Why a litmus test has no GPU kernel: an operation (`at`: the test and the operation) the
+/// generator cannot emit as the test states it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KernelError {
+    #[error("{at}: a {sem} access needs a scope")]
+    NoScope { at: String, sem: String },
+    #[error("{at}: constant {value} does not fit in 32 bits")]
+    Wide { at: String, value: i64 },
+    #[error("unknown location `{0}`")]
+    UnknownLocation(String),
+    /// `instr` (ld, st, atom, red, fence) with semantics it does not take.
+    #[error("{at}: {instr} cannot be {sem}")]
+    Semantics {
+        at: String,
+        instr: &'static str,
+        sem: String,
+    },
+    #[error("{at}: cas without a compare value")]
+    CasWithoutCompare { at: String },
+    #[error("{at}: there is no red.{op}")]
+    NoRed { at: String, op: String },
+    #[error(
+        "{at}: the GPU litmus runner does not generate `{instr}` yet (control flow, \
+         barriers and proxies are checked by the model only)"
+    )]
+    NotGenerated { at: String, instr: String },
+}
+
 fn strong_q(
     sem: Sem,
     scope: Option<crate::atomics::litmus::Scope>,
     what: &str,
-) -> Result<String, String> {
+) -> Result<String, KernelError> {
     Ok(match sem {
         Sem::Weak => String::new(),
         _ => {
-            let sc =
-                scope.ok_or_else(|| format!("{what}: a {} access needs a scope", sem.name()))?;
+            let sc = scope.ok_or_else(|| KernelError::NoScope {
+                at: what.to_string(),
+                sem: sem.name().to_string(),
+            })?;
             format!(".{}.{}", sem.name(), sc.name())
         }
     })
@@ -69,14 +99,17 @@ impl Regs {
         let n = self.vars.len();
         format!("%v{}", *self.vars.entry((t, r.to_string())).or_insert(n))
     }
-    fn konst(&mut self, v: i64, what: &str) -> Result<String, String> {
+    fn konst(&mut self, v: i64, what: &str) -> Result<String, KernelError> {
         let w = u32::try_from(v)
             .or_else(|_| i32::try_from(v).map(|x| x as u32))
-            .map_err(|_| format!("{what}: constant {v} does not fit in 32 bits"))?;
+            .map_err(|_| KernelError::Wide {
+                at: what.to_string(),
+                value: v,
+            })?;
         let n = self.consts.len();
         Ok(format!("%c{}", *self.consts.entry(w).or_insert(n)))
     }
-    fn operand(&mut self, t: usize, o: &Operand, what: &str) -> Result<String, String> {
+    fn operand(&mut self, t: usize, o: &Operand, what: &str) -> Result<String, KernelError> {
         match o {
             Operand::Const(v) => self.konst(*v, what),
             Operand::Reg(r) => Ok(self.var(t, r)),
@@ -91,11 +124,11 @@ fn thread_ops(
     t: usize,
     regs: &mut Regs,
     out: &mut String,
-) -> Result<(), String> {
-    let addr = |loc: &str| -> Result<String, String> {
+) -> Result<(), KernelError> {
+    let addr = |loc: &str| -> Result<String, KernelError> {
         g.location_index(loc)
             .map(|j| format!("[%a{t}_{j}]"))
-            .ok_or_else(|| format!("unknown location `{loc}`"))
+            .ok_or_else(|| KernelError::UnknownLocation(loc.to_string()))
     };
     for (oi, op) in test.threads[t].ops.iter().enumerate() {
         let what = format!("`{}` P{t} op {}", test.name, oi + 1);
@@ -107,7 +140,11 @@ fn thread_ops(
                 scope,
             } => {
                 if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Acquire) {
-                    return Err(format!("{what}: ld cannot be {}", sem.name()));
+                    return Err(KernelError::Semantics {
+                        at: what.clone(),
+                        instr: "ld",
+                        sem: sem.name().to_string(),
+                    });
                 }
                 format!(
                     "ld{}.global.u32 {}, {};",
@@ -123,7 +160,11 @@ fn thread_ops(
                 scope,
             } => {
                 if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Release) {
-                    return Err(format!("{what}: st cannot be {}", sem.name()));
+                    return Err(KernelError::Semantics {
+                        at: what.clone(),
+                        instr: "st",
+                        sem: sem.name().to_string(),
+                    });
                 }
                 format!(
                     "st{}.global.u32 {}, {};",
@@ -145,7 +186,11 @@ fn thread_ops(
                     sem,
                     Sem::Relaxed | Sem::Acquire | Sem::Release | Sem::AcqRel
                 ) {
-                    return Err(format!("{what}: atom cannot be {}", sem.name()));
+                    return Err(KernelError::Semantics {
+                        at: what.clone(),
+                        instr: "atom",
+                        sem: sem.name().to_string(),
+                    });
                 }
                 let v = rmw_value(*op, val, t, regs, &what, out)?;
                 let head = format!(
@@ -161,7 +206,7 @@ fn thread_ops(
                         format!("{head}, {}, {v};", regs.operand(t, c, &what)?)
                     }
                     (AtomOp::Cas, None) => {
-                        return Err(format!("{what}: cas without a compare value"))
+                        return Err(KernelError::CasWithoutCompare { at: what.clone() })
                     }
                     _ => format!("{head}, {v};"),
                 }
@@ -174,10 +219,17 @@ fn thread_ops(
                 scope,
             } => {
                 if !matches!(sem, Sem::Relaxed | Sem::Release) {
-                    return Err(format!("{what}: red cannot be {}", sem.name()));
+                    return Err(KernelError::Semantics {
+                        at: what.clone(),
+                        instr: "red",
+                        sem: sem.name().to_string(),
+                    });
                 }
                 if matches!(op, AtomOp::Exch | AtomOp::Cas) {
-                    return Err(format!("{what}: there is no red.{}", op.name()));
+                    return Err(KernelError::NoRed {
+                        at: what.clone(),
+                        op: op.name().to_string(),
+                    });
                 }
                 let v = rmw_value(*op, val, t, regs, &what, out)?;
                 format!(
@@ -190,7 +242,11 @@ fn thread_ops(
             }
             Op::Fence { sem, scope } => {
                 if !matches!(sem, Sem::Sc | Sem::AcqRel | Sem::Acquire | Sem::Release) {
-                    return Err(format!("{what}: fence cannot be {}", sem.name()));
+                    return Err(KernelError::Semantics {
+                        at: what.clone(),
+                        instr: "fence",
+                        sem: sem.name().to_string(),
+                    });
                 }
                 format!("fence.{}.{};", sem.name(), scope.name())
             }
@@ -199,11 +255,10 @@ fn thread_ops(
                 format!("mov.b32 {}, {v};", regs.var(t, reg))
             }
             other => {
-                return Err(format!(
-                    "{what}: the GPU litmus runner does not generate `{}` yet (control flow, \
-                     barriers and proxies are checked by the model only)",
-                    crate::atomics::litmus::dat3m::instr_text(other)
-                ))
+                return Err(KernelError::NotGenerated {
+                    at: what.clone(),
+                    instr: crate::atomics::litmus::dat3m::instr_text(other),
+                })
             }
         };
         let _ = writeln!(out, "\t{line}");
@@ -219,7 +274,7 @@ fn rmw_value(
     regs: &mut Regs,
     what: &str,
     out: &mut String,
-) -> Result<String, String> {
+) -> Result<String, KernelError> {
     match (op, val) {
         (AtomOp::Sub, Operand::Const(v)) => regs.konst(v.wrapping_neg(), what),
         (AtomOp::Sub, Operand::Reg(r)) => {
@@ -250,7 +305,7 @@ fn stress_loop(label: &str, iterations: u32, pattern: u32, out: &mut String) {
 }
 
 /// The PTX module for `test` under `g`'s parameters.
-pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, String> {
+pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> {
     let roles = test.threads.len();
     let (nl, ns) = (g.locations.len(), g.slots.len());
     let mut regs = Regs {

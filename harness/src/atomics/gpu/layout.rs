@@ -83,22 +83,75 @@ pub struct Geometry {
     pub slots: Vec<(usize, String)>,
 }
 
+/// Why a test or a parameter set has no launch geometry on the GPU runner.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GeometryError {
+    #[error(
+        "testing_workgroups ({testing_workgroups}) and workgroup_size ({workgroup_size}) must be powers of two, \
+         workgroup_size at least {WARP}"
+    )]
+    NotPowersOfTwo {
+        testing_workgroups: u32,
+        workgroup_size: u32,
+    },
+    #[error("max_workgroups must be >= testing_workgroups, mem_stride >= 1")]
+    Workgroups,
+    #[error("stress lines must be non-empty; stress_pattern is 0..=3")]
+    Stress,
+    /// `unit`: testing CTAs or warps per CTA.
+    #[error("`{test}` has {roles} threads but only {units} {unit} to place them in")]
+    TooFewUnits {
+        test: String,
+        roles: u32,
+        units: u32,
+        unit: &'static str,
+    },
+    #[error("`{test}`: location `{location}` is in shared memory; the GPU runner places every location in global memory")]
+    SharedLocation { test: String, location: String },
+    #[error("`{0}`: the GPU runner uses one GPU")]
+    SeveralGpus(String),
+    #[error("`{0}`: clusters of several CTAs are not launched by the GPU runner")]
+    Clusters(String),
+    #[error("`{0}`: threads sharing a warp are not placed by the GPU runner")]
+    SharedWarp(String),
+    #[error("`{0}`: threads must all share one CTA or each have their own")]
+    MixedCtas(String),
+}
+
+/// Why a launch's buffers do not decode into outcomes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("condition names {0}, which no operation writes")]
+    UnwrittenRegister(String),
+    #[error("condition names location `{0}`, which the test lacks")]
+    UnknownLocation(String),
+    #[error(
+        "result buffer of {results} words, address table of {addresses}, for {instances} instances"
+    )]
+    ShortBuffers {
+        results: usize,
+        addresses: usize,
+        instances: usize,
+    },
+    #[error("location word {0} beyond the buffer")]
+    BeyondBuffer(usize),
+}
+
 impl Geometry {
-    pub fn new(test: &LitmusTest, params: &StressParams) -> Result<Geometry, String> {
+    pub fn new(test: &LitmusTest, params: &StressParams) -> Result<Geometry, GeometryError> {
         let p = params;
         let pow2 = |v: u32| v != 0 && v.is_power_of_two();
         if !pow2(p.testing_workgroups) || !pow2(p.workgroup_size) || p.workgroup_size < WARP {
-            return Err(format!(
-                "testing_workgroups ({}) and workgroup_size ({}) must be powers of two, \
-                 workgroup_size at least {WARP}",
-                p.testing_workgroups, p.workgroup_size
-            ));
+            return Err(GeometryError::NotPowersOfTwo {
+                testing_workgroups: p.testing_workgroups,
+                workgroup_size: p.workgroup_size,
+            });
         }
         if p.max_workgroups < p.testing_workgroups || p.mem_stride == 0 {
-            return Err("max_workgroups must be >= testing_workgroups, mem_stride >= 1".into());
+            return Err(GeometryError::Workgroups);
         }
         if p.stress_line_size == 0 || p.stress_target_lines == 0 || p.stress_pattern > 3 {
-            return Err("stress lines must be non-empty; stress_pattern is 0..=3".into());
+            return Err(GeometryError::Stress);
         }
         let placement = placement_of(test)?;
         let roles = test.threads.len() as u32;
@@ -107,22 +160,22 @@ impl Geometry {
             Placement::IntraCta => p.workgroup_size / WARP,
         };
         if roles > units {
-            return Err(format!(
-                "`{}` has {roles} threads but only {units} {} to place them in",
-                test.name,
-                match placement {
+            return Err(GeometryError::TooFewUnits {
+                test: test.name.clone(),
+                roles,
+                units,
+                unit: match placement {
                     Placement::InterCta => "testing CTAs",
                     Placement::IntraCta => "warps per CTA",
-                }
-            ));
+                },
+            });
         }
         for l in &test.locations {
             if l.space == Space::Shared {
-                return Err(format!(
-                    "`{}`: location `{}` is in shared memory; the GPU runner places every \
-                     location in global memory",
-                    test.name, l.name
-                ));
+                return Err(GeometryError::SharedLocation {
+                    test: test.name.clone(),
+                    location: l.name.clone(),
+                });
             }
         }
         let locations = test.all_locations();
@@ -189,34 +242,25 @@ impl Geometry {
 }
 
 /// Intra- or inter-CTA from the test's threads: all in one CTA, or each in its own.
-pub fn placement_of(test: &LitmusTest) -> Result<Placement, String> {
+pub fn placement_of(test: &LitmusTest) -> Result<Placement, GeometryError> {
     let t = &test.threads;
     if t.iter().any(|th| th.gpu != 0) {
-        return Err(format!("`{}`: the GPU runner uses one GPU", test.name));
+        return Err(GeometryError::SeveralGpus(test.name.clone()));
     }
     if t.iter().any(|th| th.cluster.is_some_and(|c| c != th.cta)) {
-        return Err(format!(
-            "`{}`: clusters of several CTAs are not launched by the GPU runner",
-            test.name
-        ));
+        return Err(GeometryError::Clusters(test.name.clone()));
     }
     let ctas: std::collections::BTreeSet<u32> = t.iter().map(|th| th.cta).collect();
     if ctas.len() == 1 && t.len() > 1 {
         let warps: std::collections::BTreeSet<Option<u32>> = t.iter().map(|th| th.warp).collect();
         if warps.len() != t.len() && warps.iter().any(Option::is_some) {
-            return Err(format!(
-                "`{}`: threads sharing a warp are not placed by the GPU runner",
-                test.name
-            ));
+            return Err(GeometryError::SharedWarp(test.name.clone()));
         }
         Ok(Placement::IntraCta)
     } else if ctas.len() == t.len() {
         Ok(Placement::InterCta)
     } else {
-        Err(format!(
-            "`{}`: threads must all share one CTA or each have their own",
-            test.name
-        ))
+        Err(GeometryError::MixedCtas(test.name.clone()))
     }
 }
 
@@ -376,7 +420,7 @@ pub fn decode(
     results: &[u32],
     memory: &[u32],
     into: &mut Histogram,
-) -> Result<(), String> {
+) -> Result<(), DecodeError> {
     enum Src {
         Slot(usize),
         Loc(usize),
@@ -387,21 +431,21 @@ pub fn decode(
             Term::Reg { thread, reg } => g
                 .slot_of(*thread, reg)
                 .map(Src::Slot)
-                .ok_or_else(|| format!("condition names {t}, which no operation writes")),
+                .ok_or_else(|| DecodeError::UnwrittenRegister(t.to_string())),
             Term::Loc(l) => g
                 .location_index(l)
                 .map(Src::Loc)
-                .ok_or_else(|| format!("condition names location `{l}`, which the test lacks")),
+                .ok_or_else(|| DecodeError::UnknownLocation(l.clone())),
         })
         .collect::<Result<_, _>>()?;
     let (s_n, l_n) = (g.slots.len(), g.locations.len());
     let n = g.instances() as usize;
     if results.len() < n * s_n || tables.addrs.len() < n * l_n {
-        return Err(format!(
-            "result buffer of {} words, address table of {}, for {n} instances",
-            results.len(),
-            tables.addrs.len()
-        ));
+        return Err(DecodeError::ShortBuffers {
+            results: results.len(),
+            addresses: tables.addrs.len(),
+            instances: n,
+        });
     }
     for inst in 0..n {
         let mut outcome = Vec::with_capacity(srcs.len());
@@ -410,9 +454,7 @@ pub fn decode(
                 Src::Slot(k) => results[inst * s_n + k],
                 Src::Loc(j) => {
                     let a = tables.addrs[inst * l_n + j] as usize;
-                    *memory
-                        .get(a)
-                        .ok_or_else(|| format!("location word {a} beyond the buffer"))?
+                    *memory.get(a).ok_or(DecodeError::BeyondBuffer(a))?
                 }
             };
             // Values are 32-bit two's complement on the device.
@@ -550,12 +592,25 @@ mod tests {
             max_workgroups: 2,
             ..small()
         };
-        assert!(Geometry::new(&iriw, &few)
-            .unwrap_err()
-            .contains("4 threads"));
+        let e = Geometry::new(&iriw, &few).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                GeometryError::TooFewUnits {
+                    roles: 4,
+                    units: 2,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("4 threads"));
         let mut mixed = catalog::by_name("IRIW.relaxed.gpu.inter_cta").unwrap();
         mixed.threads[1].cta = 0;
-        assert!(placement_of(&mixed).is_err());
+        assert!(matches!(
+            placement_of(&mixed),
+            Err(GeometryError::MixedCtas(_))
+        ));
     }
 
     // Synthetic buffers: instance i's registers and memory set by hand, decoded back.

@@ -248,8 +248,8 @@ pub fn run(
     budget: Option<Duration>,
     seed: u64,
 ) -> Result<RunReport, String> {
-    let g = layout::Geometry::new(test, params)?;
-    let ptx = kernel::generate(test, &g)?;
+    let g = layout::Geometry::new(test, params).map_err(|e| e.to_string())?;
+    let ptx = kernel::generate(test, &g).map_err(|e| e.to_string())?;
     let e = |x: crate::backend::cuda::DriverCallError| x.to_string();
     let module = session.load_ptx(&ptx).map_err(|x| x.to_string())?;
     let f = session.function(&module, kernel::KERNEL).map_err(e)?;
@@ -325,7 +325,8 @@ pub fn run(
             .map_err(e)?;
         let bar = session.copy_u32_to_host(barrier.ptr, 2).map_err(e)?;
         report.barrier_timeouts += u64::from(bar[1]);
-        layout::decode(&g, &verdict.terms, &t, &res, &mem, &mut report.histogram)?;
+        layout::decode(&g, &verdict.terms, &t, &res, &mem, &mut report.histogram)
+            .map_err(|e| e.to_string())?;
         report.launches += 1;
         report.instances += n as u64;
     }
@@ -381,7 +382,7 @@ pub fn run_case(
         }
         let control = match control {
             Some(ct) => {
-                let cv = model::try_check(ct)?;
+                let cv = model::try_check(ct).map_err(|e| e.to_string())?;
                 let cr = run(&session, ct, &cv, params, iterations, Some(RUN_BUDGET), 2)?;
                 let cc = classify(ct, &cv, &cr.histogram);
                 Some((cr, cc))

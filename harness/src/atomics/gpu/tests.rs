@@ -134,6 +134,11 @@ fn invalid_operations_are_refused_by_the_generator() {
     }
     let g = Geometry::new(&t, &StressParams::default()).unwrap();
     let e = kernel::generate(&t, &g).unwrap_err();
+    assert!(
+        matches!(&e, kernel::KernelError::Semantics { at, sem, .. } if at.ends_with("P1 op 1") && sem == "release"),
+        "{e:?}"
+    );
+    let e = e.to_string();
     assert!(e.contains("P1 op 1") && e.contains("release"), "{e}");
 }
 

@@ -23,9 +23,10 @@ use super::{
     Operand, Proxy, ProxyFenceKind, Scope, Sem, Thread,
 };
 
-/// A parse error: 1-based line and message. Displays as `LINE: message` so that a caller can
-/// prefix `path:`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A parse error: 1-based line, column and message. Displays as `LINE:COLUMN: message` so that
+/// a caller can prefix `path:`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{col}: {msg}")]
 pub struct ImportError {
     pub line: usize,
     /// 1-based column of the offending cell or entry (1 when the whole line is at fault).
@@ -33,10 +34,59 @@ pub struct ImportError {
     pub msg: String,
 }
 
-impl std::fmt::Display for ImportError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}: {}", self.line, self.col, self.msg)
-    }
+/// Why an instruction cell is not an operation the model knows; each says what was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpError {
+    #[error("bad label `{0}`")]
+    BadLabel(String),
+    /// The PTX instruction reader's message.
+    #[error("{0}")]
+    Instruction(String),
+    #[error(
+        "guarded instructions are not supported (`{0}`); write the branch with \
+         beq/bne/blt/ble/bgt/bge"
+    )]
+    Guarded(String),
+    #[error("`{opcode}` takes {expected} operands, `{text}` has {found}")]
+    Operands {
+        opcode: String,
+        expected: usize,
+        found: usize,
+        text: String,
+    },
+    #[error("unsupported modifier `.{modifier}` in `{text}`")]
+    Modifier { modifier: String, text: String },
+    #[error("unsupported barrier modifier `.{modifier}` in `{text}` (allowed: .cta, .sync, .arrive, .aligned)")]
+    BarrierModifier { modifier: String, text: String },
+    /// `kind`: label, register or location.
+    #[error("`{name}` in `{text}` is not a {kind} name")]
+    NotAName {
+        kind: &'static str,
+        name: String,
+        text: String,
+    },
+    #[error(
+        "`{operand}` in `{text}` is neither a register nor an integer (PTX literals: \
+         decimal, 0x hex, 0b binary, 0-prefixed octal)"
+    )]
+    NotAValue { operand: String, text: String },
+    #[error(
+        "unsupported proxy fence `{0}` (allowed: fence.proxy.surface, \
+         fence.proxy.texture, fence.proxy.constant, fence.proxy.alias)"
+    )]
+    ProxyFence(String),
+    #[error(
+        "unsupported instruction `{opcode}` in `{text}` (supported: ld, st, atom, red, fence, \
+         membar, mov, add/sub/mul/div/and/or/xor, beq/bne/blt/ble/bgt/bge, goto/bra, \
+         bar/barrier, fence.proxy.*, tld, suld, sust, cold, ld.const, labels `L:`)"
+    )]
+    Unsupported { opcode: String, text: String },
+    /// The instruction is known but its form is not: `expected` says which form is.
+    #[error("`{text}`: {expected}")]
+    Form {
+        text: String,
+        expected: &'static str,
+    },
 }
 
 fn err<T>(line: usize, msg: impl Into<String>) -> Result<T, ImportError> {
@@ -62,6 +112,50 @@ fn col_of(line: &str, part: &str) -> usize {
     (off + lead).min(line.len()) + 1
 }
 
+/// The quoted description strings (possibly spanning lines) from line `*i` up to the init
+/// block, and what follows the init block's `{` on its line.
+fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, String), ImportError> {
+    let mut desc = Vec::new();
+    let mut rest_of_line = String::new();
+    while *i < lines.len() {
+        let l = lines[*i].trim();
+        if l.is_empty() {
+            *i += 1;
+            continue;
+        }
+        if let Some(body) = l.strip_prefix('"') {
+            let mut s = String::new();
+            let mut body = body.to_string();
+            let start = *i;
+            loop {
+                if let Some(end) = closing_quote(&body) {
+                    s.push_str(&unescape(&body[..end]));
+                    break;
+                }
+                s.push_str(&unescape(&body));
+                s.push('\n');
+                *i += 1;
+                if *i >= lines.len() {
+                    return err(start + 1, "unterminated description string");
+                }
+                body = lines[*i].to_string();
+            }
+            desc.push(s);
+            *i += 1;
+            continue;
+        }
+        if let Some(rest) = l.strip_prefix('{') {
+            rest_of_line = rest.to_string();
+            break;
+        }
+        return err(
+            *i + 1,
+            format!("expected `{{` (the init block), found `{l}`"),
+        );
+    }
+    Ok((desc, rest_of_line))
+}
+
 /// Imports a Dat3M PTX litmus test.
 pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
     let lines: Vec<&str> = text.lines().collect();
@@ -85,44 +179,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
     i += 1;
 
     // Quoted description strings, possibly spanning lines, up to the init block.
-    let mut desc = Vec::new();
-    let mut rest_of_line = String::new();
-    while i < lines.len() {
-        let l = lines[i].trim();
-        if l.is_empty() {
-            i += 1;
-            continue;
-        }
-        if let Some(body) = l.strip_prefix('"') {
-            let mut s = String::new();
-            let mut body = body.to_string();
-            let start = i;
-            loop {
-                if let Some(end) = closing_quote(&body) {
-                    s.push_str(&unescape(&body[..end]));
-                    break;
-                }
-                s.push_str(&unescape(&body));
-                s.push('\n');
-                i += 1;
-                if i >= lines.len() {
-                    return err(start + 1, "unterminated description string");
-                }
-                body = lines[i].to_string();
-            }
-            desc.push(s);
-            i += 1;
-            continue;
-        }
-        if let Some(rest) = l.strip_prefix('{') {
-            rest_of_line = rest.to_string();
-            break;
-        }
-        return err(
-            i + 1,
-            format!("expected `{{` (the init block), found `{l}`"),
-        );
-    }
+    let (desc, rest_of_line) = descriptions(&lines, &mut i)?;
     if i >= lines.len() {
         return err(lines.len(), "missing init block `{ ... }`");
     }
@@ -144,76 +201,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
                 continue;
             }
             let col = col_of(&cur, entry);
-            // `t @ texture aliases x`: a proxy declaration (PTX ISA 7.5 proxies).
-            if let Some((name, decl)) = e.split_once('@') {
-                let words: Vec<&str> = decl.split_whitespace().collect();
-                let name = name.trim();
-                let (proxy, of) = match words.as_slice() {
-                    [p, a, of] if *a == "aliases" => (Proxy::parse(p), *of),
-                    _ => (None, ""),
-                };
-                let Some(proxy) = proxy else {
-                    return err_at(
-                        i + 1,
-                        col,
-                        format!(
-                            "bad proxy declaration `{e}` (expected `NAME @ generic|texture|surface|constant aliases LOCATION`)"
-                        ),
-                    );
-                };
-                if !declared.insert(name.to_string()) {
-                    return err_at(i + 1, col, format!("location `{name}` declared twice"));
-                }
-                locations.push(Location {
-                    name: name.to_string(),
-                    init: 0,
-                    space: Default::default(),
-                    alias: Some(Alias {
-                        proxy,
-                        of: of.to_string(),
-                    }),
-                });
-                continue;
-            }
-            let Some((lhs, rhs)) = e.split_once('=') else {
-                return err_at(i + 1, col, format!("init entry `{e}` is not `name=value`"));
-            };
-            let lhs = lhs.trim();
-            let lhs = lhs.rsplit(char::is_whitespace).next().unwrap_or(lhs); // `int x = 0`
-            let rhs = rhs.trim();
-            let Some(v) = parse_int(rhs) else {
-                return err_at(
-                    i + 1,
-                    col,
-                    format!("init value `{rhs}` is not an integer (a 64-bit signed PTX literal)"),
-                );
-            };
-            if let Some((t, r)) = lhs.split_once(':') {
-                let Ok(tid) = t.trim_start_matches('P').parse::<usize>() else {
-                    return err_at(i + 1, col, format!("bad thread in init entry `{e}`"));
-                };
-                if regs
-                    .entry(tid)
-                    .or_default()
-                    .insert(r.trim().to_string(), v)
-                    .is_some()
-                {
-                    return err_at(
-                        i + 1,
-                        col,
-                        format!("register `P{tid}:{}` initialised twice", r.trim()),
-                    );
-                }
-            } else if !declared.insert(lhs.to_string()) {
-                return err_at(i + 1, col, format!("location `{lhs}` initialised twice"));
-            } else {
-                locations.push(Location {
-                    name: lhs.to_string(),
-                    init: v,
-                    space: Default::default(),
-                    alias: None,
-                });
-            }
+            init_entry(e, i + 1, col, &mut locations, &mut declared, &mut regs)?;
         }
         i += 1;
         if closed {
@@ -312,7 +300,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
             let op = parse_instr(c).map_err(|m| ImportError {
                 line: i + 1,
                 col: col_of(lines[i], cell),
-                msg: m,
+                msg: m.to_string(),
             })?;
             positions.insert(
                 (col, threads[col].ops.len() + 1),
@@ -332,7 +320,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
     let condition = parse_condition(&cond_text).map_err(|m| ImportError {
         line: cs + 1,
         col: 1,
-        msg: m,
+        msg: m.to_string(),
     })?;
     let test = LitmusTest {
         name: name.to_string(),
@@ -347,15 +335,101 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
     };
     test.validate().map_err(|m| {
         // An operation's error (`P1 op 3: ...`) points at its cell; others at the condition.
-        let at = m.strip_prefix('P').and_then(|r| {
-            let (t, rest) = r.split_once(" op ")?;
-            let (n, _) = rest.split_once(':')?;
-            positions.get(&(t.parse().ok()?, n.parse().ok()?))
-        });
+        let at = match &m {
+            super::InvalidTest::Op { thread, op, .. } => positions.get(&(*thread, *op)),
+            _ => None,
+        };
         let (line, col) = at.copied().unwrap_or((cs + 1, 1));
-        ImportError { line, col, msg: m }
+        ImportError {
+            line,
+            col,
+            msg: m.to_string(),
+        }
     })?;
     Ok(test)
+}
+
+/// One `;`-separated entry of the init block at `line`:`col`: `x = 1`, `P0:r0 = 2` or a
+/// proxy declaration `t @ texture aliases x`.
+fn init_entry(
+    e: &str,
+    line: usize,
+    col: usize,
+    locations: &mut Vec<Location>,
+    declared: &mut std::collections::HashSet<String>,
+    regs: &mut BTreeMap<usize, BTreeMap<String, i64>>,
+) -> Result<(), ImportError> {
+    // `t @ texture aliases x`: a proxy declaration (PTX ISA 7.5 proxies).
+    if let Some((name, decl)) = e.split_once('@') {
+        let words: Vec<&str> = decl.split_whitespace().collect();
+        let name = name.trim();
+        let (proxy, of) = match words.as_slice() {
+            [p, a, of] if *a == "aliases" => (Proxy::parse(p), *of),
+            _ => (None, ""),
+        };
+        let Some(proxy) = proxy else {
+            return err_at(
+                line,
+                col,
+                format!(
+                    "bad proxy declaration `{e}` (expected `NAME @ generic|texture|surface|constant aliases LOCATION`)"
+                ),
+            );
+        };
+        if !declared.insert(name.to_string()) {
+            return err_at(line, col, format!("location `{name}` declared twice"));
+        }
+        locations.push(Location {
+            name: name.to_string(),
+            init: 0,
+            space: Default::default(),
+            alias: Some(Alias {
+                proxy,
+                of: of.to_string(),
+            }),
+        });
+        return Ok(());
+    }
+    let Some((lhs, rhs)) = e.split_once('=') else {
+        return err_at(line, col, format!("init entry `{e}` is not `name=value`"));
+    };
+    let lhs = lhs.trim();
+    let lhs = lhs.rsplit(char::is_whitespace).next().unwrap_or(lhs); // `int x = 0`
+    let rhs = rhs.trim();
+    let Some(v) = parse_int(rhs) else {
+        return err_at(
+            line,
+            col,
+            format!("init value `{rhs}` is not an integer (a 64-bit signed PTX literal)"),
+        );
+    };
+    if let Some((t, r)) = lhs.split_once(':') {
+        let Ok(tid) = t.trim_start_matches('P').parse::<usize>() else {
+            return err_at(line, col, format!("bad thread in init entry `{e}`"));
+        };
+        if regs
+            .entry(tid)
+            .or_default()
+            .insert(r.trim().to_string(), v)
+            .is_some()
+        {
+            return err_at(
+                line,
+                col,
+                format!("register `P{tid}:{}` initialised twice", r.trim()),
+            );
+        }
+    } else if !declared.insert(lhs.to_string()) {
+        return err_at(line, col, format!("location `{lhs}` initialised twice"));
+    } else {
+        locations.push(Location {
+            name: lhs.to_string(),
+            init: v,
+            space: Default::default(),
+            alias: None,
+        });
+    }
+    Ok(())
 }
 
 /// The byte index of the first unescaped `"`.
@@ -407,7 +481,7 @@ fn operand(s: &str) -> Operand {
 }
 
 /// A register operand must look like one (`r0`, `%r1`, `x_2`): not a malformed number.
-fn value(s: &str, text: &str) -> Result<Operand, String> {
+fn value(s: &str, text: &str) -> Result<Operand, OpError> {
     let o = operand(s);
     if let Operand::Reg(r) = &o {
         let ok = !r.is_empty()
@@ -418,10 +492,10 @@ fn value(s: &str, text: &str) -> Result<Operand, String> {
             && r.chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '%');
         if !ok {
-            return Err(format!(
-                "`{s}` in `{text}` is neither a register nor an integer (PTX literals: \
-                 decimal, 0x hex, 0b binary, 0-prefixed octal)"
-            ));
+            return Err(OpError::NotAValue {
+                operand: s.to_string(),
+                text: text.to_string(),
+            });
         }
     }
     Ok(o)
@@ -438,43 +512,47 @@ fn strip_addr(s: &str) -> String {
 /// Parses one instruction cell into an operation. The cell is split into opcode, modifiers and
 /// operands by the crate's one PTX instruction reader ([`crate::ptx::instr::parse_instruction`])
 /// and its literals read by the one literal grammar ([`crate::ptx::literal`]).
-pub fn parse_instr(text: &str) -> Result<Op, String> {
+pub fn parse_instr(text: &str) -> Result<Op, OpError> {
     let text = text.trim().trim_end_matches(';').trim();
     if let Some(name) = text.strip_suffix(':') {
         let name = name.trim();
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(format!("bad label `{text}`"));
+            return Err(OpError::BadLabel(text.to_string()));
         }
         return Ok(Op::Label {
             name: name.to_string(),
         });
     }
-    let ins = crate::ptx::instr::parse_instruction(text, 0).map_err(|e| e.message)?;
+    let ins = crate::ptx::instr::parse_instruction(text, 0)
+        .map_err(|e| OpError::Instruction(e.message))?;
     if ins.guard.is_some() {
-        return Err(format!(
-            "guarded instructions are not supported (`{text}`); write the branch with \
-             beq/bne/blt/ble/bgt/bge"
-        ));
+        return Err(OpError::Guarded(text.to_string()));
     }
     let head = ins.opcode.as_str();
     let args: Vec<String> = ins.operands.clone();
-    let need = |n: usize| -> Result<(), String> {
+    let need = |n: usize| -> Result<(), OpError> {
         if args.len() == n {
             Ok(())
         } else {
-            Err(format!(
-                "`{head}` takes {n} operands, `{text}` has {}",
-                args.len()
-            ))
+            Err(OpError::Operands {
+                opcode: head.to_string(),
+                expected: n,
+                found: args.len(),
+                text: text.to_string(),
+            })
         }
     };
-    let no_modifiers = |allowed: &[&str]| -> Result<(), String> {
+    let modifier = |m: &str| OpError::Modifier {
+        modifier: m.to_string(),
+        text: text.to_string(),
+    };
+    let no_modifiers = |allowed: &[&str]| -> Result<(), OpError> {
         match ins
             .modifiers
             .iter()
             .find(|m| !allowed.contains(&m.as_str()))
         {
-            Some(m) => Err(format!("unsupported modifier `.{m}` in `{text}`")),
+            Some(m) => Err(modifier(m)),
             None => Ok(()),
         }
     };
@@ -518,10 +596,7 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
             _ => None,
         };
         let Some(kind) = kind else {
-            return Err(format!(
-                "unsupported proxy fence `{text}` (allowed: fence.proxy.surface, \
-                 fence.proxy.texture, fence.proxy.constant, fence.proxy.alias)"
-            ));
+            return Err(OpError::ProxyFence(text.to_string()));
         };
         need(0)?;
         return Ok(Op::ProxyFence { kind });
@@ -544,7 +619,7 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
         } else if TYPES.contains(&p.as_str()) || p == "shared" {
             // State space and type do not change the model.
         } else {
-            return Err(format!("unsupported modifier `.{p}` in `{text}`"));
+            return Err(modifier(p));
         }
     }
     let strong_scope = |sem: Sem| {
@@ -620,9 +695,10 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
         }
         "atom" => {
             let Some(op) = rmw else {
-                return Err(format!(
-                    "`{text}`: atom needs an operation (.add, .exch, .cas, ...)"
-                ));
+                return Err(OpError::Form {
+                    text: text.to_string(),
+                    expected: "atom needs an operation (.add, .exch, .cas, ...)",
+                });
             };
             let (cmp, val) = if op == AtomOp::Cas {
                 need(4)?;
@@ -643,7 +719,10 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
         }
         "red" => {
             let Some(op) = rmw else {
-                return Err(format!("`{text}`: red needs an operation (.add, .or, ...)"));
+                return Err(OpError::Form {
+                    text: text.to_string(),
+                    expected: "red needs an operation (.add, .or, ...)",
+                });
             };
             need(2)?;
             Ok(Op::Red {
@@ -673,11 +752,10 @@ pub fn parse_instr(text: &str) -> Result<Op, String> {
                 val: value(&args[1], text)?,
             })
         }
-        _ => Err(format!(
-            "unsupported instruction `{head}` in `{text}` (supported: ld, st, atom, red, fence, \
-             membar, mov, add/sub/mul/div/and/or/xor, beq/bne/blt/ble/bgt/bge, goto/bra, \
-             bar/barrier, fence.proxy.*, tld, suld, sust, cold, ld.const, labels `L:`)"
-        )),
+        _ => Err(OpError::Unsupported {
+            opcode: head.to_string(),
+            text: text.to_string(),
+        }),
     }
 }
 
@@ -689,34 +767,50 @@ fn ident_ok(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '%')
 }
 
-fn label_name(s: &str, text: &str) -> Result<String, String> {
+fn label_name(s: &str, text: &str) -> Result<String, OpError> {
     if ident_ok(s) {
         Ok(s.to_string())
     } else {
-        Err(format!("`{s}` in `{text}` is not a label name"))
+        Err(OpError::NotAName {
+            kind: "label",
+            name: s.to_string(),
+            text: text.to_string(),
+        })
     }
 }
 
-fn reg_name(s: &str, text: &str) -> Result<String, String> {
+fn reg_name(s: &str, text: &str) -> Result<String, OpError> {
     if ident_ok(s) {
         Ok(s.to_string())
     } else {
-        Err(format!("`{s}` in `{text}` is not a register name"))
+        Err(OpError::NotAName {
+            kind: "register",
+            name: s.to_string(),
+            text: text.to_string(),
+        })
     }
 }
 
-fn loc_name(s: &str, text: &str) -> Result<String, String> {
+fn loc_name(s: &str, text: &str) -> Result<String, OpError> {
     if ident_ok(s) {
         Ok(s.to_string())
     } else {
-        Err(format!("`{s}` in `{text}` is not a location name"))
+        Err(OpError::NotAName {
+            kind: "location",
+            name: s.to_string(),
+            text: text.to_string(),
+        })
     }
 }
 
 /// `bar.cta.sync|arrive INSTANCE[, ID[, QUORUM]]` (Dat3M's dialect: `.cta` present), or PTX's
 /// `bar{.sync,.arrive} ID[, COUNT]` / `barrier{.cta}{.sync,.arrive}{.aligned} ID[, COUNT]`
 /// (PTX ISA "bar, barrier": `a` the barrier, `b` the thread count), read with instance 0.
-fn parse_barrier(mods: &[String], args: &[String], text: &str) -> Result<Op, String> {
+fn parse_barrier(mods: &[String], args: &[String], text: &str) -> Result<Op, OpError> {
+    let form = |expected| OpError::Form {
+        text: text.to_string(),
+        expected,
+    };
     let mut arrive = None;
     let mut dat3m = false;
     for m in mods {
@@ -725,7 +819,12 @@ fn parse_barrier(mods: &[String], args: &[String], text: &str) -> Result<Op, Str
             "arrive" => arrive = Some(true),
             "cta" => dat3m = true,
             "aligned" => {}
-            _ => return Err(format!("unsupported barrier modifier `.{m}` in `{text}` (allowed: .cta, .sync, .arrive, .aligned)")),
+            _ => {
+                return Err(OpError::BarrierModifier {
+                    modifier: m.to_string(),
+                    text: text.to_string(),
+                })
+            }
         }
     }
     let text_is_barrier = text.starts_with("barrier");
@@ -736,7 +835,7 @@ fn parse_barrier(mods: &[String], args: &[String], text: &str) -> Result<Op, Str
         Some(a) => a,
         // `bar 0` / `barrier 0` without `.sync`: PTX reads it as bar.sync.
         None if !dat3m => false,
-        None => return Err(format!("`{text}`: a barrier needs .sync or .arrive")),
+        None => return Err(form("a barrier needs .sync or .arrive")),
     };
     let vals: Vec<Operand> = args
         .iter()
@@ -748,8 +847,8 @@ fn parse_barrier(mods: &[String], args: &[String], text: &str) -> Result<Op, Str
             [Operand::Const(i), id] => (*i, Some(id.clone()), None),
             [Operand::Const(i), id, q] => (*i, Some(id.clone()), Some(q.clone())),
             _ => {
-                return Err(format!(
-                    "`{text}`: expected `bar.cta.sync INSTANCE[, ID[, QUORUM]]` with a constant instance"
+                return Err(form(
+                    "expected `bar.cta.sync INSTANCE[, ID[, QUORUM]]` with a constant instance",
                 ))
             }
         };
@@ -764,15 +863,13 @@ fn parse_barrier(mods: &[String], args: &[String], text: &str) -> Result<Op, Str
             [a] => (a.clone(), None),
             [a, b] => (a.clone(), Some(b.clone())),
             _ => {
-                return Err(format!(
-                    "`{text}`: expected `bar.sync ID[, COUNT]` (PTX ISA bar/barrier)"
+                return Err(form(
+                    "expected `bar.sync ID[, COUNT]` (PTX ISA bar/barrier)",
                 ))
             }
         };
         if arrive && quorum.is_none() {
-            return Err(format!(
-                "`{text}`: bar.arrive needs a thread count (PTX ISA)"
-            ));
+            return Err(form("bar.arrive needs a thread count (PTX ISA)"));
         }
         Ok(Op::Barrier {
             arrive,

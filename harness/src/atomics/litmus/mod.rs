@@ -725,8 +725,8 @@ impl From<Condition> for String {
 }
 
 impl TryFrom<String> for Condition {
-    type Error = String;
-    fn try_from(s: String) -> Result<Condition, String> {
+    type Error = ConditionError;
+    fn try_from(s: String) -> Result<Condition, ConditionError> {
         parse_condition(&s)
     }
 }
@@ -744,7 +744,91 @@ enum Tok {
     RParen,
 }
 
-fn lex_condition(s: &str) -> Result<Vec<Tok>, String> {
+/// Why a condition does not parse: what was found where something else was expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConditionError {
+    #[error("bad number `{0}`")]
+    BadNumber(String),
+    #[error("unexpected character `{0}` in condition")]
+    UnexpectedCharacter(char),
+    #[error("the condition nests `(` and `~` more than {MAX_CONDITION_DEPTH} deep; at most {MAX_CONDITION_DEPTH} levels")]
+    TooDeep,
+    /// `found` is the token met (or `None` at the end), as the parser shows it.
+    #[error("expected {expected}, found {found}")]
+    Expected { expected: String, found: String },
+    #[error("unexpected {0} after the condition")]
+    Trailing(String),
+    #[error("bad thread in `{0}` (expected P<n>:reg)")]
+    BadThread(String),
+    #[error("missing register in `{0}`")]
+    MissingRegister(String),
+}
+
+fn expected(what: impl Into<String>, found: &impl fmt::Debug) -> ConditionError {
+    ConditionError::Expected {
+        expected: what.into(),
+        found: format!("{found:?}"),
+    }
+}
+
+/// A test that parses but breaks a rule of the model: at an operation (its thread and 1-based
+/// position, which readers turn into a line and column), in the condition, or in the test.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidTest {
+    #[error("P{thread} op {op}: {what}")]
+    Op {
+        thread: usize,
+        op: usize,
+        what: String,
+    },
+    #[error("{0}")]
+    Condition(String),
+    #[error("{0}")]
+    Test(String),
+}
+
+/// A litmus YAML text that does not read: at a 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum YamlError {
+    #[error("{line}:{column}: {what}")]
+    Syntax {
+        line: u64,
+        column: u64,
+        what: String,
+    },
+    #[error("{line}:{column}: {source}")]
+    Invalid {
+        line: u64,
+        column: u64,
+        source: InvalidTest,
+    },
+}
+
+/// A litmus file that cannot be read, converted or written (`gpucts litmus ...`, suites).
+#[derive(Debug, thiserror::Error)]
+pub enum LitmusFileError {
+    #[error(transparent)]
+    Read(#[from] crate::suite::SuiteError),
+    #[error("{}:{source}", path.display())]
+    Yaml {
+        path: std::path::PathBuf,
+        source: YamlError,
+    },
+    #[error("{}:{source}", path.display())]
+    Dat3m {
+        path: std::path::PathBuf,
+        source: dat3m::ImportError,
+    },
+    #[error("{}: unknown litmus file type (expected .yaml, .yml or .litmus)", path.display())]
+    UnknownType { path: std::path::PathBuf },
+    #[error("{}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: serde_saphyr::SerializeError,
+    },
+}
+
+fn lex_condition(s: &str) -> Result<Vec<Tok>, ConditionError> {
     let b = s.as_bytes();
     let mut i = 0;
     let mut out = Vec::new();
@@ -783,7 +867,7 @@ fn lex_condition(s: &str) -> Result<Vec<Tok>, String> {
                 i += 1;
             }
             let text = &s[start..i];
-            let v = parse_int(text).ok_or_else(|| format!("bad number `{text}`"))?;
+            let v = parse_int(text).ok_or_else(|| ConditionError::BadNumber(text.to_string()))?;
             // `1:r0` is a register term in herd's short form, not a number.
             if i < b.len() && b[i] == b':' && !text.starts_with('-') {
                 let rstart = i + 1;
@@ -821,7 +905,7 @@ fn lex_condition(s: &str) -> Result<Vec<Tok>, String> {
             }
             out.push(Tok::Word(word));
         } else {
-            return Err(format!("unexpected character `{c}` in condition"));
+            return Err(ConditionError::UnexpectedCharacter(c));
         }
     }
     Ok(out)
@@ -880,7 +964,7 @@ impl CondParser {
         self.pos += 1;
         t
     }
-    fn or(&mut self) -> Result<Prop, String> {
+    fn or(&mut self) -> Result<Prop, ConditionError> {
         let mut v = vec![self.and()?];
         while self.peek() == Some(&Tok::Or) {
             self.pos += 1;
@@ -888,7 +972,7 @@ impl CondParser {
         }
         Ok(flatten(v, false))
     }
-    fn and(&mut self) -> Result<Prop, String> {
+    fn and(&mut self) -> Result<Prop, ConditionError> {
         let mut v = vec![self.unary()?];
         while self.peek() == Some(&Tok::And) {
             self.pos += 1;
@@ -896,13 +980,11 @@ impl CondParser {
         }
         Ok(flatten(v, true))
     }
-    fn unary(&mut self) -> Result<Prop, String> {
+    fn unary(&mut self) -> Result<Prop, ConditionError> {
         if matches!(self.peek(), Some(Tok::Not | Tok::LParen)) {
             self.depth += 1;
             if self.depth > MAX_CONDITION_DEPTH {
-                return Err(format!(
-                    "the condition nests `(` and `~` more than {MAX_CONDITION_DEPTH} deep; at most {MAX_CONDITION_DEPTH} levels"
-                ));
+                return Err(ConditionError::TooDeep);
             }
             let r = self.unary_inner();
             self.depth -= 1;
@@ -910,14 +992,14 @@ impl CondParser {
         }
         self.unary_inner()
     }
-    fn unary_inner(&mut self) -> Result<Prop, String> {
+    fn unary_inner(&mut self) -> Result<Prop, ConditionError> {
         match self.next() {
             Some(Tok::Not) => Ok(Prop::Not(Box::new(self.unary()?))),
             Some(Tok::LParen) => {
                 let p = self.or()?;
                 match self.next() {
                     Some(Tok::RParen) => Ok(p),
-                    other => Err(format!("expected `)` in condition, found {other:?}")),
+                    other => Err(expected("`)` in condition", &other)),
                 }
             }
             Some(Tok::Word(w)) if w == "true" => Ok(Prop::True),
@@ -931,38 +1013,28 @@ impl CondParser {
                 let eq = match self.next() {
                     Some(Tok::Eq) => true,
                     Some(Tok::Ne) => false,
-                    other => {
-                        return Err(format!(
-                            "expected `==` or `!=` after `{shown}`, found {other:?}"
-                        ))
-                    }
+                    other => return Err(expected(format!("`==` or `!=` after `{shown}`"), &other)),
                 };
                 let b = match self.next() {
                     Some(t @ (Tok::Word(_) | Tok::Int(_))) => self.value(t)?,
-                    other => {
-                        return Err(format!(
-                            "expected a number after `{shown}`, found {other:?}"
-                        ))
-                    }
+                    other => return Err(expected(format!("a number after `{shown}`"), &other)),
                 };
                 Ok(match (a, b) {
                     (Value::Term(term), Value::Const(val)) => Prop::Cmp { term, eq, val },
                     (a, b) => Prop::Rel { a, eq, b },
                 })
             }
-            other => Err(format!(
-                "expected a comparison in condition, found {other:?}"
-            )),
+            other => Err(expected("a comparison in condition", &other)),
         }
     }
 }
 
 impl CondParser {
-    fn value(&self, t: Tok) -> Result<Value, String> {
+    fn value(&self, t: Tok) -> Result<Value, ConditionError> {
         match t {
             Tok::Int(v) => Ok(Value::Const(v)),
             Tok::Word(w) => Ok(Value::Term(parse_term(&w)?)),
-            other => Err(format!("expected a term or a number, found {other:?}")),
+            other => Err(expected("a term or a number", &other)),
         }
     }
 }
@@ -986,15 +1058,15 @@ fn flatten(v: Vec<Prop>, is_and: bool) -> Prop {
     }
 }
 
-fn parse_term(w: &str) -> Result<Term, String> {
+fn parse_term(w: &str) -> Result<Term, ConditionError> {
     if let Some((t, r)) = w.split_once(':') {
         let idx = t
             .strip_prefix('P')
             .unwrap_or(t)
             .parse::<usize>()
-            .map_err(|_| format!("bad thread in `{w}` (expected P<n>:reg)"))?;
+            .map_err(|_| ConditionError::BadThread(w.to_string()))?;
         if r.is_empty() {
-            return Err(format!("missing register in `{w}`"));
+            return Err(ConditionError::MissingRegister(w.to_string()));
         }
         Ok(Term::Reg {
             thread: idx,
@@ -1006,7 +1078,7 @@ fn parse_term(w: &str) -> Result<Term, String> {
 }
 
 /// Parses `exists (...)`, `~exists (...)`, `forall (...)`; a bare proposition means `exists`.
-pub fn parse_condition(s: &str) -> Result<Condition, String> {
+pub fn parse_condition(s: &str) -> Result<Condition, ConditionError> {
     let toks = lex_condition(s)?;
     let mut p = CondParser {
         toks,
@@ -1030,10 +1102,7 @@ pub fn parse_condition(s: &str) -> Result<Condition, String> {
     };
     let prop = p.or()?;
     if p.pos < p.toks.len() {
-        return Err(format!(
-            "unexpected {:?} after the condition",
-            p.toks[p.pos]
-        ));
+        return Err(ConditionError::Trailing(format!("{:?}", p.toks[p.pos])));
     }
     Ok(Condition { quantifier, prop })
 }
@@ -1106,26 +1175,29 @@ impl LitmusTest {
 
     /// Checks what serde cannot: semantics valid for each operation, scopes present exactly on
     /// strong operations, registers and threads in the condition exist.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidTest> {
         if self.threads.is_empty() {
-            return Err(format!("test `{}` has no threads", self.name));
+            return Err(InvalidTest::Test(format!(
+                "test `{}` has no threads",
+                self.name
+            )));
         }
         let locs = self.all_locations();
         for l in &self.locations {
             if !is_name(&l.name) {
-                return Err(format!(
+                return Err(InvalidTest::Test(format!(
                     "location `{}` is not a name; a location is [A-Za-z_%][A-Za-z0-9_%$]*",
                     l.name
-                ));
+                )));
             }
         }
         let name_rule = "[A-Za-z_%][A-Za-z0-9_%$]*";
         for (ti, t) in self.threads.iter().enumerate() {
             for r in t.regs.keys() {
                 if !is_name(r) {
-                    return Err(format!(
+                    return Err(InvalidTest::Test(format!(
                         "P{ti}: initial register `{r}` is not a register name ({name_rule})"
-                    ));
+                    )));
                 }
             }
             // Sets built once: the checks below stay linear in the number of operations.
@@ -1137,115 +1209,15 @@ impl LitmusTest {
                 }
             }
             for (oi, op) in t.ops.iter().enumerate() {
-                let at = format!("P{ti} op {}", oi + 1);
-                if let Some(l) = op.loc() {
-                    if !is_name(l) {
-                        return Err(format!(
-                            "{at}: address `[{l}]` is not a location name ({name_rule})"
-                        ));
-                    }
-                }
-                if let Some(r) = op.dest() {
-                    if !is_name(r) {
-                        return Err(format!("{at}: `{r}` is not a register name ({name_rule})"));
-                    }
-                }
-                for r in op.operand_regs() {
-                    if !is_name(r) {
-                        return Err(format!(
-                            "{at}: operand `{r}` is neither an integer nor a register name ({name_rule})"
-                        ));
-                    }
-                    if !t.regs.contains_key(r) && !written.contains(r) {
-                        return Err(format!(
-                            "{at}: register `{r}` is neither initialised nor written by P{ti}"
-                        ));
-                    }
-                }
-                match op {
-                    Op::Label { name } => {
-                        let n = labels.get(name.as_str()).copied().unwrap_or(0);
-                        if n > 1 {
-                            return Err(format!("{at}: label `{name}` defined {n} times in P{ti}"));
-                        }
-                    }
-                    Op::Branch { target, .. } | Op::Goto { target } => {
-                        if !labels.contains_key(target.as_str()) {
-                            return Err(format!(
-                                "{at}: jump to `{target}`, which is no label of P{ti}"
-                            ));
-                        }
-                    }
-                    Op::Local { .. } | Op::Barrier { .. } | Op::ProxyFence { .. } => {}
-                    Op::ProxyLd {
-                        sem, scope, proxy, ..
-                    }
-                    | Op::ProxySt {
-                        sem, scope, proxy, ..
-                    } => {
-                        if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Acquire | Sem::Release)
-                            || (*sem == Sem::Weak) != scope.is_none()
-                            || *proxy == Proxy::Generic
-                        {
-                            return Err(format!(
-                                "{at}: a {} proxy access must be weak (no scope) or \
-                                 relaxed/acquire/release with a scope",
-                                proxy.name()
-                            ));
-                        }
-                    }
-                    Op::Ld { sem, scope, .. } | Op::St { sem, scope, .. } => {
-                        let is_ld = matches!(op, Op::Ld { .. });
-                        let ok = match sem {
-                            Sem::Weak | Sem::Relaxed => true,
-                            Sem::Acquire => is_ld,
-                            Sem::Release => !is_ld,
-                            Sem::AcqRel | Sem::Sc | Sem::Volatile => false,
-                        };
-                        if !ok {
-                            return Err(format!(
-                                "{at}: `{}` cannot be .{}",
-                                if is_ld { "ld" } else { "st" },
-                                sem.name()
-                            ));
-                        }
-                        if (*sem == Sem::Weak) != scope.is_none() {
-                            return Err(format!(
-                                "{at}: a scope is required on strong operations and not allowed on weak ones"
-                            ));
-                        }
-                    }
-                    Op::Atom {
-                        op: rop, sem, cmp, ..
-                    } => {
-                        if matches!(sem, Sem::Weak | Sem::Sc | Sem::Volatile) {
-                            return Err(format!("{at}: `atom` cannot be .{}", sem.name()));
-                        }
-                        if (*rop == AtomOp::Cas) != cmp.is_some() {
-                            return Err(format!(
-                                "{at}: `cmp` is required for cas and only for cas"
-                            ));
-                        }
-                    }
-                    Op::Red { op: rop, sem, .. } => {
-                        if matches!(sem, Sem::Weak | Sem::Sc | Sem::Volatile) || *rop == AtomOp::Cas
-                        {
-                            return Err(format!(
-                                "{at}: `red` cannot be .{} / .{}",
-                                sem.name(),
-                                rop.name()
-                            ));
-                        }
-                    }
-                    Op::Fence { sem, .. } => {
-                        if matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Volatile) {
-                            return Err(format!("{at}: `fence` cannot be .{}", sem.name()));
-                        }
-                    }
-                    Op::Mov { .. } => {}
-                }
+                validate_op(t, ti, oi, op, &written, &labels)?;
             }
         }
+        self.validate_aliases()?;
+        self.validate_condition(&locs)
+    }
+
+    /// Every alias names a location declared before it, and aliases form no cycle.
+    fn validate_aliases(&self) -> Result<(), InvalidTest> {
         for l in &self.locations {
             if let Some(a) = &l.alias {
                 let declared = self.locations.iter().any(|m| m.name == a.of);
@@ -1257,25 +1229,30 @@ impl LitmusTest {
                 match declared && ends {
                     true => {}
                     false => {
-                        return Err(format!(
+                        return Err(InvalidTest::Test(format!(
                             "`{} @ {} aliases {}`: `{}` must be a location declared before it (aliases may not form a cycle)",
                             l.name,
                             a.proxy.name(),
                             a.of,
                             a.of
-                        ))
+                        )))
                     }
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Every register and location the condition names exists in the test.
+    fn validate_condition(&self, locs: &[String]) -> Result<(), InvalidTest> {
         let mut terms = BTreeSet::new();
         self.condition.prop.terms(&mut terms);
         for term in terms {
             match &term {
                 Term::Reg { thread, .. } if *thread >= self.threads.len() => {
-                    return Err(format!(
+                    return Err(InvalidTest::Condition(format!(
                         "condition names {term}, but the test has no thread P{thread}"
-                    ));
+                    )));
                 }
                 Term::Reg { thread, reg }
                     if !self.threads[*thread].regs.contains_key(reg)
@@ -1284,20 +1261,143 @@ impl LitmusTest {
                             .iter()
                             .any(|o| o.dest() == Some(reg.as_str())) =>
                 {
-                    return Err(format!(
+                    return Err(InvalidTest::Condition(format!(
                         "condition names {term}, a register P{thread} neither initialises nor writes"
-                    ));
+                    )));
                 }
                 Term::Loc(l) if !locs.contains(l) => {
-                    return Err(format!(
+                    return Err(InvalidTest::Condition(format!(
                         "condition names location `{l}`, which the test never uses"
-                    ));
+                    )));
                 }
                 _ => {}
             }
         }
         Ok(())
     }
+}
+
+/// The rules of one operation (`oi`: its 0-based index in thread `ti`): names, registers
+/// read before written, jump targets, and the semantics and scopes each instruction admits.
+fn validate_op(
+    t: &Thread,
+    ti: usize,
+    oi: usize,
+    op: &Op,
+    written: &BTreeSet<&str>,
+    labels: &BTreeMap<&str, usize>,
+) -> Result<(), InvalidTest> {
+    let name_rule = "[A-Za-z_%][A-Za-z0-9_%$]*";
+    let bad = |what: String| InvalidTest::Op {
+        thread: ti,
+        op: oi + 1,
+        what,
+    };
+    if let Some(l) = op.loc() {
+        if !is_name(l) {
+            return Err(bad(format!(
+                "address `[{l}]` is not a location name ({name_rule})"
+            )));
+        }
+    }
+    if let Some(r) = op.dest() {
+        if !is_name(r) {
+            return Err(bad(format!("`{r}` is not a register name ({name_rule})")));
+        }
+    }
+    for r in op.operand_regs() {
+        if !is_name(r) {
+            return Err(bad(format!(
+                "operand `{r}` is neither an integer nor a register name ({name_rule})"
+            )));
+        }
+        if !t.regs.contains_key(r) && !written.contains(r) {
+            return Err(bad(format!(
+                "register `{r}` is neither initialised nor written by P{ti}"
+            )));
+        }
+    }
+    match op {
+        Op::Label { name } => {
+            let n = labels.get(name.as_str()).copied().unwrap_or(0);
+            if n > 1 {
+                return Err(bad(format!("label `{name}` defined {n} times in P{ti}")));
+            }
+        }
+        Op::Branch { target, .. } | Op::Goto { target } => {
+            if !labels.contains_key(target.as_str()) {
+                return Err(bad(format!(
+                    "jump to `{target}`, which is no label of P{ti}"
+                )));
+            }
+        }
+        Op::Local { .. } | Op::Barrier { .. } | Op::ProxyFence { .. } => {}
+        Op::ProxyLd {
+            sem, scope, proxy, ..
+        }
+        | Op::ProxySt {
+            sem, scope, proxy, ..
+        } => {
+            if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Acquire | Sem::Release)
+                || (*sem == Sem::Weak) != scope.is_none()
+                || *proxy == Proxy::Generic
+            {
+                return Err(bad(format!(
+                    "a {} proxy access must be weak (no scope) or \
+                         relaxed/acquire/release with a scope",
+                    proxy.name()
+                )));
+            }
+        }
+        Op::Ld { sem, scope, .. } | Op::St { sem, scope, .. } => {
+            let is_ld = matches!(op, Op::Ld { .. });
+            let ok = match sem {
+                Sem::Weak | Sem::Relaxed => true,
+                Sem::Acquire => is_ld,
+                Sem::Release => !is_ld,
+                Sem::AcqRel | Sem::Sc | Sem::Volatile => false,
+            };
+            if !ok {
+                return Err(bad(format!(
+                    "`{}` cannot be .{}",
+                    if is_ld { "ld" } else { "st" },
+                    sem.name()
+                )));
+            }
+            if (*sem == Sem::Weak) != scope.is_none() {
+                return Err(bad(
+                    "a scope is required on strong operations and not allowed on weak ones"
+                        .to_string(),
+                ));
+            }
+        }
+        Op::Atom {
+            op: rop, sem, cmp, ..
+        } => {
+            if matches!(sem, Sem::Weak | Sem::Sc | Sem::Volatile) {
+                return Err(bad(format!("`atom` cannot be .{}", sem.name())));
+            }
+            if (*rop == AtomOp::Cas) != cmp.is_some() {
+                return Err(bad("`cmp` is required for cas and only for cas".to_string()));
+            }
+        }
+        Op::Red { op: rop, sem, .. } => {
+            if matches!(sem, Sem::Weak | Sem::Sc | Sem::Volatile) || *rop == AtomOp::Cas {
+                return Err(bad(format!(
+                    "`red` cannot be .{} / .{}",
+                    sem.name(),
+                    rop.name()
+                )));
+            }
+        }
+        Op::Fence { sem, .. } => {
+            if matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Volatile) {
+                return Err(bad(format!("`fence` cannot be .{}", sem.name())));
+            }
+        }
+        Op::Mov { .. } => {}
+    }
+    Ok(())
 }
 
 /// Where each thread's operations and the condition stand in a YAML test, for the errors
@@ -1317,65 +1417,67 @@ struct ThreadPositions {
 
 /// Reads a test from YAML text. Every error carries line and column: parse errors from the
 /// reader, validation errors (`P1 op 2: ...`) at the operation or the condition they name.
-pub fn from_yaml(text: &str) -> Result<LitmusTest, String> {
-    let t: LitmusTest =
-        crate::suite::from_yaml(text).map_err(|(l, c, m)| format!("{l}:{c}: {m}"))?;
-    t.validate().map_err(|m| {
+pub fn from_yaml(text: &str) -> Result<LitmusTest, YamlError> {
+    let t: LitmusTest = crate::suite::from_yaml(text)
+        .map_err(|(line, column, what)| YamlError::Syntax { line, column, what })?;
+    t.validate().map_err(|source| {
         let pos: Option<Positions> = crate::suite::from_yaml(text).ok();
         let span = |s: &serde_saphyr::Spanned<serde::de::IgnoredAny>| {
             (s.referenced.line(), s.referenced.column())
         };
-        let at_op = m.strip_prefix('P').and_then(|r| {
-            let (t, rest) = r.split_once(" op ")?;
-            let (n, _) = rest.split_once(':')?;
-            let (t, n): (usize, usize) = (t.parse().ok()?, n.parse().ok()?);
-            let p = pos.as_ref()?;
-            p.threads.get(t)?.ops.get(n.checked_sub(1)?).map(span)
-        });
-        let at_cond = || {
-            m.starts_with("condition")
-                .then(|| pos.as_ref()?.condition.as_ref().map(span))
-                .flatten()
+        let at = match &source {
+            InvalidTest::Op { thread, op, .. } => pos
+                .as_ref()
+                .and_then(|p| p.threads.get(*thread)?.ops.get(op.checked_sub(1)?))
+                .map(span),
+            InvalidTest::Condition(_) => pos.as_ref().and_then(|p| p.condition.as_ref()).map(span),
+            InvalidTest::Test(_) => None,
         };
-        match at_op.or_else(at_cond) {
-            Some((l, c)) => format!("{l}:{c}: {m}"),
-            None => format!("1:1: {m}"),
+        let (line, column) = at.unwrap_or((1, 1));
+        YamlError::Invalid {
+            line,
+            column,
+            source,
         }
     })?;
     Ok(t)
 }
 
 /// Writes a test as YAML.
-pub fn to_yaml(test: &LitmusTest) -> Result<String, String> {
-    serde_saphyr::to_string(test).map_err(|e| e.to_string())
+pub fn to_yaml(test: &LitmusTest) -> Result<String, serde_saphyr::SerializeError> {
+    serde_saphyr::to_string(test)
 }
 
 pub use dat3m::{export as export_dat3m, import as import_dat3m};
 
 /// Loads a test from a `.yaml`/`.yml` or Dat3M `.litmus` file.
-pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, String> {
-    let text = crate::suite::input::read_text(path).map_err(|e| e.to_string())?;
+pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, LitmusFileError> {
+    let text = crate::suite::input::read_text(path)?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let path = path.to_path_buf();
     match ext {
-        // Every error of `from_yaml` starts with `line:column: `.
-        "yaml" | "yml" => from_yaml(&text).map_err(|e| format!("{}:{e}", path.display())),
-        "litmus" => import_dat3m(&text).map_err(|e| format!("{}:{e}", path.display())),
-        _ => Err(format!(
-            "{}: unknown litmus file type (expected .yaml, .yml or .litmus)",
-            path.display()
-        )),
+        // Every error of `from_yaml` and `import` displays as `line:column: `.
+        "yaml" | "yml" => from_yaml(&text).map_err(|source| LitmusFileError::Yaml { path, source }),
+        "litmus" => import_dat3m(&text).map_err(|source| LitmusFileError::Dat3m { path, source }),
+        _ => Err(LitmusFileError::UnknownType { path }),
     }
 }
 
 /// `gpucts litmus import FILE.litmus`: a Dat3M test as YAML text.
-pub fn import_file(path: &std::path::Path) -> Result<String, String> {
-    let text = crate::suite::input::read_text(path).map_err(|e| e.to_string())?;
-    let test = import_dat3m(&text).map_err(|e| format!("{}:{e}", path.display()))?;
-    to_yaml(&test).map_err(|e| format!("{}: {e}", path.display()))
+pub fn import_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
+    let text = crate::suite::input::read_text(path)?;
+    let test = import_dat3m(&text).map_err(|source| LitmusFileError::Dat3m {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    to_yaml(&test).map_err(|source| LitmusFileError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// `gpucts litmus export FILE`: a test (YAML or Dat3M) as Dat3M `.litmus` text.
-pub fn export_file(path: &std::path::Path) -> Result<String, String> {
+pub fn export_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
     Ok(export_dat3m(&load_file(path)?))
 }
 
@@ -1432,7 +1534,8 @@ mod tests {
             ),
             format!("exists ({}P1:r0 == 1)", "~".repeat(10_000)),
         ] {
-            let e = parse_condition(&deep).unwrap_err();
+            assert_eq!(parse_condition(&deep), Err(ConditionError::TooDeep));
+            let e = parse_condition(&deep).unwrap_err().to_string();
             assert!(e.contains("more than 100 deep"), "{e}");
         }
         let ok = format!("exists {}P1:r0 == 1{}", "(".repeat(50), ")".repeat(50));
@@ -1443,9 +1546,13 @@ mod tests {
     fn operands_and_addresses_must_be_names_or_integers() {
         // Issue 10: `1+1` as an operand and an empty address were accepted and changed the
         // verdict.
-        let e = from_yaml(&MP.replace("val: 42", "val: 1+1")).unwrap_err();
+        let e = from_yaml(&MP.replace("val: 42", "val: 1+1"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("5:9:") && e.contains("`1+1`"), "{e}");
-        let e = from_yaml(&MP.replace("loc: data, val: 42", "loc: \"\", val: 42")).unwrap_err();
+        let e = from_yaml(&MP.replace("loc: data, val: 42", "loc: \"\", val: 42"))
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("5:9:") && e.contains("address `[]`"), "{e}");
         let e = dat3m::import(
             "PTX t\n{ x=0; }\n P0@cta 0,gpu 0 ;\n st.weak [], 1 ;\nexists (x == 1)\n",
@@ -1463,11 +1570,40 @@ mod tests {
     fn ld_release_in_yaml_is_reported_at_its_line() {
         // Issue 10: errors found after parsing had no line.
         let e = from_yaml(&MP.replace("flag, sem: acquire", "flag, sem: release")).unwrap_err();
+        // The error names the operation (P1's first), which the reader places at its line.
+        assert!(
+            matches!(
+                &e,
+                YamlError::Invalid {
+                    line: 9,
+                    column: 9,
+                    source: InvalidTest::Op {
+                        thread: 1,
+                        op: 1,
+                        ..
+                    }
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(
             e.starts_with("9:9:") && e.contains("`ld` cannot be .release"),
             "{e}"
         );
         let e = from_yaml(&MP.replace("P1:r1 == 0", "P1:r9 == 0")).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                YamlError::Invalid {
+                    line: 11,
+                    column: 12,
+                    source: InvalidTest::Condition(_)
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.starts_with("11:12:") && e.contains("P1:r9"), "{e}");
     }
 
@@ -1481,7 +1617,8 @@ mod tests {
         );
         // YAML: a map key given twice.
         let e = from_yaml(&MP.replace("  - cta: 1\n", "  - cta: 1\n    regs: {r0: 1, r0: 2}\n"))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`r0` is given twice"), "{e}");
     }
 
@@ -1548,9 +1685,13 @@ mod tests {
 
     #[test]
     fn condition_errors_name_the_problem() {
-        let e = parse_condition("exists (P1:r0 == )").unwrap_err();
+        let e = parse_condition("exists (P1:r0 == )")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("expected a number"), "{e}");
-        let e = parse_condition("exists (P1:r0 == 1 @)").unwrap_err();
+        let e = parse_condition("exists (P1:r0 == 1 @)")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unexpected character"), "{e}");
     }
 
@@ -1613,10 +1754,13 @@ condition: 'exists (P1:r0 == 1 /\ P1:r1 == 0)'
             "{reg: r0, loc: y, sem: acquire",
             "{reg: r0, loc: y, sem: release",
         );
-        let e = from_yaml(&bad).unwrap_err();
+        let e = from_yaml(&bad).unwrap_err().to_string();
         assert!(e.contains("P1 op 1"), "{e}");
         let bad = MP_YAML.replace("P1:r1 == 0", "P2:r1 == 0");
-        assert!(from_yaml(&bad).unwrap_err().contains("no thread P2"));
+        assert!(from_yaml(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("no thread P2"));
     }
 
     #[test]
@@ -1711,6 +1855,22 @@ mod example_files {
         )
         .unwrap();
         let e = check_file(&p).unwrap_err();
+        use crate::atomics::model::CheckFileError;
+        assert!(
+            matches!(
+                &e,
+                CheckFileError::File(LitmusFileError::Dat3m {
+                    source: dat3m::ImportError {
+                        line: 4,
+                        col: 2,
+                        ..
+                    },
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(e.starts_with(&format!("{}:4:2: ", p.display())), "{e}");
         let p = tmp.path().join("bad.yaml");
         std::fs::write(
@@ -1719,12 +1879,25 @@ mod example_files {
         )
         .unwrap();
         let e = check_file(&p).unwrap_err();
-        assert!(e.starts_with(&format!("{}:", p.display())), "{e}");
-        assert!(e.contains("line 4") || e.contains(":4:"), "{e}");
+        assert!(
+            matches!(
+                &e,
+                CheckFileError::File(LitmusFileError::Yaml {
+                    source: YamlError::Syntax { line: 4, .. },
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
+        assert!(e.starts_with(&format!("{}:4:", p.display())), "{e}");
         let p = tmp.path().join("t.txt");
         std::fs::write(&p, "").unwrap();
-        assert!(check_file(&p)
-            .unwrap_err()
-            .contains("unknown litmus file type"));
+        let e = check_file(&p).unwrap_err();
+        assert!(
+            matches!(e, CheckFileError::File(LitmusFileError::UnknownType { .. })),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("unknown litmus file type"));
     }
 }

@@ -5,7 +5,7 @@
 //! - [`table`]: the chapter's rows as data;
 //! - [`source`]: cases, and the per-producer sources (many cases per compilation unit);
 //! - [`extract`]: the sequence in a PTX function, and the check against the rows;
-//! - here: compiling a batch once per producer and giving each case its [`CaseVerdict`].
+//! - here: compiling a batch once per producer and giving each case its [`MappingOutcome`].
 
 pub mod extract;
 pub mod source;
@@ -22,9 +22,11 @@ use crate::ptx::instr::{function_body, function_names, Scope};
 pub use extract::{check_case, Matched, Mismatch};
 pub use source::{all_cases, cases_for, MappingCase, Producer};
 
-/// What one mapping case came to.
+/// What one mapping case came to: the mapping's own per-case outcome (what the producer emitted
+/// against the chapter's table), which [`MappingOutcome::to_status`] turns into the runner's
+/// [`CaseStatus`] and so into the one [`crate::outcome::Verdict`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CaseVerdict {
+pub enum MappingOutcome {
     /// The emitted sequence is one the chapter allows.
     Conforms(Matched),
     /// The emitted sequence is not.
@@ -38,17 +40,9 @@ pub enum CaseVerdict {
     ToolFailed { message: String },
 }
 
-impl CaseVerdict {
+impl MappingOutcome {
     pub fn is_conforming(&self) -> bool {
-        matches!(self, CaseVerdict::Conforms(_))
-    }
-
-    /// `Ok` for a conforming case, else the reason in one string.
-    pub fn as_result(&self) -> Result<(), String> {
-        match self {
-            CaseVerdict::Conforms(_) => Ok(()),
-            other => Err(other.to_string()),
-        }
+        matches!(self, MappingOutcome::Conforms(_))
     }
 
     /// The case status for the runner. A producer rejecting valid C++ is a failure of that
@@ -67,13 +61,13 @@ impl CaseVerdict {
                 .join(" | ")
         };
         match self {
-            CaseVerdict::Conforms(m) => CaseStatus::pass_with(m.to_string()),
-            CaseVerdict::Diverges(m) => CaseStatus::fail_detail(
+            MappingOutcome::Conforms(m) => CaseStatus::pass_with(m.to_string()),
+            MappingOutcome::Diverges(m) => CaseStatus::fail_detail(
                 m.allowed.join(" | "),
                 m.emitted_text(),
                 format!("{}; {}", case.clause(), m.diagnosis),
             ),
-            CaseVerdict::ProducerRejected { log } => CaseStatus::fail_detail(
+            MappingOutcome::ProducerRejected { log } => CaseStatus::fail_detail(
                 allowed(),
                 format!(
                     "{} produced no PTX for this operation",
@@ -81,25 +75,25 @@ impl CaseVerdict {
                 ),
                 first_error_lines(log),
             ),
-            CaseVerdict::Unsupported { reason } => CaseStatus::skip(
+            MappingOutcome::Unsupported { reason } => CaseStatus::skip(
                 Capability::ProducerFeature,
                 format!("{}: {reason}", source::describe(case.producer)),
             ),
-            CaseVerdict::ToolFailed { message } => CaseStatus::error(message),
+            MappingOutcome::ToolFailed { message } => CaseStatus::error(message),
         }
     }
 }
 
-impl fmt::Display for CaseVerdict {
+impl fmt::Display for MappingOutcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CaseVerdict::Conforms(m) => write!(f, "conforms: {m}"),
-            CaseVerdict::Diverges(m) => write!(f, "diverges: {m}"),
-            CaseVerdict::ProducerRejected { log } => {
+            MappingOutcome::Conforms(m) => write!(f, "conforms: {m}"),
+            MappingOutcome::Diverges(m) => write!(f, "diverges: {m}"),
+            MappingOutcome::ProducerRejected { log } => {
                 write!(f, "producer rejected the case: {}", first_error_lines(log))
             }
-            CaseVerdict::Unsupported { reason } => write!(f, "unsupported: {reason}"),
-            CaseVerdict::ToolFailed { message } => write!(f, "tool failed: {message}"),
+            MappingOutcome::Unsupported { reason } => write!(f, "unsupported: {reason}"),
+            MappingOutcome::ToolFailed { message } => write!(f, "tool failed: {message}"),
         }
     }
 }
@@ -127,7 +121,7 @@ pub fn run_batch(
     tc: &Toolchain,
     producer: Producer,
     cases: &[MappingCase],
-) -> Vec<(String, CaseVerdict)> {
+) -> Vec<(String, MappingOutcome)> {
     let compile = |src: &str| -> Result<String, CompileError> {
         let r = match producer {
             Producer::Nvrtc => tc.nvrtc(src, "gpucts_mapping.cu", source::NVRTC_OPTIONS),
@@ -164,7 +158,7 @@ pub fn run_batch_with(
     producer: Producer,
     cases: &[MappingCase],
     compile: &dyn Fn(&str) -> Result<String, CompileError>,
-) -> Vec<(String, CaseVerdict)> {
+) -> Vec<(String, MappingOutcome)> {
     let gen: fn(&[MappingCase]) -> String = match producer {
         Producer::Nvrtc => source::nvrtc_source,
         Producer::Clang => source::clang_source,
@@ -175,12 +169,12 @@ pub fn run_batch_with(
                 .iter()
                 .map(|c| {
                     let message = message.clone();
-                    (c.id(), CaseVerdict::ToolFailed { message })
+                    (c.id(), MappingOutcome::ToolFailed { message })
                 })
                 .collect();
         }
     };
-    let mut verdicts: HashMap<MappingCase, CaseVerdict> = HashMap::new();
+    let mut outcomes: HashMap<MappingCase, MappingOutcome> = HashMap::new();
     let mut to_compile: Vec<MappingCase> = Vec::new();
 
     // Whether the producer compiles anything at all: a relaxed RMW at device scope is the
@@ -218,7 +212,7 @@ pub fn run_batch_with(
                 .map(|c| {
                     (
                         c.id(),
-                        CaseVerdict::ToolFailed {
+                        MappingOutcome::ToolFailed {
                             message: message.clone(),
                         },
                     )
@@ -228,9 +222,9 @@ pub fn run_batch_with(
     }
     for c in cases {
         if cluster_missing && c.scope == Scope::Cluster {
-            verdicts.insert(
+            outcomes.insert(
                 *c,
-                CaseVerdict::Unsupported {
+                MappingOutcome::Unsupported {
                     reason: source::unsupported_reason(c),
                 },
             );
@@ -245,7 +239,7 @@ pub fn run_batch_with(
             Ok(ptx) => compiled.push((to_compile.clone(), Ok(ptx))),
             Err(CompileError::Unavailable(m)) => {
                 for c in &to_compile {
-                    verdicts.insert(*c, CaseVerdict::ToolFailed { message: m.clone() });
+                    outcomes.insert(*c, MappingOutcome::ToolFailed { message: m.clone() });
                 }
             }
             // Split only if the producer compiles something at all.
@@ -253,9 +247,9 @@ pub fn run_batch_with(
                 Ok(()) => bisect(&to_compile, gen, compile, &mut compiled),
                 Err(message) => {
                     for c in &to_compile {
-                        verdicts.insert(
+                        outcomes.insert(
                             *c,
-                            CaseVerdict::ToolFailed {
+                            MappingOutcome::ToolFailed {
                                 message: message.clone(),
                             },
                         );
@@ -269,7 +263,7 @@ pub fn run_batch_with(
         match result {
             Err(log) => {
                 for c in group {
-                    verdicts.insert(c, CaseVerdict::ProducerRejected { log: log.clone() });
+                    outcomes.insert(c, MappingOutcome::ProducerRejected { log: log.clone() });
                 }
             }
             Ok(ptx) => {
@@ -277,21 +271,21 @@ pub fn run_batch_with(
                 for c in group {
                     let f = c.function_name();
                     let v = if !names.contains(&f) {
-                        CaseVerdict::Unsupported {
+                        MappingOutcome::Unsupported {
                             reason: source::unsupported_reason(&c),
                         }
                     } else {
                         match function_body(&ptx, &f) {
                             Ok(body) => match check_case(&c, &body) {
-                                Ok(m) => CaseVerdict::Conforms(m),
-                                Err(m) => CaseVerdict::Diverges(m),
+                                Ok(m) => MappingOutcome::Conforms(m),
+                                Err(m) => MappingOutcome::Diverges(m),
                             },
-                            Err(e) => CaseVerdict::ToolFailed {
+                            Err(e) => MappingOutcome::ToolFailed {
                                 message: format!("cannot read the PTX of `{f}`: {e}"),
                             },
                         }
                     };
-                    verdicts.insert(c, v);
+                    outcomes.insert(c, v);
                 }
             }
         }
@@ -300,9 +294,9 @@ pub fn run_batch_with(
     cases
         .iter()
         .map(|c| {
-            let v = verdicts
+            let v = outcomes
                 .remove(c)
-                .unwrap_or_else(|| CaseVerdict::ToolFailed {
+                .unwrap_or_else(|| MappingOutcome::ToolFailed {
                     message: "case was not compiled (duplicate in the batch?)".into(),
                 });
             (c.id(), v)
@@ -345,7 +339,7 @@ fn bisect(
 /// producer's batch only once.
 #[derive(Debug, Default)]
 pub struct MappingCache {
-    done: crate::area::BatchCache<Producer, HashMap<String, CaseVerdict>>,
+    done: crate::area::BatchCache<Producer, HashMap<String, MappingOutcome>>,
 }
 
 impl MappingCache {
@@ -353,9 +347,9 @@ impl MappingCache {
         MappingCache::default()
     }
 
-    /// The verdict of `case`, compiling its producer's whole batch on first use. Producers'
+    /// The outcome of `case`, compiling its producer's whole batch on first use. Producers'
     /// batches compile in parallel; cases of one producer wait for its batch.
-    pub fn verdict(&self, tc: &Toolchain, case: &MappingCase) -> CaseVerdict {
+    pub fn outcome(&self, tc: &Toolchain, case: &MappingCase) -> MappingOutcome {
         // Only the run's selected cases of the producer (a filtered run compiles what it
         // runs); `is_selected` is true for every case when no selection was made.
         let slot = self.done.get_or_compute(&case.producer, || {
@@ -367,7 +361,7 @@ impl MappingCache {
         });
         slot.get()
             .and_then(|per| per.get(&case.id()).cloned())
-            .unwrap_or_else(|| CaseVerdict::ToolFailed {
+            .unwrap_or_else(|| MappingOutcome::ToolFailed {
                 message: format!("no verdict for {}", case.id()),
             })
     }
@@ -443,11 +437,11 @@ mod tests {
         };
         let out = run_batch_with(Producer::Clang, &cases, &compile);
         assert_eq!(out.len(), cases.len());
-        let by_id: HashMap<String, CaseVerdict> = out.into_iter().collect();
+        let by_id: HashMap<String, MappingOutcome> = out.into_iter().collect();
         let ld = case(Producer::Clang, Operation::Load, Order::SeqCst, Scope::Gpu);
         assert!(matches!(
             by_id[&ld.id()],
-            CaseVerdict::ProducerRejected { .. }
+            MappingOutcome::ProducerRejected { .. }
         ));
         let add = case(
             Producer::Clang,
@@ -462,7 +456,10 @@ mod tests {
             Order::Relaxed,
             Scope::Cluster,
         );
-        assert!(matches!(by_id[&cl.id()], CaseVerdict::Unsupported { .. }));
+        assert!(matches!(
+            by_id[&cl.id()],
+            MappingOutcome::Unsupported { .. }
+        ));
         // 3 crashing cases (cta/gpu/sys) among 200 need far fewer than 200 compilations.
         assert!(calls.get() < 60, "{} compilations", calls.get());
         let conforming = by_id.values().filter(|v| v.is_conforming()).count();
@@ -483,13 +480,13 @@ mod tests {
         assert!(calls.get() <= 3);
         assert!(out
             .iter()
-            .all(|(_, v)| matches!(v, CaseVerdict::ToolFailed { .. })));
+            .all(|(_, v)| matches!(v, MappingOutcome::ToolFailed { .. })));
     }
 
     #[test]
     fn statuses_name_the_evidence() {
         let c = case(Producer::Clang, Operation::Load, Order::SeqCst, Scope::Gpu);
-        let s = CaseVerdict::ProducerRejected {
+        let s = MappingOutcome::ProducerRejected {
             log: "x\nfatal error: error in backend: Cannot select: AtomicLoad\n".into(),
         }
         .to_status(&c);
@@ -502,7 +499,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let s = CaseVerdict::Unsupported {
+        let s = MappingOutcome::Unsupported {
             reason: "no cluster".into(),
         }
         .to_status(&c);
@@ -564,7 +561,7 @@ mod tests {
                 eprintln!("{id}: {v}");
                 assert_eq!(id, &c.id());
                 match v {
-                    CaseVerdict::Conforms(m) => {
+                    MappingOutcome::Conforms(m) => {
                         assert!(!m.emitted.is_empty(), "{id}");
                         if let Operation::Rmw(r) = c.operation {
                             let atoms: Vec<&String> = m
@@ -576,14 +573,14 @@ mod tests {
                             assert!(atoms[0].contains(&format!(".{}.", r.ptx_op().name())));
                         }
                     }
-                    CaseVerdict::Diverges(m) => {
+                    MappingOutcome::Diverges(m) => {
                         assert!(!m.allowed.is_empty() && !m.diagnosis.is_empty(), "{id}")
                     }
-                    CaseVerdict::ProducerRejected { log } => assert!(!log.is_empty(), "{id}"),
-                    CaseVerdict::Unsupported { .. } => {
+                    MappingOutcome::ProducerRejected { log } => assert!(!log.is_empty(), "{id}"),
+                    MappingOutcome::Unsupported { .. } => {
                         assert!(c.producer == Producer::Clang && c.operation == Operation::Fence)
                     }
-                    CaseVerdict::ToolFailed { message } => panic!("{id}: {message}"),
+                    MappingOutcome::ToolFailed { message } => panic!("{id}: {message}"),
                 }
             }
         }
@@ -602,11 +599,11 @@ mod tests {
             let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
             for (id, v) in &out {
                 let k = match v {
-                    CaseVerdict::Conforms(_) => "conforms",
-                    CaseVerdict::Diverges(_) => "diverges",
-                    CaseVerdict::ProducerRejected { .. } => "producer_rejected",
-                    CaseVerdict::Unsupported { .. } => "unsupported",
-                    CaseVerdict::ToolFailed { .. } => "tool_failed",
+                    MappingOutcome::Conforms(_) => "conforms",
+                    MappingOutcome::Diverges(_) => "diverges",
+                    MappingOutcome::ProducerRejected { .. } => "producer_rejected",
+                    MappingOutcome::Unsupported { .. } => "unsupported",
+                    MappingOutcome::ToolFailed { .. } => "tool_failed",
                 };
                 *counts.entry(k).or_default() += 1;
                 println!("{id}: {v}");
@@ -633,8 +630,8 @@ mod tests {
             Order::Release,
             Scope::Sys,
         );
-        let va = cache.verdict(&tc, &a);
-        assert!(!matches!(va, CaseVerdict::ToolFailed { .. }), "{va}");
+        let va = cache.outcome(&tc, &a);
+        assert!(!matches!(va, MappingOutcome::ToolFailed { .. }), "{va}");
         let batch = cache
             .done
             .get_or_compute(&Producer::Nvrtc, || panic!("the batch is cached"));
@@ -642,9 +639,9 @@ mod tests {
             batch.get().map(|m| m.len()),
             Some(cases_for(Producer::Nvrtc).len())
         );
-        let vb = cache.verdict(&tc, &b);
-        assert!(!matches!(vb, CaseVerdict::ToolFailed { .. }), "{vb}");
-        assert_eq!(cache.verdict(&tc, &a), va);
+        let vb = cache.outcome(&tc, &b);
+        assert!(!matches!(vb, MappingOutcome::ToolFailed { .. }), "{vb}");
+        assert_eq!(cache.outcome(&tc, &a), va);
         assert_eq!(cache.done.len(), 1);
     }
 }

@@ -58,7 +58,10 @@ fn dat3m_ptx_corpus_verdicts() {
             if listed.contains_key(&rel) {
                 continue;
             }
-            match load_file(&p).and_then(|t| try_check_with(&t, &Options::default())) {
+            match load_file(&p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| try_check_with(&t, &Options::default()).map_err(|e| e.to_string()))
+            {
                 Ok(v) if v.bound_reached => bound += 1,
                 Ok(_) => verdicts += 1,
                 Err(e) => refused.push(e),

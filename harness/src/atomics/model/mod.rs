@@ -302,7 +302,7 @@ struct BarrierEv {
 
 const NO_LOC: usize = usize::MAX;
 
-fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Program, String> {
+fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Program, ModelError> {
     let names = test.all_locations();
     // Physical locations (an alias shares its target's); events carry both.
     let locs: Vec<String> = names
@@ -632,10 +632,10 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
     }
     let n = evs.len();
     if n > 64 {
-        return Err(format!(
-            "test `{}` has {n} events; the checker handles at most 64",
-            test.name
-        ));
+        return Err(ModelError::TooManyEvents {
+            test: test.name.clone(),
+            events: n,
+        });
     }
     let mut po = empty(n);
     for mine in &thread_evs {
@@ -1313,7 +1313,7 @@ pub fn check(test: &LitmusTest) -> Verdict {
         rejected: Vec::new(),
         terms: Vec::new(),
         allowed_outcomes: BTreeSet::new(),
-        error: Some(e),
+        error: Some(e.to_string()),
         bound_reached: false,
         model: Model::V60,
         hang: false,
@@ -1389,9 +1389,55 @@ struct Acc {
     stuck_witness: Option<String>,
 }
 
+/// Why the checker refuses a test: it is too large to enumerate, or needs the other model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("test `{test}` has {events} events; the checker handles at most 64")]
+    TooManyEvents { test: String, events: usize },
+    #[error("test `{test}` uses proxies (aliases, tld/suld/sust/cold, fence.proxy); check it with --model ptx-v7.5")]
+    NeedsPtx75 { test: String },
+    /// `combinations`: the product of the threads' path counts, or "more than 2^128".
+    #[error("test `{test}` has {combinations} combinations of thread paths; the checker enumerates at most {max} candidate executions (raise with --max-candidates N)")]
+    TooManyCombinations {
+        test: String,
+        combinations: String,
+        max: u128,
+    },
+    /// `estimate`: "at least N" or "more than 2^128".
+    #[error("test `{test}` has {estimate} candidate executions by the checker's estimate (reads-from × coherence orders × final-memory states × fence-sc orders × barrier orders, under --unroll {unroll}); the checker enumerates at most {max} (raise with --max-candidates N)")]
+    TooManyCandidates {
+        test: String,
+        estimate: String,
+        unroll: u32,
+        max: u128,
+    },
+    #[error("a read has no write to read from")]
+    NoWriteToReadFrom,
+    #[error(transparent)]
+    Unroll(#[from] unroll::UnrollError),
+}
+
+/// `gpucts litmus check` refused its arguments, could not read the file, or the checker
+/// refused the test (at `line`: where its threads start).
+#[derive(Debug, thiserror::Error)]
+pub enum CheckFileError {
+    #[error("unknown model `{0}`; allowed: ptx-v6.0, ptx-v7.5")]
+    UnknownModel(String),
+    #[error("--unroll must be at least 1")]
+    ZeroUnroll,
+    #[error(transparent)]
+    File(#[from] crate::atomics::litmus::LitmusFileError),
+    #[error("{}:{line}:1: {source}", path.display())]
+    Refused {
+        path: std::path::PathBuf,
+        line: usize,
+        source: ModelError,
+    },
+}
+
 /// Checks a test against the model (default options); an error when the test is too large
 /// to enumerate.
-pub fn try_check(test: &LitmusTest) -> Result<Verdict, String> {
+pub fn try_check(test: &LitmusTest) -> Result<Verdict, ModelError> {
     try_check_with(test, &Options::default())
 }
 
@@ -1430,17 +1476,16 @@ fn estimate(p: &Program) -> u128 {
 }
 
 /// Checks a test: every combination of thread paths under the loop bound, each enumerated.
-pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, String> {
+pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, ModelError> {
     let model = opts.model.unwrap_or(if test.uses_proxies() {
         Model::V75
     } else {
         Model::V60
     });
     if model == Model::V60 && test.uses_proxies() {
-        return Err(format!(
-            "test `{}` uses proxies (aliases, tld/suld/sust/cold, fence.proxy); check it with --model ptx-v7.5",
-            test.name
-        ));
+        return Err(ModelError::NeedsPtx75 {
+            test: test.name.clone(),
+        });
     }
     let per_thread: Vec<Vec<unroll::Path>> = test
         .threads
@@ -1454,12 +1499,12 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
     match combos {
         Some(c) if c <= opts.max_candidates => {}
         _ => {
-            return Err(format!(
-                "test `{}` has {} combinations of thread paths; the checker enumerates at most {} candidate executions (raise with --max-candidates N)",
-                test.name,
-                opts.max_candidates,
-                combos.map_or_else(|| "more than 2^128".to_string(), |c| c.to_string())
-            ));
+            return Err(ModelError::TooManyCombinations {
+                test: test.name.clone(),
+                combinations: combos
+                    .map_or_else(|| "more than 2^128".to_string(), |c| c.to_string()),
+                max: opts.max_candidates,
+            });
         }
     }
     let mut term_set = BTreeSet::new();
@@ -1489,10 +1534,12 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Stri
                 } else {
                     format!("at least {total}")
                 };
-                return Err(format!(
-                    "test `{}` has {shown} candidate executions by the checker's estimate (reads-from × coherence orders × final-memory states × fence-sc orders × barrier orders, under --unroll {}); the checker enumerates at most {} (raise with --max-candidates N)",
-                    test.name, opts.unroll, opts.max_candidates
-                ));
+                return Err(ModelError::TooManyCandidates {
+                    test: test.name.clone(),
+                    estimate: shown,
+                    unroll: opts.unroll,
+                    max: opts.max_candidates,
+                });
             }
             if !skip {
                 programs.push((p, cut));
@@ -1572,7 +1619,7 @@ fn enumerate(
     terms: &[Term],
     cut: bool,
     acc: &mut Acc,
-) -> Result<(), String> {
+) -> Result<(), ModelError> {
     let n = p.evs.len();
     let prop: &Prop = &test.condition.prop;
     // rf candidates for each read: same-location writes, not its own rmw write.
@@ -1590,7 +1637,7 @@ fn enumerate(
         })
         .collect();
     if choices.iter().any(Vec::is_empty) {
-        return Err("a read has no write to read from".into());
+        return Err(ModelError::NoWriteToReadFrom);
     }
     let p = &p;
     let sc_orders = linearisations(&p.sc_fences, &p.po);
@@ -1842,7 +1889,7 @@ fn enumerate(
     Ok(())
 }
 /// `gpucts litmus check FILE`: the model's verdict as a printable report.
-pub fn check_file(path: &std::path::Path) -> Result<String, String> {
+pub fn check_file(path: &std::path::Path) -> Result<String, CheckFileError> {
     check_file_with(path, DEFAULT_UNROLL, None, false, None)
 }
 
@@ -1853,17 +1900,16 @@ pub fn check_file_with(
     model: Option<&str>,
     liveness: bool,
     max_candidates: Option<u128>,
-) -> Result<String, String> {
+) -> Result<String, CheckFileError> {
     let max_candidates = max_candidates.unwrap_or(MAX_CANDIDATES);
     let model = match model {
         None => None,
-        Some(m) => Some(
-            Model::parse(m)
-                .ok_or_else(|| format!("unknown model `{m}`; allowed: ptx-v6.0, ptx-v7.5"))?,
-        ),
+        Some(m) => {
+            Some(Model::parse(m).ok_or_else(|| CheckFileError::UnknownModel(m.to_string()))?)
+        }
     };
     if unroll == 0 {
-        return Err("--unroll must be at least 1".into());
+        return Err(CheckFileError::ZeroUnroll);
     }
     let test = crate::atomics::litmus::load_file(path)?;
     let opts = Options {
@@ -1872,7 +1918,7 @@ pub fn check_file_with(
         liveness,
         max_candidates,
     };
-    let verdict = try_check_with(&test, &opts).map_err(|e| {
+    let verdict = try_check_with(&test, &opts).map_err(|source| {
         // A refusal of the whole test (its state space) points at where its threads start:
         // `threads:` in YAML, the `P0@...` header in Dat3M syntax.
         let line = crate::suite::input::read_text(path)
@@ -1882,7 +1928,11 @@ pub fn check_file_with(
                     .position(|l| l.starts_with("threads:") || l.trim_start().starts_with("P0"))
             })
             .map_or(1, |i| i + 1);
-        format!("{}:{line}:1: {e}", path.display())
+        CheckFileError::Refused {
+            path: path.to_path_buf(),
+            line,
+            source,
+        }
     })?;
     Ok(report(&test, &verdict))
 }

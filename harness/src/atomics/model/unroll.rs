@@ -52,7 +52,14 @@ pub struct Path {
 pub const MAX_PATHS: usize = 4096;
 
 /// Every path of `t` with each loop body run at most `bound` times.
-pub fn paths(t: &Thread, bound: u32) -> Result<Vec<Path>, String> {
+/// A thread whose paths under the loop bound are too many to enumerate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UnrollError {
+    #[error("a thread has more than {MAX_PATHS} paths under the loop bound; lower --unroll")]
+    TooManyPaths,
+}
+
+pub fn paths(t: &Thread, bound: u32) -> Result<Vec<Path>, UnrollError> {
     let labels: BTreeMap<&str, usize> = t
         .ops
         .iter()
@@ -87,12 +94,10 @@ fn walk(
     mut pc: usize,
     st: &mut State,
     out: &mut Vec<Path>,
-) -> Result<(), String> {
+) -> Result<(), UnrollError> {
     loop {
         if out.len() > MAX_PATHS {
-            return Err(format!(
-                "a thread has more than {MAX_PATHS} paths under the loop bound; lower --unroll"
-            ));
+            return Err(UnrollError::TooManyPaths);
         }
         let Some(op) = t.ops.get(pc) else {
             out.push(Path {
@@ -148,7 +153,7 @@ fn jump(
     to: usize,
     st: &mut State,
     out: &mut Vec<Path>,
-) -> Result<(), String> {
+) -> Result<(), UnrollError> {
     if to > from {
         return walk(t, labels, bound, to, st, out);
     }

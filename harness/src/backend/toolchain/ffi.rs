@@ -2,7 +2,8 @@
 //! builds and runs where none is installed). Only the handful of entry points gpucts uses.
 
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 use libloading::Library;
 
@@ -10,26 +11,132 @@ use super::LinkInputKind;
 
 type Handle = *mut c_void;
 
-fn open(path: &Path) -> Result<Library, String> {
+/// The vendor library a call went to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VendorLib {
+    Nvrtc,
+    NvJitLink,
+    Nvvm,
+}
+
+/// A failure of the bindings: the library would not load, lacks a symbol, was handed a string
+/// with a NUL, or returned a non-zero status from a call (with its program log, if it keeps one).
+/// `Clone` because an open failure is kept for the process (`Toolchain` opens each library once).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum FfiError {
+    #[error("cannot load {}: {reason}", path.display())]
+    Load { path: PathBuf, reason: String },
+    #[error("missing symbol {symbol}: {reason}")]
+    Symbol {
+        symbol: &'static str,
+        reason: String,
+    },
+    /// A C string argument (`what`: source, name, option) contains a NUL byte.
+    #[error("{what} contains NUL{}", text.as_deref().map(|t| format!(": {t:?}")).unwrap_or_default())]
+    Nul {
+        what: &'static str,
+        text: Option<String>,
+    },
+    #[error(transparent)]
+    Call(#[from] CallError),
+}
+
+/// A library call that returned a non-zero status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallError {
+    pub library: VendorLib,
+    /// The C entry point, e.g. `nvJitLinkComplete`.
+    pub call: &'static str,
+    /// The library's status code (`nvrtcResult`, `nvJitLinkResult`, `nvvmResult`).
+    pub code: i32,
+    /// The library's name for `code` (NVRTC's `nvrtcGetErrorString`), when it has one.
+    pub status: Option<String>,
+    /// The input being added (`nvJitLinkAddData`), when the call names one.
+    pub input: Option<String>,
+    /// The program's error log, for the calls that leave one.
+    pub log: Option<String>,
+}
+
+impl std::error::Error for CallError {}
+
+impl fmt::Display for CallError {
+    // The wording each library's callers have always shown (and parse, for NVRTC's log).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let status = self
+            .status
+            .clone()
+            .unwrap_or_else(|| format!("NVRTC error {}", self.code));
+        let log = self.log.as_deref().unwrap_or("");
+        match (self.library, self.call) {
+            (VendorLib::Nvrtc, "nvrtcCompileProgram") => write!(f, "{status}: {log}"),
+            (VendorLib::Nvrtc, call) => write!(f, "{call}: {status}"),
+            (VendorLib::NvJitLink, "nvJitLinkAddData") => write!(
+                f,
+                "adding {} failed (code {}): {log}",
+                self.input.as_deref().unwrap_or(""),
+                self.code
+            ),
+            (VendorLib::NvJitLink, "nvJitLinkComplete") => {
+                write!(f, "link failed (code {}): {log}", self.code)
+            }
+            (VendorLib::Nvvm, "nvvmCompileProgram") => {
+                write!(f, "compile failed (code {}): {log}", self.code)
+            }
+            (_, call) if self.log.is_some() => {
+                write!(f, "{call} failed (code {}): {log}", self.code)
+            }
+            (_, call) => write!(f, "{call} failed with code {}", self.code),
+        }
+    }
+}
+
+impl CallError {
+    fn new(library: VendorLib, call: &'static str, code: c_int) -> CallError {
+        CallError {
+            library,
+            call,
+            code,
+            status: None,
+            input: None,
+            log: None,
+        }
+    }
+
+    fn with_log(mut self, log: String) -> CallError {
+        self.log = Some(log);
+        self
+    }
+}
+
+fn open(path: &Path) -> Result<Library, FfiError> {
     // SAFETY: loading a vendor library runs its initialisers; these are NVIDIA's own
     // redistributables, loaded once per process.
-    unsafe { Library::new(path) }.map_err(|e| format!("cannot load {}: {e}", path.display()))
+    unsafe { Library::new(path) }.map_err(|e| FfiError::Load {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })
 }
 
 macro_rules! sym {
     ($lib:expr, $name:literal, $ty:ty) => {{
         // SAFETY: the signature matches the vendor header for this symbol.
         let s: libloading::Symbol<$ty> = unsafe { $lib.get(concat!($name, "\0").as_bytes()) }
-            .map_err(|e| format!("missing symbol {}: {e}", $name))?;
+            .map_err(|e| FfiError::Symbol {
+                symbol: $name,
+                reason: e.to_string(),
+            })?;
         *s
     }};
 }
 
-fn cstrings(items: &[impl AsRef<str>]) -> Result<Vec<CString>, String> {
+fn cstrings(items: &[impl AsRef<str>]) -> Result<Vec<CString>, FfiError> {
     items
         .iter()
         .map(|s| {
-            CString::new(s.as_ref()).map_err(|_| format!("option contains NUL: {:?}", s.as_ref()))
+            CString::new(s.as_ref()).map_err(|_| FfiError::Nul {
+                what: "option",
+                text: Some(s.as_ref().to_string()),
+            })
         })
         .collect()
 }
@@ -81,7 +188,7 @@ pub struct Nvrtc {
 }
 
 impl Nvrtc {
-    pub fn open(path: &Path) -> Result<Nvrtc, String> {
+    pub fn open(path: &Path) -> Result<Nvrtc, FfiError> {
         let lib = open(path)?;
         Ok(Nvrtc {
             version: sym!(lib, "nvrtcVersion", NvrtcVersion),
@@ -104,21 +211,27 @@ impl Nvrtc {
         format!("{major}.{minor}")
     }
 
-    fn error(&self, code: c_int) -> String {
+    /// `call` failed with `code`: the error, with NVRTC's name for the code.
+    fn error(&self, call: &'static str, code: c_int) -> CallError {
         // SAFETY: returns a static string for any code.
         let p = unsafe { (self.err)(code) };
-        if p.is_null() {
-            format!("NVRTC error {code}")
+        let status = if p.is_null() {
+            None
         } else {
             // SAFETY: NUL-terminated static string.
-            unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+            Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        };
+        CallError {
+            status,
+            ..CallError::new(VendorLib::Nvrtc, call, code)
         }
     }
 
     /// Compile; on failure the error is the program log.
-    pub fn compile(&self, source: &str, name: &str, opts: &[String]) -> Result<String, String> {
-        let src = CString::new(source).map_err(|_| "source contains NUL".to_string())?;
-        let cname = CString::new(name).map_err(|_| "name contains NUL".to_string())?;
+    pub fn compile(&self, source: &str, name: &str, opts: &[String]) -> Result<String, FfiError> {
+        let nul = |what| FfiError::Nul { what, text: None };
+        let src = CString::new(source).map_err(|_| nul("source"))?;
+        let cname = CString::new(name).map_err(|_| nul("name"))?;
         let copts = cstrings(opts)?;
         let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
         let mut prog: Handle = std::ptr::null_mut();
@@ -134,7 +247,7 @@ impl Nvrtc {
             )
         };
         if rc != 0 {
-            return Err(format!("nvrtcCreateProgram: {}", self.error(rc)));
+            return Err(self.error("nvrtcCreateProgram", rc).into());
         }
         // SAFETY: `prog` is a live program until destroyed below.
         let result = unsafe {
@@ -144,14 +257,17 @@ impl Nvrtc {
                 (self.log_size)(prog, &mut n);
                 let mut buf = vec![0u8; n.max(1)];
                 (self.log)(prog, buf.as_mut_ptr() as *mut c_char);
-                Err(format!("{}: {}", self.error(rc), text_from(buf)))
+                Err(self
+                    .error("nvrtcCompileProgram", rc)
+                    .with_log(text_from(buf))
+                    .into())
             } else {
                 let mut n = 0usize;
                 (self.ptx_size)(prog, &mut n);
                 let mut buf = vec![0u8; n.max(1)];
                 let rc = (self.ptx)(prog, buf.as_mut_ptr() as *mut c_char);
                 if rc != 0 {
-                    Err(format!("nvrtcGetPTX: {}", self.error(rc)))
+                    Err(self.error("nvrtcGetPTX", rc).into())
                 } else {
                     Ok(text_from(buf))
                 }
@@ -188,7 +304,7 @@ pub struct NvJitLink {
 }
 
 impl NvJitLink {
-    pub fn open(path: &Path) -> Result<NvJitLink, String> {
+    pub fn open(path: &Path) -> Result<NvJitLink, FfiError> {
         let lib = open(path)?;
         Ok(NvJitLink {
             create: sym!(lib, "nvJitLinkCreate", JlCreate),
@@ -215,14 +331,14 @@ impl NvJitLink {
         &self,
         inputs: &[(LinkInputKind, &str, &[u8])],
         opts: &[&str],
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, FfiError> {
         let copts = cstrings(opts)?;
         let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
         let mut h: Handle = std::ptr::null_mut();
         // SAFETY: option pointers live for the call.
         let rc = unsafe { (self.create)(&mut h, ptrs.len() as c_uint, ptrs.as_ptr()) };
         if rc != 0 {
-            return Err(format!("nvJitLinkCreate failed with code {rc}"));
+            return Err(CallError::new(VendorLib::NvJitLink, "nvJitLinkCreate", rc).into());
         }
         // SAFETY: `h` is live until destroyed below; buffers outlive each call.
         let result = unsafe {
@@ -258,23 +374,34 @@ impl NvJitLink {
                     cname.as_ptr(),
                 );
                 if rc != 0 {
-                    res = Err(format!("adding {name} failed (code {rc}): {}", log(h)));
+                    res = Err(CallError {
+                        input: Some(name.to_string()),
+                        ..CallError::new(VendorLib::NvJitLink, "nvJitLinkAddData", rc)
+                    }
+                    .with_log(log(h)));
                     break;
                 }
             }
             match res {
-                Err(e) => Err(e),
+                Err(e) => Err(FfiError::from(e)),
                 Ok(()) => {
                     let rc = (self.complete)(h);
                     if rc != 0 {
-                        Err(format!("link failed (code {rc}): {}", log(h)))
+                        Err(
+                            CallError::new(VendorLib::NvJitLink, "nvJitLinkComplete", rc)
+                                .with_log(log(h))
+                                .into(),
+                        )
                     } else {
                         let mut n = 0usize;
                         (self.cubin_size)(h, &mut n);
                         let mut buf = vec![0u8; n];
                         let rc = (self.cubin)(h, buf.as_mut_ptr() as *mut c_void);
                         if rc != 0 {
-                            Err(format!("nvJitLinkGetLinkedCubin failed with code {rc}"))
+                            Err(
+                                CallError::new(VendorLib::NvJitLink, "nvJitLinkGetLinkedCubin", rc)
+                                    .into(),
+                            )
                         } else {
                             Ok(buf)
                         }
@@ -312,7 +439,7 @@ pub struct Nvvm {
 }
 
 impl Nvvm {
-    pub fn open(path: &Path) -> Result<Nvvm, String> {
+    pub fn open(path: &Path) -> Result<Nvvm, FfiError> {
         let lib = open(path)?;
         Ok(Nvvm {
             version: sym!(lib, "nvvmVersion", NvvmVersion),
@@ -335,7 +462,7 @@ impl Nvvm {
         format!("{major}.{minor}")
     }
 
-    pub fn compile(&self, ir: &str, opts: &[&str]) -> Result<String, String> {
+    pub fn compile(&self, ir: &str, opts: &[&str]) -> Result<String, FfiError> {
         let copts = cstrings(opts)?;
         let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
         let name = CString::new("module.ll").unwrap_or_default();
@@ -343,7 +470,7 @@ impl Nvvm {
         // SAFETY: out-pointer to a live local.
         let rc = unsafe { (self.create)(&mut prog) };
         if rc != 0 {
-            return Err(format!("nvvmCreateProgram failed with code {rc}"));
+            return Err(CallError::new(VendorLib::Nvvm, "nvvmCreateProgram", rc).into());
         }
         // SAFETY: `prog` is live until destroyed below; buffers outlive each call.
         let result = unsafe {
@@ -356,14 +483,17 @@ impl Nvvm {
             };
             let rc = (self.add)(prog, ir.as_ptr() as *const c_char, ir.len(), name.as_ptr());
             if rc != 0 {
-                Err(format!(
-                    "nvvmAddModuleToProgram failed (code {rc}): {}",
-                    log(prog)
-                ))
+                Err(
+                    CallError::new(VendorLib::Nvvm, "nvvmAddModuleToProgram", rc)
+                        .with_log(log(prog))
+                        .into(),
+                )
             } else {
                 let rc = (self.compile)(prog, ptrs.len() as c_int, ptrs.as_ptr());
                 if rc != 0 {
-                    Err(format!("compile failed (code {rc}): {}", log(prog)))
+                    Err(CallError::new(VendorLib::Nvvm, "nvvmCompileProgram", rc)
+                        .with_log(log(prog))
+                        .into())
                 } else {
                     let mut n = 0usize;
                     (self.result_size)(prog, &mut n);

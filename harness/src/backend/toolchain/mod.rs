@@ -7,6 +7,8 @@
 
 mod ffi;
 pub mod llc;
+
+pub use ffi::{CallError, FfiError, VendorLib};
 pub mod managed;
 pub mod process;
 pub mod stderr_capture;
@@ -41,6 +43,25 @@ impl ToolError {
             log: log.into(),
         }
     }
+}
+
+/// Why discovery counts a component missing although a file was found, or found no clang.
+#[derive(Debug, thiserror::Error)]
+pub enum ComponentError {
+    /// Running the tool for its version failed.
+    #[error(transparent)]
+    Run(#[from] ToolError),
+    #[error("unexpected --version output: {0}")]
+    VersionOutput(String),
+    /// The shared library would not open.
+    #[error(transparent)]
+    Library(#[from] FfiError),
+    #[error("clang-19 not found")]
+    ClangNotFound,
+    #[error("clang-19 at {} does not run: {source}", path.display())]
+    ClangDoesNotRun { path: PathBuf, source: ToolError },
+    #[error("{} lacks the NVPTX target", path.display())]
+    NoNvptxTarget { path: PathBuf },
 }
 
 /// Input kinds for [`Toolchain::nvjitlink`].
@@ -112,9 +133,9 @@ pub struct Toolchain {
     found: BTreeMap<Capability, Component>,
     missing: BTreeMap<Capability, String>,
     /// Shared objects are opened at most once per process.
-    nvrtc: OnceLock<Result<ffi::Nvrtc, String>>,
-    nvjitlink: OnceLock<Result<ffi::NvJitLink, String>>,
-    nvvm: OnceLock<Result<ffi::Nvvm, String>>,
+    nvrtc: OnceLock<Result<ffi::Nvrtc, FfiError>>,
+    nvjitlink: OnceLock<Result<ffi::NvJitLink, FfiError>>,
+    nvvm: OnceLock<Result<ffi::Nvvm, FfiError>>,
 }
 
 /// `GPUCTS_HIDE_TOOLS=clang,nvrtc` makes discovery report those components missing, so that a
@@ -197,7 +218,7 @@ impl Toolchain {
                 tc.found.insert(Capability::Clang, c);
             }
             Err(e) => {
-                tc.missing.insert(Capability::Clang, e);
+                tc.missing.insert(Capability::Clang, e.to_string());
             }
         }
         tc.hide(std::env::var(HIDE_VAR).ok().as_deref().unwrap_or(""));
@@ -282,7 +303,7 @@ impl Toolchain {
             );
         }
         for (cap, why) in &self.missing {
-            caps.set(*cap, Err(why.clone()));
+            caps.set(*cap, Err(crate::capability::Missing(why.clone())));
         }
     }
 
@@ -295,32 +316,30 @@ impl Toolchain {
 
     /// NVRTC: CUDA C++ -> PTX. The libcu++ include directory is added when present.
     pub fn nvrtc(&self, source: &str, name: &str, opts: &[&str]) -> Result<String, ToolError> {
+        let path = self.path(Capability::Nvrtc)?;
         let lib = self
             .nvrtc
-            .get_or_init(|| {
-                ffi::Nvrtc::open(self.path(Capability::Nvrtc).map_err(|e| e.to_string())?)
-            })
+            .get_or_init(|| ffi::Nvrtc::open(path))
             .as_ref()
-            .map_err(|e| ToolError::failed("nvrtc", e.clone()))?;
+            .map_err(|e| ToolError::failed("nvrtc", e.to_string()))?;
         let mut all: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
         if let Some(cccl) = self.found.get(&Capability::Cccl) {
             all.push(format!("-I{}", cccl.path.display()));
         }
         lib.compile(source, name, &all)
-            .map_err(|log| ToolError::failed("nvrtc", log))
+            .map_err(|e| ToolError::failed("nvrtc", e.to_string()))
     }
 
     /// libNVVM: NVVM IR text -> PTX.
     pub fn nvvm(&self, ir: &str, opts: &[&str]) -> Result<String, ToolError> {
+        let path = self.path(Capability::Libnvvm)?;
         let lib = self
             .nvvm
-            .get_or_init(|| {
-                ffi::Nvvm::open(self.path(Capability::Libnvvm).map_err(|e| e.to_string())?)
-            })
+            .get_or_init(|| ffi::Nvvm::open(path))
             .as_ref()
-            .map_err(|e| ToolError::failed("libnvvm", e.clone()))?;
+            .map_err(|e| ToolError::failed("libnvvm", e.to_string()))?;
         lib.compile(ir, opts)
-            .map_err(|log| ToolError::failed("libnvvm", log))
+            .map_err(|e| ToolError::failed("libnvvm", e.to_string()))
     }
 
     /// nvJitLink: link PTX and cubins into one cubin.
@@ -329,18 +348,14 @@ impl Toolchain {
         inputs: &[(LinkInputKind, &str, &[u8])],
         opts: &[&str],
     ) -> Result<Vec<u8>, ToolError> {
+        let path = self.path(Capability::Nvjitlink)?;
         let lib = self
             .nvjitlink
-            .get_or_init(|| {
-                ffi::NvJitLink::open(
-                    self.path(Capability::Nvjitlink)
-                        .map_err(|e| e.to_string())?,
-                )
-            })
+            .get_or_init(|| ffi::NvJitLink::open(path))
             .as_ref()
-            .map_err(|e| ToolError::failed("nvjitlink", e.clone()))?;
+            .map_err(|e| ToolError::failed("nvjitlink", e.to_string()))?;
         stderr_capture::run_with_stderr_filtered(|| lib.link(inputs, opts))
-            .map_err(|log| ToolError::failed("nvjitlink", log))
+            .map_err(|e| ToolError::failed("nvjitlink", e.to_string()))
     }
 
     /// ptxas: PTX -> cubin.
@@ -537,25 +552,24 @@ fn which(name: &str) -> Option<PathBuf> {
     which::which(name).ok()
 }
 
-fn version_of(cap: Capability, path: &Path) -> Result<String, String> {
+fn version_of(cap: Capability, path: &Path) -> Result<String, ComponentError> {
     match cap {
         Capability::Ptxas | Capability::Nvdisasm | Capability::Cuobjdump => {
             let out = process::output_within(
                 Command::new(path).arg("--version"),
                 cap.name(),
                 process::PROBE_TIMEOUT,
-            )
-            .map_err(|e| e.to_string())?;
+            )?;
             let text = String::from_utf8_lossy(&out.stdout);
             // NVIDIA tools end with "Cuda compilation tools, release 12.9, V12.9.86".
             text.lines()
                 .rev()
                 .find_map(|l| l.split_once(", V").map(|(_, v)| v.trim().to_string()))
-                .ok_or_else(|| format!("unexpected --version output: {}", text.trim()))
+                .ok_or_else(|| ComponentError::VersionOutput(text.trim().to_string()))
         }
-        Capability::Nvrtc => ffi::Nvrtc::open(path).map(|l| l.version()),
-        Capability::Nvjitlink => ffi::NvJitLink::open(path).map(|l| l.version()),
-        Capability::Libnvvm => ffi::Nvvm::open(path).map(|l| l.version()),
+        Capability::Nvrtc => Ok(ffi::Nvrtc::open(path)?.version()),
+        Capability::Nvjitlink => Ok(ffi::NvJitLink::open(path)?.version()),
+        Capability::Libnvvm => Ok(ffi::Nvvm::open(path)?.version()),
         Capability::Cccl => {
             // <cuda/std/version> or <cuda/version> carries CCCL_VERSION as MMMmmmppp.
             for rel in [
@@ -587,16 +601,18 @@ fn version_of(cap: Capability, path: &Path) -> Result<String, String> {
     }
 }
 
-fn find_clang() -> Result<Component, String> {
+fn find_clang() -> Result<Component, ComponentError> {
     let path = which("clang-19")
         .or_else(|| Some(PathBuf::from("/usr/lib/llvm-19/bin/clang")).filter(|p| p.is_file()))
-        .ok_or_else(|| "clang-19 not found".to_string())?;
-    let out = process::output_within(
+        .ok_or(ComponentError::ClangNotFound)?;
+    let out = match process::output_within(
         Command::new(&path).arg("--version"),
         "clang-19",
         process::PROBE_TIMEOUT,
-    )
-    .map_err(|e| format!("clang-19 at {} does not run: {e}", path.display()))?;
+    ) {
+        Ok(out) => out,
+        Err(source) => return Err(ComponentError::ClangDoesNotRun { path, source }),
+    };
     let version = String::from_utf8_lossy(&out.stdout)
         .lines()
         .next()
@@ -616,7 +632,7 @@ fn find_clang() -> Result<Component, String> {
         process::PROBE_TIMEOUT,
     ) {
         if !String::from_utf8_lossy(&o.stdout).contains("nvptx64") {
-            return Err(format!("{} lacks the NVPTX target", path.display()));
+            return Err(ComponentError::NoNvptxTarget { path });
         }
     }
     Ok(Component {
@@ -669,7 +685,7 @@ mod tests {
         ));
         assert!(matches!(
             tc.nvrtc("", "x.cu", &[]),
-            Err(ToolError::Failed { .. })
+            Err(ToolError::NotAvailable(Capability::Nvrtc))
         ));
     }
 
