@@ -41,6 +41,79 @@ pub trait Check: Send + Sync + Debug + 'static {
         false
     }
     fn run(&self, ctx: &CaseContext) -> CaseStatus;
+    /// What a run of this case would refuse, found before anything runs (issue 10: `validate`
+    /// catches everything a run would): files it reads, names it looks up (producers, tests,
+    /// probes), values the area rejects. Cheap: no tool, no device, no compilation.
+    fn validate(&self, _ctx: &ValidateContext) -> Result<(), Vec<CaseError>> {
+        Ok(())
+    }
+}
+
+/// What [`Check::validate`] may consult: the repository root, against which a case's `file:`
+/// is resolved at run time ([`CaseContext::root`]).
+#[derive(Debug, Clone, Copy)]
+pub struct ValidateContext<'a> {
+    pub root: &'a Path,
+}
+
+/// One problem [`Check::validate`] found: the `check:` key it is about (the suite reader turns
+/// it into `file:line:column`), the offending value as the case has it after matrix expansion
+/// (to point at the matrix or table value it came from), and what is wrong; what is allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaseError {
+    pub field: &'static str,
+    pub value: Option<String>,
+    pub message: String,
+}
+
+impl CaseError {
+    pub fn new(field: &'static str, value: impl Into<String>, message: impl Into<String>) -> Self {
+        CaseError {
+            field,
+            value: Some(value.into()),
+            message: message.into(),
+        }
+    }
+
+    /// A problem about a key whose value is not a single word (a list, a count).
+    pub fn about(field: &'static str, message: impl Into<String>) -> Self {
+        CaseError {
+            field,
+            value: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// Collects [`CaseError`]s: `Ok` when none.
+pub fn problems(errors: Vec<CaseError>) -> Result<(), Vec<CaseError>> {
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// A `file:` a case reads at run time, relative to the repository root, must be a readable
+/// regular file (`None`: it is).
+pub fn readable_file(ctx: &ValidateContext, field: &'static str, file: &str) -> Option<CaseError> {
+    let path = ctx.root.join(file);
+    let why = match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => match std::fs::File::open(&path) {
+            Ok(_) => return None,
+            Err(e) => e.to_string(),
+        },
+        Ok(_) => "not a regular file".to_string(),
+        Err(e) => e.to_string(),
+    };
+    Some(CaseError::new(
+        field,
+        file,
+        format!(
+            "`{field}: {file}` cannot be read ({why}); `{field}:` is a path to a file relative to the repository root ({})",
+            ctx.root.display()
+        ),
+    ))
 }
 
 /// Parses the `check:` content of one area's cases.

@@ -349,6 +349,20 @@ fn print_load_errors(errors: &[suite::SuiteError]) {
     }
 }
 
+/// The loaded suites, when no case's area refuses its content (what a run would meet: a
+/// missing file, an unknown producer or test name; issue 10).
+fn checked(
+    suites: Vec<suite::LoadedSuite>,
+    root: &Path,
+) -> Result<Vec<suite::LoadedSuite>, Vec<suite::SuiteError>> {
+    let errors = suite::validate_cases(&suites, root);
+    if errors.is_empty() {
+        Ok(suites)
+    } else {
+        Err(errors)
+    }
+}
+
 fn validate(paths: Vec<PathBuf>) -> i32 {
     let root = find_root();
     let files = if paths.is_empty() {
@@ -362,7 +376,7 @@ fn validate(paths: Vec<PathBuf>) -> i32 {
     } else {
         paths
     };
-    match suite::load_suites(&files, &crate::areas::all()) {
+    match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, &root)) {
         Ok(suites) => {
             let n: usize = suites.iter().map(|s| s.cases.len()).sum();
             for s in &suites {
@@ -609,17 +623,18 @@ fn run(args: RunArgs) -> i32 {
     }
     files.sort();
     files.dedup();
-    let suites = match suite::load_suites(&files, &crate::areas::all()) {
-        Ok(s) => s,
-        Err(errors) => {
-            print_load_errors(&errors);
-            error(format!(
-                "{} error(s) in suite files; nothing was run",
-                errors.len()
-            ));
-            return EXIT_USAGE;
-        }
-    };
+    let suites =
+        match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, &root)) {
+            Ok(s) => s,
+            Err(errors) => {
+                print_load_errors(&errors);
+                error(format!(
+                    "{} error(s) in suite files; nothing was run",
+                    errors.len()
+                ));
+                return EXIT_USAGE;
+            }
+        };
     let requires = match Requirement::parse_all(&args.require) {
         Ok(r) => r,
         Err(e) => {

@@ -7,7 +7,7 @@ use crate::cubin::Cubin;
 use crate::outcome::CaseStatus;
 
 /// PTX type names the table lists; anything else in a suite is a suite error.
-const TABLE_TYPES: &[&str] = &[
+pub(super) const TABLE_TYPES: &[&str] = &[
     "b8", "b16", "b32", "b64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16", "f32",
     "f64",
 ];

@@ -135,14 +135,20 @@ pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), String> {
 
 /// Lay out a struct or union.
 pub fn layout(t: &TypeDef, a: AddressSize) -> Result<Layout, String> {
+    layout_at(t, a).map_err(|(_, e)| e)
+}
+
+/// [`layout`], the error also giving the index of the member at fault (the type reader turns
+/// it into the member's `file:line:column`).
+pub fn layout_at(t: &TypeDef, a: AddressSize) -> Result<Layout, (usize, String)> {
     let mut members = Vec::with_capacity(t.fields.len());
     // Current end of the allocated bits (structs) and the largest extent (unions).
     let mut bit: u64 = 0;
     let mut extent_bits: u64 = 0;
     let mut align: u64 = 1;
-    for f in &t.fields {
-        super::types::validate_field(f).map_err(|e| member_err(t, f, &e))?;
-        let (size, falign) = size_align(&f.ty, a).map_err(|e| member_err(t, f, &e))?;
+    for (i, f) in t.fields.iter().enumerate() {
+        super::types::validate_field(f).map_err(|e| (i, member_err(t, f, &e)))?;
+        let (size, falign) = size_align(&f.ty, a).map_err(|e| (i, member_err(t, f, &e)))?;
         let m = match f.bits {
             None => {
                 // §1.2: "each member is assigned to the lowest available offset with the
@@ -154,7 +160,7 @@ pub fn layout(t: &TypeDef, a: AddressSize) -> Result<Layout, String> {
                     RecordKind::Union => 0,
                 };
                 if off + size > MAX_OBJECT {
-                    return Err(member_err(t, f, "the aggregate is too large"));
+                    return Err((i, member_err(t, f, "the aggregate is too large")));
                 }
                 bit = (off + size) * 8;
                 extent_bits = extent_bits.max(bit);
@@ -555,13 +561,32 @@ mod tests {
     #[test]
     fn huge_arrays_are_refused_not_overflowed() {
         let text = "types:\n  - name: T\n    members: [{name: a, type: {array: {array: double, count: 4294967296}, count: 4294967296}}]\n";
-        let t = parse_types(text, "test").unwrap();
-        let e = layout(&t[0], AddressSize::A64).unwrap_err();
-        assert!(e.contains("too large"), "{e}");
+        // Refused while reading, at the member at fault (line 3; its `{` is column 15).
+        let e = parse_types(text, "test").unwrap_err();
+        assert!(
+            e.starts_with("test:3:15: ") && e.contains("too large"),
+            "{e}"
+        );
         let text = "types:\n  - name: T\n    members: [{name: a, type: {array: char, count: 1099511627776}}, {name: b, type: {array: char, count: 1099511627776}}]\n";
-        let t = parse_types(text, "test").unwrap();
-        assert!(layout(&t[0], AddressSize::A64)
-            .unwrap_err()
-            .contains("too large"));
+        // Each member alone is at the limit; the second one overflows the aggregate.
+        let col = text.lines().nth(2).unwrap().find("{name: b").unwrap() + 1;
+        let e = parse_types(text, "test").unwrap_err();
+        assert!(
+            e.starts_with(&format!("test:3:{col}: ")) && e.contains("too large"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn layout_errors_found_after_parsing_name_the_member_line() {
+        // ptx-interop 13.2 §1.2: no native vector of three doubles. The member is on line 5,
+        // its `{` in column 9.
+        let text = "types:\n  - name: T\n    members:\n      - {name: a, type: int}\n      - {name: b, type: double3}\n";
+        let e = layout_text_json(text, "t.yaml").unwrap_err();
+        assert!(e.starts_with("t.yaml:5:9: ") && e.contains("double"), "{e}");
+        // In a nested anonymous struct: the outer member that holds it (line 4).
+        let text = "types:\n  - name: T\n    members:\n      - name: inner\n        type:\n          struct:\n            - {name: v, type: double4}\n";
+        let e = layout_text_json(text, "t.yaml").unwrap_err();
+        assert!(e.starts_with("t.yaml:4:9: ") && e.contains("double"), "{e}");
     }
 }

@@ -9,7 +9,7 @@ pub mod paramgen;
 
 use serde::Deserialize;
 
-use crate::area::{CaseContext, Check};
+use crate::area::{CaseContext, CaseError, Check, ValidateContext};
 use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 
@@ -87,6 +87,10 @@ impl Check for AbiCheck {
         matches!(self, AbiCheck::Graffiti { .. })
     }
 
+    fn validate(&self, ctx: &ValidateContext) -> Result<(), Vec<CaseError>> {
+        validate(self, ctx)
+    }
+
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             AbiCheck::FundamentalType {
@@ -117,6 +121,111 @@ impl Check for AbiCheck {
             }
         }
     }
+}
+
+/// What a run of an abi case would refuse (issue 10): an unknown §1.1 type, producer,
+/// signature or position, an unreadable file, a `type:` the type file does not define.
+fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError>> {
+    let mut errors = Vec::new();
+    match check {
+        AbiCheck::FundamentalType { ptx_type, .. } => {
+            if !fundamental::TABLE_TYPES.contains(&ptx_type.as_str()) {
+                errors.push(CaseError::new(
+                    "ptx_type",
+                    ptx_type,
+                    format!(
+                        "`{ptx_type}` is not a type of the §1.1 table; `ptx_type:` is one of {}",
+                        fundamental::TABLE_TYPES.join(", ")
+                    ),
+                ));
+            }
+        }
+        AbiCheck::RandomType { .. } => {}
+        AbiCheck::TypesFile { file, only, .. } => {
+            if let Some(e) = crate::area::readable_file(ctx, "file", file) {
+                errors.push(e);
+            } else {
+                let path = ctx.root.join(file);
+                let origin = path.display().to_string();
+                let parsed = crate::suite::input::read_text(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| types::parse_types(&t, &origin));
+                match (parsed, only) {
+                    (Err(e), _) => errors.push(CaseError::new(
+                        "file",
+                        file,
+                        format!("the type file does not read: {e}"),
+                    )),
+                    (Ok(defs), Some(name)) if !defs.iter().any(|d| &d.name == name) => {
+                        errors.push(CaseError::new(
+                            "type",
+                            name,
+                            format!(
+                                "{file} defines no type `{name}`; `type:` names one of its types"
+                            ),
+                        ))
+                    }
+                    (Ok(_), _) => {}
+                }
+            }
+        }
+        AbiCheck::ParamPassing {
+            producer,
+            signature,
+            position,
+        } => {
+            if paramgen_producer(producer).is_none() {
+                let names: Vec<&str> = paramgen::PRODUCERS.iter().map(|p| p.name()).collect();
+                errors.push(CaseError::new(
+                    "producer",
+                    producer,
+                    format!(
+                        "unknown producer `{producer}`; `producer:` is one of {}",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            let sigs = paramgen::signatures();
+            if !sigs.iter().any(|s| s.id == signature) {
+                errors.push(CaseError::new(
+                    "signature",
+                    signature,
+                    format!(
+                        "unknown signature `{signature}`; `signature:` is one of the §2.3 table's: {}",
+                        sigs.iter().map(|s| s.id).collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+            if !["param", "return"].contains(&position.as_str()) {
+                errors.push(CaseError::new(
+                    "position",
+                    position,
+                    format!("unknown position `{position}`; `position:` is param or return"),
+                ));
+            }
+        }
+        AbiCheck::Lint { file, .. } => errors.extend(crate::area::readable_file(ctx, "file", file)),
+        AbiCheck::LintCorpus { file, .. } => {
+            if let Some(e) = crate::area::readable_file(ctx, "file", file) {
+                errors.push(e);
+            } else if let Err(e) = lint_corpus::read_manifest(&ctx.root.join(file)) {
+                errors.push(CaseError::new(
+                    "file",
+                    file,
+                    format!("{e}; a corpus file needs its ptxas manifest `{file}.manifest`"),
+                ));
+            }
+        }
+        AbiCheck::Graffiti { count, .. } => {
+            if *count == 0 {
+                errors.push(CaseError::about(
+                    "count",
+                    "`count: 0` checks no type; `count:` is at least 1",
+                ));
+            }
+        }
+    }
+    crate::area::problems(errors)
 }
 
 mod cases;

@@ -362,7 +362,7 @@ pub fn parse_type_file(
             ))
         }
     };
-    Ok((address_size, parse_type_defs(file, origin)?))
+    Ok((address_size, parse_type_defs(file, origin, address_size)?))
 }
 
 /// The most members one type may hold once every use of an earlier type is counted again
@@ -380,7 +380,11 @@ fn pos<T>(s: &Spanned<T>) -> (u64, u64) {
     (s.referenced.line(), s.referenced.column())
 }
 
-fn parse_type_defs(file: FileRepr, origin: &str) -> Result<Vec<TypeDef>, String> {
+fn parse_type_defs(
+    file: FileRepr,
+    origin: &str,
+    address_size: crate::abi::layout::AddressSize,
+) -> Result<Vec<TypeDef>, String> {
     let show = |(l, c, m): At| {
         if l == 0 {
             format!("{origin}: {m}")
@@ -428,6 +432,13 @@ fn parse_type_defs(file: FileRepr, origin: &str) -> Result<Vec<TypeDef>, String>
             (l, c),
         )
         .map_err(show)?;
+        // What only laying the type out finds (a vector PTX does not have, an object past
+        // the size limit) is reported here, at the member it is about, while the positions
+        // are at hand (issue 10: errors found after parsing had no line).
+        if let Err((i, e)) = crate::abi::layout::layout_at(&def, address_size) {
+            let (ml, mc) = t.members.get(i).map(pos).unwrap_or((l, c));
+            return Err(show((ml, mc, e)));
+        }
         total = total.saturating_add(budget);
         if total > MAX_FILE_MEMBERS {
             return Err(show((

@@ -124,6 +124,78 @@ impl Check for AtomicsCheck {
         matches!(self, AtomicsCheck::Gpu { .. })
     }
 
+    /// Refused before the run (issue 10): a test name outside the catalogue, zero iterations,
+    /// an unknown corpus expectation, a litmus file that does not read, an outcome other than
+    /// allowed or forbidden.
+    fn validate(
+        &self,
+        _ctx: &crate::area::ValidateContext,
+    ) -> Result<(), Vec<crate::area::CaseError>> {
+        use crate::area::CaseError;
+        static NAMES: OnceLock<std::collections::HashSet<String>> = OnceLock::new();
+        let in_catalogue = |t: &str| {
+            NAMES
+                .get_or_init(|| {
+                    catalog::entries()
+                        .into_iter()
+                        .map(|e| e.test.name)
+                        .collect()
+                })
+                .contains(t)
+        };
+        let unknown_test = |t: &str| {
+            CaseError::new(
+                "test",
+                t,
+                format!("no catalogue test named `{t}`; `test:` is <shape>.<mapping>.<scope>.<placement> of the catalogue, e.g. MP.rel_acq.gpu.inter_cta (`gpucts --suite atomics --list` lists them)"),
+            )
+        };
+        let mut errors = Vec::new();
+        match self {
+            AtomicsCheck::Mapping(_) => {}
+            AtomicsCheck::Model { test } if !in_catalogue(test) => errors.push(unknown_test(test)),
+            AtomicsCheck::Model { .. } => {}
+            AtomicsCheck::Gpu { test, iterations } => {
+                if catalog::by_name(test).is_none() {
+                    errors.push(unknown_test(test));
+                }
+                if *iterations == 0 {
+                    errors.push(CaseError::about(
+                        "iterations",
+                        "`iterations: 0` runs nothing; `iterations:` is at least 1",
+                    ));
+                }
+            }
+            AtomicsCheck::Corpus { expectations } => {
+                if let Err(e) = corpus::case(expectations) {
+                    errors.push(CaseError::new("expectations", expectations.as_str(), e));
+                }
+            }
+            AtomicsCheck::Litmus { file, outcome } => {
+                if !matches!(outcome.as_str(), "allowed" | "forbidden") {
+                    errors.push(CaseError::new(
+                        "outcome",
+                        outcome.as_str(),
+                        format!("`outcome: {outcome}`; `outcome:` is allowed or forbidden"),
+                    ));
+                }
+                // As `litmus_case` reads it: a name in suites/litmus/ of this source tree.
+                let dir =
+                    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../suites/litmus");
+                if file.contains("..") {
+                    errors.push(CaseError::new(
+                        "file",
+                        file.as_str(),
+                        format!("`file: {file}`; `file:` is a file name in suites/litmus/"),
+                    ));
+                } else if let Err(e) = litmus::load_file(&dir.join(file)) {
+                    errors.push(CaseError::new("file", file.as_str(), format!("the litmus file does not read: {e}; `file:` is a file name in suites/litmus/")));
+                }
+            }
+        }
+        crate::area::problems(errors)
+    }
+
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             AtomicsCheck::Mapping(MappingSpec(case)) => {

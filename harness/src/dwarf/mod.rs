@@ -171,6 +171,38 @@ impl Check for DwarfCheck {
         matches!(self, DwarfCheck::JitLoad { .. })
     }
 
+    /// Refused before the run (issue 10): a file that does not read, a line table without
+    /// lines or with a file name that cannot stand in a PTX `.file` string.
+    fn validate(
+        &self,
+        ctx: &crate::area::ValidateContext,
+    ) -> Result<(), Vec<crate::area::CaseError>> {
+        use crate::area::CaseError;
+        let mut errors = Vec::new();
+        match self {
+            DwarfCheck::LineTable { file, lines } => {
+                if lines.is_empty() {
+                    errors.push(CaseError::about(
+                        "lines",
+                        "`lines: []`; `lines:` lists at least one line number",
+                    ));
+                }
+                if file.is_empty() || file.contains(['"', '\\', '\n']) {
+                    errors.push(CaseError::new(
+                        "file",
+                        file.as_str(),
+                        format!("`file: {file:?}` cannot be a PTX `.file` name; `file:` is a non-empty name without quotes or backslashes"),
+                    ));
+                }
+            }
+            DwarfCheck::CheckFile { file, .. } | DwarfCheck::Assembles { file } => {
+                errors.extend(crate::area::readable_file(ctx, "file", file));
+            }
+            _ => {}
+        }
+        crate::area::problems(errors)
+    }
+
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             DwarfCheck::LineTable { file, lines } => line_table(ctx, file, lines),

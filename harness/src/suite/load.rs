@@ -86,6 +86,9 @@ pub struct LoadedSuite {
     pub area: String,
     pub description: String,
     pub cases: Vec<Case>,
+    /// The file's text as read (line ends normalised), for placing the problems that
+    /// [`super::validate_cases`] finds after parsing.
+    pub source: std::sync::Arc<str>,
 }
 
 const DEFAULT_TIMEOUT_S: f64 = 120.0;
@@ -325,6 +328,7 @@ pub fn load_text(
             area,
             description: raw.description,
             cases,
+            source: std::sync::Arc::from(&*text),
         })
     } else {
         Err(errors)
@@ -497,7 +501,7 @@ pub fn bare_message(e: &serde_saphyr::Error) -> String {
     }
 }
 
-fn parse_origin_pos(origin: &str) -> (u64, u64) {
+pub(super) fn parse_origin_pos(origin: &str) -> (u64, u64) {
     let mut it = origin.rsplitn(3, ':');
     let col = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
     let line = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);

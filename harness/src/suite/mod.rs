@@ -12,6 +12,7 @@
 pub mod input;
 mod load;
 mod matrix;
+mod validate;
 
 pub use load::{
     bare_message, explain, from_yaml, id_is_well_formed, load_bytes, load_file, load_suites,
@@ -19,6 +20,7 @@ pub use load::{
     SuiteArgError, SuiteError, MAX_CASES_ENV, MAX_TIMEOUT_S,
 };
 pub use matrix::{expand, expand_limited, MatrixError, Params, MAX_CASES_PER_ENTRY};
+pub use validate::validate_cases;
 
 use std::path::PathBuf;
 use std::sync::Arc;

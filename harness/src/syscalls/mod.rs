@@ -95,6 +95,85 @@ impl Check for SyscallsCheck {
         )
     }
 
+    /// Refused before the run (issue 10): an unknown probe, a printf mix out of range, an
+    /// address size PTX does not have, an arch that is not `sm_<digits>[a-z]`.
+    fn validate(
+        &self,
+        _ctx: &crate::area::ValidateContext,
+    ) -> Result<(), Vec<crate::area::CaseError>> {
+        use crate::area::CaseError;
+        let mut errors = Vec::new();
+        match self {
+            SyscallsCheck::GuidePrototype {
+                address_size, arch, ..
+            } => {
+                if ![32, 64].contains(address_size) {
+                    errors.push(CaseError::new(
+                        "address_size",
+                        address_size.to_string(),
+                        format!("`address_size: {address_size}`; PTX's .address_size is 32 or 64"),
+                    ));
+                }
+                let digits = arch
+                    .strip_prefix("sm_")
+                    .map(|d| d.trim_end_matches(|c: char| c.is_ascii_lowercase()));
+                if !digits.is_some_and(|d| {
+                    !d.is_empty() && d.len() <= 4 && d.bytes().all(|b| b.is_ascii_digit())
+                }) {
+                    errors.push(CaseError::new(
+                        "arch",
+                        arch.as_str(),
+                        format!(
+                            "`arch: {arch}` is not a target; `arch:` is sm_<number>, e.g. sm_90"
+                        ),
+                    ));
+                }
+            }
+            SyscallsCheck::Probe { probe, .. } if probes::probe(probe).is_none() => {
+                errors.push(CaseError::new(
+                    "probe",
+                    probe.as_str(),
+                    format!(
+                        "unknown probe `{probe}`; `probe:` is one of {}",
+                        probes::PROBES
+                            .iter()
+                            .map(|p| p.id)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            SyscallsCheck::Gpu {
+                case: gpu::GpuCase::Printf { conversion },
+            } if gpu::printf_entry(conversion).is_none() => {
+                errors.push(CaseError::new(
+                    "conversion",
+                    conversion.as_str(),
+                    format!(
+                        "unknown printf conversion `{conversion}`; `conversion:` is one of {}",
+                        gpu::PRINTF
+                            .iter()
+                            .map(|e| e.0)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            SyscallsCheck::VprintfLayout { mix, .. } if *mix >= producers::MIX_COUNT => {
+                errors.push(CaseError::new(
+                    "mix",
+                    mix.to_string(),
+                    format!(
+                        "no printf mix {mix}; `mix:` is in 0..{}",
+                        producers::MIX_COUNT
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        crate::area::problems(errors)
+    }
+
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         let probe = |id: &str| {
             probes::probe(id).ok_or_else(|| CaseStatus::error(format!("unknown probe `{id}`")))

@@ -103,6 +103,23 @@ impl Check for XcallCheck {
         matches!(self, XcallCheck::Gpu { .. })
     }
 
+    /// A seed outside the suite's signatures is refused before the run (issue 10).
+    fn validate(
+        &self,
+        _ctx: &crate::area::ValidateContext,
+    ) -> Result<(), Vec<crate::area::CaseError>> {
+        match self {
+            XcallCheck::Pair { seed, .. } | XcallCheck::Mangle { seed } if *seed >= SIGNATURES => {
+                Err(vec![crate::area::CaseError::new(
+                    "seed",
+                    seed.to_string(),
+                    format!("seed {seed} is outside the suite's signatures; `seed:` is in 0..{SIGNATURES}"),
+                )])
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             XcallCheck::Pair {
