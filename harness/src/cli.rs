@@ -129,12 +129,20 @@ enum Cmd {
         action: DwarfCmd,
     },
     /// Print throughput figures (random types verified per second per oracle; model checks).
+    /// With `--results DIR`: measure each bench's curves (min / median / max over `--reps`) and
+    /// write them as a results set (junit.xml, results.json, report.html) in DIR.
     Bench {
         #[arg(value_enum)]
         area: BenchArea,
-        /// How many random types (abi).
+        /// How many random types (abi; with --results: the largest batch, at most 100).
         #[arg(long, default_value_t = 2000)]
         count: usize,
+        /// Repetitions per measured point, 1..=100 (default 5; gpudirect: --count, 3..100).
+        #[arg(long, value_name = "N")]
+        reps: Option<usize>,
+        /// Record the curves into a results set in DIR (read by `gpucts report`, `diff`).
+        #[arg(long, value_name = "DIR")]
+        results: Option<PathBuf>,
     },
     /// Run one case in this process and print its result (used for crash isolation).
     /// Write the HTML qualification report of a results directory or bundle.
@@ -229,6 +237,8 @@ enum BenchArea {
     Gpudirect,
     /// PTX reader + `abi lint` over ptx-corpus/ (MB/s, files/s) beside ptxas -O0.
     Lint,
+    /// Every bench's recorded curves (abi, lint, xcall, atomics, gpudirect); needs --results.
+    All,
 }
 
 #[derive(Subcommand, Debug)]
@@ -317,7 +327,21 @@ pub fn main() -> i32 {
         Some(Cmd::Dwarf {
             action: DwarfCmd::Check { files },
         }) => crate::dwarf::check::cli(&files),
-        Some(Cmd::Bench { area, count }) => bench(area, count),
+        Some(Cmd::Bench {
+            area,
+            count,
+            reps,
+            results,
+        }) => match results {
+            Some(dir) => bench_record(area, count, reps, &dir),
+            None if area == BenchArea::All => {
+                error("bench all: records the curves of every bench; give --results DIR");
+                EXIT_USAGE
+            }
+            // gpudirect's repetitions were `--count` before `--reps` existed
+            None if area == BenchArea::Gpudirect => bench(area, reps.unwrap_or(count)),
+            None => bench(area, count),
+        },
         Some(Cmd::Report(a)) => crate::report::commands::report(a),
         Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
         Some(Cmd::Bundle(a)) => crate::report::commands::bundle(a, &find_root()),
@@ -517,9 +541,86 @@ fn litmus(action: LitmusCmd) -> i32 {
     }
 }
 
+/// `gpucts bench AREA --results DIR`: measure the area's curves and write them as a results
+/// set (`crate::bench`); exit 2 when DIR cannot be written.
+fn bench_record(area: BenchArea, count: usize, reps: Option<usize>, dir: &Path) -> i32 {
+    let reps = match crate::bench::check_reps(reps.unwrap_or(5)) {
+        Ok(r) => r,
+        Err(e) => {
+            error(e);
+            return EXIT_USAGE;
+        }
+    };
+    let root = find_root();
+    let paths = match report::run::prepare(Some(&dir.join("junit.xml")), &root, "bench") {
+        Ok(p) => p,
+        Err(e) => {
+            error(e);
+            return EXIT_USAGE;
+        }
+    };
+    let started = time::OffsetDateTime::now_utc();
+    let tc = Toolchain::discover_system();
+    let (probe, caps) = crate::probe::probe(&tc);
+    let fingerprint = probe.fingerprint();
+    let o = crate::bench::Options { reps, count };
+    let all = area == BenchArea::All;
+    let mut blocks = Vec::new();
+    if all || area == BenchArea::Abi {
+        blocks.extend(crate::bench::abi(&tc, &caps, o));
+    }
+    if all || area == BenchArea::Lint {
+        blocks.extend(crate::bench::lint(&root, o));
+    }
+    if all || area == BenchArea::Xcall {
+        blocks.extend(crate::bench::xcall(o));
+    }
+    if all || area == BenchArea::Atomics {
+        blocks.extend(crate::bench::atomics(o));
+    }
+    if all || area == BenchArea::Gpudirect {
+        blocks.extend(crate::gpudirect::bench::blocks(reps.max(3)));
+    }
+    for b in &blocks {
+        print!("{}", b.text);
+    }
+    let results: Vec<_> = blocks.iter().map(crate::bench::case_result).collect();
+    let mut record = report::run::RunRecord::new(
+        &root,
+        &[],
+        &[],
+        &[],
+        serde_json::to_value(&probe).ok(),
+        started,
+    );
+    record.run.wall_s = blocks.iter().map(|b| b.secs).sum();
+    let written = report::run::write(&results, &fingerprint, &paths, &mut record);
+    for e in &written.errors {
+        error(e);
+    }
+    if let Some(p) = &written.results_json {
+        println!("JSON results: {}", p.display());
+    }
+    if let Some(p) = &written.html {
+        println!("HTML report: {}", p.display());
+    }
+    let figures: usize = blocks.iter().map(|b| b.figures.len()).sum();
+    let skipped = blocks.iter().filter(|b| b.skipped.is_some()).count();
+    println!(
+        "gpucts bench: {} measured, {skipped} skipped, {figures} figures",
+        blocks.len() - skipped
+    );
+    if written.errors.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_USAGE
+    }
+}
+
 fn bench(area: BenchArea, count: usize) -> i32 {
     let tc = Toolchain::discover_system();
     match area {
+        BenchArea::All => return EXIT_USAGE,
         BenchArea::Gpudirect => {
             print!("{}", crate::gpudirect::bench::run(count));
         }

@@ -122,6 +122,65 @@ impl Figure {
     }
 }
 
+/// What one block of `gpucts bench` measured. `gpucts bench AREA --results DIR` records each
+/// block as a pseudo-case `bench.<name>` (area `bench`) with its figures, so `gpucts report`,
+/// `diff`, `bundle` and `merge` read bench runs as any other results set.
+#[derive(Debug, Clone)]
+pub struct BenchBlock {
+    /// `<area>.<what>`, e.g. `abi.clang`, `gpudirect.pin`.
+    pub name: String,
+    /// What was measured, for the report (cited as the pseudo-case's clause).
+    pub what: String,
+    /// Why the block could not run here: the missing capability and the reason.
+    pub skipped: Option<(crate::capability::Capability, String)>,
+    pub figures: Vec<Figure>,
+    /// The lines `gpucts bench` prints for this block.
+    pub text: String,
+    /// Seconds the block took.
+    pub secs: f64,
+}
+
+impl BenchBlock {
+    /// A block that could not run: `capability` is missing (`reason` says how).
+    pub fn skip(
+        name: &str,
+        what: &str,
+        capability: crate::capability::Capability,
+        reason: impl Into<String>,
+    ) -> BenchBlock {
+        let reason = reason.into();
+        BenchBlock {
+            name: name.into(),
+            what: what.into(),
+            text: format!("{name}: skipped ({}: {reason})\n", capability.name()),
+            skipped: Some((capability, reason)),
+            figures: Vec::new(),
+            secs: 0.0,
+        }
+    }
+}
+
+/// A curve from `(x, samples)` pairs; points whose samples are empty or hold a NaN are left
+/// out (nothing measured there).
+pub fn series(
+    name: &str,
+    x_unit: &str,
+    unit: &str,
+    better: Option<Better>,
+    samples: &[(f64, Vec<f64>)],
+) -> Figure {
+    Figure::Series {
+        name: name.into(),
+        x_unit: x_unit.into(),
+        unit: unit.into(),
+        better,
+        points: samples
+            .iter()
+            .filter_map(|(x, ys)| Spread::of(ys).map(|y| Point { x: *x, y }))
+            .collect(),
+    }
+}
+
 static RECORDED: Mutex<BTreeMap<String, Vec<Figure>>> = Mutex::new(BTreeMap::new());
 
 /// Record a figure for case `case_id` (call from a case's check).

@@ -13,6 +13,7 @@
 pub mod area;
 pub mod areas;
 pub mod backend;
+pub mod bench;
 pub mod capability;
 pub mod cli;
 pub mod cubin;

@@ -5,12 +5,26 @@
 //! latency per size (perftest's method: back-to-back operations on one QP). Every figure is
 //! min / median / max over repetitions, and every block says what it ran on: the test
 //! provider's host pages and soft-RoCE are labelled as such, never as GPU figures.
+//!
+//! Each block ([`blocks`]) also records its curves as figures (`crate::figures::BenchBlock`),
+//! so `gpucts bench gpudirect --results DIR` puts them in a results set and its HTML report.
 
 use std::fmt::Write as _;
 use std::time::Instant;
 
 use crate::backend::kmod::{self, Device};
+use crate::capability::Capability;
+use crate::figures::{series, BenchBlock, Better};
 use crate::gpudirect::kmod_cases::{Mem, DESKTOP_ALIGN, TEGRA_ALIGN};
+
+const PIN: &str = "gpudirect.pin";
+const PIN_WHAT: &str = "bench: pin/unpin latency per size (gpudirect-rdma §3.2)";
+const BAR: &str = "gpudirect.bar";
+const BAR_WHAT: &str =
+    "bench: CPU access bandwidth through the pinned BAR mapping (gpudirect-rdma §3.5)";
+const RDMA: &str = "gpudirect.rdma";
+const RDMA_WHAT: &str =
+    "bench: RDMA WRITE/READ latency and bandwidth per size (gpudirect-rdma §3.5)";
 
 /// min / median / max of a sample.
 pub fn summary(xs: &mut [f64]) -> (f64, f64, f64) {
@@ -36,21 +50,47 @@ fn human(bytes: u64) -> String {
     }
 }
 
-/// The whole bench; `reps` repetitions per size (pins of 256 MB and more: at most 5).
+/// The whole bench as text; `reps` repetitions per size (pins of 256 MB and more: at most 5).
 pub fn run(reps: usize) -> String {
+    blocks(reps).iter().map(|b| b.text.as_str()).collect()
+}
+
+/// The whole bench as blocks (`gpudirect.pin`, `gpudirect.bar`, `gpudirect.rdma`), each with
+/// its text and its curves; a block that cannot run here names the missing capability.
+pub fn blocks(reps: usize) -> Vec<BenchBlock> {
     let reps = reps.clamp(3, 100);
-    let mut out = String::new();
-    kmod_bench(&mut out, reps);
-    rdma_bench(&mut out, reps);
+    let mut out = kmod_bench(reps);
+    out.push(rdma_bench(reps));
     out
 }
 
-fn kmod_bench(out: &mut String, reps: usize) {
+fn block(
+    name: &str,
+    what: &str,
+    text: String,
+    figures: Vec<crate::figures::Figure>,
+    t0: Instant,
+) -> BenchBlock {
+    BenchBlock {
+        name: name.into(),
+        what: what.into(),
+        skipped: None,
+        figures,
+        text,
+        secs: t0.elapsed().as_secs_f64(),
+    }
+}
+
+fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
+    let t0 = Instant::now();
     let dev = match Device::open() {
         Ok(d) => d,
         Err(e) => {
-            let _ = writeln!(out, "pin/unpin and BAR: skipped (kmod: {e})");
-            return;
+            let why = format!("the companion module is not loaded: {e}");
+            return vec![
+                BenchBlock::skip(PIN, PIN_WHAT, Capability::Kmod, why.clone()),
+                BenchBlock::skip(BAR, BAR_WHAT, Capability::Kmod, why),
+            ];
         }
     };
     let tegra = dev
@@ -61,20 +101,30 @@ fn kmod_bench(out: &mut String, reps: usize) {
     let mem = match Mem::open() {
         Ok(m) => m,
         Err(s) => {
-            let _ = writeln!(out, "pin/unpin and BAR: skipped ({})", s.summary());
-            return;
+            let (cap, why) = match s {
+                crate::outcome::CaseStatus::Skip { capability, reason } => (capability, reason),
+                other => (Capability::Gpu, other.summary()),
+            };
+            return vec![
+                BenchBlock::skip(PIN, PIN_WHAT, cap, why.clone()),
+                BenchBlock::skip(BAR, BAR_WHAT, cap, why),
+            ];
         }
     };
-    let (label, max) = match &mem {
+    let mut out = String::new();
+    let (label, short, max) = match &mem {
         Mem::Prov(_) => (
             "TEST PROVIDER (host pages standing in for GPU memory; not GPU figures)",
+            "test provider, not GPU",
             kmod::TESTPROV_MAX_ALLOC,
         ),
         Mem::Cuda(_) => (
             "GPU (cuMemAlloc memory, BAR1 through the companion module)",
+            "GPU",
             1 << 30,
         ),
     };
+    let (mut pin_pts, mut unpin_pts) = (Vec::new(), Vec::new());
     let _ = writeln!(
         out,
         "pin/unpin latency on {label}, {} flavour, {reps} repetitions (µs: min / median / max)",
@@ -123,6 +173,8 @@ fn kmod_bench(out: &mut String, reps: usize) {
             let _ = dev.unpin(p.handle);
             unpin.push(t.elapsed().as_secs_f64() * 1e6);
         }
+        pin_pts.push((size as f64, pin.clone()));
+        unpin_pts.push((size as f64, unpin.clone()));
         let (a, b, c) = summary(&mut pin);
         let (d, e, f) = summary(&mut unpin);
         let _ = writeln!(
@@ -132,20 +184,44 @@ fn kmod_bench(out: &mut String, reps: usize) {
         );
         let _ = mem.free(va);
     }
+    let pin_block = block(
+        PIN,
+        PIN_WHAT,
+        std::mem::take(&mut out),
+        vec![
+            series(
+                &format!("pin latency ({short})"),
+                "bytes",
+                "µs",
+                Some(Better::Lower),
+                &pin_pts,
+            ),
+            series(
+                &format!("unpin latency ({short})"),
+                "bytes",
+                "µs",
+                Some(Better::Lower),
+                &unpin_pts,
+            ),
+        ],
+        t0,
+    );
+    let t0 = Instant::now();
     // CPU bandwidth through one mapping of the largest pin the source allows (≤ 64 MB)
     let span = max.min(64 << 20);
     let _ = writeln!(
         out,
         "CPU access through the pinned mapping on {label}, {reps} repetitions (MB/s: min / median / max)"
     );
+    let (mut write_pts, mut read_pts) = (Vec::new(), Vec::new());
     let Ok((va, _)) = mem.alloc(span, align) else {
         let _ = writeln!(out, "  alloc of {} failed", human(span));
-        return;
+        return vec![pin_block, block(BAR, BAR_WHAT, out, Vec::new(), t0)];
     };
     let Ok(p) = dev.pin(va, span, 0) else {
         let _ = writeln!(out, "  PIN of {} failed", human(span));
         let _ = mem.free(va);
-        return;
+        return vec![pin_block, block(BAR, BAR_WHAT, out, Vec::new(), t0)];
     };
     if let Ok(m) = dev.mmap(p.mmap_offset, span as usize, true) {
         let mut buf = vec![0x5au8; span as usize];
@@ -160,6 +236,8 @@ fn kmod_bench(out: &mut String, reps: usize) {
                 m.copy_out(0, &mut buf[..size as usize]);
                 r.push(size as f64 / t.elapsed().as_secs_f64() / 1e6);
             }
+            write_pts.push((size as f64, w.clone()));
+            read_pts.push((size as f64, r.clone()));
             let (a, b, c) = summary(&mut w);
             let (d, e, f) = summary(&mut r);
             let _ = writeln!(
@@ -174,17 +252,36 @@ fn kmod_bench(out: &mut String, reps: usize) {
     }
     let _ = dev.unpin(p.handle);
     let _ = mem.free(va);
+    let figures = vec![
+        series(
+            &format!("BAR write bandwidth ({short})"),
+            "bytes",
+            "MB/s",
+            Some(Better::Higher),
+            &write_pts,
+        ),
+        series(
+            &format!("BAR read bandwidth ({short})"),
+            "bytes",
+            "MB/s",
+            Some(Better::Higher),
+            &read_pts,
+        ),
+    ];
+    vec![pin_block, block(BAR, BAR_WHAT, out, figures, t0)]
 }
 
 #[cfg(feature = "rdma")]
-fn rdma_bench(out: &mut String, reps: usize) {
+fn rdma_bench(reps: usize) -> BenchBlock {
     use crate::backend::rdma::{Op, Verbs};
+    let t0 = Instant::now();
+    let mut out = String::new();
+    let out = &mut out;
     let dev = std::env::var("GPUCTS_RDMA_DEVICE").ok();
     let v = match Verbs::open(dev.as_deref()) {
         Ok(v) => v,
         Err(e) => {
-            let _ = writeln!(out, "RDMA: skipped ({e})");
-            return;
+            return BenchBlock::skip(RDMA, RDMA_WHAT, Capability::Rdma, e.to_string());
         }
     };
     let soft = v.device.starts_with("rxe") || v.device.starts_with("siw");
@@ -209,15 +306,22 @@ fn rdma_bench(out: &mut String, reps: usize) {
     };
     let (Ok(smr), Ok(dmr), Ok(lb)) = (regs.0, regs.1, v.loopback()) else {
         let _ = writeln!(out, "RDMA: registration or QP setup failed");
-        return;
+        return block(RDMA, RDMA_WHAT, std::mem::take(out), Vec::new(), t0);
     };
+    let short = if soft {
+        "soft-RoCE, host memory"
+    } else {
+        "host memory"
+    };
+    // latency (µs) up to 4 KB, bandwidth (MB/s) above, per operation
+    let mut pts: [Vec<(f64, Vec<f64>)>; 4] = Default::default();
     let (s, d) = (src.as_ptr() as u64, dst.as_ptr() as u64);
     let _ = writeln!(
         out,
         "RDMA loopback on {label}, {reps} repetitions; latency µs and bandwidth MB/s (min / median / max)"
     );
     let mut size = 1usize;
-    while size <= max {
+    'sizes: while size <= max {
         let mut line = format!("  {:>7}", human(size as u64));
         for op in [Op::Write, Op::Read] {
             let mut xs = Vec::new();
@@ -229,7 +333,7 @@ fn rdma_bench(out: &mut String, reps: usize) {
                 };
                 if let Err(e) = r {
                     let _ = writeln!(out, "{line}  {op:?}: {e}");
-                    return;
+                    break 'sizes;
                 }
                 let secs = t.elapsed().as_secs_f64();
                 xs.push(if size <= 4096 {
@@ -238,6 +342,8 @@ fn rdma_bench(out: &mut String, reps: usize) {
                     size as f64 / secs / 1e6
                 });
             }
+            let slot = usize::from(op != Op::Write) + if size <= 4096 { 0 } else { 2 };
+            pts[slot].push((size as f64, xs.clone()));
             let (a, b, c) = summary(&mut xs);
             let unit = if size <= 4096 { "µs" } else { "MB/s" };
             let _ = write!(
@@ -251,11 +357,48 @@ fn rdma_bench(out: &mut String, reps: usize) {
     }
     drop(lb);
     drop((smr, dmr));
+    let [wl, rl, wb, rb] = pts;
+    let figures = vec![
+        series(
+            &format!("RDMA WRITE latency ({short})"),
+            "bytes",
+            "µs",
+            Some(Better::Lower),
+            &wl,
+        ),
+        series(
+            &format!("RDMA READ latency ({short})"),
+            "bytes",
+            "µs",
+            Some(Better::Lower),
+            &rl,
+        ),
+        series(
+            &format!("RDMA WRITE bandwidth ({short})"),
+            "bytes",
+            "MB/s",
+            Some(Better::Higher),
+            &wb,
+        ),
+        series(
+            &format!("RDMA READ bandwidth ({short})"),
+            "bytes",
+            "MB/s",
+            Some(Better::Higher),
+            &rb,
+        ),
+    ];
+    block(RDMA, RDMA_WHAT, std::mem::take(out), figures, t0)
 }
 
 #[cfg(not(feature = "rdma"))]
-fn rdma_bench(out: &mut String, _reps: usize) {
-    let _ = writeln!(out, "RDMA: skipped (built without --features rdma)");
+fn rdma_bench(_reps: usize) -> BenchBlock {
+    BenchBlock::skip(
+        RDMA,
+        RDMA_WHAT,
+        Capability::Rdma,
+        "built without --features rdma",
+    )
 }
 
 #[cfg(test)]

@@ -102,6 +102,8 @@ struct FigureBlock {
     case: String,
     name: String,
     kind: &'static str,
+    /// The y unit (the table's min / median / max); empty for histograms (counts).
+    unit: String,
     svg: Option<String>,
     error: Option<String>,
     rows: Vec<FigureRow>,
@@ -129,6 +131,8 @@ struct Page {
     waivers: Vec<WaiverRow>,
     skips: Vec<SkipRow>,
     figures: Vec<FigureBlock>,
+    /// The figures of `gpucts bench` pseudo-cases (`bench.*`, also `<node>/bench.*`).
+    bench: Vec<FigureBlock>,
     fleet: Option<FleetView>,
     diff: Option<Diff>,
 }
@@ -340,6 +344,13 @@ fn fmt_num(x: f64) -> String {
     }
 }
 
+/// Whether figures keyed `case` come from `gpucts bench` (`bench.…` or `<node>/bench.…`).
+fn is_bench(case: &str) -> bool {
+    case.rsplit('/')
+        .next()
+        .is_some_and(|id| id.starts_with("bench."))
+}
+
 fn figure_blocks(r: &Results) -> Vec<FigureBlock> {
     let mut out = Vec::new();
     for (case, figs) in &r.figures {
@@ -392,10 +403,15 @@ fn figure_blocks(r: &Results) -> Vec<FigureBlock> {
                 Some(Err(e)) => (None, Some(e)),
                 None => (None, None),
             };
+            let unit = match f {
+                Figure::Histogram { .. } => String::new(),
+                Figure::Scalar { unit, .. } | Figure::Series { unit, .. } => unit.clone(),
+            };
             out.push(FigureBlock {
                 case: case.clone(),
                 name: f.name().to_string(),
                 kind,
+                unit,
                 svg,
                 error,
                 rows,
@@ -505,6 +521,10 @@ pub fn render(r: &Results, fleet: Option<FleetView>, diff: Option<Diff>) -> Resu
         .collect();
     let (machine, toolchain, capabilities) = machine_rows(r);
     let run = r.run.clone().unwrap_or_default();
+    // A bench pseudo-case's figures get their own section; a merged set keys them `<node>/<id>`.
+    let (bench, figures): (Vec<FigureBlock>, Vec<FigureBlock>) = figure_blocks(r)
+        .into_iter()
+        .partition(|f| is_bench(&f.case));
     let page = Page {
         title: format!(
             "gpucts qualification report: {}",
@@ -543,7 +563,8 @@ pub fn render(r: &Results, fleet: Option<FleetView>, diff: Option<Diff>) -> Resu
         flaky,
         waivers: waivers(r),
         skips: skips(&r.cases),
-        figures: figure_blocks(r),
+        figures,
+        bench,
         fleet,
         diff,
     };

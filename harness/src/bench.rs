@@ -1,0 +1,369 @@
+//! `gpucts bench AREA --results DIR`: each bench measures its curves with repetitions (every
+//! point keeps min / median / max over `--reps`) and records them as figures of pseudo-cases
+//! `bench.<area>.<what>` (area `bench`) in an ordinary results set: `junit.xml`,
+//! `results.json` and `report.html`, read by `gpucts report`, `diff`, `bundle` and `merge` like
+//! any run's. A bench that cannot run here is a skip naming the missing capability.
+//!
+//! Curves: the ABI oracles' random types verified per second against the types per
+//! compilation (ptx-interop 13.2 ch. 1); the PTX reader + §2.3 lint's MB/s against the module
+//! size; the xcall checker's signatures per second against the signatures per file pair; the
+//! memory model's candidate executions per second against a litmus test's candidate count;
+//! pin / unpin latency, BAR and RDMA bandwidth per transfer size (`gpudirect::bench`).
+//!
+//! This module sits beside `areas` at the top: it uses the areas' public entry points and the
+//! report layer, and nothing below names it.
+
+use std::path::Path;
+use std::time::Instant;
+
+use crate::backend::toolchain::Toolchain;
+use crate::capability::Capabilities;
+use crate::figures::{self, series, BenchBlock, Better, Figure, Spread};
+use crate::outcome::{CaseStatus, Verdict};
+use crate::runner::CaseResult;
+
+/// How much to measure.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Repetitions per point (min / median / max over them).
+    pub reps: usize,
+    /// abi: the largest batch (types per compilation) measured.
+    pub count: usize,
+}
+
+/// The most repetitions a point may take (a typo would otherwise run for hours).
+pub const MAX_REPS: usize = 100;
+
+fn elapsed(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64()
+}
+
+/// `ABI oracles`: for each oracle, random types verified per second against the types per
+/// compilation (1, 10, 100, capped at `count`); each repetition compiles fresh types.
+pub fn abi(tc: &Toolchain, caps: &Capabilities, o: Options) -> Vec<BenchBlock> {
+    use crate::abi::oracle::{check_batch, Agreement, Oracle, BATCH};
+    let top = o.count.clamp(1, BATCH);
+    let mut sizes: Vec<usize> = [1, 10, 100].into_iter().filter(|&n| n < top).collect();
+    sizes.push(top);
+    let what = "bench: random types verified per second by an ABI oracle (ptx-interop 13.2 ch. 1)";
+    let mut out = Vec::new();
+    // Seeds far from the suite's (which start at 0) so no batch is shared with a suite run.
+    let mut seed = 1_000_000u64;
+    for &oracle in Oracle::ALL {
+        let name = format!("abi.{}", oracle.name());
+        if let Some(c) = oracle.requires().iter().find(|c| !caps.has(**c)) {
+            out.push(BenchBlock::skip(&name, what, *c, c.hint()));
+            continue;
+        }
+        let t0 = Instant::now();
+        let mut text = format!(
+            "{name}: types/s per types per compilation, {} repetitions (min / median / max)\n",
+            o.reps
+        );
+        let mut pts = Vec::new();
+        let (mut agreed, mut other) = (0usize, 0usize);
+        let mut failed = None;
+        'sizes: for &n in &sizes {
+            let mut rates = Vec::new();
+            for _ in 0..o.reps {
+                let types = crate::abi::random::random_batch(seed, n);
+                seed += n as u64;
+                let t = Instant::now();
+                match check_batch(oracle, tc, &types) {
+                    Ok(rs) => {
+                        rates.push(n as f64 / elapsed(t));
+                        for r in rs {
+                            if r.verdict == Agreement::Agree {
+                                agreed += 1;
+                            } else {
+                                other += 1;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        failed = Some(e.to_string());
+                        break 'sizes;
+                    }
+                }
+            }
+            if let Some(s) = Spread::of(&rates) {
+                text += &format!(
+                    "  {n:>4} types  {:>9.1} / {:>9.1} / {:>9.1} types/s\n",
+                    s.min, s.median, s.max
+                );
+            }
+            pts.push((n as f64, rates));
+        }
+        if let Some(e) = &failed {
+            text += &format!("  stopped: {e}\n");
+        }
+        text += &format!("  {agreed} agree, {other} mismatch or error\n");
+        out.push(BenchBlock {
+            name,
+            what: what.into(),
+            skipped: None,
+            figures: vec![series(
+                &format!("{} types/s", oracle.name()),
+                "types per compilation",
+                "types/s",
+                Some(Better::Higher),
+                &pts,
+            )],
+            text,
+            secs: elapsed(t0),
+        });
+    }
+    out
+}
+
+/// The PTX reader + §2.3 lint: MB/s against the size of a synthetic module (10, 100, 1,000
+/// functions), and files/s over `ptx-corpus/` (when present).
+pub fn lint(root: &Path, o: Options) -> Vec<BenchBlock> {
+    use crate::abi::lint::lint_source_counted;
+    use crate::abi::lint_corpus::{corpus_files, synthetic_module};
+    let t0 = Instant::now();
+    let mut text = format!(
+        "lint: gpucts reader+lint MB/s per module size, {} repetitions (min / median / max)\n",
+        o.reps
+    );
+    let mut pts = Vec::new();
+    for n in [10usize, 100, 1000] {
+        let module = synthetic_module(n);
+        let mb = module.len() as f64 / 1e6;
+        let mut rates = Vec::new();
+        for _ in 0..o.reps {
+            let t = Instant::now();
+            let ok = lint_source_counted(&module, "synthetic.ptx").is_ok();
+            let secs = elapsed(t);
+            if ok {
+                rates.push(mb / secs);
+            }
+        }
+        if let Some(s) = Spread::of(&rates) {
+            text += &format!(
+                "  {n:>5} functions, {:>9} bytes  {:>8.1} / {:>8.1} / {:>8.1} MB/s\n",
+                module.len(),
+                s.min,
+                s.median,
+                s.max
+            );
+        } else {
+            text += &format!("  {n:>5} functions: the reader refused the synthetic module\n");
+        }
+        pts.push((module.len() as f64, rates));
+    }
+    let mut figs = vec![series(
+        "reader+lint MB/s",
+        "bytes",
+        "MB/s",
+        Some(Better::Higher),
+        &pts,
+    )];
+    let files: Vec<String> = corpus_files(&root.join("ptx-corpus"))
+        .into_iter()
+        .filter_map(|p| std::fs::read(&p).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect();
+    if !files.is_empty() {
+        let mut rates = Vec::new();
+        for _ in 0..o.reps {
+            let t = Instant::now();
+            for f in &files {
+                let _ = lint_source_counted(f, "corpus.ptx");
+            }
+            rates.push(files.len() as f64 / elapsed(t));
+        }
+        if let Some(s) = Spread::of(&rates) {
+            text += &format!(
+                "  ptx-corpus: {} files  {:.0} / {:.0} / {:.0} files/s\n",
+                files.len(),
+                s.min,
+                s.median,
+                s.max
+            );
+            figs.push(Figure::Scalar {
+                name: format!("ptx-corpus files/s ({} files)", files.len()),
+                unit: "files/s".into(),
+                better: Some(Better::Higher),
+                value: s,
+            });
+        }
+    }
+    vec![BenchBlock {
+        name: "lint.reader".into(),
+        what: "bench: PTX reader and parameter lint throughput (ptx-interop 13.2 §2.3)".into(),
+        skipped: None,
+        figures: figs,
+        text,
+        secs: elapsed(t0),
+    }]
+}
+
+/// The xcall checker: signatures per second (generated by gpucts's own PTX emitter, caller and
+/// callee files read and every call compared with its definition) against the signatures per
+/// file pair (10, 100, 1,000). Offline: no producer is run.
+pub fn xcall(o: Options) -> Vec<BenchBlock> {
+    use crate::backend::producer::Producer;
+    use crate::xcall::{check, emit, sig};
+    let t0 = Instant::now();
+    let mut text = format!(
+        "xcall: checker signatures/s per file pair size, {} repetitions (min / median / max)\n",
+        o.reps
+    );
+    let mut pts = Vec::new();
+    let mut problem = None;
+    for n in [10u64, 100, 1000] {
+        let sigs: Vec<sig::Signature> = sig::signatures(0, n)
+            .into_iter()
+            .filter(|s| emit::expresses(Producer::Gpucts, s).is_ok())
+            .collect();
+        let refs: Vec<&sig::Signature> = sigs.iter().collect();
+        let (caller, callee) = (emit::ptx_caller(&refs), emit::ptx_callee(&refs));
+        let mut rates = Vec::new();
+        for _ in 0..o.reps {
+            let t = Instant::now();
+            let r = check::PtxFile::parse("caller.ptx", &caller)
+                .and_then(|a| Ok((a, check::PtxFile::parse("callee.ptx", &callee)?)))
+                .and_then(|(a, b)| check::check(&[a, b]));
+            match r {
+                Ok(rep) if rep.mismatches.is_empty() => rates.push(sigs.len() as f64 / elapsed(t)),
+                Ok(rep) => {
+                    problem = Some(format!(
+                        "{} mismatches between gpucts's own caller and callee",
+                        rep.mismatches.len()
+                    ));
+                    break;
+                }
+                Err(e) => {
+                    problem = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        if let Some(s) = Spread::of(&rates) {
+            text += &format!(
+                "  {:>5} signatures  {:>9.0} / {:>9.0} / {:>9.0} signatures/s\n",
+                sigs.len(),
+                s.min,
+                s.median,
+                s.max
+            );
+        }
+        pts.push((sigs.len() as f64, rates));
+    }
+    if let Some(p) = &problem {
+        text += &format!("  stopped: {p}\n");
+    }
+    vec![BenchBlock {
+        name: "xcall.check".into(),
+        what: "bench: cross-producer call checker throughput (ptx-interop 13.2 §2.3)".into(),
+        skipped: None,
+        figures: vec![series(
+            "checker signatures/s",
+            "signatures per file pair",
+            "signatures/s",
+            Some(Better::Higher),
+            &pts,
+        )],
+        text,
+        secs: elapsed(t0),
+    }]
+}
+
+/// The memory model over the litmus catalogue: candidate executions per second against each
+/// test's candidate count (tests of the same count share a point), and catalogue tests/s.
+pub fn atomics(o: Options) -> Vec<BenchBlock> {
+    use crate::atomics::{catalog, model};
+    let t0 = Instant::now();
+    let tests = catalog::catalog();
+    let mut by_size: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+    let mut per_run = Vec::new();
+    for _ in 0..o.reps {
+        let run = Instant::now();
+        for t in &tests {
+            let one = Instant::now();
+            let v = model::check(t);
+            let secs = elapsed(one);
+            by_size
+                .entry(v.candidates)
+                .or_default()
+                .push(v.candidates as f64 / secs.max(1e-9));
+        }
+        per_run.push(tests.len() as f64 / elapsed(run));
+    }
+    let pts: Vec<(f64, Vec<f64>)> = by_size.into_iter().map(|(x, ys)| (x as f64, ys)).collect();
+    let mut text = format!(
+        "atomics: memory model over {} catalogue tests, {} repetitions (min / median / max)\n",
+        tests.len(),
+        o.reps
+    );
+    let mut figs = vec![series(
+        "model candidate executions/s",
+        "candidate executions per test",
+        "candidates/s",
+        Some(Better::Higher),
+        &pts,
+    )];
+    if let Some(s) = Spread::of(&per_run) {
+        text += &format!(
+            "  catalogue  {:.1} / {:.1} / {:.1} tests/s\n",
+            s.min, s.median, s.max
+        );
+        figs.push(Figure::Scalar {
+            name: "catalogue tests/s".into(),
+            unit: "tests/s".into(),
+            better: Some(Better::Higher),
+            value: s,
+        });
+    }
+    for (x, ys) in &pts {
+        if let Some(s) = Spread::of(ys) {
+            text += &format!(
+                "  {x:>9} candidates  {:.0} / {:.0} / {:.0} candidates/s\n",
+                s.min, s.median, s.max
+            );
+        }
+    }
+    vec![BenchBlock {
+        name: "atomics.model".into(),
+        what: "bench: memory model checker throughput (ptx-interop 13.2 memory consistency model)"
+            .into(),
+        skipped: None,
+        figures: figs,
+        text,
+        secs: elapsed(t0),
+    }]
+}
+
+/// The pseudo-case a block becomes in a results set; its figures are recorded under its id.
+pub fn case_result(b: &BenchBlock) -> CaseResult {
+    let id = format!("bench.{}", b.name);
+    let status = match &b.skipped {
+        Some((cap, reason)) => CaseStatus::skip(*cap, reason.clone()),
+        None => CaseStatus::pass_with(b.text.trim_end().to_string()),
+    };
+    for f in &b.figures {
+        figures::record(&id, f.clone());
+    }
+    CaseResult {
+        verdict: Verdict::judge(&status, false, None),
+        id,
+        area: "bench".into(),
+        clause: b.what.clone(),
+        origin: "gpucts bench".into(),
+        status,
+        duration_s: b.secs,
+        attempts: Vec::new(),
+    }
+}
+
+/// Why `--reps` was refused.
+pub fn check_reps(reps: usize) -> Result<usize, String> {
+    if (1..=MAX_REPS).contains(&reps) {
+        Ok(reps)
+    } else {
+        Err(format!(
+            "--reps {reps}: repetitions per point are 1..={MAX_REPS}"
+        ))
+    }
+}
