@@ -1,10 +1,6 @@
-//! ABI type descriptions (`abi layout`): parse, then lay out every record.
+//! `gpucts::fuzzing::abi_types` under libFuzzer (the body is in the library, where the bounded
+//! mutation test in `cargo test`, harness/tests/fuzz_smoke.rs, runs it too).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let _ = gpucts::abi::layout::layout_text_json(text, "fuzz.yaml");
-});
+fuzz_target!(|data: &[u8]| gpucts::fuzzing::abi_types(data));

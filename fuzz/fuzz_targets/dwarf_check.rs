@@ -1,7 +1,6 @@
-//! `dwarf check` input: PTX text or ELF bytes (no toolchain: the in-process checks only).
+//! `gpucts::fuzzing::dwarf_check` under libFuzzer (the body is in the library, where the bounded
+//! mutation test in `cargo test`, harness/tests/fuzz_smoke.rs, runs it too).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = gpucts::dwarf::check::check_bytes("fuzz", data, None);
-});
+fuzz_target!(|data: &[u8]| gpucts::fuzzing::dwarf_check(data));

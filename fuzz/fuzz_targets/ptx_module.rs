@@ -1,10 +1,6 @@
-//! The PTX module reader (public API of `ptx::module` only).
+//! `gpucts::fuzzing::ptx_module` under libFuzzer (the body is in the library, where the bounded
+//! mutation test in `cargo test`, harness/tests/fuzz_smoke.rs, runs it too).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let _ = gpucts::ptx::module::PtxModule::parse(text);
-});
+fuzz_target!(|data: &[u8]| gpucts::fuzzing::ptx_module(data));

@@ -94,6 +94,22 @@ pub fn problems(errors: Vec<CaseError>) -> Result<(), Vec<CaseError>> {
     }
 }
 
+/// The largest seed (or batch number) a case may name: far above any suite's, and low enough
+/// that the batch arithmetic after it (`seed - seed % BATCH + BATCH`, `batch * BATCH`) cannot
+/// overflow.
+pub const MAX_SEED: u64 = 1 << 48;
+
+/// A seed-like `field` must be below [`MAX_SEED`] (`None`: it is).
+pub fn seed_in_range(field: &'static str, value: u64) -> Option<CaseError> {
+    (value >= MAX_SEED).then(|| {
+        CaseError::new(
+            field,
+            value.to_string(),
+            format!("`{field}: {value}` is too large; `{field}:` is below 2^48 ({MAX_SEED})"),
+        )
+    })
+}
+
 /// A `file:` a case reads at run time, relative to the repository root, must be a readable
 /// regular file (`None`: it is).
 pub fn readable_file(ctx: &ValidateContext, field: &'static str, file: &str) -> Option<CaseError> {

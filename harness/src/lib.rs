@@ -18,6 +18,7 @@ pub mod capability;
 pub mod cli;
 pub mod cubin;
 pub mod figures;
+pub mod fuzzing;
 pub mod outcome;
 pub mod probe;
 pub mod ptx;

@@ -181,6 +181,8 @@ fn read(p: &str) -> String {
 fn readers() -> Vec<Reader> {
     let s = |x: &str| x.to_string();
     let suite = "area: selftest\ncases:\n  - id: selftest.sweep.one\n    clause: gpucts sweep\n    check: {equal: {left: 1, right: 1}}\n".to_string();
+    let abi_suite = "area: abi\ncases:\n  - id: abi.sweep.lint\n    clause: ptx-interop 13.2 §2.3\n    check:\n      lint: {file: ptx-corpus/hand_conforming.ptx, exit: 0, rules: []}\n  - id: abi.sweep.pp.{p}\n    clause: ptx-interop 13.2 §2.3\n    matrix:\n      p: [nvrtc, clang]\n    check:\n      param_passing: {producer: \"{p}\", signature: int, position: param}\n  - id: abi.sweep.rule\n    clause: ptx-interop 13.2 §1.2\n    check: {types_file: {oracle: clang, file: suites/abi/types.yaml, type: padding}}\n  - id: abi.sweep.fund\n    clause: ptx-interop 13.2 §1.1\n    check: {fundamental_type: {ptx_type: u32, size: 4, align: 4}}\n  - id: abi.sweep.graffiti\n    clause: ptx-interop 13.2 ch. 1\n    check: {graffiti: {seed_start: 0, count: 2}}\n".to_string();
+    let atomics_suite = "area: atomics\ncases:\n  - id: atomics.sweep.model\n    clause: ptx-interop 13.2 §4\n    check:\n      model: {test: MP.rel_acq.gpu.inter_cta}\n  - id: atomics.sweep.gpu\n    clause: ptx-interop 13.2 §4\n    check:\n      gpu: {test: SB.rel_acq.gpu.inter_cta, iterations: 5}\n  - id: atomics.sweep.corpus\n    clause: ptx-interop 13.2 §4\n    check: {corpus: {expectations: ptx-v7.5}}\n  - id: atomics.sweep.litmus\n    clause: ptx-interop 13.2 §4\n    check: {litmus: {file: CoRR+relaxed-gpu.litmus, outcome: allowed}}\n".to_string();
     let waiver = read("suites/waivers/known-divergences.yaml");
     let types = read("suites/abi/types.yaml");
     let lit_yaml = read("suites/litmus/mp-release-acquire-gpu.yaml");
@@ -217,6 +219,40 @@ fn readers() -> Vec<Reader> {
                 b("empty file", String::new()),
                 b("only a comment", "# nothing\n".into()),
                 b("a scalar", "42\n".into()),
+            ],
+        },
+        // What `validate` checks of each case's content (issue 10: a run met these first).
+        Reader {
+            name: "suite-checks-abi",
+            ext: "yaml",
+            args: vec![s("validate"), s("{}")],
+            valid: abi_suite.clone(),
+            bad: vec![
+                b("missing lint file", abi_suite.replace("ptx-corpus/hand_conforming.ptx", "ptx-corpus/nope.ptx")),
+                b("directory as a file", abi_suite.replace("ptx-corpus/hand_conforming.ptx", "ptx-corpus")),
+                b("unknown producer in the matrix", abi_suite.replace("p: [nvrtc, clang]", "p: [nvrtc, gcc]")),
+                b("unknown signature", abi_suite.replace("signature: int", "signature: int7")),
+                b("unknown position", abi_suite.replace("position: param", "position: both")),
+                b("type not in the file", abi_suite.replace("type: padding", "type: padd")),
+                b("missing type file", abi_suite.replace("file: suites/abi/types.yaml", "file: suites/abi/none.yaml")),
+                b("not a §1.1 type", abi_suite.replace("ptx_type: u32", "ptx_type: u24")),
+                b("corpus file without manifest", abi_suite.replace("ptx-corpus/hand_conforming.ptx", "suites/abi/types.yaml").replace("lint: {file: suites/abi/types.yaml, exit: 0, rules: []}", "lint_corpus: {file: suites/abi/types.yaml}")),
+                b("graffiti of no types", abi_suite.replace("count: 2", "count: 0")),
+            ],
+        },
+        Reader {
+            name: "suite-checks-atomics",
+            ext: "yaml",
+            args: vec![s("validate"), s("{}")],
+            valid: atomics_suite.clone(),
+            bad: vec![
+                b("unknown model test", atomics_suite.replace("model: {test: MP.rel_acq.gpu.inter_cta}", "model: {test: MP.rel_acq.gpu.inter_grid}")),
+                b("unknown gpu test", atomics_suite.replace("gpu: {test: SB.rel_acq.gpu.inter_cta", "gpu: {test: SB.rel_acq.gpu.nowhere")),
+                b("zero iterations", atomics_suite.replace("iterations: 5", "iterations: 0")),
+                b("unknown corpus expectation", atomics_suite.replace("expectations: ptx-v7.5", "expectations: ptx-v8.0")),
+                b("missing litmus file", atomics_suite.replace("CoRR+relaxed-gpu.litmus", "CoRR-gpu.litmus")),
+                b("litmus file outside suites/litmus", atomics_suite.replace("CoRR+relaxed-gpu.litmus", "../abi/types.yaml")),
+                b("unknown outcome", atomics_suite.replace("outcome: allowed", "outcome: maybe")),
             ],
         },
         Reader {
@@ -257,6 +293,8 @@ fn readers() -> Vec<Reader> {
                 b("array of 0", "types:\n  - name: S\n    members: [{name: a, type: {array: int, count: 0}}]\n".into()),
                 b("bit field too wide", "types:\n  - name: S\n    members: [{name: a, type: char, bits: 9}]\n".into()),
                 b("unknown member key", "types:\n  - name: S\n    members: [{name: a, typ: int}]\n".into()),
+                b("vector PTX does not have", "types:\n  - name: S\n    members: [{name: a, type: int}, {name: v, type: double3}]\n".into()),
+                b("aggregate past the size limit", "types:\n  - name: S\n    members: [{name: a, type: {array: char, count: 1099511627776}}, {name: b, type: {array: char, count: 1099511627776}}]\n".into()),
                 b("deep array nesting", format!("types:\n  - name: S\n    members: [{{name: a, type: {}int{}}}]\n", "{array: ".repeat(300), ", count: 1}".repeat(300))),
             ],
         },

@@ -188,6 +188,49 @@ fn classes() -> Vec<Bad> {
             names: "lines: []",
             at: "lines: []",
         },
+        // Seeds past 2^48: the batch arithmetic after them would overflow.
+        Bad {
+            area: "abi",
+            good: ABI_GOOD,
+            entry: "random\n    clause: c\n    check:\n      random_type: {oracle: clang, seed: 18446744073709551615}\n",
+            names: "18446744073709551615",
+            at: "seed: 1844",
+        },
+        Bad {
+            area: "abi",
+            good: ABI_GOOD,
+            entry: "graffiti\n    clause: c\n    check:\n      graffiti: {seed_start: 281474976710600, count: 100}\n",
+            names: "281474976710600",
+            at: "seed_start: 2814",
+        },
+        Bad {
+            area: "abi",
+            good: ABI_GOOD,
+            entry: "graffiti0\n    clause: c\n    check:\n      graffiti: {seed_start: 0, count: 0}\n",
+            names: "count: 0",
+            at: "count: 0",
+        },
+        Bad {
+            area: "dwarf",
+            good: DWARF_GOOD,
+            entry: "rt\n    clause: c\n    check:\n      round_trip: {seed: 281474976710656}\n",
+            names: "281474976710656",
+            at: "seed: 2814",
+        },
+        Bad {
+            area: "dwarf",
+            good: DWARF_GOOD,
+            entry: "prod\n    clause: c\n    check:\n      producer: {producer: clang_g, batch: 1000000000000000}\n",
+            names: "1000000000000000",
+            at: "batch: 1000",
+        },
+        Bad {
+            area: "dwarf",
+            good: DWARF_GOOD,
+            entry: "quote\n    clause: c\n    check:\n      line_table: {file: 'a\"b.cu', lines: [1]}\n",
+            names: "a\\\"b.cu",
+            at: "file: 'a",
+        },
     ]
 }
 
@@ -228,7 +271,7 @@ fn every_class_a_run_would_refuse_is_a_validate_error_at_its_position() {
         assert_eq!(o.status.code(), Some(0), "{good_text}\n{}", text(&o).1);
         classes_seen += 1;
     }
-    assert_eq!(classes_seen, 21);
+    assert_eq!(classes_seen, 27);
 }
 
 #[test]

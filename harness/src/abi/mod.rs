@@ -140,7 +140,9 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
                 ));
             }
         }
-        AbiCheck::RandomType { .. } => {}
+        AbiCheck::RandomType { seed, .. } => {
+            errors.extend(crate::area::seed_in_range("seed", *seed));
+        }
         AbiCheck::TypesFile { file, only, .. } => {
             if let Some(e) = crate::area::readable_file(ctx, "file", file) {
                 errors.push(e);
@@ -216,7 +218,14 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
                 ));
             }
         }
-        AbiCheck::Graffiti { count, .. } => {
+        AbiCheck::Graffiti { seed_start, count } => {
+            if seed_start.saturating_add(*count) >= crate::area::MAX_SEED {
+                errors.push(CaseError::new(
+                    "seed_start",
+                    seed_start.to_string(),
+                    format!("`seed_start: {seed_start}` plus `count: {count}` is too large; the seeds stay below 2^48"),
+                ));
+            }
             if *count == 0 {
                 errors.push(CaseError::about(
                     "count",

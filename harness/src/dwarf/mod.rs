@@ -198,6 +198,21 @@ impl Check for DwarfCheck {
             DwarfCheck::CheckFile { file, .. } | DwarfCheck::Assembles { file } => {
                 errors.extend(crate::area::readable_file(ctx, "file", file));
             }
+            DwarfCheck::RoundTrip { seed } => {
+                errors.extend(crate::area::seed_in_range("seed", *seed));
+            }
+            DwarfCheck::Producer { batch, .. }
+                if batch.saturating_mul(producers::BATCH) >= crate::area::MAX_SEED =>
+            {
+                errors.push(CaseError::new(
+                    "batch",
+                    batch.to_string(),
+                    format!(
+                        "`batch: {batch}` is too large; `batch:` is below 2^48 / {}",
+                        producers::BATCH
+                    ),
+                ));
+            }
             _ => {}
         }
         crate::area::problems(errors)

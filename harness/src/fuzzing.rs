@@ -1,0 +1,117 @@
+//! One entry point per reader of hand-written or generated input, for fuzzing (issue 10 item 4).
+//! Each takes any bytes and must return without panicking, in bounded time and memory:
+//! whatever the input, the reader answers with a value or an error. The cargo-fuzz targets in
+//! `fuzz/` (long libFuzzer runs, `bash ci/fuzz`) and the bounded mutation test that runs in
+//! `cargo test` (`harness/tests/fuzz_smoke.rs`) call the same functions, so both exercise
+//! the same code. Nothing here is used by a run.
+
+use std::path::Path;
+
+/// A fuzz target: any bytes in, no panic out.
+pub type Target = fn(&[u8]);
+
+/// The targets, by the names the fuzz crate and the smoke test use.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("suite_yaml", suite_yaml),
+    ("waivers", waivers),
+    ("abi_types", abi_types),
+    ("ptx_module", ptx_module),
+    ("ptx_instr", ptx_instr),
+    ("litmus_yaml", litmus_yaml),
+    ("dat3m", dat3m),
+    ("dwarf_check", dwarf_check),
+];
+
+/// Suite YAML: cases or `file:line:column` errors; then what `validate` checks of each case's
+/// content (files, names) against the repository.
+pub fn suite_yaml(data: &[u8]) {
+    let areas = crate::areas::all();
+    // A small expansion limit keeps each input cheap; the limit itself is what is tested.
+    let limits = crate::suite::Limits {
+        max_cases_per_entry: 1000,
+    };
+    if let Ok(s) = crate::suite::load_bytes(Path::new("fuzz.yaml"), data, &areas, &limits) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let _ = crate::suite::validate_cases(&[s], &root);
+    }
+}
+
+/// Waiver lists: parse, compile the globs, match them against an id.
+pub fn waivers(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(w) = crate::waivers::Waivers::parse(Path::new("fuzz.yaml"), text) {
+        let _ = w.find("abi.params.clang.u8", &Default::default());
+    }
+}
+
+/// ABI type descriptions (`abi layout`): parse, then lay out every record.
+pub fn abi_types(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = crate::abi::layout::layout_text_json(text, "fuzz.yaml");
+}
+
+/// The PTX module reader.
+pub fn ptx_module(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = crate::ptx::module::PtxModule::parse(text);
+}
+
+/// The PTX instruction reader: one statement, and the bodies of the functions a text declares.
+pub fn ptx_instr(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = crate::ptx::instr::parse_instruction(text, 1);
+    for name in crate::ptx::instr::function_names(text).iter().take(8) {
+        let _ = crate::ptx::instr::function_body(text, name);
+    }
+}
+
+/// The most candidate executions a fuzzed litmus test may ask the model for: small, so each
+/// input is cheap; the guard that refuses more is what is exercised.
+const FUZZ_MAX_CANDIDATES: u128 = 20_000;
+
+/// Litmus tests in YAML: parse, validate, check against the model (its state-space guard
+/// must refuse what it cannot finish).
+pub fn litmus_yaml(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(t) = crate::atomics::litmus::from_yaml(text) {
+        let opts = crate::atomics::model::Options {
+            max_candidates: FUZZ_MAX_CANDIDATES,
+            ..Default::default()
+        };
+        let _ = crate::atomics::model::try_check_with(&t, &opts);
+    }
+}
+
+/// Dat3M `.litmus` tests: import, and `export | import | export` is stable (issue 10: the
+/// export wrote names its own import rejected).
+pub fn dat3m(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(t) = crate::atomics::litmus::dat3m::import(text) {
+        let out = crate::atomics::litmus::dat3m::export(&t);
+        match crate::atomics::litmus::dat3m::import(&out) {
+            Ok(again) => assert_eq!(
+                crate::atomics::litmus::dat3m::export(&again),
+                out,
+                "export | import | export is stable"
+            ),
+            Err(e) => panic!("export wrote a test import rejects: {e}\n{out}"),
+        }
+    }
+}
+
+/// `dwarf check` input: PTX text or ELF bytes (no toolchain: the in-process checks only).
+pub fn dwarf_check(data: &[u8]) {
+    let _ = crate::dwarf::check::check_bytes("fuzz", data, None);
+}
