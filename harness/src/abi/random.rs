@@ -132,21 +132,33 @@ impl Gen {
     }
 
     fn scalar(&mut self) -> Scalar {
-        // Handles are `.b64` like `unsigned long long`; keep them rarer.
-        let pool = &Scalar::ALL[..Scalar::ALL.len() - 2];
-        if self.rng.random_ratio(1, 30) {
-            return Scalar::TextureHandle;
-        }
-        pool[self.rng.random_range(0..pool.len())]
+        pick_scalar(&mut self.rng)
     }
 
     fn vector(&mut self) -> Ty {
-        loop {
-            let s = self.scalar();
-            let n = self.rng.random_range(1..=4);
-            if vector_exists(s, n, AddressSize::A64) {
-                return Ty::Vector(s, n);
-            }
+        let (s, n) = pick_vector(&mut self.rng, pick_scalar);
+        Ty::Vector(s, n)
+    }
+}
+
+/// A member scalar: any of [`Scalar::ALL`] but the two handles, a texture handle once in 30.
+pub fn pick_scalar<R: Rng>(rng: &mut R) -> Scalar {
+    // Handles are `.b64` like `unsigned long long`; keep them rarer.
+    let pool = &Scalar::ALL[..Scalar::ALL.len() - 2];
+    if rng.random_ratio(1, 30) {
+        return Scalar::TextureHandle;
+    }
+    pool[rng.random_range(0..pool.len())]
+}
+
+/// A native vector (§1.2): an element from `scalar` and 1..=4 elements, drawn again until the
+/// vector exists. Shared by the xcall signature generator (its own element pool).
+pub fn pick_vector<R: Rng>(rng: &mut R, mut scalar: impl FnMut(&mut R) -> Scalar) -> (Scalar, u32) {
+    loop {
+        let s = scalar(rng);
+        let n = rng.random_range(1..=4);
+        if vector_exists(s, n, AddressSize::A64) {
+            return (s, n);
         }
     }
 }

@@ -194,8 +194,13 @@ fn param_at(toks: &[Token], i: &mut usize) -> Option<ParamDecl> {
     })
 }
 
-/// `( decl, decl )` at `toks[*i]` (the `(`), for `.callprototype`.
-fn decl_list(toks: &[Token], i: &mut usize) -> Vec<ParamDecl> {
+/// The items of a parenthesised, comma-separated list at `toks[*i]` (the `(`): `item` reads
+/// one at `toks[*i]` and advances, or returns `None` (the token is skipped).
+fn paren_list<T>(
+    toks: &[Token],
+    i: &mut usize,
+    mut item: impl FnMut(&[Token], &mut usize) -> Option<T>,
+) -> Vec<T> {
     let mut out = Vec::new();
     if !toks.get(*i).is_some_and(|t| t.is_punct('(')) {
         return out;
@@ -210,31 +215,26 @@ fn decl_list(toks: &[Token], i: &mut usize) -> Vec<ParamDecl> {
             *i += 1;
             continue;
         }
-        match param_at(toks, i) {
-            Some(p) => out.push(p),
+        match item(toks, i) {
+            Some(x) => out.push(x),
             None => *i += 1,
         }
     }
     out
 }
 
+/// `( decl, decl )` at `toks[*i]` (the `(`), for `.callprototype`.
+fn decl_list(toks: &[Token], i: &mut usize) -> Vec<ParamDecl> {
+    paren_list(toks, i, param_at)
+}
+
 /// Identifiers inside `( a, b )` at `toks[*i]`.
 fn name_list(toks: &[Token], i: &mut usize) -> Vec<String> {
-    let mut out = Vec::new();
-    if !toks.get(*i).is_some_and(|t| t.is_punct('(')) {
-        return out;
-    }
-    *i += 1;
-    while let Some(t) = toks.get(*i) {
+    paren_list(toks, i, |toks, i| {
+        let t = toks.get(*i).filter(|t| t.kind == TokenKind::Ident)?;
         *i += 1;
-        if t.is_punct(')') {
-            break;
-        }
-        if t.kind == TokenKind::Ident {
-            out.push(t.text.to_string());
-        }
-    }
-    out
+        Some(t.text.to_string())
+    })
 }
 
 type Scan = (Vec<CallSite>, HashMap<String, Prototype>);
@@ -584,6 +584,11 @@ fn compare_lists(
     }
 }
 
+/// Declarations all known (a prototype's, unlike a call site's argument names).
+fn known(decls: &[ParamDecl]) -> Vec<Option<ParamDecl>> {
+    decls.iter().cloned().map(Some).collect()
+}
+
 /// Check a set of parsed files against each other. Two non-weak definitions of one function
 /// in different files are an input error (the link would fail with a duplicate symbol).
 pub fn check(files: &[PtxFile]) -> Result<Report, InputError> {
@@ -629,16 +634,12 @@ pub fn check(files: &[PtxFile]) -> Result<Report, InputError> {
             match defs.get(f.name.as_str()) {
                 Some(def) => {
                     report.compared += 1;
-                    let rets: Vec<Option<ParamDecl>> =
-                        f.returns.iter().cloned().map(Some).collect();
-                    let params: Vec<Option<ParamDecl>> =
-                        f.params.iter().cloned().map(Some).collect();
                     compare_lists(
                         &mut report.mismatches,
                         (&file.name, f.line, &f.name),
                         "declares",
-                        &rets,
-                        &params,
+                        &known(&f.returns),
+                        &known(&f.params),
                         def,
                     );
                 }
@@ -694,16 +695,12 @@ pub fn check(files: &[PtxFile]) -> Result<Report, InputError> {
                         def,
                     );
                     if let Some(p) = proto {
-                        let rets: Vec<Option<ParamDecl>> =
-                            p.returns.iter().cloned().map(Some).collect();
-                        let params: Vec<Option<ParamDecl>> =
-                            p.params.iter().cloned().map(Some).collect();
                         compare_lists(
                             &mut report.mismatches,
                             (&file.name, p.line, target),
                             "(.callprototype) declares",
-                            &rets,
-                            &params,
+                            &known(&p.returns),
+                            &known(&p.params),
                             def,
                         );
                     }

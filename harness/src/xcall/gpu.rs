@@ -154,15 +154,15 @@ pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseSt
         Err(e) => return CaseStatus::error(format!("no CUDA context: {e}")),
     };
     let sigs = super::all_signatures();
-    let masks: std::collections::BTreeSet<u8> = sigs.iter().map(super::mask).collect();
+    let masks = super::Target::Current.masks();
     let (mut ran, mut failures, mut skipped) = (0usize, Vec::new(), 0usize);
     for m in masks {
-        if m & super::bit(caller) == 0 || m & super::bit(callee) == 0 {
+        if !super::pair_runs(caller, callee, m) {
             skipped += sigs.iter().filter(|s| super::mask(s) == m).count();
             continue;
         }
-        let a = super::batch(tc, caller, Role::Caller, m);
-        let b = super::batch(tc, callee, Role::Callee, m);
+        let a = super::batch(tc, caller, Role::Caller, m, super::Target::Current);
+        let b = super::batch(tc, callee, Role::Callee, m, super::Target::Current);
         let (Some(a), Some(b)) = (a.get(), b.get()) else {
             return CaseStatus::error("batch not computed");
         };

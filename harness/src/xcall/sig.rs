@@ -10,7 +10,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::abi::layout::{layout, size_align, vector_exists, AddressSize};
+use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Field, RecordKind, Scalar, Ty, TypeDef};
 
 /// Signatures whose argument bytes exceed this are trimmed by the generator (kernels keep the
@@ -283,24 +283,15 @@ pub fn ret_const(j: u64) -> u8 {
     (0xC3 ^ j) as u8
 }
 
-/// Integer scalars: every width and signedness of §1.1 (plain `char` too, it mangles apart).
-pub const INTS: &[Scalar] = &[
-    Scalar::Char,
-    Scalar::SChar,
-    Scalar::UChar,
-    Scalar::Short,
-    Scalar::UShort,
-    Scalar::Int,
-    Scalar::UInt,
-    Scalar::Long,
-    Scalar::ULong,
-    Scalar::LongLong,
-    Scalar::ULongLong,
-];
+/// Integer scalars: every width and signedness of §1.1 (plain `char` too, it mangles apart),
+/// in the abi type vocabulary's order.
+pub fn ints() -> impl Iterator<Item = Scalar> {
+    Scalar::ALL.iter().copied().filter(|s| s.is_integer())
+}
 
 /// The scalar-like classes, cycled so each appears as parameter and as return value.
 fn scalar_cycle() -> Vec<Val> {
-    let mut v: Vec<Val> = INTS.iter().map(|s| Val::Scalar(*s)).collect();
+    let mut v: Vec<Val> = ints().map(Val::Scalar).collect();
     v.extend([
         Val::Scalar(Scalar::Pointer),
         Val::Scalar(Scalar::Half),
@@ -322,7 +313,7 @@ fn field(name: &str, s: Scalar) -> Field {
 
 /// Hand-picked aggregates: 3 × char, padded ones, an empty-ish one, and every alignment
 /// 1..128 (the §2.3 note D list).
-fn fixed_agg(k: usize, name: String) -> Agg {
+pub fn fixed_agg(k: usize, name: String) -> Agg {
     use Scalar::*;
     let st = |fields: Vec<Field>| TypeDef {
         name: name.clone(),
@@ -420,24 +411,20 @@ impl Gen {
     }
 
     fn vector(&mut self) -> Val {
-        loop {
-            let pool = [
-                Scalar::Char,
-                Scalar::UChar,
-                Scalar::Short,
-                Scalar::UShort,
-                Scalar::Int,
-                Scalar::UInt,
-                Scalar::LongLong,
-                Scalar::Float,
-                Scalar::Double,
-            ];
-            let s = pool[self.rng.random_range(0..pool.len())];
-            let n = self.rng.random_range(1..=4);
-            if vector_exists(s, n, AddressSize::A64) {
-                return Val::Vector(s, n);
-            }
-        }
+        const POOL: [Scalar; 9] = [
+            Scalar::Char,
+            Scalar::UChar,
+            Scalar::Short,
+            Scalar::UShort,
+            Scalar::Int,
+            Scalar::UInt,
+            Scalar::LongLong,
+            Scalar::Float,
+            Scalar::Double,
+        ];
+        let (s, n) =
+            crate::abi::random::pick_vector(&mut self.rng, |r| POOL[r.random_range(0..POOL.len())]);
+        Val::Vector(s, n)
     }
 
     fn any(&mut self, small: bool) -> Val {
@@ -596,8 +583,7 @@ mod tests {
                 aligns.insert(r.size_align().1);
             }
         }
-        for want in INTS
-            .iter()
+        for want in ints()
             .map(|s| format!("{s:?}"))
             .chain(
                 [

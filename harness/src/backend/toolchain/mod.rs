@@ -429,10 +429,23 @@ impl Toolchain {
         lang: ClangLang,
         args: &[&str],
     ) -> Result<String, ToolError> {
+        self.clang_ptx_for(source, lang, "sm_90", args)
+    }
+
+    /// clang-19 -> PTX for `nvptx64-nvidia-cuda` and GPU `arch` (`sm_50`, ...).
+    pub fn clang_ptx_for(
+        &self,
+        source: &str,
+        lang: ClangLang,
+        arch: &str,
+        args: &[&str],
+    ) -> Result<String, ToolError> {
+        let cuda_arch = format!("--cuda-gpu-arch={arch}");
+        let march = format!("-march={arch}");
         let mut all: Vec<&str> = match lang {
             ClangLang::Cuda => vec![
                 "--cuda-device-only",
-                "--cuda-gpu-arch=sm_90",
+                &cuda_arch,
                 "-nocudainc",
                 "-nocudalib",
                 "-S",
@@ -440,13 +453,7 @@ impl Toolchain {
                 "-",
             ],
             ClangLang::C | ClangLang::LlvmIr => {
-                vec![
-                    "--target=nvptx64-nvidia-cuda",
-                    "-march=sm_90",
-                    "-S",
-                    "-o",
-                    "-",
-                ]
+                vec!["--target=nvptx64-nvidia-cuda", &march, "-S", "-o", "-"]
             }
         };
         all.extend_from_slice(args);

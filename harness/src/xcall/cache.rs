@@ -1,0 +1,218 @@
+//! A disk cache of the suite's batch tool runs (compilations and ptxas), beside the toolchain
+//! cache: `~/.cache/gpucts/xcall-v1/<sha256>.{ok,err}`. The key is the tool's identity (name,
+//! version and path as the toolchain found it), its options and the whole input text, so a
+//! hit is the output that same tool gave that same input (the tools are deterministic); a
+//! different compiler, option or source is a different key. Producer rejections (`Failed`
+//! with the tool's log) are kept too; timeouts and I/O errors are not.
+//!
+//! `GPUCTS_XCALL_CACHE=off` (or `0`) turns it off; `gpucts bench xcall` runs without it, so its
+//! rate stays the compile-and-link rate.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+use crate::backend::toolchain::ToolError;
+
+static DISABLED: AtomicBool = AtomicBool::new(false);
+
+/// Turn the cache off for this process (bench).
+pub fn disable() {
+    DISABLED.store(true, Ordering::Relaxed);
+}
+
+fn dir() -> Option<PathBuf> {
+    if DISABLED.load(Ordering::Relaxed) {
+        return None;
+    }
+    if let Some(v) = std::env::var_os("GPUCTS_XCALL_CACHE") {
+        if v == "off" || v == "0" {
+            return None;
+        }
+    }
+    crate::backend::toolchain::managed::cache_root().map(|r| r.join("xcall-v1"))
+}
+
+/// The phases whose time the suite reports (`GPUCTS_XCALL_TIMES=1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Compile,
+    Ptxas,
+    Check,
+    Link,
+}
+
+const PHASES: [Phase; 4] = [Phase::Compile, Phase::Ptxas, Phase::Check, Phase::Link];
+
+static NANOS: [AtomicU64; 4] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+];
+static RUNS: [AtomicUsize; 4] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
+static HITS: AtomicUsize = AtomicUsize::new(0);
+
+/// Run `f`, charging its wall time to `phase`.
+pub fn timed<T>(phase: Phase, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let out = f();
+    let i = phase as usize;
+    NANOS[i].fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    RUNS[i].fetch_add(1, Ordering::Relaxed);
+    out
+}
+
+/// One line: each phase's runs and thread-seconds, and the cache hits.
+pub fn summary() -> String {
+    let parts: Vec<String> = PHASES
+        .iter()
+        .map(|p| {
+            let i = *p as usize;
+            format!(
+                "{p:?} {} runs {:.1} s",
+                RUNS[i].load(Ordering::Relaxed),
+                NANOS[i].load(Ordering::Relaxed) as f64 / 1e9
+            )
+        })
+        .collect();
+    format!(
+        "xcall phases (thread-seconds): {}; disk cache hits {}",
+        parts.join(", "),
+        HITS.load(Ordering::Relaxed)
+    )
+}
+
+/// The key of a tool run: every part, length-prefixed, hashed.
+pub fn key(parts: &[&[u8]]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    hex::encode(h.finalize())
+}
+
+/// The cached result of the run keyed by `parts`, else run `f` (charged to `phase`) and keep
+/// its output or its tool's rejection.
+pub fn run(
+    parts: &[&[u8]],
+    phase: Phase,
+    f: impl FnOnce() -> Result<Vec<u8>, ToolError>,
+) -> Result<Vec<u8>, ToolError> {
+    run_in(dir(), parts, phase, f)
+}
+
+fn run_in(
+    dir: Option<PathBuf>,
+    parts: &[&[u8]],
+    phase: Phase,
+    f: impl FnOnce() -> Result<Vec<u8>, ToolError>,
+) -> Result<Vec<u8>, ToolError> {
+    let Some(dir) = dir else {
+        return timed(phase, f);
+    };
+    let k = key(parts);
+    let ok = dir.join(format!("{k}.ok"));
+    let err = dir.join(format!("{k}.err"));
+    if let Ok(bytes) = std::fs::read(&ok) {
+        HITS.fetch_add(1, Ordering::Relaxed);
+        return Ok(bytes);
+    }
+    if let Ok(text) = std::fs::read_to_string(&err) {
+        if let Some((tool, log)) = text.split_once('\n') {
+            HITS.fetch_add(1, Ordering::Relaxed);
+            return Err(ToolError::Failed {
+                tool: tool.to_string(),
+                log: log.to_string(),
+            });
+        }
+    }
+    let out = timed(phase, f);
+    // Written to a temporary file and renamed: a concurrent reader sees all or nothing. A
+    // cache that cannot be written only costs the next run the same work.
+    let keep = |path: &std::path::Path, bytes: &[u8]| -> std::io::Result<()> {
+        std::fs::create_dir_all(&dir)?;
+        let mut t = tempfile::NamedTempFile::new_in(&dir)?;
+        t.write_all(bytes)?;
+        t.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    };
+    match &out {
+        Ok(bytes) => drop(keep(&ok, bytes)),
+        Err(ToolError::Failed { tool, log }) => {
+            drop(keep(&err, format!("{tool}\n{log}").as_bytes()))
+        }
+        Err(_) => {}
+    }
+    out
+}
+
+/// [`run`] for a text output.
+pub fn run_text(
+    parts: &[&[u8]],
+    phase: Phase,
+    f: impl FnOnce() -> Result<String, ToolError>,
+) -> Result<String, ToolError> {
+    let bytes = run(parts, phase, || f().map(String::into_bytes))?;
+    String::from_utf8(bytes).map_err(|e| ToolError::Failed {
+        tool: "xcall cache".into(),
+        log: format!("a cached output is not UTF-8: {e}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Keys separate their parts (no concatenation collisions) and a second run is a hit
+    /// that returns the first run's output, rejections included.
+    #[test]
+    fn keys_separate_parts_and_hits_return_the_output() {
+        assert_ne!(key(&[b"ab", b"c"]), key(&[b"a", b"bc"]));
+        assert_eq!(key(&[b"x"]), key(&[b"x"]));
+        let root = tempfile::tempdir().unwrap();
+        let dir = || Some(root.path().join("xcall-v1"));
+        let parts: [&[u8]; 2] = [b"tool 1.0", b"input"];
+        let first = run_in(dir(), &parts, Phase::Compile, || Ok(b"out".to_vec())).unwrap();
+        let second = run_in(dir(), &parts, Phase::Compile, || {
+            panic!("a hit runs nothing")
+        })
+        .unwrap();
+        assert_eq!((first, second), (b"out".to_vec(), b"out".to_vec()));
+        let parts: [&[u8]; 2] = [b"tool 1.0 fails", b"input"];
+        let fail = || {
+            Err(ToolError::Failed {
+                tool: "nvrtc".into(),
+                log: "line 1\nline 2".into(),
+            })
+        };
+        let a = run_in(dir(), &parts, Phase::Ptxas, fail)
+            .unwrap_err()
+            .to_string();
+        let b = run_in(dir(), &parts, Phase::Ptxas, || panic!("a hit runs nothing"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(a, b);
+        assert!(a.contains("line 1\nline 2"), "{a}");
+        // A timeout is not a verdict: not kept.
+        let parts: [&[u8]; 1] = [b"times out"];
+        let to = run_in(dir(), &parts, Phase::Ptxas, || {
+            Err(ToolError::Timeout {
+                tool: "ptxas".into(),
+                after_s: 1.0,
+            })
+        });
+        assert!(to.is_err());
+        let again = run_in(dir(), &parts, Phase::Ptxas, || Ok(b"ran".to_vec())).unwrap();
+        assert_eq!(again, b"ran".to_vec());
+    }
+}
