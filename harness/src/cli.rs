@@ -232,8 +232,8 @@ enum BenchArea {
     Abi,
     Atomics,
     Xcall,
-    /// Pin/unpin latency, BAR bandwidth, RDMA bandwidth/latency (`--count`: repetitions,
-    /// 3..100).
+    /// Pin/unpin latency, BAR bandwidth, RDMA bandwidth/latency (repetitions: `--reps`, else
+    /// `--count`; 3..100).
     Gpudirect,
     /// PTX reader + `abi lint` over ptx-corpus/ (MB/s, files/s) beside ptxas -O0.
     Lint,

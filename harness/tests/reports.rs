@@ -577,3 +577,100 @@ fn report_loads_in_chromium_without_console_errors_and_plots_have_content() {
     );
     assert!(svgs.iter().all(|s| s.contains("<text")), "axes labelled");
 }
+
+/// The bench curves as the browser draws them: a real `gpucts bench lint` curve and, for the
+/// GPU benches that cannot run here, a pin-latency curve of hand-written TEST DATA (not a
+/// measurement). Each must load without console messages and its SVG must hold the curve
+/// (polyline), the min..max bars and axis text.
+#[test]
+fn bench_curves_render_in_chromium_with_content() {
+    let Some(chromium) = find_chromium() else {
+        assert!(
+            std::env::var("GPUCTS_REQUIRE_TOOLS").ok().as_deref() != Some("1"),
+            "required tool missing: chromium (GPUCTS_REQUIRE_TOOLS is set)"
+        );
+        eprintln!("ignored (missing: chromium)");
+        return;
+    };
+    let d = tmp("browser-bench");
+    let lint = d.path().join("lint");
+    let o = gpucts(&[
+        "bench",
+        "lint",
+        "--reps",
+        "2",
+        "--results",
+        lint.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let hand = d.path().join("hand");
+    let p =
+        |x: f64, m: f64| serde_json::json!({"x": x, "min": m - 1.0, "median": m, "max": m + 1.0});
+    write_json(
+        &hand.join("results.json"),
+        &serde_json::json!({
+            "schema_version": 2, "gpucts_version": "0.1.0",
+            "figures": {"bench.gpudirect.pin": [{"kind": "series",
+                "name": "pin latency (TEST DATA, not a measurement)", "x_unit": "bytes",
+                "unit": "µs", "better": "lower",
+                "points": [p(4096.0, 10.0), p(65536.0, 20.0), p(1048576.0, 90.0)]}]},
+            "cases": [{"id": "bench.gpudirect.pin", "area": "bench", "clause": "bench: test data",
+                "status": {"status": "pass", "note": "TEST DATA"}, "verdict": "pass"}]
+        }),
+    );
+    let o = gpucts(&["report", hand.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    // Each page holds one curve of three sizes (lint: 10, 100, 1,000 functions; the test data:
+    // 4 KB, 64 KB, 1 MB).
+    for (page, curves) in [(lint.join("report.html"), 1), (hand.join("report.html"), 1)] {
+        let (console, dom) = chromium_console(&chromium, &page);
+        assert!(
+            console.is_empty(),
+            "{}: console messages: {console:?}",
+            page.display()
+        );
+        let bench = dom
+            .split("<section id=\"bench\">")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{}: no bench section", page.display()))
+            .split("</section>")
+            .next()
+            .unwrap();
+        let svgs: Vec<&str> = bench
+            .split("<div class=\"figure\" data-kind=\"series\"")
+            .skip(1)
+            .filter_map(|f| {
+                f.split_once("<svg")
+                    .map(|(_, s)| s.split("</svg>").next().unwrap_or(""))
+            })
+            .collect();
+        assert_eq!(svgs.len(), curves, "{}", page.display());
+        for s in svgs {
+            // plot.rs draws the curve in #54A24B, 2 px, with a median dot and a min..max bar
+            // (three strokes) per point; the axes are black.
+            let green: Vec<&str> = s
+                .split('<')
+                .filter(|e| e.to_ascii_uppercase().contains("54A24B"))
+                .collect();
+            let curve = green
+                .iter()
+                .find(|e| e.starts_with("polyline"))
+                .expect("curve drawn");
+            let points = curve
+                .split("points=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            assert_eq!(points.split_whitespace().count(), 3, "{curve}");
+            assert_eq!(green.iter().filter(|e| e.starts_with("circle")).count(), 3);
+            assert_eq!(
+                green.iter().filter(|e| e.starts_with("line")).count(),
+                9,
+                "min..max bars"
+            );
+            assert!(s.contains("<text"), "axes labelled");
+        }
+    }
+}
