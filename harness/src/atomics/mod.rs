@@ -168,7 +168,11 @@ impl Check for AtomicsCheck {
             }
             AtomicsCheck::Corpus { expectations } => {
                 if let Err(e) = corpus::case(expectations) {
-                    errors.push(CaseError::new("expectations", expectations.as_str(), e.to_string()));
+                    errors.push(CaseError::new(
+                        "expectations",
+                        expectations.as_str(),
+                        e.to_string(),
+                    ));
                 }
             }
             AtomicsCheck::Litmus { file, outcome } => {
