@@ -261,6 +261,37 @@ mod tests {
     }
 
     #[test]
+    fn series_keeps_only_measured_points() {
+        // 4096: three samples; 65536: none (nothing measured there); 1 MiB: a NaN sample.
+        let f = series(
+            "pin latency",
+            "bytes",
+            "µs",
+            Some(Better::Lower),
+            &[
+                (4096.0, vec![12.0, 10.0, 11.0]),
+                (65536.0, vec![]),
+                (1048576.0, vec![1.0, f64::NAN]),
+            ],
+        );
+        let Figure::Series { points, better, .. } = f else {
+            panic!("a series")
+        };
+        assert_eq!(better, Some(Better::Lower));
+        assert_eq!(
+            points,
+            vec![Point {
+                x: 4096.0,
+                y: Spread {
+                    min: 10.0,
+                    median: 11.0,
+                    max: 12.0
+                }
+            }]
+        );
+    }
+
+    #[test]
     fn figure_json_shape() {
         let f = Figure::Scalar {
             name: "weak rate".into(),

@@ -60,6 +60,15 @@ pub fn histogram(title: &str, bins: &[Bin]) -> Result<String, String> {
     Ok(svg)
 }
 
+/// A whole number (a size, a count) without a decimal point; others as plotters would.
+fn axis_label(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
 /// A curve of medians with min..max error bars; x on a log scale when it spans two decades
 /// (transfer sizes).
 pub fn series(title: &str, x_unit: &str, unit: &str, points: &[Point]) -> Result<String, String> {
@@ -94,6 +103,8 @@ pub fn series(title: &str, x_unit: &str, unit: &str, points: &[Point]) -> Result
         builder
             .caption(title, ("sans-serif", 16))
             .margin(8)
+            // room for the last x label (1048576), centred on the right edge
+            .margin_right(32)
             .x_label_area_size(40)
             .y_label_area_size(70);
         macro_rules! draw {
@@ -101,6 +112,7 @@ pub fn series(title: &str, x_unit: &str, unit: &str, points: &[Point]) -> Result
                 let mut chart = $chart;
                 chart
                     .configure_mesh()
+                    .x_label_formatter(&|x: &f64| axis_label(*x))
                     .x_desc(x_unit)
                     .y_desc(unit)
                     .draw()
