@@ -423,3 +423,45 @@ fn diff_compares_bench_curves_against_their_noise() {
     assert_eq!(j["counts"]["figure_regressed"], 2, "{j}");
     assert_eq!(j["counts"]["figure_changed"], 1, "{j}");
 }
+
+#[test]
+fn older_and_malformed_sets_beside_bench_sets() {
+    let d = tmp("bench-compat");
+    let bench = d.path().join("bench");
+    write_set(&bench, &hand_written(BASE_PIN, BASE_BAR, BASE_RDMA));
+    // Layout 1 (no schema_version, no figures), as gpucts wrote before reports: still read;
+    // against a bench set the different suite sets are findings, not errors.
+    let old = d.path().join("old");
+    write_set(
+        &old,
+        &json!({"gpucts_version": "0.1.0", "cases": [{"id": "abi.a", "area": "abi",
+            "clause": "ptx-interop 13.2 §1.1", "status": {"status": "pass"}, "verdict": "pass"}]}),
+    );
+    let o = gpucts(&["report", old.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let html = std::fs::read_to_string(old.join("report.html")).unwrap();
+    assert!(!html.contains("<section id=\"bench\">"));
+    let o = gpucts(&["diff", old.to_str().unwrap(), bench.to_str().unwrap()]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("suite added       bench: not run -> 3 cases"),
+        "{out}"
+    );
+    assert!(
+        out.contains("suite removed     abi: 1 cases -> not run"),
+        "{out}"
+    );
+    // A figure of a kind no gpucts writes: exit 2 naming the file, line and column.
+    let bad = d.path().join("bad");
+    let mut v = hand_written(BASE_PIN, BASE_BAR, BASE_RDMA);
+    v["figures"]["bench.gpudirect.rdma"][0]["kind"] = json!("curve");
+    write_set(&bad, &v);
+    let o = gpucts(&["diff", bench.to_str().unwrap(), bad.to_str().unwrap()]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad/results.json:") && err.contains("unknown variant `curve`"),
+        "{err}"
+    );
+}
