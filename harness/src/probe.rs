@@ -105,14 +105,23 @@ fn rdma_devices() -> Result<Vec<String>, RdmaError> {
     }
 }
 
+/// Why a capability that needs a GPU is missing: the driver's own reason, which says "no GPU"
+/// itself when that is the cause (no second prefix).
+fn no_gpu(e: &CudaError) -> Missing {
+    let why = e.to_string();
+    if why.starts_with("no GPU") {
+        Missing::new(why)
+    } else {
+        Missing::new(format!("no GPU: {why}"))
+    }
+}
+
 /// nvidia-peermem (gpudirect §1.6): a GPU, an RDMA device and the module loaded.
 fn peermem(
     driver: &Result<cuda::DriverInfo, CudaError>,
     rdma: &Result<Vec<String>, RdmaError>,
 ) -> Result<String, Missing> {
-    driver
-        .as_ref()
-        .map_err(|e| Missing::new(format!("no GPU: {e}")))?;
+    driver.as_ref().map_err(no_gpu)?;
     rdma.as_ref()
         .map_err(|e| Missing::new(format!("no RDMA: {e}")))?;
     if std::path::Path::new("/sys/module/nvidia_peermem").exists() {
@@ -130,9 +139,7 @@ fn dmabuf(
     driver: &Result<cuda::DriverInfo, CudaError>,
     rdma: &Result<Vec<String>, RdmaError>,
 ) -> Result<String, Missing> {
-    driver
-        .as_ref()
-        .map_err(|e| Missing::new(format!("no GPU: {e}")))?;
+    driver.as_ref().map_err(no_gpu)?;
     match rdma {
         Ok(v) if !v.is_empty() => Ok("a GPU and an RDMA device".into()),
         Ok(_) => Err(Missing::new("no RDMA device found")),
@@ -297,5 +304,20 @@ impl Probe {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod no_gpu_tests {
+    use super::*;
+
+    // The reason a GPU-dependent capability is missing names "no GPU" once, whether the
+    // driver's error already says it (an absent libcuda) or not (a failed query).
+    #[test]
+    fn no_gpu_prefix_appears_once() {
+        let absent = no_gpu(&CudaError::NoDevices).to_string();
+        assert_eq!(absent, "no GPU: the driver reports 0 devices");
+        let unloadable = no_gpu(&CudaError::Unloadable("libcuda.so.1: nope".into())).to_string();
+        assert_eq!(unloadable.matches("no GPU").count(), 1, "{unloadable}");
     }
 }

@@ -1420,27 +1420,59 @@ struct ThreadPositions {
 pub fn from_yaml(text: &str) -> Result<LitmusTest, YamlError> {
     let t: LitmusTest = crate::suite::from_yaml(text)
         .map_err(|(line, column, what)| YamlError::Syntax { line, column, what })?;
-    t.validate().map_err(|source| {
-        let pos: Option<Positions> = crate::suite::from_yaml(text).ok();
-        let span = |s: &serde_saphyr::Spanned<serde::de::IgnoredAny>| {
-            (s.referenced.line(), s.referenced.column())
-        };
-        let at = match &source {
-            InvalidTest::Op { thread, op, .. } => pos
-                .as_ref()
-                .and_then(|p| p.threads.get(*thread)?.ops.get(op.checked_sub(1)?))
-                .map(span),
-            InvalidTest::Condition(_) => pos.as_ref().and_then(|p| p.condition.as_ref()).map(span),
-            InvalidTest::Test(_) => None,
-        };
-        let (line, column) = at.unwrap_or((1, 1));
-        YamlError::Invalid {
-            line,
-            column,
-            source,
-        }
-    })?;
+    t.validate()
+        .and_then(|()| listed_locations_only(&t))
+        .map_err(|source| {
+            let pos: Option<Positions> = crate::suite::from_yaml(text).ok();
+            let span = |s: &serde_saphyr::Spanned<serde::de::IgnoredAny>| {
+                (s.referenced.line(), s.referenced.column())
+            };
+            let at = match &source {
+                InvalidTest::Op { thread, op, .. } => pos
+                    .as_ref()
+                    .and_then(|p| p.threads.get(*thread)?.ops.get(op.checked_sub(1)?))
+                    .map(span),
+                InvalidTest::Condition(_) => {
+                    pos.as_ref().and_then(|p| p.condition.as_ref()).map(span)
+                }
+                InvalidTest::Test(_) => None,
+            };
+            let (line, column) = at.unwrap_or((1, 1));
+            YamlError::Invalid {
+                line,
+                column,
+                source,
+            }
+        })?;
     Ok(t)
+}
+
+/// A YAML test that lists its `locations:` lists every one it uses: a misspelt name would
+/// otherwise be a fresh location starting at 0 and silently change the test (an MP whose
+/// flag store goes elsewhere becomes forbidden). A test that lists none keeps the implicit
+/// locations of the Dat3M format, each starting at 0.
+fn listed_locations_only(t: &LitmusTest) -> Result<(), InvalidTest> {
+    if t.locations.is_empty() {
+        return Ok(());
+    }
+    for (thread, th) in t.threads.iter().enumerate() {
+        for (oi, op) in th.ops.iter().enumerate() {
+            let Some(loc) = op.loc() else { continue };
+            if !t.locations.iter().any(|l| l.name == loc) {
+                let listed: Vec<&str> = t.locations.iter().map(|l| l.name.as_str()).collect();
+                return Err(InvalidTest::Op {
+                    thread,
+                    op: oi + 1,
+                    what: format!(
+                        "location `{loc}` is not listed under `locations:` ({}); list it, \
+                         or list none to let every location start at 0",
+                        listed.join(", ")
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes a test as YAML.
@@ -1605,6 +1637,37 @@ mod tests {
         );
         let e = e.to_string();
         assert!(e.starts_with("11:12:") && e.contains("P1:r9"), "{e}");
+    }
+
+    #[test]
+    fn an_unlisted_location_in_a_test_that_lists_its_locations_is_refused() {
+        // P0's second operation (line 7 once `locations:` is line 2) stores to `flgx`,
+        // which the list omits.
+        let listed = MP.replacen(
+            "threads:",
+            "locations: [{name: data}, {name: flag}]\nthreads:",
+            1,
+        );
+        assert!(from_yaml(&listed).is_ok());
+        let e = from_yaml(&listed.replacen("loc: flag", "loc: flgx", 1)).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                YamlError::Invalid {
+                    line: 7,
+                    source: InvalidTest::Op {
+                        thread: 0,
+                        op: 2,
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("`flgx` is not listed"), "{e}");
+        // Without a `locations:` list every location is implicit, as in Dat3M's format.
+        assert!(from_yaml(&MP.replacen("loc: flag", "loc: flgx", 1)).is_ok());
     }
 
     #[test]
