@@ -81,6 +81,12 @@ pub enum Rule {
     Placement,
     /// A non-ASCII byte in a comment or string (ptxas 12.9 refuses the file).
     NonAscii,
+    /// An opcode the PTX ISA does not have, in a function body.
+    UnknownInstruction,
+    /// A register or name used in a body and declared nowhere.
+    Undeclared,
+    /// A `bra` to a label that is not in the function.
+    UndefinedLabel,
     /// ptx-interop 13.2 ch. 3, the system calls: see `abi::lint_syscalls`.
     Syscall(
         super::lint_syscalls::SyscallRule,
@@ -112,6 +118,9 @@ impl Rule {
             Rule::PtxVersion => "ptx-version",
             Rule::Placement => "placement",
             Rule::NonAscii => "non-ascii",
+            Rule::UnknownInstruction => "unknown-instruction",
+            Rule::Undeclared => "undeclared-name",
+            Rule::UndefinedLabel => "undefined-label",
             Rule::Syscall(r, _) => r.id(),
         }
     }
@@ -136,6 +145,11 @@ impl Rule {
             Rule::PtxVersion => "PTX ISA ch. 11 directives, PTX ISA Notes of each",
             Rule::Placement => "PTX ISA ch. 11 directives (where each may appear)",
             Rule::NonAscii => "PTX ISA §4.1 source format (ASCII)",
+            Rule::UnknownInstruction => "PTX ISA §9.7 instructions",
+            Rule::Undeclared => {
+                "PTX ISA §5.4 variables (declared before use), ch. 10 special registers"
+            }
+            Rule::UndefinedLabel => "PTX ISA §9.7.12 bra (a label in the current function)",
             Rule::Syscall(_, call) => call.clause(),
         }
     }
@@ -383,6 +397,9 @@ fn note(n: &ModuleNote, file: &str) -> Violation {
         NoteKind::NonAscii { .. } => Rule::NonAscii,
         NoteKind::NeedsVersion { .. } => Rule::PtxVersion,
         NoteKind::Placement { .. } => Rule::Placement,
+        NoteKind::UnknownInstruction { .. } => Rule::UnknownInstruction,
+        NoteKind::Undeclared { .. } => Rule::Undeclared,
+        NoteKind::UndefinedLabel { .. } => Rule::UndefinedLabel,
     };
     Violation {
         file: file.to_string(),
