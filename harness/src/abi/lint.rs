@@ -220,9 +220,13 @@ pub struct LintReport {
 /// [`lint_source`] with the count of functions checked.
 pub fn lint_source_counted(src: &str, file: &str) -> Result<LintReport, PtxError> {
     let module = PtxModule::read(src)?;
-    let mut v = lint(&module, file);
+    Ok(lint_module(&module, src, file))
+}
+
+fn lint_module(module: &PtxModule, src: &str, file: &str) -> LintReport {
+    let mut v = lint(module, file);
     // ch. 3: system-call prototypes and call sites.
-    v.extend(super::lint_syscalls::lint(&module, src, file));
+    v.extend(super::lint_syscalls::lint(module, src, file));
     v.sort_by_key(|x| x.line);
     if module.address_size.is_none() {
         // No default is assumed silently: a finding that depends on the pointer width says
@@ -238,10 +242,10 @@ pub fn lint_source_counted(src: &str, file: &str) -> Result<LintReport, PtxError
     let mut names: Vec<&str> = module.functions.iter().map(|f| f.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    Ok(LintReport {
+    LintReport {
         violations: v,
         functions: names.len(),
-    })
+    }
 }
 
 /// Read and lint one file. `Err` is the one-line reason it cannot be judged, as
@@ -251,9 +255,14 @@ pub fn lint_path(path: &std::path::Path) -> Result<Vec<Violation>, String> {
 }
 
 /// [`lint_path`] with the count of functions checked. The size is checked before reading, and
-/// only regular files are read (a FIFO or `/dev/zero` would never end). Bytes that are not
-/// UTF-8 read as U+FFFD, so the reader reports them as non-ASCII at their line and column.
+/// only regular files are read (a FIFO or `/dev/zero` would never end). A byte that is not
+/// UTF-8 is reported with its own value at its line and column.
 pub fn lint_file(path: &std::path::Path) -> Result<LintReport, String> {
+    lint_file_within(path, MAX_PTX_BYTES)
+}
+
+/// [`lint_file`] with another size limit (`gpucts abi lint --max-ptx-bytes`, issue 10).
+pub fn lint_file_within(path: &std::path::Path, max_bytes: u64) -> Result<LintReport, String> {
     let file = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
     if !meta.is_file() {
@@ -261,15 +270,18 @@ pub fn lint_file(path: &std::path::Path) -> Result<LintReport, String> {
             "{file}: cannot read: not a regular file; give a .ptx file"
         ));
     }
-    if meta.len() > MAX_PTX_BYTES {
+    if meta.len() > max_bytes {
         return Err(format!(
-            "{file}: {} bytes is over the limit of {MAX_PTX_BYTES} bytes for one PTX file",
-            meta.len()
+            "{file}: {}",
+            crate::ptx::module::too_large(meta.len(), max_bytes)
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+    let module = PtxModule::read_bytes(&bytes, max_bytes).map_err(|e| e.at(&file))?;
+    // The system-call checks read the text; a file that is not UTF-8 has been refused or its
+    // bad bytes are in comments, where the lossy text has the same statements.
     let src = String::from_utf8_lossy(&bytes);
-    lint_source_counted(&src, &file).map_err(|e| e.at(&file))
+    Ok(lint_module(&module, &src, &file))
 }
 
 /// Exit status of `gpucts abi lint` for one file: 0 conforms, 1 violations, 2 cannot read.
