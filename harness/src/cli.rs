@@ -174,6 +174,9 @@ enum AbiCmd {
     Lint {
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Largest PTX file read, in bytes (default 268435456, 256 MiB).
+        #[arg(long, value_name = "N")]
+        max_ptx_bytes: Option<u64>,
     },
 }
 
@@ -464,11 +467,15 @@ fn abi(action: AbiCmd) -> i32 {
                 EXIT_USAGE
             }
         },
-        AbiCmd::Lint { files } => {
+        AbiCmd::Lint {
+            files,
+            max_ptx_bytes,
+        } => {
+            let max = max_ptx_bytes.unwrap_or(crate::ptx::module::MAX_PTX_BYTES);
             let mut code = EXIT_OK;
             let (mut functions, mut findings) = (0usize, 0usize);
             for f in &files {
-                match crate::abi::lint::lint_file(f) {
+                match crate::abi::lint::lint_file_within(f, max) {
                     Ok(r) => {
                         for v in &r.violations {
                             println!("{v}");

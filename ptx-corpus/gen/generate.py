@@ -54,13 +54,13 @@ def ptxas_verdict(path):
         r = run(cmd)
     except subprocess.TimeoutExpired:
         return "timeout", ""
-    msg = " ".join(l.strip() for l in r.stderr.splitlines() if "error" in l or "fatal" in l)[:300]
+    msg = " ".join(l.strip() for l in r.stderr.splitlines() if "error" in l or "fatal" in l)
     if "is not defined for option 'gpu-name'" in msg and arch != "sm_52":
         # ptxas 12.9 has dropped the .target (sm_30 of GCC 12): judge the text for sm_52.
         cmd[1] = "-arch=sm_52"
         r = run(cmd)
         msg = f"(.target {arch} unknown to ptxas 12.9; assembled with -arch=sm_52) " + " ".join(
-            l.strip() for l in r.stderr.splitlines() if "error" in l or "fatal" in l)[:300]
+            l.strip() for l in r.stderr.splitlines() if "error" in l or "fatal" in l)
     msg = msg.replace(path, os.path.basename(path))
     if r.returncode == 0:
         return "accepts", msg
@@ -73,7 +73,7 @@ def ptxas_verdict(path):
 
 def reason(verdict, msg):
     """Why ptxas refused: syntax (the text is not PTX), version (a feature newer than the
-    module's .version), semantic (well-formed PTX that does not assemble), internal (a ptxas
+    module's .version), name (an opcode or symbol it does not know), semantic (well-formed PTX that does not assemble), internal (a ptxas
     internal error)."""
     if verdict != "rejects":
         return "-"
@@ -81,6 +81,10 @@ def reason(verdict, msg):
         return "internal"
     if "requires PTX ISA" in msg:
         return "version"
+    if "Not a name of any known instruction" in msg or "Unknown symbol" in msg:
+        # An opcode or a symbol ptxas does not know (after parsing): the text is not PTX it
+        # can read either.
+        return "name"
     syntax = ["Parsing error", "Missing .version", "Missing .target", "non-ASCII",
               "unexpected EOF", "syntax error"]
     if any(s in msg for s in syntax) or msg.startswith("ptxas fatal   : Unexpected"):
@@ -104,7 +108,8 @@ def manifest(path, producer, version, command):
         f.write(f"file: {rel}\nproducer: {producer}\nversion: {version}\n")
         f.write(f"command: {command}\n")
         f.write(f"ptxas: {verdict}\nptxas_reason: {reason(verdict, msg)}\n")
-        f.write(f"ptxas_version: 12.9.86\nptxas_message: {msg}\n")
+        # The reason is judged on the whole message; the manifest keeps its first 300 bytes.
+        f.write(f"ptxas_version: 12.9.86\nptxas_message: {msg[:300]}\n")
     print(f"{name:40} {producer:8} {verdict}", file=sys.stderr)
 
 

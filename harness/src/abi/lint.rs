@@ -81,6 +81,12 @@ pub enum Rule {
     Placement,
     /// A non-ASCII byte in a comment or string (ptxas 12.9 refuses the file).
     NonAscii,
+    /// An opcode the PTX ISA does not have, in a function body.
+    UnknownInstruction,
+    /// A register or name used in a body and declared nowhere.
+    Undeclared,
+    /// A `bra` to a label that is not in the function.
+    UndefinedLabel,
     /// ptx-interop 13.2 ch. 3, the system calls: see `abi::lint_syscalls`.
     Syscall(
         super::lint_syscalls::SyscallRule,
@@ -112,6 +118,9 @@ impl Rule {
             Rule::PtxVersion => "ptx-version",
             Rule::Placement => "placement",
             Rule::NonAscii => "non-ascii",
+            Rule::UnknownInstruction => "unknown-instruction",
+            Rule::Undeclared => "undeclared-name",
+            Rule::UndefinedLabel => "undefined-label",
             Rule::Syscall(r, _) => r.id(),
         }
     }
@@ -136,6 +145,11 @@ impl Rule {
             Rule::PtxVersion => "PTX ISA ch. 11 directives, PTX ISA Notes of each",
             Rule::Placement => "PTX ISA ch. 11 directives (where each may appear)",
             Rule::NonAscii => "PTX ISA §4.1 source format (ASCII)",
+            Rule::UnknownInstruction => "PTX ISA §9.7 instructions",
+            Rule::Undeclared => {
+                "PTX ISA §5.4 variables (declared before use), ch. 10 special registers"
+            }
+            Rule::UndefinedLabel => "PTX ISA §9.7.12 bra (a label in the current function)",
             Rule::Syscall(_, call) => call.clause(),
         }
     }
@@ -206,9 +220,13 @@ pub struct LintReport {
 /// [`lint_source`] with the count of functions checked.
 pub fn lint_source_counted(src: &str, file: &str) -> Result<LintReport, PtxError> {
     let module = PtxModule::read(src)?;
-    let mut v = lint(&module, file);
+    Ok(lint_module(&module, src, file))
+}
+
+fn lint_module(module: &PtxModule, src: &str, file: &str) -> LintReport {
+    let mut v = lint(module, file);
     // ch. 3: system-call prototypes and call sites.
-    v.extend(super::lint_syscalls::lint(&module, src, file));
+    v.extend(super::lint_syscalls::lint(module, src, file));
     v.sort_by_key(|x| x.line);
     if module.address_size.is_none() {
         // No default is assumed silently: a finding that depends on the pointer width says
@@ -224,10 +242,10 @@ pub fn lint_source_counted(src: &str, file: &str) -> Result<LintReport, PtxError
     let mut names: Vec<&str> = module.functions.iter().map(|f| f.name.as_str()).collect();
     names.sort_unstable();
     names.dedup();
-    Ok(LintReport {
+    LintReport {
         violations: v,
         functions: names.len(),
-    })
+    }
 }
 
 /// Read and lint one file. `Err` is the one-line reason it cannot be judged, as
@@ -237,9 +255,14 @@ pub fn lint_path(path: &std::path::Path) -> Result<Vec<Violation>, String> {
 }
 
 /// [`lint_path`] with the count of functions checked. The size is checked before reading, and
-/// only regular files are read (a FIFO or `/dev/zero` would never end). Bytes that are not
-/// UTF-8 read as U+FFFD, so the reader reports them as non-ASCII at their line and column.
+/// only regular files are read (a FIFO or `/dev/zero` would never end). A byte that is not
+/// UTF-8 is reported with its own value at its line and column.
 pub fn lint_file(path: &std::path::Path) -> Result<LintReport, String> {
+    lint_file_within(path, MAX_PTX_BYTES)
+}
+
+/// [`lint_file`] with another size limit (`gpucts abi lint --max-ptx-bytes`, issue 10).
+pub fn lint_file_within(path: &std::path::Path, max_bytes: u64) -> Result<LintReport, String> {
     let file = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
     if !meta.is_file() {
@@ -247,15 +270,18 @@ pub fn lint_file(path: &std::path::Path) -> Result<LintReport, String> {
             "{file}: cannot read: not a regular file; give a .ptx file"
         ));
     }
-    if meta.len() > MAX_PTX_BYTES {
+    if meta.len() > max_bytes {
         return Err(format!(
-            "{file}: {} bytes is over the limit of {MAX_PTX_BYTES} bytes for one PTX file",
-            meta.len()
+            "{file}: {}",
+            crate::ptx::module::too_large(meta.len(), max_bytes)
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+    let module = PtxModule::read_bytes(&bytes, max_bytes).map_err(|e| e.at(&file))?;
+    // The system-call checks read the text; a file that is not UTF-8 has been refused or its
+    // bad bytes are in comments, where the lossy text has the same statements.
     let src = String::from_utf8_lossy(&bytes);
-    lint_source_counted(&src, &file).map_err(|e| e.at(&file))
+    Ok(lint_module(&module, &src, &file))
 }
 
 /// Exit status of `gpucts abi lint` for one file: 0 conforms, 1 violations, 2 cannot read.
@@ -383,6 +409,9 @@ fn note(n: &ModuleNote, file: &str) -> Violation {
         NoteKind::NonAscii { .. } => Rule::NonAscii,
         NoteKind::NeedsVersion { .. } => Rule::PtxVersion,
         NoteKind::Placement { .. } => Rule::Placement,
+        NoteKind::UnknownInstruction { .. } => Rule::UnknownInstruction,
+        NoteKind::Undeclared { .. } => Rule::Undeclared,
+        NoteKind::UndefinedLabel { .. } => Rule::UndefinedLabel,
     };
     Violation {
         file: file.to_string(),

@@ -6,8 +6,8 @@
 //! What ptxas's verdict implies for the reader:
 //! - ptxas accepts (or cannot judge: 32-bit PTX, an ISA newer than it, an internal error):
 //!   the file is read — exit 0 or 1, never 2;
-//! - ptxas rejects it as not PTX (syntax) or for a feature newer than its `.version`: the
-//!   lint does not pass it — exit 1 or 2, never 0;
+//! - ptxas rejects it as not PTX (syntax), for a feature newer than its `.version`, or for an
+//!   opcode or symbol it does not know (name): the lint does not pass it — exit 1 or 2, never 0;
 //! - ptxas rejects well-formed PTX that does not assemble (semantic): no constraint beyond
 //!   the suite's own expectation.
 //!
@@ -71,6 +71,10 @@ pub fn allowed_exits(m: &Manifest) -> (&'static [i32], &'static str) {
         ("rejects", "syntax") | ("rejects", "version") => {
             (&[1, 2], "ptxas rejects the text: the lint must not pass it")
         }
+        ("rejects", "name") => (
+            &[1, 2],
+            "ptxas knows no such opcode or symbol: the lint must not pass it",
+        ),
         ("rejects", "semantic") => (&[0, 1, 2], "ptxas rejects well-formed PTX"),
         _ => (&[0, 1], "ptxas reads the file: the reader must read it"),
     }
@@ -297,6 +301,7 @@ mod tests {
         assert_eq!(allowed_exits(&m("rejects", "internal")).0, &[0, 1]);
         assert_eq!(allowed_exits(&m("rejects", "syntax")).0, &[1, 2]);
         assert_eq!(allowed_exits(&m("rejects", "version")).0, &[1, 2]);
+        assert_eq!(allowed_exits(&m("rejects", "name")).0, &[1, 2]);
         assert_eq!(allowed_exits(&m("rejects", "semantic")).0, &[0, 1, 2]);
     }
 

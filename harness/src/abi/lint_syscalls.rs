@@ -1184,7 +1184,7 @@ mod tests {
     fn m64(decls: &str, body: &str) -> String {
         format!(
             ".version 8.0\n.target sm_90\n.address_size 64\n{decls}\n\
-             .global .align 1 .b8 fmt[3] = {{103, 112, 0}};\n.visible .entry k()\n{{\n\
+             .global .align 1 .b8 fmt[3] = {{103, 112, 0}};\n.visible .entry k()\n{{ .reg .b64 %rd<3>; .reg .b32 %r<2>;\n\
              mov.u64 %rd1, fmt;\ncvta.global.u64 %rd2, %rd1;\n{body}\nret;\n}}\n"
         )
     }
@@ -1204,7 +1204,7 @@ mod tests {
             let decls: Vec<String> = Syscall::ALL.iter().map(|s| s.prototype(addr)).collect();
             let src = format!(
                 ".version 8.0\n.target sm_50\n.address_size {addr}\n{}\n\
-                 .global .align 1 .b8 fmt[3] = {{103, 112, 0}};\n.visible .entry k()\n{{\n\
+                 .global .align 1 .b8 fmt[3] = {{103, 112, 0}};\n.visible .entry k()\n{{ .reg .{cv} {r}, {r}0;\n\
                  mov.{cv} {r}0, fmt;\ncvta.global.{cv} {r}, {r}0;\n\
                  {{ .param .{w} a; st.param.{w} [a], {r}; .param .{w} b; st.param.{w} [b], {r}; .param .s32 s; call.uni (s), vprintf, (a, b); }}\n\
                  {{ .param .{w} a; st.param.{w} [a], 16; .param .{w} p; call.uni (p), malloc, (a); }}\n\
@@ -1224,7 +1224,7 @@ mod tests {
     fn chapter_example_32_bit() {
         let src = ".version 8.0\n.target sm_50\n.address_size 32\n\
             .extern .func (.param .s32 status) vprintf (.param .b32 format, .param .b32 valist);\n\
-            .global .align 1 .b8 _fmt[3];\n.entry k()\n{\n.local .align 4 .b8 _valist_array[8];\n\
+            .global .align 1 .b8 _fmt[3];\n.entry k()\n{ .reg .b32 %r<4>;\n.local .align 4 .b8 _valist_array[8];\n\
             .param .b32 param0;\n.param .b32 param1;\n.param .s32 st;\n\
             cvta.global.b32 %r2, _fmt;\nst.param.b32 [param0], %r2;\ncvta.local.b32 %r3, _valist_array;\n\
             st.param.b32 [param1], %r3;\ncall.uni (st), vprintf, (param0, param1);\nret;\n}\n";
@@ -1351,7 +1351,7 @@ mod tests {
         assert_eq!(found(&m64(&decl, &back)), vec![("syscall-non-generic", 17)]);
         // .const strings and __assertfail's file and function.
         let src = format!(
-            ".version 8.0\n.target sm_90\n.address_size 64\n{}\n.const .align 1 .b8 msg[2];\n.entry k()\n{{\n\
+            ".version 8.0\n.target sm_90\n.address_size 64\n{}\n.const .align 1 .b8 msg[2];\n.entry k()\n{{ .reg .b64 %rd<3>;\n\
              mov.u64 %rd1, msg;\ncvta.const.u64 %rd2, %rd1;\n\
              .param .b64 a;\nst.param.b64 [a], %rd2;\n.param .b64 b;\nst.param.b64 [b], %rd1;\n.param .b32 c;\nst.param.b32 [c], 3;\n\
              .param .b64 d;\nst.param.b64 [d], %rd1;\n.param .b64 e;\nst.param.b64 [e], 1;\ncall.uni __assertfail, (a, b, c, d, e);\nret;\n}}\n",

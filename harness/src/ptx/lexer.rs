@@ -141,6 +141,9 @@ fn run(src: &str, strict: bool) -> Result<Lexed<'_>, LexError> {
 #[derive(Debug, Clone)]
 pub struct Lexer<'a> {
     src: &'a str,
+    /// The bytes the checks read: `src`'s, or the file's own bytes when they are not UTF-8
+    /// (see [`Lexer::with_raw`]).
+    raw: &'a [u8],
     i: usize,
     line: u32,
     /// Byte index where the current line starts, for columns.
@@ -156,6 +159,7 @@ impl<'a> Lexer<'a> {
     pub fn new(src: &'a str, strict: bool) -> Lexer<'a> {
         Lexer {
             src,
+            raw: src.as_bytes(),
             i: 0,
             line: 1,
             line_start: 0,
@@ -163,6 +167,17 @@ impl<'a> Lexer<'a> {
             started: false,
             non_ascii: Vec::new(),
         }
+    }
+
+    /// A lexer over `src` whose checks read `raw`, the file's bytes, where `src` is them with
+    /// each byte that is not UTF-8 replaced by one ASCII SUB (0x1A) ([`ascii_substitute`]):
+    /// offsets and columns agree, and a refused byte is reported with its own value.
+    pub fn with_raw(src: &'a str, raw: &'a [u8], strict: bool) -> Lexer<'a> {
+        let mut l = Lexer::new(src, strict);
+        if raw.len() == src.len() {
+            l.raw = raw;
+        }
+        l
     }
 
     /// Line and column of the next unread byte (the end of the input once exhausted).
@@ -182,7 +197,7 @@ impl<'a> Lexer<'a> {
     /// The next token, `None` at the end of the input.
     pub fn next_token(&mut self) -> Result<Option<Token<'a>>, LexError> {
         let src = self.src;
-        let b = src.as_bytes();
+        let b = self.raw;
         let strict = self.strict;
         if !self.started {
             self.started = true;
@@ -327,7 +342,10 @@ impl<'a> Lexer<'a> {
                         }
                     }
                     // One character, UTF-8 aware so slicing never splits a code point.
-                    let len = src[i..].chars().next().map_or(1, char::len_utf8);
+                    let len = src
+                        .get(i..)
+                        .and_then(|s| s.chars().next())
+                        .map_or(1, char::len_utf8);
                     return Ok(Some(self.token(TokenKind::Punct, i, i + len)));
                 }
             }
@@ -344,6 +362,21 @@ impl<'a> Lexer<'a> {
             col: self.col(start),
         }
     }
+}
+
+/// `bytes` as text the lexer reads with [`Lexer::with_raw`]: UTF-8 as it is, each byte of an
+/// invalid sequence replaced by ASCII SUB (0x1A), so that the text has the bytes' length.
+/// `None` when `bytes` is UTF-8 already.
+pub fn ascii_substitute(bytes: &[u8]) -> Option<String> {
+    if std::str::from_utf8(bytes).is_ok() {
+        return None;
+    }
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        out.extend(std::iter::repeat_n('\u{1a}', chunk.invalid().len()));
+    }
+    Some(out)
 }
 
 fn fail(line: u32, col: u32, kind: LexErrorKind) -> LexError {

@@ -195,7 +195,7 @@ pub const PROBES: &[Probe] = &[
     probe!("vprintf_call_b32_format", Vprintf, Some(".extern .func (.param .s32 status) vprintf (.param .b64 format, .param .b64 valist);"), &[".b32", ".b64"], &[".s32"], false, false, "Type of argument does not match formal parameter", &["syscall-call-width"]),
     probe!("vprintf_call_one_arg", Vprintf, Some(".extern .func (.param .s32 status) vprintf (.param .b64 format, .param .b64 valist);"), &[".b64"], &[".s32"], false, false, "Call has wrong number of parameters", &["syscall-call-count"]),
     probe!("vprintf_call_no_status", Vprintf, Some(".extern .func (.param .s32 status) vprintf (.param .b64 format, .param .b64 valist);"), V_ARGS, &[], false, false, "Call has wrong number of parameters", &["syscall-call-count"]),
-    probe!("vprintf_undeclared", Vprintf, None, V_ARGS, &[".s32"], false, false, "requires call prototype", &[]),
+    probe!("vprintf_undeclared", Vprintf, None, V_ARGS, &[".s32"], false, false, "requires call prototype", &["undeclared-name"]),
     probe!("malloc_guide", Malloc, Some(".extern .func (.param .b64 ptr) malloc (.param .b64 size);"), &[".b64"], &[".b64"], false, true, "", &[]),
     probe!("malloc_size_b32", Malloc, Some(".extern .func (.param .b64 ptr) malloc (.param .b32 size);"), &[".b32"], &[".b64"], false, true, "", DECL_WIDTH_CALL_WIDTH),
     probe!("malloc_ptr_b32", Malloc, Some(".extern .func (.param .b32 ptr) malloc (.param .b64 size);"), &[".b64"], &[".b32"], false, true, "", DECL_WIDTH_CALL_WIDTH),
