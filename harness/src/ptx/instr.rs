@@ -302,6 +302,22 @@ impl Cursor<'_, '_, '_> {
             TokenKind::Ident => {
                 self.names.push(self.i);
                 self.i += 1;
+                // PTX ISA §6.4.2 (arrays as operands): an array element by index, `a[0]`,
+                // `a[%r1]`, `a[%r1+4]`; each index is a bracketed expression.
+                let mut indices = 0usize;
+                while self.punct('[') {
+                    indices += 1;
+                    if depth + indices > MAX_NESTING {
+                        return Err(self.err(&format!("at most {MAX_NESTING} nested brackets")));
+                    }
+                    self.i += 1;
+                    self.expr(depth + indices)?;
+                    if self.punct(']') {
+                        self.i += 1;
+                    } else {
+                        return Err(self.err("`]` closing the array index"));
+                    }
+                }
                 Ok(())
             }
             TokenKind::Number => {
@@ -1177,6 +1193,28 @@ mod tests {
             .mem_op()
             .unwrap();
         assert_eq!(m.space, Some(Space::SharedCluster));
+    }
+
+    #[test]
+    fn array_elements_are_operands() {
+        // PTX ISA §6.4.2's own forms (`ld.global.u32 s, a[0];`, `mov.u32 s, a[1];`) and a
+        // register index; ptxas 12.9 assembles `ld.const.b16 t, c[0]` and `mov.u64 a, c[1]`.
+        for text in [
+            "ld.global.u32 s, a[0]",
+            "mov.u32 s, a[1]",
+            "ld.const.b16 temp1, constparams[0]",
+            "ld.shared.f32 %f1, tile[%r1]",
+            "ld.shared.f32 %f1, tile[%r1+4]",
+        ] {
+            let i = parse_instruction(text, 1).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(i.operands.len(), 2, "{text}: {:?}", i.operands);
+        }
+        let e = parse_instruction("mov.u32 s, a[1", 4).unwrap_err();
+        assert_eq!(e.line, 4);
+        assert!(e.to_string().contains("`]` closing the array index"), "{e}");
+        // Deep index chains are refused, never a stack overflow.
+        let deep = format!("mov.u32 s, a{}", "[a".repeat(10_000));
+        assert!(parse_instruction(&deep, 1).is_err());
     }
 
     #[test]
