@@ -98,6 +98,21 @@ fn classes() -> Vec<Bad> {
             at: "seed: 99999",
         },
         Bad {
+            area: "xcall",
+            good: XCALL_GOOD,
+            // The hand-written corpus has only its own signatures (seeds 1000..1013).
+            entry: "corpus\n    clause: c\n    check:\n      pair: {caller: corpus, callee: nvrtc, seed: 7}\n",
+            names: "hand-written corpus",
+            at: "seed: 7",
+        },
+        Bad {
+            area: "xcall",
+            good: XCALL_GOOD,
+            entry: "oldest\n    clause: c\n    check:\n      oldest: {caller: clang, callee: llvm, seed: 5000}\n",
+            names: "5000",
+            at: "seed: 5000",
+        },
+        Bad {
             area: "syscalls",
             good: SYSCALLS_GOOD,
             entry: "probe\n    clause: c\n    check:\n      probe: {tool: ptxas, probe: vprintf_nonsense}\n",
@@ -271,7 +286,7 @@ fn every_class_a_run_would_refuse_is_a_validate_error_at_its_position() {
         assert_eq!(o.status.code(), Some(0), "{good_text}\n{}", text(&o).1);
         classes_seen += 1;
     }
-    assert_eq!(classes_seen, 27);
+    assert_eq!(classes_seen, 29);
 }
 
 #[test]
@@ -310,4 +325,13 @@ fn a_run_with_one_bad_case_refuses_before_anything_runs() {
     assert_eq!(err.lines().count(), 1, "{err}");
     let (line, col) = pos_of(t, "p: [", "nope");
     assert!(err.contains(&format!(":{line}:{col}: ")), "{err}");
+}
+
+/// The suites the project ships validate (a check's own rules and the suite files written
+/// by other changes must agree: a corpus pair's seeds are the corpus's, not 0..240).
+#[test]
+fn the_shipped_suites_validate() {
+    let o = gpucts(&["validate"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
 }

@@ -200,18 +200,46 @@ impl Check for XcallCheck {
         matches!(self, XcallCheck::Gpu { .. })
     }
 
-    /// A seed outside the suite's signatures is refused before the run (issue 10).
+    /// A seed outside the suite's signatures is refused before the run (issue 10): the
+    /// generated ones (0..SIGNATURES) or the hand-written corpus's, which are the only ones a
+    /// pair with the corpus on one side can take.
     fn validate(
         &self,
         _ctx: &crate::area::ValidateContext,
     ) -> Result<(), Vec<crate::area::CaseError>> {
+        let corpus_seeds = corpus::FIRST_SEED..corpus::FIRST_SEED + corpus::COUNT;
+        let refuse = |seed: u64, allowed: String| {
+            Err(vec![crate::area::CaseError::new(
+                "seed",
+                seed.to_string(),
+                format!("seed {seed} is outside the suite's signatures; `seed:` is in {allowed}"),
+            )])
+        };
         match self {
-            XcallCheck::Pair { seed, .. } | XcallCheck::Mangle { seed } if *seed >= SIGNATURES => {
-                Err(vec![crate::area::CaseError::new(
-                    "seed",
-                    seed.to_string(),
-                    format!("seed {seed} is outside the suite's signatures; `seed:` is in 0..{SIGNATURES}"),
-                )])
+            XcallCheck::Pair {
+                caller,
+                callee,
+                seed,
+            }
+            | XcallCheck::Oldest {
+                caller,
+                callee,
+                seed,
+            } => {
+                if *caller == Producer::Corpus || *callee == Producer::Corpus {
+                    if !corpus::is_corpus(*seed) {
+                        return refuse(
+                            *seed,
+                            format!("{corpus_seeds:?} (the hand-written corpus's signatures)"),
+                        );
+                    }
+                } else if *seed >= SIGNATURES && !corpus::is_corpus(*seed) {
+                    return refuse(*seed, format!("0..{SIGNATURES} or {corpus_seeds:?}"));
+                }
+                Ok(())
+            }
+            XcallCheck::Mangle { seed } if *seed >= SIGNATURES => {
+                refuse(*seed, format!("0..{SIGNATURES}"))
             }
             _ => Ok(()),
         }
