@@ -122,7 +122,7 @@ mod tests {
     // Every batch the suite launches (seeds 0..2000) compiles with NVRTC and assembles for
     // sm_90. Slow (20 compilations); run with `--ignored`.
     #[test]
-    #[ignore]
+    #[ignore = "slow: 20 NVRTC compilations and ptxas runs; run with --ignored"]
     fn every_suite_batch_assembles_with_ptxas() {
         let tc = Toolchain::discover_system();
         crate::require!(
