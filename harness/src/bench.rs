@@ -41,7 +41,7 @@ fn elapsed(t0: Instant) -> f64 {
 /// `ABI oracles`: for each oracle, random types verified per second against the types per
 /// compilation (1, 10, 100, capped at `count`); each repetition compiles fresh types.
 pub fn abi(tc: &Toolchain, caps: &Capabilities, o: Options) -> Vec<BenchBlock> {
-    use crate::abi::oracle::{check_batch, Agreement, Oracle, BATCH};
+    use crate::abi::oracle::{check_batch, Oracle, BATCH};
     let top = o.count.clamp(1, BATCH);
     let mut sizes: Vec<usize> = [1, 10, 100].into_iter().filter(|&n| n < top).collect();
     sizes.push(top);
@@ -72,13 +72,9 @@ pub fn abi(tc: &Toolchain, caps: &Capabilities, o: Options) -> Vec<BenchBlock> {
                 match check_batch(oracle, tc, &types) {
                     Ok(rs) => {
                         rates.push(n as f64 / elapsed(t));
-                        for r in rs {
-                            if r.verdict == Agreement::Agree {
-                                agreed += 1;
-                            } else {
-                                other += 1;
-                            }
-                        }
+                        let (a, o) = crate::abi::oracle::tally(&rs);
+                        agreed += a;
+                        other += o;
                     }
                     Err(e) => {
                         failed = Some(e.to_string());

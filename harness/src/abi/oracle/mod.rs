@@ -121,6 +121,15 @@ pub fn check_all(
     Ok(out)
 }
 
+/// How many results agree, and how many do not (a mismatch or an error): the benches' count.
+pub fn tally(results: &[TypeResult]) -> (usize, usize) {
+    let agreed = results
+        .iter()
+        .filter(|r| r.verdict == Agreement::Agree)
+        .count();
+    (agreed, results.len() - agreed)
+}
+
 /// Random types verified per second by each available oracle, as a short report.
 pub fn bench(tc: &Toolchain, count: usize) -> String {
     let types = super::random::random_batch(1_000_000, count);
@@ -133,13 +142,9 @@ pub fn bench(tc: &Toolchain, count: usize) -> String {
         for chunk in types.chunks(BATCH) {
             match check_batch(*o, tc, chunk) {
                 Ok(rs) => {
-                    for r in rs {
-                        if r.verdict == Agreement::Agree {
-                            agreed += 1;
-                        } else {
-                            other += 1;
-                        }
-                    }
+                    let (a, o) = tally(&rs);
+                    agreed += a;
+                    other += o;
                 }
                 Err(e) => {
                     skipped = Some(e.to_string());
