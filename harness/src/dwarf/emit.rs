@@ -380,14 +380,16 @@ fn layout_error(e: impl std::fmt::Display) -> EmitError {
     EmitError::Layout(e.to_string())
 }
 
-/// The DWARF of a batch of programs, as PTX `.section` directives.
-pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, EmitError> {
+/// The compile unit of a batch written as `file`: DWARF 2, 32-bit, 8-byte addresses (what
+/// ptxas reads, ptx-interop 13.2 §5.1), a line program naming `file`, and the unit's producer,
+/// language, name, directory and line-table attributes. Returns the unit and `file`'s index.
+fn compile_unit(file: &str) -> (DwarfUnit, gimli::write::FileId) {
     let enc = gimli::Encoding {
         format: gimli::Format::Dwarf32,
         version: 2,
         address_size: 8,
     };
-    let lp = LineProgram::new(
+    let mut lp = LineProgram::new(
         enc,
         gimli::LineEncoding::default(),
         LineString::String(b"/gpucts".to_vec()),
@@ -395,33 +397,36 @@ pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, EmitError> {
         LineString::String(file.as_bytes().to_vec()),
         None,
     );
-    let mut lp = lp;
     let dir = lp.default_directory();
     let file_id = lp.add_file(LineString::String(file.as_bytes().to_vec()), dir, None);
     let mut dw = DwarfUnit::new(enc);
     dw.unit.line_program = lp;
+    let root = dw.unit.root();
+    let e = dw.unit.get_mut(root);
+    e.set(
+        gimli::DW_AT_producer,
+        AttributeValue::String(b"gpucts".to_vec()),
+    );
+    e.set(
+        gimli::DW_AT_language,
+        AttributeValue::Language(gimli::DW_LANG_C_plus_plus),
+    );
+    e.set(
+        gimli::DW_AT_name,
+        AttributeValue::String(file.as_bytes().to_vec()),
+    );
+    e.set(
+        gimli::DW_AT_comp_dir,
+        AttributeValue::String(b"/gpucts".to_vec()),
+    );
+    e.set(gimli::DW_AT_stmt_list, AttributeValue::LineProgramRef);
+    (dw, file_id)
+}
+
+/// The DWARF of a batch of programs, as PTX `.section` directives.
+pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, EmitError> {
+    let (mut dw, file_id) = compile_unit(file);
     let mut symbols = Vec::new();
-    {
-        let root = dw.unit.root();
-        let e = dw.unit.get_mut(root);
-        e.set(
-            gimli::DW_AT_producer,
-            AttributeValue::String(b"gpucts".to_vec()),
-        );
-        e.set(
-            gimli::DW_AT_language,
-            AttributeValue::Language(gimli::DW_LANG_C_plus_plus),
-        );
-        e.set(
-            gimli::DW_AT_name,
-            AttributeValue::String(file.as_bytes().to_vec()),
-        );
-        e.set(
-            gimli::DW_AT_comp_dir,
-            AttributeValue::String(b"/gpucts".to_vec()),
-        );
-        e.set(gimli::DW_AT_stmt_list, AttributeValue::LineProgramRef);
-    }
     let mut b = Builder {
         unit: &mut dw.unit,
         symbols: &mut symbols,
@@ -429,97 +434,7 @@ pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, EmitError> {
         scalars: HashMap::new(),
     };
     for p in programs {
-        let root = b.unit.root();
-        let rec = b.record(&p.ty)?;
-        let td = b.unit.add(root, gimli::DW_TAG_typedef);
-        {
-            let e = b.unit.get_mut(td);
-            e.set(
-                gimli::DW_AT_name,
-                AttributeValue::String(format!("{}_t", p.ty.name).into()),
-            );
-            e.set(gimli::DW_AT_type, AttributeValue::UnitRef(rec));
-        }
-        // Pointers to the type, each qualified with the address class of its pointee's space.
-        let mut ptrs = Vec::new();
-        for sp in &p.pointer_spaces {
-            let id = b.unit.add(root, gimli::DW_TAG_pointer_type);
-            let e = b.unit.get_mut(id);
-            e.set(gimli::DW_AT_type, AttributeValue::UnitRef(td));
-            e.set(gimli::DW_AT_byte_size, AttributeValue::Udata(8));
-            e.set(
-                gimli::DW_AT_address_class,
-                AttributeValue::AddressClass(gimli::DwAddr(sp.address_class().into())),
-            );
-            ptrs.push(id);
-        }
-        let uint = b.scalar(Scalar::UInt);
-        let begin = b.symbol(&format!("$Lgpucts_begin{}", p.seed));
-        let end = b.symbol(&format!("$Lgpucts_end{}", p.seed));
-        let sp = b.unit.add(root, gimli::DW_TAG_subprogram);
-        {
-            let e = b.unit.get_mut(sp);
-            e.set(
-                gimli::DW_AT_name,
-                AttributeValue::String(p.kernel.clone().into()),
-            );
-            e.set(
-                gimli::DW_AT_linkage_name,
-                AttributeValue::String(p.kernel.clone().into()),
-            );
-            e.set(gimli::DW_AT_external, AttributeValue::Flag(true));
-            e.set(
-                gimli::DW_AT_decl_file,
-                AttributeValue::FileIndex(Some(file_id)),
-            );
-            e.set(
-                gimli::DW_AT_decl_line,
-                AttributeValue::Udata(p.seed % 1000 + 1),
-            );
-            e.set(gimli::DW_AT_low_pc, AttributeValue::Address(begin));
-            e.set(gimli::DW_AT_high_pc, AttributeValue::Address(end));
-        }
-        for v in &p.vars {
-            let tag = if v.parameter {
-                gimli::DW_TAG_formal_parameter
-            } else {
-                gimli::DW_TAG_variable
-            };
-            let ty = match v.name.as_str() {
-                "r" | "t" => uint,
-                "q" => ptrs[0],
-                _ => td,
-            };
-            let mut loc = Expression::new();
-            match v.space {
-                Space::Reg | Space::Sreg => {
-                    let n = register_number(&v.location).ok_or(EmitError::RegisterName)?;
-                    let mut raw = vec![gimli::DW_OP_regx.0];
-                    leb128_u(&mut raw, n);
-                    loc = Expression::raw(raw);
-                }
-                Space::Generic => {
-                    let n = register_number(&v.location).ok_or(EmitError::RegisterName)?;
-                    let mut raw = vec![gimli::DW_OP_bregx.0];
-                    leb128_u(&mut raw, n);
-                    raw.push(0);
-                    loc = Expression::raw(raw);
-                }
-                _ => loc.op_addr(b.symbol(&v.location)),
-            }
-            let id = b.unit.add(sp, tag);
-            let e = b.unit.get_mut(id);
-            e.set(
-                gimli::DW_AT_name,
-                AttributeValue::String(v.name.clone().into()),
-            );
-            e.set(gimli::DW_AT_type, AttributeValue::UnitRef(ty));
-            e.set(gimli::DW_AT_location, AttributeValue::Exprloc(loc));
-            e.set(
-                gimli::DW_AT_address_class,
-                AttributeValue::AddressClass(gimli::DwAddr(v.space.address_class().into())),
-            );
-        }
+        b.program(p, file_id)?;
     }
     let mut sections = Sections::new(RelocWriter {
         out: EndianVec::new(LittleEndian),
@@ -535,6 +450,123 @@ pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, EmitError> {
         print_section(&mut out, name, w, &symbols)?;
     }
     Ok(out)
+}
+
+impl Builder<'_> {
+    /// One program's DIEs under the unit: its record type and a typedef of it, pointers to the
+    /// typedef qualified with their pointee's address class, and the kernel's subprogram with
+    /// its variables (ptx-interop 13.2 §5.2).
+    fn program(&mut self, p: &Program, file_id: gimli::write::FileId) -> Result<(), EmitError> {
+        let root = self.unit.root();
+        let rec = self.record(&p.ty)?;
+        let td = self.unit.add(root, gimli::DW_TAG_typedef);
+        let e = self.unit.get_mut(td);
+        e.set(
+            gimli::DW_AT_name,
+            AttributeValue::String(format!("{}_t", p.ty.name).into()),
+        );
+        e.set(gimli::DW_AT_type, AttributeValue::UnitRef(rec));
+        // Pointers to the type, each qualified with the address class of its pointee's space.
+        let mut ptrs = Vec::new();
+        for sp in &p.pointer_spaces {
+            let id = self.unit.add(root, gimli::DW_TAG_pointer_type);
+            let e = self.unit.get_mut(id);
+            e.set(gimli::DW_AT_type, AttributeValue::UnitRef(td));
+            e.set(gimli::DW_AT_byte_size, AttributeValue::Udata(8));
+            e.set(
+                gimli::DW_AT_address_class,
+                AttributeValue::AddressClass(gimli::DwAddr(sp.address_class().into())),
+            );
+            ptrs.push(id);
+        }
+        let uint = self.scalar(Scalar::UInt);
+        let sp = self.subprogram(p, file_id);
+        for v in &p.vars {
+            let ty = match v.name.as_str() {
+                "r" | "t" => uint,
+                "q" => ptrs[0],
+                _ => td,
+            };
+            self.variable(sp, v, ty)?;
+        }
+        Ok(())
+    }
+
+    /// The kernel's `DW_TAG_subprogram`: its name, declaration line and the address range
+    /// between its begin and end labels.
+    fn subprogram(&mut self, p: &Program, file_id: gimli::write::FileId) -> UnitEntryId {
+        let root = self.unit.root();
+        let begin = self.symbol(&format!("$Lgpucts_begin{}", p.seed));
+        let end = self.symbol(&format!("$Lgpucts_end{}", p.seed));
+        let sp = self.unit.add(root, gimli::DW_TAG_subprogram);
+        let e = self.unit.get_mut(sp);
+        e.set(
+            gimli::DW_AT_name,
+            AttributeValue::String(p.kernel.clone().into()),
+        );
+        e.set(
+            gimli::DW_AT_linkage_name,
+            AttributeValue::String(p.kernel.clone().into()),
+        );
+        e.set(gimli::DW_AT_external, AttributeValue::Flag(true));
+        e.set(
+            gimli::DW_AT_decl_file,
+            AttributeValue::FileIndex(Some(file_id)),
+        );
+        e.set(
+            gimli::DW_AT_decl_line,
+            AttributeValue::Udata(p.seed % 1000 + 1),
+        );
+        e.set(gimli::DW_AT_low_pc, AttributeValue::Address(begin));
+        e.set(gimli::DW_AT_high_pc, AttributeValue::Address(end));
+        sp
+    }
+
+    /// A variable or parameter of subprogram `sp` of type `ty`: its location (`DW_OP_regx` for
+    /// a register, `DW_OP_bregx REG 0` for a generic pointer held in one, `DW_OP_addr` of its
+    /// symbol otherwise) and the address class of its state space (ptx-interop 13.2 §5.2).
+    fn variable(
+        &mut self,
+        sp: UnitEntryId,
+        v: &ExpectedVar,
+        ty: UnitEntryId,
+    ) -> Result<(), EmitError> {
+        let tag = if v.parameter {
+            gimli::DW_TAG_formal_parameter
+        } else {
+            gimli::DW_TAG_variable
+        };
+        let mut loc = Expression::new();
+        match v.space {
+            Space::Reg | Space::Sreg => {
+                let n = register_number(&v.location).ok_or(EmitError::RegisterName)?;
+                let mut raw = vec![gimli::DW_OP_regx.0];
+                leb128_u(&mut raw, n);
+                loc = Expression::raw(raw);
+            }
+            Space::Generic => {
+                let n = register_number(&v.location).ok_or(EmitError::RegisterName)?;
+                let mut raw = vec![gimli::DW_OP_bregx.0];
+                leb128_u(&mut raw, n);
+                raw.push(0);
+                loc = Expression::raw(raw);
+            }
+            _ => loc.op_addr(self.symbol(&v.location)),
+        }
+        let id = self.unit.add(sp, tag);
+        let e = self.unit.get_mut(id);
+        e.set(
+            gimli::DW_AT_name,
+            AttributeValue::String(v.name.clone().into()),
+        );
+        e.set(gimli::DW_AT_type, AttributeValue::UnitRef(ty));
+        e.set(gimli::DW_AT_location, AttributeValue::Exprloc(loc));
+        e.set(
+            gimli::DW_AT_address_class,
+            AttributeValue::AddressClass(gimli::DwAddr(v.space.address_class().into())),
+        );
+        Ok(())
+    }
 }
 
 /// ptxas 12.9 reads the producer's DWARF and knows only the DWARF 2 forms ("Error in

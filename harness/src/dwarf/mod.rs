@@ -86,8 +86,9 @@ fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
 }
 
 fn round_trip(ctx: &CaseContext, seed: u64) -> CaseStatus {
-    static CACHE: std::sync::OnceLock<BatchCache<u64, Result<roundtrip::Verdicts, String>>> =
-        std::sync::OnceLock::new();
+    static CACHE: std::sync::OnceLock<
+        BatchCache<u64, Result<roundtrip::Verdicts, roundtrip::BatchError>>,
+    > = std::sync::OnceLock::new();
     let batch = seed / roundtrip::BATCH;
     let slot = CACHE
         .get_or_init(BatchCache::new)
@@ -98,7 +99,7 @@ fn round_trip(ctx: &CaseContext, seed: u64) -> CaseStatus {
             Some(Err((e, o))) => CaseStatus::fail(e.clone(), o.clone()),
             None => CaseStatus::error(format!("seed {seed} missing from its batch")),
         },
-        Some(Err(e)) => CaseStatus::fail("the batch assembles and reads back", e.clone()),
+        Some(Err(e)) => CaseStatus::fail("the batch assembles and reads back", e.to_string()),
         None => CaseStatus::error("batch not computed"),
     }
 }

@@ -370,7 +370,22 @@ fn is_identifier(s: &str) -> bool {
             .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '_' | '$' | '%' | '.'))
 }
 
-/// Read a PTX text.
+/// The token at `i`.
+fn tok_at(toks: &[Token], i: usize) -> Option<&Tok> {
+    toks.get(i).map(|t| &t.tok)
+}
+
+/// The word at `i`, if that token is one.
+fn word(toks: &[Token], i: usize) -> Option<&str> {
+    match tok_at(toks, i) {
+        Some(Tok::Word(w)) => Some(w.as_str()),
+        _ => None,
+    }
+}
+
+/// Read a PTX text: the directives debug information refers to (ptx-interop 13.2 §5.1:
+/// `.target ... debug`, `.file`, `.loc`, the `.section .debug_*` data), the functions, labels,
+/// variables and registers it may name, and which `.loc` is followed by code.
 pub fn scan(text: &str) -> Result<PtxDebug, ScanError> {
     if text.len() > MAX_PTX_BYTES {
         return Err(err(
@@ -385,186 +400,199 @@ pub fn scan(text: &str) -> Result<PtxDebug, ScanError> {
     let toks = tokenize(text)?;
     let mut d = PtxDebug::default();
     let mut i = 0;
-    let word = |i: usize| -> Option<&str> {
-        match toks.get(i).map(|t| &t.tok) {
-            Some(Tok::Word(w)) => Some(w.as_str()),
-            _ => None,
-        }
-    };
     while i < toks.len() {
-        let t = &toks[i];
-        let w = match &t.tok {
+        let w = match &toks[i].tok {
             Tok::Word(w) => w.as_str(),
             _ => {
                 i += 1;
                 continue;
             }
         };
-        match w {
-            ".target" => {
-                let mut j = i + 1;
-                while let Some(x) = word(j) {
-                    if x == "debug" {
-                        d.target_debug = true;
-                    }
-                    if toks.get(j + 1).map(|t| &t.tok) != Some(&Tok::Punct(',')) {
-                        break;
-                    }
-                    j += 2;
-                }
-                i = j + 1;
-            }
-            ".section" => {
-                i = read_section(&toks, i, &mut d)?;
-            }
-            ".file" => {
-                let n = word(i + 1).and_then(parse_int);
-                let name = match toks.get(i + 2).map(|t| &t.tok) {
-                    Some(Tok::Str(s)) => Some(s.clone()),
-                    _ => None,
-                };
-                match (n, name) {
-                    (Some(n), Some(name)) if n >= 0 => {
-                        d.files.insert(n as u64, (name, t.line));
-                    }
-                    _ => {
-                        return Err(err(
-                            t.line,
-                            t.col,
-                            ".file needs a file number and a quoted name (`.file 1 \"a.cu\"`)",
-                        ))
-                    }
-                }
-                i += 3;
-            }
-            ".loc" => {
-                let n: Vec<Option<i128>> =
-                    (1..=3).map(|k| word(i + k).and_then(parse_int)).collect();
-                match (n[0], n[1], n[2]) {
-                    (Some(f), Some(l), Some(c)) if f >= 0 && l >= 0 && c >= 0 => {
-                        d.locs.push(Loc {
-                            file: f as u64,
-                            line: l as u64,
-                            col: c as u64,
-                            ptx_line: t.line,
-                            has_code: false,
-                        });
-                        i += 4;
-                    }
-                    _ => {
-                        return Err(err(
-                            t.line,
-                            t.col,
-                            ".loc needs a file number, a line and a column (`.loc 1 3 1`)",
-                        ))
-                    }
-                }
-            }
-            ".entry" | ".func" => {
-                let mut j = i + 1;
-                if toks.get(j).map(|t| &t.tok) == Some(&Tok::Punct('(')) {
-                    let mut depth = 0usize;
-                    while let Some(tk) = toks.get(j) {
-                        match tk.tok {
-                            Tok::Punct('(') => depth += 1,
-                            Tok::Punct(')') => {
-                                depth -= 1;
-                                if depth == 0 {
-                                    break;
-                                }
-                            }
-                            _ => {}
-                        }
-                        j += 1;
-                    }
-                    j += 1;
-                }
-                if let Some(name) = word(j) {
-                    d.functions.insert(name.to_string(), toks[j].line);
-                }
-                i = j + 1;
-            }
+        i = match w {
+            ".target" => target(&toks, i, &mut d),
+            ".section" => read_section(&toks, i, &mut d)?,
+            ".file" => file(&toks, i, &mut d)?,
+            ".loc" => loc(&toks, i, &mut d)?,
+            ".entry" | ".func" => function(&toks, i, &mut d),
             ".global" | ".shared" | ".const" | ".local" | ".param" | ".reg" => {
-                let mut space = match w {
-                    ".global" => Space::Global,
-                    ".shared" => Space::Shared,
-                    ".const" => Space::Const,
-                    ".local" => Space::Local,
-                    ".param" => Space::Param,
-                    _ => Space::Reg,
-                };
-                let mut j = i + 1;
-                // Modifiers: `.align 4`, `.b8`, `.v2`, `.ptr`, `.texref`, ...
-                while let Some(x) = word(j) {
-                    if !x.starts_with('.') && parse_int(x).is_none() {
-                        break;
-                    }
-                    match x {
-                        ".texref" => space = Space::Tex,
-                        ".surfref" => space = Space::Surf,
-                        ".samplerref" => space = Space::Sampler,
-                        _ => {}
-                    }
-                    j += 1;
-                }
-                // Names, comma-separated, each maybe `%r<4>` or `a[8]`.
-                while let Some(name) = word(j) {
-                    if toks.get(j + 1).map(|t| &t.tok) == Some(&Tok::Punct('<')) {
-                        // Registers are function-scoped and DIEs are not matched to their
-                        // function here: a name is declared if some function declares it, so
-                        // keep the largest family (a later `%rd<2>` must not undeclare `%rd3`).
-                        let n = word(j + 2).and_then(parse_int).unwrap_or(0).max(0) as u64;
-                        let count = d.register_families.entry(name.to_string()).or_insert(0);
-                        *count = (*count).max(n);
-                        j += 3;
-                    } else if space == Space::Reg {
-                        d.registers.insert(name.to_string());
-                    } else {
-                        d.variables.insert(
-                            name.to_string(),
-                            Symbol {
-                                space,
-                                line: toks[j].line,
-                            },
-                        );
-                    }
-                    j += 1;
-                    while let Some(tk) = toks.get(j) {
-                        match tk.tok {
-                            Tok::Punct(',') | Tok::Punct(';') | Tok::Punct(')') => break,
-                            _ => j += 1,
-                        }
-                    }
-                    if space == Space::Reg && toks.get(j).map(|t| &t.tok) == Some(&Tok::Punct(','))
-                    {
-                        j += 1;
-                        continue;
-                    }
-                    break;
-                }
-                i = j;
+                declaration(&toks, i, w, &mut d)
             }
             _ => {
-                if toks.get(i + 1).map(|t| &t.tok) == Some(&Tok::Punct(':'))
+                if tok_at(&toks, i + 1) == Some(&Tok::Punct(':'))
                     && !w.starts_with('.')
                     && is_identifier(w)
                 {
                     d.labels.insert(w.to_string());
                 } else if !w.starts_with('.') {
+                    // An instruction: the last `.loc` describes code.
                     if let Some(l) = d.locs.last_mut() {
                         l.has_code = true;
                     }
                 }
-                i += 1;
+                i + 1
             }
-        }
+        };
     }
     Ok(d)
 }
 
+/// `.target sm_90, debug`: whether `debug` is among the targets. Returns the index after it.
+fn target(toks: &[Token], i: usize, d: &mut PtxDebug) -> usize {
+    let mut j = i + 1;
+    while let Some(x) = word(toks, j) {
+        if x == "debug" {
+            d.target_debug = true;
+        }
+        if tok_at(toks, j + 1) != Some(&Tok::Punct(',')) {
+            break;
+        }
+        j += 2;
+    }
+    j + 1
+}
+
+/// `.file N "name"`: file `N` of the `.loc` directives.
+fn file(toks: &[Token], i: usize, d: &mut PtxDebug) -> Result<usize, ScanError> {
+    let t = &toks[i];
+    let n = word(toks, i + 1).and_then(parse_int);
+    let name = match tok_at(toks, i + 2) {
+        Some(Tok::Str(s)) => Some(s.clone()),
+        _ => None,
+    };
+    match (n, name) {
+        (Some(n), Some(name)) if n >= 0 => {
+            d.files.insert(n as u64, (name, t.line));
+            Ok(i + 3)
+        }
+        _ => Err(err(
+            t.line,
+            t.col,
+            ".file needs a file number and a quoted name (`.file 1 \"a.cu\"`)",
+        )),
+    }
+}
+
+/// `.loc FILE LINE COLUMN`: a source position of the code that follows.
+fn loc(toks: &[Token], i: usize, d: &mut PtxDebug) -> Result<usize, ScanError> {
+    let t = &toks[i];
+    let n: Vec<Option<i128>> = (1..=3)
+        .map(|k| word(toks, i + k).and_then(parse_int))
+        .collect();
+    match (n[0], n[1], n[2]) {
+        (Some(f), Some(l), Some(c)) if f >= 0 && l >= 0 && c >= 0 => {
+            d.locs.push(Loc {
+                file: f as u64,
+                line: l as u64,
+                col: c as u64,
+                ptx_line: t.line,
+                has_code: false,
+            });
+            Ok(i + 4)
+        }
+        _ => Err(err(
+            t.line,
+            t.col,
+            ".loc needs a file number, a line and a column (`.loc 1 3 1`)",
+        )),
+    }
+}
+
+/// `.entry NAME` or `.func (RETURN) NAME`: the function's name and line.
+fn function(toks: &[Token], i: usize, d: &mut PtxDebug) -> usize {
+    let mut j = i + 1;
+    if tok_at(toks, j) == Some(&Tok::Punct('(')) {
+        // Skip the return parameter list.
+        let mut depth = 0usize;
+        while let Some(tk) = toks.get(j) {
+            match tk.tok {
+                Tok::Punct('(') => depth += 1,
+                Tok::Punct(')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            j += 1;
+        }
+        j += 1;
+    }
+    if let Some(name) = word(toks, j) {
+        d.functions.insert(name.to_string(), toks[j].line);
+    }
+    j + 1
+}
+
+/// A declaration in state space `w` (`.global .align 4 .b8 g[8]`, `.reg .b32 %r<3>, %p`):
+/// variables with their space (`.texref`/`.surfref`/`.samplerref` name theirs), registers and
+/// register families. Returns the index after the names.
+fn declaration(toks: &[Token], i: usize, w: &str, d: &mut PtxDebug) -> usize {
+    let mut space = match w {
+        ".global" => Space::Global,
+        ".shared" => Space::Shared,
+        ".const" => Space::Const,
+        ".local" => Space::Local,
+        ".param" => Space::Param,
+        _ => Space::Reg,
+    };
+    let mut j = i + 1;
+    // Modifiers: `.align 4`, `.b8`, `.v2`, `.ptr`, `.texref`, ...
+    while let Some(x) = word(toks, j) {
+        if !x.starts_with('.') && parse_int(x).is_none() {
+            break;
+        }
+        match x {
+            ".texref" => space = Space::Tex,
+            ".surfref" => space = Space::Surf,
+            ".samplerref" => space = Space::Sampler,
+            _ => {}
+        }
+        j += 1;
+    }
+    // Names, comma-separated, each maybe `%r<4>` or `a[8]`.
+    while let Some(name) = word(toks, j) {
+        if tok_at(toks, j + 1) == Some(&Tok::Punct('<')) {
+            // Registers are function-scoped and DIEs are not matched to their
+            // function here: a name is declared if some function declares it, so
+            // keep the largest family (a later `%rd<2>` must not undeclare `%rd3`).
+            let n = word(toks, j + 2).and_then(parse_int).unwrap_or(0).max(0) as u64;
+            let count = d.register_families.entry(name.to_string()).or_insert(0);
+            *count = (*count).max(n);
+            j += 3;
+        } else if space == Space::Reg {
+            d.registers.insert(name.to_string());
+        } else {
+            d.variables.insert(
+                name.to_string(),
+                Symbol {
+                    space,
+                    line: toks[j].line,
+                },
+            );
+        }
+        j += 1;
+        while let Some(tk) = toks.get(j) {
+            match tk.tok {
+                Tok::Punct(',') | Tok::Punct(';') | Tok::Punct(')') => break,
+                _ => j += 1,
+            }
+        }
+        if space == Space::Reg && tok_at(toks, j) == Some(&Tok::Punct(',')) {
+            j += 1;
+            continue;
+        }
+        break;
+    }
+    j
+}
+
+/// `.section NAME { .b8 ..., .b32 LABEL+4, ... }`: the section's bytes, its label references
+/// (each a relocation of `size` bytes) and the PTX line of each data directive. A section named
+/// twice continues where it stopped. Returns the index after the `}`.
 fn read_section(toks: &[Token], start: usize, d: &mut PtxDebug) -> Result<usize, ScanError> {
     let t = &toks[start];
-    let name = match toks.get(start + 1).map(|t| &t.tok) {
+    let name = match tok_at(toks, start + 1) {
         Some(Tok::Word(n)) => n.clone(),
         _ => {
             return Err(err(
@@ -574,7 +602,7 @@ fn read_section(toks: &[Token], start: usize, d: &mut PtxDebug) -> Result<usize,
             ))
         }
     };
-    if toks.get(start + 2).map(|t| &t.tok) != Some(&Tok::Punct('{')) {
+    if tok_at(toks, start + 2) != Some(&Tok::Punct('{')) {
         return Err(err(
             t.line,
             t.col,
@@ -612,106 +640,8 @@ fn read_section(toks: &[Token], start: usize, d: &mut PtxDebug) -> Result<usize,
         match &tk.tok {
             Tok::Punct('}') => return Ok(i + 1),
             Tok::Word(w) if matches!(w.as_str(), ".b8" | ".b16" | ".b32" | ".b64") => {
-                let size: usize = match w.as_str() {
-                    ".b8" => 1,
-                    ".b16" => 2,
-                    ".b32" => 4,
-                    _ => 8,
-                };
                 sec.lines.push((sec.bytes.len(), tk.line));
-                i += 1;
-                while let Some(item) = toks.get(i) {
-                    let (value, label) = match &item.tok {
-                        Tok::Word(x) => match parse_int(x) {
-                            Some(v) => (v, None),
-                            None if is_identifier(x)
-                                && !matches!(x.as_str(), ".b8" | ".b16" | ".b32" | ".b64") =>
-                            {
-                                (0, Some(x.clone()))
-                            }
-                            None => {
-                                return Err(err(
-                                    item.line,
-                                    item.col,
-                                    format!("`{x}` in a {w} list: expected an integer or a label"),
-                                ))
-                            }
-                        },
-                        other => {
-                            return Err(err(
-                                item.line,
-                                item.col,
-                                format!("{other:?} in a {w} list: expected an integer or a label"),
-                            ))
-                        }
-                    };
-                    i += 1;
-                    let mut addend = 0i64;
-                    if label.is_some() && toks.get(i).map(|t| &t.tok) == Some(&Tok::Punct('+')) {
-                        addend = match toks.get(i + 1).and_then(|t| match &t.tok {
-                            Tok::Word(x) => parse_int(x),
-                            _ => None,
-                        }) {
-                            Some(a) => i64::try_from(a).unwrap_or(i64::MAX),
-                            None => {
-                                return Err(err(
-                                    item.line,
-                                    item.col,
-                                    "a label's `+` needs an integer offset",
-                                ))
-                            }
-                        };
-                        i += 2;
-                    }
-                    if sec.bytes.len() + size > MAX_SECTION_BYTES {
-                        return Err(err(
-                            item.line,
-                            item.col,
-                            format!("section {name} exceeds {MAX_SECTION_BYTES} bytes"),
-                        ));
-                    }
-                    if let Some(label) = label {
-                        if size < 4 {
-                            return Err(err(
-                                item.line,
-                                item.col,
-                                format!(
-                                    "label `{label}` in a {w} list: a label needs .b32 or .b64"
-                                ),
-                            ));
-                        }
-                        sec.refs.push(LabelRef {
-                            offset: sec.bytes.len(),
-                            size: size as u8,
-                            label,
-                            addend,
-                            line: item.line,
-                            col: item.col,
-                        });
-                        sec.bytes.extend(std::iter::repeat_n(0u8, size));
-                    } else {
-                        let bits = size * 8;
-                        let fits = if bits == 64 {
-                            value >= i128::from(i64::MIN) && value <= i128::from(u64::MAX)
-                        } else {
-                            value >= -(1i128 << (bits - 1)) && value < (1i128 << bits)
-                        };
-                        if !fits {
-                            return Err(err(
-                                item.line,
-                                item.col,
-                                format!("{value} does not fit a {w} item"),
-                            ));
-                        }
-                        let v = value as u64;
-                        sec.bytes.extend_from_slice(&v.to_le_bytes()[..size]);
-                    }
-                    if toks.get(i).map(|t| &t.tok) == Some(&Tok::Punct(',')) {
-                        i += 1;
-                        continue;
-                    }
-                    break;
-                }
+                i = data_list(toks, i + 1, w, sec)?;
             }
             Tok::Punct(';') => i += 1,
             other => {
@@ -725,6 +655,132 @@ fn read_section(toks: &[Token], start: usize, d: &mut PtxDebug) -> Result<usize,
             }
         }
     }
+}
+
+/// One item of a data list: an integer, or a label with its addend.
+enum Item {
+    Value(i128),
+    Label(String, i64),
+}
+
+/// The comma-separated items of a `.bN` data directive `w` from token `i`, appended to `sec`.
+/// Returns the index after the last item.
+fn data_list(toks: &[Token], mut i: usize, w: &str, sec: &mut Section) -> Result<usize, ScanError> {
+    let size: usize = match w {
+        ".b8" => 1,
+        ".b16" => 2,
+        ".b32" => 4,
+        _ => 8,
+    };
+    while let Some(at) = toks.get(i) {
+        let item;
+        (item, i) = data_item(toks, i, w)?;
+        push_item(sec, item, size, w, at)?;
+        if tok_at(toks, i) == Some(&Tok::Punct(',')) {
+            i += 1;
+            continue;
+        }
+        break;
+    }
+    Ok(i)
+}
+
+/// The item at token `i` of a `w` list (`12`, `0x0`, `L0`, `L0+4`) and the index after it.
+fn data_item(toks: &[Token], i: usize, w: &str) -> Result<(Item, usize), ScanError> {
+    let item = &toks[i];
+    let label = match &item.tok {
+        Tok::Word(x) => match parse_int(x) {
+            Some(v) => return Ok((Item::Value(v), i + 1)),
+            None if is_identifier(x) && !matches!(x.as_str(), ".b8" | ".b16" | ".b32" | ".b64") => {
+                x.clone()
+            }
+            None => {
+                return Err(err(
+                    item.line,
+                    item.col,
+                    format!("`{x}` in a {w} list: expected an integer or a label"),
+                ))
+            }
+        },
+        other => {
+            return Err(err(
+                item.line,
+                item.col,
+                format!("{other:?} in a {w} list: expected an integer or a label"),
+            ))
+        }
+    };
+    if tok_at(toks, i + 1) != Some(&Tok::Punct('+')) {
+        return Ok((Item::Label(label, 0), i + 1));
+    }
+    let addend = match word(toks, i + 2).and_then(parse_int) {
+        Some(a) => i64::try_from(a).unwrap_or(i64::MAX),
+        None => {
+            return Err(err(
+                item.line,
+                item.col,
+                "a label's `+` needs an integer offset",
+            ))
+        }
+    };
+    Ok((Item::Label(label, addend), i + 3))
+}
+
+/// Appends an item of `size` bytes (token `at`) to `sec`: a value must fit the size (signed or
+/// unsigned); a label needs `.b32` or `.b64` and becomes a reference, its bytes zero until
+/// relocated. The section is capped at [`MAX_SECTION_BYTES`].
+fn push_item(
+    sec: &mut Section,
+    item: Item,
+    size: usize,
+    w: &str,
+    at: &Token,
+) -> Result<(), ScanError> {
+    if sec.bytes.len() + size > MAX_SECTION_BYTES {
+        return Err(err(
+            at.line,
+            at.col,
+            format!("section {} exceeds {MAX_SECTION_BYTES} bytes", sec.name),
+        ));
+    }
+    match item {
+        Item::Label(label, addend) => {
+            if size < 4 {
+                return Err(err(
+                    at.line,
+                    at.col,
+                    format!("label `{label}` in a {w} list: a label needs .b32 or .b64"),
+                ));
+            }
+            sec.refs.push(LabelRef {
+                offset: sec.bytes.len(),
+                size: size as u8,
+                label,
+                addend,
+                line: at.line,
+                col: at.col,
+            });
+            sec.bytes.extend(std::iter::repeat_n(0u8, size));
+        }
+        Item::Value(value) => {
+            let bits = size * 8;
+            let fits = if bits == 64 {
+                value >= i128::from(i64::MIN) && value <= i128::from(u64::MAX)
+            } else {
+                value >= -(1i128 << (bits - 1)) && value < (1i128 << bits)
+            };
+            if !fits {
+                return Err(err(
+                    at.line,
+                    at.col,
+                    format!("{value} does not fit a {w} item"),
+                ));
+            }
+            let v = value as u64;
+            sec.bytes.extend_from_slice(&v.to_le_bytes()[..size]);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

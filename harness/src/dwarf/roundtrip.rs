@@ -9,14 +9,15 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
-use super::elf::Elf;
-use super::emit::{module, program, Program};
-use super::ptxscan::{self, Space};
-use super::read::{read_tree, register_name, Sections, Target, Tree, Val};
+use super::elf::{Elf, ElfError};
+use super::emit::{module, program, EmitError, ExpectedVar, Program};
+use super::ptxscan::{self, ScanError, Space};
+use super::read::{read_tree, register_name, Die, Sections, Target, Tree, Val};
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Ty, TypeDef};
-use crate::backend::toolchain::Toolchain;
+use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
 
 /// Kernels per PTX module (one ptxas run each).
@@ -210,7 +211,10 @@ fn check_record(tree: &Tree, i: usize, r: &TypeDef, path: &str, errs: &mut Vec<S
     }
 }
 
-/// Per-kernel checks on the cubin's tree; `written` is the tree read from the PTX sections.
+/// Per-kernel checks on the cubin's tree; `written` is the tree read from the PTX sections:
+/// the subprogram's DIE tree as written, each variable's tag, address class and location
+/// (ptx-interop 13.2 §5.2), the record's layout and the pointer's address class, and the
+/// `.loc` lines in `.debug_line` and nvdisasm's annotations (§5.1).
 fn judge(
     p: &Program,
     written: &Tree,
@@ -251,68 +255,9 @@ fn judge(
             errs.push(format!("variable `{}` missing", v.name));
             continue;
         };
-        let want_tag = if v.parameter {
-            gimli::DW_TAG_formal_parameter
-        } else {
-            gimli::DW_TAG_variable
-        };
-        if d.tag != want_tag {
-            errs.push(format!("`{}` is {}, want {want_tag}", v.name, d.tag));
-        }
-        let class = d.udata(gimli::DW_AT_address_class);
-        if class != Some(u64::from(v.space.address_class())) {
-            errs.push(format!(
-                "`{}`: DW_AT_address_class {class:?}, want {} ({})",
-                v.name,
-                v.space.address_class(),
-                v.space.code_name()
-            ));
-        }
-        match (v.space, d.attr(gimli::DW_AT_location)) {
-            (Space::Reg | Space::Sreg | Space::Generic, Some(Val::Expr(bytes, _))) => {
-                let reg = bytes
-                    .get(1..)
-                    .and_then(|b| {
-                        let mut r = gimli::EndianSlice::new(b, gimli::LittleEndian);
-                        gimli::Reader::read_uleb128(&mut r).ok()
-                    })
-                    .and_then(register_name);
-                if reg.as_deref() != Some(v.location.as_str()) {
-                    errs.push(format!(
-                        "`{}`: register {reg:?}, want {}",
-                        v.name, v.location
-                    ));
-                }
-            }
-            (Space::Global | Space::Const, Some(Val::Expr(_, t))) => {
-                let got = t.first().map(|(_, t)| t.name.as_str());
-                if got != Some(v.location.as_str()) {
-                    errs.push(format!(
-                        "`{}`: DW_OP_addr relocated against {got:?}, want {}",
-                        v.name, v.location
-                    ));
-                }
-            }
-            (Space::Shared, Some(Val::Expr(bytes, t))) => {
-                // ptxas resolves shared addresses in place: the operand is the symbol's address.
-                let got = bytes.get(1..9).map(|b| {
-                    let mut a = [0u8; 8];
-                    a.copy_from_slice(b);
-                    u64::from_le_bytes(a)
-                });
-                let want = elf.variables.get(&v.location).map(|x| x.1);
-                if !t.is_empty() || got.is_none() || got != want {
-                    errs.push(format!(
-                        "`{}`: DW_OP_addr {got:?}, want the address of `{}` ({want:?})",
-                        v.name, v.location
-                    ));
-                }
-            }
-            (Space::Local, Some(Val::Expr(b, _))) if b.first() == Some(&0x91) => {
-                fbreg += 1;
-            }
-            (_, Some(Val::Expr(b, _))) if b.first() == Some(&0x03) => {}
-            (_, other) => errs.push(format!("`{}`: location {other:?}", v.name)),
+        check_variable(v, d, &mut errs);
+        if check_location(v, d, elf, &mut errs) {
+            fbreg += 1;
         }
         if v.name == "g" {
             // variable → typedef → the record.
@@ -365,6 +310,80 @@ fn judge(
     }
 }
 
+/// A variable's DIE: `DW_TAG_formal_parameter` for a parameter, `DW_TAG_variable` otherwise,
+/// and the CUDA address class of its state space (ptx-interop 13.2 §5.2).
+fn check_variable(v: &ExpectedVar, d: &Die, errs: &mut Vec<String>) {
+    let want_tag = if v.parameter {
+        gimli::DW_TAG_formal_parameter
+    } else {
+        gimli::DW_TAG_variable
+    };
+    if d.tag != want_tag {
+        errs.push(format!("`{}` is {}, want {want_tag}", v.name, d.tag));
+    }
+    let class = d.udata(gimli::DW_AT_address_class);
+    if class != Some(u64::from(v.space.address_class())) {
+        errs.push(format!(
+            "`{}`: DW_AT_address_class {class:?}, want {} ({})",
+            v.name,
+            v.space.address_class(),
+            v.space.code_name()
+        ));
+    }
+}
+
+/// A variable's `DW_AT_location` after ptxas: a register variable names its register
+/// (`DW_OP_regx`), a global or constant one a `DW_OP_addr` relocated against its symbol, a
+/// shared one the symbol's address resolved in place; a local one may come back as
+/// `DW_OP_fbreg` (true then). ptx-interop 13.2 §5.2.
+fn check_location(v: &ExpectedVar, d: &Die, elf: &Elf<'_>, errs: &mut Vec<String>) -> bool {
+    match (v.space, d.attr(gimli::DW_AT_location)) {
+        (Space::Reg | Space::Sreg | Space::Generic, Some(Val::Expr(bytes, _))) => {
+            let reg = bytes
+                .get(1..)
+                .and_then(|b| {
+                    let mut r = gimli::EndianSlice::new(b, gimli::LittleEndian);
+                    gimli::Reader::read_uleb128(&mut r).ok()
+                })
+                .and_then(register_name);
+            if reg.as_deref() != Some(v.location.as_str()) {
+                errs.push(format!(
+                    "`{}`: register {reg:?}, want {}",
+                    v.name, v.location
+                ));
+            }
+        }
+        (Space::Global | Space::Const, Some(Val::Expr(_, t))) => {
+            let got = t.first().map(|(_, t)| t.name.as_str());
+            if got != Some(v.location.as_str()) {
+                errs.push(format!(
+                    "`{}`: DW_OP_addr relocated against {got:?}, want {}",
+                    v.name, v.location
+                ));
+            }
+        }
+        (Space::Shared, Some(Val::Expr(bytes, t))) => {
+            // ptxas resolves shared addresses in place: the operand is the symbol's address.
+            let got = bytes.get(1..9).map(|b| {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(b);
+                u64::from_le_bytes(a)
+            });
+            let want = elf.variables.get(&v.location).map(|x| x.1);
+            if !t.is_empty() || got.is_none() || got != want {
+                errs.push(format!(
+                    "`{}`: DW_OP_addr {got:?}, want the address of `{}` ({want:?})",
+                    v.name, v.location
+                ));
+            }
+        }
+        (Space::Local, Some(Val::Expr(b, _))) if b.first() == Some(&0x91) => return true,
+        (_, Some(Val::Expr(b, _))) if b.first() == Some(&0x03) => {}
+        (_, other) => errs.push(format!("`{}`: location {other:?}", v.name)),
+    }
+    false
+}
+
 /// Relocations of `.debug_info` in cuobjdump `-elf`'s dump: (offset, symbol, addend).
 fn cuobjdump_relocs(dump: &str) -> BTreeSet<(u64, String, i64)> {
     let mut out = BTreeSet::new();
@@ -397,21 +416,59 @@ fn disasm_lines(text: &str) -> BTreeSet<u64> {
         .collect()
 }
 
+/// Why a batch of round-trip kernels could not be judged (each of its cases fails with this).
+/// `Clone` because a batch's result is kept for all its cases (`area::BatchCache`); the tool
+/// and emitter errors, which are not, are shared behind an `Arc`.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum BatchError {
+    #[error(transparent)]
+    Emit(Arc<EmitError>),
+    #[error("ptxas -g rejected the generated PTX: {0}")]
+    Ptxas(#[source] Arc<ToolError>),
+    #[error("generated PTX: {0}")]
+    Scan(#[source] ScanError),
+    /// A `.section` the emitter must have written (`.debug_info`, `.debug_abbrev`).
+    #[error("no {0} written")]
+    MissingSection(&'static str),
+    #[error(transparent)]
+    Elf(#[from] ElfError),
+    #[error("DWARF unreadable at {at:#x}: {what}")]
+    Unreadable { at: u64, what: String },
+    /// The cubin's `.debug_line` rows could not be read.
+    #[error("{0}")]
+    LineRows(String),
+    /// cuobjdump or nvdisasm did not run.
+    #[error(transparent)]
+    SecondReader(Arc<ToolError>),
+    #[error(
+        "object and cuobjdump -elf disagree on .rela.debug_info: {ours} vs {theirs} entries; \
+         only object: {only_object:?}; only cuobjdump: {only_cuobjdump:?}"
+    )]
+    Relocations {
+        ours: usize,
+        theirs: usize,
+        /// Up to three relocations (offset, symbol, addend) only object reads.
+        only_object: Vec<(u64, String, i64)>,
+        /// Up to three only cuobjdump lists.
+        only_cuobjdump: Vec<(u64, String, i64)>,
+    },
+}
+
 /// Run one batch: every seed in `[batch * BATCH, (batch + 1) * BATCH)`.
-pub fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, String> {
+pub fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, BatchError> {
     let programs: Vec<Program> = (batch * BATCH..(batch + 1) * BATCH).map(program).collect();
     let file = format!("gpucts_dwarf_{batch}.cu");
-    let ptx = module(&programs, &file).map_err(|e| e.to_string())?;
+    let ptx = module(&programs, &file).map_err(|e| BatchError::Emit(Arc::new(e)))?;
     let cubin = tc
         .ptxas(&ptx, "sm_90", &["-g"])
-        .map_err(|e| format!("ptxas -g rejected the generated PTX: {e}"))?;
-    let scanned = ptxscan::scan(&ptx).map_err(|e| format!("generated PTX: {e}"))?;
+        .map_err(|e| BatchError::Ptxas(Arc::new(e)))?;
+    let scanned = ptxscan::scan(&ptx).map_err(BatchError::Scan)?;
     let info = scanned
         .section(".debug_info")
-        .ok_or("no .debug_info written")?;
+        .ok_or(BatchError::MissingSection(".debug_info"))?;
     let abbrev = scanned
         .section(".debug_abbrev")
-        .ok_or("no .debug_abbrev written")?;
+        .ok_or(BatchError::MissingSection(".debug_abbrev"))?;
     let refs = info
         .refs
         .iter()
@@ -431,13 +488,16 @@ pub fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, String> {
         str: &[],
         refs,
     });
-    let elf = Elf::parse(&cubin).map_err(|e| e.to_string())?;
+    let elf = Elf::parse(&cubin)?;
     let secs = elf.sections();
     let back = read_tree(&secs);
     if let Some((at, e)) = back.error.as_ref().or(written.error.as_ref()) {
-        return Err(format!("DWARF unreadable at {at:#x}: {e}"));
+        return Err(BatchError::Unreadable {
+            at: *at,
+            what: e.clone(),
+        });
     }
-    let rows = super::check::line_rows(&cubin)?;
+    let rows = super::check::line_rows(&cubin).map_err(BatchError::LineRows)?;
     // The second reader: cuobjdump's relocations must be object's, one for one.
     let ours: BTreeSet<(u64, String, i64)> = secs
         .refs
@@ -446,21 +506,24 @@ pub fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, String> {
         .collect();
     let mut second = String::new();
     if tc.has(Capability::Cuobjdump) {
-        let dump = tc.cuobjdump(&cubin, &["-elf"]).map_err(|e| e.to_string())?;
+        let dump = tc
+            .cuobjdump(&cubin, &["-elf"])
+            .map_err(|e| BatchError::SecondReader(Arc::new(e)))?;
         let theirs = cuobjdump_relocs(&dump);
         if theirs != ours {
-            return Err(format!(
-                "object and cuobjdump -elf disagree on .rela.debug_info: {} vs {} entries; only object: {:?}; only cuobjdump: {:?}",
-                ours.len(),
-                theirs.len(),
-                ours.difference(&theirs).take(3).collect::<Vec<_>>(),
-                theirs.difference(&ours).take(3).collect::<Vec<_>>()
-            ));
+            return Err(BatchError::Relocations {
+                ours: ours.len(),
+                theirs: theirs.len(),
+                only_object: ours.difference(&theirs).take(3).cloned().collect(),
+                only_cuobjdump: theirs.difference(&ours).take(3).cloned().collect(),
+            });
         }
         second += &format!("; cuobjdump agrees on {} relocations", ours.len());
     }
     let dl = if tc.has(Capability::Nvdisasm) {
-        let text = tc.nvdisasm(&cubin, &["-g"]).map_err(|e| e.to_string())?;
+        let text = tc
+            .nvdisasm(&cubin, &["-g"])
+            .map_err(|e| BatchError::SecondReader(Arc::new(e)))?;
         disasm_lines(&text)
     } else {
         rows.iter().map(|r| r.1).collect()

@@ -81,6 +81,19 @@ fn block(
     }
 }
 
+/// What the pinned memory is: the label every figure carries (the test provider's host pages
+/// are never shown as GPU figures), the largest allocation and the pin alignment.
+struct Source {
+    label: &'static str,
+    short: &'static str,
+    max: u64,
+    align: u64,
+    tegra: bool,
+}
+
+/// The companion module's blocks: pin/unpin latency per size (gpudirect-rdma §3.2) and CPU
+/// bandwidth through the pinned BAR mapping (§3.5); skipped, naming the capability, when the
+/// module or a memory source is missing.
 fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
     let t0 = Instant::now();
     let dev = match Device::open() {
@@ -97,7 +110,6 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
         .version()
         .map(|v| v.flavour == kmod::FLAVOUR_TEGRA)
         .unwrap_or(false);
-    let align = if tegra { TEGRA_ALIGN } else { DESKTOP_ALIGN };
     let mem = match Mem::open() {
         Ok(m) => m,
         Err(s) => {
@@ -111,7 +123,6 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
             ];
         }
     };
-    let mut out = String::new();
     let (label, short, max) = match &mem {
         Mem::Prov(_) => (
             "TEST PROVIDER (host pages standing in for GPU memory; not GPU figures)",
@@ -124,13 +135,29 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
             1 << 30,
         ),
     };
+    let src = Source {
+        label,
+        short,
+        max,
+        align: if tegra { TEGRA_ALIGN } else { DESKTOP_ALIGN },
+        tegra,
+    };
+    let pin_block = pin_latency(&dev, &mem, &src, reps, t0);
+    vec![pin_block, bar_bandwidth(&dev, &mem, &src, reps)]
+}
+
+/// Pin and unpin latency per size, 4 KB to 1 GB (each PIN / UNPIN timed on its own, as
+/// gdrcopy times nvidia_p2p_get_pages / put_pages; gpudirect-rdma §3.2). A 4 KB request pins
+/// a whole GPU page: the module rounds it.
+fn pin_latency(dev: &Device, mem: &Mem, src: &Source, reps: usize, t0: Instant) -> BenchBlock {
+    let mut out = String::new();
     let (mut pin_pts, mut unpin_pts) = (Vec::new(), Vec::new());
     let _ = writeln!(
         out,
-        "pin/unpin latency on {label}, {} flavour, {reps} repetitions (µs: min / median / max)",
-        if tegra { "tegra" } else { "desktop" }
+        "pin/unpin latency on {}, {} flavour, {reps} repetitions (µs: min / median / max)",
+        src.label,
+        if src.tegra { "tegra" } else { "desktop" }
     );
-    // a 4 KB request pins a whole GPU page (§3.2): the module rounds it
     let sizes: [u64; 7] = [
         4 << 10,
         64 << 10,
@@ -141,16 +168,16 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
         1 << 30,
     ];
     for &size in &sizes {
-        if size > max {
+        if size > src.max {
             let _ = writeln!(
                 out,
                 "  {:>7}  skipped (the memory source allocates at most {})",
                 human(size),
-                human(max)
+                human(src.max)
             );
             continue;
         }
-        let va = match mem.alloc(size.max(align), align) {
+        let va = match mem.alloc(size.max(src.align), src.align) {
             Ok((va, _)) => va,
             Err(s) => {
                 let _ = writeln!(out, "  {:>7}  alloc: {}", human(size), s.summary());
@@ -184,10 +211,11 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
         );
         let _ = mem.free(va);
     }
-    let pin_block = block(
+    let short = src.short;
+    block(
         PIN,
         PIN_WHAT,
-        std::mem::take(&mut out),
+        out,
         vec![
             series(
                 &format!("pin latency ({short})"),
@@ -205,23 +233,30 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
             ),
         ],
         t0,
-    );
+    )
+}
+
+/// CPU write and read bandwidth through one mapping of the largest pin the source allows
+/// (at most 64 MB), per size from 4 KB up by fours (gdrcopy's copybw: repeated copies to and
+/// from the BAR mapping; gpudirect-rdma §3.5).
+fn bar_bandwidth(dev: &Device, mem: &Mem, src: &Source, reps: usize) -> BenchBlock {
     let t0 = Instant::now();
-    // CPU bandwidth through one mapping of the largest pin the source allows (≤ 64 MB)
-    let span = max.min(64 << 20);
+    let mut out = String::new();
+    let span = src.max.min(64 << 20);
     let _ = writeln!(
         out,
-        "CPU access through the pinned mapping on {label}, {reps} repetitions (MB/s: min / median / max)"
+        "CPU access through the pinned mapping on {}, {reps} repetitions (MB/s: min / median / max)",
+        src.label
     );
     let (mut write_pts, mut read_pts) = (Vec::new(), Vec::new());
-    let Ok((va, _)) = mem.alloc(span, align) else {
+    let Ok((va, _)) = mem.alloc(span, src.align) else {
         let _ = writeln!(out, "  alloc of {} failed", human(span));
-        return vec![pin_block, block(BAR, BAR_WHAT, out, Vec::new(), t0)];
+        return block(BAR, BAR_WHAT, out, Vec::new(), t0);
     };
     let Ok(p) = dev.pin(va, span, 0) else {
         let _ = writeln!(out, "  PIN of {} failed", human(span));
         let _ = mem.free(va);
-        return vec![pin_block, block(BAR, BAR_WHAT, out, Vec::new(), t0)];
+        return block(BAR, BAR_WHAT, out, Vec::new(), t0);
     };
     if let Ok(m) = dev.mmap(p.mmap_offset, span as usize, true) {
         let mut buf = vec![0x5au8; span as usize];
@@ -252,6 +287,7 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
     }
     let _ = dev.unpin(p.handle);
     let _ = mem.free(va);
+    let short = src.short;
     let figures = vec![
         series(
             &format!("BAR write bandwidth ({short})"),
@@ -268,7 +304,7 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
             &read_pts,
         ),
     ];
-    vec![pin_block, block(BAR, BAR_WHAT, out, figures, t0)]
+    block(BAR, BAR_WHAT, out, figures, t0)
 }
 
 #[cfg(feature = "rdma")]

@@ -10,7 +10,7 @@ use serde_saphyr::Spanned;
 
 use super::matrix::{self, Axis};
 use super::Case;
-use crate::area::Areas;
+use crate::area::{AreaParser, Areas};
 use crate::capability::Capability;
 
 /// A suite-file problem, always with the place it was found.
@@ -178,12 +178,6 @@ pub fn load_text(
     areas: &Areas,
     limits: &Limits,
 ) -> Result<LoadedSuite, Vec<SuiteError>> {
-    let err_at = |line: u64, column: u64, message: String| SuiteError {
-        file: path.to_path_buf(),
-        line,
-        column,
-        message,
-    };
     let text = super::input::normalize_line_ends(text);
     let raw: RawSuite =
         serde_saphyr::from_str_with_options(&text, yaml_options()).map_err(|e| {
@@ -191,7 +185,8 @@ pub fn load_text(
                 .location()
                 .map(|l| (l.line(), l.column()))
                 .unwrap_or((0, 0));
-            vec![err_at(
+            vec![error_at(
+                path,
                 line,
                 column,
                 explain(&text, line, column, &bare_message(&e), suite_field_help),
@@ -201,7 +196,8 @@ pub fn load_text(
     let mut errors = Vec::new();
     let area = raw.area.value.clone();
     let Some(parser) = areas.parser(&area) else {
-        return Err(vec![err_at(
+        return Err(vec![error_at(
+            path,
             raw.area.referenced.line(),
             raw.area.referenced.column(),
             format!(
@@ -210,66 +206,112 @@ pub fn load_text(
             ),
         )]);
     };
-    let check_timeout = |t: &Option<Spanned<f64>>, errors: &mut Vec<SuiteError>| -> Option<f64> {
-        let t = t.as_ref()?;
-        let v = t.value;
-        if v.is_finite() && v > 0.0 && v <= MAX_TIMEOUT_S {
-            Some(v)
-        } else {
-            errors.push(err_at(
-                t.referenced.line(),
-                t.referenced.column(),
-                format!(
-                    "`timeout_s: {v}` is out of range; `timeout_s:` is a number of seconds, above 0 and at most {MAX_TIMEOUT_S}"
-                ),
-            ));
-            None
-        }
+    let reader = EntryReader {
+        path,
+        area: &area,
+        parser,
+        defaults: &raw.defaults,
+        default_timeout: check_timeout(path, &raw.defaults.timeout_s, &mut errors),
+        limits,
     };
-    let default_timeout = check_timeout(&raw.defaults.timeout_s, &mut errors);
-
     let mut cases = Vec::new();
     for spanned in &raw.cases {
+        reader.entry(spanned, &mut cases, &mut errors);
+    }
+    duplicate_ids(path, &cases, &mut errors);
+    if errors.is_empty() {
+        Ok(LoadedSuite {
+            file: path.to_path_buf(),
+            area,
+            description: raw.description,
+            cases,
+            source: std::sync::Arc::from(&*text),
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+fn error_at(path: &Path, line: u64, column: u64, message: String) -> SuiteError {
+    SuiteError {
+        file: path.to_path_buf(),
+        line,
+        column,
+        message,
+    }
+}
+
+/// A `timeout_s:` value, if given and in range (above 0, at most [`MAX_TIMEOUT_S`]); out of
+/// range, an error at the value.
+fn check_timeout(
+    path: &Path,
+    t: &Option<Spanned<f64>>,
+    errors: &mut Vec<SuiteError>,
+) -> Option<f64> {
+    let t = t.as_ref()?;
+    let v = t.value;
+    if v.is_finite() && v > 0.0 && v <= MAX_TIMEOUT_S {
+        Some(v)
+    } else {
+        errors.push(error_at(
+            path,
+            t.referenced.line(),
+            t.referenced.column(),
+            format!(
+                "`timeout_s: {v}` is out of range; `timeout_s:` is a number of seconds, above 0 and at most {MAX_TIMEOUT_S}"
+            ),
+        ));
+        None
+    }
+}
+
+/// What every entry of one suite file shares: its file, area, the area's `check:` parser and
+/// the `defaults:`.
+struct EntryReader<'a> {
+    path: &'a Path,
+    area: &'a str,
+    parser: &'a dyn AreaParser,
+    defaults: &'a RawDefaults,
+    default_timeout: Option<f64>,
+    limits: &'a Limits,
+}
+
+impl EntryReader<'_> {
+    /// The cases of one entry: its id and clause checked, its `matrix:`/`table:` expanded
+    /// (within the limit), each expansion's id checked and its `check:` parsed by the area;
+    /// requirements are the defaults', the entry's and the check's own. Errors go to `errors`
+    /// at the entry's position.
+    fn entry(
+        &self,
+        spanned: &Spanned<RawCase>,
+        cases: &mut Vec<Case>,
+        errors: &mut Vec<SuiteError>,
+    ) {
         let (line, column) = (spanned.referenced.line(), spanned.referenced.column());
         let entry = &spanned.value;
         let timeout_s = match &entry.timeout_s {
-            Some(_) => match check_timeout(&entry.timeout_s, &mut errors) {
+            Some(_) => match check_timeout(self.path, &entry.timeout_s, errors) {
                 Some(t) => t,
-                None => continue,
+                None => return,
             },
-            None => default_timeout.unwrap_or(DEFAULT_TIMEOUT_S),
+            None => self.default_timeout.unwrap_or(DEFAULT_TIMEOUT_S),
         };
-        let mut fail = |m: String| errors.push(err_at(line, column, m));
-        if !id_is_well_formed(&entry.id, true) {
-            fail(format!(
-                "case id `{}` breaks the id rule; `id:` is dotted, non-empty segments of [A-Za-z0-9_+-] (and `{{key}}` placeholders)",
-                entry.id
-            ));
-            continue;
-        }
-        if !entry.id.starts_with(&format!("{area}.")) {
-            fail(format!("case id `{}` must start with `{area}.`", entry.id));
-            continue;
-        }
-        if entry.clause.trim().is_empty() {
-            fail(format!(
-                "case `{}` names no spec clause; {}",
-                entry.id,
-                suite_field_help("clause").unwrap_or_default()
-            ));
-            continue;
+        let mut fail = |m: String| errors.push(error_at(self.path, line, column, m));
+        if let Err(m) = entry_rules(entry, self.area) {
+            fail(m);
+            return;
         }
         let expanded = match matrix::expand_limited(
             &entry.id,
             &entry.matrix,
             &entry.table,
             &entry.exclude,
-            limits.max_cases_per_entry,
+            self.limits.max_cases_per_entry,
         ) {
             Ok(p) => p,
             Err(e) => {
                 fail(format!("case `{}`: {e}", entry.id));
-                continue;
+                return;
             }
         };
         for params in expanded {
@@ -282,56 +324,70 @@ pub fn load_text(
                 break;
             }
             let content = matrix::substitute_value(&entry.check, &params);
-            let check = match parser.parse(content) {
+            let check = match self.parser.parse(content) {
                 Ok(c) => c,
                 Err(e) => {
                     fail(format!("case `{id}`: invalid check: {e}"));
                     continue;
                 }
             };
-            let mut requires = raw.defaults.requires.clone();
+            let mut requires = self.defaults.requires.clone();
             requires.extend(entry.requires.iter().copied());
             requires.extend(check.requires());
             requires.sort();
             requires.dedup();
             let isolate =
-                entry.isolate.or(raw.defaults.isolate).unwrap_or(false) || check.isolate();
+                entry.isolate.or(self.defaults.isolate).unwrap_or(false) || check.isolate();
             cases.push(Case {
                 id,
-                area: area.clone(),
+                area: self.area.to_string(),
                 clause: matrix::substitute_text(&entry.clause, &params),
                 requires,
                 isolate,
                 timeout: Duration::from_secs_f64(timeout_s),
-                origin: format!("{}:{line}:{column}", path.display()),
-                file: path.to_path_buf(),
+                origin: format!("{}:{line}:{column}", self.path.display()),
+                file: self.path.to_path_buf(),
                 check,
             });
         }
     }
+}
 
+/// An entry's own rules before expansion: a well-formed id template under the file's area,
+/// and a spec clause.
+fn entry_rules(entry: &RawCase, area: &str) -> Result<(), String> {
+    if !id_is_well_formed(&entry.id, true) {
+        return Err(format!(
+            "case id `{}` breaks the id rule; `id:` is dotted, non-empty segments of [A-Za-z0-9_+-] (and `{{key}}` placeholders)",
+            entry.id
+        ));
+    }
+    if !entry.id.starts_with(&format!("{area}.")) {
+        return Err(format!("case id `{}` must start with `{area}.`", entry.id));
+    }
+    if entry.clause.trim().is_empty() {
+        return Err(format!(
+            "case `{}` names no spec clause; {}",
+            entry.id,
+            suite_field_help("clause").unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// A case id defined twice in one file: an error at the second, naming the first.
+fn duplicate_ids(path: &Path, cases: &[Case], errors: &mut Vec<SuiteError>) {
     let mut seen: HashMap<&str, &str> = HashMap::new();
-    for c in &cases {
+    for c in cases {
         if let Some(first) = seen.insert(&c.id, &c.origin) {
             let (line, column) = parse_origin_pos(&c.origin);
-            errors.push(err_at(
+            errors.push(error_at(
+                path,
                 line,
                 column,
                 format!("duplicate case id `{}` (first defined at {first})", c.id),
             ));
         }
-    }
-
-    if errors.is_empty() {
-        Ok(LoadedSuite {
-            file: path.to_path_buf(),
-            area,
-            description: raw.description,
-            cases,
-            source: std::sync::Arc::from(&*text),
-        })
-    } else {
-        Err(errors)
     }
 }
 

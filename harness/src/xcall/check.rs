@@ -254,19 +254,8 @@ fn scan_bodies(toks: &[Token]) -> Result<Scan, (u32, String)> {
         let t = &toks[i];
         if depth == 0 {
             if t.is_directive(".func") || t.is_directive(".entry") {
-                // The name is the first identifier after an optional return list.
-                let mut j = i + 1;
-                let mut paren = 0usize;
-                while let Some(n) = toks.get(j) {
-                    if n.is_punct('(') {
-                        paren += 1;
-                    } else if n.is_punct(')') {
-                        paren = paren.saturating_sub(1);
-                    } else if paren == 0 && n.kind == TokenKind::Ident {
-                        pending = Some(n.text.to_string());
-                        break;
-                    }
-                    j += 1;
+                if let Some(name) = function_name(toks, i + 1) {
+                    pending = Some(name);
                 }
             } else if t.is_punct(';') {
                 pending = None;
@@ -304,111 +293,153 @@ fn scan_bodies(toks: &[Token]) -> Result<Scan, (u32, String)> {
                 continue;
             }
         }
-        if t.kind == TokenKind::Ident
-            && toks.get(i + 1).is_some_and(|n| n.is_punct(':'))
-            && toks
-                .get(i + 2)
-                .is_some_and(|n| n.is_directive(".callprototype"))
-        {
-            let mut j = i + 3;
-            let returns = if toks.get(j).is_some_and(|n| n.is_punct('(')) {
-                decl_list(toks, &mut j)
-            } else {
-                Vec::new()
-            };
-            // `_` stands for the function name.
-            if toks.get(j).is_some_and(|n| n.text == "_") {
-                j += 1;
-            }
-            let params = decl_list(toks, &mut j);
-            protos.insert(
-                t.text.to_string(),
-                Prototype {
-                    line: t.line,
-                    returns,
-                    params,
-                },
-            );
+        if let Some((name, proto, j)) = call_prototype(toks, i) {
+            protos.insert(name, proto);
             i = j;
-            continue;
-        }
-        if t.kind == TokenKind::Ident && t.text == "mov" {
-            // mov.u64 %rd2, f;
-            let mut j = i + 1;
-            while toks.get(j).is_some_and(|n| n.kind == TokenKind::Directive) {
-                j += 1;
-            }
-            if let (Some(d), Some(c), Some(s), Some(e)) = (
-                toks.get(j),
-                toks.get(j + 1),
-                toks.get(j + 2),
-                toks.get(j + 3),
-            ) {
-                if d.kind == TokenKind::Ident
-                    && c.is_punct(',')
-                    && s.kind == TokenKind::Ident
-                    && !s.text.starts_with('%')
-                    && e.is_punct(';')
-                {
-                    reg_fn.insert(d.text.to_string(), s.text.to_string());
-                } else if d.kind == TokenKind::Ident {
-                    reg_fn.remove(d.text);
-                }
-            }
+        } else if t.kind == TokenKind::Ident && t.text == "mov" {
+            i = mov_function(toks, i, &mut reg_fn);
+        } else if t.kind == TokenKind::Ident && t.text == "call" {
+            let (site, j) = call_site(toks, i, caller, &decls, &reg_fn)?;
+            calls.push(site);
             i = j;
-            continue;
+        } else {
+            i += 1;
         }
-        if t.kind == TokenKind::Ident && t.text == "call" {
-            let line = t.line;
-            let mut j = i + 1;
-            while toks.get(j).is_some_and(|n| n.kind == TokenKind::Directive) {
-                j += 1;
-            }
-            let mut rets = Vec::new();
-            if toks.get(j).is_some_and(|n| n.is_punct('(')) {
-                rets = name_list(toks, &mut j);
-                if toks.get(j).is_some_and(|n| n.is_punct(',')) {
-                    j += 1;
-                }
-            }
-            let Some(target) = toks.get(j).filter(|n| n.kind == TokenKind::Ident) else {
-                return Err((line, "expected a call target after `call`".into()));
-            };
-            j += 1;
-            let mut args = Vec::new();
-            if toks.get(j).is_some_and(|n| n.is_punct(',')) {
-                j += 1;
-                if toks.get(j).is_some_and(|n| n.is_punct('(')) {
-                    args = name_list(toks, &mut j);
-                }
-            }
-            let mut prototype = None;
-            if toks.get(j).is_some_and(|n| n.is_punct(',')) {
-                if let Some(p) = toks.get(j + 1).filter(|n| n.kind == TokenKind::Ident) {
-                    prototype = Some(p.text.to_string());
-                    j += 2;
-                }
-            }
-            let direct = !target.text.starts_with('%');
-            let resolved = if direct {
-                Some(target.text.to_string())
-            } else {
-                reg_fn.get(target.text).cloned()
-            };
-            calls.push(CallSite {
-                caller,
-                line,
-                target: resolved,
-                prototype,
-                args: args.iter().map(|a| decls.get(a).cloned()).collect(),
-                rets: rets.iter().map(|a| decls.get(a).cloned()).collect(),
-            });
-            i = j;
-            continue;
-        }
-        i += 1;
     }
     Ok((calls, protos))
+}
+
+/// The name of the function whose `.func`/`.entry` directive precedes `toks[j]`: the first
+/// identifier after an optional return list.
+fn function_name(toks: &[Token], mut j: usize) -> Option<String> {
+    let mut paren = 0usize;
+    while let Some(n) = toks.get(j) {
+        if n.is_punct('(') {
+            paren += 1;
+        } else if n.is_punct(')') {
+            paren = paren.saturating_sub(1);
+        } else if paren == 0 && n.kind == TokenKind::Ident {
+            return Some(n.text.to_string());
+        }
+        j += 1;
+    }
+    None
+}
+
+/// `LABEL: .callprototype (RETURNS) _ (PARAMS);` at `toks[i]` (PTX ISA `.callprototype`,
+/// the signature of an indirect call): the label, the prototype and the index after it.
+fn call_prototype(toks: &[Token], i: usize) -> Option<(String, Prototype, usize)> {
+    let t = &toks[i];
+    if !(t.kind == TokenKind::Ident
+        && toks.get(i + 1).is_some_and(|n| n.is_punct(':'))
+        && toks
+            .get(i + 2)
+            .is_some_and(|n| n.is_directive(".callprototype")))
+    {
+        return None;
+    }
+    let mut j = i + 3;
+    let returns = if toks.get(j).is_some_and(|n| n.is_punct('(')) {
+        decl_list(toks, &mut j)
+    } else {
+        Vec::new()
+    };
+    // `_` stands for the function name.
+    if toks.get(j).is_some_and(|n| n.text == "_") {
+        j += 1;
+    }
+    let params = decl_list(toks, &mut j);
+    let proto = Prototype {
+        line: t.line,
+        returns,
+        params,
+    };
+    Some((t.text.to_string(), proto, j))
+}
+
+/// `mov.u64 %rd2, f;` at `toks[i]`: register `%rd2` now holds function `f`'s address (what an
+/// indirect `call %rd2` resolves to); any other `mov` to a register forgets it. Returns the
+/// index after the modifiers.
+fn mov_function(toks: &[Token], i: usize, reg_fn: &mut HashMap<String, String>) -> usize {
+    let mut j = i + 1;
+    while toks.get(j).is_some_and(|n| n.kind == TokenKind::Directive) {
+        j += 1;
+    }
+    if let (Some(d), Some(c), Some(s), Some(e)) = (
+        toks.get(j),
+        toks.get(j + 1),
+        toks.get(j + 2),
+        toks.get(j + 3),
+    ) {
+        if d.kind == TokenKind::Ident
+            && c.is_punct(',')
+            && s.kind == TokenKind::Ident
+            && !s.text.starts_with('%')
+            && e.is_punct(';')
+        {
+            reg_fn.insert(d.text.to_string(), s.text.to_string());
+        } else if d.kind == TokenKind::Ident {
+            reg_fn.remove(d.text);
+        }
+    }
+    j
+}
+
+/// `call (RETS), TARGET, (ARGS), PROTOTYPE;` at `toks[i]` in `caller`'s body: the call site with
+/// its arguments' and returns' `.param` declarations, an indirect target resolved through the
+/// `mov` that loaded it, and the index after it.
+fn call_site(
+    toks: &[Token],
+    i: usize,
+    caller: String,
+    decls: &HashMap<String, ParamDecl>,
+    reg_fn: &HashMap<String, String>,
+) -> Result<(CallSite, usize), (u32, String)> {
+    let line = toks[i].line;
+    let mut j = i + 1;
+    while toks.get(j).is_some_and(|n| n.kind == TokenKind::Directive) {
+        j += 1;
+    }
+    let mut rets = Vec::new();
+    if toks.get(j).is_some_and(|n| n.is_punct('(')) {
+        rets = name_list(toks, &mut j);
+        if toks.get(j).is_some_and(|n| n.is_punct(',')) {
+            j += 1;
+        }
+    }
+    let Some(target) = toks.get(j).filter(|n| n.kind == TokenKind::Ident) else {
+        return Err((line, "expected a call target after `call`".into()));
+    };
+    j += 1;
+    let mut args = Vec::new();
+    if toks.get(j).is_some_and(|n| n.is_punct(',')) {
+        j += 1;
+        if toks.get(j).is_some_and(|n| n.is_punct('(')) {
+            args = name_list(toks, &mut j);
+        }
+    }
+    let mut prototype = None;
+    if toks.get(j).is_some_and(|n| n.is_punct(',')) {
+        if let Some(p) = toks.get(j + 1).filter(|n| n.kind == TokenKind::Ident) {
+            prototype = Some(p.text.to_string());
+            j += 2;
+        }
+    }
+    let direct = !target.text.starts_with('%');
+    let resolved = if direct {
+        Some(target.text.to_string())
+    } else {
+        reg_fn.get(target.text).cloned()
+    };
+    let site = CallSite {
+        caller,
+        line,
+        target: resolved,
+        prototype,
+        args: args.iter().map(|a| decls.get(a).cloned()).collect(),
+        rets: rets.iter().map(|a| decls.get(a).cloned()).collect(),
+    };
+    Ok((site, j))
 }
 
 /// A declaration as the messages show it: `.b64`, `.align 8 .b8[16]`, `.reg .b32`.

@@ -105,18 +105,47 @@ fn err_at<T>(line: usize, col: usize, msg: impl Into<String>) -> Result<T, Impor
     })
 }
 
-/// 1-based column of `part` (a subslice of `line`) in `line`.
+/// 1-based column (in characters) of `part`, a subslice of `line`, where its text starts
+/// after leading blanks; 1 when `part` does not lie in `line`.
 fn col_of(line: &str, part: &str) -> usize {
-    let off = (part.as_ptr() as usize).saturating_sub(line.as_ptr() as usize);
+    let start = line.as_ptr() as usize;
+    let at = part.as_ptr() as usize;
+    if at < start || at + part.len() > start + line.len() {
+        return 1;
+    }
     let lead = part.len() - part.trim_start().len();
-    (off + lead).min(line.len()) + 1
+    line.get(..at - start + lead)
+        .map_or(1, |before| before.chars().count() + 1)
+}
+
+/// Advances `*i` past blank lines.
+fn skip_blank(lines: &[&str], i: &mut usize) {
+    while *i < lines.len() && lines[*i].trim().is_empty() {
+        *i += 1;
+    }
+}
+
+/// The `PTX NAME` header (after blank lines): the test's name. `*i` ends on the next line.
+fn header<'a>(lines: &[&'a str], i: &mut usize) -> Result<&'a str, ImportError> {
+    skip_blank(lines, i);
+    let Some(first) = lines.get(*i) else {
+        return err(1, "empty file (expected `PTX NAME`)");
+    };
+    let name = match first.trim().strip_prefix("PTX") {
+        Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => rest.trim(),
+        _ => return err(*i + 1, "expected `PTX NAME` header"),
+    };
+    if name.is_empty() {
+        return err(*i + 1, "missing test name after `PTX`");
+    }
+    *i += 1;
+    Ok(name)
 }
 
 /// The quoted description strings (possibly spanning lines) from line `*i` up to the init
-/// block, and what follows the init block's `{` on its line.
-fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, String), ImportError> {
+/// block, and the byte offset in line `*i` just after the init block's `{`.
+fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, usize), ImportError> {
     let mut desc = Vec::new();
-    let mut rest_of_line = String::new();
     while *i < lines.len() {
         let l = lines[*i].trim();
         if l.is_empty() {
@@ -144,91 +173,88 @@ fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, String), 
             *i += 1;
             continue;
         }
-        if let Some(rest) = l.strip_prefix('{') {
-            rest_of_line = rest.to_string();
-            break;
+        if l.starts_with('{') {
+            // `l` is the line trimmed, so its `{` sits after the line's leading blanks.
+            let indent = lines[*i].len() - lines[*i].trim_start().len();
+            return Ok((desc, indent + 1));
         }
         return err(
             *i + 1,
             format!("expected `{{` (the init block), found `{l}`"),
         );
     }
-    Ok((desc, rest_of_line))
+    Ok((desc, 0))
 }
 
-/// Imports a Dat3M PTX litmus test.
-pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut i = 0;
-    let skip_blank = |i: &mut usize| {
-        while *i < lines.len() && lines[*i].trim().is_empty() {
-            *i += 1;
-        }
-    };
-    skip_blank(&mut i);
-    let Some(first) = lines.get(i) else {
-        return err(1, "empty file (expected `PTX NAME`)");
-    };
-    let name = match first.trim().strip_prefix("PTX") {
-        Some(rest) if rest.is_empty() || rest.starts_with(char::is_whitespace) => rest.trim(),
-        _ => return err(i + 1, "expected `PTX NAME` header"),
-    };
-    if name.is_empty() {
-        return err(i + 1, "missing test name after `PTX`");
-    }
-    i += 1;
+/// What the init block declares: the locations (initial values, proxy aliases) and each
+/// thread's initial registers, by thread index.
+struct Init {
+    locations: Vec<Location>,
+    regs: BTreeMap<usize, BTreeMap<String, i64>>,
+}
 
-    // Quoted description strings, possibly spanning lines, up to the init block.
-    let (desc, rest_of_line) = descriptions(&lines, &mut i)?;
-    if i >= lines.len() {
+/// The init block from byte `from` of line `*i` (just after its `{`) to its `}`: `;`-separated
+/// entries on one line or many. `*i` ends on the line after the `}`. An entry's error points
+/// at the entry in the file's own line.
+fn init_block(lines: &[&str], i: &mut usize, from: usize) -> Result<Init, ImportError> {
+    if *i >= lines.len() {
         return err(lines.len(), "missing init block `{ ... }`");
     }
-
-    // Init block: `;`-separated entries until `}`.
     let mut locations: Vec<Location> = Vec::new();
     // Names declared so far: a set, so an init block of many locations stays linear.
     let mut declared: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut regs: BTreeMap<usize, BTreeMap<String, i64>> = BTreeMap::new();
-    let mut cur = rest_of_line;
+    let mut from = from;
     loop {
-        let (body, closed) = match cur.find('}') {
-            Some(p) => (cur[..p].to_string(), true),
-            None => (cur.clone(), false),
+        let Some(line) = lines.get(*i) else {
+            return err(lines.len(), "unterminated init block (missing `}`)");
+        };
+        let rest = line.get(from..).unwrap_or("");
+        let (body, closed) = match rest.find('}') {
+            Some(p) => (&rest[..p], true),
+            None => (rest, false),
         };
         for entry in body.split(';') {
             let e = entry.trim();
             if e.is_empty() {
                 continue;
             }
-            let col = col_of(&cur, entry);
-            init_entry(e, i + 1, col, &mut locations, &mut declared, &mut regs)?;
+            let col = col_of(line, entry);
+            init_entry(e, *i + 1, col, &mut locations, &mut declared, &mut regs)?;
         }
-        i += 1;
+        *i += 1;
         if closed {
-            break;
+            return Ok(Init { locations, regs });
         }
-        if i >= lines.len() {
-            return err(lines.len(), "unterminated init block (missing `}`)");
-        }
-        cur = lines[i].to_string();
+        from = 0;
     }
+}
 
-    // Thread header.
-    skip_blank(&mut i);
-    let Some(header) = lines.get(i) else {
+/// The thread header `P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;` (after blank lines): one thread per
+/// column, placed by `cta`/`cluster`/`gpu`/`warp`, holding the registers the init block gave
+/// it. `*i` ends on the next line.
+fn thread_header(
+    lines: &[&str],
+    i: &mut usize,
+    mut regs: BTreeMap<usize, BTreeMap<String, i64>>,
+) -> Result<Vec<Thread>, ImportError> {
+    skip_blank(lines, i);
+    let Some(header) = lines.get(*i) else {
         return err(lines.len(), "missing thread header `P0@cta 0,gpu 0 | ...;`");
     };
-    let header_line = i + 1;
+    let header_line = *i + 1;
     let mut threads = Vec::new();
     for (col, cell) in split_row(header).iter().enumerate() {
+        let at = col_of(header, cell);
         let cell = cell.trim();
         let (pname, place) = match cell.split_once('@') {
             Some((p, rest)) => (p.trim(), rest),
             None => (cell, ""),
         };
         if pname != format!("P{col}") {
-            return err(
+            return err_at(
                 header_line,
+                at,
                 format!("column {col} is `{pname}`, expected `P{col}`"),
             );
         }
@@ -240,25 +266,11 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
             regs: regs.remove(&col).unwrap_or_default(),
             ops: Vec::new(),
         };
-        for kv in place.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let mut it = kv.split_whitespace();
-            let (Some(k), Some(v), None) = (it.next(), it.next(), it.next()) else {
-                return err(
-                    header_line,
-                    format!("bad placement `{kv}` (expected e.g. `cta 0`)"),
-                );
-            };
-            let Ok(v) = v.parse::<u32>() else {
-                return err(header_line, format!("bad number in placement `{kv}`"));
-            };
-            match k {
-                "cta" => th.cta = v,
-                "cluster" => th.cluster = Some(v),
-                "gpu" => th.gpu = v,
-                "warp" => th.warp = Some(v),
-                _ => return err(header_line, format!("unknown placement `{k}`")),
-            }
-        }
+        placement(&mut th, place).map_err(|msg| ImportError {
+            line: header_line,
+            col: at,
+            msg,
+        })?;
         threads.push(th);
     }
     if threads.is_empty() {
@@ -270,25 +282,57 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
             format!("init block names P{t}, which has no column"),
         );
     }
-    i += 1;
+    *i += 1;
+    Ok(threads)
+}
 
-    // Instruction rows until the condition; where each operation was written.
-    let mut positions: BTreeMap<(usize, usize), (usize, usize)> = BTreeMap::new();
-    let mut cond_start = None;
-    while i < lines.len() {
-        let l = lines[i].trim();
+/// A header cell's placement after `@` (`cta 0,cluster 1,gpu 0,warp 2`) set on `th`.
+fn placement(th: &mut Thread, place: &str) -> Result<(), String> {
+    for kv in place.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let mut it = kv.split_whitespace();
+        let (Some(k), Some(v), None) = (it.next(), it.next(), it.next()) else {
+            return Err(format!("bad placement `{kv}` (expected e.g. `cta 0`)"));
+        };
+        let Ok(v) = v.parse::<u32>() else {
+            return Err(format!("bad number in placement `{kv}`"));
+        };
+        match k {
+            "cta" => th.cta = v,
+            "cluster" => th.cluster = Some(v),
+            "gpu" => th.gpu = v,
+            "warp" => th.warp = Some(v),
+            _ => return Err(format!("unknown placement `{k}`")),
+        }
+    }
+    Ok(())
+}
+
+/// Where each operation was written: (thread, 1-based operation index) → (line, column).
+type Positions = BTreeMap<(usize, usize), (usize, usize)>;
+
+/// The instruction rows from line `*i` up to the condition: each non-empty cell an operation
+/// of its column's thread. Returns where each operation was written and the index of the
+/// condition's first line (`exists`, `~exists` or `forall`).
+fn instruction_rows(
+    lines: &[&str],
+    i: &mut usize,
+    threads: &mut [Thread],
+) -> Result<(Positions, usize), ImportError> {
+    let mut positions = Positions::new();
+    while *i < lines.len() {
+        let line = lines[*i];
+        let l = line.trim();
+        if l.starts_with("exists") || l.starts_with("~exists") || l.starts_with("forall") {
+            return Ok((positions, *i));
+        }
+        *i += 1;
         if l.is_empty() {
-            i += 1;
             continue;
         }
-        if l.starts_with("exists") || l.starts_with("~exists") || l.starts_with("forall") {
-            cond_start = Some(i);
-            break;
-        }
-        let cells = split_row(lines[i]);
+        let cells = split_row(line);
         if cells.len() > threads.len() {
             return err(
-                i + 1,
+                *i,
                 format!("{} columns, but {} threads", cells.len(), threads.len()),
             );
         }
@@ -297,25 +341,32 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
             if c.is_empty() {
                 continue;
             }
+            let at = (*i, col_of(line, cell));
             let op = parse_instr(c).map_err(|m| ImportError {
-                line: i + 1,
-                col: col_of(lines[i], cell),
+                line: at.0,
+                col: at.1,
                 msg: m.to_string(),
             })?;
-            positions.insert(
-                (col, threads[col].ops.len() + 1),
-                (i + 1, col_of(lines[i], cell)),
-            );
+            positions.insert((col, threads[col].ops.len() + 1), at);
             threads[col].ops.push(op);
         }
-        i += 1;
     }
-    let Some(cs) = cond_start else {
-        return err(
-            lines.len(),
-            "missing condition (`exists`, `~exists` or `forall`)",
-        );
-    };
+    err(
+        lines.len(),
+        "missing condition (`exists`, `~exists` or `forall`)",
+    )
+}
+
+/// Imports a Dat3M PTX litmus test: header, descriptions, init block, thread header,
+/// instruction rows and the final condition, then the test's own validation.
+pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut i = 0;
+    let name = header(&lines, &mut i)?;
+    let (desc, brace_end) = descriptions(&lines, &mut i)?;
+    let Init { locations, regs } = init_block(&lines, &mut i, brace_end)?;
+    let mut threads = thread_header(&lines, &mut i, regs)?;
+    let (positions, cs) = instruction_rows(&lines, &mut i, &mut threads)?;
     let cond_text = lines[cs..].join(" ");
     let condition = parse_condition(&cond_text).map_err(|m| ImportError {
         line: cs + 1,
@@ -528,155 +579,195 @@ pub fn parse_instr(text: &str) -> Result<Op, OpError> {
     if ins.guard.is_some() {
         return Err(OpError::Guarded(text.to_string()));
     }
-    let head = ins.opcode.as_str();
-    let args: Vec<String> = ins.operands.clone();
-    let need = |n: usize| -> Result<(), OpError> {
-        if args.len() == n {
+    let cell = Cell { ins: &ins, text };
+    match control_op(&cell)? {
+        Some(op) => Ok(op),
+        None => memory_op(&cell, &MemoryModifiers::read(&cell)?),
+    }
+}
+
+/// One instruction cell as the PTX reader split it, with its text for error messages.
+struct Cell<'a> {
+    ins: &'a crate::ptx::instr::Instruction,
+    text: &'a str,
+}
+
+/// The type and state-space modifiers a cell may carry without changing the model.
+const TYPES: [&str; 9] = [
+    "s32", "u32", "b32", "s64", "u64", "b64", "uni", "global", "generic",
+];
+
+impl Cell<'_> {
+    fn head(&self) -> &str {
+        self.ins.opcode.as_str()
+    }
+
+    /// Operand `n` (callers check the count first with [`Cell::need`]).
+    fn arg(&self, n: usize) -> &str {
+        self.ins.operands.get(n).map_or("", String::as_str)
+    }
+
+    /// The cell has exactly `n` operands.
+    fn need(&self, n: usize) -> Result<(), OpError> {
+        let found = self.ins.operands.len();
+        if found == n {
             Ok(())
         } else {
             Err(OpError::Operands {
-                opcode: head.to_string(),
+                opcode: self.head().to_string(),
                 expected: n,
-                found: args.len(),
-                text: text.to_string(),
+                found,
+                text: self.text.to_string(),
             })
         }
-    };
-    let modifier = |m: &str| OpError::Modifier {
-        modifier: m.to_string(),
-        text: text.to_string(),
-    };
-    let no_modifiers = |allowed: &[&str]| -> Result<(), OpError> {
-        match ins
+    }
+
+    fn modifier(&self, m: &str) -> OpError {
+        OpError::Modifier {
+            modifier: m.to_string(),
+            text: self.text.to_string(),
+        }
+    }
+
+    /// Every modifier is one of `allowed`.
+    fn no_modifiers(&self, allowed: &[&str]) -> Result<(), OpError> {
+        match self
+            .ins
             .modifiers
             .iter()
             .find(|m| !allowed.contains(&m.as_str()))
         {
-            Some(m) => Err(modifier(m)),
+            Some(m) => Err(self.modifier(m)),
             None => Ok(()),
         }
-    };
-    const TYPES: [&str; 9] = [
-        "s32", "u32", "b32", "s64", "u64", "b64", "uni", "global", "generic",
-    ];
-    // Control flow and register arithmetic.
+    }
+
+    fn value(&self, n: usize) -> Result<Operand, OpError> {
+        value(self.arg(n), self.text)
+    }
+
+    fn reg(&self, n: usize) -> Result<String, OpError> {
+        reg_name(self.arg(n), self.text)
+    }
+
+    /// Operand `n` as a location, its address brackets `[x]` removed.
+    fn loc(&self, n: usize) -> Result<String, OpError> {
+        loc_name(&strip_addr(self.arg(n)), self.text)
+    }
+}
+
+/// The operations that touch no memory location: branches, jumps and register arithmetic
+/// (what Dat3M's tests use to build dependencies), barriers and proxy fences; `None` for the
+/// memory operations.
+fn control_op(c: &Cell) -> Result<Option<Op>, OpError> {
+    let head = c.head();
     if let Some(cond) = BranchCond::from_mnemonic(head) {
-        no_modifiers(&[])?;
-        need(3)?;
-        return Ok(Op::Branch {
+        c.no_modifiers(&[])?;
+        c.need(3)?;
+        return Ok(Some(Op::Branch {
             cond,
-            a: value(&args[0], text)?,
-            b: value(&args[1], text)?,
-            target: label_name(&args[2], text)?,
-        });
+            a: c.value(0)?,
+            b: c.value(1)?,
+            target: label_name(c.arg(2), c.text)?,
+        }));
     }
     if head == "goto" || head == "bra" {
-        no_modifiers(&["uni"])?;
-        need(1)?;
-        return Ok(Op::Goto {
-            target: label_name(&args[0], text)?,
-        });
+        c.no_modifiers(&["uni"])?;
+        c.need(1)?;
+        return Ok(Some(Op::Goto {
+            target: label_name(c.arg(0), c.text)?,
+        }));
     }
     if let Some(op) = LocalOp::parse(head) {
-        no_modifiers(&TYPES)?;
-        need(3)?;
-        return Ok(Op::Local {
+        c.no_modifiers(&TYPES)?;
+        c.need(3)?;
+        return Ok(Some(Op::Local {
             op,
-            reg: reg_name(&args[0], text)?,
-            a: value(&args[1], text)?,
-            b: value(&args[2], text)?,
-        });
+            reg: c.reg(0)?,
+            a: c.value(1)?,
+            b: c.value(2)?,
+        }));
     }
     if head == "bar" || head == "barrier" {
-        return parse_barrier(&ins.modifiers, &args, text);
+        return parse_barrier(&c.ins.modifiers, &c.ins.operands, c.text).map(Some);
     }
-    if (head == "fence" || head == "membar") && ins.has("proxy") {
-        let kind = match ins.modifiers.as_slice() {
+    if (head == "fence" || head == "membar") && c.ins.has("proxy") {
+        // PTX ISA 7.5 proxies: `fence.proxy.KIND` orders one proxy's accesses with generic ones.
+        let kind = match c.ins.modifiers.as_slice() {
             [p, k] if p == "proxy" => ProxyFenceKind::parse(k),
             _ => None,
         };
         let Some(kind) = kind else {
-            return Err(OpError::ProxyFence(text.to_string()));
+            return Err(OpError::ProxyFence(c.text.to_string()));
         };
-        need(0)?;
-        return Ok(Op::ProxyFence { kind });
+        c.need(0)?;
+        return Ok(Some(Op::ProxyFence { kind }));
     }
-    let mut sem = None;
-    let mut scope = None;
-    let mut rmw = None;
-    let mut konst = false;
-    for p in &ins.modifiers {
-        if let Some(s) = Sem::parse(p) {
-            sem = Some(s);
-        } else if let Some(s) = Scope::parse(p) {
-            scope = Some(s);
-        } else if let (Some(r), "atom" | "red") = (AtomOp::parse(p), head) {
-            rmw = Some(r);
-        } else if head == "membar" && p == "gl" {
-            scope = Some(Scope::Gpu);
-        } else if head == "ld" && p == "const" {
-            konst = true;
-        } else if TYPES.contains(&p.as_str()) || p == "shared" {
-            // State space and type do not change the model.
-        } else {
-            return Err(modifier(p));
+    Ok(None)
+}
+
+/// A memory operation's modifiers read by kind, in any order: semantics (`.weak`, `.relaxed`,
+/// `.acquire`, ...), scope (`.cta`, `.gpu`, `.sys`; `membar.gl` is `.gpu`), the RMW operation
+/// of `atom`/`red`, and `ld.const`. Types and state spaces do not change the model.
+struct MemoryModifiers {
+    sem: Option<Sem>,
+    scope: Option<Scope>,
+    rmw: Option<AtomOp>,
+    konst: bool,
+}
+
+impl MemoryModifiers {
+    fn read(c: &Cell) -> Result<Self, OpError> {
+        let head = c.head();
+        let mut m = MemoryModifiers {
+            sem: None,
+            scope: None,
+            rmw: None,
+            konst: false,
+        };
+        for p in &c.ins.modifiers {
+            if let Some(s) = Sem::parse(p) {
+                m.sem = Some(s);
+            } else if let Some(s) = Scope::parse(p) {
+                m.scope = Some(s);
+            } else if let (Some(r), "atom" | "red") = (AtomOp::parse(p), head) {
+                m.rmw = Some(r);
+            } else if head == "membar" && p == "gl" {
+                m.scope = Some(Scope::Gpu);
+            } else if head == "ld" && p == "const" {
+                m.konst = true;
+            } else if TYPES.contains(&p.as_str()) || p == "shared" {
+                // State space and type do not change the model.
+            } else {
+                return Err(c.modifier(p));
+            }
         }
+        Ok(m)
     }
-    let strong_scope = |sem: Sem| {
+
+    /// A weak access has no scope; a strong one without a scope modifier is `.gpu`.
+    fn strong_scope(&self, sem: Sem) -> Option<Scope> {
         if sem == Sem::Weak {
             None
         } else {
-            Some(scope.unwrap_or(Scope::Gpu))
+            Some(self.scope.unwrap_or(Scope::Gpu))
         }
-    };
-    match head {
-        "ld" | "tld" | "suld" | "cold" => {
-            need(2)?;
-            let src = strip_addr(&args[1]);
-            let reg = reg_name(&args[0], text)?;
-            if head == "ld" && !konst {
-                if let Some(v) = parse_int(&src) {
-                    // Dat3M's register initialisation `ld r0, 2`.
-                    return Ok(Op::Mov {
-                        reg,
-                        val: Operand::Const(v),
-                    });
-                }
-            }
-            let loc = loc_name(&src, text)?;
-            let sem = sem.unwrap_or(Sem::Weak);
-            let proxy = match head {
-                "tld" => Proxy::Texture,
-                "suld" => Proxy::Surface,
-                "cold" => Proxy::Constant,
-                _ if konst => Proxy::Constant,
-                _ => Proxy::Generic,
-            };
-            let scope = strong_scope(sem);
-            if proxy == Proxy::Generic {
-                Ok(Op::Ld {
-                    reg,
-                    loc,
-                    sem,
-                    scope,
-                })
-            } else {
-                Ok(Op::ProxyLd {
-                    proxy,
-                    reg,
-                    loc,
-                    sem,
-                    scope,
-                })
-            }
-        }
+    }
+}
+
+/// The memory operations: loads (generic or through the texture, surface or constant proxy),
+/// stores, `atom`, `red`, fences (`membar` is `fence.sc`) and `mov`, with their defaults:
+/// weak accesses, relaxed RMWs, `.gpu` scope, `fence.sc.sys`.
+fn memory_op(c: &Cell, m: &MemoryModifiers) -> Result<Op, OpError> {
+    match c.head() {
+        "ld" | "tld" | "suld" | "cold" => load(c, m),
         "st" | "sust" => {
-            need(2)?;
-            let sem = sem.unwrap_or(Sem::Weak);
-            let loc = loc_name(&strip_addr(&args[0]), text)?;
-            let val = value(&args[1], text)?;
-            let scope = strong_scope(sem);
-            if head == "sust" {
+            c.need(2)?;
+            let sem = m.sem.unwrap_or(Sem::Weak);
+            let loc = c.loc(0)?;
+            let val = c.value(1)?;
+            let scope = m.strong_scope(sem);
+            if c.head() == "sust" {
                 Ok(Op::ProxySt {
                     proxy: Proxy::Surface,
                     loc,
@@ -694,68 +785,111 @@ pub fn parse_instr(text: &str) -> Result<Op, OpError> {
             }
         }
         "atom" => {
-            let Some(op) = rmw else {
+            let Some(op) = m.rmw else {
                 return Err(OpError::Form {
-                    text: text.to_string(),
+                    text: c.text.to_string(),
                     expected: "atom needs an operation (.add, .exch, .cas, ...)",
                 });
             };
             let (cmp, val) = if op == AtomOp::Cas {
-                need(4)?;
-                (Some(value(&args[2], text)?), value(&args[3], text)?)
+                c.need(4)?;
+                (Some(c.value(2)?), c.value(3)?)
             } else {
-                need(3)?;
-                (None, value(&args[2], text)?)
+                c.need(3)?;
+                (None, c.value(2)?)
             };
             Ok(Op::Atom {
                 op,
-                reg: reg_name(&args[0], text)?,
-                loc: loc_name(&strip_addr(&args[1]), text)?,
+                reg: c.reg(0)?,
+                loc: c.loc(1)?,
                 val,
                 cmp,
-                sem: sem.unwrap_or(Sem::Relaxed),
-                scope: scope.unwrap_or(Scope::Gpu),
+                sem: m.sem.unwrap_or(Sem::Relaxed),
+                scope: m.scope.unwrap_or(Scope::Gpu),
             })
         }
         "red" => {
-            let Some(op) = rmw else {
+            let Some(op) = m.rmw else {
                 return Err(OpError::Form {
-                    text: text.to_string(),
+                    text: c.text.to_string(),
                     expected: "red needs an operation (.add, .or, ...)",
                 });
             };
-            need(2)?;
+            c.need(2)?;
             Ok(Op::Red {
                 op,
-                loc: loc_name(&strip_addr(&args[0]), text)?,
-                val: value(&args[1], text)?,
-                sem: sem.unwrap_or(Sem::Relaxed),
-                scope: scope.unwrap_or(Scope::Gpu),
+                loc: c.loc(0)?,
+                val: c.value(1)?,
+                sem: m.sem.unwrap_or(Sem::Relaxed),
+                scope: m.scope.unwrap_or(Scope::Gpu),
             })
         }
         "fence" | "membar" => {
-            need(0)?;
-            let sem = if head == "membar" {
+            c.need(0)?;
+            let sem = if c.head() == "membar" {
                 Sem::Sc
             } else {
-                sem.unwrap_or(Sem::Sc)
+                m.sem.unwrap_or(Sem::Sc)
             };
             Ok(Op::Fence {
                 sem,
-                scope: scope.unwrap_or(Scope::Sys),
+                scope: m.scope.unwrap_or(Scope::Sys),
             })
         }
         "mov" => {
-            need(2)?;
+            c.need(2)?;
             Ok(Op::Mov {
-                reg: reg_name(&args[0], text)?,
-                val: value(&args[1], text)?,
+                reg: c.reg(0)?,
+                val: c.value(1)?,
             })
         }
-        _ => Err(OpError::Unsupported {
+        head => Err(OpError::Unsupported {
             opcode: head.to_string(),
-            text: text.to_string(),
+            text: c.text.to_string(),
         }),
+    }
+}
+
+/// A load: `ld` (generic, or the constant proxy with `.const`), `tld` (texture), `suld`
+/// (surface), `cold` (constant). Dat3M's register initialisation `ld r0, 2` is a `mov`.
+fn load(c: &Cell, m: &MemoryModifiers) -> Result<Op, OpError> {
+    let head = c.head();
+    c.need(2)?;
+    let src = strip_addr(c.arg(1));
+    let reg = c.reg(0)?;
+    if head == "ld" && !m.konst {
+        if let Some(v) = parse_int(&src) {
+            return Ok(Op::Mov {
+                reg,
+                val: Operand::Const(v),
+            });
+        }
+    }
+    let loc = loc_name(&src, c.text)?;
+    let sem = m.sem.unwrap_or(Sem::Weak);
+    let proxy = match head {
+        "tld" => Proxy::Texture,
+        "suld" => Proxy::Surface,
+        "cold" => Proxy::Constant,
+        _ if m.konst => Proxy::Constant,
+        _ => Proxy::Generic,
+    };
+    let scope = m.strong_scope(sem);
+    if proxy == Proxy::Generic {
+        Ok(Op::Ld {
+            reg,
+            loc,
+            sem,
+            scope,
+        })
+    } else {
+        Ok(Op::ProxyLd {
+            proxy,
+            reg,
+            loc,
+            sem,
+            scope,
+        })
     }
 }
 
@@ -1281,5 +1415,67 @@ forall
                 .unwrap_err();
         assert_eq!(e.line, 5, "{e}");
         assert!(import("C X\n").unwrap_err().msg.contains("PTX"));
+    }
+    /// The 1-based line and character column at which `needle` starts in `text`, counted
+    /// from the text itself (not by the importer).
+    fn where_is(text: &str, needle: &str) -> (usize, usize) {
+        let at = text.find(needle).unwrap();
+        let line_start = text[..at].rfind('\n').map_or(0, |n| n + 1);
+        let line = text[..at].matches('\n').count() + 1;
+        (line, text[line_start..at].chars().count() + 1)
+    }
+
+    /// A bad init entry is reported at its own line and column in the file, wherever it sits
+    /// in the block: on the `{` line (indented or not), on a later line of a multi-line block,
+    /// after tabs, after a non-ASCII name (columns count characters).
+    #[test]
+    fn a_bad_init_entry_is_reported_where_it_is_written() {
+        let rest = "\n P0@cta 0,gpu 0 ;\n st.weak x, 1 ;\nexists (x == 1)\n";
+        for (init, bad, what) in [
+            ("{ x=1; y 2; }", "y 2", "not `name=value`"),
+            ("   {  x=1;   y 2; }", "y 2", "not `name=value`"),
+            (
+                "{\nx=0;\n  y=0; P0:r0=1; z 3;\n}",
+                "z 3",
+                "not `name=value`",
+            ),
+            ("{ x=0;\n\t\tP0:r0 = zz; }", "P0:r0 = zz", "not an integer"),
+            ("\t{\tx=0;\ty=0;\tx=2;\t}", "x=2", "initialised twice"),
+            ("{ é=0; y 2; }", "y 2", "not `name=value`"),
+            (
+                "{ x=0;\n  t @ texture of x; }",
+                "t @ texture of x",
+                "bad proxy declaration",
+            ),
+        ] {
+            let text = format!("PTX T\n{init}{rest}");
+            let e = import(&text).unwrap_err();
+            assert_eq!((e.line, e.col), where_is(&text, bad), "{init:?}: {e}");
+            assert!(e.msg.contains(what), "{init:?}: {e}");
+            let (line, col) = where_is(&text, bad);
+            assert!(e.to_string().starts_with(&format!("{line}:{col}: ")), "{e}");
+        }
+    }
+
+    /// Header cells and instruction cells point at their cell too.
+    #[test]
+    fn header_and_instruction_errors_point_at_the_cell() {
+        for (text, bad) in [
+            (
+                "PTX T\n{ x=0; }\n P0@cta 0,gpu 0 |  P2@cta 0,gpu 0 ;\n st.weak x, 1 | ;\nexists (x == 1)\n",
+                "P2@cta",
+            ),
+            (
+                "PTX T\n{ x=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu x ;\n st.weak x, 1 | ;\nexists (x == 1)\n",
+                "P1@cta",
+            ),
+            (
+                "PTX T\n{ x=0; }\n P0@cta 0,gpu 0 | P1@cta 0,gpu 0 ;\n st.weak x, 1 |\tld.bogus r0, x ;\nexists (x == 1)\n",
+                "ld.bogus",
+            ),
+        ] {
+            let e = import(text).unwrap_err();
+            assert_eq!((e.line, e.col), where_is(text, bad), "{e}");
+        }
     }
 }

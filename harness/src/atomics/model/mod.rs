@@ -34,8 +34,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::atomics::litmus::{
-    dat3m::instr_text, AtomOp, BranchCond, LitmusTest, LocalOp, Op, Operand, Prop, Proxy,
-    Quantifier, Scope, Sem, Term,
+    dat3m::instr_text, AtomOp, BranchCond, LitmusTest, LocalOp, Op, Operand, Proxy, Quantifier,
+    Scope, Sem, Term, Thread,
 };
 
 pub mod unroll;
@@ -302,24 +302,41 @@ struct BarrierEv {
 
 const NO_LOC: usize = usize::MAX;
 
-fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Program, ModelError> {
-    let names = test.all_locations();
-    // Physical locations (an alias shares its target's); events carry both.
-    let locs: Vec<String> = names
-        .iter()
-        .filter(|l| test.physical(l) == l.as_str())
-        .cloned()
-        .collect();
-    let loc_idx = |l: &str| {
-        let phys = test.physical(l);
-        locs.iter().position(|x| x == phys).unwrap_or(NO_LOC)
-    };
-    // A texture/surface/constant alias is another proxy's view of the same virtual
-    // address; only a generic alias is a different virtual address (Dat3M's `vloc`).
-    let virt = |l: &str| -> String {
+/// Where each location name lives: its physical location (an alias shares its target's; the
+/// index into `locs`) and its virtual address (the index into `names`, Dat3M's `vloc`).
+struct LocIndex<'t> {
+    test: &'t LitmusTest,
+    /// Every location name the test uses.
+    names: Vec<String>,
+    /// The physical locations, each once.
+    locs: Vec<String>,
+}
+
+impl<'t> LocIndex<'t> {
+    fn new(test: &'t LitmusTest) -> Self {
+        let names = test.all_locations();
+        let locs = names
+            .iter()
+            .filter(|l| test.physical(l) == l.as_str())
+            .cloned()
+            .collect();
+        LocIndex { test, names, locs }
+    }
+
+    /// The physical location of `l` (shared by all its aliases).
+    fn loc(&self, l: &str) -> usize {
+        let phys = self.test.physical(l);
+        self.locs.iter().position(|x| x == phys).unwrap_or(NO_LOC)
+    }
+
+    /// The virtual address of `l`: a texture/surface/constant alias is another proxy's view
+    /// of the same virtual address; only a generic alias is a different one (PTX ISA 7.5
+    /// proxies; Dat3M's `vloc`).
+    fn vloc(&self, l: &str) -> usize {
         let mut cur = l.to_string();
-        for _ in 0..=test.locations.len() {
-            match test
+        for _ in 0..=self.test.locations.len() {
+            match self
+                .test
                 .locations
                 .iter()
                 .find(|m| m.name == cur)
@@ -329,73 +346,119 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                 _ => break,
             }
         }
-        cur
-    };
-    let vloc_idx = |l: &str| {
-        let v = virt(l);
-        names.iter().position(|x| *x == v).unwrap_or(NO_LOC)
-    };
-    let mut evs: Vec<Ev> = Vec::new();
-    for (li, l) in locs.iter().enumerate() {
-        evs.push(Ev {
-            kind: Kind::W,
-            thread: None,
-            loc: li,
-            strong: false,
-            scope: None,
-            rel: false,
-            acq: false,
-            sc_fence: false,
-            rmw_write: None,
-            wval: Some(WVal::Plain(Src::Const(test.init_of(l)))),
-            label: format!("init {l}={}", test.init_of(l)),
-            vloc: vloc_idx(l),
-            proxy: Proxy::Generic,
-            proxy_fence: false,
-            alias_fence: false,
-            cta_key: (u32::MAX, u32::MAX),
-        });
+        self.names.iter().position(|x| *x == cur).unwrap_or(NO_LOC)
     }
-    let mut assumes = Vec::new();
-    let mut data: Vec<(usize, usize)> = Vec::new(); // (read, event)
-    let mut barriers = Vec::new();
-    let mut stuck: Vec<Vec<usize>> = Vec::new();
-    let mut spin_cas: Vec<usize> = Vec::new();
-    let mut regs_out = Vec::new();
-    let mut thread_evs: Vec<Vec<usize>> = Vec::new();
-    for (ti, t) in test.threads.iter().enumerate() {
-        let mut regs: BTreeMap<String, Src> = t
-            .regs
+}
+
+/// The value of operand `o` in the registers `regs`. A register no one wrote holds 0
+/// (validation has rejected registers that are never written; on a path that skips the write,
+/// the PTX register is still 0-initialised by the litmus convention of Dat3M's init block).
+fn src_of(regs: &BTreeMap<String, Src>, o: &Operand) -> Src {
+    match o {
+        Operand::Const(v) => Src::Const(*v),
+        Operand::Reg(r) => regs.get(r).cloned().unwrap_or(Src::Const(0)),
+    }
+}
+
+/// The events of a test, built thread by thread along one path each, with what the
+/// relations need besides the events themselves.
+struct Events<'t> {
+    idx: LocIndex<'t>,
+    evs: Vec<Ev>,
+    /// Branch conditions the paths assume: (condition, lhs, rhs).
+    assumes: Vec<(BranchCond, Src, Src)>,
+    /// Data and control dependencies: (read, later event).
+    deps: Vec<(usize, usize)>,
+    barriers: Vec<BarrierEv>,
+    /// Per looping thread: the reads of its last loop iteration.
+    stuck: Vec<Vec<usize>>,
+    /// The cas writes in the last iteration of spin paths.
+    spin_cas: Vec<usize>,
+    /// Final register values per thread.
+    regs: Vec<BTreeMap<String, Src>>,
+    /// Each thread's events in program order.
+    thread_evs: Vec<Vec<usize>>,
+}
+
+/// The state of one thread while its path is turned into events.
+struct ThreadState {
+    regs: BTreeMap<String, Src>,
+    /// The thread's events so far, in program order.
+    mine: Vec<usize>,
+    /// (gpu, cluster, cta): `bar.cta` synchronises one CTA.
+    cta: (u32, u32, u32),
+}
+
+impl<'t> Events<'t> {
+    /// One initial write per physical location, of its init value, by no thread.
+    fn new(test: &'t LitmusTest) -> Self {
+        let idx = LocIndex::new(test);
+        let evs = idx
+            .locs
             .iter()
-            .map(|(k, v)| (k.clone(), Src::Const(*v)))
+            .enumerate()
+            .map(|(li, l)| Ev {
+                kind: Kind::W,
+                thread: None,
+                loc: li,
+                strong: false,
+                scope: None,
+                rel: false,
+                acq: false,
+                sc_fence: false,
+                rmw_write: None,
+                wval: Some(WVal::Plain(Src::Const(test.init_of(l)))),
+                label: format!("init {l}={}", test.init_of(l)),
+                vloc: idx.vloc(l),
+                proxy: Proxy::Generic,
+                proxy_fence: false,
+                alias_fence: false,
+                cta_key: (u32::MAX, u32::MAX),
+            })
             .collect();
-        let mut mine = Vec::new();
-        // A register no one wrote holds 0 (validation has rejected registers that are never
-        // written; on a path that skips the write, the PTX register is still 0-initialised by
-        // the litmus convention of Dat3M's init block).
-        let src_of = |regs: &BTreeMap<String, Src>, o: &Operand| match o {
-            Operand::Const(v) => Src::Const(*v),
-            Operand::Reg(r) => regs.get(r).cloned().unwrap_or(Src::Const(0)),
+        Events {
+            idx,
+            evs,
+            assumes: Vec::new(),
+            deps: Vec::new(),
+            barriers: Vec::new(),
+            stuck: Vec::new(),
+            spin_cas: Vec::new(),
+            regs: Vec::new(),
+            thread_evs: Vec::new(),
+        }
+    }
+
+    /// The events of thread `ti` along `path`: each operation's events in program order, the
+    /// branch conditions the path assumes, and the control dependencies (every event after a
+    /// branch depends on what the branch read).
+    fn thread(&mut self, ti: usize, t: &Thread, path: &unroll::Path) {
+        let mut st = ThreadState {
+            regs: t
+                .regs
+                .iter()
+                .map(|(k, v)| (k.clone(), Src::Const(*v)))
+                .collect(),
+            mine: Vec::new(),
+            cta: (t.gpu, t.effective_cluster(), t.cta),
         };
         let mut ctrl_reads: Vec<usize> = Vec::new();
-        let cta = (t.gpu, t.effective_cluster(), t.cta);
-        let looping = paths[ti].end != unroll::End::Done;
+        let looping = path.end != unroll::End::Done;
         let mut last_iter: Vec<usize> = Vec::new();
-        for (si, step) in paths[ti].steps.iter().enumerate() {
-            let in_last = looping && si >= paths[ti].loop_from;
+        for (si, step) in path.steps.iter().enumerate() {
+            let in_last = looping && si >= path.loop_from;
             let (oi, op) = match step {
                 unroll::Step::Assume { cond, a, b } => {
-                    let (a, b) = (src_of(&regs, a), src_of(&regs, b));
+                    let (a, b) = (src_of(&st.regs, a), src_of(&st.regs, b));
                     a.reads(&mut ctrl_reads);
                     b.reads(&mut ctrl_reads);
-                    assumes.push((*cond, a, b));
+                    self.assumes.push((*cond, a, b));
                     continue;
                 }
                 unroll::Step::Op(oi) => (*oi, &t.ops[*oi]),
             };
-            let first_new = evs.len();
+            let first_new = self.evs.len();
             // `P1[2] ld.acquire.gpu r0, y`: thread, 1-based position, instruction.
-            let label = format!("P{ti}[{}] {}", oi + 1, instr_text(op));
             let base = Ev {
                 kind: Kind::F,
                 thread: Some(ti),
@@ -407,259 +470,365 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                 sc_fence: false,
                 rmw_write: None,
                 wval: None,
-                label,
+                label: format!("P{ti}[{}] {}", oi + 1, instr_text(op)),
                 vloc: NO_LOC,
                 proxy: Proxy::Generic,
                 proxy_fence: false,
                 alias_fence: false,
                 cta_key: (t.gpu, t.cta),
             };
-            match op {
-                Op::Label { .. } | Op::Branch { .. } | Op::Goto { .. } => {}
-                Op::Local { op, reg, a, b } => {
-                    let v = Src::Bin(*op, Box::new(src_of(&regs, a)), Box::new(src_of(&regs, b)));
-                    regs.insert(reg.clone(), v);
+            self.op(op, base, &mut st);
+            for (e, ev) in self.evs.iter().enumerate().skip(first_new) {
+                self.deps.extend(ctrl_reads.iter().map(|&r| (r, e)));
+                if in_last && ev.kind == Kind::R {
+                    last_iter.push(e);
                 }
-                Op::Barrier {
-                    arrive,
-                    instance,
-                    id,
-                    quorum,
-                } => {
-                    let a = evs.len();
-                    evs.push(Ev {
-                        label: format!("{} (arrive)", base.label),
-                        ..base.clone()
-                    });
-                    mine.push(a);
-                    let leave = if *arrive {
-                        None
-                    } else {
-                        let l = evs.len();
-                        evs.push(Ev {
-                            label: format!("{} (leave)", base.label),
-                            ..base.clone()
-                        });
-                        mine.push(l);
-                        Some(l)
-                    };
-                    let id = match id {
-                        Some(o) => src_of(&regs, o),
-                        // Without an id, the instance names the barrier; keep the two apart.
-                        None => Src::Const(instance.wrapping_add(1 << 40)),
-                    };
-                    barriers.push(BarrierEv {
-                        arrive: a,
-                        leave,
-                        cta,
-                        id,
-                        quorum: quorum.as_ref().map(|q| src_of(&regs, q)),
-                    });
+                if in_last
+                    && path.end == unroll::End::Spin
+                    && matches!(ev.wval, Some(WVal::Rmw { cmp: Some(_), .. }))
+                {
+                    self.spin_cas.push(e);
                 }
-                Op::ProxyFence { kind } => {
-                    let id = evs.len();
-                    evs.push(Ev {
+            }
+        }
+        if looping {
+            self.stuck.push(last_iter);
+        }
+        self.regs.push(st.regs);
+        self.thread_evs.push(st.mine);
+    }
+
+    /// Appends `ev` to the events and to the thread's program order; its index.
+    fn push(&mut self, ev: Ev, st: &mut ThreadState) -> usize {
+        let id = self.evs.len();
+        self.evs.push(ev);
+        st.mine.push(id);
+        id
+    }
+
+    /// The events of one operation (`base` carries its thread, label and defaults: a strong
+    /// fence of no scope) and its effect on the registers.
+    fn op(&mut self, op: &Op, base: Ev, st: &mut ThreadState) {
+        match op {
+            Op::Label { .. } | Op::Branch { .. } | Op::Goto { .. } => {}
+            Op::Local { op, reg, a, b } => {
+                let v = Src::Bin(
+                    *op,
+                    Box::new(src_of(&st.regs, a)),
+                    Box::new(src_of(&st.regs, b)),
+                );
+                st.regs.insert(reg.clone(), v);
+            }
+            Op::Barrier {
+                arrive,
+                instance,
+                id,
+                quorum,
+            } => self.barrier(*arrive, *instance, id.as_ref(), quorum.as_ref(), base, st),
+            Op::ProxyFence { kind } => {
+                self.push(
+                    Ev {
                         proxy: kind.proxy().unwrap_or(Proxy::Generic),
                         proxy_fence: kind.proxy().is_some(),
                         alias_fence: kind.proxy().is_none(),
                         ..base
-                    });
-                    mine.push(id);
-                }
-                // A load or store through the generic proxy (`ld`/`st`) or another one
-                // (`tld`/`suld`/`cold`, `sust`; PTX ISA 7.5 proxies): one event each, the
-                // proxy its only difference.
-                Op::Ld {
-                    reg,
+                    },
+                    st,
+                );
+            }
+            Op::Ld { .. } | Op::ProxyLd { .. } | Op::St { .. } | Op::ProxySt { .. } => {
+                self.access(op, base, st);
+            }
+            Op::Atom {
+                op,
+                reg,
+                loc,
+                val,
+                cmp,
+                sem,
+                scope,
+            } => self.rmw(
+                Rmw {
+                    op: *op,
+                    reg: Some(reg),
                     loc,
-                    sem,
-                    scope,
-                }
-                | Op::ProxyLd {
-                    reg,
+                    val,
+                    cmp: cmp.as_ref(),
+                    sem: *sem,
+                    scope: *scope,
+                },
+                base,
+                st,
+            ),
+            Op::Red {
+                op,
+                loc,
+                val,
+                sem,
+                scope,
+            } => self.rmw(
+                Rmw {
+                    op: *op,
+                    reg: None,
                     loc,
-                    sem,
-                    scope,
-                    ..
-                } => {
-                    let proxy = match op {
-                        Op::ProxyLd { proxy, .. } => *proxy,
-                        _ => base.proxy,
-                    };
-                    let id = evs.len();
-                    evs.push(Ev {
+                    val,
+                    cmp: None,
+                    sem: *sem,
+                    scope: *scope,
+                },
+                base,
+                st,
+            ),
+            Op::Fence { sem, scope } => {
+                // `fence.sc` and `fence.acq_rel` are both release and acquire fences.
+                self.push(
+                    Ev {
+                        scope: Some(*scope),
+                        rel: matches!(sem, Sem::Release | Sem::AcqRel | Sem::Sc),
+                        acq: matches!(sem, Sem::Acquire | Sem::AcqRel | Sem::Sc),
+                        sc_fence: *sem == Sem::Sc,
+                        ..base
+                    },
+                    st,
+                );
+            }
+            Op::Mov { reg, val } => {
+                let s = src_of(&st.regs, val);
+                st.regs.insert(reg.clone(), s);
+            }
+        }
+    }
+
+    /// A load or store through the generic proxy (`ld`/`st`) or another one (`tld`/`suld`/
+    /// `cold`, `sust`; PTX ISA 7.5 proxies): one event each, the proxy its only difference.
+    /// A strong load with `.acquire` is an acquire, a strong store with `.release` a release;
+    /// a load's register now holds what it reads, a store depends on its value's reads.
+    fn access(&mut self, op: &Op, base: Ev, st: &mut ThreadState) {
+        match op {
+            Op::Ld {
+                reg,
+                loc,
+                sem,
+                scope,
+            }
+            | Op::ProxyLd {
+                reg,
+                loc,
+                sem,
+                scope,
+                ..
+            } => {
+                let proxy = match op {
+                    Op::ProxyLd { proxy, .. } => *proxy,
+                    _ => base.proxy,
+                };
+                let id = self.push(
+                    Ev {
                         kind: Kind::R,
-                        loc: loc_idx(loc),
-                        vloc: vloc_idx(loc),
+                        loc: self.idx.loc(loc),
+                        vloc: self.idx.vloc(loc),
                         proxy,
                         strong: *sem != Sem::Weak,
                         scope: *scope,
                         acq: *sem == Sem::Acquire,
                         ..base
-                    });
-                    mine.push(id);
-                    regs.insert(reg.clone(), Src::Read(id));
-                }
-                Op::St {
-                    loc,
-                    val,
-                    sem,
-                    scope,
-                }
-                | Op::ProxySt {
-                    loc,
-                    val,
-                    sem,
-                    scope,
-                    ..
-                } => {
-                    let proxy = match op {
-                        Op::ProxySt { proxy, .. } => *proxy,
-                        _ => base.proxy,
-                    };
-                    let id = evs.len();
-                    let v = src_of(&regs, val);
-                    let mut rs = Vec::new();
-                    v.reads(&mut rs);
-                    data.extend(rs.into_iter().map(|r| (r, id)));
-                    evs.push(Ev {
+                    },
+                    st,
+                );
+                st.regs.insert(reg.clone(), Src::Read(id));
+            }
+            Op::St {
+                loc,
+                val,
+                sem,
+                scope,
+            }
+            | Op::ProxySt {
+                loc,
+                val,
+                sem,
+                scope,
+                ..
+            } => {
+                let proxy = match op {
+                    Op::ProxySt { proxy, .. } => *proxy,
+                    _ => base.proxy,
+                };
+                let id = self.evs.len();
+                let v = src_of(&st.regs, val);
+                let mut rs = Vec::new();
+                v.reads(&mut rs);
+                self.deps.extend(rs.into_iter().map(|r| (r, id)));
+                self.push(
+                    Ev {
                         kind: Kind::W,
-                        loc: loc_idx(loc),
-                        vloc: vloc_idx(loc),
+                        loc: self.idx.loc(loc),
+                        vloc: self.idx.vloc(loc),
                         proxy,
                         strong: *sem != Sem::Weak,
                         scope: *scope,
                         rel: *sem == Sem::Release,
                         wval: Some(WVal::Plain(v)),
                         ..base
-                    });
-                    mine.push(id);
-                }
-                Op::Atom { .. } | Op::Red { .. } => {
-                    let (op, reg, loc, val, cmp, sem, scope) = match op {
-                        Op::Atom {
-                            op,
-                            reg,
-                            loc,
-                            val,
-                            cmp,
-                            sem,
-                            scope,
-                        } => (op, Some(reg), loc, val, cmp.as_ref(), sem, scope),
-                        Op::Red {
-                            op,
-                            loc,
-                            val,
-                            sem,
-                            scope,
-                        } => (op, None, loc, val, None, sem, scope),
-                        _ => unreachable!(),
-                    };
-                    let r = evs.len();
-                    let w = r + 1;
-                    let operand = src_of(&regs, val);
-                    let cmp = cmp.map(|c| src_of(&regs, c));
-                    let mut rs = Vec::new();
-                    operand.reads(&mut rs);
-                    if let Some(c) = &cmp {
-                        c.reads(&mut rs);
-                    }
-                    data.extend(rs.into_iter().map(|x| (x, w)));
-                    evs.push(Ev {
-                        kind: Kind::R,
-                        loc: loc_idx(loc),
-                        vloc: vloc_idx(loc),
-                        scope: Some(*scope),
-                        acq: matches!(sem, Sem::Acquire | Sem::AcqRel),
-                        rmw_write: Some(w),
-                        ..base.clone()
-                    });
-                    evs.push(Ev {
-                        kind: Kind::W,
-                        loc: loc_idx(loc),
-                        vloc: vloc_idx(loc),
-                        scope: Some(*scope),
-                        rel: matches!(sem, Sem::Release | Sem::AcqRel),
-                        wval: Some(WVal::Rmw {
-                            read: r,
-                            op: *op,
-                            operand,
-                            cmp,
-                        }),
-                        ..base
-                    });
-                    mine.push(r);
-                    mine.push(w);
-                    if let Some(reg) = reg {
-                        regs.insert(reg.clone(), Src::Read(r));
-                    }
-                }
-                Op::Fence { sem, scope } => {
-                    let id = evs.len();
-                    evs.push(Ev {
-                        scope: Some(*scope),
-                        rel: matches!(sem, Sem::Release | Sem::AcqRel | Sem::Sc),
-                        acq: matches!(sem, Sem::Acquire | Sem::AcqRel | Sem::Sc),
-                        sc_fence: *sem == Sem::Sc,
-                        ..base
-                    });
-                    mine.push(id);
-                }
-                Op::Mov { reg, val } => {
-                    let s = src_of(&regs, val);
-                    regs.insert(reg.clone(), s);
-                }
+                    },
+                    st,
+                );
             }
-            // Control dependencies: every event after a branch depends on what it read.
-            for (e, ev) in evs.iter().enumerate().skip(first_new) {
-                data.extend(ctrl_reads.iter().map(|&r| (r, e)));
-                if in_last && ev.kind == Kind::R {
-                    last_iter.push(e);
-                }
-                if in_last
-                    && paths[ti].end == unroll::End::Spin
-                    && matches!(ev.wval, Some(WVal::Rmw { cmp: Some(_), .. }))
-                {
-                    spin_cas.push(e);
-                }
-            }
+            _ => {}
         }
-        if looping {
-            stuck.push(last_iter);
-        }
-        regs_out.push(regs);
-        thread_evs.push(mine);
     }
-    let n = evs.len();
-    if n > 64 {
-        return Err(ModelError::TooManyEvents {
-            test: test.name.clone(),
-            events: n,
+
+    /// A barrier (`bar.sync`/`barrier.sync`, or `bar.arrive` which does not wait): an arrive
+    /// event, and a leave event when the thread waits; the barrier is named by its id, or by
+    /// the instance when it has none (PTX ISA "bar, barrier").
+    fn barrier(
+        &mut self,
+        arrive: bool,
+        instance: i64,
+        id: Option<&Operand>,
+        quorum: Option<&Operand>,
+        base: Ev,
+        st: &mut ThreadState,
+    ) {
+        let a = self.push(
+            Ev {
+                label: format!("{} (arrive)", base.label),
+                ..base.clone()
+            },
+            st,
+        );
+        let leave = if arrive {
+            None
+        } else {
+            Some(self.push(
+                Ev {
+                    label: format!("{} (leave)", base.label),
+                    ..base
+                },
+                st,
+            ))
+        };
+        let id = match id {
+            Some(o) => src_of(&st.regs, o),
+            // Without an id, the instance names the barrier; keep the two apart.
+            None => Src::Const(instance.wrapping_add(1 << 40)),
+        };
+        self.barriers.push(BarrierEv {
+            arrive: a,
+            leave,
+            cta: st.cta,
+            id,
+            quorum: quorum.map(|q| src_of(&st.regs, q)),
         });
     }
+
+    /// An `atom` or `red`: a read and a write joined by `rmw`, the write's value computed from
+    /// the read, the operand and (cas) the comparand, which it depends on. Acquire semantics
+    /// go on the read, release on the write; `red` writes no register.
+    fn rmw(&mut self, a: Rmw, base: Ev, st: &mut ThreadState) {
+        let r = self.evs.len();
+        let w = r + 1;
+        let operand = src_of(&st.regs, a.val);
+        let cmp = a.cmp.map(|c| src_of(&st.regs, c));
+        let mut rs = Vec::new();
+        operand.reads(&mut rs);
+        if let Some(c) = &cmp {
+            c.reads(&mut rs);
+        }
+        self.deps.extend(rs.into_iter().map(|x| (x, w)));
+        let (loc, vloc) = (self.idx.loc(a.loc), self.idx.vloc(a.loc));
+        self.push(
+            Ev {
+                kind: Kind::R,
+                loc,
+                vloc,
+                scope: Some(a.scope),
+                acq: matches!(a.sem, Sem::Acquire | Sem::AcqRel),
+                rmw_write: Some(w),
+                ..base.clone()
+            },
+            st,
+        );
+        self.push(
+            Ev {
+                kind: Kind::W,
+                loc,
+                vloc,
+                scope: Some(a.scope),
+                rel: matches!(a.sem, Sem::Release | Sem::AcqRel),
+                wval: Some(WVal::Rmw {
+                    read: r,
+                    op: a.op,
+                    operand,
+                    cmp,
+                }),
+                ..base
+            },
+            st,
+        );
+        if let Some(reg) = a.reg {
+            st.regs.insert(reg.clone(), Src::Read(r));
+        }
+    }
+}
+
+/// The fields of an `atom` (with a destination register) or a `red` (without).
+struct Rmw<'a> {
+    op: AtomOp,
+    reg: Option<&'a String>,
+    loc: &'a str,
+    val: &'a Operand,
+    cmp: Option<&'a Operand>,
+    sem: Sem,
+    scope: Scope,
+}
+
+/// Program order `po`: each thread's events in the order of its path.
+fn program_order(thread_evs: &[Vec<usize>], n: usize) -> Rel {
     let mut po = empty(n);
-    for mine in &thread_evs {
+    for mine in thread_evs {
         for (i, &a) in mine.iter().enumerate() {
             for &b in &mine[i + 1..] {
                 set(&mut po, a, b);
             }
         }
     }
-    let is_mem = |e: &Ev| e.kind != Kind::F;
+    po
+}
+
+fn is_mem(e: &Ev) -> bool {
+    e.kind != Kind::F
+}
+
+/// `po-loc`: program order between memory operations on the same location; the v7.5
+/// release/acquire patterns use po-vloc (the same virtual address).
+fn po_loc(evs: &[Ev], po: &Rel, model: Model) -> Rel {
+    let n = evs.len();
     let mut po_loc = empty(n);
-    let mut ms = empty(n);
-    let mut rmw = empty(n);
     for a in 0..n {
         for b in 0..n {
             let (ea, eb) = (&evs[a], &evs[b]);
             let same_loc = is_mem(ea) && is_mem(eb) && ea.loc == eb.loc;
-            // v7.5's release/acquire patterns use po-vloc (the same virtual address).
             let same_vloc = same_loc && (model == Model::V60 || ea.vloc == eb.vloc);
-            if has(&po, a, b) && same_vloc {
+            if has(po, a, b) && same_vloc {
                 set(&mut po_loc, a, b);
             }
-            // v7.5 (PTX ISA 7.5 "morally strong"): the same proxy, and memory operations
-            // overlap through the same virtual address (`vloc`).
+        }
+    }
+    po_loc
+}
+
+/// `ms`, morally strong: two distinct operations of one thread, or both strong with scopes
+/// that include each other's thread; memory operations must overlap (the same location; in
+/// v7.5 also the same virtual address) and, in v7.5 ("morally strong" of PTX ISA 7.5), go
+/// through the same proxy. Initial writes take part in no synchronisation.
+fn morally_strong(test: &LitmusTest, evs: &[Ev], model: Model) -> Rel {
+    let n = evs.len();
+    let mut ms = empty(n);
+    for a in 0..n {
+        for b in 0..n {
+            let (ea, eb) = (&evs[a], &evs[b]);
+            let same_loc = is_mem(ea) && is_mem(eb) && ea.loc == eb.loc;
             let overlap = match model {
                 Model::V60 => same_loc,
                 Model::V75 => same_loc && ea.vloc == eb.vloc,
@@ -671,7 +840,7 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                 continue;
             }
             let (Some(ta), Some(tb)) = (ea.thread, eb.thread) else {
-                continue; // initial writes take part in no synchronisation
+                continue;
             };
             let related = ta == tb
                 || (ea.strong
@@ -684,31 +853,34 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
                 set(&mut ms, a, b);
             }
         }
-        if let Some(w) = evs[a].rmw_write {
-            set(&mut rmw, a, w);
-        }
     }
+    ms
+}
+
+/// The release pattern `[W&REL]; po-loc?; [strong W] | [F&REL]; po; [strong W]` and the
+/// acquire pattern `[strong R]; po-loc?; [R&ACQ] | [strong R]; po; [F&ACQ]` (the PTX memory
+/// model's release and acquire patterns, as in Dat3M's `ptx.cat`).
+fn release_acquire_patterns(evs: &[Ev], po: &Rel, po_loc: &Rel) -> (Rel, Rel) {
+    let n = evs.len();
     let mut rel_pat = empty(n);
     let mut acq_pat = empty(n);
     for a in 0..n {
         for b in 0..n {
             let (ea, eb) = (&evs[a], &evs[b]);
-            // release pattern: [W&REL]; po-loc?; [strong W]  |  [F&REL]; po; [strong W]
             if eb.kind == Kind::W && eb.strong && ea.rel {
                 let ok = match ea.kind {
-                    Kind::W => a == b || has(&po_loc, a, b),
-                    Kind::F => has(&po, a, b),
+                    Kind::W => a == b || has(po_loc, a, b),
+                    Kind::F => has(po, a, b),
                     Kind::R => false,
                 };
                 if ok {
                     set(&mut rel_pat, a, b);
                 }
             }
-            // acquire pattern: [strong R]; po-loc?; [R&ACQ]  |  [strong R]; po; [F&ACQ]
             if ea.kind == Kind::R && ea.strong && eb.acq {
                 let ok = match eb.kind {
-                    Kind::R => a == b || has(&po_loc, a, b),
-                    Kind::F => has(&po, a, b),
+                    Kind::R => a == b || has(po_loc, a, b),
+                    Kind::F => has(po, a, b),
                     Kind::W => false,
                 };
                 if ok {
@@ -717,16 +889,45 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
             }
         }
     }
+    (rel_pat, acq_pat)
+}
+
+/// The program of `test` along one path per thread: its events (initial writes first) and
+/// the relations fixed before any reads-from or coherence choice: program order, po-loc,
+/// morally strong, rmw, the release and acquire patterns and the dependencies.
+fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Program, ModelError> {
+    let mut b = Events::new(test);
+    for (ti, t) in test.threads.iter().enumerate() {
+        b.thread(ti, t, paths[ti]);
+    }
+    let n = b.evs.len();
+    if n > 64 {
+        return Err(ModelError::TooManyEvents {
+            test: test.name.clone(),
+            events: n,
+        });
+    }
+    let evs = b.evs;
+    let po = program_order(&b.thread_evs, n);
+    let po_loc = po_loc(&evs, &po, model);
+    let ms = morally_strong(test, &evs, model);
+    let mut rmw = empty(n);
+    for (a, ev) in evs.iter().enumerate() {
+        if let Some(w) = ev.rmw_write {
+            set(&mut rmw, a, w);
+        }
+    }
+    let (rel_pat, acq_pat) = release_acquire_patterns(&evs, &po, &po_loc);
     let reads = (0..n).filter(|&i| evs[i].kind == Kind::R).collect();
     let sc_fences = (0..n).filter(|&i| evs[i].sc_fence).collect();
     let mut dep = empty(n);
-    for (r, e) in data {
+    for (r, e) in b.deps {
         set(&mut dep, r, e);
     }
     Ok(Program {
         evs,
-        locs,
-        regs: regs_out,
+        locs: b.idx.locs,
+        regs: b.regs,
         po,
         po_loc,
         ms,
@@ -735,12 +936,12 @@ fn build(test: &LitmusTest, paths: &[&unroll::Path], model: Model) -> Result<Pro
         acq_pat,
         reads,
         sc_fences,
-        assumes,
+        assumes: b.assumes,
         dep,
-        barriers,
+        barriers: b.barriers,
         model,
-        stuck,
-        spin_cas,
+        stuck: b.stuck,
+        spin_cas: b.spin_cas,
     })
 }
 
@@ -1612,17 +1813,23 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Mode
     })
 }
 
-/// Enumerates the candidate executions of one combination of thread paths into `acc`.
-fn enumerate(
-    test: &LitmusTest,
-    p: &Program,
-    terms: &[Term],
-    cut: bool,
-    acc: &mut Acc,
-) -> Result<(), ModelError> {
+/// Advances the mixed-radix counter `idx` (digit `k` counts up to `len(k)`) to the next
+/// combination; false once every combination has been visited.
+fn next_choice(idx: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+    for (k, digit) in idx.iter_mut().enumerate() {
+        *digit += 1;
+        if *digit < len(k) {
+            return true;
+        }
+        *digit = 0;
+    }
+    false
+}
+
+/// The reads-from candidates of each read (in `p.reads` order): every write to the same
+/// location except the read's own rmw write (the initial write included).
+fn rf_candidates(p: &Program) -> Result<Vec<Vec<usize>>, ModelError> {
     let n = p.evs.len();
-    let prop: &Prop = &test.condition.prop;
-    // rf candidates for each read: same-location writes, not its own rmw write.
     let choices: Vec<Vec<usize>> = p
         .reads
         .iter()
@@ -1639,255 +1846,347 @@ fn enumerate(
     if choices.iter().any(Vec::is_empty) {
         return Err(ModelError::NoWriteToReadFrom);
     }
-    let p = &p;
+    Ok(choices)
+}
+
+/// Enumerates the candidate executions of one combination of thread paths into `acc`: each
+/// reads-from choice, then (in [`reads_from`]) each coherence order, `fence.sc` order and
+/// barrier synchronisation.
+fn enumerate(
+    test: &LitmusTest,
+    p: &Program,
+    terms: &[Term],
+    cut: bool,
+    acc: &mut Acc,
+) -> Result<(), ModelError> {
+    let choices = rf_candidates(p)?;
     let sc_orders = linearisations(&p.sc_fences, &p.po);
-    let Acc {
-        candidates,
-        consistent,
-        allowed,
-        all_satisfy,
-        rejected,
-        allowed_outcomes,
-        bound_reached,
-        hang,
-        liveness,
-        stuck_witness,
-    } = acc;
-    let liveness = *liveness;
     let mut idx = vec![0usize; p.reads.len()];
-    'rf: loop {
+    loop {
         let rf: Vec<usize> = idx
             .iter()
             .enumerate()
             .map(|(k, &i)| choices[k][i])
             .collect();
-        let (val, exists) = compute_values(p, &rf);
+        let c = Candidate {
+            test,
+            p,
+            terms,
+            sc_orders: &sc_orders,
+            rf: &rf,
+        };
+        c.reads_from(cut, acc);
+        if !next_choice(&mut idx, |k| choices[k].len()) {
+            return Ok(());
+        }
+    }
+}
+
+/// One reads-from choice of one combination of paths, and what every execution built on it
+/// shares.
+struct Candidate<'a> {
+    test: &'a LitmusTest,
+    p: &'a Program,
+    terms: &'a [Term],
+    /// The orders of the `fence.sc` operations consistent with program order.
+    sc_orders: &'a [Vec<usize>],
+    /// The write each read reads from, in `p.reads` order.
+    rf: &'a [usize],
+}
+
+/// Whether the values a reads-from choice gives are an execution of the paths at all.
+struct Feasibility {
+    /// Not an execution: a read from a cas write that did not happen, a branch condition
+    /// the path assumed does not hold, a spin whose cas all failed, or a barrier that never
+    /// completes (without `--liveness`).
+    excluded: bool,
+    /// Cut by the loop bound (a spin whose cas succeeded counts as cut).
+    cut: bool,
+    /// Some branch condition's value is unknown (it depends on a thin-air value).
+    assume_unknown: bool,
+    /// With `--liveness`: a waiting thread's barrier never completes.
+    hanging: bool,
+    /// The ways the barrier arrivals synchronise.
+    bar_opts: Vec<Rel>,
+}
+
+impl Candidate<'_> {
+    /// Which executions this reads-from choice admits: the paths' branch conditions and
+    /// cas outcomes must agree with its values, and its barriers must complete.
+    fn feasibility(
+        &self,
+        val: &[Option<i64>],
+        exists: &[Option<bool>],
+        cut: bool,
+        acc: &mut Acc,
+    ) -> Feasibility {
+        let p = self.p;
         // A read from a cas write that did not happen is no execution at all.
-        let mut reads_missing = rf.iter().any(|&w| exists[w] == Some(false));
-        // The paths' branch conditions: an rf choice that contradicts one is not an execution
-        // of these paths (another combination of paths covers it).
+        let mut excluded = self.rf.iter().any(|&w| exists[w] == Some(false));
         // A spin whose cas all failed did nothing: non-terminating, excluded. One whose cas
         // succeeded was cut by the bound.
         let mut cut = cut;
-        if !p.spin_cas.is_empty() && !liveness {
+        if !p.spin_cas.is_empty() && !acc.liveness {
             if p.spin_cas.iter().all(|&w| exists[w] == Some(false)) {
-                reads_missing = true;
+                excluded = true;
             } else {
                 cut = true;
             }
         }
+        // The paths' branch conditions: an rf choice that contradicts one is not an execution
+        // of these paths (another combination of paths covers it).
         let mut assume_unknown = false;
-        let mut hanging = false;
         for (c, a, b) in &p.assumes {
-            match (eval_src(a, &val), eval_src(b, &val)) {
-                (Some(x), Some(y)) if !c.holds(x, y) => reads_missing = true,
+            match (eval_src(a, val), eval_src(b, val)) {
+                (Some(x), Some(y)) if !c.holds(x, y) => excluded = true,
                 (Some(_), Some(_)) => {}
                 _ => assume_unknown = true,
             }
         }
         // Barriers: which arrivals synchronise; none when a waiting thread never gets its
         // quorum (a non-terminating execution, excluded as Dat3M does).
-        let bar_opts = if reads_missing {
+        let mut hanging = false;
+        let bar_opts = if excluded {
             Vec::new()
         } else {
-            match barrier_options(p, &val) {
+            match barrier_options(p, val) {
                 Some(o) => o,
-                None if liveness => {
-                    *hang = true;
+                None if acc.liveness => {
+                    acc.hang = true;
                     hanging = true;
-                    vec![empty(n)]
+                    vec![empty(p.evs.len())]
                 }
                 None => {
-                    *hang = true;
-                    reads_missing = true;
+                    acc.hang = true;
+                    excluded = true;
                     Vec::new()
                 }
             }
         };
-        let thin_air = assume_unknown
+        Feasibility {
+            excluded,
+            cut,
+            assume_unknown,
+            hanging,
+            bar_opts,
+        }
+    }
+
+    /// The executions of this reads-from choice into `acc`: one candidate when some value is
+    /// thin air (No-Thin-Air: `acyclic(rf | dep)`, here every value computable without a
+    /// cycle), else one per coherence order of each location's writes.
+    fn reads_from(&self, cut: bool, acc: &mut Acc) {
+        let p = self.p;
+        let n = p.evs.len();
+        let (val, exists) = compute_values(p, self.rf);
+        let f = self.feasibility(&val, &exists, cut, acc);
+        if f.excluded {
+            return;
+        }
+        let thin_air = f.assume_unknown
             || p.evs
                 .iter()
                 .enumerate()
                 .any(|(i, e)| (e.kind != Kind::F && val[i].is_none()) || exists[i].is_none());
-        if thin_air && !reads_missing {
-            *candidates += 1;
+        if thin_air {
+            acc.candidates += 1;
             let out = Outcome {
                 p,
                 val: &val,
                 final_mem: vec![None; p.locs.len()],
             };
-            if !cut && prop.eval(&|t| out.value(t)) != Some(false) {
-                rejected.push(Rejection {
+            if !f.cut && self.test.condition.prop.eval(&|t| out.value(t)) != Some(false) {
+                acc.rejected.push(Rejection {
                     axiom: Axiom::NoThinAir,
-                    execution: describe(p, &rf, &[], &[]),
+                    execution: describe(p, self.rf, &[], &[]),
                 });
             }
-        } else if !reads_missing {
-            let live = (0..n)
-                .filter(|&i| exists[i] == Some(true))
-                .fold(0u64, |m, i| m | 1 << i);
-            let mut rf_rel = empty(n);
-            for (k, &r) in p.reads.iter().enumerate() {
-                set(&mut rf_rel, rf[k], r);
-            }
-            // coherence orders: per location, partial orders of the writes that happen
-            let per_loc: Vec<Vec<CoOrder>> = (0..p.locs.len())
-                .map(|li| {
-                    let ws: Vec<usize> = (0..n)
-                        .filter(|&w| {
-                            p.evs[w].kind == Kind::W
-                                && p.evs[w].loc == li
-                                && p.evs[w].thread.is_some()
-                                && exists[w] == Some(true)
-                        })
-                        .collect();
-                    coherence_orders(&ws, &p.ms)
-                })
-                .collect();
-            let mut cidx = vec![0usize; per_loc.len()];
-            loop {
-                let co: Vec<CoOrder> = cidx
-                    .iter()
-                    .enumerate()
-                    .map(|(li, &i)| per_loc[li][i].clone())
-                    .collect();
-                let mut co_rel = empty(n);
-                for (li, order) in co.iter().enumerate() {
-                    // the initial write of location li is event li, before every other write
-                    for &w in &order.writes {
-                        set(&mut co_rel, li, w);
-                    }
-                    for &(a, b) in &order.pairs {
-                        set(&mut co_rel, a, b);
-                    }
-                }
-                // Final memory: any co-maximal write may be the value a later observer sees.
-                let finals: Vec<Vec<Option<i64>>> = co
-                    .iter()
-                    .enumerate()
-                    .map(|(li, order)| {
-                        if order.maximal.is_empty() {
-                            vec![val[li]]
-                        } else {
-                            order.maximal.iter().map(|&w| val[w]).collect()
-                        }
+            return;
+        }
+        let live = (0..n)
+            .filter(|&i| exists[i] == Some(true))
+            .fold(0u64, |m, i| m | 1 << i);
+        let mut rf_rel = empty(n);
+        for (k, &r) in p.reads.iter().enumerate() {
+            set(&mut rf_rel, self.rf[k], r);
+        }
+        // Coherence orders: per location, partial orders of the writes that happen.
+        let per_loc: Vec<Vec<CoOrder>> = (0..p.locs.len())
+            .map(|li| {
+                let ws: Vec<usize> = (0..n)
+                    .filter(|&w| {
+                        p.evs[w].kind == Kind::W
+                            && p.evs[w].loc == li
+                            && p.evs[w].thread.is_some()
+                            && exists[w] == Some(true)
                     })
                     .collect();
-                let mut states: Vec<Vec<Option<i64>>> = vec![Vec::new()];
-                for f in &finals {
-                    states = states
-                        .iter()
-                        .flat_map(|st| {
-                            f.iter().map(move |v| {
-                                let mut st = st.clone();
-                                st.push(*v);
-                                st
-                            })
-                        })
-                        .collect();
-                }
-                let mut sat_any = false;
-                let mut unsat_any = false;
-                let mut state_values = Vec::new();
-                for final_mem in states {
-                    let out = Outcome {
-                        p,
-                        val: &val,
-                        final_mem,
-                    };
-                    if prop.eval(&|t| out.value(t)) == Some(true) {
-                        sat_any = true;
-                    } else {
-                        unsat_any = true;
-                    }
-                    state_values.push(
-                        terms
-                            .iter()
-                            .map(|t| out.value(t).unwrap_or(0))
-                            .collect::<Vec<i64>>(),
-                    );
-                }
-                for sco in &sc_orders {
-                    for bar in &bar_opts {
-                        *candidates += 1;
-                        let verdict = first_violation(p, live, &rf_rel, &co_rel, sco, bar);
-                        if liveness {
-                            if verdict.is_none() && stuck_witness.is_none() {
-                                // Fair scheduler: a thread stays in its loop forever only if
-                                // its last iteration, repeated, reads what memory finally
-                                // holds (every read reads a final value of its location).
-                                let repeats = |r: &usize| finals[p.evs[*r].loc].contains(&val[*r]);
-                                let spins = !p.stuck.is_empty()
-                                    && p.stuck.iter().all(|reads| reads.iter().all(repeats));
-                                if spins || hanging {
-                                    *stuck_witness = Some(format!(
-                                        "{} {}",
-                                        if hanging {
-                                            "a barrier never completes:"
-                                        } else {
-                                            "a loop repeats forever reading final values:"
-                                        },
-                                        describe(p, &rf, &co, sco)
-                                    ));
-                                }
-                            }
-                            continue;
-                        }
-                        match verdict {
-                            None if cut => *bound_reached = true,
-                            None => {
-                                *consistent += 1;
-                                allowed_outcomes.extend(state_values.iter().cloned());
-                                *allowed |= sat_any;
-                                if unsat_any {
-                                    *all_satisfy = false;
-                                }
-                            }
-                            Some(axiom) => {
-                                if sat_any && !cut {
-                                    rejected.push(Rejection {
-                                        axiom,
-                                        execution: describe(p, &rf, &co, sco),
-                                    });
-                                }
-                            }
-                        }
-                    }
-                }
-                // next coherence choice
-                let mut k = 0;
-                loop {
-                    if k == cidx.len() {
-                        break;
-                    }
-                    cidx[k] += 1;
-                    if cidx[k] < per_loc[k].len() {
-                        break;
-                    }
-                    cidx[k] = 0;
-                    k += 1;
-                }
-                if k == cidx.len() {
-                    break;
-                }
-            }
-        }
-        // next rf choice
-        let mut k = 0;
+                coherence_orders(&ws, &p.ms)
+            })
+            .collect();
+        let mut cidx = vec![0usize; per_loc.len()];
         loop {
-            if k == idx.len() {
-                break 'rf;
+            let co: Vec<CoOrder> = cidx
+                .iter()
+                .enumerate()
+                .map(|(li, &i)| per_loc[li][i].clone())
+                .collect();
+            let ex = Execution {
+                val: &val,
+                live,
+                rf_rel: &rf_rel,
+                co_rel: coherence_relation(&co, n),
+                finals: final_values(&co, &val),
+                co: &co,
+            };
+            self.judge(&ex, &f, acc);
+            if !next_choice(&mut cidx, |k| per_loc[k].len()) {
+                return;
             }
-            idx[k] += 1;
-            if idx[k] < choices[k].len() {
-                break;
-            }
-            idx[k] = 0;
-            k += 1;
         }
     }
-    Ok(())
+
+    /// Judges the executions of one reads-from and coherence choice, one per `fence.sc`
+    /// order and barrier synchronisation, against the axioms ([`first_violation`]); a
+    /// consistent one adds its outcomes, an inconsistent one that satisfies the condition is
+    /// recorded as a rejection. With `--liveness` only a consistent execution that never
+    /// terminates under a fair scheduler is looked for.
+    fn judge(&self, ex: &Execution, f: &Feasibility, acc: &mut Acc) {
+        let p = self.p;
+        let (sat_any, unsat_any, state_values) = self.final_states(ex);
+        for sco in self.sc_orders {
+            for bar in &f.bar_opts {
+                acc.candidates += 1;
+                let verdict = first_violation(p, ex.live, ex.rf_rel, &ex.co_rel, sco, bar);
+                if acc.liveness {
+                    if verdict.is_none() && acc.stuck_witness.is_none() {
+                        // Fair scheduler: a thread stays in its loop forever only if
+                        // its last iteration, repeated, reads what memory finally
+                        // holds (every read reads a final value of its location).
+                        let repeats = |r: &usize| ex.finals[p.evs[*r].loc].contains(&ex.val[*r]);
+                        let spins = !p.stuck.is_empty()
+                            && p.stuck.iter().all(|reads| reads.iter().all(repeats));
+                        if spins || f.hanging {
+                            acc.stuck_witness = Some(format!(
+                                "{} {}",
+                                if f.hanging {
+                                    "a barrier never completes:"
+                                } else {
+                                    "a loop repeats forever reading final values:"
+                                },
+                                describe(p, self.rf, ex.co, sco)
+                            ));
+                        }
+                    }
+                    continue;
+                }
+                match verdict {
+                    None if f.cut => acc.bound_reached = true,
+                    None => {
+                        acc.consistent += 1;
+                        acc.allowed_outcomes.extend(state_values.iter().cloned());
+                        acc.allowed |= sat_any;
+                        if unsat_any {
+                            acc.all_satisfy = false;
+                        }
+                    }
+                    Some(axiom) => {
+                        if sat_any && !f.cut {
+                            acc.rejected.push(Rejection {
+                                axiom,
+                                execution: describe(p, self.rf, ex.co, sco),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The final states an execution may end in (each location holding any of its co-maximal
+    /// writes): whether some satisfies the condition, whether some does not, and the values
+    /// of the condition's terms in each.
+    fn final_states(&self, ex: &Execution) -> (bool, bool, Vec<Vec<i64>>) {
+        let mut states: Vec<Vec<Option<i64>>> = vec![Vec::new()];
+        for f in &ex.finals {
+            states = states
+                .iter()
+                .flat_map(|st| {
+                    f.iter().map(move |v| {
+                        let mut st = st.clone();
+                        st.push(*v);
+                        st
+                    })
+                })
+                .collect();
+        }
+        let mut sat_any = false;
+        let mut unsat_any = false;
+        let mut state_values = Vec::new();
+        for final_mem in states {
+            let out = Outcome {
+                p: self.p,
+                val: ex.val,
+                final_mem,
+            };
+            if self.test.condition.prop.eval(&|t| out.value(t)) == Some(true) {
+                sat_any = true;
+            } else {
+                unsat_any = true;
+            }
+            state_values.push(
+                self.terms
+                    .iter()
+                    .map(|t| out.value(t).unwrap_or(0))
+                    .collect::<Vec<i64>>(),
+            );
+        }
+        (sat_any, unsat_any, state_values)
+    }
 }
+
+/// One reads-from and coherence choice: the values, the events that happen, rf and co.
+struct Execution<'a> {
+    val: &'a [Option<i64>],
+    /// The events that happen (a failed cas's write does not), as a bit set.
+    live: u64,
+    rf_rel: &'a Rel,
+    co_rel: Rel,
+    co: &'a [CoOrder],
+    /// Per location, the values a later observer may read.
+    finals: Vec<Vec<Option<i64>>>,
+}
+
+/// The coherence relation `co` of one order per location: the initial write of location
+/// `li` (event `li`) before every other write to it, then the order's own pairs.
+fn coherence_relation(co: &[CoOrder], n: usize) -> Rel {
+    let mut co_rel = empty(n);
+    for (li, order) in co.iter().enumerate() {
+        for &w in &order.writes {
+            set(&mut co_rel, li, w);
+        }
+        for &(a, b) in &order.pairs {
+            set(&mut co_rel, a, b);
+        }
+    }
+    co_rel
+}
+
+/// Final memory: per location, the value of any co-maximal write (what an observer after
+/// every thread may read), the initial value when no thread writes it.
+fn final_values(co: &[CoOrder], val: &[Option<i64>]) -> Vec<Vec<Option<i64>>> {
+    co.iter()
+        .enumerate()
+        .map(|(li, order)| {
+            if order.maximal.is_empty() {
+                vec![val[li]]
+            } else {
+                order.maximal.iter().map(|&w| val[w]).collect()
+            }
+        })
+        .collect()
+}
+
 /// `gpucts litmus check FILE`: the model's verdict as a printable report.
 pub fn check_file(path: &std::path::Path) -> Result<String, CheckFileError> {
     check_file_with(path, DEFAULT_UNROLL, None, false, None)
