@@ -413,7 +413,7 @@ fn parse_type_defs(
                 )))
             }
         };
-        check_name(&t.name, "type name").map_err(|m| show((l, c, m)))?;
+        check_name(&t.name, "type name").map_err(|m| show((l, c, m.to_string())))?;
         if defined.iter().any(|d| d.name == t.name) {
             return Err(show((
                 l,
@@ -437,7 +437,7 @@ fn parse_type_defs(
         // are at hand (issue 10: errors found after parsing had no line).
         if let Err((i, e)) = crate::abi::layout::layout_at(&def, address_size) {
             let (ml, mc) = t.members.get(i).map(pos).unwrap_or((l, c));
-            return Err(show((ml, mc, e)));
+            return Err(show((ml, mc, e.to_string())));
         }
         total = total.saturating_add(budget);
         if total > MAX_FILE_MEMBERS {
@@ -583,19 +583,45 @@ const KEYWORDS: &[&str] = &[
     "_Thread_local",
 ];
 
+/// Why a type or member name is refused; `what` is `type name` or `member name`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("{what} `{name}` is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)")]
+    NotIdentifier { what: &'static str, name: String },
+    #[error("{what} `{name}` is a C/C++ keyword; names must be identifiers that are not keywords")]
+    Keyword { what: &'static str, name: String },
+}
+
 /// A type or member name must be a C identifier and no C/C++ keyword.
-fn check_name(n: &str, what: &str) -> Result<(), String> {
+fn check_name(n: &str, what: &'static str) -> Result<(), NameError> {
     if !is_identifier(n) {
-        return Err(format!(
-            "{what} `{n}` is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)"
-        ));
+        return Err(NameError::NotIdentifier {
+            what,
+            name: n.to_string(),
+        });
     }
     if KEYWORDS.contains(&n) {
-        return Err(format!(
-            "{what} `{n}` is a C/C++ keyword; names must be identifiers that are not keywords"
-        ));
+        return Err(NameError::Keyword {
+            what,
+            name: n.to_string(),
+        });
     }
     Ok(())
+}
+
+/// A member that breaks a C rule for members (ptx-interop 13.2 §1.3 for bit fields).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("only bit fields may be unnamed")]
+    Unnamed,
+    #[error("a bit field needs an integer type")]
+    NotScalar,
+    #[error("`{scalar}` is not a bit-field type of ptx-interop 13.2 §1.3")]
+    NotBitFieldType { scalar: &'static str },
+    #[error("width {width} exceeds the {max} bits of its type")]
+    TooWide { width: u32, max: u64 },
+    #[error("a zero-width bit field must be unnamed")]
+    NamedZeroWidth,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -655,7 +681,7 @@ fn resolve_record(
             ty,
             bits: m.bits,
         };
-        validate_field(&field).map_err(fail)?;
+        validate_field(&field).map_err(|e| fail(e.to_string()))?;
         fields.push(field);
     }
     if fields.is_empty() {
@@ -684,29 +710,28 @@ fn field_tag(m: &MemberRepr, i: usize) -> String {
 }
 
 /// The C constraints on one member, shared by the parser and the random generator.
-pub fn validate_field(f: &Field) -> Result<(), String> {
+pub fn validate_field(f: &Field) -> Result<(), FieldError> {
     match f.bits {
         None => {
             if f.name.is_none() {
-                return Err("only bit fields may be unnamed".into());
+                return Err(FieldError::Unnamed);
             }
         }
         Some(w) => {
             let Ty::Scalar(s) = f.ty else {
-                return Err("a bit field needs an integer type".into());
+                return Err(FieldError::NotScalar);
             };
             if !s.is_bit_field_type() {
-                return Err(format!(
-                    "`{}` is not a bit-field type of ptx-interop 13.2 §1.3",
-                    s.yaml_name()
-                ));
+                return Err(FieldError::NotBitFieldType {
+                    scalar: s.yaml_name(),
+                });
             }
             let max = crate::abi::layout::scalar_size(s, crate::abi::layout::AddressSize::A64) * 8;
             if u64::from(w) > max {
-                return Err(format!("width {w} exceeds the {max} bits of its type"));
+                return Err(FieldError::TooWide { width: w, max });
             }
             if w == 0 && f.name.is_some() {
-                return Err("a zero-width bit field must be unnamed".into());
+                return Err(FieldError::NamedZeroWidth);
             }
         }
     }
