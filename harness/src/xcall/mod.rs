@@ -395,7 +395,18 @@ pub struct Batch {
     pub unassembled: BTreeMap<u64, String>,
     /// The relocatable cubin, or ptxas's log.
     pub cubin: Result<Vec<u8>, String>,
-    pub parsed: Result<check::PtxFile, String>,
+    pub parsed: Result<check::PtxFile, check::InputError>,
+}
+
+/// Why a producer gave no PTX for a batch.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchFailure {
+    /// The producer ran and rejected every signature of the batch; its log.
+    #[error("{log}")]
+    Rejected { log: String },
+    /// The producer could not be run, or failed on the batch without the rejected signatures.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
 }
 
 /// Compile `sigs`; when the producer rejects the batch, bisect to find the signatures it
@@ -406,7 +417,7 @@ fn compile_bisect(
     role: Role,
     sigs: &[&Signature],
     target: Target,
-) -> (Result<String, String>, BTreeMap<u64, String>) {
+) -> (Result<String, BatchFailure>, BTreeMap<u64, String>) {
     match compile(tc, p, role, sigs, target) {
         Ok(ptx) => (Ok(ptx), BTreeMap::new()),
         Err(ToolError::Failed { log, .. }) => {
@@ -418,12 +429,12 @@ fn compile_bisect(
                 .filter(|s| !rejected.contains_key(&s.seed))
                 .collect();
             if rest.len() == sigs.len() {
-                return (Err(log), rejected);
+                return (Err(BatchFailure::Rejected { log }), rejected);
             }
-            let again = compile(tc, p, role, &rest, target).map_err(|e| e.to_string());
+            let again = compile(tc, p, role, &rest, target).map_err(BatchFailure::Tool);
             (again, rejected)
         }
-        Err(e) => (Err(e.to_string()), BTreeMap::new()),
+        Err(e) => (Err(BatchFailure::Tool(e)), BTreeMap::new()),
     }
 }
 
@@ -575,9 +586,7 @@ pub fn batch(
                 BTreeMap::new(),
             ),
         };
-        let parsed = cache::timed(cache::Phase::Check, || {
-            check::PtxFile::parse(&name, &ptx).map_err(|e| e.to_string())
-        });
+        let parsed = cache::timed(cache::Phase::Check, || check::PtxFile::parse(&name, &ptx));
         Batch {
             ptx,
             name,
@@ -599,7 +608,22 @@ pub struct PairResult {
     pub linked: Result<std::collections::BTreeSet<String>, String>,
 }
 
-type PairCache = BatchCache<(Producer, Producer, u8, Target), Result<PairResult, String>>;
+/// Why a pair could not be checked and linked (an error of the run, not a divergence).
+#[derive(Debug, thiserror::Error)]
+pub enum PairError {
+    #[error("batch not computed")]
+    BatchNotComputed,
+    #[error("gpucts cannot read the PTX: {0}")]
+    Unreadable(check::InputError),
+    /// The checker refused the pair's files.
+    #[error(transparent)]
+    Check(check::InputError),
+    /// ptxas refused the stand-ins for the callees the callee producer rejected.
+    #[error(transparent)]
+    StandIns(ToolError),
+}
+
+type PairCache = BatchCache<(Producer, Producer, u8, Target), Result<PairResult, PairError>>;
 
 fn pair_cache() -> &'static PairCache {
     static C: OnceLock<PairCache> = OnceLock::new();
@@ -613,20 +637,20 @@ pub fn pair(
     callee: Producer,
     m: u8,
     target: Target,
-) -> Arc<OnceLock<Result<PairResult, String>>> {
+) -> Arc<OnceLock<Result<PairResult, PairError>>> {
     pair_cache().get_or_compute(&(caller, callee, m, target), || {
         let arch = target.arch();
         let a = batch(tc, caller, Role::Caller, m, target);
         let b = batch(tc, callee, Role::Callee, m, target);
         let (Some(a), Some(b)) = (a.get(), b.get()) else {
-            return Err("batch not computed".into());
+            return Err(PairError::BatchNotComputed);
         };
         let (fa, fb) = match (&a.parsed, &b.parsed) {
             (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => return Err(format!("gpucts cannot read the PTX: {e}")),
+            (Err(e), _) | (_, Err(e)) => return Err(PairError::Unreadable(e.clone())),
         };
         let report = cache::timed(cache::Phase::Check, || {
-            check::check(&[fa.clone(), fb.clone()]).map_err(|e| e.to_string())
+            check::check(&[fa.clone(), fb.clone()]).map_err(PairError::Check)
         })?;
         let mut mismatches: HashMap<String, Vec<String>> = HashMap::new();
         for mm in report.mismatches {
@@ -653,7 +677,7 @@ pub fn pair(
                     &format!(".extern .global .align 8 .b8 {}", sig::REC),
                 )
                 .replace(".target sm_90\n", &format!(".target {arch}\n"));
-            Some(assemble(tc, &ptx, arch).map_err(|e| e.to_string())?)
+            Some(assemble(tc, &ptx, arch).map_err(PairError::StandIns)?)
         };
         let linked = match (&a.cubin, &b.cubin) {
             (Ok(x), Ok(y)) => cache::timed(cache::Phase::Link, || {
@@ -902,7 +926,7 @@ pub fn pair_case(
     }
     for p in [caller, callee] {
         if let Err(why) = emit::expresses(p, sig) {
-            return CaseStatus::skip(Capability::ProducerFeature, why);
+            return CaseStatus::skip(Capability::ProducerFeature, why.to_string());
         }
     }
     let arch = target.arch();
