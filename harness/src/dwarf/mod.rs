@@ -150,7 +150,10 @@ fn assembles(ctx: &CaseContext, file: &str) -> CaseStatus {
 fn producer(ctx: &CaseContext, p: producers::DebugProducer, batch: u64) -> CaseStatus {
     match producers::check_batch(ctx.toolchain, p, batch) {
         Ok(note) => CaseStatus::pass_with(note),
-        Err(findings) => CaseStatus::fail("no findings from `gpucts dwarf check`", findings),
+        Err(findings) => CaseStatus::fail(
+            "no findings from `gpucts dwarf check`",
+            findings.to_string(),
+        ),
     }
 }
 

@@ -252,7 +252,7 @@ fn match_step(
             scope.name()
         ));
     }
-    check_type(&mem, step, rmw)?;
+    check_type(&mem, step, rmw).map_err(|e| e.to_string())?;
     let mut notes = Vec::new();
     if sem != step.sem {
         notes.push(format!(
@@ -271,25 +271,37 @@ fn match_step(
     Ok(notes)
 }
 
+/// How an access's data type diverges from the 32-bit `int` the cases operate on (`ty` is
+/// the type suffix as written, without the dot).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessTypeMismatch {
+    #[error("no data type")]
+    NoType,
+    #[error(".{ty} is not a 32-bit access of an int")]
+    Width { ty: String },
+    #[error(".{ty} min/max of a signed int needs .s32")]
+    Unsigned { ty: String },
+}
+
 /// The cases operate on a 32-bit `int`: the access must be 32 bits wide, and min/max must
 /// compare signed (PTX ISA atom: `.s32` for signed min/max). Not a clause of ch. 4, but a
 /// mapping that gets these wrong computes a different C++ operation.
-fn check_type(mem: &MemOp, step: &Step, rmw: Option<RmwOp>) -> Result<(), String> {
+fn check_type(mem: &MemOp, step: &Step, rmw: Option<RmwOp>) -> Result<(), AccessTypeMismatch> {
     let Some(ty) = mem.ty.as_deref() else {
         return if step.kind == StepKind::Fence {
             Ok(())
         } else {
-            Err("no data type".into())
+            Err(AccessTypeMismatch::NoType)
         };
     };
     if !ty.ends_with("32") {
-        return Err(format!(".{ty} is not a 32-bit access of an int"));
+        return Err(AccessTypeMismatch::Width { ty: ty.to_string() });
     }
     if step.kind == StepKind::Atom
         && matches!(rmw, Some(RmwOp::FetchMin | RmwOp::FetchMax))
         && ty != "s32"
     {
-        return Err(format!(".{ty} min/max of a signed int needs .s32"));
+        return Err(AccessTypeMismatch::Unsigned { ty: ty.to_string() });
     }
     Ok(())
 }
