@@ -131,9 +131,8 @@ pub enum LayoutError {
 pub enum LayoutFileError {
     #[error(transparent)]
     Read(#[from] crate::suite::SuiteError),
-    /// The type file's `file:line:column: ...` message.
-    #[error("{0}")]
-    Types(String),
+    #[error(transparent)]
+    Types(#[from] super::types::TypeFileError),
     #[error("{origin}: {source}")]
     Layout { origin: String, source: LayoutError },
     #[error(transparent)]
@@ -292,7 +291,7 @@ pub fn layout_file_json(path: &std::path::Path) -> Result<String, LayoutFileErro
 
 /// [`layout_file_json`] on a type file's text; `origin` names it in messages.
 pub fn layout_text_json(text: &str, origin: &str) -> Result<String, LayoutFileError> {
-    let (a, types) = super::types::parse_type_file(text, origin).map_err(LayoutFileError::Types)?;
+    let (a, types) = super::types::parse_type_file(text, origin)?;
     #[derive(Serialize)]
     struct Entry<'a> {
         name: &'a str,
@@ -606,7 +605,7 @@ mod tests {
     fn huge_arrays_are_refused_not_overflowed() {
         let text = "types:\n  - name: T\n    members: [{name: a, type: {array: {array: double, count: 4294967296}, count: 4294967296}}]\n";
         // Refused while reading, at the member at fault (line 3; its `{` is column 15).
-        let e = parse_types(text, "test").unwrap_err();
+        let e = parse_types(text, "test").unwrap_err().to_string();
         assert!(
             e.starts_with("test:3:15: ") && e.contains("too large"),
             "{e}"
@@ -615,6 +614,9 @@ mod tests {
         // Each member alone is at the limit; the second one overflows the aggregate.
         let col = text.lines().nth(2).unwrap().find("{name: b").unwrap() + 1;
         let e = parse_types(text, "test").unwrap_err();
+        assert_eq!((e.line, e.column), (3, col as u64), "{e}");
+        assert!(e.message.contains("too large"), "{e}");
+        let e = e.to_string();
         assert!(
             e.starts_with(&format!("test:3:{col}: ")) && e.contains("too large"),
             "{e}"

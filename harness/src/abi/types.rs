@@ -339,9 +339,20 @@ impl<'de> Deserialize<'de> for TyRepr {
     }
 }
 
+/// A type file that does not read: `file:line:column: message`, or `file: message` where no
+/// position is known (`line` 0); the message names the type and member at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", if *line == 0 { format!("{file}: {message}") } else { format!("{file}:{line}:{column}: {message}") })]
+pub struct TypeFileError {
+    pub file: String,
+    pub line: u64,
+    pub column: u64,
+    pub message: String,
+}
+
 /// Parse a type file. Errors name the file, the line where serde_saphyr knows it, and the type
 /// and member at fault.
-pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, String> {
+pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, TypeFileError> {
     parse_type_file(text, origin).map(|(_, t)| t)
 }
 
@@ -349,17 +360,24 @@ pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, String> {
 pub fn parse_type_file(
     text: &str,
     origin: &str,
-) -> Result<(crate::abi::layout::AddressSize, Vec<TypeDef>), String> {
+) -> Result<(crate::abi::layout::AddressSize, Vec<TypeDef>), TypeFileError> {
     use crate::abi::layout::AddressSize;
-    let file: FileRepr =
-        crate::suite::from_yaml(text).map_err(|(l, c, m)| format!("{origin}:{l}:{c}: {m}"))?;
+    let file: FileRepr = crate::suite::from_yaml(text).map_err(|(l, c, m)| TypeFileError {
+        file: origin.to_string(),
+        line: l,
+        column: c,
+        message: m,
+    })?;
     let address_size = match file.address_size {
         None | Some(64) => AddressSize::A64,
         Some(32) => AddressSize::A32,
         Some(n) => {
-            return Err(format!(
-                "{origin}: address_size {n}: PTX's .address_size is 32 or 64"
-            ))
+            return Err(TypeFileError {
+                file: origin.to_string(),
+                line: 0,
+                column: 0,
+                message: format!("address_size {n}: PTX's .address_size is 32 or 64"),
+            })
         }
     };
     Ok((address_size, parse_type_defs(file, origin, address_size)?))
@@ -384,13 +402,12 @@ fn parse_type_defs(
     file: FileRepr,
     origin: &str,
     address_size: crate::abi::layout::AddressSize,
-) -> Result<Vec<TypeDef>, String> {
-    let show = |(l, c, m): At| {
-        if l == 0 {
-            format!("{origin}: {m}")
-        } else {
-            format!("{origin}:{l}:{c}: {m}")
-        }
+) -> Result<Vec<TypeDef>, TypeFileError> {
+    let show = |(line, column, message): At| TypeFileError {
+        file: origin.to_string(),
+        line,
+        column,
+        message,
     };
     let mut defined: Vec<TypeDef> = Vec::new();
     // Members of each defined type, every nested use counted (see MAX_TYPE_MEMBERS).
@@ -459,10 +476,14 @@ fn parse_type_defs(
     for r in all_records(&defined) {
         if let Some(prev) = names.insert(&r.name, r) {
             if prev != r {
-                return Err(format!(
-                    "{origin}: two different types are named `{}` (a nested anonymous aggregate is named OUTER_MEMBER)",
-                    r.name
-                ));
+                return Err(show((
+                    0,
+                    0,
+                    format!(
+                        "two different types are named `{}` (a nested anonymous aggregate is named OUTER_MEMBER)",
+                        r.name
+                    ),
+                )));
             }
         }
     }
@@ -934,7 +955,7 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        parse_types(text, "t.yaml").unwrap_err()
+        parse_types(text, "t.yaml").unwrap_err().to_string()
     }
 
     #[test]
@@ -1031,13 +1052,15 @@ mod tests {
                 "types:\n  - name: S\n    members:\n      - {{name: z, type: int}}\n      - {m}\n"
             );
             let e = parse_types(&text, "t.yaml").unwrap_err();
-            assert!(e.contains(want), "{m}: {e}");
+            assert_eq!((e.file.as_str(), e.line), ("t.yaml", 5), "{m}: {e}");
+            assert!(e.message.contains(want), "{m}: {e}");
         }
         let e = parse_types(
             "types:\n  - name: S\n    bogus: 1\n    members: []\n",
             "t.yaml",
         )
         .unwrap_err();
-        assert!(e.contains("t.yaml") && e.contains("bogus"), "{e}");
+        assert!(e.line > 0 && e.message.contains("bogus"), "{e}");
+        assert!(e.to_string().starts_with("t.yaml:"), "{e}");
     }
 }

@@ -204,7 +204,7 @@ pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseSt
                 [&a.cubin, &b.cubin]
                     .iter()
                     .filter_map(|c| c.as_ref().err())
-                    .cloned()
+                    .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; ")
             ));

@@ -393,9 +393,37 @@ pub struct Batch {
     /// Seeds whose functions ptxas rejected in the producer's PTX, with ptxas's lines for
     /// them; the batch was compiled again without them.
     pub unassembled: BTreeMap<u64, String>,
-    /// The relocatable cubin, or ptxas's log.
-    pub cubin: Result<Vec<u8>, String>,
+    /// The relocatable cubin, or why there is none (ptxas's log).
+    pub cubin: Result<Vec<u8>, CubinError>,
     pub parsed: Result<check::PtxFile, check::InputError>,
+}
+
+/// Why a batch has no relocatable cubin (shared by the pairs that link it, hence `Arc`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CubinError {
+    /// ptxas rejected the producer's PTX; its log.
+    #[error(transparent)]
+    Ptxas(Arc<ToolError>),
+    /// The producer gave no PTX to assemble.
+    #[error("{producer} rejected the batch: {source}")]
+    Producer {
+        producer: &'static str,
+        source: Arc<BatchFailure>,
+    },
+}
+
+/// Why a pair's batches did not link into one cubin (each pair case fails on it).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LinkError {
+    #[error(transparent)]
+    NvJitLink(Arc<ToolError>),
+    /// The linked image does not read as an ELF file (the reader's message).
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("ptxas rejected the caller batch: {0}")]
+    Caller(CubinError),
+    #[error("ptxas rejected the callee batch: {0}")]
+    Callee(CubinError),
 }
 
 /// Why a producer gave no PTX for a batch.
@@ -522,7 +550,7 @@ fn reassemble(
     rejected: &BTreeMap<u64, String>,
     bad: &BTreeMap<u64, String>,
     target: Target,
-) -> Option<(String, Result<Vec<u8>, String>)> {
+) -> Option<(String, Result<Vec<u8>, CubinError>)> {
     let rest: Vec<&Signature> = sigs
         .iter()
         .copied()
@@ -566,12 +594,12 @@ pub fn batch(
         }
         let (ptx, cubin, unassembled) = match ptx {
             Ok(ptx) => {
-                let cubin = assemble(tc, &ptx, arch).map_err(|e| e.to_string());
+                let cubin = assemble(tc, &ptx, arch).map_err(|e| CubinError::Ptxas(Arc::new(e)));
                 // ptxas rejecting some functions fails only their signatures' cases.
                 let bad = cubin
                     .as_ref()
                     .err()
-                    .and_then(|log| seeds_at_error_lines(&name, &ptx, log, &sigs));
+                    .and_then(|e| seeds_at_error_lines(&name, &ptx, &e.to_string(), &sigs));
                 match bad.and_then(|bad| {
                     reassemble(tc, p, role, &sigs, &rejected, &bad, target)
                         .map(|(a, c)| (a, c, bad))
@@ -580,9 +608,12 @@ pub fn batch(
                     None => (ptx, cubin, BTreeMap::new()),
                 }
             }
-            Err(log) => (
+            Err(failure) => (
                 String::new(),
-                Err(format!("{} rejected the batch: {log}", p.describe())),
+                Err(CubinError::Producer {
+                    producer: p.describe(),
+                    source: Arc::new(failure),
+                }),
                 BTreeMap::new(),
             ),
         };
@@ -605,7 +636,7 @@ pub struct PairResult {
     pub mismatches: HashMap<String, Vec<String>>,
     /// The functions found in the linked cubin (kernels and callees of the batch), or
     /// nvJitLink's log.
-    pub linked: Result<std::collections::BTreeSet<String>, String>,
+    pub linked: Result<std::collections::BTreeSet<String>, LinkError>,
 }
 
 /// Why a pair could not be checked and linked (an error of the run, not a divergence).
@@ -695,9 +726,9 @@ pub fn pair(
                     &[&format!("-arch={arch}")],
                 )
             })
-            .map_err(|e| e.to_string())
+            .map_err(|e| LinkError::NvJitLink(Arc::new(e)))
             .and_then(|c| {
-                let elf = Cubin::parse(&c).map_err(|e| e.to_string())?;
+                let elf = Cubin::parse(&c).map_err(LinkError::Unreadable)?;
                 Ok(target
                     .sigs(m)
                     .into_iter()
@@ -705,8 +736,8 @@ pub fn pair(
                     .filter(|n| elf.has_function(n))
                     .collect())
             }),
-            (Err(e), _) => Err(format!("ptxas rejected the caller batch: {e}")),
-            (_, Err(e)) => Err(format!("ptxas rejected the callee batch: {e}")),
+            (Err(e), _) => Err(LinkError::Caller(e.clone())),
+            (_, Err(e)) => Err(LinkError::Callee(e.clone())),
         };
         Ok(PairResult { mismatches, linked })
     })
@@ -975,7 +1006,7 @@ pub fn pair_case(
         Err(e) => CaseStatus::fail_detail(
             format!("nvJitLink links the pair for {arch}"),
             "the link failed",
-            format!("{}\n{}", sig.describe(), first_lines(e, 20)),
+            format!("{}\n{}", sig.describe(), first_lines(&e.to_string(), 20)),
         ),
         Ok(names) if names.contains(&sig.kernel()) && names.contains(&sig.callee()) => {
             CaseStatus::pass()
@@ -1019,7 +1050,15 @@ pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
     out
 }
 
-type Mangled = Result<BTreeMap<u64, Vec<String>>, String>;
+/// Why a producer gave no mangled names (its compilation failed).
+#[derive(Debug, thiserror::Error)]
+#[error("{producer}: {source}")]
+pub struct MangleError {
+    pub producer: &'static str,
+    pub source: ToolError,
+}
+
+type Mangled = Result<BTreeMap<u64, Vec<String>>, MangleError>;
 
 fn mangle_batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
     static C: OnceLock<BatchCache<Producer, Mangled>> = OnceLock::new();
@@ -1032,7 +1071,10 @@ fn mangle_batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
             Producer::Nvrtc => tc.nvrtc(&src, "xcall_mangle.cu", NVRTC_OPTIONS),
             _ => tc.clang_ptx(&src, crate::backend::toolchain::ClangLang::Cuda, CLANG_ARGS),
         })
-        .map_err(|e| format!("{}: {e}", p.describe()))?;
+        .map_err(|source| MangleError {
+            producer: p.describe(),
+            source,
+        })?;
         Ok(mangled_names(&ptx))
     })
 }
