@@ -85,20 +85,29 @@ fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
     }
 }
 
+/// Why a round-trip batch has no verdicts (it did not assemble or read back): the batch's
+/// message, whatever error type [`roundtrip::run_batch`] gives it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RoundTripBatchError(pub String);
+
 fn round_trip(ctx: &CaseContext, seed: u64) -> CaseStatus {
-    static CACHE: std::sync::OnceLock<BatchCache<u64, Result<roundtrip::Verdicts, String>>> =
-        std::sync::OnceLock::new();
+    type Cache = BatchCache<u64, Result<roundtrip::Verdicts, RoundTripBatchError>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
     let batch = seed / roundtrip::BATCH;
     let slot = CACHE
         .get_or_init(BatchCache::new)
-        .get_or_compute(&batch, || roundtrip::run_batch(ctx.toolchain, batch));
+        .get_or_compute(&batch, || {
+            roundtrip::run_batch(ctx.toolchain, batch)
+                .map_err(|e| RoundTripBatchError(e.to_string()))
+        });
     match slot.get() {
         Some(Ok(v)) => match v.get(&seed) {
             Some(Ok(note)) => CaseStatus::pass_with(note.clone()),
             Some(Err((e, o))) => CaseStatus::fail(e.clone(), o.clone()),
             None => CaseStatus::error(format!("seed {seed} missing from its batch")),
         },
-        Some(Err(e)) => CaseStatus::fail("the batch assembles and reads back", e.clone()),
+        Some(Err(e)) => CaseStatus::fail("the batch assembles and reads back", e.to_string()),
         None => CaseStatus::error("batch not computed"),
     }
 }
