@@ -353,13 +353,16 @@ pub fn case_result(b: &BenchBlock) -> CaseResult {
     }
 }
 
+/// A `--reps` value out of range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--reps {0}: repetitions per point are 1..={MAX_REPS}")]
+pub struct RepsError(pub usize);
+
 /// Why `--reps` was refused.
-pub fn check_reps(reps: usize) -> Result<usize, String> {
+pub fn check_reps(reps: usize) -> Result<usize, RepsError> {
     if (1..=MAX_REPS).contains(&reps) {
         Ok(reps)
     } else {
-        Err(format!(
-            "--reps {reps}: repetitions per point are 1..={MAX_REPS}"
-        ))
+        Err(RepsError(reps))
     }
 }

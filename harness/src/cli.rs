@@ -273,22 +273,34 @@ pub fn find_root() -> PathBuf {
 /// larger figure is a typo that would start that many threads.
 pub const MAX_JOBS: usize = 256;
 
-fn parse_jobs(s: &str) -> Result<usize, String> {
+/// A `--jobs` value clap refuses (exit 2 with this message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobsError {
+    #[error("`{0}` is not a whole number; --jobs is 1..={MAX_JOBS}")]
+    NotANumber(String),
+    #[error("{0} cases at once is out of range; --jobs is 1..={MAX_JOBS}")]
+    OutOfRange(usize),
+}
+
+fn parse_jobs(s: &str) -> Result<usize, JobsError> {
     let n: usize = s
         .parse()
-        .map_err(|_| format!("`{s}` is not a whole number; --jobs is 1..={MAX_JOBS}"))?;
+        .map_err(|_| JobsError::NotANumber(s.to_string()))?;
     if n == 0 || n > MAX_JOBS {
-        return Err(format!(
-            "{n} cases at once is out of range; --jobs is 1..={MAX_JOBS}"
-        ));
+        return Err(JobsError::OutOfRange(n));
     }
     Ok(n)
 }
 
-fn parse_max_cases(s: &str) -> Result<u64, String> {
+/// A `--max-cases` value clap refuses (exit 2 with this message).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: --max-cases is a whole number, at least 1")]
+pub struct MaxCasesError(pub String);
+
+fn parse_max_cases(s: &str) -> Result<u64, MaxCasesError> {
     match s.parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("`{s}`: --max-cases is a whole number, at least 1")),
+        _ => Err(MaxCasesError(s.to_string())),
     }
 }
 

@@ -128,7 +128,7 @@ pub enum WaiverError {
         file: Option<(PathBuf, u64, u64)>,
         id: String,
         pattern: String,
-        why: String,
+        why: PatternError,
     },
     #[error("waiver id `{id}` appears in two waiver files: {} and {}", first.display(), second.display())]
     InTwoFiles {
@@ -157,15 +157,24 @@ struct Compiled {
     platform: Vec<(String, GlobMatcher)>,
 }
 
+/// Why a `cases:` or `platform:` pattern is refused; the limits are checked before compiling.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    #[error("{len} bytes long; a pattern is at most {MAX_PATTERN_LEN} bytes")]
+    TooLong { len: usize },
+    #[error("braces nest {depth} deep; at most {MAX_BRACE_DEPTH}")]
+    TooDeep { depth: usize },
+    /// globset's reason, as it words it.
+    #[error("{0}")]
+    Glob(globset::ErrorKind),
+}
+
 /// Globs compile to one automaton each (globset), so `{a,b}.{c,d}` is matched without
 /// expanding the alternatives into every combination; the length and brace depth are bounded
 /// before compiling.
-fn glob(pattern: &str) -> Result<GlobMatcher, String> {
+fn glob(pattern: &str) -> Result<GlobMatcher, PatternError> {
     if pattern.len() > MAX_PATTERN_LEN {
-        return Err(format!(
-            "{} bytes long; a pattern is at most {MAX_PATTERN_LEN} bytes",
-            pattern.len()
-        ));
+        return Err(PatternError::TooLong { len: pattern.len() });
     }
     let mut depth = 0usize;
     let mut deepest = 0usize;
@@ -183,20 +192,18 @@ fn glob(pattern: &str) -> Result<GlobMatcher, String> {
         }
     }
     if deepest > MAX_BRACE_DEPTH {
-        return Err(format!(
-            "braces nest {deepest} deep; at most {MAX_BRACE_DEPTH}"
-        ));
+        return Err(PatternError::TooDeep { depth: deepest });
     }
     Ok(GlobBuilder::new(pattern)
         .literal_separator(false)
         .backslash_escape(true)
         .build()
-        .map_err(|e| e.kind().to_string())?
+        .map_err(|e| PatternError::Glob(e.kind().clone()))?
         .compile_matcher())
 }
 
 fn compile(w: Waiver, file: Option<(PathBuf, u64, u64)>) -> Result<Compiled, WaiverError> {
-    let bad = |pattern: &str, why: String| WaiverError::BadPattern {
+    let bad = |pattern: &str, why: PatternError| WaiverError::BadPattern {
         file: file.clone(),
         id: w.id.clone(),
         pattern: pattern.to_string(),

@@ -69,7 +69,8 @@ pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&s
         || {
             let text =
                 std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let defs = types::parse_types(&text, &path.display().to_string())?;
+            let defs = types::parse_types(&text, &path.display().to_string())
+                .map_err(|e| e.to_string())?;
             oracle::check_all(oracle, ctx.toolchain, &defs)
                 .map(|rs| rs.into_iter().map(|r| (r.name, r.verdict)).collect())
                 .map_err(|e| e.to_string())

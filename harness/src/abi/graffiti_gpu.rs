@@ -6,23 +6,38 @@
 use super::oracle::{self, graffiti, TypeResult};
 use super::random::random_batch;
 use crate::area::CaseContext;
-use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{self, KernelArg, LaunchConfig, Session};
 use crate::outcome::CaseStatus;
 
 /// NVRTC options for the writer: the target machine is sm_90.
 pub const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17"];
+
+/// Why the graffiti case could not reach its verdict (an error, not a divergence).
+#[derive(Debug, thiserror::Error)]
+pub enum GraffitiGpuError {
+    #[error(transparent)]
+    Engine(#[from] crate::abi::layout::LayoutError),
+    #[error("NVRTC rejected the graffiti kernel: {0}")]
+    Nvrtc(crate::backend::toolchain::ToolError),
+    #[error(transparent)]
+    Cuda(#[from] cuda::CudaError),
+    #[error(transparent)]
+    Driver(#[from] cuda::DriverCallError),
+    #[error(transparent)]
+    Load(#[from] cuda::LoadError),
+}
 
 /// The PTX of the writer kernel for seeds `seed_start..seed_start + count`.
 pub fn writer_ptx(
     ctx_tc: &crate::backend::toolchain::Toolchain,
     seed_start: u64,
     count: u64,
-) -> Result<(Vec<crate::abi::types::TypeDef>, String), String> {
+) -> Result<(Vec<crate::abi::types::TypeDef>, String), GraffitiGpuError> {
     let types = random_batch(seed_start, count as usize);
     let src = graffiti::graffiti_source(&types)?;
     let ptx = ctx_tc
         .nvrtc(&src, "gpucts_graffiti.cu", NVRTC_OPTS)
-        .map_err(|e| format!("NVRTC rejected the graffiti kernel: {e}"))?;
+        .map_err(GraffitiGpuError::Nvrtc)?;
     Ok((types, ptx))
 }
 
@@ -66,26 +81,22 @@ pub fn status(results: &[TypeResult]) -> CaseStatus {
 
 /// The `abi.graffiti.*` case.
 pub fn graffiti_case(ctx: &CaseContext, seed_start: u64, count: u64) -> CaseStatus {
-    let run = || -> Result<CaseStatus, String> {
+    let run = || -> Result<CaseStatus, GraffitiGpuError> {
         let (types, ptx) = writer_ptx(ctx.toolchain, seed_start, count)?;
         let len = graffiti::buffer_len(&types)? as usize;
-        let s = Session::open(0).map_err(|e| e.to_string())?;
-        let m = s.load_ptx(&ptx).map_err(|e| e.to_string())?;
-        let f = s
-            .function(&m, graffiti::KERNEL)
-            .map_err(|e| e.to_string())?;
-        let out = s.buffer(len).map_err(|e| e.to_string())?;
-        s.memset(out.ptr, 0, len).map_err(|e| e.to_string())?;
+        let s = Session::open(0)?;
+        let m = s.load_ptx(&ptx)?;
+        let f = s.function(&m, graffiti::KERNEL)?;
+        let out = s.buffer(len)?;
+        s.memset(out.ptr, 0, len)?;
         let cfg = LaunchConfig {
             grid: 1,
             block: 1,
             shared_bytes: 0,
         };
-        s.launch_timed(f, cfg, &[KernelArg::Ptr(out.ptr)])
-            .map_err(|e| e.to_string())?;
+        s.launch_timed(f, cfg, &[KernelArg::Ptr(out.ptr)])?;
         let mut bytes = vec![0u8; len];
-        s.copy_to_host(&mut bytes, out.ptr)
-            .map_err(|e| e.to_string())?;
+        s.copy_to_host(&mut bytes, out.ptr)?;
         Ok(status(&graffiti::judge(&types, &bytes)))
     };
     run().unwrap_or_else(CaseStatus::error)

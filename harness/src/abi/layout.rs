@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::types::{Field, RecordKind, Scalar, Ty, TypeDef};
+use super::types::{Field, FieldError, RecordKind, Scalar, Ty, TypeDef};
 
 /// The `.address_size` of the PTX module: it fixes the size of pointers and of `long`
 /// (ptx-interop 13.2 §1.1: "pointer size and long int size are dictated by the hosts ABI").
@@ -102,16 +102,53 @@ fn round_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
 }
 
+/// Why a type has no layout (ptx-interop 13.2 ch. 1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    /// §1.2: vectors have 1–4 elements of at most 4 bytes, 1–2 of larger ones.
+    #[error("no native vector of {count} × {scalar} (ptx-interop 13.2 §1.2: 1–4 elements for types of at most 4 bytes, 1–2 otherwise)")]
+    NoVector { scalar: &'static str, count: u32 },
+    /// Past [`MAX_OBJECT`].
+    #[error("array of {count} elements of {element} bytes is too large")]
+    ArrayTooLarge { count: u64, element: u64 },
+    /// The aggregate grows past [`MAX_OBJECT`] at this member.
+    #[error("the aggregate is too large")]
+    AggregateTooLarge,
+    /// A member breaks a C rule for members.
+    #[error(transparent)]
+    Field(#[from] FieldError),
+    /// The member of `record` at fault (`member` is `None` for an unnamed bit field).
+    #[error("type `{record}` {}: {source}", match member { Some(n) => format!("member `{n}`"), None => "unnamed member".to_string() })]
+    Member {
+        record: String,
+        member: Option<String>,
+        source: Box<LayoutError>,
+    },
+}
+
+/// Why `gpucts abi layout FILE` has no layout to print.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutFileError {
+    #[error(transparent)]
+    Read(#[from] crate::suite::SuiteError),
+    #[error(transparent)]
+    Types(#[from] super::types::TypeFileError),
+    #[error("{origin}: {source}")]
+    Layout { origin: String, source: LayoutError },
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
 /// Size and alignment of any type.
-pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), String> {
+pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), LayoutError> {
     Ok(match t {
         Ty::Scalar(s) => (scalar_size(*s, a), scalar_align(*s, a)),
         Ty::Vector(s, n) => {
             if !vector_exists(*s, *n, a) {
-                return Err(format!(
-                    "no native vector of {n} × {} (ptx-interop 13.2 §1.2: 1–4 elements for types of at most 4 bytes, 1–2 otherwise)",
-                    s.yaml_name()
-                ));
+                return Err(LayoutError::NoVector {
+                    scalar: s.yaml_name(),
+                    count: *n,
+                });
             }
             // The elements are contiguous; n × size is a multiple of the §1.2 alignment
             // (odd n: of the element's; even n: n × size), so no tail padding arises.
@@ -120,10 +157,12 @@ pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), String> {
         // An array is its elements back to back (C); alignment of the element.
         Ty::Array(e, n) => {
             let (s, al) = size_align(e, a)?;
-            let total = s
-                .checked_mul(*n)
-                .filter(|t| *t <= MAX_OBJECT)
-                .ok_or_else(|| format!("array of {n} elements of {s} bytes is too large"))?;
+            let total = s.checked_mul(*n).filter(|t| *t <= MAX_OBJECT).ok_or(
+                LayoutError::ArrayTooLarge {
+                    count: *n,
+                    element: s,
+                },
+            )?;
             (total, al)
         }
         Ty::Record(r) => {
@@ -134,21 +173,21 @@ pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), String> {
 }
 
 /// Lay out a struct or union.
-pub fn layout(t: &TypeDef, a: AddressSize) -> Result<Layout, String> {
+pub fn layout(t: &TypeDef, a: AddressSize) -> Result<Layout, LayoutError> {
     layout_at(t, a).map_err(|(_, e)| e)
 }
 
 /// [`layout`], the error also giving the index of the member at fault (the type reader turns
 /// it into the member's `file:line:column`).
-pub fn layout_at(t: &TypeDef, a: AddressSize) -> Result<Layout, (usize, String)> {
+pub fn layout_at(t: &TypeDef, a: AddressSize) -> Result<Layout, (usize, LayoutError)> {
     let mut members = Vec::with_capacity(t.fields.len());
     // Current end of the allocated bits (structs) and the largest extent (unions).
     let mut bit: u64 = 0;
     let mut extent_bits: u64 = 0;
     let mut align: u64 = 1;
     for (i, f) in t.fields.iter().enumerate() {
-        super::types::validate_field(f).map_err(|e| (i, member_err(t, f, &e)))?;
-        let (size, falign) = size_align(&f.ty, a).map_err(|e| (i, member_err(t, f, &e)))?;
+        super::types::validate_field(f).map_err(|e| (i, member_err(t, f, e.into())))?;
+        let (size, falign) = size_align(&f.ty, a).map_err(|e| (i, member_err(t, f, e)))?;
         let m = match f.bits {
             None => {
                 // §1.2: "each member is assigned to the lowest available offset with the
@@ -160,7 +199,7 @@ pub fn layout_at(t: &TypeDef, a: AddressSize) -> Result<Layout, (usize, String)>
                     RecordKind::Union => 0,
                 };
                 if off + size > MAX_OBJECT {
-                    return Err((i, member_err(t, f, "the aggregate is too large")));
+                    return Err((i, member_err(t, f, LayoutError::AggregateTooLarge)));
                 }
                 bit = (off + size) * 8;
                 extent_bits = extent_bits.max(bit);
@@ -233,10 +272,11 @@ pub fn layout_at(t: &TypeDef, a: AddressSize) -> Result<Layout, (usize, String)>
     })
 }
 
-fn member_err(t: &TypeDef, f: &Field, e: &str) -> String {
-    match &f.name {
-        Some(n) => format!("type `{}` member `{n}`: {e}", t.name),
-        None => format!("type `{}` unnamed member: {e}", t.name),
+fn member_err(t: &TypeDef, f: &Field, e: LayoutError) -> LayoutError {
+    LayoutError::Member {
+        record: t.name.clone(),
+        member: f.name.clone(),
+        source: Box::new(e),
     }
 }
 
@@ -244,13 +284,13 @@ fn member_err(t: &TypeDef, f: &Field, e: &str) -> String {
 /// included, under their derived names), as JSON for `gpucts abi layout FILE`:
 /// `{"address_size": 64, "types": [{"name", "kind", "size", "align", "members": [{"name",
 /// "offset", "bit_offset"?, "bit_width"?, "size", "align"}]}]}`.
-pub fn layout_file_json(path: &std::path::Path) -> Result<String, String> {
-    let text = crate::suite::input::read_text(path).map_err(|e| e.to_string())?;
+pub fn layout_file_json(path: &std::path::Path) -> Result<String, LayoutFileError> {
+    let text = crate::suite::input::read_text(path)?;
     layout_text_json(&text, &path.display().to_string())
 }
 
 /// [`layout_file_json`] on a type file's text; `origin` names it in messages.
-pub fn layout_text_json(text: &str, origin: &str) -> Result<String, String> {
+pub fn layout_text_json(text: &str, origin: &str) -> Result<String, LayoutFileError> {
     let (a, types) = super::types::parse_type_file(text, origin)?;
     #[derive(Serialize)]
     struct Entry<'a> {
@@ -269,14 +309,17 @@ pub fn layout_text_json(text: &str, origin: &str) -> Result<String, String> {
         types: Vec::new(),
     };
     for t in super::types::all_records(&types) {
-        let l = layout(t, a).map_err(|e| format!("{origin}: {e}"))?;
+        let l = layout(t, a).map_err(|source| LayoutFileError::Layout {
+            origin: origin.to_string(),
+            source,
+        })?;
         out.types.push(Entry {
             name: &t.name,
             kind: t.kind.keyword(),
             layout: l,
         });
     }
-    serde_json::to_string_pretty(&out).map_err(|e| e.to_string())
+    Ok(serde_json::to_string_pretty(&out)?)
 }
 
 #[cfg(test)]
@@ -550,11 +593,11 @@ mod tests {
         assert_eq!(v["types"][0]["members"][1]["offset"], 4);
         assert_eq!(v["types"][0]["size"], 8);
         std::fs::write(&path, "address_size: 16\ntypes: []\n").unwrap();
-        let e = layout_file_json(&path).unwrap_err();
+        let e = layout_file_json(&path).unwrap_err().to_string();
         assert!(e.contains("t.yaml") && e.contains("32 or 64"), "{e}");
         // A YAML error names the file and the line.
         std::fs::write(&path, "types:\n  - name: T\n    memberz: []\n").unwrap();
-        let e = layout_file_json(&path).unwrap_err();
+        let e = layout_file_json(&path).unwrap_err().to_string();
         assert!(e.contains("t.yaml:3:"), "{e}");
     }
 
@@ -562,7 +605,7 @@ mod tests {
     fn huge_arrays_are_refused_not_overflowed() {
         let text = "types:\n  - name: T\n    members: [{name: a, type: {array: {array: double, count: 4294967296}, count: 4294967296}}]\n";
         // Refused while reading, at the member at fault (line 3; its `{` is column 15).
-        let e = parse_types(text, "test").unwrap_err();
+        let e = parse_types(text, "test").unwrap_err().to_string();
         assert!(
             e.starts_with("test:3:15: ") && e.contains("too large"),
             "{e}"
@@ -571,6 +614,9 @@ mod tests {
         // Each member alone is at the limit; the second one overflows the aggregate.
         let col = text.lines().nth(2).unwrap().find("{name: b").unwrap() + 1;
         let e = parse_types(text, "test").unwrap_err();
+        assert_eq!((e.line, e.column), (3, col as u64), "{e}");
+        assert!(e.message.contains("too large"), "{e}");
+        let e = e.to_string();
         assert!(
             e.starts_with(&format!("test:3:{col}: ")) && e.contains("too large"),
             "{e}"
@@ -582,11 +628,11 @@ mod tests {
         // ptx-interop 13.2 §1.2: no native vector of three doubles. The member is on line 5,
         // its `{` in column 9.
         let text = "types:\n  - name: T\n    members:\n      - {name: a, type: int}\n      - {name: b, type: double3}\n";
-        let e = layout_text_json(text, "t.yaml").unwrap_err();
+        let e = layout_text_json(text, "t.yaml").unwrap_err().to_string();
         assert!(e.starts_with("t.yaml:5:9: ") && e.contains("double"), "{e}");
         // In a nested anonymous struct: the outer member that holds it (line 4).
         let text = "types:\n  - name: T\n    members:\n      - name: inner\n        type:\n          struct:\n            - {name: v, type: double4}\n";
-        let e = layout_text_json(text, "t.yaml").unwrap_err();
+        let e = layout_text_json(text, "t.yaml").unwrap_err().to_string();
         assert!(e.starts_with("t.yaml:4:9: ") && e.contains("double"), "{e}");
     }
 }

@@ -151,7 +151,7 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
                 let origin = path.display().to_string();
                 let parsed = crate::suite::input::read_text(&path)
                     .map_err(|e| e.to_string())
-                    .and_then(|t| types::parse_types(&t, &origin));
+                    .and_then(|t| types::parse_types(&t, &origin).map_err(|e| e.to_string()));
                 match (parsed, only) {
                     (Err(e), _) => errors.push(CaseError::new(
                         "file",

@@ -339,9 +339,20 @@ impl<'de> Deserialize<'de> for TyRepr {
     }
 }
 
+/// A type file that does not read: `file:line:column: message`, or `file: message` where no
+/// position is known (`line` 0); the message names the type and member at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", if *line == 0 { format!("{file}: {message}") } else { format!("{file}:{line}:{column}: {message}") })]
+pub struct TypeFileError {
+    pub file: String,
+    pub line: u64,
+    pub column: u64,
+    pub message: String,
+}
+
 /// Parse a type file. Errors name the file, the line where serde_saphyr knows it, and the type
 /// and member at fault.
-pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, String> {
+pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, TypeFileError> {
     parse_type_file(text, origin).map(|(_, t)| t)
 }
 
@@ -349,17 +360,24 @@ pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, String> {
 pub fn parse_type_file(
     text: &str,
     origin: &str,
-) -> Result<(crate::abi::layout::AddressSize, Vec<TypeDef>), String> {
+) -> Result<(crate::abi::layout::AddressSize, Vec<TypeDef>), TypeFileError> {
     use crate::abi::layout::AddressSize;
-    let file: FileRepr =
-        crate::suite::from_yaml(text).map_err(|(l, c, m)| format!("{origin}:{l}:{c}: {m}"))?;
+    let file: FileRepr = crate::suite::from_yaml(text).map_err(|(l, c, m)| TypeFileError {
+        file: origin.to_string(),
+        line: l,
+        column: c,
+        message: m,
+    })?;
     let address_size = match file.address_size {
         None | Some(64) => AddressSize::A64,
         Some(32) => AddressSize::A32,
         Some(n) => {
-            return Err(format!(
-                "{origin}: address_size {n}: PTX's .address_size is 32 or 64"
-            ))
+            return Err(TypeFileError {
+                file: origin.to_string(),
+                line: 0,
+                column: 0,
+                message: format!("address_size {n}: PTX's .address_size is 32 or 64"),
+            })
         }
     };
     Ok((address_size, parse_type_defs(file, origin, address_size)?))
@@ -384,13 +402,12 @@ fn parse_type_defs(
     file: FileRepr,
     origin: &str,
     address_size: crate::abi::layout::AddressSize,
-) -> Result<Vec<TypeDef>, String> {
-    let show = |(l, c, m): At| {
-        if l == 0 {
-            format!("{origin}: {m}")
-        } else {
-            format!("{origin}:{l}:{c}: {m}")
-        }
+) -> Result<Vec<TypeDef>, TypeFileError> {
+    let show = |(line, column, message): At| TypeFileError {
+        file: origin.to_string(),
+        line,
+        column,
+        message,
     };
     let mut defined: Vec<TypeDef> = Vec::new();
     // Members of each defined type, every nested use counted (see MAX_TYPE_MEMBERS).
@@ -413,7 +430,7 @@ fn parse_type_defs(
                 )))
             }
         };
-        check_name(&t.name, "type name").map_err(|m| show((l, c, m)))?;
+        check_name(&t.name, "type name").map_err(|m| show((l, c, m.to_string())))?;
         if defined.iter().any(|d| d.name == t.name) {
             return Err(show((
                 l,
@@ -437,7 +454,7 @@ fn parse_type_defs(
         // are at hand (issue 10: errors found after parsing had no line).
         if let Err((i, e)) = crate::abi::layout::layout_at(&def, address_size) {
             let (ml, mc) = t.members.get(i).map(pos).unwrap_or((l, c));
-            return Err(show((ml, mc, e)));
+            return Err(show((ml, mc, e.to_string())));
         }
         total = total.saturating_add(budget);
         if total > MAX_FILE_MEMBERS {
@@ -459,10 +476,14 @@ fn parse_type_defs(
     for r in all_records(&defined) {
         if let Some(prev) = names.insert(&r.name, r) {
             if prev != r {
-                return Err(format!(
-                    "{origin}: two different types are named `{}` (a nested anonymous aggregate is named OUTER_MEMBER)",
-                    r.name
-                ));
+                return Err(show((
+                    0,
+                    0,
+                    format!(
+                        "two different types are named `{}` (a nested anonymous aggregate is named OUTER_MEMBER)",
+                        r.name
+                    ),
+                )));
             }
         }
     }
@@ -583,19 +604,45 @@ const KEYWORDS: &[&str] = &[
     "_Thread_local",
 ];
 
+/// Why a type or member name is refused; `what` is `type name` or `member name`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    #[error("{what} `{name}` is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)")]
+    NotIdentifier { what: &'static str, name: String },
+    #[error("{what} `{name}` is a C/C++ keyword; names must be identifiers that are not keywords")]
+    Keyword { what: &'static str, name: String },
+}
+
 /// A type or member name must be a C identifier and no C/C++ keyword.
-fn check_name(n: &str, what: &str) -> Result<(), String> {
+fn check_name(n: &str, what: &'static str) -> Result<(), NameError> {
     if !is_identifier(n) {
-        return Err(format!(
-            "{what} `{n}` is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)"
-        ));
+        return Err(NameError::NotIdentifier {
+            what,
+            name: n.to_string(),
+        });
     }
     if KEYWORDS.contains(&n) {
-        return Err(format!(
-            "{what} `{n}` is a C/C++ keyword; names must be identifiers that are not keywords"
-        ));
+        return Err(NameError::Keyword {
+            what,
+            name: n.to_string(),
+        });
     }
     Ok(())
+}
+
+/// A member that breaks a C rule for members (ptx-interop 13.2 §1.3 for bit fields).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FieldError {
+    #[error("only bit fields may be unnamed")]
+    Unnamed,
+    #[error("a bit field needs an integer type")]
+    NotScalar,
+    #[error("`{scalar}` is not a bit-field type of ptx-interop 13.2 §1.3")]
+    NotBitFieldType { scalar: &'static str },
+    #[error("width {width} exceeds the {max} bits of its type")]
+    TooWide { width: u32, max: u64 },
+    #[error("a zero-width bit field must be unnamed")]
+    NamedZeroWidth,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -655,7 +702,7 @@ fn resolve_record(
             ty,
             bits: m.bits,
         };
-        validate_field(&field).map_err(fail)?;
+        validate_field(&field).map_err(|e| fail(e.to_string()))?;
         fields.push(field);
     }
     if fields.is_empty() {
@@ -684,29 +731,28 @@ fn field_tag(m: &MemberRepr, i: usize) -> String {
 }
 
 /// The C constraints on one member, shared by the parser and the random generator.
-pub fn validate_field(f: &Field) -> Result<(), String> {
+pub fn validate_field(f: &Field) -> Result<(), FieldError> {
     match f.bits {
         None => {
             if f.name.is_none() {
-                return Err("only bit fields may be unnamed".into());
+                return Err(FieldError::Unnamed);
             }
         }
         Some(w) => {
             let Ty::Scalar(s) = f.ty else {
-                return Err("a bit field needs an integer type".into());
+                return Err(FieldError::NotScalar);
             };
             if !s.is_bit_field_type() {
-                return Err(format!(
-                    "`{}` is not a bit-field type of ptx-interop 13.2 §1.3",
-                    s.yaml_name()
-                ));
+                return Err(FieldError::NotBitFieldType {
+                    scalar: s.yaml_name(),
+                });
             }
             let max = crate::abi::layout::scalar_size(s, crate::abi::layout::AddressSize::A64) * 8;
             if u64::from(w) > max {
-                return Err(format!("width {w} exceeds the {max} bits of its type"));
+                return Err(FieldError::TooWide { width: w, max });
             }
             if w == 0 && f.name.is_some() {
-                return Err("a zero-width bit field must be unnamed".into());
+                return Err(FieldError::NamedZeroWidth);
             }
         }
     }
@@ -909,7 +955,7 @@ mod tests {
     use super::*;
 
     fn err(text: &str) -> String {
-        parse_types(text, "t.yaml").unwrap_err()
+        parse_types(text, "t.yaml").unwrap_err().to_string()
     }
 
     #[test]
@@ -1006,13 +1052,15 @@ mod tests {
                 "types:\n  - name: S\n    members:\n      - {{name: z, type: int}}\n      - {m}\n"
             );
             let e = parse_types(&text, "t.yaml").unwrap_err();
-            assert!(e.contains(want), "{m}: {e}");
+            assert_eq!((e.file.as_str(), e.line), ("t.yaml", 5), "{m}: {e}");
+            assert!(e.message.contains(want), "{m}: {e}");
         }
         let e = parse_types(
             "types:\n  - name: S\n    bogus: 1\n    members: []\n",
             "t.yaml",
         )
         .unwrap_err();
-        assert!(e.contains("t.yaml") && e.contains("bogus"), "{e}");
+        assert!(e.line > 0 && e.message.contains("bogus"), "{e}");
+        assert!(e.to_string().starts_with("t.yaml:"), "{e}");
     }
 }

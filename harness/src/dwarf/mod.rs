@@ -86,9 +86,8 @@ fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
 }
 
 fn round_trip(ctx: &CaseContext, seed: u64) -> CaseStatus {
-    static CACHE: std::sync::OnceLock<
-        BatchCache<u64, Result<roundtrip::Verdicts, roundtrip::BatchError>>,
-    > = std::sync::OnceLock::new();
+    type Cache = BatchCache<u64, Result<roundtrip::Verdicts, roundtrip::BatchError>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
     let batch = seed / roundtrip::BATCH;
     let slot = CACHE
         .get_or_init(BatchCache::new)
@@ -151,7 +150,10 @@ fn assembles(ctx: &CaseContext, file: &str) -> CaseStatus {
 fn producer(ctx: &CaseContext, p: producers::DebugProducer, batch: u64) -> CaseStatus {
     match producers::check_batch(ctx.toolchain, p, batch) {
         Ok(note) => CaseStatus::pass_with(note),
-        Err(findings) => CaseStatus::fail("no findings from `gpucts dwarf check`", findings),
+        Err(findings) => CaseStatus::fail(
+            "no findings from `gpucts dwarf check`",
+            findings.to_string(),
+        ),
     }
 }
 

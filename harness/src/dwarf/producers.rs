@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde::Deserialize;
 
-use super::check::{check_elf, check_ptx, Report};
+use super::check::{check_elf, check_ptx, Report, Unreadable};
 use super::nvvm_ir;
 use crate::abi::random::random_batch;
 use crate::abi::types::{render_c, Dialect, TypeDef};
@@ -141,16 +141,30 @@ fn compile_src(tc: &Toolchain, p: DebugProducer, src: &str) -> Result<String, To
     }
 }
 
+/// Why a producer's batch is not clean: the producer or ptxas failed, the output does not
+/// read, or `gpucts dwarf check` found something (one line per finding).
+#[derive(Debug, thiserror::Error)]
+pub enum BatchFindings {
+    #[error("the producer failed: {0}")]
+    Producer(ToolError),
+    #[error(transparent)]
+    Unreadable(#[from] Unreadable),
+    #[error("ptxas -g: {0}")]
+    Ptxas(ToolError),
+    #[error("{}", .0.join("\n"))]
+    Findings(Vec<String>),
+}
+
 /// Check one batch: the PTX, and the cubin ptxas `-g` builds from it. Ok(note) when there is
 /// no finding; Err(findings) otherwise.
-pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<String, String> {
-    let (ptx, types) = compile(tc, p, batch).map_err(|e| format!("the producer failed: {e}"))?;
+pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<String, BatchFindings> {
+    let (ptx, types) = compile(tc, p, batch).map_err(BatchFindings::Producer)?;
     let name = format!("{p:?}-batch{batch}.ptx");
-    let r = check_ptx(&name, &ptx, Some(tc)).map_err(|e| e.to_string())?;
+    let r = check_ptx(&name, &ptx, Some(tc))?;
     let cubin = tc
         .ptxas(&ptx, "sm_90", &["-g"])
-        .map_err(|e| format!("ptxas -g: {e}"))?;
-    let c = check_elf(&format!("{name}.cubin"), &cubin).map_err(|e| e.to_string())?;
+        .map_err(BatchFindings::Ptxas)?;
+    let c = check_elf(&format!("{name}.cubin"), &cubin)?;
     let mut all: Vec<String> = r.findings.iter().map(|f| f.to_string()).collect();
     all.extend(c.findings.iter().map(|f| f.to_string()));
     // Teeth: a full-DWARF producer must have given the check variables to compare.
@@ -167,7 +181,7 @@ pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<Strin
     if all.is_empty() {
         Ok(note(&r, &c))
     } else {
-        Err(all.join("\n"))
+        Err(BatchFindings::Findings(all))
     }
 }
 

@@ -1638,6 +1638,19 @@ fn revoke_races_unpin(c: &Ctx) -> Step<Option<String>> {
     )))
 }
 
+/// How the user thread of [`revoke_with_ioctls_in_flight`] saw the module diverge from "every
+/// call succeeds or answers ESTALE" (gpudirect-rdma, the free callback).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum InFlightDivergence {
+    #[error("no ESTALE after {0} calls")]
+    NoEstale(u64),
+    /// `call` is the ioctl (PAGE_TABLE, DMA_MAP, DMA_UNMAP).
+    #[error("{call}: {errno}")]
+    Call { call: &'static str, errno: Errno },
+    #[error("the user thread panicked")]
+    Panicked,
+}
+
 /// The callback waits for the module's own users of the pages: a thread loops PAGE_TABLE /
 /// DMA_MAP / DMA_UNMAP while the memory is freed; every call succeeds or answers ESTALE.
 fn revoke_with_ioctls_in_flight(c: &Ctx) -> Step<Option<String>> {
@@ -1648,28 +1661,43 @@ fn revoke_with_ioctls_in_flight(c: &Ctx) -> Step<Option<String>> {
         let p = call(c.pin(va, 2 * c.a, 0), "PIN")?;
         let (gp, tegra) = (&c.gp, c.tegra);
         let (busy, cbs) = std::thread::scope(|s| {
-            let user = s.spawn(move || -> Result<(u64, bool), String> {
+            let user = s.spawn(move || -> Result<(u64, bool), InFlightDivergence> {
                 let mut addrs = [0u64; 4];
                 let mut calls = 0u64;
                 let dir = if tegra { 1 } else { 0 };
                 loop {
                     calls += 1;
                     if calls > 200_000 {
-                        return Err(format!("no ESTALE after {calls} calls"));
+                        return Err(InFlightDivergence::NoEstale(calls));
                     }
                     match gp.page_table_addrs(p.handle, &mut addrs) {
                         Err(Errno(libc::ESTALE)) => return Ok((calls, true)),
-                        Err(e) => return Err(format!("PAGE_TABLE: {e}")),
+                        Err(errno) => {
+                            return Err(InFlightDivergence::Call {
+                                call: "PAGE_TABLE",
+                                errno,
+                            })
+                        }
                         Ok(_) => {}
                     }
                     match gp.dma_map(p.handle, peer, dir, Some(&mut addrs)) {
                         Err(Errno(libc::ESTALE)) => return Ok((calls, true)),
-                        Err(e) => return Err(format!("DMA_MAP: {e}")),
+                        Err(errno) => {
+                            return Err(InFlightDivergence::Call {
+                                call: "DMA_MAP",
+                                errno,
+                            })
+                        }
                         Ok(_) => {}
                     }
                     match gp.dma_unmap(p.handle) {
                         Err(Errno(libc::ESTALE)) => return Ok((calls, true)),
-                        Err(e) => return Err(format!("DMA_UNMAP: {e}")),
+                        Err(errno) => {
+                            return Err(InFlightDivergence::Call {
+                                call: "DMA_UNMAP",
+                                errno,
+                            })
+                        }
                         Ok(_) => {}
                     }
                 }
@@ -1678,9 +1706,7 @@ fn revoke_with_ioctls_in_flight(c: &Ctx) -> Step<Option<String>> {
                 50 + u64::from(round % 10) * 40,
             ));
             let cbs = c.free(va);
-            let busy = user
-                .join()
-                .unwrap_or_else(|_| Err("the user thread panicked".into()));
+            let busy = user.join().unwrap_or(Err(InFlightDivergence::Panicked));
             (busy, cbs)
         });
         let cbs = cbs?;

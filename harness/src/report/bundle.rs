@@ -55,70 +55,239 @@ fn safe_name(name: &str) -> bool {
         && !name.contains('\n')
 }
 
-/// Every file of a bundle, by name; an `Err` means unreadable (exit 2).
-pub fn read_entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, String> {
-    let shown = path.display();
-    let f = std::fs::File::open(path).map_err(|e| format!("{shown}: cannot read: {e}"))?;
+/// Why a bundle, a key or a bundle's inputs could not be read or written (exit 2). `path` is
+/// the file concerned; `name` an entry inside a bundle.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("{}: cannot read: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a zstd stream: {source}", path.display())]
+    NotZstd {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: not a tar archive: {source}", path.display())]
+    NotTar {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: unreadable tar entry: {source}", path.display())]
+    Entry {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: more than {MAX_ENTRIES} entries; bundles hold at most {MAX_ENTRIES}", path.display())]
+    TooManyEntries { path: PathBuf },
+    #[error("{}: unreadable entry name: {source}", path.display())]
+    EntryName {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A symlink, hard link, device or other entry that is neither a file nor a directory.
+    #[error("{}: entry `{name}` is not a regular file; bundles hold only files", path.display())]
+    NotAFile { path: PathBuf, name: String },
+    #[error("{}: entry `{name}` is not a plain relative path; bundles hold relative names without `..`", path.display())]
+    UnsafeName { path: PathBuf, name: String },
+    #[error("{}: entry `{name}` is {size} bytes; at most {MAX_FILE_BYTES} per file", path.display())]
+    EntryTooLarge {
+        path: PathBuf,
+        name: String,
+        size: u64,
+    },
+    #[error("{}: more than {MAX_TOTAL_BYTES} bytes in all; bundles hold at most that", path.display())]
+    TooLarge { path: PathBuf },
+    #[error("{}: entry `{name}` unreadable: {source}", path.display())]
+    EntryUnreadable {
+        path: PathBuf,
+        name: String,
+        source: std::io::Error,
+    },
+    #[error("{}: entry `{name}` appears twice", path.display())]
+    Duplicate { path: PathBuf, name: String },
+    #[error("{}: no {name} in the bundle", path.display())]
+    NoResults { path: PathBuf, name: &'static str },
+    #[error("{}: cannot read key: {source}", path.display())]
+    KeyUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}:1:1: not a key: {source}; expected `{tag} <64 hex digits>` (gpucts bundle keygen)", path.display())]
+    NotAKey {
+        path: PathBuf,
+        tag: &'static str,
+        source: hex::FromHexError,
+    },
+    #[error("{}:1:1: key of {len} bytes; ed25519 keys are 32 bytes (`{tag} <64 hex digits>`)", path.display())]
+    KeyLength {
+        path: PathBuf,
+        tag: &'static str,
+        len: usize,
+    },
+    #[error("{}: not an ed25519 public key: {source}", path.display())]
+    NotAPublicKey {
+        path: PathBuf,
+        source: ed25519_dalek::SignatureError,
+    },
+    #[error("no randomness for a key: {0}")]
+    NoRandomness(getrandom::Error),
+    #[error("{}: exists; keygen does not overwrite keys", path.display())]
+    KeyExists { path: PathBuf },
+    /// Writing a key, a bundle or reading a results file to pack failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The results directory to pack (boxed: a results set read from a bundle holds this
+    /// error in turn).
+    #[error(transparent)]
+    Results(Box<results::ReadError>),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error("{}: the run used it but it cannot be read now: {source}", path.display())]
+    InputUnreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: changed since the run (recorded sha256 {recorded}, now {now}); bundle from the checkout that made the run", path.display())]
+    InputChanged {
+        path: PathBuf,
+        recorded: String,
+        now: String,
+    },
+}
+
+/// An entry name as bundles store it: `./` components dropped (a bundle repacked with `tar c
+/// .` names its files `./MANIFEST.sha256`); `None` for a name that is not a plain relative
+/// path (absolute, `..`) or names nothing but `.`.
+fn plain_name(name: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    for c in Path::new(name).components() {
+        match c {
+            Component::CurDir => {}
+            Component::Normal(p) => parts.push(p.to_str()?),
+            _ => return None,
+        }
+    }
+    let plain = parts.join("/");
+    safe_name(&plain).then_some(plain)
+}
+
+/// A bundle repacked from the directory it was unpacked into (`tar cf x.tar dir/`) holds every
+/// file under `dir/`: the one top-level directory holding the manifest is dropped. Names are
+/// left as they are when a file lies outside that directory.
+fn strip_top_directory(entries: BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    if entries.contains_key(MANIFEST) {
+        return entries;
+    }
+    let Some(top) = entries
+        .keys()
+        .find_map(|n| n.strip_suffix(MANIFEST)?.strip_suffix('/'))
+        .filter(|t| !t.contains('/'))
+        .map(|t| format!("{t}/"))
+    else {
+        return entries;
+    };
+    if !entries.keys().all(|n| n.starts_with(&top)) {
+        return entries;
+    }
+    entries
+        .into_iter()
+        .map(|(n, b)| (n[top.len()..].to_string(), b))
+        .collect()
+}
+
+/// Every file of a bundle, by name; an `Err` means unreadable (exit 2). Directory entries are
+/// skipped and `./` prefixes dropped, so a bundle unpacked and repacked with `tar` reads as the
+/// one gpucts wrote; anything else that is not a plain file (a symlink, a link, a device) or
+/// whose name leaves the bundle (`..`, absolute) is refused.
+pub fn read_entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, BundleError> {
+    let at = || path.to_path_buf();
+    let f = std::fs::File::open(path).map_err(|source| BundleError::Open { path: at(), source })?;
     let dec = zstd::stream::read::Decoder::new(f)
-        .map_err(|e| format!("{shown}: not a zstd stream: {e}"))?;
+        .map_err(|source| BundleError::NotZstd { path: at(), source })?;
     // The whole decompressed stream is bounded, so a small bomb cannot fill memory.
     let mut ar = tar::Archive::new(dec.take(MAX_TOTAL_BYTES + 1));
     let mut out = BTreeMap::new();
     let mut total = 0u64;
     let entries = ar
         .entries()
-        .map_err(|e| format!("{shown}: not a tar archive: {e}"))?;
-    for entry in entries {
-        let mut e = entry.map_err(|e| format!("{shown}: unreadable tar entry: {e}"))?;
-        if out.len() >= MAX_ENTRIES {
-            return Err(format!(
-                "{shown}: more than {MAX_ENTRIES} entries; bundles hold at most {MAX_ENTRIES}"
-            ));
+        .map_err(|source| BundleError::NotTar { path: at(), source })?;
+    for (seen, entry) in entries.enumerate() {
+        let mut e = entry.map_err(|source| BundleError::Entry { path: at(), source })?;
+        if seen >= MAX_ENTRIES {
+            return Err(BundleError::TooManyEntries { path: at() });
         }
-        let name = e
+        let raw = e
             .path()
-            .map_err(|e| format!("{shown}: unreadable entry name: {e}"))?
+            .map_err(|source| BundleError::EntryName { path: at(), source })?
             .to_string_lossy()
             .into_owned();
-        if !e.header().entry_type().is_file() {
-            return Err(format!(
-                "{shown}: entry `{name}` is not a regular file; bundles hold only files"
-            ));
+        let kind = e.header().entry_type();
+        if kind.is_dir() {
+            // What `tar` writes for `dir/` or `.`; a directory carries no bytes to check, but
+            // one whose name leaves the bundle is refused like a file's.
+            if raw.trim_end_matches('/') != "." && plain_name(&raw).is_none() {
+                return Err(BundleError::UnsafeName {
+                    path: at(),
+                    name: raw,
+                });
+            }
+            continue;
         }
-        if !safe_name(&name) {
-            return Err(format!(
-                "{shown}: entry `{name}` is not a plain relative path; bundles hold relative names without `..`"
-            ));
+        if !kind.is_file() {
+            return Err(BundleError::NotAFile {
+                path: at(),
+                name: raw,
+            });
         }
+        let Some(name) = plain_name(&raw) else {
+            return Err(BundleError::UnsafeName {
+                path: at(),
+                name: raw,
+            });
+        };
         let size = e.size();
         if size > MAX_FILE_BYTES {
-            return Err(format!(
-                "{shown}: entry `{name}` is {size} bytes; at most {MAX_FILE_BYTES} per file"
-            ));
+            return Err(BundleError::EntryTooLarge {
+                path: at(),
+                name,
+                size,
+            });
         }
         total += size;
         if total > MAX_TOTAL_BYTES {
-            return Err(format!(
-                "{shown}: more than {MAX_TOTAL_BYTES} bytes in all; bundles hold at most that"
-            ));
+            return Err(BundleError::TooLarge { path: at() });
         }
         let mut bytes = Vec::with_capacity(size as usize);
-        e.read_to_end(&mut bytes)
-            .map_err(|e| format!("{shown}: entry `{name}` unreadable: {e}"))?;
-        if out.insert(name.clone(), bytes).is_some() {
-            return Err(format!("{shown}: entry `{name}` appears twice"));
+        if let Err(source) = e.read_to_end(&mut bytes) {
+            return Err(BundleError::EntryUnreadable {
+                path: at(),
+                name,
+                source,
+            });
         }
+        if out.contains_key(&name) {
+            return Err(BundleError::Duplicate { path: at(), name });
+        }
+        out.insert(name, bytes);
     }
-    Ok(out)
+    Ok(strip_top_directory(out))
 }
 
 /// The `results.json` in a bundle: its shown name and bytes.
-pub fn read_results(path: &Path) -> Result<(String, Vec<u8>), String> {
+pub fn read_results(path: &Path) -> Result<(String, Vec<u8>), BundleError> {
     let mut entries = read_entries(path)?;
     let name = "results/results.json";
     match entries.remove(name) {
         Some(b) => Ok((format!("{}!{name}", path.display()), b)),
-        None => Err(format!("{}: no {name} in the bundle", path.display())),
+        None => Err(BundleError::NoResults {
+            path: path.to_path_buf(),
+            name,
+        }),
     }
 }
 
@@ -141,38 +310,44 @@ struct InputInfo {
     sha256: String,
 }
 
-fn key_bytes(path: &Path, tag: &str) -> Result<[u8; 32], String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read key: {e}", path.display()))?;
-    let hexpart = text.trim().strip_prefix(tag).unwrap_or(text.trim()).trim();
-    let bytes = hex::decode(hexpart).map_err(|e| {
-        format!(
-            "{}:1:1: not a key: {e}; expected `{tag} <64 hex digits>` (gpucts bundle keygen)",
-            path.display()
-        )
+fn key_bytes(path: &Path, tag: &'static str) -> Result<[u8; 32], BundleError> {
+    let text = std::fs::read_to_string(path).map_err(|source| BundleError::KeyUnreadable {
+        path: path.to_path_buf(),
+        source,
     })?;
-    bytes.try_into().map_err(|b: Vec<u8>| {
-        format!(
-            "{}:1:1: key of {} bytes; ed25519 keys are 32 bytes (`{tag} <64 hex digits>`)",
-            path.display(),
-            b.len()
-        )
-    })
+    let hexpart = text.trim().strip_prefix(tag).unwrap_or(text.trim()).trim();
+    let bytes = hex::decode(hexpart).map_err(|source| BundleError::NotAKey {
+        path: path.to_path_buf(),
+        tag,
+        source,
+    })?;
+    bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| BundleError::KeyLength {
+            path: path.to_path_buf(),
+            tag,
+            len: b.len(),
+        })
+}
+
+/// An I/O failure on `path` while writing a key or a bundle.
+fn io_at(path: &Path) -> impl Fn(std::io::Error) -> BundleError + '_ {
+    move |source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// `gpucts bundle keygen -o NAME`: NAME.key (secret, mode 0600) and NAME.pub.
-pub fn keygen(stem: &Path) -> Result<(PathBuf, PathBuf), String> {
+pub fn keygen(stem: &Path) -> Result<(PathBuf, PathBuf), BundleError> {
     let mut secret = [0u8; 32];
-    getrandom::fill(&mut secret).map_err(|e| format!("no randomness for a key: {e}"))?;
+    getrandom::fill(&mut secret).map_err(BundleError::NoRandomness)?;
     let sk = SigningKey::from_bytes(&secret);
     let key = stem.with_extension("key");
     let public = stem.with_extension("pub");
     for p in [&key, &public] {
         if p.exists() {
-            return Err(format!(
-                "{}: exists; keygen does not overwrite keys",
-                p.display()
-            ));
+            return Err(BundleError::KeyExists { path: p.clone() });
         }
     }
     {
@@ -182,9 +357,8 @@ pub fn keygen(stem: &Path) -> Result<(PathBuf, PathBuf), String> {
             .create_new(true)
             .mode(0o600)
             .open(&key)
-            .map_err(|e| format!("{}: {e}", key.display()))?;
-        writeln!(f, "{SECRET_TAG} {}", hex::encode(secret))
-            .map_err(|e| format!("{}: {e}", key.display()))?;
+            .map_err(io_at(&key))?;
+        writeln!(f, "{SECRET_TAG} {}", hex::encode(secret)).map_err(io_at(&key))?;
     }
     std::fs::write(
         &public,
@@ -193,7 +367,7 @@ pub fn keygen(stem: &Path) -> Result<(PathBuf, PathBuf), String> {
             hex::encode(sk.verifying_key().to_bytes())
         ),
     )
-    .map_err(|e| format!("{}: {e}", public.display()))?;
+    .map_err(io_at(&public))?;
     Ok((key, public))
 }
 
@@ -211,8 +385,8 @@ pub fn create(
     sign: Option<&Path>,
     root: &Path,
     command_line: Vec<String>,
-) -> Result<Created, String> {
-    let r = results::load(dir).map_err(|e| e.to_string())?;
+) -> Result<Created, BundleError> {
+    let r = results::load(dir).map_err(|e| BundleError::Results(Box::new(e)))?;
     let signing = sign
         .map(|k| key_bytes(k, SECRET_TAG).map(|b| SigningKey::from_bytes(&b)))
         .transpose()?;
@@ -220,12 +394,12 @@ pub fn create(
     for name in RESULT_FILES {
         let p = dir.join(name);
         if p.is_file() {
-            let b = std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let b = std::fs::read(&p).map_err(io_at(&p))?;
             files.insert(format!("results/{name}"), b);
         }
     }
     if let Some(probe) = &r.probe {
-        let text = serde_json::to_vec_pretty(probe).map_err(|e| e.to_string())?;
+        let text = serde_json::to_vec_pretty(probe)?;
         files.insert("probe.json".into(), text);
     }
     let run = r.run.clone().unwrap_or_default();
@@ -237,19 +411,17 @@ pub fn create(
         } else {
             root.join(&h.path)
         };
-        let bytes = std::fs::read(&src).map_err(|e| {
-            format!(
-                "{}: the run used it but it cannot be read now: {e}",
-                src.display()
-            )
+        let bytes = std::fs::read(&src).map_err(|source| BundleError::InputUnreadable {
+            path: src.clone(),
+            source,
         })?;
         let now = sha256_hex(&bytes);
         if now != h.sha256 {
-            return Err(format!(
-                "{}: changed since the run (recorded sha256 {}, now {now}); bundle from the checkout that made the run",
-                src.display(),
-                h.sha256
-            ));
+            return Err(BundleError::InputChanged {
+                path: src,
+                recorded: h.sha256.clone(),
+                now,
+            });
         }
         let stored = if safe_name(&h.path) {
             format!("inputs/{}", h.path)
@@ -279,10 +451,7 @@ pub fn create(
         run_command_line: run.command_line.clone(),
         inputs,
     };
-    files.insert(
-        "bundle.json".into(),
-        serde_json::to_vec_pretty(&info).map_err(|e| e.to_string())?,
-    );
+    files.insert("bundle.json".into(), serde_json::to_vec_pretty(&info)?);
     let manifest: String = files
         .iter()
         .map(|(n, b)| format!("{}  {n}\n", sha256_hex(b)))
@@ -311,12 +480,12 @@ pub fn create(
 
 /// Write `entries` as a zstd-compressed tar (written beside `out` then renamed, so a failed
 /// write leaves no half bundle).
-pub fn write_tar_zst(out: &Path, entries: &[(String, Vec<u8>)]) -> Result<(), String> {
+pub fn write_tar_zst(out: &Path, entries: &[(String, Vec<u8>)]) -> Result<(), BundleError> {
     let tmp = out.with_extension("partial");
-    let err = |e: std::io::Error| format!("{}: {e}", out.display());
+    let err = io_at(out);
     {
-        let f = std::fs::File::create(&tmp).map_err(err)?;
-        let enc = zstd::stream::write::Encoder::new(f, 19).map_err(err)?;
+        let f = std::fs::File::create(&tmp).map_err(&err)?;
+        let enc = zstd::stream::write::Encoder::new(f, 19).map_err(&err)?;
         let mut tb = tar::Builder::new(enc);
         let mtime = time::OffsetDateTime::now_utc().unix_timestamp().max(0) as u64;
         for (name, bytes) in entries {
@@ -326,12 +495,12 @@ pub fn write_tar_zst(out: &Path, entries: &[(String, Vec<u8>)]) -> Result<(), St
             h.set_mtime(mtime);
             h.set_entry_type(tar::EntryType::Regular);
             tb.append_data(&mut h, name, bytes.as_slice())
-                .map_err(err)?;
+                .map_err(&err)?;
         }
-        let enc = tb.into_inner().map_err(err)?;
-        enc.finish().map_err(err)?;
+        let enc = tb.into_inner().map_err(&err)?;
+        enc.finish().map_err(&err)?;
     }
-    std::fs::rename(&tmp, out).map_err(err)
+    std::fs::rename(&tmp, out).map_err(&err)
 }
 
 /// The outcome of `verify`.
@@ -348,16 +517,13 @@ pub enum Verified {
 }
 
 /// Check a bundle; `Err` when it cannot be read at all (exit 2).
-pub fn verify(path: &Path, key: Option<&Path>) -> Result<Verified, String> {
+pub fn verify(path: &Path, key: Option<&Path>) -> Result<Verified, BundleError> {
     let trusted_key = key
-        .map(|k| key_bytes(k, PUBLIC_TAG))
-        .transpose()?
-        .map(|b| {
-            VerifyingKey::from_bytes(&b).map_err(|e| {
-                format!(
-                    "{}: not an ed25519 public key: {e}",
-                    key.map(|k| k.display().to_string()).unwrap_or_default()
-                )
+        .map(|k| {
+            let b = key_bytes(k, PUBLIC_TAG)?;
+            VerifyingKey::from_bytes(&b).map_err(|source| BundleError::NotAPublicKey {
+                path: k.to_path_buf(),
+                source,
             })
         })
         .transpose()?;
@@ -496,6 +662,195 @@ mod tests {
         assert!(p.iter().any(|x| x.starts_with("b.txt: extra")), "{p:?}");
         let junk = d.path().join("junk.tar.zst");
         std::fs::write(&junk, b"not zstd").unwrap();
-        assert!(verify(&junk, None).is_err());
+        assert!(matches!(
+            verify(&junk, None),
+            Err(BundleError::NotZstd { .. }
+                | BundleError::NotTar { .. }
+                | BundleError::Entry { .. })
+        ));
+    }
+
+    /// `sh -c SCRIPT` in `dir` (the real tar and zstd), within the tool time limit.
+    fn sh(dir: &Path, script: &str) {
+        let o = crate::backend::toolchain::process::output_within(
+            std::process::Command::new("sh")
+                .args(["-c", script])
+                .current_dir(dir),
+            "sh",
+            std::time::Duration::from_secs(60),
+        )
+        .unwrap();
+        assert!(
+            o.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
+    /// A signed bundle unpacked into `d/b/` (as `tar x` leaves it).
+    fn unpacked_signed(d: &Path, sk: &SigningKey) {
+        let files: [(&str, &[u8]); 3] = [
+            ("bundle.json", b"{}"),
+            ("results/results.json", b"{\"schema_version\": 2}"),
+            ("inputs/suites/abi.yaml", b"area: abi\n"),
+        ];
+        let manifest: String = {
+            let mut sorted = files.to_vec();
+            sorted.sort();
+            sorted
+                .iter()
+                .map(|(n, b)| format!("{}  {n}\n", sha256_hex(b)))
+                .collect()
+        };
+        let sig = sk.sign(manifest.as_bytes());
+        let b = d.join("b");
+        for (n, bytes) in files {
+            let p = b.join(n);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, bytes).unwrap();
+        }
+        std::fs::write(b.join(MANIFEST), manifest).unwrap();
+        std::fs::write(
+            b.join(SIGNATURE),
+            format!(
+                "signature {}\nkey {}\n",
+                hex::encode(sig.to_bytes()),
+                hex::encode(sk.verifying_key().to_bytes())
+            ),
+        )
+        .unwrap();
+    }
+
+    /// A bundle a user unpacked and packed again with `tar` (directory entries, `./` names, or
+    /// everything under the directory it was unpacked into) verifies as the one gpucts wrote;
+    /// a changed, extra or traversing file, a symlink, or a missing signature are still found.
+    #[test]
+    fn a_bundle_repacked_with_tar_verifies_and_tampering_is_still_found() {
+        let have = |t: &str| which::which(t).is_ok();
+        crate::require!(have("tar") && have("zstd"), "tar and zstd");
+        let d = tempfile::tempdir().unwrap();
+        let sk = SigningKey::from_bytes(&[7u8; 32]);
+        let public = d.path().join("k.pub");
+        std::fs::write(
+            &public,
+            format!(
+                "{PUBLIC_TAG} {}\n",
+                hex::encode(sk.verifying_key().to_bytes())
+            ),
+        )
+        .unwrap();
+        unpacked_signed(d.path(), &sk);
+        // `tar c *` inside the directory (directory entries `inputs/`, `results/`), `tar c .`
+        // (`./` and `./`-prefixed names), `tar c b/` from its parent (all under `b/`).
+        for (name, script) in [
+            (
+                "star",
+                "cd b && tar cf ../star.tar * && zstd -q ../star.tar -o ../star.tar.zst",
+            ),
+            (
+                "dot",
+                "tar -C b -cf dot.tar . && zstd -q dot.tar -o dot.tar.zst",
+            ),
+            ("dir", "tar cf dir.tar b/ && zstd -q dir.tar -o dir.tar.zst"),
+        ] {
+            sh(d.path(), script);
+            let bundle = d.path().join(format!("{name}.tar.zst"));
+            let v = verify(&bundle, Some(&public)).unwrap();
+            assert!(
+                matches!(
+                    v,
+                    Verified::Intact {
+                        files: 3,
+                        trusted: true,
+                        ..
+                    }
+                ),
+                "{name}: {v:?}"
+            );
+        }
+        // A changed file, repacked the same way: tampered, naming it.
+        std::fs::write(d.path().join("b/inputs/suites/abi.yaml"), "area: xcall\n").unwrap();
+        sh(
+            d.path(),
+            "tar -C b -cf t.tar . && zstd -q -f t.tar -o t.tar.zst",
+        );
+        let Verified::Tampered(p) = verify(&d.path().join("t.tar.zst"), Some(&public)).unwrap()
+        else {
+            panic!("a changed file was not found")
+        };
+        assert!(
+            p.iter()
+                .any(|x| x.starts_with("inputs/suites/abi.yaml: sha256")),
+            "{p:?}"
+        );
+        // An extra file.
+        unpacked_signed(d.path(), &sk);
+        std::fs::write(d.path().join("b/results/extra.txt"), "x").unwrap();
+        sh(
+            d.path(),
+            "cd b && tar cf ../x.tar * && zstd -q -f ../x.tar -o ../x.tar.zst",
+        );
+        let Verified::Tampered(p) = verify(&d.path().join("x.tar.zst"), None).unwrap() else {
+            panic!("an extra file was not found")
+        };
+        assert_eq!(p, ["results/extra.txt: extra file, not in MANIFEST.sha256"]);
+        std::fs::remove_file(d.path().join("b/results/extra.txt")).unwrap();
+        // A symlink: refused (exit 2), not followed.
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("b/inputs/link")).unwrap();
+        sh(
+            d.path(),
+            "tar -C b -cf l.tar . && zstd -q -f l.tar -o l.tar.zst",
+        );
+        assert!(matches!(
+            verify(&d.path().join("l.tar.zst"), None),
+            Err(BundleError::NotAFile { name, .. }) if name == "./inputs/link"
+        ));
+        std::fs::remove_file(d.path().join("b/inputs/link")).unwrap();
+        // A name leaving the bundle (`tar -P` keeps `..`): refused.
+        std::fs::write(d.path().join("outside.txt"), "x").unwrap();
+        sh(
+            d.path(),
+            "tar -C b -P -cf p.tar . ../outside.txt && zstd -q -f p.tar -o p.tar.zst",
+        );
+        assert!(matches!(
+            verify(&d.path().join("p.tar.zst"), None),
+            Err(BundleError::UnsafeName { name, .. }) if name == "../outside.txt"
+        ));
+        // Unsigned, repacked: a key given still requires the signature.
+        std::fs::remove_file(d.path().join("b").join(SIGNATURE)).unwrap();
+        sh(
+            d.path(),
+            "tar -C b -cf u.tar . && zstd -q -f u.tar -o u.tar.zst",
+        );
+        let Verified::Tampered(p) = verify(&d.path().join("u.tar.zst"), Some(&public)).unwrap()
+        else {
+            panic!("a missing signature was not found")
+        };
+        assert!(
+            p.iter()
+                .any(|x| x.starts_with("SIGNATURE.ed25519: missing")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn dot_prefixes_and_top_directories_are_dropped_only_when_plain() {
+        assert_eq!(plain_name("./a/b.txt").as_deref(), Some("a/b.txt"));
+        assert_eq!(plain_name("a/./b.txt").as_deref(), Some("a/b.txt"));
+        assert_eq!(plain_name("./").as_deref(), None);
+        assert_eq!(plain_name("../a").as_deref(), None);
+        assert_eq!(plain_name("/a").as_deref(), None);
+        let e = |names: &[&str]| -> Vec<String> {
+            strip_top_directory(names.iter().map(|n| (n.to_string(), Vec::new())).collect())
+                .into_keys()
+                .collect()
+        };
+        assert_eq!(
+            e(&["b/MANIFEST.sha256", "b/x/y"]),
+            ["MANIFEST.sha256", "x/y"]
+        );
+        // A file outside the directory keeps every name as it is (then an extra file).
+        assert_eq!(e(&["b/MANIFEST.sha256", "c"]), ["b/MANIFEST.sha256", "c"]);
+        assert_eq!(e(&["MANIFEST.sha256", "b/x"]), ["MANIFEST.sha256", "b/x"]);
     }
 }

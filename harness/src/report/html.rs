@@ -404,7 +404,7 @@ fn figure_blocks(r: &Results) -> Vec<FigureBlock> {
             };
             let (svg, error) = match svg {
                 Some(Ok(s)) => (Some(s), None),
-                Some(Err(e)) => (None, Some(e)),
+                Some(Err(e)) => (None, Some(e.to_string())),
                 None => (None, None),
             };
             let unit = match f {
@@ -476,8 +476,21 @@ fn skips(cases: &[StoredCase]) -> Vec<SkipRow> {
     by.into_values().collect()
 }
 
+/// Why the report page could not be rendered (the template is compiled in, so a bug).
+#[derive(Debug, thiserror::Error)]
+pub enum HtmlError {
+    #[error("report template: {0}")]
+    Template(minijinja::Error),
+    #[error("cannot render the report: {0}")]
+    Render(minijinja::Error),
+}
+
 /// Render the report for `r`; `fleet` and `diff` add their sections when given.
-pub fn render(r: &Results, fleet: Option<FleetView>, diff: Option<Diff>) -> Result<String, String> {
+pub fn render(
+    r: &Results,
+    fleet: Option<FleetView>,
+    diff: Option<Diff>,
+) -> Result<String, HtmlError> {
     let counts = Counts::of(&r.cases);
     let mut by_area: BTreeMap<&str, Counts> = BTreeMap::new();
     for c in &r.cases {
@@ -574,12 +587,12 @@ pub fn render(r: &Results, fleet: Option<FleetView>, diff: Option<Diff>) -> Resu
     };
     let mut env = Environment::new();
     env.add_template("report.html", TEMPLATE)
-        .map_err(|e| format!("report template: {e}"))?;
+        .map_err(HtmlError::Template)?;
     let tmpl = env
         .get_template("report.html")
-        .map_err(|e| format!("report template: {e}"))?;
+        .map_err(HtmlError::Template)?;
     tmpl.render(minijinja::Value::from_serialize(&page))
-        .map_err(|e| format!("cannot render the report: {e}"))
+        .map_err(HtmlError::Render)
 }
 
 #[cfg(test)]

@@ -106,12 +106,23 @@ fn testcase_raw(r: &CaseResult) -> (TestCase, Option<String>) {
     (tc, skip_message)
 }
 
+/// Why the JUnit document could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum JunitError {
+    #[error("cannot write JUnit XML: {0}")]
+    Write(quick_xml::Error),
+    #[error("cannot rewrite JUnit XML: {0}")]
+    Rewrite(quick_xml::Error),
+    #[error(transparent)]
+    Utf8(#[from] std::string::FromUtf8Error),
+}
+
 /// The JUnit document for these results.
 pub fn render(
     results: &[CaseResult],
     fingerprint: &BTreeMap<String, String>,
     timestamp: time::OffsetDateTime,
-) -> Result<String, String> {
+) -> Result<String, JunitError> {
     let mut by_area: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
     for r in results {
         by_area.entry(r.area.as_str()).or_default().push(r);
@@ -138,7 +149,7 @@ pub fn render(
     report
         .build()
         .write_xml(&mut raw)
-        .map_err(|e| format!("cannot write JUnit XML: {e}"))?;
+        .map_err(JunitError::Write)?;
     annotate(&raw, fingerprint, &skip_messages, &flaky)
 }
 
@@ -179,12 +190,12 @@ fn annotate(
     fingerprint: &BTreeMap<String, String>,
     skip_messages: &HashMap<String, String>,
     flaky: &HashMap<String, (&[CaseStatus], bool)>,
-) -> Result<String, String> {
+) -> Result<String, JunitError> {
     let mut reader = Reader::from_reader(raw);
     let mut writer = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
     let mut buf = Vec::new();
     let mut current_case: Option<String> = None;
-    let xml_err = |e: quick_xml::Error| format!("cannot rewrite JUnit XML: {e}");
+    let xml_err = JunitError::Rewrite;
     loop {
         let ev = reader.read_event_into(&mut buf).map_err(xml_err)?;
         match ev {
@@ -245,7 +256,7 @@ fn annotate(
         }
         buf.clear();
     }
-    String::from_utf8(writer.into_inner().into_inner()).map_err(|e| e.to_string())
+    Ok(String::from_utf8(writer.into_inner().into_inner())?)
 }
 
 #[cfg(test)]

@@ -215,16 +215,28 @@ fn node_name(dir: &Path) -> String {
         .unwrap_or_else(|| dir.display().to_string())
 }
 
+/// Why node results sets cannot be merged; each names the input (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum MergeError {
+    #[error("merge: no results directories given")]
+    NoInputs,
+    #[error("merge: {count} inputs; at most {MAX_NODES} nodes are merged")]
+    TooMany { count: usize },
+    #[error(transparent)]
+    Read(#[from] results::ReadError),
+    #[error("{}: already a merged fleet result; merge the node directories instead", path.display())]
+    AlreadyMerged { path: PathBuf },
+    #[error("{}: node name `{name}` given twice; node directories need distinct names", path.display())]
+    DuplicateNode { path: PathBuf, name: String },
+}
+
 /// Merge node results sets; errors name the input (exit 2).
-pub fn merge(dirs: &[PathBuf]) -> Result<Results, String> {
+pub fn merge(dirs: &[PathBuf]) -> Result<Results, MergeError> {
     if dirs.is_empty() {
-        return Err("merge: no results directories given".into());
+        return Err(MergeError::NoInputs);
     }
     if dirs.len() > MAX_NODES {
-        return Err(format!(
-            "merge: {} inputs; at most {MAX_NODES} nodes are merged",
-            dirs.len()
-        ));
+        return Err(MergeError::TooMany { count: dirs.len() });
     }
     let mut nodes = Vec::new();
     let mut cases = Vec::new();
@@ -232,19 +244,16 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Results, String> {
     let mut seen = BTreeSet::new();
     let mut fps = Vec::new();
     for d in dirs {
-        let r = results::load(d).map_err(|e| e.to_string())?;
+        let r = results::load(d)?;
         if !r.nodes.is_empty() {
-            return Err(format!(
-                "{}: already a merged fleet result; merge the node directories instead",
-                d.display()
-            ));
+            return Err(MergeError::AlreadyMerged { path: d.clone() });
         }
         let name = node_name(d);
         if !seen.insert(name.clone()) {
-            return Err(format!(
-                "{}: node name `{name}` given twice; node directories need distinct names",
-                d.display()
-            ));
+            return Err(MergeError::DuplicateNode {
+                path: d.clone(),
+                name,
+            });
         }
         for mut c in r.cases {
             c.node = Some(name.clone());

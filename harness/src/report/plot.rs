@@ -11,12 +11,22 @@ const BAR: RGBColor = RGBColor(0x4c, 0x78, 0xa8);
 const WEAK: RGBColor = RGBColor(0xe4, 0x57, 0x56);
 const LINE: RGBColor = RGBColor(0x54, 0xa2, 0x4b);
 
-fn plot_err(e: impl std::fmt::Display) -> String {
-    format!("cannot draw the plot: {e}")
+/// Why a figure has no plot (the report shows its table and this message instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlotError {
+    /// plotters' drawing error, as it words it.
+    #[error("cannot draw the plot: {0}")]
+    Draw(String),
+    #[error("no finite points to plot")]
+    NoPoints,
+}
+
+fn plot_err(e: impl std::fmt::Display) -> PlotError {
+    PlotError::Draw(e.to_string())
 }
 
 /// A bar chart of outcome counts; weak outcomes in red.
-pub fn histogram(title: &str, bins: &[Bin]) -> Result<String, String> {
+pub fn histogram(title: &str, bins: &[Bin]) -> Result<String, PlotError> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (W, H)).into_drawing_area();
@@ -71,14 +81,19 @@ fn axis_label(x: f64) -> String {
 
 /// A curve of medians with min..max error bars; x on a log scale when it spans two decades
 /// (transfer sizes).
-pub fn series(title: &str, x_unit: &str, unit: &str, points: &[Point]) -> Result<String, String> {
+pub fn series(
+    title: &str,
+    x_unit: &str,
+    unit: &str,
+    points: &[Point],
+) -> Result<String, PlotError> {
     let mut pts: Vec<&Point> = points
         .iter()
         .filter(|p| p.x.is_finite() && p.y.is_sane())
         .collect();
     pts.sort_by(|a, b| a.x.total_cmp(&b.x));
     if pts.is_empty() {
-        return Err("no finite points to plot".into());
+        return Err(PlotError::NoPoints);
     }
     let x0 = pts[0].x;
     let x1 = pts[pts.len() - 1].x;

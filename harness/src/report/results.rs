@@ -51,8 +51,8 @@ pub enum ReadError {
     },
     #[error("{path}: {what}")]
     Invalid { path: String, what: String },
-    #[error("{0}")]
-    Bundle(String),
+    #[error(transparent)]
+    Bundle(super::bundle::BundleError),
 }
 
 /// The verdict names `results.json` uses (the runner's `Verdict`, plus `flaky`).

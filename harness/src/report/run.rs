@@ -299,8 +299,9 @@ pub fn write(
     let html_path = &paths.html;
     match results::parse(&json_path.display().to_string(), text.as_bytes())
         .map_err(|e| e.to_string())
-        .and_then(|r| super::html::render(&r, super::merge::fleet_view(&r), None))
-    {
+        .and_then(|r| {
+            super::html::render(&r, super::merge::fleet_view(&r), None).map_err(|e| e.to_string())
+        }) {
         Ok(page) => match std::fs::write(html_path, page) {
             Ok(()) => written.html = Some(html_path.clone()),
             Err(e) => written

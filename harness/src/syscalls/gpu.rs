@@ -168,9 +168,20 @@ pub fn printf_entry(id: &str) -> Option<&'static PrintfEntry> {
     PRINTF.iter().find(|e| e.0 == id)
 }
 
+/// Why the host C library could not render a printf entry.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostPrintfError {
+    /// The format or a `%s` argument holds a NUL byte, which C strings cannot carry.
+    #[error(transparent)]
+    Nul(#[from] std::ffi::NulError),
+    /// snprintf failed or the text did not fit the buffer.
+    #[error("snprintf of `{format}` returned {written}")]
+    Snprintf { format: String, written: i32 },
+}
+
 /// The host C library's rendering of `format` with `arg`.
-pub fn host_printf(format: &str, arg: HostArg) -> Result<String, String> {
-    let fmt = CString::new(format).map_err(|e| e.to_string())?;
+pub fn host_printf(format: &str, arg: HostArg) -> Result<String, HostPrintfError> {
+    let fmt = CString::new(format)?;
     let mut buf = vec![0u8; 512];
     let p = buf.as_mut_ptr() as *mut libc::c_char;
     let n = buf.len();
@@ -186,14 +197,17 @@ pub fn host_printf(format: &str, arg: HostArg) -> Result<String, String> {
             HostArg::ULongLong(v) => libc::snprintf(p, n, fmt.as_ptr(), v as libc::c_ulonglong),
             HostArg::Double(v) => libc::snprintf(p, n, fmt.as_ptr(), v as libc::c_double),
             HostArg::Str(v) => {
-                s = CString::new(v).map_err(|e| e.to_string())?;
+                s = CString::new(v)?;
                 libc::snprintf(p, n, fmt.as_ptr(), s.as_ptr())
             }
             HostArg::Ptr(v) => libc::snprintf(p, n, fmt.as_ptr(), v as *const libc::c_void),
         }
     };
     if written < 0 || written as usize >= n {
-        return Err(format!("snprintf of `{format}` returned {written}"));
+        return Err(HostPrintfError::Snprintf {
+            format: format.to_string(),
+            written,
+        });
     }
     Ok(String::from_utf8_lossy(&buf[..written as usize]).into_owned())
 }
@@ -212,29 +226,67 @@ pub fn compare_printf(expected: &str, captured: &str) -> CaseStatus {
 pub const ORDER_THREADS: u32 = 64;
 pub const ORDER_LINES: u32 = 8;
 
+/// How the captured output of the order case diverges from each thread's lines in the order
+/// it printed them (ptx-interop ch. 3, printf); `line` counts from 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OrderDivergence {
+    #[error("line {line}: unexpected `{text}`")]
+    Unexpected { line: usize, text: String },
+    #[error("line {line}: thread {thread} out of range")]
+    ThreadOutOfRange { line: usize, thread: u32 },
+    #[error("line {line}: thread {thread} printed line {printed} where line {due} was due")]
+    OutOfOrder {
+        line: usize,
+        thread: u32,
+        printed: u32,
+        due: u32,
+    },
+    #[error("thread {thread}: {arrived} of {lines} lines arrived")]
+    Missing {
+        thread: usize,
+        arrived: u32,
+        lines: u32,
+    },
+}
+
 /// Every thread's lines `T<t> L<i>` present once, and for each thread in increasing `i`.
-pub fn check_per_thread_order(captured: &str, threads: u32, lines: u32) -> Result<(), String> {
+pub fn check_per_thread_order(
+    captured: &str,
+    threads: u32,
+    lines: u32,
+) -> Result<(), OrderDivergence> {
     let mut next = vec![0u32; threads as usize];
     for (n, l) in captured.lines().enumerate() {
         let parse = || -> Option<(u32, u32)> {
             let (t, i) = l.strip_prefix('T')?.split_once(" L")?;
             Some((t.parse().ok()?, i.parse().ok()?))
         };
-        let (t, i) = parse().ok_or_else(|| format!("line {}: unexpected `{l}`", n + 1))?;
+        let (t, i) = parse().ok_or_else(|| OrderDivergence::Unexpected {
+            line: n + 1,
+            text: l.to_string(),
+        })?;
         let slot = next
             .get_mut(t as usize)
-            .ok_or_else(|| format!("line {}: thread {t} out of range", n + 1))?;
+            .ok_or(OrderDivergence::ThreadOutOfRange {
+                line: n + 1,
+                thread: t,
+            })?;
         if i != *slot {
-            return Err(format!(
-                "line {}: thread {t} printed line {i} where line {} was due",
-                n + 1,
-                *slot
-            ));
+            return Err(OrderDivergence::OutOfOrder {
+                line: n + 1,
+                thread: t,
+                printed: i,
+                due: *slot,
+            });
         }
         *slot += 1;
     }
     match next.iter().position(|&c| c != lines) {
-        Some(t) => Err(format!("thread {t}: {} of {lines} lines arrived", next[t])),
+        Some(t) => Err(OrderDivergence::Missing {
+            thread: t,
+            arrived: next[t],
+            lines,
+        }),
         None => Ok(()),
     }
 }
@@ -248,59 +300,107 @@ pub fn fifo_line(i: u32) -> String {
     format!("F{i:06} {}", "x".repeat(FIFO_LINE_BYTES - 9))
 }
 
+/// How the FIFO case's output diverges from whole printed lines cut at the FIFO's end
+/// (ptx-interop ch. 3, `CU_LIMIT_PRINTF_FIFO_SIZE`); `line` counts from 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TruncationDivergence {
+    #[error("no output at all")]
+    NoOutput,
+    #[error("more than the {lines} lines printed: `{text}`")]
+    TooMany { lines: u32, text: String },
+    #[error("line {line} is `{text}`, not the whole line {printed} that was printed")]
+    NotWhole {
+        line: u32,
+        text: String,
+        printed: u32,
+    },
+    #[error("the last line arrived torn")]
+    Torn,
+    /// Nothing was dropped: the output did not overflow the FIFO.
+    #[error("all {lines} lines arrived through the FIFO")]
+    AllArrived { lines: u32 },
+}
+
 /// Some output arrived but not all of it, and what arrived is the first lines the one thread
 /// printed, whole and in order: the records that did not fit in the FIFO were dropped. (The
 /// FIFO holds printf records, format pointer and arguments, not rendered text, so the text that
 /// arrives may be longer than the FIFO.)
-pub fn check_truncation(captured: &str, lines: u32) -> Result<usize, String> {
+pub fn check_truncation(captured: &str, lines: u32) -> Result<usize, TruncationDivergence> {
     if captured.is_empty() {
-        return Err("no output at all".into());
+        return Err(TruncationDivergence::NoOutput);
     }
     let mut n = 0u32;
     for l in captured.lines() {
         if n >= lines {
-            return Err(format!("more than the {lines} lines printed: `{l}`"));
+            return Err(TruncationDivergence::TooMany {
+                lines,
+                text: l.to_string(),
+            });
         }
         if l != fifo_line(n) {
-            return Err(format!(
-                "line {} is `{l}`, not the whole line {n} that was printed",
-                n + 1
-            ));
+            return Err(TruncationDivergence::NotWhole {
+                line: n + 1,
+                text: l.to_string(),
+                printed: n,
+            });
         }
         n += 1;
     }
     if !captured.ends_with('\n') {
-        return Err("the last line arrived torn".into());
+        return Err(TruncationDivergence::Torn);
     }
     if n == lines {
-        return Err(format!("all {lines} lines arrived through the FIFO"));
+        return Err(TruncationDivergence::AllArrived { lines });
     }
     Ok(n as usize)
 }
 
+/// How the blocks of the malloc case diverge from distinct, 16-byte-aligned blocks within
+/// the heap (ptx-interop ch. 3, malloc).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BlockDivergence {
+    #[error("thread {thread}: malloc({size}) returned NULL within the heap")]
+    Null { thread: usize, size: u64 },
+    #[error("thread {thread}: block {block:#x} is not 16-byte aligned")]
+    Misaligned { thread: usize, block: u64 },
+    #[error("blocks {first:#x} and {second:#x} overlap ({size} bytes each)")]
+    Overlap { first: u64, second: u64, size: u64 },
+}
+
 /// Heap blocks: every pointer non-null, 16-byte aligned, ranges disjoint.
-pub fn check_blocks(ptrs: &[u64], size: u64) -> Result<(), String> {
+pub fn check_blocks(ptrs: &[u64], size: u64) -> Result<(), BlockDivergence> {
     let mut sorted = ptrs.to_vec();
     sorted.sort_unstable();
     for (i, &p) in ptrs.iter().enumerate() {
         if p == 0 {
-            return Err(format!(
-                "thread {i}: malloc({size}) returned NULL within the heap"
-            ));
+            return Err(BlockDivergence::Null { thread: i, size });
         }
         if p % 16 != 0 {
-            return Err(format!("thread {i}: block {p:#x} is not 16-byte aligned"));
+            return Err(BlockDivergence::Misaligned {
+                thread: i,
+                block: p,
+            });
         }
     }
     for w in sorted.windows(2) {
         if w[1] < w[0] + size {
-            return Err(format!(
-                "blocks {:#x} and {:#x} overlap ({size} bytes each)",
-                w[0], w[1]
-            ));
+            return Err(BlockDivergence::Overlap {
+                first: w[0],
+                second: w[1],
+                size,
+            });
         }
     }
     Ok(())
+}
+
+/// The assert output lacks some of what the assert was given (ptx-interop ch. 3, assert):
+/// the names of the missing parts (`message`, `file`, `line`, `function`) and the output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("missing the {}: {output:?}", missing.join(", "))]
+pub struct AssertDivergence {
+    pub missing: Vec<&'static str>,
+    pub output: String,
 }
 
 /// The assert output names the message, file, line and function it was given.
@@ -310,7 +410,7 @@ pub fn check_assert_output(
     file: &str,
     line: u32,
     function: &str,
-) -> Result<(), String> {
+) -> Result<(), AssertDivergence> {
     let missing: Vec<&str> = [
         ("message", output.contains(message)),
         ("file", output.contains(file)),
@@ -324,8 +424,36 @@ pub fn check_assert_output(
     if missing.is_empty() {
         Ok(())
     } else {
-        Err(format!("missing the {}: {output:?}", missing.join(", ")))
+        Err(AssertDivergence {
+            missing,
+            output: output.to_string(),
+        })
     }
+}
+
+/// Why a GPU case could not reach its verdict (an error, not a divergence): the kernel did not
+/// compile, the driver refused a call, the output could not be captured.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuCaseError {
+    #[error("no printf entry `{0}`")]
+    NoPrintfEntry(String),
+    #[error(transparent)]
+    HostPrintf(#[from] HostPrintfError),
+    #[error(transparent)]
+    Tool(#[from] crate::backend::toolchain::ToolError),
+    #[error(transparent)]
+    Cuda(#[from] cuda::CudaError),
+    #[error(transparent)]
+    Driver(#[from] cuda::DriverCallError),
+    #[error(transparent)]
+    Load(#[from] cuda::LoadError),
+    #[error("cannot capture the device output: {0}")]
+    Capture(std::io::Error),
+    /// The producer's syscalls batch has no PTX (its reason).
+    #[error("{0}")]
+    Batch(String),
+    #[error("batch not computed")]
+    BatchNotComputed,
 }
 
 const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90"];
@@ -347,11 +475,10 @@ fn run_kernel(
     cfg: LaunchConfig,
     args: &[KernelArg],
     limits: &[(ContextLimit, usize)],
-) -> Result<(Result<(), cuda::DriverCallError>, String), String> {
+) -> Result<(Result<(), cuda::DriverCallError>, String), GpuCaseError> {
     let ptx = ctx
         .toolchain
-        .nvrtc(src, "gpucts_syscalls_gpu.cu", NVRTC_OPTS)
-        .map_err(|e| e.to_string())?;
+        .nvrtc(src, "gpucts_syscalls_gpu.cu", NVRTC_OPTS)?;
     run_ptx(&ptx, k, cfg, args, limits, |_| Ok(()))
 }
 
@@ -361,19 +488,19 @@ fn run_ptx(
     cfg: LaunchConfig,
     args: &[KernelArg],
     limits: &[(ContextLimit, usize)],
-    after: impl FnOnce(&Session) -> Result<(), String>,
-) -> Result<(Result<(), cuda::DriverCallError>, String), String> {
-    let s = Session::open(0).map_err(|e| e.to_string())?;
+    after: impl FnOnce(&Session) -> Result<(), GpuCaseError>,
+) -> Result<(Result<(), cuda::DriverCallError>, String), GpuCaseError> {
+    let s = Session::open(0)?;
     for (l, v) in limits {
-        s.set_limit(*l, *v).map_err(|e| e.to_string())?;
+        s.set_limit(*l, *v)?;
     }
-    let m = s.load_ptx(ptx).map_err(|e| e.to_string())?;
-    let f = s.function(&m, k).map_err(|e| e.to_string())?;
+    let m = s.load_ptx(ptx)?;
+    let f = s.function(&m, k)?;
     let (r, out) = cuda::capture_output(|| {
         s.launch(f, cfg, args)?;
         s.synchronize()
     })
-    .map_err(|e| format!("cannot capture the device output: {e}"))?;
+    .map_err(GpuCaseError::Capture)?;
     if r.is_ok() {
         after(&s)?;
     }
@@ -403,12 +530,13 @@ pub fn printf_source(name: &str, fmt: &str, dev: &str, host: HostArg) -> String 
     }
 }
 
-fn printf_case(ctx: &CaseContext, id: &str) -> Result<CaseStatus, String> {
-    let (_, fmt, dev, host) = printf_entry(id).ok_or(format!("no printf entry `{id}`"))?;
+fn printf_case(ctx: &CaseContext, id: &str) -> Result<CaseStatus, GpuCaseError> {
+    let (_, fmt, dev, host) =
+        printf_entry(id).ok_or_else(|| GpuCaseError::NoPrintfEntry(id.to_string()))?;
     let expected = host_printf(fmt, *host)?;
     let src = printf_source("k", fmt, dev, *host);
     let (r, out) = run_kernel(ctx, &src, "k", one_thread(), &[], &[])?;
-    r.map_err(|e| e.to_string())?;
+    r?;
     Ok(compare_printf(&expected, &out))
 }
 
@@ -418,7 +546,7 @@ pub fn order_source() -> String {
     )
 }
 
-fn order_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+fn order_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let src = order_source();
     let cfg = LaunchConfig {
         grid: 1,
@@ -426,13 +554,13 @@ fn order_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
         shared_bytes: 0,
     };
     let (r, out) = run_kernel(ctx, &src, "k", cfg, &[], &[])?;
-    r.map_err(|e| e.to_string())?;
+    r?;
     Ok(
         match check_per_thread_order(&out, ORDER_THREADS, ORDER_LINES) {
             Ok(()) => CaseStatus::pass_with(format!(
                 "{ORDER_THREADS} threads x {ORDER_LINES} lines, each thread's in order"
             )),
-            Err(e) => CaseStatus::fail("each thread's lines in the order printed", e),
+            Err(e) => CaseStatus::fail("each thread's lines in the order printed", e.to_string()),
         },
     )
 }
@@ -444,7 +572,7 @@ pub fn fifo_source() -> String {
     )
 }
 
-fn fifo_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+fn fifo_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let src = fifo_source();
     let (r, out) = run_kernel(
         ctx,
@@ -464,7 +592,10 @@ fn fifo_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
         Ok(n) => CaseStatus::pass_with(format!(
             "{n} of {FIFO_LINES} lines arrived through a {FIFO_LIMIT}-byte FIFO"
         )),
-        Err(e) => CaseStatus::fail("output truncated to whole printed lines within the FIFO", e),
+        Err(e) => CaseStatus::fail(
+            "output truncated to whole printed lines within the FIFO",
+            e.to_string(),
+        ),
     })
 }
 
@@ -486,24 +617,16 @@ pub fn malloc_source() -> String {
     )
 }
 
-fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let src = malloc_source();
     let ptrs = vec![0u8; BLOCK_THREADS as usize * 8];
     let ok = vec![0u8; BLOCK_THREADS as usize * 4];
-    let s = Session::open(0).map_err(|e| e.to_string())?;
-    s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)
-        .map_err(|e| e.to_string())?;
-    let ptx = ctx
-        .toolchain
-        .nvrtc(&src, "gpucts_malloc.cu", NVRTC_OPTS)
-        .map_err(|e| e.to_string())?;
-    let m = s.load_ptx(&ptx).map_err(|e| e.to_string())?;
-    let f = s.function(&m, "k").map_err(|e| e.to_string())?;
-    let (bp, bo, bb) = (
-        s.buffer(ptrs.len()).map_err(|e| e.to_string())?,
-        s.buffer(ok.len()).map_err(|e| e.to_string())?,
-        s.buffer(8).map_err(|e| e.to_string())?,
-    );
+    let s = Session::open(0)?;
+    s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)?;
+    let ptx = ctx.toolchain.nvrtc(&src, "gpucts_malloc.cu", NVRTC_OPTS)?;
+    let m = s.load_ptx(&ptx)?;
+    let f = s.function(&m, "k")?;
+    let (bp, bo, bb) = (s.buffer(ptrs.len())?, s.buffer(ok.len())?, s.buffer(8)?);
     let cfg = LaunchConfig {
         grid: 1,
         block: BLOCK_THREADS,
@@ -517,16 +640,12 @@ fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
             KernelArg::Ptr(bo.ptr),
             KernelArg::Ptr(bb.ptr),
         ],
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let mut pb = ptrs;
-    s.copy_to_host(&mut pb, bp.ptr).map_err(|e| e.to_string())?;
-    let oks = s
-        .copy_u32_to_host(bo.ptr, BLOCK_THREADS as usize)
-        .map_err(|e| e.to_string())?;
+    s.copy_to_host(&mut pb, bp.ptr)?;
+    let oks = s.copy_u32_to_host(bo.ptr, BLOCK_THREADS as usize)?;
     let mut big = [0u8; 8];
-    s.copy_to_host(&mut big, bb.ptr)
-        .map_err(|e| e.to_string())?;
+    s.copy_to_host(&mut big, bb.ptr)?;
     let ptrs: Vec<u64> = pb
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
@@ -534,7 +653,7 @@ fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
     if let Err(e) = check_blocks(&ptrs, BLOCK) {
         return Ok(CaseStatus::fail(
             "distinct 16-byte-aligned blocks within the heap",
-            e,
+            e.to_string(),
         ));
     }
     if let Some(t) = oks.iter().position(|&o| o != 1) {
@@ -568,30 +687,25 @@ pub fn reuse_source() -> String {
     )
 }
 
-fn reuse_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+fn reuse_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     // Freed by each launch; the next launch must get such a block again.
     let size = REUSE_SIZE;
     let src = reuse_source();
-    let s = Session::open(0).map_err(|e| e.to_string())?;
-    s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)
-        .map_err(|e| e.to_string())?;
-    let ptx = ctx
-        .toolchain
-        .nvrtc(&src, "gpucts_reuse.cu", NVRTC_OPTS)
-        .map_err(|e| e.to_string())?;
-    let m = s.load_ptx(&ptx).map_err(|e| e.to_string())?;
-    let f = s.function(&m, "k").map_err(|e| e.to_string())?;
-    let b = s.buffer(8).map_err(|e| e.to_string())?;
+    let s = Session::open(0)?;
+    s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)?;
+    let ptx = ctx.toolchain.nvrtc(&src, "gpucts_reuse.cu", NVRTC_OPTS)?;
+    let m = s.load_ptx(&ptx)?;
+    let f = s.function(&m, "k")?;
+    let b = s.buffer(8)?;
     let mut got = Vec::new();
     for release in [1u32, 1, 1] {
         s.launch_timed(
             f,
             one_thread(),
             &[KernelArg::Ptr(b.ptr), KernelArg::U32(release)],
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         let mut w = [0u8; 8];
-        s.copy_to_host(&mut w, b.ptr).map_err(|e| e.to_string())?;
+        s.copy_to_host(&mut w, b.ptr)?;
         got.push(u64::from_le_bytes(w));
     }
     Ok(if got.iter().all(|&p| p != 0) {
@@ -607,21 +721,18 @@ fn reuse_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
 pub const FREE_NULL_SOURCE: &str =
     "extern \"C\" __global__ void k(int* out) { free(0); free((void*)0); *out = 7; }\n";
 
-fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
+fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let src = FREE_NULL_SOURCE;
-    let s = Session::open(0).map_err(|e| e.to_string())?;
-    let ptx = ctx
-        .toolchain
-        .nvrtc(src, "gpucts_free.cu", NVRTC_OPTS)
-        .map_err(|e| e.to_string())?;
-    let m = s.load_ptx(&ptx).map_err(|e| e.to_string())?;
-    let f = s.function(&m, "k").map_err(|e| e.to_string())?;
-    let b = s.buffer(4).map_err(|e| e.to_string())?;
-    s.memset(b.ptr, 0, 4).map_err(|e| e.to_string())?;
+    let s = Session::open(0)?;
+    let ptx = ctx.toolchain.nvrtc(src, "gpucts_free.cu", NVRTC_OPTS)?;
+    let m = s.load_ptx(&ptx)?;
+    let f = s.function(&m, "k")?;
+    let b = s.buffer(4)?;
+    s.memset(b.ptr, 0, 4)?;
     if let Err(e) = s.launch_timed(f, one_thread(), &[KernelArg::Ptr(b.ptr)]) {
         return Ok(CaseStatus::fail("free(NULL) is harmless", e.to_string()));
     }
-    let w = s.copy_u32_to_host(b.ptr, 1).map_err(|e| e.to_string())?;
+    let w = s.copy_u32_to_host(b.ptr, 1)?;
     Ok(if w == [7] {
         CaseStatus::pass()
     } else {
@@ -629,12 +740,12 @@ fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, String> {
     })
 }
 
-fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, String> {
+fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, GpuCaseError> {
     let slot = producers::batch(ctx.toolchain, producer);
     let b = match slot.get() {
         Some(Ok(b)) => b,
-        Some(Err(e)) => return Err(e.to_string()),
-        None => return Err("batch not computed".into()),
+        Some(Err(e)) => return Err(GpuCaseError::Batch(e.to_string())),
+        None => return Err(GpuCaseError::BatchNotComputed),
     };
     let (file, line, function) = producers::assert_site(producer);
     let (r, out) = run_ptx(
@@ -660,7 +771,7 @@ fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, Stri
     Ok(
         match check_assert_output(&out, "i != 3", &file, line, function) {
             Ok(()) => CaseStatus::pass_with(out.trim().to_string()),
-            Err(e) => CaseStatus::fail("message, file, line and function printed", e),
+            Err(e) => CaseStatus::fail("message, file, line and function printed", e.to_string()),
         },
     )
 }
@@ -724,14 +835,28 @@ mod tests {
         let ok = "T1 L0\nT0 L0\nT0 L1\nT1 L1\n";
         assert_eq!(check_per_thread_order(ok, 2, 2), Ok(()));
         let swapped = "T0 L1\nT0 L0\nT1 L0\nT1 L1\n";
-        assert!(check_per_thread_order(swapped, 2, 2)
-            .unwrap_err()
-            .contains("line 1"));
-        assert!(check_per_thread_order("T0 L0\nT0 L1\n", 2, 2)
-            .unwrap_err()
-            .contains("thread 1: 0 of 2"));
-        assert!(check_per_thread_order("T0 L0\ngarbage\n", 2, 2).is_err());
-        assert!(check_per_thread_order("T9 L0\n", 2, 2).is_err());
+        assert!(matches!(
+            check_per_thread_order(swapped, 2, 2),
+            Err(OrderDivergence::OutOfOrder { line: 1, .. })
+        ));
+        let missing = check_per_thread_order("T0 L0\nT0 L1\n", 2, 2).unwrap_err();
+        assert_eq!(
+            missing,
+            OrderDivergence::Missing {
+                thread: 1,
+                arrived: 0,
+                lines: 2
+            }
+        );
+        assert_eq!(missing.to_string(), "thread 1: 0 of 2 lines arrived");
+        assert!(matches!(
+            check_per_thread_order("T0 L0\ngarbage\n", 2, 2),
+            Err(OrderDivergence::Unexpected { line: 2, .. })
+        ));
+        assert_eq!(
+            check_per_thread_order("T9 L0\n", 2, 2),
+            Err(OrderDivergence::ThreadOutOfRange { line: 1, thread: 9 })
+        );
     }
 
     #[test]
@@ -739,28 +864,70 @@ mod tests {
         let first: String = (0..10).map(|i| fifo_line(i) + "\n").collect();
         assert_eq!(fifo_line(3).len() + 1, FIFO_LINE_BYTES);
         assert_eq!(check_truncation(&first, 100), Ok(10));
-        assert!(check_truncation("", 100).is_err());
+        assert_eq!(
+            check_truncation("", 100),
+            Err(TruncationDivergence::NoOutput)
+        );
         let all: String = (0..100).map(|i| fifo_line(i) + "\n").collect();
-        assert!(check_truncation(&all, 100).unwrap_err().contains("all 100"));
-        assert!(check_truncation(&all, 50)
-            .unwrap_err()
-            .contains("more than"));
+        let e = check_truncation(&all, 100).unwrap_err();
+        assert_eq!(e, TruncationDivergence::AllArrived { lines: 100 });
+        assert_eq!(e.to_string(), "all 100 lines arrived through the FIFO");
+        assert!(matches!(
+            check_truncation(&all, 50),
+            Err(TruncationDivergence::TooMany { lines: 50, .. })
+        ));
         let torn = first.clone() + "F000010 xx\n";
-        assert!(check_truncation(&torn, 100).unwrap_err().contains("whole"));
+        assert!(matches!(
+            check_truncation(&torn, 100),
+            Err(TruncationDivergence::NotWhole {
+                line: 11,
+                printed: 10,
+                ..
+            })
+        ));
         let cut = first.clone() + &fifo_line(10)[..20];
-        assert!(check_truncation(&cut, 100).is_err());
+        assert!(matches!(
+            check_truncation(&cut, 100),
+            Err(TruncationDivergence::NotWhole { line: 11, .. })
+        ));
         let gap = fifo_line(0) + "\n" + &fifo_line(2) + "\n";
-        assert!(check_truncation(&gap, 100).is_err());
+        assert!(matches!(
+            check_truncation(&gap, 100),
+            Err(TruncationDivergence::NotWhole {
+                line: 2,
+                printed: 1,
+                ..
+            })
+        ));
+        let whole_but_torn = first.trim_end_matches('\n').to_string();
+        assert_eq!(
+            check_truncation(&whole_but_torn, 100),
+            Err(TruncationDivergence::Torn)
+        );
     }
 
     #[test]
     fn block_checker() {
         assert_eq!(check_blocks(&[0x1000, 0x1400, 0x2000], 1000), Ok(()));
-        assert!(check_blocks(&[0x1000, 0], 16).unwrap_err().contains("NULL"));
-        assert!(check_blocks(&[0x1008], 16).unwrap_err().contains("aligned"));
-        assert!(check_blocks(&[0x1000, 0x1010], 1000)
-            .unwrap_err()
-            .contains("overlap"));
+        assert_eq!(
+            check_blocks(&[0x1000, 0], 16),
+            Err(BlockDivergence::Null {
+                thread: 1,
+                size: 16
+            })
+        );
+        assert_eq!(
+            check_blocks(&[0x1008], 16),
+            Err(BlockDivergence::Misaligned {
+                thread: 0,
+                block: 0x1008
+            })
+        );
+        let e = check_blocks(&[0x1000, 0x1010], 1000).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "blocks 0x1000 and 0x1010 overlap (1000 bytes each)"
+        );
     }
 
     #[test]
@@ -771,7 +938,7 @@ mod tests {
             Ok(())
         );
         let e = check_assert_output(out, "i != 3", "other.cu", 13, "gpucts_assert").unwrap_err();
-        assert!(e.contains("file, line"), "{e}");
+        assert_eq!(e.missing, ["file", "line"], "{e}");
     }
 
     // Offline half of the GPU cases: every kernel they launch compiles with NVRTC, assembles

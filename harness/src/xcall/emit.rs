@@ -29,29 +29,41 @@ impl Role {
     }
 }
 
+/// Why a producer cannot express a signature (the case skips with capability
+/// `producer-feature`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Inexpressible {
+    /// LLVM IR types carry no alignment above 16, and a returned value's `.param` alignment
+    /// comes from its type (ptx-interop 13.2 §2.3).
+    #[error("{producer} cannot return an aggregate aligned to {align}: LLVM IR types carry no alignment above 16 and a returned value's `.param` alignment comes from its type")]
+    ReturnAlignment { producer: &'static str, align: u64 },
+    /// The hand-written corpus holds seeds `first..end` only.
+    #[error("the hand-written corpus (ptx-corpus/xcall/) holds signatures {first}..{end} only")]
+    NotInCorpus { first: u64, end: u64 },
+}
+
 /// Whether `p` can express `sig`; the reason when it cannot (the case skips with capability
 /// `producer-feature`).
-pub fn expresses(p: Producer, sig: &Signature) -> Result<(), String> {
+pub fn expresses(p: Producer, sig: &Signature) -> Result<(), Inexpressible> {
     match p {
         Producer::Llc | Producer::Libnvvm => {
             if let Some(r) = &sig.ret {
                 let (_, a) = r.size_align();
                 if a > 16 && is_aggregate(r) {
-                    return Err(format!(
-                        "{} cannot return an aggregate aligned to {a}: LLVM IR types carry no alignment above 16 and a returned value's `.param` alignment comes from its type",
-                        p.describe()
-                    ));
+                    return Err(Inexpressible::ReturnAlignment {
+                        producer: p.describe(),
+                        align: a,
+                    });
                 }
             }
             Ok(())
         }
         Producer::Nvrtc | Producer::Clang | Producer::Gpucts => Ok(()),
         Producer::Corpus if super::corpus::is_corpus(sig.seed) => Ok(()),
-        Producer::Corpus => Err(format!(
-            "the hand-written corpus (ptx-corpus/xcall/) holds signatures {}..{} only",
-            super::corpus::FIRST_SEED,
-            super::corpus::FIRST_SEED + super::corpus::COUNT
-        )),
+        Producer::Corpus => Err(Inexpressible::NotInCorpus {
+            first: super::corpus::FIRST_SEED,
+            end: super::corpus::FIRST_SEED + super::corpus::COUNT,
+        }),
     }
 }
 

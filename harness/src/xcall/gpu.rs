@@ -11,7 +11,7 @@ use super::sig::{graffiti, ret_const, ret_key, Signature, Val, REC};
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Ty, TypeDef};
 use crate::area::CaseContext;
-use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{self, KernelArg, LaunchConfig, Session};
 use crate::backend::producer::Producer;
 use crate::outcome::CaseStatus;
 
@@ -113,8 +113,34 @@ pub fn field_name(v: &Val, byte: u64) -> String {
     }
 }
 
+/// The first byte a run delivered differently from what the other side passed (ptx-interop
+/// 13.2 §2.3): where (parameter or return value, byte, field) and the significant bits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ByteMismatch {
+    /// `index` counts parameters from 1; `param` is the parameter's description.
+    #[error("parameter {index} ({param}), byte {byte} (field {field}): caller passed {passed:#04x}, callee received {received:#04x} (significant bits {mask:#04x})")]
+    Parameter {
+        index: usize,
+        param: String,
+        byte: u64,
+        field: String,
+        passed: u8,
+        received: u8,
+        mask: u8,
+    },
+    #[error("return value ({ret}), byte {byte} (field {field}): callee returned {returned:#04x}, caller received {received:#04x} (significant bits {mask:#04x})")]
+    Return {
+        ret: String,
+        byte: usize,
+        field: String,
+        returned: u8,
+        received: u8,
+        mask: u8,
+    },
+}
+
 /// Compare one run; `Err` names the first differing byte and its field.
-pub fn judge(sig: &Signature, rec: &[u8], out: &[u8]) -> Result<(), String> {
+pub fn judge(sig: &Signature, rec: &[u8], out: &[u8]) -> Result<(), ByteMismatch> {
     let e = expected(sig);
     let offsets = sig.rec_offsets();
     for (k, (want, m)) in e.rec.iter().zip(&e.rec_mask).enumerate() {
@@ -123,23 +149,29 @@ pub fn judge(sig: &Signature, rec: &[u8], out: &[u8]) -> Result<(), String> {
             let i = offsets.iter().rposition(|o| *o <= k as u64).unwrap_or(0);
             let p = &sig.params[i];
             let j = k as u64 - offsets[i];
-            return Err(format!(
-                "parameter {} ({}), byte {j} (field {}): caller passed {want:#04x}, callee received {got:#04x} (significant bits {m:#04x})",
-                i + 1,
-                p.describe(),
-                field_name(p, j)
-            ));
+            return Err(ByteMismatch::Parameter {
+                index: i + 1,
+                param: p.describe(),
+                byte: j,
+                field: field_name(p, j),
+                passed: *want,
+                received: got,
+                mask: *m,
+            });
         }
     }
     if let Some(r) = &sig.ret {
         for (j, (want, m)) in e.ret.iter().zip(&e.ret_mask).enumerate() {
             let got = out.get(j).copied().unwrap_or(0);
             if (got ^ want) & m != 0 {
-                return Err(format!(
-                    "return value ({}), byte {j} (field {}): callee returned {want:#04x}, caller received {got:#04x} (significant bits {m:#04x})",
-                    r.describe(),
-                    field_name(r, j as u64)
-                ));
+                return Err(ByteMismatch::Return {
+                    ret: r.describe(),
+                    byte: j,
+                    field: field_name(r, j as u64),
+                    returned: *want,
+                    received: got,
+                    mask: *m,
+                });
             }
         }
     }
@@ -172,7 +204,7 @@ pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseSt
                 [&a.cubin, &b.cubin]
                     .iter()
                     .filter_map(|c| c.as_ref().err())
-                    .cloned()
+                    .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; ")
             ));
@@ -200,33 +232,21 @@ pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseSt
                 skipped += 1;
                 continue;
             }
-            let run = (|| -> Result<(Vec<u8>, Vec<u8>), String> {
-                session
-                    .memset(rec_ptr, 0, rec_len)
-                    .map_err(|e| e.to_string())?;
-                session
-                    .memset(out.ptr, 0, out.bytes)
-                    .map_err(|e| e.to_string())?;
-                let f = session
-                    .function(&module, &sig.kernel())
-                    .map_err(|e| e.to_string())?;
+            let run = (|| -> Result<(Vec<u8>, Vec<u8>), cuda::DriverCallError> {
+                session.memset(rec_ptr, 0, rec_len)?;
+                session.memset(out.ptr, 0, out.bytes)?;
+                let f = session.function(&module, &sig.kernel())?;
                 let cfg = LaunchConfig {
                     grid: 1,
                     block: 1,
                     shared_bytes: 0,
                 };
-                session
-                    .launch(f, cfg, &[KernelArg::Ptr(out.ptr)])
-                    .map_err(|e| e.to_string())?;
-                session.synchronize().map_err(|e| e.to_string())?;
+                session.launch(f, cfg, &[KernelArg::Ptr(out.ptr)])?;
+                session.synchronize()?;
                 let mut rec = vec![0u8; rec_len];
-                session
-                    .copy_to_host(&mut rec, rec_ptr)
-                    .map_err(|e| e.to_string())?;
+                session.copy_to_host(&mut rec, rec_ptr)?;
                 let mut o = vec![0u8; out.bytes];
-                session
-                    .copy_to_host(&mut o, out.ptr)
-                    .map_err(|e| e.to_string())?;
+                session.copy_to_host(&mut o, out.ptr)?;
                 Ok((rec, o))
             })();
             ran += 1;
@@ -283,8 +303,14 @@ mod tests {
         rec[9] ^= 0x10;
         let why = judge(&sig, &rec, &out).unwrap_err();
         assert!(
-            why.starts_with("parameter 1 (struct xa") && why.contains("byte 9 (field .d)"),
+            matches!(&why, ByteMismatch::Parameter { index: 1, byte: 9, field, passed, received, mask: 0xff, .. }
+                if field == ".d" && passed ^ received == 0x10),
             "{why}"
+        );
+        let text = why.to_string();
+        assert!(
+            text.starts_with("parameter 1 (struct xa") && text.contains("byte 9 (field .d)"),
+            "{text}"
         );
         // The return value: first significant byte wrong.
         let r = sig.ret.clone().unwrap();
@@ -292,9 +318,10 @@ mod tests {
         out[first] ^= 0x01;
         let why = judge(&sig, &e.rec, &out).unwrap_err();
         assert!(
-            why.starts_with("return value") && why.contains(&format!("byte {first} ")),
+            matches!(&why, ByteMismatch::Return { byte, .. } if *byte == first),
             "{why}"
         );
+        assert!(why.to_string().starts_with("return value"), "{why}");
     }
 
     /// The expected bytes come from the formula: an independent recomputation for one

@@ -393,9 +393,48 @@ pub struct Batch {
     /// Seeds whose functions ptxas rejected in the producer's PTX, with ptxas's lines for
     /// them; the batch was compiled again without them.
     pub unassembled: BTreeMap<u64, String>,
-    /// The relocatable cubin, or ptxas's log.
-    pub cubin: Result<Vec<u8>, String>,
-    pub parsed: Result<check::PtxFile, String>,
+    /// The relocatable cubin, or why there is none (ptxas's log).
+    pub cubin: Result<Vec<u8>, CubinError>,
+    pub parsed: Result<check::PtxFile, check::InputError>,
+}
+
+/// Why a batch has no relocatable cubin (shared by the pairs that link it, hence `Arc`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CubinError {
+    /// ptxas rejected the producer's PTX; its log.
+    #[error(transparent)]
+    Ptxas(Arc<ToolError>),
+    /// The producer gave no PTX to assemble.
+    #[error("{producer} rejected the batch: {source}")]
+    Producer {
+        producer: &'static str,
+        source: Arc<BatchFailure>,
+    },
+}
+
+/// Why a pair's batches did not link into one cubin (each pair case fails on it).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LinkError {
+    #[error(transparent)]
+    NvJitLink(Arc<ToolError>),
+    /// The linked image does not read as an ELF file (the reader's message).
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("ptxas rejected the caller batch: {0}")]
+    Caller(CubinError),
+    #[error("ptxas rejected the callee batch: {0}")]
+    Callee(CubinError),
+}
+
+/// Why a producer gave no PTX for a batch.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchFailure {
+    /// The producer ran and rejected every signature of the batch; its log.
+    #[error("{log}")]
+    Rejected { log: String },
+    /// The producer could not be run, or failed on the batch without the rejected signatures.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
 }
 
 /// Compile `sigs`; when the producer rejects the batch, bisect to find the signatures it
@@ -406,7 +445,7 @@ fn compile_bisect(
     role: Role,
     sigs: &[&Signature],
     target: Target,
-) -> (Result<String, String>, BTreeMap<u64, String>) {
+) -> (Result<String, BatchFailure>, BTreeMap<u64, String>) {
     match compile(tc, p, role, sigs, target) {
         Ok(ptx) => (Ok(ptx), BTreeMap::new()),
         Err(ToolError::Failed { log, .. }) => {
@@ -418,12 +457,12 @@ fn compile_bisect(
                 .filter(|s| !rejected.contains_key(&s.seed))
                 .collect();
             if rest.len() == sigs.len() {
-                return (Err(log), rejected);
+                return (Err(BatchFailure::Rejected { log }), rejected);
             }
-            let again = compile(tc, p, role, &rest, target).map_err(|e| e.to_string());
+            let again = compile(tc, p, role, &rest, target).map_err(BatchFailure::Tool);
             (again, rejected)
         }
-        Err(e) => (Err(e.to_string()), BTreeMap::new()),
+        Err(e) => (Err(BatchFailure::Tool(e)), BTreeMap::new()),
     }
 }
 
@@ -511,7 +550,7 @@ fn reassemble(
     rejected: &BTreeMap<u64, String>,
     bad: &BTreeMap<u64, String>,
     target: Target,
-) -> Option<(String, Result<Vec<u8>, String>)> {
+) -> Option<(String, Result<Vec<u8>, CubinError>)> {
     let rest: Vec<&Signature> = sigs
         .iter()
         .copied()
@@ -555,12 +594,12 @@ pub fn batch(
         }
         let (ptx, cubin, unassembled) = match ptx {
             Ok(ptx) => {
-                let cubin = assemble(tc, &ptx, arch).map_err(|e| e.to_string());
+                let cubin = assemble(tc, &ptx, arch).map_err(|e| CubinError::Ptxas(Arc::new(e)));
                 // ptxas rejecting some functions fails only their signatures' cases.
                 let bad = cubin
                     .as_ref()
                     .err()
-                    .and_then(|log| seeds_at_error_lines(&name, &ptx, log, &sigs));
+                    .and_then(|e| seeds_at_error_lines(&name, &ptx, &e.to_string(), &sigs));
                 match bad.and_then(|bad| {
                     reassemble(tc, p, role, &sigs, &rejected, &bad, target)
                         .map(|(a, c)| (a, c, bad))
@@ -569,15 +608,16 @@ pub fn batch(
                     None => (ptx, cubin, BTreeMap::new()),
                 }
             }
-            Err(log) => (
+            Err(failure) => (
                 String::new(),
-                Err(format!("{} rejected the batch: {log}", p.describe())),
+                Err(CubinError::Producer {
+                    producer: p.describe(),
+                    source: Arc::new(failure),
+                }),
                 BTreeMap::new(),
             ),
         };
-        let parsed = cache::timed(cache::Phase::Check, || {
-            check::PtxFile::parse(&name, &ptx).map_err(|e| e.to_string())
-        });
+        let parsed = cache::timed(cache::Phase::Check, || check::PtxFile::parse(&name, &ptx));
         Batch {
             ptx,
             name,
@@ -596,10 +636,25 @@ pub struct PairResult {
     pub mismatches: HashMap<String, Vec<String>>,
     /// The functions found in the linked cubin (kernels and callees of the batch), or
     /// nvJitLink's log.
-    pub linked: Result<std::collections::BTreeSet<String>, String>,
+    pub linked: Result<std::collections::BTreeSet<String>, LinkError>,
 }
 
-type PairCache = BatchCache<(Producer, Producer, u8, Target), Result<PairResult, String>>;
+/// Why a pair could not be checked and linked (an error of the run, not a divergence).
+#[derive(Debug, thiserror::Error)]
+pub enum PairError {
+    #[error("batch not computed")]
+    BatchNotComputed,
+    #[error("gpucts cannot read the PTX: {0}")]
+    Unreadable(check::InputError),
+    /// The checker refused the pair's files.
+    #[error(transparent)]
+    Check(check::InputError),
+    /// ptxas refused the stand-ins for the callees the callee producer rejected.
+    #[error(transparent)]
+    StandIns(ToolError),
+}
+
+type PairCache = BatchCache<(Producer, Producer, u8, Target), Result<PairResult, PairError>>;
 
 fn pair_cache() -> &'static PairCache {
     static C: OnceLock<PairCache> = OnceLock::new();
@@ -613,20 +668,20 @@ pub fn pair(
     callee: Producer,
     m: u8,
     target: Target,
-) -> Arc<OnceLock<Result<PairResult, String>>> {
+) -> Arc<OnceLock<Result<PairResult, PairError>>> {
     pair_cache().get_or_compute(&(caller, callee, m, target), || {
         let arch = target.arch();
         let a = batch(tc, caller, Role::Caller, m, target);
         let b = batch(tc, callee, Role::Callee, m, target);
         let (Some(a), Some(b)) = (a.get(), b.get()) else {
-            return Err("batch not computed".into());
+            return Err(PairError::BatchNotComputed);
         };
         let (fa, fb) = match (&a.parsed, &b.parsed) {
             (Ok(x), Ok(y)) => (x, y),
-            (Err(e), _) | (_, Err(e)) => return Err(format!("gpucts cannot read the PTX: {e}")),
+            (Err(e), _) | (_, Err(e)) => return Err(PairError::Unreadable(e.clone())),
         };
         let report = cache::timed(cache::Phase::Check, || {
-            check::check(&[fa.clone(), fb.clone()]).map_err(|e| e.to_string())
+            check::check(&[fa.clone(), fb.clone()]).map_err(PairError::Check)
         })?;
         let mut mismatches: HashMap<String, Vec<String>> = HashMap::new();
         for mm in report.mismatches {
@@ -653,7 +708,7 @@ pub fn pair(
                     &format!(".extern .global .align 8 .b8 {}", sig::REC),
                 )
                 .replace(".target sm_90\n", &format!(".target {arch}\n"));
-            Some(assemble(tc, &ptx, arch).map_err(|e| e.to_string())?)
+            Some(assemble(tc, &ptx, arch).map_err(PairError::StandIns)?)
         };
         let linked = match (&a.cubin, &b.cubin) {
             (Ok(x), Ok(y)) => cache::timed(cache::Phase::Link, || {
@@ -671,9 +726,9 @@ pub fn pair(
                     &[&format!("-arch={arch}")],
                 )
             })
-            .map_err(|e| e.to_string())
+            .map_err(|e| LinkError::NvJitLink(Arc::new(e)))
             .and_then(|c| {
-                let elf = Cubin::parse(&c).map_err(|e| e.to_string())?;
+                let elf = Cubin::parse(&c).map_err(LinkError::Unreadable)?;
                 Ok(target
                     .sigs(m)
                     .into_iter()
@@ -681,8 +736,8 @@ pub fn pair(
                     .filter(|n| elf.has_function(n))
                     .collect())
             }),
-            (Err(e), _) => Err(format!("ptxas rejected the caller batch: {e}")),
-            (_, Err(e)) => Err(format!("ptxas rejected the callee batch: {e}")),
+            (Err(e), _) => Err(LinkError::Caller(e.clone())),
+            (_, Err(e)) => Err(LinkError::Callee(e.clone())),
         };
         Ok(PairResult { mismatches, linked })
     })
@@ -902,7 +957,7 @@ pub fn pair_case(
     }
     for p in [caller, callee] {
         if let Err(why) = emit::expresses(p, sig) {
-            return CaseStatus::skip(Capability::ProducerFeature, why);
+            return CaseStatus::skip(Capability::ProducerFeature, why.to_string());
         }
     }
     let arch = target.arch();
@@ -951,7 +1006,7 @@ pub fn pair_case(
         Err(e) => CaseStatus::fail_detail(
             format!("nvJitLink links the pair for {arch}"),
             "the link failed",
-            format!("{}\n{}", sig.describe(), first_lines(e, 20)),
+            format!("{}\n{}", sig.describe(), first_lines(&e.to_string(), 20)),
         ),
         Ok(names) if names.contains(&sig.kernel()) && names.contains(&sig.callee()) => {
             CaseStatus::pass()
@@ -995,7 +1050,15 @@ pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
     out
 }
 
-type Mangled = Result<BTreeMap<u64, Vec<String>>, String>;
+/// Why a producer gave no mangled names (its compilation failed).
+#[derive(Debug, thiserror::Error)]
+#[error("{producer}: {source}")]
+pub struct MangleError {
+    pub producer: &'static str,
+    pub source: ToolError,
+}
+
+type Mangled = Result<BTreeMap<u64, Vec<String>>, MangleError>;
 
 fn mangle_batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
     static C: OnceLock<BatchCache<Producer, Mangled>> = OnceLock::new();
@@ -1008,7 +1071,10 @@ fn mangle_batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
             Producer::Nvrtc => tc.nvrtc(&src, "xcall_mangle.cu", NVRTC_OPTIONS),
             _ => tc.clang_ptx(&src, crate::backend::toolchain::ClangLang::Cuda, CLANG_ARGS),
         })
-        .map_err(|e| format!("{}: {e}", p.describe()))?;
+        .map_err(|source| MangleError {
+            producer: p.describe(),
+            source,
+        })?;
         Ok(mangled_names(&ptx))
     })
 }

@@ -63,7 +63,17 @@ pub fn compare_dump(types: &[TypeDef], dump: &str, a: AddressSize) -> Vec<TypeRe
 }
 
 /// Parse `-fdump-record-layouts` output into records by tag name.
-pub(crate) fn parse_dump(dump: &str) -> Result<HashMap<String, ObservedRecord>, String> {
+/// A line of clang's `-fdump-record-layouts` output that does not read as a layout (`line` is
+/// the line's text).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DumpError {
+    #[error("expected a number, got `{text}` in `{line}`")]
+    NotANumber { text: String, line: String },
+    #[error("bad bit range in `{line}`")]
+    BitRange { line: String },
+}
+
+pub(crate) fn parse_dump(dump: &str) -> Result<HashMap<String, ObservedRecord>, DumpError> {
     let mut out = HashMap::new();
     for block in dump.split("*** Dumping AST Record Layout").skip(1) {
         let mut lines = block.lines().filter(|l| l.contains('|'));
@@ -114,9 +124,9 @@ pub(crate) fn parse_dump(dump: &str) -> Result<HashMap<String, ObservedRecord>, 
                     let bits = if range == "-" {
                         (byte * 8, 0)
                     } else {
-                        let (a, b) = range
-                            .split_once('-')
-                            .ok_or_else(|| format!("bad bit range in `{line}`"))?;
+                        let (a, b) = range.split_once('-').ok_or_else(|| DumpError::BitRange {
+                            line: line.to_string(),
+                        })?;
                         let (a, b) = (num(a, line)?, num(b, line)?);
                         (byte * 8 + a, (b - a + 1) as u32)
                     };
@@ -134,10 +144,11 @@ pub(crate) fn parse_dump(dump: &str) -> Result<HashMap<String, ObservedRecord>, 
     Ok(out)
 }
 
-fn num(s: &str, line: &str) -> Result<u64, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("expected a number, got `{s}` in `{line}`"))
+fn num(s: &str, line: &str) -> Result<u64, DumpError> {
+    s.trim().parse().map_err(|_| DumpError::NotANumber {
+        text: s.to_string(),
+        line: line.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -81,12 +81,37 @@ pub(crate) fn compare_cubin(
     }
 }
 
+/// Why the DWARF of a cubin could not be read for its records.
+#[derive(Debug, thiserror::Error)]
+pub enum DwarfReadError {
+    #[error("not an ELF file: {0}")]
+    NotElf(object::Error),
+    /// gimli's reading error, as it words it.
+    #[error("{0}")]
+    Gimli(gimli::Error),
+    /// A `DW_AT_data_member_location` form other than a constant or an expression.
+    #[error("unsupported member location {0}")]
+    Location(String),
+    #[error("unsupported member location opcode {0:#x}")]
+    Opcode(u8),
+    #[error("bit field {0:?} has no byte size")]
+    NoByteSize(Option<String>),
+    #[error("bit field {0:?}: bit offset out of range")]
+    BitOffset(Option<String>),
+}
+
+impl From<gimli::Error> for DwarfReadError {
+    fn from(e: gimli::Error) -> Self {
+        DwarfReadError::Gimli(e)
+    }
+}
+
 /// The struct and union DIEs named in `wanted`, from an ELF's `.debug_info`.
 pub(crate) fn read_records(
     elf: &[u8],
     wanted: &HashSet<String>,
-) -> Result<HashMap<String, ObservedRecord>, String> {
-    let file = object::File::parse(elf).map_err(|e| format!("not an ELF file: {e}"))?;
+) -> Result<HashMap<String, ObservedRecord>, DwarfReadError> {
+    let file = object::File::parse(elf).map_err(DwarfReadError::NotElf)?;
     let load = |id: gimli::SectionId| -> Result<EndianSlice<'_, LittleEndian>, gimli::Error> {
         let data = file
             .section_by_name(id.name())
@@ -94,13 +119,13 @@ pub(crate) fn read_records(
             .unwrap_or(&[]);
         Ok(EndianSlice::new(data, LittleEndian))
     };
-    let dwarf = gimli::Dwarf::load(load).map_err(|e| e.to_string())?;
+    let dwarf = gimli::Dwarf::load(load)?;
     let mut out = HashMap::new();
     let mut units = dwarf.units();
-    while let Some(header) = units.next().map_err(|e| e.to_string())? {
-        let unit = dwarf.unit(header).map_err(|e| e.to_string())?;
-        let mut tree = unit.entries_tree(None).map_err(|e| e.to_string())?;
-        let root = tree.root().map_err(|e| e.to_string())?;
+    while let Some(header) = units.next()? {
+        let unit = dwarf.unit(header)?;
+        let mut tree = unit.entries_tree(None)?;
+        let root = tree.root()?;
         walk(&dwarf, &unit, root, wanted, &mut out)?;
     }
     Ok(out)
@@ -114,7 +139,7 @@ fn walk<'a>(
     node: gimli::EntriesTreeNode<'_, '_, '_, R<'a>>,
     wanted: &HashSet<String>,
     out: &mut HashMap<String, ObservedRecord>,
-) -> Result<(), String> {
+) -> Result<(), DwarfReadError> {
     let e = node.entry().clone();
     let is_record = matches!(
         e.tag(),
@@ -133,7 +158,7 @@ fn walk<'a>(
                 align: None,
                 members: Vec::new(),
             };
-            while let Some(child) = children.next().map_err(|e| e.to_string())? {
+            while let Some(child) = children.next()? {
                 let m = child.entry();
                 if m.tag() == gimli::DW_TAG_member {
                     rec.members.push(member(dwarf, unit, m)?);
@@ -142,7 +167,7 @@ fn walk<'a>(
             out.insert(n, rec);
         }
         _ => {
-            while let Some(child) = children.next().map_err(|e| e.to_string())? {
+            while let Some(child) = children.next()? {
                 walk(dwarf, unit, child, wanted, out)?;
             }
         }
@@ -165,11 +190,8 @@ fn udata(e: &gimli::DebuggingInformationEntry<R<'_>>, at: gimli::DwAt) -> Option
 }
 
 /// `DW_AT_data_member_location`: a constant, or (DWARF 2) `DW_OP_plus_uconst N`.
-fn member_location(e: &gimli::DebuggingInformationEntry<R<'_>>) -> Result<u64, String> {
-    let Some(v) = e
-        .attr_value(gimli::DW_AT_data_member_location)
-        .map_err(|e| e.to_string())?
-    else {
+fn member_location(e: &gimli::DebuggingInformationEntry<R<'_>>) -> Result<u64, DwarfReadError> {
+    let Some(v) = e.attr_value(gimli::DW_AT_data_member_location)? else {
         return Ok(0); // union members may omit it
     };
     if let Some(n) = v.udata_value() {
@@ -178,20 +200,20 @@ fn member_location(e: &gimli::DebuggingInformationEntry<R<'_>>) -> Result<u64, S
     let mut bytes = match v {
         AttributeValue::Exprloc(x) => x.0,
         AttributeValue::Block(b) => b,
-        other => return Err(format!("unsupported member location {other:?}")),
+        other => return Err(DwarfReadError::Location(format!("{other:?}"))),
     };
-    let op = bytes.read_u8().map_err(|e| e.to_string())?;
+    let op = bytes.read_u8()?;
     if op != gimli::DW_OP_plus_uconst.0 {
-        return Err(format!("unsupported member location opcode {op:#x}"));
+        return Err(DwarfReadError::Opcode(op));
     }
-    bytes.read_uleb128().map_err(|e| e.to_string())
+    Ok(bytes.read_uleb128()?)
 }
 
 fn member(
     dwarf: &gimli::Dwarf<R<'_>>,
     unit: &gimli::Unit<R<'_>>,
     m: &gimli::DebuggingInformationEntry<R<'_>>,
-) -> Result<ObservedMember, String> {
+) -> Result<ObservedMember, DwarfReadError> {
     let name = die_name(dwarf, unit, m);
     let loc = member_location(m)?;
     let bits = match udata(m, gimli::DW_AT_bit_size) {
@@ -205,12 +227,12 @@ fn member(
                 let unit_bytes = match udata(m, gimli::DW_AT_byte_size) {
                     Some(s) => s,
                     None => type_size(unit, m)
-                        .ok_or_else(|| format!("bit field {name:?} has no byte size"))?,
+                        .ok_or_else(|| DwarfReadError::NoByteSize(name.clone()))?,
                 };
                 let from_msb = udata(m, gimli::DW_AT_bit_offset).unwrap_or(0);
                 (loc * 8 + unit_bytes * 8)
                     .checked_sub(from_msb + w)
-                    .ok_or_else(|| format!("bit field {name:?}: bit offset out of range"))?
+                    .ok_or_else(|| DwarfReadError::BitOffset(name.clone()))?
             };
             Some((abs, w as u32))
         }
@@ -259,7 +281,7 @@ mod tests {
             Agreement::Agree
         );
         // An engine that forgot §1.2's float3 alignment (packing v at 1) must be caught.
-        let wrong = |t: &TypeDef| -> Result<Layout, String> {
+        let wrong = |t: &TypeDef| -> Result<Layout, crate::abi::layout::LayoutError> {
             let mut l = engine64(t)?;
             l.members[1].offset = 1;
             Ok(l)
@@ -269,7 +291,7 @@ mod tests {
         };
         assert!(m.contains("member `v`: engine offset 1, oracle 4"), "{m}");
         // And one that let the 30-bit field share b's int (bits 3..33 cross the unit).
-        let wrong = |t: &TypeDef| -> Result<Layout, String> {
+        let wrong = |t: &TypeDef| -> Result<Layout, crate::abi::layout::LayoutError> {
             let mut l = engine64(t)?;
             l.members[3].bit_offset = Some(16 * 8 + 3);
             Ok(l)

@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::abi::layout::{layout, size_align, AddressSize};
+use crate::abi::layout::{layout, size_align, AddressSize, LayoutError};
 use crate::abi::types::{render_c, Dialect, Ty, TypeDef};
 
 /// The kernel's entry point name.
@@ -54,7 +54,7 @@ fn bit_value(index: u8, width: u32) -> u64 {
 }
 
 /// The leaves of a type in declaration order, placed by the engine.
-pub fn leaves(t: &TypeDef) -> Result<Vec<Leaf>, String> {
+pub fn leaves(t: &TypeDef) -> Result<Vec<Leaf>, LayoutError> {
     let mut out = Vec::new();
     let mut next = 0u32;
     record_leaves(t, "", 0, &mut next, &mut out)?;
@@ -67,7 +67,7 @@ fn record_leaves(
     base: u64,
     next: &mut u32,
     out: &mut Vec<Leaf>,
-) -> Result<(), String> {
+) -> Result<(), LayoutError> {
     let l = layout(t, AddressSize::A64)?;
     for (f, m) in t.fields.iter().zip(&l.members) {
         let Some(name) = &f.name else { continue }; // unnamed bit fields cannot be written
@@ -95,7 +95,7 @@ fn ty_leaves(
     offset: u64,
     next: &mut u32,
     out: &mut Vec<Leaf>,
-) -> Result<(), String> {
+) -> Result<(), LayoutError> {
     match ty {
         Ty::Scalar(_) | Ty::Vector(..) => {
             let (size, _) = size_align(ty, AddressSize::A64)?;
@@ -123,7 +123,7 @@ fn take_index(next: &mut u32) -> u8 {
 }
 
 /// Offsets of each type's object in the output buffer.
-pub fn offsets(types: &[TypeDef]) -> Result<Vec<u64>, String> {
+pub fn offsets(types: &[TypeDef]) -> Result<Vec<u64>, LayoutError> {
     let mut at = 0;
     let mut out = Vec::with_capacity(types.len());
     for t in types {
@@ -135,7 +135,7 @@ pub fn offsets(types: &[TypeDef]) -> Result<Vec<u64>, String> {
 }
 
 /// Size of the output buffer for `types`.
-pub fn buffer_len(types: &[TypeDef]) -> Result<u64, String> {
+pub fn buffer_len(types: &[TypeDef]) -> Result<u64, LayoutError> {
     let offs = offsets(types)?;
     match (offs.last(), types.last()) {
         (Some(o), Some(t)) => Ok(o + layout(t, AddressSize::A64)?.size),
@@ -144,13 +144,13 @@ pub fn buffer_len(types: &[TypeDef]) -> Result<u64, String> {
 }
 
 /// The CUDA C++ source of the graffiti kernel for a batch (compile with NVRTC).
-pub fn graffiti_source(types: &[TypeDef]) -> Result<String, String> {
+pub fn graffiti_source(types: &[TypeDef]) -> Result<String, LayoutError> {
     writer_source(types, Dialect::Cuda)
 }
 
 /// The writer as a kernel (CUDA) or as a plain C function (for a host compiler, whose
 /// System V bit-field rules are those §1.3 illustrates; used to test this module end to end).
-fn writer_source(types: &[TypeDef], dialect: Dialect) -> Result<String, String> {
+fn writer_source(types: &[TypeDef], dialect: Dialect) -> Result<String, LayoutError> {
     let mut s = render_c(types, dialect);
     let offs = offsets(types)?;
     let _ = match dialect {
@@ -197,7 +197,7 @@ fn writer_source(types: &[TypeDef], dialect: Dialect) -> Result<String, String> 
 }
 
 /// The bytes the kernel must leave in a type's object if the producer follows the engine.
-pub fn expected_bytes(t: &TypeDef) -> Result<Vec<u8>, String> {
+pub fn expected_bytes(t: &TypeDef) -> Result<Vec<u8>, LayoutError> {
     let size = layout(t, AddressSize::A64)?.size as usize;
     let mut img = vec![0u8; size];
     for leaf in leaves(t)? {
@@ -251,24 +251,70 @@ pub fn judge(types: &[TypeDef], buffer: &[u8]) -> Vec<super::TypeResult> {
                 )),
                 Some(b) => match compare(t, b) {
                     Ok(()) => super::Agreement::Agree,
-                    Err(e) => super::Agreement::Mismatch(e),
+                    // No layout to compare with is the engine's error, not a divergence.
+                    Err(GraffitiDivergence::Engine(e)) => {
+                        super::Agreement::Error(format!("engine: {e}"))
+                    }
+                    Err(e) => super::Agreement::Mismatch(e.to_string()),
                 },
             },
         })
         .collect()
 }
 
+/// One byte the kernel left differently from the engine's placement: the field the engine
+/// expected there (or `padding`) and the field(s) whose graffiti arrived.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ByteDiff {
+    pub at: usize,
+    pub expected: u8,
+    pub observed: u8,
+    pub expected_field: String,
+    pub observed_field: String,
+}
+
+impl std::fmt::Display for ByteDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(
+            f,
+            "  byte {}: expected {:#04x} ({}), observed {:#04x} ({})",
+            self.at, self.expected, self.expected_field, self.observed, self.observed_field
+        )
+    }
+}
+
+/// How the bytes a producer's kernel wrote for a type diverge from the engine's layout
+/// (ptx-interop 13.2 ch. 1), or why they could not be judged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GraffitiDivergence {
+    /// The engine has no layout for the type: nothing to compare with.
+    #[error(transparent)]
+    Engine(#[from] LayoutError),
+    #[error("`{name}`: {observed} bytes observed, {expected} expected")]
+    Short {
+        name: String,
+        observed: usize,
+        expected: usize,
+    },
+    /// `c` is the type in C, for the reader.
+    #[error("graffiti of `{name}` differs from the engine's layout:\n{}--- type (C) ---\n{c}", bytes.iter().map(ToString::to_string).collect::<String>())]
+    Bytes {
+        name: String,
+        bytes: Vec<ByteDiff>,
+        c: String,
+    },
+}
+
 /// Compare what the kernel wrote for `t` with the engine's placement; on a difference, name
 /// the field the engine expected at each wrong byte and the field(s) whose graffiti arrived.
-pub fn compare(t: &TypeDef, observed: &[u8]) -> Result<(), String> {
+pub fn compare(t: &TypeDef, observed: &[u8]) -> Result<(), GraffitiDivergence> {
     let expected = expected_bytes(t)?;
     if observed.len() < expected.len() {
-        return Err(format!(
-            "`{}`: {} bytes observed, {} expected",
-            t.name,
-            observed.len(),
-            expected.len()
-        ));
+        return Err(GraffitiDivergence::Short {
+            name: t.name.clone(),
+            observed: observed.len(),
+            expected: expected.len(),
+        });
     }
     let leaves = leaves(t)?;
     // Which leaf wrote each byte last, by the engine's placement.
@@ -280,7 +326,7 @@ pub fn compare(t: &TypeDef, observed: &[u8]) -> Result<(), String> {
             v
         });
     }
-    let mut report = String::new();
+    let mut bytes = Vec::new();
     for (at, (&e, &o)) in expected.iter().zip(observed).enumerate() {
         if e == o {
             continue;
@@ -296,19 +342,22 @@ pub fn compare(t: &TypeDef, observed: &[u8]) -> Result<(), String> {
         } else {
             format!("{} byte {}", got.join(" or "), o & 0xf)
         };
-        let _ = writeln!(
-            report,
-            "  byte {at}: expected {e:#04x} ({want}), observed {o:#04x} ({got})"
-        );
+        bytes.push(ByteDiff {
+            at,
+            expected: e,
+            observed: o,
+            expected_field: want,
+            observed_field: got,
+        });
     }
-    if report.is_empty() {
+    if bytes.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "graffiti of `{}` differs from the engine's layout:\n{report}--- type (C) ---\n{}",
-            t.name,
-            render_c(std::slice::from_ref(t), Dialect::C)
-        ))
+        Err(GraffitiDivergence::Bytes {
+            name: t.name.clone(),
+            bytes,
+            c: render_c(std::slice::from_ref(t), Dialect::C),
+        })
     }
 }
 
@@ -338,6 +387,20 @@ mod tests {
         assert!(compare(t, &[0x10, 0x20, 0, 0, 0x30, 0x31, 0x32, 0x33]).is_ok());
         // A producer that put v at offset 2 would leave v's graffiti in padding.
         let err = compare(t, &[0x10, 0x20, 0x30, 0x31, 0x32, 0x33, 0, 0]).unwrap_err();
+        let GraffitiDivergence::Bytes { bytes, .. } = &err else {
+            panic!("{err}")
+        };
+        assert_eq!(
+            bytes[0],
+            ByteDiff {
+                at: 2,
+                expected: 0,
+                observed: 0x30,
+                expected_field: "padding".into(),
+                observed_field: "v byte 0".into()
+            }
+        );
+        let err = err.to_string();
         assert!(
             err.contains("byte 2: expected 0x00 (padding), observed 0x30 (v byte 0)"),
             "{err}"
@@ -418,6 +481,9 @@ mod tests {
         let t = &types[0];
         let mut img = expected_bytes(t).unwrap();
         img[0] ^= 0x01;
-        assert!(compare(t, &img).is_err());
+        assert!(matches!(
+            compare(t, &img),
+            Err(GraffitiDivergence::Bytes { bytes, .. }) if bytes.len() == 1 && bytes[0].at == 0
+        ));
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use super::layout::{layout, AddressSize, Layout};
+use super::layout::{layout, AddressSize, Layout, LayoutError};
 use super::types::{all_records, render_c, Dialect, TypeDef};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
@@ -172,10 +172,10 @@ pub fn bench(tc: &Toolchain, count: usize) -> String {
 
 /// How the oracles obtain the engine's answer; tests substitute a wrong engine to prove that
 /// each oracle notices.
-pub(crate) type EngineFn<'a> = &'a dyn Fn(&TypeDef) -> Result<Layout, String>;
+pub(crate) type EngineFn<'a> = &'a dyn Fn(&TypeDef) -> Result<Layout, LayoutError>;
 
 /// The engine at `.address_size 64`, the size every oracle's producer targets.
-pub(crate) fn engine64(t: &TypeDef) -> Result<Layout, String> {
+pub(crate) fn engine64(t: &TypeDef) -> Result<Layout, LayoutError> {
     layout(t, AddressSize::A64)
 }
 

@@ -33,7 +33,7 @@ pub(crate) struct Assertion {
 pub(crate) fn source(
     types: &[TypeDef],
     engine: EngineFn<'_>,
-) -> Result<(String, BTreeMap<usize, Assertion>), String> {
+) -> Result<(String, BTreeMap<usize, Assertion>), crate::abi::layout::LayoutError> {
     let mut s = String::from(PRELUDE);
     s.push_str(&render_c(types, Dialect::Cuda));
     let mut lines = BTreeMap::new();
@@ -240,15 +240,16 @@ mod tests {
         .unwrap();
         // An engine that gave double2 the alignment of its element (8) instead of §1.2's
         // 2 × 8 = 16 must be caught, with NVRTC's own numbers in the report.
-        let wrong = |t: &TypeDef| -> Result<crate::abi::layout::Layout, String> {
-            let mut l = engine64(t)?;
-            if t.name == "T" {
-                l.members[1].offset = 8;
-                l.size = 24;
-                l.align = 8;
-            }
-            Ok(l)
-        };
+        let wrong =
+            |t: &TypeDef| -> Result<crate::abi::layout::Layout, crate::abi::layout::LayoutError> {
+                let mut l = engine64(t)?;
+                if t.name == "T" {
+                    l.members[1].offset = 8;
+                    l.size = 24;
+                    l.align = 8;
+                }
+                Ok(l)
+            };
         let r = check_batch_with(&tc, &t, &wrong).unwrap();
         assert_eq!(r[0].verdict, Agreement::Agree);
         let Agreement::Mismatch(m) = &r[1].verdict else {

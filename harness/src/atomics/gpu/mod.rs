@@ -238,6 +238,24 @@ pub fn judge(
     }
 }
 
+/// Why a litmus run on the GPU produced no histogram (an error, not a verdict).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Geometry(#[from] layout::GeometryError),
+    #[error(transparent)]
+    Kernel(#[from] kernel::KernelError),
+    #[error(transparent)]
+    Load(#[from] crate::backend::cuda::LoadError),
+    #[error(transparent)]
+    Driver(#[from] crate::backend::cuda::DriverCallError),
+    #[error(transparent)]
+    Decode(#[from] layout::DecodeError),
+    /// The model checker gave the control test no verdict.
+    #[error(transparent)]
+    Model(#[from] model::ModelError),
+}
+
 /// Run `test` for `iterations` launches (stopping early after `budget`), on `session`.
 pub fn run(
     session: &Session,
@@ -247,11 +265,11 @@ pub fn run(
     iterations: u64,
     budget: Option<Duration>,
     seed: u64,
-) -> Result<RunReport, String> {
-    let g = layout::Geometry::new(test, params).map_err(|e| e.to_string())?;
-    let ptx = kernel::generate(test, &g).map_err(|e| e.to_string())?;
-    let e = |x: crate::backend::cuda::DriverCallError| x.to_string();
-    let module = session.load_ptx(&ptx).map_err(|x| x.to_string())?;
+) -> Result<RunReport, RunError> {
+    let g = layout::Geometry::new(test, params)?;
+    let ptx = kernel::generate(test, &g)?;
+    let e = RunError::Driver;
+    let module = session.load_ptx(&ptx)?;
     let f = session.function(&module, kernel::KERNEL).map_err(e)?;
     let n = g.instances() as usize;
     let locs = session.buffer(g.location_words() * 4).map_err(e)?;
@@ -325,8 +343,7 @@ pub fn run(
             .map_err(e)?;
         let bar = session.copy_u32_to_host(barrier.ptr, 2).map_err(e)?;
         report.barrier_timeouts += u64::from(bar[1]);
-        layout::decode(&g, &verdict.terms, &t, &res, &mem, &mut report.histogram)
-            .map_err(|e| e.to_string())?;
+        layout::decode(&g, &verdict.terms, &t, &res, &mem, &mut report.histogram)?;
         report.launches += 1;
         report.instances += n as u64;
     }
@@ -365,7 +382,7 @@ pub fn run_case(
         Ok(s) => s,
         Err(e) => return CaseStatus::error(e),
     };
-    let go = || -> Result<CaseStatus, String> {
+    let go = || -> Result<CaseStatus, RunError> {
         let report = run(
             &session,
             test,
@@ -382,7 +399,7 @@ pub fn run_case(
         }
         let control = match control {
             Some(ct) => {
-                let cv = model::try_check(ct).map_err(|e| e.to_string())?;
+                let cv = model::try_check(ct)?;
                 let cr = run(&session, ct, &cv, params, iterations, Some(RUN_BUDGET), 2)?;
                 let cc = classify(ct, &cv, &cr.histogram);
                 Some((cr, cc))

@@ -177,6 +177,50 @@ fn needs_reading(m: &MemOp) -> bool {
     }
 }
 
+/// How the emitted instructions diverge from one row of the chapter's table (ptx-interop
+/// ch. 4), at the first position that differs; `index` counts from 1.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RowMismatch {
+    #[error("{emitted} memory instruction(s) where the row has {row}")]
+    Count { emitted: usize, row: usize },
+    #[error("instruction {index} `{written}`: {step}")]
+    At {
+        index: usize,
+        written: String,
+        step: StepMismatch,
+    },
+}
+
+/// How one instruction diverges from the row's step; `want` is the step as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StepMismatch {
+    #[error("not a memory instruction; expected `{want}`")]
+    NotMemory { want: String },
+    #[error("is {is}, expected `{want}`")]
+    Kind { is: &'static str, want: String },
+    #[error("operation .{got} where `{want}` needs .{need}")]
+    Operation {
+        got: &'static str,
+        want: String,
+        need: &'static str,
+    },
+    #[error("no memory semantics; expected `{want}`")]
+    NoSemantics { want: String },
+    #[error("semantics .{got} is weaker than (or not) the required .{required}")]
+    Semantics {
+        got: &'static str,
+        required: &'static str,
+    },
+    #[error("scope .{got} where `{want}` needs .{need}")]
+    Scope {
+        got: &'static str,
+        want: String,
+        need: &'static str,
+    },
+    #[error(transparent)]
+    Type(#[from] AccessTypeMismatch),
+}
+
 /// Match `emitted` against one row. Ok carries the readings used; Err the reason at the first
 /// position that differs. With `ignore_scope`, scope differences are tolerated (used only to
 /// diagnose, never to accept).
@@ -186,19 +230,24 @@ fn match_mapping(
     scope: Scope,
     rmw: Option<RmwOp>,
     ignore_scope: bool,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, RowMismatch> {
     if emitted.len() != m.steps.len() {
-        return Err(format!(
-            "{} memory instruction(s) where the row has {}",
-            emitted.len(),
-            m.steps.len()
-        ));
+        return Err(RowMismatch::Count {
+            emitted: emitted.len(),
+            row: m.steps.len(),
+        });
     }
     let mut notes = Vec::new();
     for (i, (ins, step)) in emitted.iter().zip(&m.steps).enumerate() {
         match match_step(step, ins, scope, rmw, ignore_scope) {
             Ok(mut n) => notes.append(&mut n),
-            Err(e) => return Err(format!("instruction {} `{}`: {e}", i + 1, written(ins))),
+            Err(step) => {
+                return Err(RowMismatch::At {
+                    index: i + 1,
+                    written: written(ins),
+                    step,
+                })
+            }
         }
     }
     Ok(notes)
@@ -210,10 +259,10 @@ fn match_step(
     scope: Scope,
     rmw: Option<RmwOp>,
     ignore_scope: bool,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, StepMismatch> {
     let want = step_name(step, scope, rmw);
     let Some(mem) = ins.mem_op() else {
-        return Err(format!("not a memory instruction; expected `{want}`"));
+        return Err(StepMismatch::NotMemory { want });
     };
     let e = mem.effective();
     let kind_ok = matches!(
@@ -224,33 +273,35 @@ fn match_step(
             | (StepKind::Atom, MemOpKind::Atom)
     );
     if !kind_ok {
-        return Err(format!("is {}, expected `{want}`", e.kind.name()));
+        return Err(StepMismatch::Kind {
+            is: e.kind.name(),
+            want,
+        });
     }
     if let (StepKind::Atom, Some(r)) = (step.kind, rmw) {
         if e.op != Some(r.ptx_op()) {
-            return Err(format!(
-                "operation .{} where `{want}` needs .{}",
-                e.op.map_or("none", |o| o.name()),
-                r.ptx_op().name()
-            ));
+            return Err(StepMismatch::Operation {
+                got: e.op.map_or("none", |o| o.name()),
+                want,
+                need: r.ptx_op().name(),
+            });
         }
     }
     let Some(sem) = e.sem else {
-        return Err(format!("no memory semantics; expected `{want}`"));
+        return Err(StepMismatch::NoSemantics { want });
     };
     if !sem.at_least(step.sem) || !step.kind.accepts(sem) {
-        return Err(format!(
-            "semantics .{} is weaker than (or not) the required .{}",
-            sem.name(),
-            step.sem.name()
-        ));
+        return Err(StepMismatch::Semantics {
+            got: sem.name(),
+            required: step.sem.name(),
+        });
     }
     if e.scope != Some(scope) && !ignore_scope {
-        return Err(format!(
-            "scope .{} where `{want}` needs .{}",
-            e.scope.map_or("none", |s| s.name()),
-            scope.name()
-        ));
+        return Err(StepMismatch::Scope {
+            got: e.scope.map_or("none", |s| s.name()),
+            want,
+            need: scope.name(),
+        });
     }
     check_type(&mem, step, rmw)?;
     let mut notes = Vec::new();
@@ -271,25 +322,37 @@ fn match_step(
     Ok(notes)
 }
 
+/// How an access's data type diverges from the 32-bit `int` the cases operate on (`ty` is
+/// the type suffix as written, without the dot).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AccessTypeMismatch {
+    #[error("no data type")]
+    NoType,
+    #[error(".{ty} is not a 32-bit access of an int")]
+    Width { ty: String },
+    #[error(".{ty} min/max of a signed int needs .s32")]
+    Unsigned { ty: String },
+}
+
 /// The cases operate on a 32-bit `int`: the access must be 32 bits wide, and min/max must
 /// compare signed (PTX ISA atom: `.s32` for signed min/max). Not a clause of ch. 4, but a
 /// mapping that gets these wrong computes a different C++ operation.
-fn check_type(mem: &MemOp, step: &Step, rmw: Option<RmwOp>) -> Result<(), String> {
+fn check_type(mem: &MemOp, step: &Step, rmw: Option<RmwOp>) -> Result<(), AccessTypeMismatch> {
     let Some(ty) = mem.ty.as_deref() else {
         return if step.kind == StepKind::Fence {
             Ok(())
         } else {
-            Err("no data type".into())
+            Err(AccessTypeMismatch::NoType)
         };
     };
     if !ty.ends_with("32") {
-        return Err(format!(".{ty} is not a 32-bit access of an int"));
+        return Err(AccessTypeMismatch::Width { ty: ty.to_string() });
     }
     if step.kind == StepKind::Atom
         && matches!(rmw, Some(RmwOp::FetchMin | RmwOp::FetchMax))
         && ty != "s32"
     {
-        return Err(format!(".{ty} min/max of a signed int needs .s32"));
+        return Err(AccessTypeMismatch::Unsigned { ty: ty.to_string() });
     }
     Ok(())
 }

@@ -144,6 +144,20 @@ pub fn run_batch(
     run_batch_with(producer, cases, &compile)
 }
 
+/// Why a producer compiles nothing at all: even the simplest case (a relaxed RMW at device
+/// scope) is rejected (`log`: the first error lines), or the compiler cannot be run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProducerBroken {
+    #[error("{producer} cannot compile even `{case}`: {log}")]
+    Rejects {
+        producer: &'static str,
+        case: String,
+        log: String,
+    },
+    #[error("{0}")]
+    Unavailable(String),
+}
+
 /// Why a compilation produced no PTX.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CompileError {
@@ -185,18 +199,17 @@ pub fn run_batch_with(
         order: table::Order::Relaxed,
         scope: Scope::Gpu,
     };
-    let sanity_result: std::cell::OnceCell<Result<(), String>> = std::cell::OnceCell::new();
+    let sanity_result: std::cell::OnceCell<Result<(), ProducerBroken>> = std::cell::OnceCell::new();
     let producer_works = || {
         sanity_result
             .get_or_init(|| match compile(&gen(&[sanity])) {
                 Ok(_) => Ok(()),
-                Err(CompileError::Rejected(log)) => Err(format!(
-                    "{} cannot compile even `{}`: {}",
-                    source::describe(producer),
-                    sanity.id(),
-                    first_error_lines(&log)
-                )),
-                Err(CompileError::Unavailable(m)) => Err(m),
+                Err(CompileError::Rejected(log)) => Err(ProducerBroken::Rejects {
+                    producer: source::describe(producer),
+                    case: sanity.id(),
+                    log: first_error_lines(&log),
+                }),
+                Err(CompileError::Unavailable(m)) => Err(ProducerBroken::Unavailable(m)),
             })
             .clone()
     };
@@ -213,7 +226,7 @@ pub fn run_batch_with(
                     (
                         c.id(),
                         MappingOutcome::ToolFailed {
-                            message: message.clone(),
+                            message: message.to_string(),
                         },
                     )
                 })
@@ -233,7 +246,7 @@ pub fn run_batch_with(
         }
     }
 
-    let mut compiled: Vec<(Vec<MappingCase>, Result<String, String>)> = Vec::new();
+    let mut compiled: Vec<(Vec<MappingCase>, Result<String, CompileError>)> = Vec::new();
     if !to_compile.is_empty() {
         match compile(&gen(&to_compile)) {
             Ok(ptx) => compiled.push((to_compile.clone(), Ok(ptx))),
@@ -250,7 +263,7 @@ pub fn run_batch_with(
                         outcomes.insert(
                             *c,
                             MappingOutcome::ToolFailed {
-                                message: message.clone(),
+                                message: message.to_string(),
                             },
                         );
                     }
@@ -261,7 +274,7 @@ pub fn run_batch_with(
 
     for (group, result) in compiled {
         match result {
-            Err(log) => {
+            Err(CompileError::Rejected(log) | CompileError::Unavailable(log)) => {
                 for c in group {
                     outcomes.insert(c, MappingOutcome::ProducerRejected { log: log.clone() });
                 }
@@ -311,13 +324,10 @@ fn bisect(
     cases: &[MappingCase],
     gen: fn(&[MappingCase]) -> String,
     compile: &dyn Fn(&str) -> Result<String, CompileError>,
-    out: &mut Vec<(Vec<MappingCase>, Result<String, String>)>,
+    out: &mut Vec<(Vec<MappingCase>, Result<String, CompileError>)>,
 ) {
     if cases.len() <= 1 {
-        let r = compile(&gen(cases)).map_err(|e| match e {
-            CompileError::Rejected(l) | CompileError::Unavailable(l) => l,
-        });
-        out.push((cases.to_vec(), r));
+        out.push((cases.to_vec(), compile(&gen(cases))));
         return;
     }
     let (a, b) = cases.split_at(cases.len() / 2);
@@ -325,12 +335,7 @@ fn bisect(
         match compile(&gen(half)) {
             Ok(ptx) => out.push((half.to_vec(), Ok(ptx))),
             Err(_) if half.len() > 1 => bisect(half, gen, compile, out),
-            Err(e) => out.push((
-                half.to_vec(),
-                Err(match e {
-                    CompileError::Rejected(l) | CompileError::Unavailable(l) => l,
-                }),
-            )),
+            Err(e) => out.push((half.to_vec(), Err(e))),
         }
     }
 }
