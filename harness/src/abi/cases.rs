@@ -2,13 +2,16 @@
 //! §2.3 table) with an independent observation (an oracle compiler, a producer's PTX).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::area::{BatchCache, CaseContext};
+use crate::backend::toolchain::ToolError;
 use crate::outcome::CaseStatus;
 use crate::ptx::PtxModule;
 
 use super::oracle::{self, Agreement, Oracle};
 use super::paramgen::{self, Observation, Producer, Variant};
+use super::types::TypeFileError;
 use super::{lint as linter, random, types};
 
 fn judge(oracle: Oracle, name: &str, verdict: &Agreement) -> CaseStatus {
@@ -25,7 +28,32 @@ fn judge(oracle: Oracle, name: &str, verdict: &Agreement) -> CaseStatus {
     }
 }
 
-type BatchVerdicts = Result<HashMap<String, Agreement>, String>;
+/// Why a batch, a types file or a producer's signatures have no verdicts; every case of it
+/// reports the same error, so it is kept (shared) in the batch cache.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CaseInputError {
+    /// The oracle's or producer's tool failed.
+    #[error(transparent)]
+    Tool(Arc<ToolError>),
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        source: Arc<std::io::Error>,
+    },
+    #[error(transparent)]
+    Types(Arc<TypeFileError>),
+    /// The producer's PTX does not read: `file:line:column: what`.
+    #[error("{0}")]
+    ProducerPtx(String),
+}
+
+impl From<ToolError> for CaseInputError {
+    fn from(e: ToolError) -> Self {
+        CaseInputError::Tool(Arc::new(e))
+    }
+}
+
+type BatchVerdicts = Result<HashMap<String, Agreement>, CaseInputError>;
 
 pub fn random_type(ctx: &CaseContext, oracle: Oracle, seed: u64) -> CaseStatus {
     static CACHE: std::sync::OnceLock<BatchCache<(&'static str, u64), BatchVerdicts>> =
@@ -40,7 +68,7 @@ pub fn random_type(ctx: &CaseContext, oracle: Oracle, seed: u64) -> CaseStatus {
                 &random::random_batch(start, oracle::BATCH),
             )
             .map(|rs| rs.into_iter().map(|r| (r.name, r.verdict)).collect())
-            .map_err(|e| e.to_string())
+            .map_err(CaseInputError::from)
         });
     let name = random::random_type(seed).name;
     match slot.get() {
@@ -56,7 +84,7 @@ pub fn random_type(ctx: &CaseContext, oracle: Oracle, seed: u64) -> CaseStatus {
     }
 }
 
-type FileVerdicts = Result<Vec<(String, Agreement)>, String>;
+type FileVerdicts = Result<Vec<(String, Agreement)>, CaseInputError>;
 
 pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&str>) -> CaseStatus {
     static CACHE: std::sync::OnceLock<BatchCache<(&'static str, String), FileVerdicts>> =
@@ -67,18 +95,21 @@ pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&s
     let slot = CACHE.get_or_init(BatchCache::new).get_or_compute(
         &(oracle.name(), file.to_string()),
         || {
-            let text =
-                std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| CaseInputError::Read {
+                path: path.display().to_string(),
+                source: Arc::new(e),
+            })?;
             let defs = types::parse_types(&text, &path.display().to_string())
-                .map_err(|e| e.to_string())?;
-            oracle::check_all(oracle, ctx.toolchain, &defs)
-                .map(|rs| rs.into_iter().map(|r| (r.name, r.verdict)).collect())
-                .map_err(|e| e.to_string())
+                .map_err(|e| CaseInputError::Types(Arc::new(e)))?;
+            Ok(oracle::check_all(oracle, ctx.toolchain, &defs)?
+                .into_iter()
+                .map(|r| (r.name, r.verdict))
+                .collect())
         },
     );
     let results = match slot.get() {
         Some(Ok(r)) => r,
-        Some(Err(e)) => return CaseStatus::error(e),
+        Some(Err(e)) => return CaseStatus::error(e.to_string()),
         None => return CaseStatus::error("file verdicts not computed"),
     };
     let picked: Vec<&(String, Agreement)> = results
@@ -99,7 +130,7 @@ pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&s
     first_bad.unwrap_or_else(|| CaseStatus::pass_with(format!("{} type(s) agree", picked.len())))
 }
 
-type Observations = Result<Vec<Observation>, String>;
+type Observations = Result<Vec<Observation>, CaseInputError>;
 
 pub fn param_passing(
     ctx: &CaseContext,
@@ -113,14 +144,15 @@ pub fn param_passing(
         .get_or_init(BatchCache::new)
         .get_or_compute(&producer.name(), || {
             let sigs = paramgen::signatures();
-            let ptx = paramgen::emit(producer, ctx.toolchain, &sigs).map_err(|e| e.to_string())?;
-            let module =
-                PtxModule::parse(&ptx).map_err(|e| e.at(&format!("{} output", producer.name())))?;
+            let ptx = paramgen::emit(producer, ctx.toolchain, &sigs)?;
+            let module = PtxModule::parse(&ptx).map_err(|e| {
+                CaseInputError::ProducerPtx(e.at(&format!("{} output", producer.name())))
+            })?;
             Ok(paramgen::observe(&module, &sigs))
         });
     let observations = match slot.get() {
         Some(Ok(o)) => o,
-        Some(Err(e)) => return CaseStatus::error(e),
+        Some(Err(e)) => return CaseStatus::error(e.to_string()),
         None => return CaseStatus::error("observations not computed"),
     };
     let Some(obs) = observations.iter().find(|o| {

@@ -27,7 +27,7 @@ pub fn check(ctx: &CaseContext, ptx_type: &str, size: u64, align: u64) -> CaseSt
     };
     let elf = match Cubin::parse(&cubin) {
         Ok(e) => e,
-        Err(e) => return CaseStatus::error(e),
+        Err(e) => return CaseStatus::error(e.to_string()),
     };
     let Some(sym) = elf.symbol("gpucts_probe") else {
         return CaseStatus::error("ptxas dropped the probe symbol");

@@ -17,13 +17,12 @@
 use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
-use gimli::{EndianSlice, LittleEndian};
-
 use super::elf::Elf;
 use super::ptxscan::{self, is_special_register, PtxDebug, Space};
 use super::read::{read_tree, register_name, Sections, Target, Tree, Val};
 use crate::backend::toolchain::Toolchain;
 use crate::capability::Capability;
+use crate::cubin::{Cubin, CubinError, LineRow};
 
 pub const CLAUSE_SECTIONS: &str = "ptx-interop 13.2 §5.1";
 pub const CLAUSE_CLASS: &str = "ptx-interop 13.2 §5.2";
@@ -451,14 +450,16 @@ fn line_table(shown: &str, text: &str, d: &PtxDebug, tc: Option<&Toolchain>, r: 
             return;
         }
     };
-    let with_cols = rows.iter().any(|x| x.2 != 0);
+    let with_cols = rows.iter().any(|x| x.column != 0);
     // Line 0 is DWARF's "no source line": ptxas gives it no row of its own.
     for l in d.locs.iter().filter(|l| l.has_code && l.line != 0) {
         let Some((file, _)) = d.files.get(&l.file) else {
             continue;
         };
-        let hit = rows.iter().any(|(f, line, col)| {
-            f == file && *line == l.line && (!with_cols || *col == l.col || l.col == 0)
+        let hit = rows.iter().any(|row| {
+            row.file == *file
+                && row.line == l.line
+                && (!with_cols || row.column == l.col || l.col == 0)
         });
         if hit {
             r.locs_found += 1;
@@ -475,59 +476,10 @@ fn line_table(shown: &str, text: &str, d: &PtxDebug, tc: Option<&Toolchain>, r: 
     }
 }
 
-/// (file, line, column) of every row of every line program in a cubin's `.debug_line`.
-pub fn line_rows(elf: &[u8]) -> Result<Vec<(String, u64, u64)>, String> {
-    let e = Elf::parse(elf).map_err(|e| e.to_string())?;
-    let data = e.section(".debug_line").ok_or("no .debug_line section")?;
-    let dl = gimli::DebugLine::new(data, LittleEndian);
-    let mut out = Vec::new();
-    let mut off = 0usize;
-    while off < data.len() {
-        let program = dl
-            .program(gimli::DebugLineOffset(off), 8, None, None)
-            .map_err(|e| format!("line program at {off:#x}: {e}"))?;
-        let header = program.header().clone();
-        let len = header.unit_length() + 4;
-        let mut rows = program.rows();
-        let mut n = 0usize;
-        while let Some((_, row)) = rows.next_row().map_err(|e| e.to_string())? {
-            n += 1;
-            if n > 10_000_000 {
-                return Err("more than 10^7 line rows".into());
-            }
-            let file = row
-                .file(&header)
-                .map(|f| {
-                    let name = attr_bytes(f.path_name());
-                    let dir = f
-                        .directory(&header)
-                        .map(attr_bytes)
-                        .filter(|d| !d.is_empty() && !name.starts_with('/'));
-                    match dir {
-                        Some(d) => format!("{}/{name}", d.trim_end_matches('/')),
-                        None => name,
-                    }
-                })
-                .unwrap_or_default();
-            let col = match row.column() {
-                gimli::ColumnType::LeftEdge => 0,
-                gimli::ColumnType::Column(c) => c.get(),
-            };
-            out.push((file, row.line().map_or(0, |l| l.get()), col));
-        }
-        if len == 4 {
-            break;
-        }
-        off += len;
-    }
-    Ok(out)
-}
-
-fn attr_bytes(v: gimli::AttributeValue<EndianSlice<'_, LittleEndian>>) -> String {
-    match v {
-        gimli::AttributeValue::String(s) => String::from_utf8_lossy(s.slice()).into_owned(),
-        _ => String::new(),
-    }
+/// The rows of every line program in a cubin's `.debug_line`: the one line-table reader,
+/// [`crate::cubin::Cubin::line_rows`].
+pub fn line_rows(elf: &[u8]) -> Result<Vec<LineRow>, CubinError> {
+    Cubin::parse(elf)?.line_rows()
 }
 
 /// Check an ELF object (a cubin).
@@ -567,7 +519,7 @@ pub fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable> {
             &mut r.findings,
         );
         if let Ok(rows) = line_rows(bytes) {
-            let files: BTreeSet<&str> = rows.iter().map(|x| x.0.as_str()).collect();
+            let files: BTreeSet<&str> = rows.iter().map(|x| x.file.as_str()).collect();
             for (off, cu, dir) in compile_units(&tree) {
                 if !files.is_empty() && !files.iter().any(|f| same_file(&cu, dir.as_deref(), f)) {
                     let list: Vec<&str> = files.iter().copied().collect();

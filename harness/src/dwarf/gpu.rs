@@ -6,7 +6,7 @@
 
 use super::producers::{compile_kernel, DebugProducer};
 use crate::area::CaseContext;
-use crate::backend::cuda::{JitDebug, KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{DriverCallError, JitDebug, KernelArg, LaunchConfig, Session};
 use crate::outcome::CaseStatus;
 
 pub fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
@@ -27,11 +27,9 @@ pub fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
         Ok(m) => m,
         Err(e) => return CaseStatus::fail("the driver JIT loads the debug PTX", e.to_string()),
     };
-    let run = || -> Result<Vec<u32>, String> {
-        let f = s
-            .function(&m, "gpucts_dwarf_add")
-            .map_err(|e| e.to_string())?;
-        let buf = s.buffer(32 * 4).map_err(|e| e.to_string())?;
+    let run = || -> Result<Vec<u32>, DriverCallError> {
+        let f = s.function(&m, "gpucts_dwarf_add")?;
+        let buf = s.buffer(32 * 4)?;
         let cfg = LaunchConfig {
             grid: 1,
             block: 32,
@@ -45,15 +43,14 @@ pub fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
                 KernelArg::U32(3),
                 KernelArg::U32(4),
             ],
-        )
-        .map_err(|e| e.to_string())?;
-        s.synchronize().map_err(|e| e.to_string())?;
-        s.copy_u32_to_host(buf.ptr, 32).map_err(|e| e.to_string())
+        )?;
+        s.synchronize()?;
+        s.copy_u32_to_host(buf.ptr, 32)
     };
     match run() {
         // p[t] = (a + b) * 2 + t
         Ok(v) if v.iter().enumerate().all(|(t, x)| *x == 14 + t as u32) => CaseStatus::pass(),
         Ok(v) => CaseStatus::fail("p[t] = (3 + 4) * 2 + t", format!("{v:?}")),
-        Err(e) => CaseStatus::error(e),
+        Err(e) => CaseStatus::error(e.to_string()),
     }
 }

@@ -61,7 +61,9 @@ fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
     };
     let rows = match Cubin::parse(&cubin).and_then(|c| c.line_rows()) {
         Ok(r) => r,
-        Err(e) => return CaseStatus::fail("a .debug_line section built from .file/.loc", e),
+        Err(e) => {
+            return CaseStatus::fail("a .debug_line section built from .file/.loc", e.to_string())
+        }
     };
     let seen: Vec<u64> = rows
         .iter()

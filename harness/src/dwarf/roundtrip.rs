@@ -19,6 +19,7 @@ use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Ty, TypeDef};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
+use crate::cubin::{CubinError, LineRow};
 
 /// Kernels per PTX module (one ptxas run each).
 pub const BATCH: u64 = 50;
@@ -220,7 +221,7 @@ fn judge(
     written: &Tree,
     cubin: &Tree,
     elf: &Elf<'_>,
-    rows: &[(String, u64, u64)],
+    rows: &[LineRow],
     disasm_lines: &BTreeSet<u64>,
 ) -> Result<String, (String, String)> {
     let find = |t: &Tree| {
@@ -284,7 +285,7 @@ fn judge(
     }
     let lines = [p.seed % 1000 + 1, p.seed % 1000 + 2];
     for l in lines {
-        if !rows.iter().any(|r| r.1 == l) {
+        if !rows.iter().any(|r| r.line == l) {
             errs.push(format!(".loc line {l} not in .debug_line"));
         }
         if !disasm_lines.contains(&l) {
@@ -435,8 +436,8 @@ pub enum BatchError {
     #[error("DWARF unreadable at {at:#x}: {what}")]
     Unreadable { at: u64, what: String },
     /// The cubin's `.debug_line` rows could not be read.
-    #[error("{0}")]
-    LineRows(String),
+    #[error(transparent)]
+    LineRows(#[from] CubinError),
     /// cuobjdump or nvdisasm did not run.
     #[error(transparent)]
     SecondReader(Arc<ToolError>),
@@ -497,7 +498,7 @@ pub fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, BatchError> {
             what: e.clone(),
         });
     }
-    let rows = super::check::line_rows(&cubin).map_err(BatchError::LineRows)?;
+    let rows = super::check::line_rows(&cubin)?;
     // The second reader: cuobjdump's relocations must be object's, one for one.
     let ours: BTreeSet<(u64, String, i64)> = secs
         .refs
@@ -526,7 +527,7 @@ pub fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, BatchError> {
             .map_err(|e| BatchError::SecondReader(Arc::new(e)))?;
         disasm_lines(&text)
     } else {
-        rows.iter().map(|r| r.1).collect()
+        rows.iter().map(|r| r.line).collect()
     };
     Ok(programs
         .iter()

@@ -417,9 +417,9 @@ pub enum CubinError {
 pub enum LinkError {
     #[error(transparent)]
     NvJitLink(Arc<ToolError>),
-    /// The linked image does not read as an ELF file (the reader's message).
-    #[error("{0}")]
-    Unreadable(String),
+    /// The linked image does not read as an ELF file.
+    #[error(transparent)]
+    Unreadable(crate::cubin::CubinError),
     #[error("ptxas rejected the caller batch: {0}")]
     Caller(CubinError),
     #[error("ptxas rejected the callee batch: {0}")]
