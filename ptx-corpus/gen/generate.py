@@ -81,9 +81,10 @@ def reason(verdict, msg):
         return "internal"
     if "requires PTX ISA" in msg:
         return "version"
-    if "Not a name of any known instruction" in msg or "Unknown symbol" in msg:
-        # An opcode or a symbol ptxas does not know (after parsing): the text is not PTX it
-        # can read either.
+    if ("Not a name of any known instruction" in msg or "Unknown symbol" in msg
+            or "Unknown modifier" in msg or "Illegal modifier" in msg):
+        # An opcode, a modifier of an opcode or a symbol ptxas does not know (after parsing):
+        # the text is not PTX it can read either.
         return "name"
     syntax = ["Parsing error", "Missing .version", "Missing .target", "non-ASCII",
               "unexpected EOF", "syntax error"]

@@ -83,6 +83,11 @@ pub enum Rule {
     NonAscii,
     /// An opcode the PTX ISA does not have, in a function body.
     UnknownInstruction,
+    /// A variable `name[]` with neither `.extern` nor an initializer (ptxas 12.9:
+    /// "Non-external variable has incomplete type").
+    IncompleteArray,
+    /// A modifier the opcode's syntax does not give it (ptxas 12.9: "Unknown modifier").
+    UnknownModifier,
     /// A register or name used in a body and declared nowhere.
     Undeclared,
     /// A `bra` to a label that is not in the function.
@@ -119,6 +124,8 @@ impl Rule {
             Rule::Placement => "placement",
             Rule::NonAscii => "non-ascii",
             Rule::UnknownInstruction => "unknown-instruction",
+            Rule::UnknownModifier => "unknown-modifier",
+            Rule::IncompleteArray => "incomplete-array",
             Rule::Undeclared => "undeclared-name",
             Rule::UndefinedLabel => "undefined-label",
             Rule::Syscall(r, _) => r.id(),
@@ -146,6 +153,10 @@ impl Rule {
             Rule::Placement => "PTX ISA ch. 11 directives (where each may appear)",
             Rule::NonAscii => "PTX ISA §4.1 source format (ASCII)",
             Rule::UnknownInstruction => "PTX ISA §9.7 instructions",
+            Rule::UnknownModifier => "PTX ISA §9.7 instructions (the syntax of each)",
+            Rule::IncompleteArray => {
+                "PTX ISA §5.4 variables, array declarations (`[]` only with .extern or an initializer)"
+            }
             Rule::Undeclared => {
                 "PTX ISA §5.4 variables (declared before use), ch. 10 special registers"
             }
@@ -410,6 +421,8 @@ fn note(n: &ModuleNote, file: &str) -> Violation {
         NoteKind::NeedsVersion { .. } => Rule::PtxVersion,
         NoteKind::Placement { .. } => Rule::Placement,
         NoteKind::UnknownInstruction { .. } => Rule::UnknownInstruction,
+        NoteKind::UnknownModifier { .. } => Rule::UnknownModifier,
+        NoteKind::IncompleteArray { .. } => Rule::IncompleteArray,
         NoteKind::Undeclared { .. } => Rule::Undeclared,
         NoteKind::UndefinedLabel { .. } => Rule::UndefinedLabel,
     };
