@@ -19,7 +19,7 @@ use std::path::Path;
 use crate::area::CaseContext;
 use crate::outcome::CaseStatus;
 
-use super::lint::{lint_file, LintReport};
+use super::lint::{lint_file, LintFileError, LintReport};
 
 /// ptxas's verdict on a corpus file, from its manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,13 +30,30 @@ pub struct Manifest {
     pub message: String,
 }
 
+/// Why a corpus file's manifest cannot be used; `Display` is the line a case or `validate`
+/// reports.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{path}: cannot read the manifest: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: no `{key}:` line")]
+    MissingKey { path: String, key: &'static str },
+    #[error("{path}: `ptxas: {value}`; allowed: accepts, rejects, unsupported")]
+    Verdict { path: String, value: String },
+}
+
 /// Read `FILE.manifest` (`key: value` lines).
-pub fn read_manifest(ptx: &Path) -> Result<Manifest, String> {
+pub fn read_manifest(ptx: &Path) -> Result<Manifest, ManifestError> {
     let mut name = ptx.as_os_str().to_owned();
     name.push(".manifest");
     let path = Path::new(&name);
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read the manifest: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
     let kv: HashMap<&str, &str> = text
         .lines()
         .filter_map(|l| {
@@ -44,10 +61,13 @@ pub fn read_manifest(ptx: &Path) -> Result<Manifest, String> {
                 .or_else(|| l.strip_suffix(':').map(|k| (k, "")))
         })
         .collect();
-    let get = |k: &str| {
-        kv.get(k)
+    let get = |key: &'static str| {
+        kv.get(key)
             .map(|v| v.trim().to_string())
-            .ok_or_else(|| format!("{}: no `{k}:` line", path.display()))
+            .ok_or_else(|| ManifestError::MissingKey {
+                path: path.display().to_string(),
+                key,
+            })
     };
     let m = Manifest {
         producer: get("producer")?,
@@ -56,11 +76,10 @@ pub fn read_manifest(ptx: &Path) -> Result<Manifest, String> {
         message: get("ptxas_message").unwrap_or_default(),
     };
     if !["accepts", "rejects", "unsupported"].contains(&m.ptxas.as_str()) {
-        return Err(format!(
-            "{}: `ptxas: {}`; allowed: accepts, rejects, unsupported",
-            path.display(),
-            m.ptxas
-        ));
+        return Err(ManifestError::Verdict {
+            path: path.display().to_string(),
+            value: m.ptxas,
+        });
     }
     Ok(m)
 }
@@ -80,7 +99,7 @@ pub fn allowed_exits(m: &Manifest) -> (&'static [i32], &'static str) {
     }
 }
 
-fn outcome(r: &Result<LintReport, String>) -> (i32, Vec<String>, Vec<String>) {
+fn outcome(r: &Result<LintReport, LintFileError>) -> (i32, Vec<String>, Vec<String>) {
     match r {
         Ok(r) => (
             i32::from(!r.violations.is_empty()),
@@ -90,7 +109,7 @@ fn outcome(r: &Result<LintReport, String>) -> (i32, Vec<String>, Vec<String>) {
                 .collect(),
             r.violations.iter().map(|v| v.to_string()).collect(),
         ),
-        Err(e) => (2, Vec::new(), vec![e.clone()]),
+        Err(e) => (2, Vec::new(), vec![e.to_string()]),
     }
 }
 

@@ -1247,66 +1247,11 @@ impl<'a> Parser<'a> {
         let mut open: Vec<(char, u32, u32)> = Vec::new();
         loop {
             let Some(t) = self.bump()? else {
-                let (l, c) = self.end_pos();
-                return Err(PtxError::new(
-                    l,
-                    c,
-                    PtxErrorKind::Syntax,
-                    format!(
-                        "expected `}}` closing the body opened at line {open_line} column {open_col}, found end of file"
-                    ),
-                ));
+                return Err(self.unclosed_body(open_line, open_col));
             };
             if scope.stmt.is_empty() {
-                match t.kind {
-                    TokenKind::Punct if t.is_punct('{') => {
-                        if depth >= MAX_DEPTH {
-                            return Err(PtxError::new(
-                                t.line,
-                                t.col,
-                                PtxErrorKind::Syntax,
-                                format!("scopes nested deeper than {MAX_DEPTH}"),
-                            ));
-                        }
-                        depth += 1;
-                        scope.open();
-                    }
-                    TokenKind::Punct if t.is_punct('}') => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Ok(());
-                        }
-                        scope.close();
-                    }
-                    TokenKind::Punct if t.is_punct(';') => {}
-                    TokenKind::Punct
-                        if t.is_punct('@') && self.peek().is_some_and(|n| n.is_punct('@')) =>
-                    {
-                        self.skip_line_tail(t.line)?;
-                    }
-                    TokenKind::Ident
-                        if self.peek().is_some_and(|n| n.is_punct(':'))
-                            && !t.text.starts_with('%') =>
-                    {
-                        // A label (PTX ISA §4.4 "labels"); a statement may follow on the line.
-                        self.bump()?;
-                        scope.labels.insert(t.text);
-                    }
-                    TokenKind::Directive => self.body_directive(&t, scope)?,
-                    TokenKind::Ident | TokenKind::Punct if t.kind == TokenKind::Ident || t.is_punct('@') => {
-                        scope.stmt.push(t);
-                    }
-                    _ => {
-                        return Err(PtxError::new(
-                            t.line,
-                            t.col,
-                            PtxErrorKind::Syntax,
-                            format!(
-                                "expected an instruction, a label, a directive or `}}` in the body of `{function}`, found `{}`",
-                                t.text
-                            ),
-                        ))
-                    }
+                if self.statement_start(t, scope, &mut depth, function)? {
+                    return Ok(());
                 }
                 continue;
             }
@@ -1315,78 +1260,153 @@ impl<'a> Parser<'a> {
                 scope.stmt.clear();
                 continue;
             }
-            if t.is_punct('(') || t.is_punct('[') || t.is_punct('{') {
-                if open.len() >= MAX_DEPTH {
+            self.statement_token(t, scope, &mut open)?;
+        }
+    }
+
+    /// The first token of a statement: a scope's `{` or `}`, an empty statement, an `@@DWARF`
+    /// line, a label, a directive, or the start of an instruction. `Ok(true)` when the `}`
+    /// closes the body.
+    fn statement_start(
+        &mut self,
+        t: Token<'a>,
+        scope: &mut BodyScope<'a>,
+        depth: &mut usize,
+        function: &'a str,
+    ) -> Result<bool, PtxError> {
+        match t.kind {
+            TokenKind::Punct if t.is_punct('{') => {
+                if *depth >= MAX_DEPTH {
                     return Err(PtxError::new(
                         t.line,
                         t.col,
                         PtxErrorKind::Syntax,
-                        format!("brackets nested deeper than {MAX_DEPTH}"),
+                        format!("scopes nested deeper than {MAX_DEPTH}"),
                     ));
                 }
-                open.push((t.text.chars().next().unwrap_or('('), t.line, t.col));
-            } else if t.is_punct(')') || t.is_punct(']') || t.is_punct('}') {
-                let want = match t.text {
-                    ")" => '(',
-                    "]" => '[',
-                    _ => '{',
-                };
-                match open.pop() {
-                    Some((c, _, _)) if c == want => {}
-                    Some((c, l, col)) => {
-                        return Err(PtxError::new(
-                            t.line,
-                            t.col,
-                            PtxErrorKind::Syntax,
-                            format!(
-                                "expected the `{}` closing `{c}` opened at line {l} column {col}, found `{}`",
-                                closing(c),
-                                t.text
-                            ),
-                        ))
-                    }
-                    None => {
-                        // The statement never ended: `}` (the end of a scope or the body) or
-                        // a stray `)`/`]` after it.
-                        let (l, c) = after(scope.stmt.last().unwrap_or(&t));
-                        return Err(PtxError::new(
-                            l,
-                            c,
-                            PtxErrorKind::Syntax,
-                            format!(
-                                "expected `;` at the end of the statement `{}` (line {}), found `{}`",
-                                statement_text(&scope.stmt),
-                                scope.stmt[0].line,
-                                t.text
-                            ),
-                        ));
-                    }
+                *depth += 1;
+                scope.open();
+            }
+            TokenKind::Punct if t.is_punct('}') => {
+                *depth -= 1;
+                if *depth == 0 {
+                    return Ok(true);
                 }
-            } else if t.is_punct(';') {
-                let (c, l, col) = open.last().copied().unwrap_or(('(', t.line, t.col));
+                scope.close();
+            }
+            TokenKind::Punct if t.is_punct(';') => {}
+            TokenKind::Punct
+                if t.is_punct('@') && self.peek().is_some_and(|n| n.is_punct('@')) =>
+            {
+                self.skip_line_tail(t.line)?;
+            }
+            TokenKind::Ident
+                if self.peek().is_some_and(|n| n.is_punct(':'))
+                    && !t.text.starts_with('%') =>
+            {
+                // A label (PTX ISA §4.4 "labels"); a statement may follow on the line.
+                self.bump()?;
+                scope.labels.insert(t.text);
+            }
+            TokenKind::Directive => self.body_directive(&t, scope)?,
+            TokenKind::Ident | TokenKind::Punct if t.kind == TokenKind::Ident || t.is_punct('@') => {
+                scope.stmt.push(t);
+            }
+            _ => {
                 return Err(PtxError::new(
                     t.line,
                     t.col,
                     PtxErrorKind::Syntax,
                     format!(
-                        "expected `{}` closing `{c}` opened at line {l} column {col}, found `;`",
-                        closing(c)
+                        "expected an instruction, a label, a directive or `}}` in the body of `{function}`, found `{}`",
+                        t.text
                     ),
-                ));
+                ))
             }
-            if scope.stmt.len() >= MAX_STATEMENT_TOKENS {
-                return Err(PtxError::new(
-                    t.line,
-                    t.col,
-                    PtxErrorKind::Syntax,
-                    format!(
-                        "a statement of more than {MAX_STATEMENT_TOKENS} tokens (no `;` since line {})",
-                        scope.stmt[0].line
-                    ),
-                ));
-            }
-            scope.stmt.push(t);
         }
+        Ok(false)
+    }
+
+    /// A token inside an instruction statement (not its ending `;`): brackets must balance
+    /// within the statement, and a statement has at most [`MAX_STATEMENT_TOKENS`] tokens.
+    fn statement_token(
+        &mut self,
+        t: Token<'a>,
+        scope: &mut BodyScope<'a>,
+        open: &mut Vec<(char, u32, u32)>,
+    ) -> Result<(), PtxError> {
+        if t.is_punct('(') || t.is_punct('[') || t.is_punct('{') {
+            if open.len() >= MAX_DEPTH {
+                return Err(PtxError::new(
+                    t.line,
+                    t.col,
+                    PtxErrorKind::Syntax,
+                    format!("brackets nested deeper than {MAX_DEPTH}"),
+                ));
+            }
+            open.push((t.text.chars().next().unwrap_or('('), t.line, t.col));
+        } else if t.is_punct(')') || t.is_punct(']') || t.is_punct('}') {
+            let want = match t.text {
+                ")" => '(',
+                "]" => '[',
+                _ => '{',
+            };
+            match open.pop() {
+                Some((c, _, _)) if c == want => {}
+                Some((c, l, col)) => {
+                    return Err(PtxError::new(
+                        t.line,
+                        t.col,
+                        PtxErrorKind::Syntax,
+                        format!(
+                            "expected the `{}` closing `{c}` opened at line {l} column {col}, found `{}`",
+                            closing(c),
+                            t.text
+                        ),
+                    ))
+                }
+                None => {
+                    // The statement never ended: `}` (the end of a scope or the body) or
+                    // a stray `)`/`]` after it.
+                    let (l, c) = after(scope.stmt.last().unwrap_or(&t));
+                    return Err(PtxError::new(
+                        l,
+                        c,
+                        PtxErrorKind::Syntax,
+                        format!(
+                            "expected `;` at the end of the statement `{}` (line {}), found `{}`",
+                            statement_text(&scope.stmt),
+                            scope.stmt[0].line,
+                            t.text
+                        ),
+                    ));
+                }
+            }
+        } else if t.is_punct(';') {
+            let (c, l, col) = open.last().copied().unwrap_or(('(', t.line, t.col));
+            return Err(PtxError::new(
+                t.line,
+                t.col,
+                PtxErrorKind::Syntax,
+                format!(
+                    "expected `{}` closing `{c}` opened at line {l} column {col}, found `;`",
+                    closing(c)
+                ),
+            ));
+        }
+        if scope.stmt.len() >= MAX_STATEMENT_TOKENS {
+            return Err(PtxError::new(
+                t.line,
+                t.col,
+                PtxErrorKind::Syntax,
+                format!(
+                    "a statement of more than {MAX_STATEMENT_TOKENS} tokens (no `;` since line {})",
+                    scope.stmt[0].line
+                ),
+            ));
+        }
+        scope.stmt.push(t);
+        Ok(())
     }
 
     /// A directive statement inside a body.
@@ -1590,15 +1610,20 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        Err(self.unclosed_body(open_line, open_col))
+    }
+
+    /// The end of the file inside a body: where it ended, and where the body opened.
+    fn unclosed_body(&self, open_line: u32, open_col: u32) -> PtxError {
         let (l, c) = self.end_pos();
-        Err(PtxError::new(
+        PtxError::new(
             l,
             c,
             PtxErrorKind::Syntax,
             format!(
                 "expected `}}` closing the body opened at line {open_line} column {open_col}, found end of file"
             ),
-        ))
+        )
     }
 
     fn function(
