@@ -28,6 +28,9 @@ pub struct Manifest {
     pub ptxas: String,
     pub reason: String,
     pub message: String,
+    /// The same of CUDA 13's ptxas, where the manifest records it (`ptxas13:` lines, written
+    /// by `generate.py` when PTXAS13 is given): the lint is held to each verdict.
+    pub ptxas13: Option<Box<Manifest>>,
 }
 
 /// Why a corpus file's manifest cannot be used; `Display` is the line a case or `validate`
@@ -69,19 +72,34 @@ pub fn read_manifest(ptx: &Path) -> Result<Manifest, ManifestError> {
                 key,
             })
     };
-    let m = Manifest {
-        producer: get("producer")?,
-        ptxas: get("ptxas")?,
+    let verdict = |value: String| {
+        if ["accepts", "rejects", "unsupported"].contains(&value.as_str()) {
+            Ok(value)
+        } else {
+            Err(ManifestError::Verdict {
+                path: path.display().to_string(),
+                value,
+            })
+        }
+    };
+    let producer = get("producer")?;
+    let ptxas13 = match kv.get("ptxas13") {
+        None => None,
+        Some(v) => Some(Box::new(Manifest {
+            producer: producer.clone(),
+            ptxas: verdict(v.trim().to_string())?,
+            reason: get("ptxas13_reason")?,
+            message: get("ptxas13_message").unwrap_or_default(),
+            ptxas13: None,
+        })),
+    };
+    Ok(Manifest {
+        producer,
+        ptxas: verdict(get("ptxas")?)?,
         reason: get("ptxas_reason")?,
         message: get("ptxas_message").unwrap_or_default(),
-    };
-    if !["accepts", "rejects", "unsupported"].contains(&m.ptxas.as_str()) {
-        return Err(ManifestError::Verdict {
-            path: path.display().to_string(),
-            value: m.ptxas,
-        });
-    }
-    Ok(m)
+        ptxas13,
+    })
 }
 
 /// The exits ptxas's verdict allows the lint, and why.
@@ -136,17 +154,21 @@ pub fn case(
             format!("{lines:?}\n{:?}", outcome(&second).2),
         );
     }
-    let (allowed, why) = allowed_exits(&manifest);
     let detail = lines.join("\n");
-    if !allowed.contains(&got_exit) {
-        return CaseStatus::fail_detail(
-            format!(
-                "exit in {allowed:?} ({why}; ptxas {}: {})",
-                manifest.ptxas, manifest.message
-            ),
-            format!("exit {got_exit}"),
-            detail,
-        );
+    let verdicts = std::iter::once(("12.9", &manifest))
+        .chain(manifest.ptxas13.as_deref().map(|m| ("13.0", m)));
+    for (release, m) in verdicts {
+        let (allowed, why) = allowed_exits(m);
+        if !allowed.contains(&got_exit) {
+            return CaseStatus::fail_detail(
+                format!(
+                    "exit in {allowed:?} ({why}; ptxas {release} {}: {})",
+                    m.ptxas, m.message
+                ),
+                format!("exit {got_exit}"),
+                detail,
+            );
+        }
     }
     if let Some(want) = exit.filter(|&w| w != got_exit) {
         return CaseStatus::fail_detail(format!("exit {want}"), format!("exit {got_exit}"), detail);
@@ -159,9 +181,13 @@ pub fn case(
         );
     }
     CaseStatus::pass_with(format!(
-        "{}: ptxas {}, lint exit {got_exit}{}",
+        "{}: ptxas {}{}, lint exit {got_exit}{}",
         manifest.producer,
         manifest.ptxas,
+        manifest
+            .ptxas13
+            .as_ref()
+            .map_or(String::new(), |m| format!(" (13.0: {})", m.ptxas)),
         if got_rules.is_empty() {
             String::new()
         } else {
@@ -310,6 +336,7 @@ mod tests {
             ptxas: ptxas.into(),
             reason: reason.into(),
             message: String::new(),
+            ptxas13: None,
         }
     }
 
@@ -329,7 +356,7 @@ mod tests {
     #[test]
     fn every_corpus_file_meets_its_ptxas_verdict() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ptx-corpus");
-        let mut n = 0;
+        let (mut n, mut n13) = (0, 0);
         for dir in ["hand", "gen/out"] {
             let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
                 continue;
@@ -348,9 +375,21 @@ mod tests {
                     m.ptxas,
                     m.reason
                 );
+                if let Some(m13) = &m.ptxas13 {
+                    assert!(
+                        allowed_exits(m13).0.contains(&exit),
+                        "{}: ptxas 13.0 {} ({}), lint exit {exit}: {lines:?}",
+                        p.display(),
+                        m13.ptxas,
+                        m13.reason
+                    );
+                    n13 += 1;
+                }
                 n += 1;
             }
         }
         assert!(n >= 40, "{n} corpus files");
+        // The committed manifests carry CUDA 13's verdict too.
+        assert!(n13 >= 40, "{n13} files with a ptxas 13.0 verdict");
     }
 }
