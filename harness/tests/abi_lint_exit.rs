@@ -89,3 +89,37 @@ fn the_size_limit_is_stated_and_can_be_raised() {
     let (code, out, _) = lint("big.ptx", src.as_bytes(), &["--max-ptx-bytes", &limit]);
     assert_eq!(code, 0, "{out}");
 }
+
+#[test]
+fn modifiers_and_unsized_arrays_give_exit_1_with_a_position() {
+    // ptxas 12.9: "line 7; error : Unknown modifier '.relaxd'".
+    let (code, out, _) = lint(
+        "mod.ptx",
+        module("\t.reg .b64 %rd1;\n\tld.global.relaxd.u32 %r1, [%rd1];").as_bytes(),
+        &[],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("mod.ptx:8:11: `.relaxd` is not a modifier of `ld`"),
+        "{out}"
+    );
+    assert!(out.contains("[unknown-modifier, "), "{out}");
+    // ptxas 12.9 assembles these: the cache-eviction and vector forms are modifiers of `ld`.
+    let (code, out, _) = lint(
+        "ok.ptx",
+        module(
+            "\t.reg .b64 %rd1;\n\tld.global.nc.L1::no_allocate.L2::256B.v2.u32 {%r1, %r2}, [%rd1];",
+        )
+        .as_bytes(),
+        &[],
+    );
+    assert_eq!(code, 0, "{out}");
+    // ptxas 12.9: "line 4; error : Non-external variable 'a' has incomplete type".
+    let src = ".version 8.8\n.target sm_90\n.address_size 64\n.global .b32 a[];\n\
+               .extern .global .b32 b[];\n.visible .entry k()\n{\n\tret;\n}\n";
+    let (code, out, _) = lint("arr.ptx", src.as_bytes(), &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("arr.ptx:4:14: `a[]` has no size"), "{out}");
+    assert!(out.contains("[incomplete-array, "), "{out}");
+    assert!(!out.contains("`b[]`"), "{out}");
+}

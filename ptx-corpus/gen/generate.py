@@ -9,7 +9,9 @@ Debian, GCC's nvptx offload compiler (gcc-12-offload-nvptx). A producer that is 
 skipped with a line on stderr. Every tool runs with a time limit.
 
 Run from the repository root:  python3 ptx-corpus/gen/generate.py
-(`--hand` instead writes the manifests of the hand-written files in ptx-corpus/hand/).
+(`--hand` instead writes the manifests of the hand-written files in ptx-corpus/hand/;
+`--manifests` measures ptxas again for every corpus file without making the PTX again.
+With PTXAS13=PATH set, each manifest also records CUDA 13's ptxas verdict: `ptxas13*` lines.)
 """
 import ctypes
 import glob
@@ -42,24 +44,32 @@ def version_of(cmd):
         return None
 
 
-def ptxas_verdict(path):
-    """ptxas on the file, for the arch its .target names (compile-only where the ISA allows)."""
+# A second verdict source: CUDA 13's ptxas (the PyPI wheel nvidia-cuda-nvcc 13.x, unpacked;
+# its ptxas is nvidia/cu13/bin/ptxas), given by PTXAS13=PATH. Optional: the manifests record
+# it when it was there, and the suite holds the lint to each verdict recorded.
+PTXAS13 = os.environ.get("PTXAS13")
+
+
+def ptxas_verdict(path, ptxas=PTXAS, oldest="sm_52", release="12.9"):
+    """ptxas on the file, for the arch its .target names (compile-only where the ISA allows);
+    a .target the ptxas no longer has is judged for `oldest` (12.9: sm_52; 13.0 dropped
+    sm_5x-sm_7x below sm_75)."""
     text = open(path, encoding="ascii", errors="replace").read()
     m = re.search(r"\.target\s+(sm_\d+[a-z]?)", text)
-    arch = m.group(1) if m else "sm_52"
+    arch = m.group(1) if m else oldest
     v = re.search(r"\.version\s+(\d+)\.(\d+)", text)
     compile_only = v is None or (int(v.group(1)), int(v.group(2))) >= (3, 1)
-    cmd = [PTXAS, f"-arch={arch}", "-O0"] + (["-c"] if compile_only else []) + [path, "-o", os.devnull]
+    cmd = [ptxas, f"-arch={arch}", "-O0"] + (["-c"] if compile_only else []) + [path, "-o", os.devnull]
     try:
         r = run(cmd)
     except subprocess.TimeoutExpired:
         return "timeout", ""
     msg = " ".join(l.strip() for l in r.stderr.splitlines() if "error" in l or "fatal" in l)
-    if "is not defined for option 'gpu-name'" in msg and arch != "sm_52":
-        # ptxas 12.9 has dropped the .target (sm_30 of GCC 12): judge the text for sm_52.
-        cmd[1] = "-arch=sm_52"
+    if "is not defined for option 'gpu-name'" in msg and arch != oldest:
+        # ptxas has dropped the .target (sm_30 of GCC 12): judge the text for `oldest`.
+        cmd[1] = f"-arch={oldest}"
         r = run(cmd)
-        msg = f"(.target {arch} unknown to ptxas 12.9; assembled with -arch=sm_52) " + " ".join(
+        msg = f"(.target {arch} unknown to ptxas {release}; assembled with -arch={oldest}) " + " ".join(
             l.strip() for l in r.stderr.splitlines() if "error" in l or "fatal" in l)
     msg = msg.replace(path, os.path.basename(path))
     if r.returncode == 0:
@@ -81,9 +91,10 @@ def reason(verdict, msg):
         return "internal"
     if "requires PTX ISA" in msg:
         return "version"
-    if "Not a name of any known instruction" in msg or "Unknown symbol" in msg:
-        # An opcode or a symbol ptxas does not know (after parsing): the text is not PTX it
-        # can read either.
+    if ("Not a name of any known instruction" in msg or "Unknown symbol" in msg
+            or "Unknown modifier" in msg or "Illegal modifier" in msg):
+        # An opcode, a modifier of an opcode or a symbol ptxas does not know (after parsing):
+        # the text is not PTX it can read either.
         return "name"
     syntax = ["Parsing error", "Missing .version", "Missing .target", "non-ASCII",
               "unexpected EOF", "syntax error"]
@@ -110,6 +121,11 @@ def manifest(path, producer, version, command):
         f.write(f"ptxas: {verdict}\nptxas_reason: {reason(verdict, msg)}\n")
         # The reason is judged on the whole message; the manifest keeps its first 300 bytes.
         f.write(f"ptxas_version: 12.9.86\nptxas_message: {msg[:300]}\n")
+        if PTXAS13:
+            v13, m13 = ptxas_verdict(path, PTXAS13, "sm_75", "13.0")
+            f.write(f"ptxas13: {v13}\nptxas13_reason: {reason(v13, m13)}\n")
+            f.write(f"ptxas13_version: {version_of([PTXAS13, '--version'])}\n")
+            f.write(f"ptxas13_message: {m13[:300]}\n")
     print(f"{name:40} {producer:8} {verdict}", file=sys.stderr)
 
 
@@ -185,6 +201,21 @@ def tool(name, producer, exe, args, src):
     write(name, ptx, producer, version, shown)
 
 
+def remeasure():
+    """`--manifests`: measure ptxas again (and PTXAS13 when given) for every corpus file,
+    keeping the producer, version and command its manifest records; the PTX is not made
+    again."""
+    files = sorted(glob.glob(os.path.join(OUT, "*.ptx")))
+    files += sorted(glob.glob(os.path.join(HERE, "..", "hand", "*.ptx")))
+    files += sorted(glob.glob(os.path.join(HERE, "..", "*.ptx")))
+    for path in files:
+        path = os.path.normpath(path)
+        if not os.path.exists(path + ".manifest"):
+            continue
+        kv = dict(l.split(": ", 1) for l in open(path + ".manifest").read().splitlines() if ": " in l)
+        manifest(path, kv.get("producer", "-"), kv.get("version", "-"), kv.get("command", "-"))
+
+
 def hand_manifests():
     """Manifests of the hand-written files in ptx-corpus/hand/ (ptxas verdict measured)."""
     for path in sorted(glob.glob(os.path.join(HERE, "..", "hand", "*.ptx"))):
@@ -194,6 +225,9 @@ def hand_manifests():
 def main():
     if sys.argv[1:] == ["--hand"]:
         hand_manifests()
+        return
+    if sys.argv[1:] == ["--manifests"]:
+        remeasure()
         return
     os.makedirs(OUT, exist_ok=True)
     for old in glob.glob(os.path.join(OUT, "*.ptx*")):

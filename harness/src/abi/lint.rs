@@ -83,6 +83,11 @@ pub enum Rule {
     NonAscii,
     /// An opcode the PTX ISA does not have, in a function body.
     UnknownInstruction,
+    /// A variable `name[]` with neither `.extern` nor an initializer (ptxas 12.9:
+    /// "Non-external variable has incomplete type").
+    IncompleteArray,
+    /// A modifier the opcode's syntax does not give it (ptxas 12.9: "Unknown modifier").
+    UnknownModifier,
     /// A register or name used in a body and declared nowhere.
     Undeclared,
     /// A `bra` to a label that is not in the function.
@@ -119,6 +124,8 @@ impl Rule {
             Rule::Placement => "placement",
             Rule::NonAscii => "non-ascii",
             Rule::UnknownInstruction => "unknown-instruction",
+            Rule::UnknownModifier => "unknown-modifier",
+            Rule::IncompleteArray => "incomplete-array",
             Rule::Undeclared => "undeclared-name",
             Rule::UndefinedLabel => "undefined-label",
             Rule::Syscall(r, _) => r.id(),
@@ -146,6 +153,10 @@ impl Rule {
             Rule::Placement => "PTX ISA ch. 11 directives (where each may appear)",
             Rule::NonAscii => "PTX ISA §4.1 source format (ASCII)",
             Rule::UnknownInstruction => "PTX ISA §9.7 instructions",
+            Rule::UnknownModifier => "PTX ISA §9.7 instructions (the syntax of each)",
+            Rule::IncompleteArray => {
+                "PTX ISA §5.4 variables, array declarations (`[]` only with .extern or an initializer)"
+            }
             Rule::Undeclared => {
                 "PTX ISA §5.4 variables (declared before use), ch. 10 special registers"
             }
@@ -248,36 +259,67 @@ fn lint_module(module: &PtxModule, src: &str, file: &str) -> LintReport {
     }
 }
 
-/// Read and lint one file. `Err` is the one-line reason it cannot be judged, as
-/// `FILE:LINE:COLUMN: what was expected` for a read error or `FILE: cannot read: …`.
-pub fn lint_path(path: &std::path::Path) -> Result<Vec<Violation>, String> {
+/// Why a file cannot be judged. Its `Display` is the one line `abi lint` prints: `FILE:LINE:
+/// COLUMN: what was expected` for a read error, `FILE: cannot read: …` otherwise.
+#[derive(Debug, thiserror::Error)]
+pub enum LintFileError {
+    #[error("{file}: cannot read: {source}")]
+    Io {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}: cannot read: not a regular file; give a .ptx file")]
+    NotAFile { file: String },
+    #[error("{file}: {}", crate::ptx::module::too_large(*size, *max_bytes))]
+    TooLarge {
+        file: String,
+        size: u64,
+        max_bytes: u64,
+    },
+    #[error("{}", error.at(file))]
+    Read { file: String, error: PtxError },
+}
+
+/// Read and lint one file; `Err` says why it cannot be judged.
+pub fn lint_path(path: &std::path::Path) -> Result<Vec<Violation>, LintFileError> {
     lint_file(path).map(|r| r.violations)
 }
 
 /// [`lint_path`] with the count of functions checked. The size is checked before reading, and
 /// only regular files are read (a FIFO or `/dev/zero` would never end). A byte that is not
 /// UTF-8 is reported with its own value at its line and column.
-pub fn lint_file(path: &std::path::Path) -> Result<LintReport, String> {
+pub fn lint_file(path: &std::path::Path) -> Result<LintReport, LintFileError> {
     lint_file_within(path, MAX_PTX_BYTES)
 }
 
 /// [`lint_file`] with another size limit (`gpucts abi lint --max-ptx-bytes`, issue 10).
-pub fn lint_file_within(path: &std::path::Path, max_bytes: u64) -> Result<LintReport, String> {
+pub fn lint_file_within(
+    path: &std::path::Path,
+    max_bytes: u64,
+) -> Result<LintReport, LintFileError> {
     let file = path.display().to_string();
-    let meta = std::fs::metadata(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(source) => return Err(LintFileError::Io { file, source }),
+    };
     if !meta.is_file() {
-        return Err(format!(
-            "{file}: cannot read: not a regular file; give a .ptx file"
-        ));
+        return Err(LintFileError::NotAFile { file });
     }
     if meta.len() > max_bytes {
-        return Err(format!(
-            "{file}: {}",
-            crate::ptx::module::too_large(meta.len(), max_bytes)
-        ));
+        return Err(LintFileError::TooLarge {
+            file,
+            size: meta.len(),
+            max_bytes,
+        });
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("{file}: cannot read: {e}"))?;
-    let module = PtxModule::read_bytes(&bytes, max_bytes).map_err(|e| e.at(&file))?;
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(source) => return Err(LintFileError::Io { file, source }),
+    };
+    let module = match PtxModule::read_bytes(&bytes, max_bytes) {
+        Ok(m) => m,
+        Err(error) => return Err(LintFileError::Read { file, error }),
+    };
     // The system-call checks read the text; a file that is not UTF-8 has been refused or its
     // bad bytes are in comments, where the lossy text has the same statements.
     let src = String::from_utf8_lossy(&bytes);
@@ -410,6 +452,8 @@ fn note(n: &ModuleNote, file: &str) -> Violation {
         NoteKind::NeedsVersion { .. } => Rule::PtxVersion,
         NoteKind::Placement { .. } => Rule::Placement,
         NoteKind::UnknownInstruction { .. } => Rule::UnknownInstruction,
+        NoteKind::UnknownModifier { .. } => Rule::UnknownModifier,
+        NoteKind::IncompleteArray { .. } => Rule::IncompleteArray,
         NoteKind::Undeclared { .. } => Rule::Undeclared,
         NoteKind::UndefinedLabel { .. } => Rule::UndefinedLabel,
     };
@@ -810,7 +854,9 @@ mod tests {
             "corpus/x.ptx:5: .func `g` parameter 0 `g_param_0` (`.param .u8 g_param_0`): .u8 is an integer of 8 bits, not widened to a 32-bit .param [narrow-integer, ptx-interop 13.2 §2.3 note A]"
         );
         assert_eq!(exit_code(&Ok(v)), 1);
-        let missing = lint_path(std::path::Path::new("/nonexistent/x.ptx")).unwrap_err();
+        let missing = lint_path(std::path::Path::new("/nonexistent/x.ptx"))
+            .unwrap_err()
+            .to_string();
         assert!(
             missing.starts_with("/nonexistent/x.ptx: cannot read:"),
             "{missing}"
@@ -984,7 +1030,10 @@ mod tests {
             assert!(msg.starts_with(want), "{src:?}: {msg}");
         }
         let dir = std::env::temp_dir();
-        assert!(lint_path(&dir).unwrap_err().contains("not a regular file"));
+        assert!(lint_path(&dir)
+            .unwrap_err()
+            .to_string()
+            .contains("not a regular file"));
     }
 
     /// issue 10: no input makes the reader panic, and every refusal has a position. Random

@@ -19,7 +19,7 @@ use std::path::Path;
 use crate::area::CaseContext;
 use crate::outcome::CaseStatus;
 
-use super::lint::{lint_file, LintReport};
+use super::lint::{lint_file, LintFileError, LintReport};
 
 /// ptxas's verdict on a corpus file, from its manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,15 +28,35 @@ pub struct Manifest {
     pub ptxas: String,
     pub reason: String,
     pub message: String,
+    /// The same of CUDA 13's ptxas, where the manifest records it (`ptxas13:` lines, written
+    /// by `generate.py` when PTXAS13 is given): the lint is held to each verdict.
+    pub ptxas13: Option<Box<Manifest>>,
+}
+
+/// Why a corpus file's manifest cannot be used; `Display` is the line a case or `validate`
+/// reports.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{path}: cannot read the manifest: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: no `{key}:` line")]
+    MissingKey { path: String, key: &'static str },
+    #[error("{path}: `ptxas: {value}`; allowed: accepts, rejects, unsupported")]
+    Verdict { path: String, value: String },
 }
 
 /// Read `FILE.manifest` (`key: value` lines).
-pub fn read_manifest(ptx: &Path) -> Result<Manifest, String> {
+pub fn read_manifest(ptx: &Path) -> Result<Manifest, ManifestError> {
     let mut name = ptx.as_os_str().to_owned();
     name.push(".manifest");
     let path = Path::new(&name);
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read the manifest: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|source| ManifestError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
     let kv: HashMap<&str, &str> = text
         .lines()
         .filter_map(|l| {
@@ -44,25 +64,42 @@ pub fn read_manifest(ptx: &Path) -> Result<Manifest, String> {
                 .or_else(|| l.strip_suffix(':').map(|k| (k, "")))
         })
         .collect();
-    let get = |k: &str| {
-        kv.get(k)
+    let get = |key: &'static str| {
+        kv.get(key)
             .map(|v| v.trim().to_string())
-            .ok_or_else(|| format!("{}: no `{k}:` line", path.display()))
+            .ok_or_else(|| ManifestError::MissingKey {
+                path: path.display().to_string(),
+                key,
+            })
     };
-    let m = Manifest {
-        producer: get("producer")?,
-        ptxas: get("ptxas")?,
+    let verdict = |value: String| {
+        if ["accepts", "rejects", "unsupported"].contains(&value.as_str()) {
+            Ok(value)
+        } else {
+            Err(ManifestError::Verdict {
+                path: path.display().to_string(),
+                value,
+            })
+        }
+    };
+    let producer = get("producer")?;
+    let ptxas13 = match kv.get("ptxas13") {
+        None => None,
+        Some(v) => Some(Box::new(Manifest {
+            producer: producer.clone(),
+            ptxas: verdict(v.trim().to_string())?,
+            reason: get("ptxas13_reason")?,
+            message: get("ptxas13_message").unwrap_or_default(),
+            ptxas13: None,
+        })),
+    };
+    Ok(Manifest {
+        producer,
+        ptxas: verdict(get("ptxas")?)?,
         reason: get("ptxas_reason")?,
         message: get("ptxas_message").unwrap_or_default(),
-    };
-    if !["accepts", "rejects", "unsupported"].contains(&m.ptxas.as_str()) {
-        return Err(format!(
-            "{}: `ptxas: {}`; allowed: accepts, rejects, unsupported",
-            path.display(),
-            m.ptxas
-        ));
-    }
-    Ok(m)
+        ptxas13,
+    })
 }
 
 /// The exits ptxas's verdict allows the lint, and why.
@@ -80,7 +117,7 @@ pub fn allowed_exits(m: &Manifest) -> (&'static [i32], &'static str) {
     }
 }
 
-fn outcome(r: &Result<LintReport, String>) -> (i32, Vec<String>, Vec<String>) {
+fn outcome(r: &Result<LintReport, LintFileError>) -> (i32, Vec<String>, Vec<String>) {
     match r {
         Ok(r) => (
             i32::from(!r.violations.is_empty()),
@@ -90,7 +127,7 @@ fn outcome(r: &Result<LintReport, String>) -> (i32, Vec<String>, Vec<String>) {
                 .collect(),
             r.violations.iter().map(|v| v.to_string()).collect(),
         ),
-        Err(e) => (2, Vec::new(), vec![e.clone()]),
+        Err(e) => (2, Vec::new(), vec![e.to_string()]),
     }
 }
 
@@ -117,17 +154,21 @@ pub fn case(
             format!("{lines:?}\n{:?}", outcome(&second).2),
         );
     }
-    let (allowed, why) = allowed_exits(&manifest);
     let detail = lines.join("\n");
-    if !allowed.contains(&got_exit) {
-        return CaseStatus::fail_detail(
-            format!(
-                "exit in {allowed:?} ({why}; ptxas {}: {})",
-                manifest.ptxas, manifest.message
-            ),
-            format!("exit {got_exit}"),
-            detail,
-        );
+    let verdicts = std::iter::once(("12.9", &manifest))
+        .chain(manifest.ptxas13.as_deref().map(|m| ("13.0", m)));
+    for (release, m) in verdicts {
+        let (allowed, why) = allowed_exits(m);
+        if !allowed.contains(&got_exit) {
+            return CaseStatus::fail_detail(
+                format!(
+                    "exit in {allowed:?} ({why}; ptxas {release} {}: {})",
+                    m.ptxas, m.message
+                ),
+                format!("exit {got_exit}"),
+                detail,
+            );
+        }
     }
     if let Some(want) = exit.filter(|&w| w != got_exit) {
         return CaseStatus::fail_detail(format!("exit {want}"), format!("exit {got_exit}"), detail);
@@ -140,9 +181,13 @@ pub fn case(
         );
     }
     CaseStatus::pass_with(format!(
-        "{}: ptxas {}, lint exit {got_exit}{}",
+        "{}: ptxas {}{}, lint exit {got_exit}{}",
         manifest.producer,
         manifest.ptxas,
+        manifest
+            .ptxas13
+            .as_ref()
+            .map_or(String::new(), |m| format!(" (13.0: {})", m.ptxas)),
         if got_rules.is_empty() {
             String::new()
         } else {
@@ -291,6 +336,7 @@ mod tests {
             ptxas: ptxas.into(),
             reason: reason.into(),
             message: String::new(),
+            ptxas13: None,
         }
     }
 
@@ -310,7 +356,7 @@ mod tests {
     #[test]
     fn every_corpus_file_meets_its_ptxas_verdict() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ptx-corpus");
-        let mut n = 0;
+        let (mut n, mut n13) = (0, 0);
         for dir in ["hand", "gen/out"] {
             let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
                 continue;
@@ -329,9 +375,21 @@ mod tests {
                     m.ptxas,
                     m.reason
                 );
+                if let Some(m13) = &m.ptxas13 {
+                    assert!(
+                        allowed_exits(m13).0.contains(&exit),
+                        "{}: ptxas 13.0 {} ({}), lint exit {exit}: {lines:?}",
+                        p.display(),
+                        m13.ptxas,
+                        m13.reason
+                    );
+                    n13 += 1;
+                }
                 n += 1;
             }
         }
         assert!(n >= 40, "{n} corpus files");
+        // The committed manifests carry CUDA 13's verdict too.
+        assert!(n13 >= 40, "{n13} files with a ptxas 13.0 verdict");
     }
 }

@@ -196,12 +196,10 @@ impl<'a> Lexer<'a> {
 
     /// The next token, `None` at the end of the input.
     pub fn next_token(&mut self) -> Result<Option<Token<'a>>, LexError> {
-        let src = self.src;
         let b = self.raw;
-        let strict = self.strict;
         if !self.started {
             self.started = true;
-            if strict && b.starts_with(&[0xEF, 0xBB, 0xBF]) {
+            if self.strict && b.starts_with(&[0xEF, 0xBB, 0xBF]) {
                 return Err(fail(1, 1, LexErrorKind::ByteOrderMark));
             }
         }
@@ -219,108 +217,13 @@ impl<'a> Lexer<'a> {
                     self.newline(self.i);
                 }
                 b' ' | b'\t' | b'\r' | 0x0B | 0x0C => self.i += 1,
-                b'/' if b.get(i + 1) == Some(&b'/') => {
-                    let mut j = i;
-                    while j < b.len() && b[j] != b'\n' && b[j] != b'\r' {
-                        if strict && (b[j] == 0 || !b[j].is_ascii()) {
-                            let (line, col) = (self.line, self.col(j));
-                            note(&mut self.non_ascii, b[j], line, col)?;
-                        }
-                        j += 1;
-                    }
-                    self.i = j;
-                }
-                b'/' if b.get(i + 1) == Some(&b'*') => {
-                    let (open_line, open_col) = (self.line, self.col(i));
-                    let mut j = i + 2;
-                    while j < b.len() && !(b[j] == b'*' && b.get(j + 1) == Some(&b'/')) {
-                        if b[j] == b'\n' || (b[j] == b'\r' && b.get(j + 1) != Some(&b'\n')) {
-                            self.newline(j + 1);
-                        } else if strict && (b[j] == 0 || !b[j].is_ascii()) {
-                            let (line, col) = (self.line, self.col(j));
-                            note(&mut self.non_ascii, b[j], line, col)?;
-                        }
-                        j += 1;
-                    }
-                    if j >= b.len() && strict {
-                        return Err(fail(open_line, open_col, LexErrorKind::UnterminatedComment));
-                    }
-                    self.i = (j + 2).min(b.len());
-                }
-                b'"' => {
-                    let (start_line, start_col) = (self.line, self.col(i));
-                    let mut j = i + 1;
-                    while j < b.len() && b[j] != b'"' {
-                        if b[j] == b'\n' || b[j] == b'\r' {
-                            if strict {
-                                return Err(fail(
-                                    start_line,
-                                    start_col,
-                                    LexErrorKind::UnterminatedString,
-                                ));
-                            }
-                            self.newline(j + 1);
-                        } else if b[j] == b'\\' && b.get(j + 1).is_some_and(|&n| n != b'\n') {
-                            j += 1;
-                        }
-                        if strict && j < b.len() && (b[j] == 0 || !b[j].is_ascii()) {
-                            let (line, col) = (self.line, self.col(j));
-                            note(&mut self.non_ascii, b[j], line, col)?;
-                        }
-                        j += 1;
-                    }
-                    if j >= b.len() && strict {
-                        return Err(fail(
-                            start_line,
-                            start_col,
-                            LexErrorKind::UnterminatedString,
-                        ));
-                    }
-                    // `j` is at the closing quote (ASCII) or at the end: a character boundary.
-                    self.i = (j + 1).min(b.len());
-                    return Ok(Some(Token {
-                        kind: TokenKind::Str,
-                        text: src.get(i..self.i).unwrap_or(""),
-                        line: start_line,
-                        col: start_col,
-                    }));
-                }
+                b'/' if b.get(i + 1) == Some(&b'/') => self.line_comment(i)?,
+                b'/' if b.get(i + 1) == Some(&b'*') => self.block_comment(i)?,
+                b'"' => return self.string(i).map(Some),
                 b'.' if b.get(i + 1).is_some_and(|&n| ident_start(n)) => {
-                    let mut j = i + 1;
-                    loop {
-                        while j < b.len() && ident_continue(b[j]) {
-                            j += 1;
-                        }
-                        // State-space qualifiers such as `.shared::cta` and `.param::entry` are
-                        // one directive.
-                        if b.get(j) == Some(&b':')
-                            && b.get(j + 1) == Some(&b':')
-                            && b.get(j + 2).is_some_and(|&n| ident_start(n))
-                        {
-                            j += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    return Ok(Some(self.token(TokenKind::Directive, i, j)));
+                    return Ok(Some(self.directive(i)));
                 }
-                _ if c.is_ascii_digit() => {
-                    // Covers 64, 0x1F, 0b101, 0f3F800000, 0d…, 8.5, 1e-3, 1U.
-                    let mut j = i;
-                    while j < b.len() {
-                        let d = b[j];
-                        let exp_sign = (d == b'-' || d == b'+')
-                            && matches!(b[j - 1], b'e' | b'E')
-                            && !src[i..j].starts_with("0x")
-                            && !src[i..j].starts_with("0X");
-                        if d.is_ascii_alphanumeric() || d == b'.' || exp_sign {
-                            j += 1;
-                        } else {
-                            break;
-                        }
-                    }
-                    return Ok(Some(self.token(TokenKind::Number, i, j)));
-                }
+                _ if c.is_ascii_digit() => return Ok(Some(self.number(i))),
                 _ if ident_start(c) => {
                     let mut j = i + 1;
                     while j < b.len() && ident_continue(b[j]) {
@@ -328,29 +231,152 @@ impl<'a> Lexer<'a> {
                     }
                     return Ok(Some(self.token(TokenKind::Ident, i, j)));
                 }
-                _ => {
-                    if strict {
-                        let at = self.col(i);
-                        if c == 0 {
-                            return Err(fail(self.line, at, LexErrorKind::Nul));
-                        }
-                        if !c.is_ascii() {
-                            return Err(fail(self.line, at, LexErrorKind::NonAscii(c)));
-                        }
-                        if c.is_ascii_control() {
-                            return Err(fail(self.line, at, LexErrorKind::Control(c)));
-                        }
-                    }
-                    // One character, UTF-8 aware so slicing never splits a code point.
-                    let len = src
-                        .get(i..)
-                        .and_then(|s| s.chars().next())
-                        .map_or(1, char::len_utf8);
-                    return Ok(Some(self.token(TokenKind::Punct, i, i + len)));
-                }
+                _ => return self.other(i, c).map(Some),
             }
         }
         Ok(None)
+    }
+
+    /// A `//` comment from `i` to the end of its line.
+    fn line_comment(&mut self, i: usize) -> Result<(), LexError> {
+        let (b, strict) = (self.raw, self.strict);
+        let mut j = i;
+        while j < b.len() && b[j] != b'\n' && b[j] != b'\r' {
+            if strict && (b[j] == 0 || !b[j].is_ascii()) {
+                let (line, col) = (self.line, self.col(j));
+                note(&mut self.non_ascii, b[j], line, col)?;
+            }
+            j += 1;
+        }
+        self.i = j;
+        Ok(())
+    }
+
+    /// A `/* */` comment from `i`; it may span lines.
+    fn block_comment(&mut self, i: usize) -> Result<(), LexError> {
+        let (b, strict) = (self.raw, self.strict);
+        let (open_line, open_col) = (self.line, self.col(i));
+        let mut j = i + 2;
+        while j < b.len() && !(b[j] == b'*' && b.get(j + 1) == Some(&b'/')) {
+            if b[j] == b'\n' || (b[j] == b'\r' && b.get(j + 1) != Some(&b'\n')) {
+                self.newline(j + 1);
+            } else if strict && (b[j] == 0 || !b[j].is_ascii()) {
+                let (line, col) = (self.line, self.col(j));
+                note(&mut self.non_ascii, b[j], line, col)?;
+            }
+            j += 1;
+        }
+        if j >= b.len() && strict {
+            return Err(fail(open_line, open_col, LexErrorKind::UnterminatedComment));
+        }
+        self.i = (j + 2).min(b.len());
+        Ok(())
+    }
+
+    /// A string literal from its opening quote at `i`.
+    fn string(&mut self, i: usize) -> Result<Token<'a>, LexError> {
+        let (src, b, strict) = (self.src, self.raw, self.strict);
+        let (start_line, start_col) = (self.line, self.col(i));
+        let mut j = i + 1;
+        while j < b.len() && b[j] != b'"' {
+            if b[j] == b'\n' || b[j] == b'\r' {
+                if strict {
+                    return Err(fail(
+                        start_line,
+                        start_col,
+                        LexErrorKind::UnterminatedString,
+                    ));
+                }
+                self.newline(j + 1);
+            } else if b[j] == b'\\' && b.get(j + 1).is_some_and(|&n| n != b'\n') {
+                j += 1;
+            }
+            if strict && j < b.len() && (b[j] == 0 || !b[j].is_ascii()) {
+                let (line, col) = (self.line, self.col(j));
+                note(&mut self.non_ascii, b[j], line, col)?;
+            }
+            j += 1;
+        }
+        if j >= b.len() && strict {
+            return Err(fail(
+                start_line,
+                start_col,
+                LexErrorKind::UnterminatedString,
+            ));
+        }
+        // `j` is at the closing quote (ASCII) or at the end: a character boundary.
+        self.i = (j + 1).min(b.len());
+        Ok(Token {
+            kind: TokenKind::Str,
+            text: src.get(i..self.i).unwrap_or(""),
+            line: start_line,
+            col: start_col,
+        })
+    }
+
+    /// A directive (or modifier) from its `.` at `i`.
+    fn directive(&mut self, i: usize) -> Token<'a> {
+        let b = self.raw;
+        let mut j = i + 1;
+        loop {
+            while j < b.len() && ident_continue(b[j]) {
+                j += 1;
+            }
+            // State-space qualifiers such as `.shared::cta` and `.param::entry` are
+            // one directive.
+            if b.get(j) == Some(&b':')
+                && b.get(j + 1) == Some(&b':')
+                && b.get(j + 2).is_some_and(|&n| ident_start(n))
+            {
+                j += 2;
+                continue;
+            }
+            break;
+        }
+        self.token(TokenKind::Directive, i, j)
+    }
+
+    /// A number from its first digit at `i`.
+    fn number(&mut self, i: usize) -> Token<'a> {
+        let (src, b) = (self.src, self.raw);
+        // Covers 64, 0x1F, 0b101, 0f3F800000, 0d…, 8.5, 1e-3, 1U.
+        let mut j = i;
+        while j < b.len() {
+            let d = b[j];
+            let exp_sign = (d == b'-' || d == b'+')
+                && matches!(b[j - 1], b'e' | b'E')
+                && !src[i..j].starts_with("0x")
+                && !src[i..j].starts_with("0X");
+            if d.is_ascii_alphanumeric() || d == b'.' || exp_sign {
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        self.token(TokenKind::Number, i, j)
+    }
+
+    /// Any other character at `i`: one punctuation token, or (strict) a refused byte.
+    fn other(&mut self, i: usize, c: u8) -> Result<Token<'a>, LexError> {
+        let (src, strict) = (self.src, self.strict);
+        if strict {
+            let at = self.col(i);
+            if c == 0 {
+                return Err(fail(self.line, at, LexErrorKind::Nul));
+            }
+            if !c.is_ascii() {
+                return Err(fail(self.line, at, LexErrorKind::NonAscii(c)));
+            }
+            if c.is_ascii_control() {
+                return Err(fail(self.line, at, LexErrorKind::Control(c)));
+            }
+        }
+        // One character, UTF-8 aware so slicing never splits a code point.
+        let len = src
+            .get(i..)
+            .and_then(|s| s.chars().next())
+            .map_or(1, char::len_utf8);
+        Ok(self.token(TokenKind::Punct, i, i + len))
     }
 
     fn token(&mut self, kind: TokenKind, start: usize, end: usize) -> Token<'a> {
