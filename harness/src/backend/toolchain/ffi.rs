@@ -117,6 +117,30 @@ fn open(path: &Path) -> Result<Library, FfiError> {
     })
 }
 
+/// Loads a private copy of the library at `path`: the dynamic loader keys loaded objects by
+/// file, so a copy (another inode) gets its own globals while sharing the process's libc
+/// (a `dlmopen(LM_ID_NEWLM)` namespace, tried first, brings a second libc and NVRTC 12.9
+/// aborted in it with a double free). The copy is unlinked once loaded: nothing is left on disk.
+fn open_isolated(path: &Path) -> Result<Library, FfiError> {
+    let load_error = |reason: String| FfiError::Load {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("gpucts-lib-")
+        .tempdir()
+        .map_err(|e| load_error(format!("a directory for a private copy: {e}")))?;
+    let copy = dir
+        .path()
+        .join(path.file_name().unwrap_or(path.as_os_str()));
+    std::fs::copy(path, &copy)
+        .map_err(|e| load_error(format!("copying to {}: {e}", copy.display())))?;
+    // SAFETY: as in `open`: NVIDIA's redistributable, here a byte-identical copy of it.
+    let lib = unsafe { Library::new(&copy) }.map_err(|e| load_error(e.to_string()))?;
+    drop(dir);
+    Ok(lib)
+}
+
 macro_rules! sym {
     ($lib:expr, $name:literal, $ty:ty) => {{
         // SAFETY: the signature matches the vendor header for this symbol.
@@ -189,7 +213,16 @@ pub struct Nvrtc {
 
 impl Nvrtc {
     pub fn open(path: &Path) -> Result<Nvrtc, FfiError> {
-        let lib = open(path)?;
+        Nvrtc::with(open(path)?)
+    }
+
+    /// NVRTC loaded from a private copy of the library ([`open_isolated`]): its global state is not
+    /// the state of the instance [`Nvrtc::open`] gives.
+    pub fn open_isolated(path: &Path) -> Result<Nvrtc, FfiError> {
+        Nvrtc::with(open_isolated(path)?)
+    }
+
+    fn with(lib: Library) -> Result<Nvrtc, FfiError> {
         Ok(Nvrtc {
             version: sym!(lib, "nvrtcVersion", NvrtcVersion),
             create: sym!(lib, "nvrtcCreateProgram", NvrtcCreate),

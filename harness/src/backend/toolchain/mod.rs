@@ -134,6 +134,8 @@ pub struct Toolchain {
     missing: BTreeMap<Capability, String>,
     /// Shared objects are opened at most once per process.
     nvrtc: OnceLock<Result<ffi::Nvrtc, FfiError>>,
+    /// The NVRTC instance for `-G` compiles (see [`Toolchain::nvrtc`]).
+    nvrtc_device_debug: OnceLock<Result<ffi::Nvrtc, FfiError>>,
     nvjitlink: OnceLock<Result<ffi::NvJitLink, FfiError>>,
     nvvm: OnceLock<Result<ffi::Nvvm, FfiError>>,
 }
@@ -317,9 +319,21 @@ impl Toolchain {
     /// NVRTC: CUDA C++ -> PTX. The libcu++ include directory is added when present.
     pub fn nvrtc(&self, source: &str, name: &str, opts: &[&str]) -> Result<String, ToolError> {
         let path = self.path(Capability::Nvrtc)?;
-        let lib = self
-            .nvrtc
-            .get_or_init(|| ffi::Nvrtc::open(path))
+        // Measured with NVRTC 12.9 (libnvrtc.so.12 of the pinned wheel): once a process has
+        // compiled anything with `-G`, every later compile without it of the same source gives
+        // different PTX (a 25-type dwarf batch: 1,666 -> 1,828 lines with -lineinfo; by-value
+        // aggregate parameters loaded field by field instead of as v4 words), so results would
+        // depend on which case ran first (harness/tests/nvrtc_isolation.rs). `-G` compiles use
+        // a second NVRTC loaded from a private copy of the library, which leaves this one untouched.
+        let device_debug = opts.iter().any(|o| *o == "-G" || *o == "--device-debug");
+        type Open = fn(&Path) -> Result<ffi::Nvrtc, FfiError>;
+        let (slot, open): (_, Open) = if device_debug {
+            (&self.nvrtc_device_debug, ffi::Nvrtc::open_isolated)
+        } else {
+            (&self.nvrtc, ffi::Nvrtc::open)
+        };
+        let lib = slot
+            .get_or_init(|| open(path))
             .as_ref()
             .map_err(|e| ToolError::failed("nvrtc", e.to_string()))?;
         let mut all: Vec<String> = opts.iter().map(|s| s.to_string()).collect();
