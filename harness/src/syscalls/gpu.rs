@@ -21,8 +21,8 @@ pub enum GpuCase {
     Printf { conversion: String },
     /// Lines printed by each thread arrive in the order that thread printed them.
     PerThreadOrder,
-    /// Output beyond `CU_LIMIT_PRINTF_FIFO_SIZE` is dropped, the launch still succeeds, and
-    /// what arrives is whole lines that were printed.
+    /// Output beyond `CU_LIMIT_PRINTF_FIFO_SIZE` overwrites older output, the launch still
+    /// succeeds, and what arrives is the newest whole lines that were printed.
     FifoTruncation,
     /// malloc within `CU_LIMIT_MALLOC_HEAP_SIZE`: 16-byte-aligned, writable, distinct blocks;
     /// NULL beyond the heap.
@@ -300,8 +300,8 @@ pub fn fifo_line(i: u32) -> String {
     format!("F{i:06} {}", "x".repeat(FIFO_LINE_BYTES - 9))
 }
 
-/// How the FIFO case's output diverges from whole printed lines cut at the FIFO's end
-/// (ptx-interop ch. 3, `CU_LIMIT_PRINTF_FIFO_SIZE`); `line` counts from 1.
+/// How the FIFO case's output diverges from the newest whole printed lines, the older ones
+/// overwritten (`CU_LIMIT_PRINTF_FIFO_SIZE`); `line` counts from 1 in the output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TruncationDivergence {
     #[error("no output at all")]
@@ -314,6 +314,9 @@ pub enum TruncationDivergence {
         text: String,
         printed: u32,
     },
+    /// The line a circular buffer must keep, the last one printed, is not the last to arrive.
+    #[error("the output ends at printed line {last}, but line {newest} was printed after it")]
+    NewestMissing { last: u32, newest: u32 },
     #[error("the last line arrived torn")]
     Torn,
     /// Nothing was dropped: the output did not overflow the FIFO.
@@ -321,38 +324,59 @@ pub enum TruncationDivergence {
     AllArrived { lines: u32 },
 }
 
-/// Some output arrived but not all of it, and what arrived is the first lines the one thread
-/// printed, whole and in order: the records that did not fit in the FIFO were dropped. (The
-/// FIFO holds printf records, format pointer and arguments, not rendered text, so the text that
-/// arrives may be longer than the FIFO.)
+/// Some output arrived but not all of it, and what arrived is the *last* lines the one thread
+/// printed, whole and in order. The CUDA C++ Programming Guide ("Formatted Output", limits):
+/// the printf buffer is circular, and output beyond its size overwrites older output (driver
+/// 580.159.04 on an H100, 64 KiB FIFO: printed lines 3603..4095 of 4096 arrived). A record
+/// is kept or lost whole: a torn or interleaved line is a divergence. (The FIFO holds printf
+/// records, format pointer and arguments, not rendered text, so the text that arrives may be
+/// longer than the FIFO.) Returns the number of lines that arrived.
 pub fn check_truncation(captured: &str, lines: u32) -> Result<usize, TruncationDivergence> {
     if captured.is_empty() {
         return Err(TruncationDivergence::NoOutput);
     }
-    let mut n = 0u32;
-    for l in captured.lines() {
-        if n >= lines {
+    // The first line that arrived names where the kept suffix starts.
+    let first = captured.lines().next().unwrap_or_default();
+    let start = first
+        .strip_prefix('F')
+        .and_then(|r| r.get(..6))
+        .and_then(|d| d.parse::<u32>().ok())
+        .filter(|&i| i < lines && first == fifo_line(i))
+        .ok_or_else(|| TruncationDivergence::NotWhole {
+            line: 1,
+            text: first.to_string(),
+            printed: 0,
+        })?;
+    let mut next = start;
+    for (k, l) in captured.lines().enumerate() {
+        if next >= lines {
             return Err(TruncationDivergence::TooMany {
                 lines,
                 text: l.to_string(),
             });
         }
-        if l != fifo_line(n) {
+        if l != fifo_line(next) {
             return Err(TruncationDivergence::NotWhole {
-                line: n + 1,
+                line: k as u32 + 1,
                 text: l.to_string(),
-                printed: n,
+                printed: next,
             });
         }
-        n += 1;
+        next += 1;
     }
     if !captured.ends_with('\n') {
         return Err(TruncationDivergence::Torn);
     }
-    if n == lines {
+    if next != lines {
+        return Err(TruncationDivergence::NewestMissing {
+            last: next - 1,
+            newest: lines - 1,
+        });
+    }
+    if start == 0 {
         return Err(TruncationDivergence::AllArrived { lines });
     }
-    Ok(n as usize)
+    Ok((next - start) as usize)
 }
 
 /// How the blocks of the malloc case diverge from distinct, 16-byte-aligned blocks within
@@ -593,7 +617,7 @@ fn fifo_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
             "{n} of {FIFO_LINES} lines arrived through a {FIFO_LIMIT}-byte FIFO"
         )),
         Err(e) => CaseStatus::fail(
-            "output truncated to whole printed lines within the FIFO",
+            "the newest whole printed lines, older ones overwritten (circular FIFO)",
             e.to_string(),
         ),
     })
@@ -604,25 +628,28 @@ const BLOCK: u64 = 1000;
 const BLOCK_THREADS: u32 = 256;
 
 /// Each thread allocates BLOCK bytes, writes its index into every word, and reads it back;
-/// thread 0 also asks for more than the heap and records what it got.
-pub fn malloc_source() -> String {
+/// thread 0 also asks for `big` bytes, more than the heap, and records what it got.
+pub fn malloc_source(big: usize) -> String {
     format!(
         "extern \"C\" __global__ void k(unsigned long long* ptrs, int* ok, unsigned long long* big) {{\n\
          unsigned t = threadIdx.x; int* p = (int*)malloc({BLOCK}); ptrs[t] = (unsigned long long)p; ok[t] = 0;\n\
          if (p) {{ for (int i = 0; i < {BLOCK} / 4; ++i) p[i] = (int)t; }}\n\
          __syncthreads();\n\
          if (p) {{ int good = 1; for (int i = 0; i < {BLOCK} / 4; ++i) good &= p[i] == (int)t; ok[t] = good; }}\n\
-         if (t == 0) {{ void* b = malloc({}); *big = (unsigned long long)b; if (b) free(b); }} }}\n",
-        HEAP * 2
+         if (t == 0) {{ void* b = malloc({big}); *big = (unsigned long long)b; if (b) free(b); }} }}\n"
     )
 }
 
 fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
-    let src = malloc_source();
     let ptrs = vec![0u8; BLOCK_THREADS as usize * 8];
     let ok = vec![0u8; BLOCK_THREADS as usize * 4];
     let s = Session::open(0)?;
     s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)?;
+    // The driver may round the heap up (driver 580.159.04 on an H100 gave malloc(2 MiB) a
+    // block after a 1 MiB request): "beyond the heap" means beyond what cuCtxGetLimit reports.
+    let heap = s.limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE)?;
+    let big_size = heap.saturating_mul(2);
+    let src = malloc_source(big_size);
     let ptx = ctx.toolchain.nvrtc(&src, "gpucts_malloc.cu", NVRTC_OPTS)?;
     let m = s.load_ptx(&ptx)?;
     let f = s.function(&m, "k")?;
@@ -666,15 +693,13 @@ fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     if big != 0 {
         return Ok(CaseStatus::fail(
             format!(
-                "malloc({}) beyond a {HEAP}-byte heap returns NULL",
-                HEAP * 2
+                "malloc({big_size}) beyond a {heap}-byte heap (cuCtxGetLimit after setting {HEAP}) returns NULL"
             ),
             format!("{big:#x}"),
         ));
     }
     Ok(CaseStatus::pass_with(format!(
-        "{BLOCK_THREADS} blocks of {BLOCK} bytes; NULL for {} bytes",
-        HEAP * 2
+        "{BLOCK_THREADS} blocks of {BLOCK} bytes; NULL for {big_size} bytes; heap {heap} bytes (set {HEAP})"
     )))
 }
 
@@ -859,47 +884,60 @@ mod tests {
         );
     }
 
+    /// Lines `from..to` as the FIFO case prints them.
+    fn printed(from: u32, to: u32) -> String {
+        (from..to).map(|i| fifo_line(i) + "\n").collect()
+    }
+
     #[test]
     fn truncation_checker() {
-        let first: String = (0..10).map(|i| fifo_line(i) + "\n").collect();
         assert_eq!(fifo_line(3).len() + 1, FIFO_LINE_BYTES);
-        assert_eq!(check_truncation(&first, 100), Ok(10));
+        // What a circular buffer keeps: the newest lines, whole and in order.
+        assert_eq!(check_truncation(&printed(90, 100), 100), Ok(10));
+        assert_eq!(check_truncation(&printed(99, 100), 100), Ok(1));
         assert_eq!(
             check_truncation("", 100),
             Err(TruncationDivergence::NoOutput)
         );
-        let all: String = (0..100).map(|i| fifo_line(i) + "\n").collect();
-        let e = check_truncation(&all, 100).unwrap_err();
+        let e = check_truncation(&printed(0, 100), 100).unwrap_err();
         assert_eq!(e, TruncationDivergence::AllArrived { lines: 100 });
         assert_eq!(e.to_string(), "all 100 lines arrived through the FIFO");
         assert!(matches!(
-            check_truncation(&all, 50),
+            check_truncation(&printed(40, 100), 50),
             Err(TruncationDivergence::TooMany { lines: 50, .. })
         ));
-        let torn = first.clone() + "F000010 xx\n";
+        // The oldest lines kept and the newest dropped: not what a circular buffer does.
+        assert_eq!(
+            check_truncation(&printed(0, 10), 100),
+            Err(TruncationDivergence::NewestMissing {
+                last: 9,
+                newest: 99
+            })
+        );
+        let torn = printed(90, 95) + "F000095 xx\n" + &printed(96, 100);
         assert!(matches!(
             check_truncation(&torn, 100),
             Err(TruncationDivergence::NotWhole {
-                line: 11,
-                printed: 10,
+                line: 6,
+                printed: 95,
                 ..
             })
         ));
-        let cut = first.clone() + &fifo_line(10)[..20];
+        let cut_first = fifo_line(89)[30..].to_string() + "\n" + &printed(90, 100);
         assert!(matches!(
-            check_truncation(&cut, 100),
-            Err(TruncationDivergence::NotWhole { line: 11, .. })
+            check_truncation(&cut_first, 100),
+            Err(TruncationDivergence::NotWhole { line: 1, .. })
         ));
-        let gap = fifo_line(0) + "\n" + &fifo_line(2) + "\n";
+        let gap = printed(96, 98) + &printed(99, 100);
         assert!(matches!(
             check_truncation(&gap, 100),
             Err(TruncationDivergence::NotWhole {
-                line: 2,
-                printed: 1,
+                line: 3,
+                printed: 98,
                 ..
             })
         ));
-        let whole_but_torn = first.trim_end_matches('\n').to_string();
+        let whole_but_torn = printed(90, 100).trim_end_matches('\n').to_string();
         assert_eq!(
             check_truncation(&whole_but_torn, 100),
             Err(TruncationDivergence::Torn)
@@ -960,7 +998,7 @@ mod tests {
             all_printf,
             order_source(),
             fifo_source(),
-            malloc_source(),
+            malloc_source(HEAP * 2),
             reuse_source(),
             FREE_NULL_SOURCE.to_string(),
         ] {

@@ -6,6 +6,7 @@
 use crate::abi::lint::lint_source;
 use crate::abi::lint_syscalls::Syscall;
 use crate::area::CaseContext;
+use crate::backend::toolchain::ToolError;
 use crate::capability::Capability;
 use crate::cubin::Cubin;
 use crate::outcome::CaseStatus;
@@ -84,15 +85,23 @@ pub fn guide_prototype(ctx: &CaseContext, call: Syscall, addr: u32, arch: &str) 
         }
         Err(e) => return CaseStatus::error(e.at("guide.ptx")),
     }
+    let ptxas_version = || {
+        ctx.toolchain
+            .component(Capability::Ptxas)
+            .map_or("?".to_string(), |c| c.version.clone())
+    };
     let cubin = match ctx.toolchain.ptxas(&ptx, arch, &[]) {
         Ok(c) => c,
+        Err(ToolError::UnknownTarget { log, .. }) => {
+            return CaseStatus::skip(
+                Capability::ProducerFeature,
+                format!("ptxas {} has no target {arch}: {log}", ptxas_version()),
+            )
+        }
         Err(e) => {
             let log = e.to_string();
             if addr == 32 && log.contains("32-Bit") {
-                let version = ctx
-                    .toolchain
-                    .component(Capability::Ptxas)
-                    .map_or("?".to_string(), |c| c.version.clone());
+                let version = ptxas_version();
                 let first = log
                     .lines()
                     .find(|l| l.contains("32-Bit"))

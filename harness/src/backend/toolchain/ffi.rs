@@ -117,11 +117,23 @@ fn open(path: &Path) -> Result<Library, FfiError> {
     })
 }
 
+/// A library loaded from a private copy, and the directory that holds the copy.
+struct Isolated {
+    lib: Library,
+    /// Kept for the library's lifetime: NVRTC opens `libnvrtc-builtins.so.*` from its own
+    /// directory (`$ORIGIN`) at its first compile, not when it is loaded.
+    dir: tempfile::TempDir,
+}
+
 /// Loads a private copy of the library at `path`: the dynamic loader keys loaded objects by
 /// file, so a copy (another inode) gets its own globals while sharing the process's libc
 /// (a `dlmopen(LM_ID_NEWLM)` namespace, tried first, brings a second libc and NVRTC 12.9
-/// aborted in it with a double free). The copy is unlinked once loaded: nothing is left on disk.
-fn open_isolated(path: &Path) -> Result<Library, FfiError> {
+/// aborted in it with a double free). The libraries the original loads from its own
+/// directory (for `libnvrtc.so.12`, `libnvrtc-builtins.so.12.9`: every sibling whose name
+/// starts with the stem and a `-`) are linked next to the copy, or the copy's first compile
+/// fails with NVRTC_ERROR_BUILTIN_OPERATION_FAILURE (CI, 11-23: only in a process whose
+/// first NVRTC had not loaded the builtins already).
+fn open_isolated(path: &Path) -> Result<Isolated, FfiError> {
     let load_error = |reason: String| FfiError::Load {
         path: path.to_path_buf(),
         reason,
@@ -130,15 +142,26 @@ fn open_isolated(path: &Path) -> Result<Library, FfiError> {
         .prefix("gpucts-lib-")
         .tempdir()
         .map_err(|e| load_error(format!("a directory for a private copy: {e}")))?;
-    let copy = dir
-        .path()
-        .join(path.file_name().unwrap_or(path.as_os_str()));
+    let name = path.file_name().unwrap_or(path.as_os_str());
+    let copy = dir.path().join(name);
     std::fs::copy(path, &copy)
         .map_err(|e| load_error(format!("copying to {}: {e}", copy.display())))?;
+    let stem = name.to_string_lossy();
+    let stem = stem.split(".so").next().unwrap_or_default();
+    if let Some(parent) = path.parent().filter(|_| !stem.is_empty()) {
+        let siblings = std::fs::read_dir(parent)
+            .map_err(|e| load_error(format!("listing {}: {e}", parent.display())))?;
+        for entry in siblings.flatten() {
+            let n = entry.file_name();
+            if n.to_string_lossy().starts_with(&format!("{stem}-")) {
+                std::os::unix::fs::symlink(entry.path(), dir.path().join(&n))
+                    .map_err(|e| load_error(format!("linking {}: {e}", entry.path().display())))?;
+            }
+        }
+    }
     // SAFETY: as in `open`: NVIDIA's redistributable, here a byte-identical copy of it.
     let lib = unsafe { Library::new(&copy) }.map_err(|e| load_error(e.to_string()))?;
-    drop(dir);
-    Ok(lib)
+    Ok(Isolated { lib, dir })
 }
 
 macro_rules! sym {
@@ -200,6 +223,8 @@ type NvrtcErr = unsafe extern "C" fn(c_int) -> *const c_char;
 
 pub struct Nvrtc {
     _lib: Library,
+    /// The directory of a private copy ([`Nvrtc::open_isolated`]), removed after the library.
+    _private_dir: Option<tempfile::TempDir>,
     version: NvrtcVersion,
     create: NvrtcCreate,
     compile: NvrtcCompile,
@@ -213,16 +238,17 @@ pub struct Nvrtc {
 
 impl Nvrtc {
     pub fn open(path: &Path) -> Result<Nvrtc, FfiError> {
-        Nvrtc::with(open(path)?)
+        Nvrtc::with(open(path)?, None)
     }
 
     /// NVRTC loaded from a private copy of the library ([`open_isolated`]): its global state is not
     /// the state of the instance [`Nvrtc::open`] gives.
     pub fn open_isolated(path: &Path) -> Result<Nvrtc, FfiError> {
-        Nvrtc::with(open_isolated(path)?)
+        let i = open_isolated(path)?;
+        Nvrtc::with(i.lib, Some(i.dir))
     }
 
-    fn with(lib: Library) -> Result<Nvrtc, FfiError> {
+    fn with(lib: Library, private_dir: Option<tempfile::TempDir>) -> Result<Nvrtc, FfiError> {
         Ok(Nvrtc {
             version: sym!(lib, "nvrtcVersion", NvrtcVersion),
             create: sym!(lib, "nvrtcCreateProgram", NvrtcCreate),
@@ -234,6 +260,7 @@ impl Nvrtc {
             destroy: sym!(lib, "nvrtcDestroyProgram", NvrtcDestroy),
             err: sym!(lib, "nvrtcGetErrorString", NvrtcErr),
             _lib: lib,
+            _private_dir: private_dir,
         })
     }
 

@@ -29,6 +29,15 @@ pub enum ToolError {
     NotAvailable(Capability),
     #[error("{tool} failed: {log}")]
     Failed { tool: String, log: String },
+    /// The tool does not know the target at all (ptxas 13.0 dropped sm_50..sm_72: "Value
+    /// 'sm_50' is not defined for option 'gpu-name'"): a missing feature of this tool
+    /// version, not a verdict on the input.
+    #[error("{tool} has no target {arch}: {log}")]
+    UnknownTarget {
+        tool: String,
+        arch: String,
+        log: String,
+    },
     /// The tool ran past its limit and was killed with everything it started.
     #[error("{tool} did not finish within {after_s:.0} s and was killed")]
     Timeout { tool: String, after_s: f64 },
@@ -390,14 +399,21 @@ impl Toolchain {
             process::tool_timeout(),
         )?;
         if !out.status.success() {
-            return Err(ToolError::failed(
-                "ptxas",
-                format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&out.stderr),
-                    String::from_utf8_lossy(&out.stdout)
-                ),
-            ));
+            let log = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            );
+            if log.contains(&format!(
+                "Value '{arch}' is not defined for option 'gpu-name'"
+            )) {
+                return Err(ToolError::UnknownTarget {
+                    tool: "ptxas".to_string(),
+                    arch: arch.to_string(),
+                    log: log.trim().to_string(),
+                });
+            }
+            return Err(ToolError::failed("ptxas", log));
         }
         Ok(std::fs::read(&output)?)
     }
