@@ -21,8 +21,8 @@ pub enum GpuCase {
     Printf { conversion: String },
     /// Lines printed by each thread arrive in the order that thread printed them.
     PerThreadOrder,
-    /// Output beyond `CU_LIMIT_PRINTF_FIFO_SIZE` overwrites older output, the launch still
-    /// succeeds, and what arrives is the newest whole lines that were printed.
+    /// Output beyond `CU_LIMIT_PRINTF_FIFO_SIZE` is lost, the launch still succeeds, and what
+    /// arrives is whole lines that were printed, in the order they were printed.
     FifoTruncation,
     /// malloc within `CU_LIMIT_MALLOC_HEAP_SIZE`: 16-byte-aligned, writable, distinct blocks;
     /// NULL beyond the heap.
@@ -300,23 +300,16 @@ pub fn fifo_line(i: u32) -> String {
     format!("F{i:06} {}", "x".repeat(FIFO_LINE_BYTES - 9))
 }
 
-/// How the FIFO case's output diverges from the newest whole printed lines, the older ones
-/// overwritten (`CU_LIMIT_PRINTF_FIFO_SIZE`); `line` counts from 1 in the output.
+/// How the FIFO case's output diverges from whole printed lines in the order they were
+/// printed, some dropped (`CU_LIMIT_PRINTF_FIFO_SIZE`); `line` counts from 1 in the output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TruncationDivergence {
     #[error("no output at all")]
     NoOutput,
-    #[error("more than the {lines} lines printed: `{text}`")]
-    TooMany { lines: u32, text: String },
-    #[error("line {line} is `{text}`, not the whole line {printed} that was printed")]
-    NotWhole {
-        line: u32,
-        text: String,
-        printed: u32,
-    },
-    /// The line a circular buffer must keep, the last one printed, is not the last to arrive.
-    #[error("the output ends at printed line {last}, but line {newest} was printed after it")]
-    NewestMissing { last: u32, newest: u32 },
+    #[error("line {line} is `{text}`, not a whole line that was printed")]
+    NotWhole { line: u32, text: String },
+    #[error("line {line} is printed line {printed}, which was printed before line {after}")]
+    OutOfOrder { line: u32, printed: u32, after: u32 },
     #[error("the last line arrived torn")]
     Torn,
     /// Nothing was dropped: the output did not overflow the FIFO.
@@ -324,59 +317,74 @@ pub enum TruncationDivergence {
     AllArrived { lines: u32 },
 }
 
-/// Some output arrived but not all of it, and what arrived is the *last* lines the one thread
-/// printed, whole and in order. The CUDA C++ Programming Guide ("Formatted Output", limits):
-/// the printf buffer is circular, and output beyond its size overwrites older output (driver
-/// 580.159.04 on an H100, 64 KiB FIFO: printed lines 3603..4095 of 4096 arrived). A record
-/// is kept or lost whole: a torn or interleaved line is a divergence. (The FIFO holds printf
-/// records, format pointer and arguments, not rendered text, so the text that arrives may be
-/// longer than the FIFO.) Returns the number of lines that arrived.
-pub fn check_truncation(captured: &str, lines: u32) -> Result<usize, TruncationDivergence> {
+/// What arrived through an overflowing FIFO: the printed lines, as runs of consecutive ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// `(first, last)` printed line of each run, in output order.
+    pub runs: Vec<(u32, u32)>,
+}
+
+impl Kept {
+    pub fn lines(&self) -> u32 {
+        self.runs.iter().map(|(a, b)| b - a + 1).sum()
+    }
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let runs: Vec<String> = self
+            .runs
+            .iter()
+            .map(|(a, b)| format!("{a}..={b}"))
+            .collect();
+        write!(f, "printed lines {}", runs.join(", "))
+    }
+}
+
+/// Some output arrived but not all of it, and every line that arrived is a whole line the one
+/// thread printed, in the order it printed them: which records an overflowing FIFO loses is
+/// not specified (the CUDA C++ Programming Guide calls the buffer circular, older output
+/// overwritten; driver 580.159.04 on an H100 with a 64 KiB FIFO kept printed lines
+/// 3603..=4095 of 4096 in one run and lines from 0 with a gap after 1224 in another), but a
+/// record is kept or lost whole, and one thread's records keep their order. (The FIFO holds
+/// printf records, format pointer and arguments, not rendered text, so the text that arrives
+/// may be longer than the FIFO.)
+pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDivergence> {
     if captured.is_empty() {
         return Err(TruncationDivergence::NoOutput);
     }
-    // The first line that arrived names where the kept suffix starts.
-    let first = captured.lines().next().unwrap_or_default();
-    let start = first
-        .strip_prefix('F')
-        .and_then(|r| r.get(..6))
-        .and_then(|d| d.parse::<u32>().ok())
-        .filter(|&i| i < lines && first == fifo_line(i))
-        .ok_or_else(|| TruncationDivergence::NotWhole {
-            line: 1,
-            text: first.to_string(),
-            printed: 0,
-        })?;
-    let mut next = start;
+    let mut runs: Vec<(u32, u32)> = Vec::new();
     for (k, l) in captured.lines().enumerate() {
-        if next >= lines {
-            return Err(TruncationDivergence::TooMany {
-                lines,
+        let line = u32::try_from(k + 1).unwrap_or(u32::MAX);
+        let printed = l
+            .strip_prefix('F')
+            .and_then(|r| r.get(..6))
+            .and_then(|d| d.parse::<u32>().ok())
+            .filter(|&i| i < lines && l == fifo_line(i))
+            .ok_or_else(|| TruncationDivergence::NotWhole {
+                line,
                 text: l.to_string(),
-            });
+            })?;
+        match runs.last_mut() {
+            Some((_, last)) if printed <= *last => {
+                return Err(TruncationDivergence::OutOfOrder {
+                    line,
+                    printed,
+                    after: *last,
+                })
+            }
+            Some((_, last)) if printed == *last + 1 => *last = printed,
+            _ => runs.push((printed, printed)),
         }
-        if l != fifo_line(next) {
-            return Err(TruncationDivergence::NotWhole {
-                line: k as u32 + 1,
-                text: l.to_string(),
-                printed: next,
-            });
-        }
-        next += 1;
     }
     if !captured.ends_with('\n') {
         return Err(TruncationDivergence::Torn);
     }
-    if next != lines {
-        return Err(TruncationDivergence::NewestMissing {
-            last: next - 1,
-            newest: lines - 1,
-        });
-    }
-    if start == 0 {
+    let kept = Kept { runs };
+    if kept.lines() == lines {
         return Err(TruncationDivergence::AllArrived { lines });
     }
-    Ok((next - start) as usize)
+    Ok(kept)
 }
 
 /// How the blocks of the malloc case diverge from distinct, 16-byte-aligned blocks within
@@ -613,11 +621,12 @@ fn fifo_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
         ));
     }
     Ok(match check_truncation(&out, FIFO_LINES) {
-        Ok(n) => CaseStatus::pass_with(format!(
-            "{n} of {FIFO_LINES} lines arrived through a {FIFO_LIMIT}-byte FIFO"
+        Ok(kept) => CaseStatus::pass_with(format!(
+            "{} of {FIFO_LINES} lines arrived through a {FIFO_LIMIT}-byte FIFO: {kept}",
+            kept.lines()
         )),
         Err(e) => CaseStatus::fail(
-            "the newest whole printed lines, older ones overwritten (circular FIFO)",
+            "some printed lines dropped, the rest whole and in the order printed",
             e.to_string(),
         ),
     })
@@ -892,9 +901,19 @@ mod tests {
     #[test]
     fn truncation_checker() {
         assert_eq!(fifo_line(3).len() + 1, FIFO_LINE_BYTES);
-        // What a circular buffer keeps: the newest lines, whole and in order.
-        assert_eq!(check_truncation(&printed(90, 100), 100), Ok(10));
-        assert_eq!(check_truncation(&printed(99, 100), 100), Ok(1));
+        let runs = |r: &[(u32, u32)]| Kept { runs: r.to_vec() };
+        // The newest lines (a circular buffer), the oldest, or runs with gaps: all whole and
+        // in order.
+        assert_eq!(
+            check_truncation(&printed(90, 100), 100),
+            Ok(runs(&[(90, 99)]))
+        );
+        assert_eq!(check_truncation(&printed(0, 10), 100), Ok(runs(&[(0, 9)])));
+        let gaps = printed(0, 3) + &printed(50, 52) + &printed(99, 100);
+        let kept = check_truncation(&gaps, 100).unwrap();
+        assert_eq!(kept, runs(&[(0, 2), (50, 51), (99, 99)]));
+        assert_eq!(kept.lines(), 6);
+        assert_eq!(kept.to_string(), "printed lines 0..=2, 50..=51, 99..=99");
         assert_eq!(
             check_truncation("", 100),
             Err(TruncationDivergence::NoOutput)
@@ -902,41 +921,30 @@ mod tests {
         let e = check_truncation(&printed(0, 100), 100).unwrap_err();
         assert_eq!(e, TruncationDivergence::AllArrived { lines: 100 });
         assert_eq!(e.to_string(), "all 100 lines arrived through the FIFO");
+        // A line past the last one printed is not one that was printed.
         assert!(matches!(
-            check_truncation(&printed(40, 100), 50),
-            Err(TruncationDivergence::TooMany { lines: 50, .. })
+            check_truncation(&printed(45, 51), 50),
+            Err(TruncationDivergence::NotWhole { line: 6, .. })
         ));
-        // The oldest lines kept and the newest dropped: not what a circular buffer does.
-        assert_eq!(
-            check_truncation(&printed(0, 10), 100),
-            Err(TruncationDivergence::NewestMissing {
-                last: 9,
-                newest: 99
-            })
-        );
         let torn = printed(90, 95) + "F000095 xx\n" + &printed(96, 100);
         assert!(matches!(
             check_truncation(&torn, 100),
-            Err(TruncationDivergence::NotWhole {
-                line: 6,
-                printed: 95,
-                ..
-            })
+            Err(TruncationDivergence::NotWhole { line: 6, .. })
         ));
         let cut_first = fifo_line(89)[30..].to_string() + "\n" + &printed(90, 100);
         assert!(matches!(
             check_truncation(&cut_first, 100),
             Err(TruncationDivergence::NotWhole { line: 1, .. })
         ));
-        let gap = printed(96, 98) + &printed(99, 100);
-        assert!(matches!(
-            check_truncation(&gap, 100),
-            Err(TruncationDivergence::NotWhole {
+        let backwards = printed(96, 98) + &printed(97, 98);
+        assert_eq!(
+            check_truncation(&backwards, 100),
+            Err(TruncationDivergence::OutOfOrder {
                 line: 3,
-                printed: 98,
-                ..
+                printed: 97,
+                after: 97
             })
-        ));
+        );
         let whole_but_torn = printed(90, 100).trim_end_matches('\n').to_string();
         assert_eq!(
             check_truncation(&whole_but_torn, 100),
