@@ -169,6 +169,10 @@ fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, usize), I
                 }
                 body = lines[*i].to_string();
             }
+            // A carriage return in a description is a line-end artefact (a CRLF file, or a
+            // CR before the LF that `str::lines` strips only when it is the line's last
+            // character): dropped, so that export, which writes LF line ends, round-trips.
+            s.retain(|c| c != '\r');
             desc.push(s);
             *i += 1;
             continue;
