@@ -11,14 +11,7 @@ use gpucts::capability::Capability;
 #[test]
 fn a_device_debug_compile_works_first_in_a_process() {
     let tc = Toolchain::provision(Policy::Auto);
-    if !tc.has(Capability::Nvrtc) {
-        assert!(
-            std::env::var("GPUCTS_REQUIRE_TOOLS").ok().as_deref() != Some("1"),
-            "required tool missing: nvrtc (GPUCTS_REQUIRE_TOOLS is set)"
-        );
-        eprintln!("ignored (missing: nvrtc)");
-        return;
-    }
+    gpucts::require!(tc.has(Capability::Nvrtc), "nvrtc");
     let src = "__device__ int g;\nextern \"C\" __global__ void k(int v) { g = v + 1; }\n";
     let ptx = tc
         .nvrtc(src, "first.cu", &["--gpu-architecture=compute_90", "-G"])

@@ -13,14 +13,7 @@ use gpucts::dwarf::producers::{source, BATCH};
 #[test]
 fn a_device_debug_compile_does_not_change_later_compiles() {
     let tc = Toolchain::provision(Policy::Auto);
-    if !tc.has(Capability::Nvrtc) {
-        assert!(
-            std::env::var("GPUCTS_REQUIRE_TOOLS").ok().as_deref() != Some("1"),
-            "required tool missing: nvrtc (GPUCTS_REQUIRE_TOOLS is set)"
-        );
-        eprintln!("ignored (missing: nvrtc)");
-        return;
-    }
+    gpucts::require!(tc.has(Capability::Nvrtc), "nvrtc");
     // The dwarf suite's first NVRTC batch: 25 random aggregates passed by value (the source
     // on which the difference was measured).
     let src = source(&random_batch(0, BATCH as usize), Dialect::Cuda);
