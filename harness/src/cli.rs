@@ -469,7 +469,7 @@ fn toolchain(action: ToolchainCmd) -> i32 {
 
 fn abi(action: AbiCmd) -> i32 {
     match action {
-        AbiCmd::Layout { file } => match crate::abi::layout::layout_file_json(&file) {
+        AbiCmd::Layout { file } => match crate::abi::type_file::layout_file_json(&file) {
             Ok(json) => {
                 println!("{json}");
                 EXIT_OK

@@ -51,7 +51,7 @@ pub fn abi_types(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = crate::abi::layout::layout_text_json(text, "fuzz.yaml");
+    let _ = crate::abi::type_file::layout_text_json(text, "fuzz.yaml");
 }
 
 /// The PTX module reader.

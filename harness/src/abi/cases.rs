@@ -11,8 +11,8 @@ use crate::ptx::PtxModule;
 
 use super::oracle::{self, Agreement, Oracle};
 use super::paramgen::{self, Observation, Producer, Variant};
-use super::types::TypeFileError;
-use super::{lint as linter, random, types};
+use super::type_file::TypeFileError;
+use super::{lint as linter, random};
 
 fn judge(oracle: Oracle, name: &str, verdict: &Agreement) -> CaseStatus {
     match verdict {
@@ -99,7 +99,7 @@ pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&s
                 path: path.display().to_string(),
                 source: Arc::new(e),
             })?;
-            let defs = types::parse_types(&text, &path.display().to_string())
+            let defs = super::type_file::parse_types(&text, &path.display().to_string())
                 .map_err(|e| CaseInputError::Types(Arc::new(e)))?;
             Ok(oracle::check_all(oracle, ctx.toolchain, &defs)?
                 .into_iter()

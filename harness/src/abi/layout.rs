@@ -6,22 +6,8 @@ use serde::Serialize;
 
 use super::types::{Field, FieldError, RecordKind, Scalar, Ty, TypeDef};
 
-/// The `.address_size` of the PTX module: it fixes the size of pointers and of `long`
-/// (ptx-interop 13.2 §1.1: "pointer size and long int size are dictated by the hosts ABI").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AddressSize {
-    A32,
-    A64,
-}
-
-impl AddressSize {
-    pub fn bytes(self) -> u64 {
-        match self {
-            AddressSize::A32 => 4,
-            AddressSize::A64 => 8,
-        }
-    }
-}
+/// Pointer width: one definition, in the PTX reader (the module's `.address_size`).
+pub use crate::ptx::AddressSize;
 
 /// The placement of one member inside its struct or union.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -126,19 +112,6 @@ pub enum LayoutError {
     },
 }
 
-/// Why `gpucts abi layout FILE` has no layout to print.
-#[derive(Debug, thiserror::Error)]
-pub enum LayoutFileError {
-    #[error(transparent)]
-    Read(#[from] crate::suite::SuiteError),
-    #[error(transparent)]
-    Types(#[from] super::types::TypeFileError),
-    #[error("{origin}: {source}")]
-    Layout { origin: String, source: LayoutError },
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-}
-
 /// Size and alignment of any type.
 pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), LayoutError> {
     Ok(match t {
@@ -186,7 +159,7 @@ pub fn layout_at(t: &TypeDef, a: AddressSize) -> Result<Layout, (usize, LayoutEr
     let mut extent_bits: u64 = 0;
     let mut align: u64 = 1;
     for (i, f) in t.fields.iter().enumerate() {
-        super::types::validate_field(f).map_err(|e| (i, member_err(t, f, e.into())))?;
+        validate_field(f).map_err(|e| (i, member_err(t, f, e.into())))?;
         let (size, falign) = size_align(&f.ty, a).map_err(|e| (i, member_err(t, f, e)))?;
         let m = match f.bits {
             None => {
@@ -280,52 +253,39 @@ fn member_err(t: &TypeDef, f: &Field, e: LayoutError) -> LayoutError {
     }
 }
 
-/// The engine's layout of every type in a YAML type file (nested anonymous aggregates
-/// included, under their derived names), as JSON for `gpucts abi layout FILE`:
-/// `{"address_size": 64, "types": [{"name", "kind", "size", "align", "members": [{"name",
-/// "offset", "bit_offset"?, "bit_width"?, "size", "align"}]}]}`.
-pub fn layout_file_json(path: &std::path::Path) -> Result<String, LayoutFileError> {
-    let text = crate::suite::input::read_text(path)?;
-    layout_text_json(&text, &path.display().to_string())
-}
-
-/// [`layout_file_json`] on a type file's text; `origin` names it in messages.
-pub fn layout_text_json(text: &str, origin: &str) -> Result<String, LayoutFileError> {
-    let (a, types) = super::types::parse_type_file(text, origin)?;
-    #[derive(Serialize)]
-    struct Entry<'a> {
-        name: &'a str,
-        kind: &'a str,
-        #[serde(flatten)]
-        layout: Layout,
+/// The C constraints on one member, shared by the parser and the random generator.
+pub fn validate_field(f: &Field) -> Result<(), FieldError> {
+    match f.bits {
+        None => {
+            if f.name.is_none() {
+                return Err(FieldError::Unnamed);
+            }
+        }
+        Some(w) => {
+            let Ty::Scalar(s) = f.ty else {
+                return Err(FieldError::NotScalar);
+            };
+            if !s.is_bit_field_type() {
+                return Err(FieldError::NotBitFieldType {
+                    scalar: s.yaml_name(),
+                });
+            }
+            let max = crate::abi::layout::scalar_size(s, crate::ptx::AddressSize::A64) * 8;
+            if u64::from(w) > max {
+                return Err(FieldError::TooWide { width: w, max });
+            }
+            if w == 0 && f.name.is_some() {
+                return Err(FieldError::NamedZeroWidth);
+            }
+        }
     }
-    #[derive(Serialize)]
-    struct Out<'a> {
-        address_size: u64,
-        types: Vec<Entry<'a>>,
-    }
-    let mut out = Out {
-        address_size: a.bytes() * 8,
-        types: Vec::new(),
-    };
-    for t in super::types::all_records(&types) {
-        let l = layout(t, a).map_err(|source| LayoutFileError::Layout {
-            origin: origin.to_string(),
-            source,
-        })?;
-        out.types.push(Entry {
-            name: &t.name,
-            kind: t.kind.keyword(),
-            layout: l,
-        });
-    }
-    Ok(serde_json::to_string_pretty(&out)?)
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::types::parse_types;
+    use crate::abi::type_file::{layout_text_json, parse_types};
 
     /// The same type with every record renamed (nested ones included).
     fn renamed(t: &TypeDef) -> TypeDef {
@@ -556,49 +516,6 @@ mod tests {
         assert_eq!((l32.size, l32.align), (12, 4));
         assert_eq!(places(&l64), vec![(0, None), (8, None), (16, None)]);
         assert_eq!((l64.size, l64.align), (24, 8));
-    }
-
-    #[test]
-    fn example_file_lays_out() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/abi/types.yaml");
-        let json = layout_file_json(&path).unwrap();
-        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(v["address_size"], 64);
-        let fig3 = v["types"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["name"] == "fig3_boundary_alignment")
-            .expect("fig3 in the example file");
-        assert_eq!(fig3["size"], 12);
-        assert_eq!(fig3["members"][4]["bit_offset"], 48);
-        assert_eq!(fig3["members"][4]["bit_width"], 9);
-        assert_eq!(fig3["members"][5]["offset"], 8);
-        assert!(fig3["members"][5].get("bit_offset").is_none());
-    }
-
-    #[test]
-    fn file_address_size_32_narrows_long_and_pointers() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.yaml");
-        std::fs::write(
-            &path,
-            "address_size: 32\ntypes:\n  - name: T\n    members: [{name: c, type: char}, {name: p, type: pointer}]\n",
-        )
-        .unwrap();
-        let v: serde_json::Value = serde_json::from_str(&layout_file_json(&path).unwrap()).unwrap();
-        assert_eq!(v["address_size"], 32);
-        // §1.1: a 32-bit host's pointers are 4 bytes.
-        assert_eq!(v["types"][0]["members"][1]["offset"], 4);
-        assert_eq!(v["types"][0]["size"], 8);
-        std::fs::write(&path, "address_size: 16\ntypes: []\n").unwrap();
-        let e = layout_file_json(&path).unwrap_err().to_string();
-        assert!(e.contains("t.yaml") && e.contains("32 or 64"), "{e}");
-        // A YAML error names the file and the line.
-        std::fs::write(&path, "types:\n  - name: T\n    memberz: []\n").unwrap();
-        let e = layout_file_json(&path).unwrap_err().to_string();
-        assert!(e.contains("t.yaml:3:"), "{e}");
     }
 
     #[test]

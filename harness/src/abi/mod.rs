@@ -4,7 +4,6 @@ mod fundamental;
 
 pub mod lint;
 pub mod lint_corpus;
-pub mod lint_syscalls;
 pub mod paramgen;
 
 use serde::Deserialize;
@@ -151,7 +150,7 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
                 let origin = path.display().to_string();
                 let parsed = crate::suite::input::read_text(&path)
                     .map_err(|e| e.to_string())
-                    .and_then(|t| types::parse_types(&t, &origin).map_err(|e| e.to_string()));
+                    .and_then(|t| type_file::parse_types(&t, &origin).map_err(|e| e.to_string()));
                 match (parsed, only) {
                     (Err(e), _) => errors.push(CaseError::new(
                         "file",
@@ -243,4 +242,6 @@ pub mod graffiti_gpu;
 pub mod layout;
 pub mod oracle;
 pub mod random;
+pub mod render;
+pub mod type_file;
 pub mod types;

@@ -7,8 +7,9 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::layout::validate_field;
 use super::layout::{vector_exists, AddressSize};
-use super::types::{validate_field, Field, RecordKind, Scalar, Ty, TypeDef};
+use super::types::{Field, RecordKind, Scalar, Ty, TypeDef};
 
 /// The types for seeds `seed_start .. seed_start + count`, named `r<seed>`.
 pub fn random_batch(seed_start: u64, count: usize) -> Vec<TypeDef> {

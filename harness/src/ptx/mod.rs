@@ -6,4 +6,6 @@ pub mod lexer;
 pub mod literal;
 pub mod module;
 
-pub use module::{FunctionDecl, FunctionKind, ParamDecl, ParamSpace, PtxError, PtxModule, PtxType};
+pub use module::{
+    AddressSize, FunctionDecl, FunctionKind, ParamDecl, ParamSpace, PtxError, PtxModule, PtxType,
+};

@@ -18,6 +18,32 @@ use std::fmt;
 use super::instr;
 use super::lexer::{LexErrorKind, Lexer, Token, TokenKind};
 
+/// The `.address_size` of a PTX module: it fixes the size of pointers and of `long`
+/// (ptx-interop 13.2 §1.1: "pointer size and long int size are dictated by the hosts ABI").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AddressSize {
+    A32,
+    A64,
+}
+
+impl AddressSize {
+    pub fn bytes(self) -> u64 {
+        match self {
+            AddressSize::A32 => 4,
+            AddressSize::A64 => 8,
+        }
+    }
+
+    /// The size `.address_size BITS` names (32 or 64).
+    pub fn from_bits(bits: u32) -> Option<AddressSize> {
+        match bits {
+            32 => Some(AddressSize::A32),
+            64 => Some(AddressSize::A64),
+            _ => None,
+        }
+    }
+}
+
 /// Largest PTX text [`PtxModule::read`] accepts, checked before any work (256 MiB; the largest
 /// producer files seen, CUTLASS kernels, are tens of MiB).
 pub const MAX_PTX_BYTES: u64 = 256 << 20;

@@ -291,6 +291,16 @@ pub fn read_results(path: &Path) -> Result<(String, Vec<u8>), BundleError> {
     }
 }
 
+/// The `results.json` of `path`: a results directory, the file itself, or a bundle
+/// (`.tar.zst`) holding it.
+pub fn load_results(path: &Path) -> Result<results::Results, BundleError> {
+    if is_bundle_name(path) && !path.is_dir() {
+        let (name, bytes) = read_results(path)?;
+        return results::parse(&name, &bytes).map_err(|e| BundleError::Results(Box::new(e)));
+    }
+    results::load(path).map_err(|e| BundleError::Results(Box::new(e)))
+}
+
 #[derive(Debug, Serialize)]
 struct BundleInfo {
     bundle_format: u32,

@@ -84,7 +84,7 @@ pub struct MergeArgs {
 }
 
 fn load(p: &Path) -> Result<results::Results, i32> {
-    results::load(p).map_err(|e| {
+    bundle::load_results(p).map_err(|e| {
         error(e);
         EXIT_UNREADABLE
     })

@@ -16,7 +16,7 @@ use super::diff::Diff;
 use super::figures::Figure;
 use super::merge::FleetView;
 use super::plot;
-use super::results::{Counts, Results, StoredCase, VerdictName};
+use super::results::{group_verdict, Counts, Results, StoredCase, VerdictName};
 use crate::outcome::CaseStatus;
 
 const TEMPLATE: &str = include_str!("templates/report.html");
@@ -135,18 +135,6 @@ struct Page {
     bench: Vec<FigureBlock>,
     fleet: Option<FleetView>,
     diff: Option<Diff>,
-}
-
-/// The verdict of a group of cases: FAIL on any failure; NOT CHECKED when nothing ran to a
-/// pass (all skipped or waived: the machine did not check it); else PASS.
-pub fn group_verdict(c: &Counts) -> &'static str {
-    if c.failed > 0 {
-        "FAIL"
-    } else if c.passed + c.flaky == 0 {
-        "NOT CHECKED"
-    } else {
-        "PASS"
-    }
 }
 
 fn json_str(v: &serde_json::Value) -> String {
@@ -619,17 +607,5 @@ mod tests {
             ]
         );
         assert!(v.iter().skip(1).all(|k| k.0 == "ptx-interop 13.2"));
-    }
-
-    #[test]
-    fn group_verdicts() {
-        let mut c = Counts::default();
-        assert_eq!(group_verdict(&c), "NOT CHECKED");
-        c.add(VerdictName::Skip);
-        assert_eq!(group_verdict(&c), "NOT CHECKED");
-        c.add(VerdictName::Pass);
-        assert_eq!(group_verdict(&c), "PASS");
-        c.add(VerdictName::RequiredMissing);
-        assert_eq!(group_verdict(&c), "FAIL");
     }
 }

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::figures::Figure;
-use super::html::group_verdict;
-use super::results::{self, Counts, NodeInfo, Results, VerdictName, SCHEMA_VERSION};
+use super::results::group_verdict;
+use super::results::{Counts, NodeInfo, Results, VerdictName, SCHEMA_VERSION};
 
 /// The most nodes merged at once.
 pub const MAX_NODES: usize = 4096;
@@ -223,7 +223,7 @@ pub enum MergeError {
     #[error("merge: {count} inputs; at most {MAX_NODES} nodes are merged")]
     TooMany { count: usize },
     #[error(transparent)]
-    Read(#[from] results::ReadError),
+    Read(#[from] super::bundle::BundleError),
     #[error("{}: already a merged fleet result; merge the node directories instead", path.display())]
     AlreadyMerged { path: PathBuf },
     #[error("{}: node name `{name}` given twice; node directories need distinct names", path.display())]
@@ -244,7 +244,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Results, MergeError> {
     let mut seen = BTreeSet::new();
     let mut fps = Vec::new();
     for d in dirs {
-        let r = results::load(d)?;
+        let r = super::bundle::load_results(d)?;
         if !r.nodes.is_empty() {
             return Err(MergeError::AlreadyMerged { path: d.clone() });
         }

@@ -51,8 +51,6 @@ pub enum ReadError {
     },
     #[error("{path}: {what}")]
     Invalid { path: String, what: String },
-    #[error(transparent)]
-    Bundle(super::bundle::BundleError),
 }
 
 /// The verdict names `results.json` uses (the runner's `Verdict`, plus `flaky`).
@@ -239,15 +237,23 @@ impl Counts {
     }
 }
 
-/// The `results.json` of `path`: a results directory, the file itself, or a bundle
-/// (`.tar.zst`, read through [`super::bundle`]).
+/// The verdict of a group of cases: FAIL on any failure; NOT CHECKED when nothing ran to a
+/// pass (all skipped or waived: the machine did not check it); else PASS.
+pub fn group_verdict(c: &Counts) -> &'static str {
+    if c.failed > 0 {
+        "FAIL"
+    } else if c.passed + c.flaky == 0 {
+        "NOT CHECKED"
+    } else {
+        "PASS"
+    }
+}
+
+/// The `results.json` of `path`: a results directory or the file itself (a bundle is read by
+/// [`super::bundle::load_results`], which packs this reader's files).
 pub fn load(path: &Path) -> Result<Results, ReadError> {
     if path.is_dir() {
         return load_file(&path.join("results.json"));
-    }
-    if super::bundle::is_bundle_name(path) {
-        let (name, bytes) = super::bundle::read_results(path).map_err(ReadError::Bundle)?;
-        return parse(&name, &bytes);
     }
     load_file(path)
 }
@@ -392,6 +398,18 @@ pub fn dir_of(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn group_verdicts() {
+        let mut c = Counts::default();
+        assert_eq!(group_verdict(&c), "NOT CHECKED");
+        c.add(VerdictName::Skip);
+        assert_eq!(group_verdict(&c), "NOT CHECKED");
+        c.add(VerdictName::Pass);
+        assert_eq!(group_verdict(&c), "PASS");
+        c.add(VerdictName::RequiredMissing);
+        assert_eq!(group_verdict(&c), "FAIL");
+    }
 
     const V2: &str = r#"{"schema_version": 2, "gpucts_version": "0.1.0", "fingerprint": {"gpu": "none"},
       "cases": [{"id": "abi.a", "area": "abi", "clause": "ptx-interop 13.2 §1.1", "origin": "x:1:1",

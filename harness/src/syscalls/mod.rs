@@ -13,7 +13,7 @@ pub mod producers;
 
 use serde::Deserialize;
 
-pub use crate::abi::lint_syscalls::Syscall;
+pub use crate::abi::lint::syscalls::Syscall;
 use crate::area::{CaseContext, Check};
 use crate::capability::Capability;
 use crate::outcome::CaseStatus;

@@ -4,7 +4,7 @@
 //! expected findings).
 
 use crate::abi::lint::lint_source;
-use crate::abi::lint_syscalls::Syscall;
+use crate::abi::lint::syscalls::Syscall;
 use crate::area::CaseContext;
 use crate::backend::toolchain::ToolError;
 use crate::capability::Capability;

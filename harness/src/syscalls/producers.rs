@@ -27,8 +27,8 @@ use std::sync::{Arc, OnceLock};
 use rand::{Rng, SeedableRng};
 use serde::Deserialize;
 
+use crate::abi::lint::syscalls::{call_sites, CallSite, Syscall, Val};
 use crate::abi::lint::{lint_source, Rule, Violation};
-use crate::abi::lint_syscalls::{call_sites, CallSite, Syscall, Val};
 use crate::area::{BatchCache, CaseContext};
 use crate::backend::toolchain::{ClangLang, Toolchain};
 use crate::outcome::CaseStatus;

@@ -11,8 +11,7 @@
 //! compiled into the binary; a batch is all the files of one role in one module (one
 //! `.version`/`.target` header and one record buffer).
 
-use super::emit::Role;
-use super::sig::{fixed_agg, Signature, Val, REC, REC_BYTES};
+use super::sig::{fixed_agg, Role, Signature, Val, REC, REC_BYTES};
 use crate::abi::types::Scalar;
 
 /// The first corpus seed.

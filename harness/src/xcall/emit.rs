@@ -8,26 +8,12 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use super::sig::Role;
 use super::sig::{graffiti, ret_const, ret_key, Signature, Val, REC, REC_BYTES};
 use crate::abi::layout::{vector_align, vector_exists, AddressSize};
-use crate::abi::types::{all_records, render_c, vector_type_name, Dialect, Scalar, Ty, TypeDef};
+use crate::abi::render::render_c;
+use crate::abi::types::{all_records, vector_type_name, Dialect, Scalar, Ty, TypeDef};
 use crate::backend::producer::Producer;
-
-/// Which half of a pair a batch holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Role {
-    Caller,
-    Callee,
-}
-
-impl Role {
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Caller => "caller",
-            Role::Callee => "callee",
-        }
-    }
-}
 
 /// Why a producer cannot express a signature (the case skips with capability
 /// `producer-feature`).

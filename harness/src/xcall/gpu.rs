@@ -6,7 +6,7 @@
 //! are compared. A failure names the pair, the signature, the first differing byte and the
 //! field it belongs to.
 
-use super::emit::Role;
+use super::sig::Role;
 use super::sig::{graffiti, ret_const, ret_key, Signature, Val, REC};
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Ty, TypeDef};

@@ -30,7 +30,7 @@ use crate::backend::toolchain::{LinkInputKind, ToolError, Toolchain};
 use crate::capability::Capability;
 use crate::cubin::Cubin;
 use crate::outcome::CaseStatus;
-use emit::Role;
+use sig::Role;
 use sig::Signature;
 
 /// This area's view of the producer vocabulary: the producers that generate both sides (the

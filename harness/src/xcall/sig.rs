@@ -13,6 +13,22 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Field, RecordKind, Scalar, Ty, TypeDef};
 
+/// Which half of a pair a batch holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Role {
+    Caller,
+    Callee,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Caller => "caller",
+            Role::Callee => "callee",
+        }
+    }
+}
+
 /// Signatures whose argument bytes exceed this are trimmed by the generator (kernels keep the
 /// arguments in local memory; the record buffer holds every received byte).
 pub const MAX_ARG_BYTES: u64 = 2048;

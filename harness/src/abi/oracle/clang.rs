@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 
 use super::{all_error, judge, ObservedMember, ObservedRecord, Pairing, TypeResult};
 use crate::abi::layout::{layout, AddressSize};
-use crate::abi::types::{all_records, render_c_at, Dialect, TypeDef};
+use crate::abi::render::render_c_at;
+use crate::abi::types::{all_records, Dialect, TypeDef};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 
 /// The arguments the oracle passes to clang after the target (the toolchain appends the file).
@@ -155,7 +156,7 @@ fn num(s: &str, line: &str) -> Result<u64, DumpError> {
 mod tests {
     use super::*;
     use crate::abi::oracle::Agreement;
-    use crate::abi::types::parse_types;
+    use crate::abi::type_file::parse_types;
 
     /// A dump as clang-19 printed it for the §1.3 boundary-alignment example (recorded from
     /// `clang-19 --target=nvptx64-nvidia-cuda -fsyntax-only -Xclang -fdump-record-layouts`).

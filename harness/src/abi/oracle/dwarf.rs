@@ -14,7 +14,8 @@ use object::{Object, ObjectSection};
 use super::{
     all_error, engine64, judge, EngineFn, ObservedMember, ObservedRecord, Pairing, TypeResult,
 };
-use crate::abi::types::{all_records, render_c, Dialect, TypeDef};
+use crate::abi::render::render_c;
+use crate::abi::types::{all_records, Dialect, TypeDef};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 
 pub const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17", "-G"];
@@ -260,7 +261,7 @@ mod tests {
     use super::*;
     use crate::abi::layout::Layout;
     use crate::abi::oracle::Agreement;
-    use crate::abi::types::parse_types;
+    use crate::abi::type_file::parse_types;
 
     #[test]
     fn a_wrong_engine_answer_is_caught() {

@@ -11,7 +11,8 @@
 use std::fmt::Write as _;
 
 use crate::abi::layout::{layout, size_align, AddressSize, LayoutError};
-use crate::abi::types::{render_c, Dialect, Ty, TypeDef};
+use crate::abi::render::render_c;
+use crate::abi::types::{Dialect, Ty, TypeDef};
 
 /// The kernel's entry point name.
 pub const KERNEL: &str = "gpucts_graffiti";
@@ -364,7 +365,7 @@ pub fn compare(t: &TypeDef, observed: &[u8]) -> Result<(), GraffitiDivergence> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::types::parse_types;
+    use crate::abi::type_file::parse_types;
 
     fn fig4() -> Vec<TypeDef> {
         // §1.3 storage-unit sharing: struct { char c; short s:8; } — s occupies byte 1.

@@ -9,7 +9,8 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use super::layout::{layout, AddressSize, Layout, LayoutError};
-use super::types::{all_records, render_c, Dialect, TypeDef};
+use super::render::render_c;
+use super::types::{all_records, Dialect, TypeDef};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
 
@@ -399,7 +400,7 @@ pub(crate) fn all_error(types: &[TypeDef], msg: &str) -> Vec<TypeResult> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::types::parse_types;
+    use crate::abi::type_file::parse_types;
 
     fn example_types() -> Vec<TypeDef> {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../suites/abi/types.yaml");

@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use super::{all_error, engine64, mismatch_message, Agreement, EngineFn, TypeResult};
-use crate::abi::types::{all_records, render_c, Dialect, TypeDef};
+use crate::abi::render::render_c;
+use crate::abi::types::{all_records, Dialect, TypeDef};
 use crate::backend::toolchain::{ToolError, Toolchain};
 
 pub const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17"];
@@ -196,7 +197,7 @@ fn query_values(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::abi::types::parse_types;
+    use crate::abi::type_file::parse_types;
 
     #[test]
     fn assertions_sit_on_the_lines_recorded() {

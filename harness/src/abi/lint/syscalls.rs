@@ -26,7 +26,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use super::lint::{Rule, Violation};
+use super::{Rule, Violation};
 use crate::ptx::instr::{parse_instruction, strip_comments, Instruction};
 use crate::ptx::module::{FunctionDecl, FunctionKind, ParamDecl, PtxModule, PtxType};
 

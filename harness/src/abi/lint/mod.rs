@@ -24,6 +24,8 @@
 //! declares a `char` kernel parameter `.param .u8`), so for them only well-formedness is
 //! checked: alignment, size multiple of alignment, `.ptr` width.
 
+pub mod syscalls;
+
 use std::fmt;
 
 use std::collections::HashMap;
@@ -92,11 +94,8 @@ pub enum Rule {
     Undeclared,
     /// A `bra` to a label that is not in the function.
     UndefinedLabel,
-    /// ptx-interop 13.2 ch. 3, the system calls: see `abi::lint_syscalls`.
-    Syscall(
-        super::lint_syscalls::SyscallRule,
-        super::lint_syscalls::Syscall,
-    ),
+    /// ptx-interop 13.2 ch. 3, the system calls: see `abi::lint::syscalls`.
+    Syscall(syscalls::SyscallRule, syscalls::Syscall),
 }
 
 impl Rule {
@@ -237,7 +236,7 @@ pub fn lint_source_counted(src: &str, file: &str) -> Result<LintReport, PtxError
 fn lint_module(module: &PtxModule, src: &str, file: &str) -> LintReport {
     let mut v = lint(module, file);
     // ch. 3: system-call prototypes and call sites.
-    v.extend(super::lint_syscalls::lint(module, src, file));
+    v.extend(syscalls::lint(module, src, file));
     v.sort_by_key(|x| x.line);
     if module.address_size.is_none() {
         // No default is assumed silently: a finding that depends on the pointer width says
