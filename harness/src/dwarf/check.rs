@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::fmt;
 
 use super::elf::Elf;
-use super::ptxscan::{self, is_special_register, PtxDebug, Space};
+use super::ptxscan::{self, is_special_register, AddressClass, PtxDebug};
 use super::read::{read_tree, register_name, Sections, Target, Tree, Val};
 use crate::backend::toolchain::Toolchain;
 use crate::capability::Capability;
@@ -113,7 +113,7 @@ fn decode_uleb(b: &[u8]) -> Option<(u64, usize)> {
 
 /// The state space a location expression puts its object in, when the expression says.
 enum Located {
-    Space(Space, String),
+    AddressClass(AddressClass, String),
     Broken(String),
     Unknown,
 }
@@ -128,7 +128,7 @@ fn locate(v: &Val, registers: &dyn Fn(&str) -> bool) -> Located {
     match op {
         0x03 => match targets.first() {
             Some((_, t)) => match t.space {
-                Some(sp) => Located::Space(sp, format!("symbol `{}`", t.name)),
+                Some(sp) => Located::AddressClass(sp, format!("symbol `{}`", t.name)),
                 None => Located::Broken(format!(
                     "DW_OP_addr names `{}`, which is no symbol of the module",
                     t.name
@@ -147,21 +147,23 @@ fn locate(v: &Val, registers: &dyn Fn(&str) -> bool) -> Located {
                 return Located::Broken(format!("register `{name}` is not declared"));
             }
             let sp = match (op, name.as_str()) {
-                (0x92, "%SPL") => Space::Local,
-                (0x92, _) => Space::Generic,
-                _ if is_special_register(&name) => Space::Sreg,
-                _ => Space::Reg,
+                (0x92, "%SPL") => AddressClass::Local,
+                (0x92, _) => AddressClass::Generic,
+                _ if is_special_register(&name) => AddressClass::Sreg,
+                _ => AddressClass::Reg,
             };
-            Located::Space(sp, format!("register `{name}`"))
+            Located::AddressClass(sp, format!("register `{name}`"))
         }
         // The frame is in `.local` (ptxas 12.9 itself rewrites a `.local` symbol's DW_OP_addr
         // into DW_OP_fbreg).
-        0x91 => Located::Space(
-            Space::Local,
+        0x91 => Located::AddressClass(
+            AddressClass::Local,
             "a frame-base offset (the .local frame)".into(),
         ),
-        0x50..=0x6f => Located::Space(Space::Reg, "a DW_OP_reg register".into()),
-        0x70..=0x8f => Located::Space(Space::Generic, "an address in a register".into()),
+        0x50..=0x6f => Located::AddressClass(AddressClass::Reg, "a DW_OP_reg register".into()),
+        0x70..=0x8f => {
+            Located::AddressClass(AddressClass::Generic, "an address in a register".into())
+        }
         _ => Located::Unknown,
     }
 }
@@ -203,7 +205,7 @@ fn check_tree(
                         });
                         None
                     }
-                    Some(Val::U(c)) if (1..=12).contains(c) => Space::from_class(*c),
+                    Some(Val::U(c)) if (1..=12).contains(c) => AddressClass::from_class(*c),
                     Some(v) => {
                         out.push(Finding {
                             position: pos(d.offset),
@@ -225,7 +227,7 @@ fn check_tree(
                         clause: CLAUSE_SECTIONS,
                         message: format!("{}: {m}", what()),
                     }),
-                    Located::Space(sp, how) => {
+                    Located::AddressClass(sp, how) => {
                         compared += 1;
                         if let Some(c) = class {
                             if c != sp {
@@ -330,7 +332,7 @@ pub fn check_ptx(shown: &str, text: &str, tc: Option<&Toolchain>) -> Result<Repo
     let target_of = |label: &str, addend: i64| -> Target {
         let section = label.starts_with(".debug_") || defined.contains(label);
         let space = if section || d.labels.contains(label) || d.functions.contains_key(label) {
-            Some(Space::Code)
+            Some(AddressClass::Code)
         } else {
             d.variables.get(label).map(|s| s.space)
         };

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use object::{Object, ObjectSection, ObjectSymbol};
 
-use super::ptxscan::Space;
+use super::ptxscan::AddressClass;
 use super::read::{Sections, Target};
 
 /// `EM_CUDA` (ELF machine 190).
@@ -28,21 +28,21 @@ pub struct Elf<'a> {
     /// Function symbols.
     pub functions: Vec<String>,
     /// Data symbols and their state space.
-    pub variables: HashMap<String, (Space, u64)>,
+    pub variables: HashMap<String, (AddressClass, u64)>,
 }
 
 /// The state space an ELF section name stands for.
-pub fn section_space(name: &str) -> Option<Space> {
+pub fn section_space(name: &str) -> Option<AddressClass> {
     Some(if name.starts_with(".text") {
-        Space::Code
+        AddressClass::Code
     } else if name.starts_with(".nv.global") {
-        Space::Global
+        AddressClass::Global
     } else if name.starts_with(".nv.shared") {
-        Space::Shared
+        AddressClass::Shared
     } else if name.starts_with(".nv.constant") {
-        Space::Const
+        AddressClass::Const
     } else if name.starts_with(".nv.local") {
-        Space::Local
+        AddressClass::Local
     } else {
         return None;
     })
@@ -111,7 +111,7 @@ impl<'a> Elf<'a> {
                     .and_then(|x| x.name().ok().map(str::to_string))
                     .unwrap_or_default();
                 let space = if sym.kind() == object::SymbolKind::Text {
-                    Some(Space::Code)
+                    Some(AddressClass::Code)
                 } else {
                     section_space(&sec)
                 };

@@ -17,7 +17,7 @@ use gimli::write::{
 };
 use gimli::{LittleEndian, SectionId};
 
-use super::ptxscan::Space;
+use super::ptxscan::AddressClass;
 use super::read::register_number;
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::random::random_type;
@@ -28,7 +28,7 @@ use crate::abi::types::{Scalar, Ty, TypeDef};
 pub struct ExpectedVar {
     pub name: String,
     pub parameter: bool,
-    pub space: Space,
+    pub space: AddressClass,
     /// The PTX symbol (for address locations) or register (for register locations).
     pub location: String,
 }
@@ -41,19 +41,19 @@ pub struct Program {
     pub ty: TypeDef,
     pub vars: Vec<ExpectedVar>,
     /// Pointer types described: (pointee address class space).
-    pub pointer_spaces: Vec<Space>,
+    pub pointer_spaces: Vec<AddressClass>,
     pub ptx_decls: String,
     pub ptx_body: String,
 }
 
-fn space_for_pointer(seed: u64, k: u64) -> Space {
+fn space_for_pointer(seed: u64, k: u64) -> AddressClass {
     [
-        Space::Global,
-        Space::Shared,
-        Space::Const,
-        Space::Local,
-        Space::Generic,
-        Space::Param,
+        AddressClass::Global,
+        AddressClass::Shared,
+        AddressClass::Const,
+        AddressClass::Local,
+        AddressClass::Generic,
+        AddressClass::Param,
     ][((seed + k) % 6) as usize]
 }
 
@@ -93,55 +93,55 @@ pub fn program(seed: u64) -> Program {
         ExpectedVar {
             name: "p".into(),
             parameter: true,
-            space: Space::Param,
+            space: AddressClass::Param,
             location: param,
         },
         ExpectedVar {
             name: "g".into(),
             parameter: false,
-            space: Space::Global,
+            space: AddressClass::Global,
             location: g("g"),
         },
         ExpectedVar {
             name: "s".into(),
             parameter: false,
-            space: Space::Shared,
+            space: AddressClass::Shared,
             location: g("s"),
         },
         ExpectedVar {
             name: "c".into(),
             parameter: false,
-            space: Space::Const,
+            space: AddressClass::Const,
             location: g("c"),
         },
         ExpectedVar {
             name: "l".into(),
             parameter: false,
-            space: Space::Local,
+            space: AddressClass::Local,
             location: g("l"),
         },
         ExpectedVar {
             name: "r".into(),
             parameter: false,
-            space: Space::Reg,
+            space: AddressClass::Reg,
             location: "%r1".into(),
         },
         ExpectedVar {
             name: "t".into(),
             parameter: false,
-            space: Space::Sreg,
+            space: AddressClass::Sreg,
             location: "%tid.x".into(),
         },
         ExpectedVar {
             name: "q".into(),
             parameter: false,
-            space: Space::Reg,
+            space: AddressClass::Reg,
             location: "%rd1".into(),
         },
         ExpectedVar {
             name: "v".into(),
             parameter: false,
-            space: Space::Generic,
+            space: AddressClass::Generic,
             location: "%rd2".into(),
         },
     ];
@@ -247,7 +247,9 @@ impl Builder<'_> {
             e.set(gimli::DW_AT_byte_size, AttributeValue::Udata(8));
             e.set(
                 gimli::DW_AT_address_class,
-                AttributeValue::AddressClass(gimli::DwAddr(Space::Generic.address_class().into())),
+                AttributeValue::AddressClass(gimli::DwAddr(
+                    AddressClass::Generic.address_class().into(),
+                )),
             );
             id
         } else {
@@ -538,13 +540,13 @@ impl Builder<'_> {
         };
         let mut loc = Expression::new();
         match v.space {
-            Space::Reg | Space::Sreg => {
+            AddressClass::Reg | AddressClass::Sreg => {
                 let n = register_number(&v.location).ok_or(EmitError::RegisterName)?;
                 let mut raw = vec![gimli::DW_OP_regx.0];
                 leb128_u(&mut raw, n);
                 loc = Expression::raw(raw);
             }
-            Space::Generic => {
+            AddressClass::Generic => {
                 let n = register_number(&v.location).ok_or(EmitError::RegisterName)?;
                 let mut raw = vec![gimli::DW_OP_bregx.0];
                 leb128_u(&mut raw, n);

@@ -6,15 +6,19 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::ptx::instr::Space;
+
 /// Largest PTX file read (bytes).
 pub const MAX_PTX_BYTES: usize = 64 << 20;
 /// Largest section (bytes of data) and the most sections per file.
 pub const MAX_SECTION_BYTES: usize = 16 << 20;
 pub const MAX_SECTIONS: usize = 256;
 
-/// A state space (PTX ISA) and its DWARF address class code (ptx-interop 13.2 §5.2).
+/// A DWARF address class of ptx-interop 13.2 §5.2 (`DW_AT_address_class`): the PTX state
+/// spaces ([`crate::ptx::instr::Space`], through [`AddressClass::of`]) plus the classes DWARF
+/// adds (code, special registers, surfaces, samplers, generic addresses).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Space {
+pub enum AddressClass {
     Code,
     Reg,
     Sreg,
@@ -29,60 +33,72 @@ pub enum Space {
     Generic,
 }
 
-impl Space {
+impl AddressClass {
+    /// The class of a variable in state space `space` (§5.2 has one shared class for
+    /// `.shared`, `.shared::cta` and `.shared::cluster`).
+    pub fn of(space: Space) -> AddressClass {
+        match space {
+            Space::Global => AddressClass::Global,
+            Space::Shared | Space::SharedCta | Space::SharedCluster => AddressClass::Shared,
+            Space::Local => AddressClass::Local,
+            Space::Param => AddressClass::Param,
+            Space::Const => AddressClass::Const,
+        }
+    }
+
     /// The §5.2 table: ADDR_code_space 1 .. ADDR_generic_space 12.
     pub fn address_class(self) -> u8 {
         match self {
-            Space::Code => 1,
-            Space::Reg => 2,
-            Space::Sreg => 3,
-            Space::Const => 4,
-            Space::Global => 5,
-            Space::Local => 6,
-            Space::Param => 7,
-            Space::Shared => 8,
-            Space::Surf => 9,
-            Space::Tex => 10,
-            Space::Sampler => 11,
-            Space::Generic => 12,
+            AddressClass::Code => 1,
+            AddressClass::Reg => 2,
+            AddressClass::Sreg => 3,
+            AddressClass::Const => 4,
+            AddressClass::Global => 5,
+            AddressClass::Local => 6,
+            AddressClass::Param => 7,
+            AddressClass::Shared => 8,
+            AddressClass::Surf => 9,
+            AddressClass::Tex => 10,
+            AddressClass::Sampler => 11,
+            AddressClass::Generic => 12,
         }
     }
 
     /// The §5.2 code name.
     pub fn code_name(self) -> &'static str {
         match self {
-            Space::Code => "ADDR_code_space",
-            Space::Reg => "ADDR_reg_space",
-            Space::Sreg => "ADDR_sreg_space",
-            Space::Const => "ADDR_const_space",
-            Space::Global => "ADDR_global_space",
-            Space::Local => "ADDR_local_space",
-            Space::Param => "ADDR_param_space",
-            Space::Shared => "ADDR_shared_space",
-            Space::Surf => "ADDR_surf_space",
-            Space::Tex => "ADDR_tex_space",
-            Space::Sampler => "ADDR_tex_sampler_space",
-            Space::Generic => "ADDR_generic_space",
+            AddressClass::Code => "ADDR_code_space",
+            AddressClass::Reg => "ADDR_reg_space",
+            AddressClass::Sreg => "ADDR_sreg_space",
+            AddressClass::Const => "ADDR_const_space",
+            AddressClass::Global => "ADDR_global_space",
+            AddressClass::Local => "ADDR_local_space",
+            AddressClass::Param => "ADDR_param_space",
+            AddressClass::Shared => "ADDR_shared_space",
+            AddressClass::Surf => "ADDR_surf_space",
+            AddressClass::Tex => "ADDR_tex_space",
+            AddressClass::Sampler => "ADDR_tex_sampler_space",
+            AddressClass::Generic => "ADDR_generic_space",
         }
     }
 
-    pub const ALL: [Space; 12] = [
-        Space::Code,
-        Space::Reg,
-        Space::Sreg,
-        Space::Const,
-        Space::Global,
-        Space::Local,
-        Space::Param,
-        Space::Shared,
-        Space::Surf,
-        Space::Tex,
-        Space::Sampler,
-        Space::Generic,
+    pub const ALL: [AddressClass; 12] = [
+        AddressClass::Code,
+        AddressClass::Reg,
+        AddressClass::Sreg,
+        AddressClass::Const,
+        AddressClass::Global,
+        AddressClass::Local,
+        AddressClass::Param,
+        AddressClass::Shared,
+        AddressClass::Surf,
+        AddressClass::Tex,
+        AddressClass::Sampler,
+        AddressClass::Generic,
     ];
 
-    pub fn from_class(c: u64) -> Option<Space> {
-        Space::ALL
+    pub fn from_class(c: u64) -> Option<AddressClass> {
+        AddressClass::ALL
             .iter()
             .copied()
             .find(|s| u64::from(s.address_class()) == c)
@@ -160,7 +176,7 @@ impl Section {
 /// A declared variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Symbol {
-    pub space: Space,
+    pub space: AddressClass,
     pub line: usize,
 }
 
@@ -246,121 +262,78 @@ fn err(line: usize, col: usize, message: impl Into<String>) -> ScanError {
     }
 }
 
-fn is_word_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '%' | '$')
-}
-
+/// The crate's one PTX tokenizer ([`crate::ptx::lexer::lex`]), its tokens joined back into
+/// the words this reader matches on: adjacent names, directives and numbers form one word
+/// (`ld.global.u8`, `%tid.x`, `.nv.debug_info`), and a `-` right before a number is its sign.
 fn tokenize(text: &str) -> Result<Vec<Token>, ScanError> {
-    let mut out = Vec::new();
-    let chars: Vec<char> = text.chars().collect();
-    let (mut i, mut line, mut col) = (0usize, 1usize, 1usize);
-    while i < chars.len() {
-        let c = chars[i];
-        let (tl, tc) = (line, col);
-        let adv = |i: &mut usize, line: &mut usize, col: &mut usize, c: char| {
-            *i += 1;
-            if c == '\n' {
-                *line += 1;
-                *col = 1;
-            } else {
-                *col += 1;
+    use crate::ptx::lexer::{lex, TokenKind};
+    let lexed = lex(text).map_err(|e| err(e.line as usize, e.col as usize, e.kind.to_string()))?;
+    let mut out: Vec<Token> = Vec::with_capacity(lexed.tokens.len());
+    // Where the last token ended (line, column after it), to tell adjacent tokens apart.
+    let mut end = (0u32, 0u32);
+    let mut sign: Option<(u32, u32)> = None;
+    for t in &lexed.tokens {
+        let adjacent = (t.line, t.col) == end;
+        let wordish = matches!(
+            t.kind,
+            TokenKind::Directive | TokenKind::Ident | TokenKind::Number
+        );
+        match t.kind {
+            TokenKind::Number if adjacent && sign.is_some() => {
+                let (line, col) = sign.take().unwrap_or_default();
+                out.pop();
+                out.push(Token {
+                    tok: Tok::Word(format!("-{}", t.text)),
+                    line: line as usize,
+                    col: col as usize,
+                });
             }
-        };
-        if c.is_whitespace() {
-            adv(&mut i, &mut line, &mut col, c);
-        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
-            while i < chars.len() && chars[i] != '\n' {
+            _ if wordish
+                && adjacent
+                && matches!(
+                    out.last(),
+                    Some(Token {
+                        tok: Tok::Word(_),
+                        ..
+                    })
+                ) =>
+            {
+                if let Some(Token {
+                    tok: Tok::Word(w), ..
+                }) = out.last_mut()
                 {
-                    let ch = chars[i];
-                    adv(&mut i, &mut line, &mut col, ch);
+                    w.push_str(t.text);
                 }
             }
-        } else if c == '/' && chars.get(i + 1) == Some(&'*') {
-            adv(&mut i, &mut line, &mut col, '/');
-            adv(&mut i, &mut line, &mut col, '*');
-            loop {
-                if i >= chars.len() {
-                    return Err(err(tl, tc, "unterminated /* comment"));
-                }
-                if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                    adv(&mut i, &mut line, &mut col, '*');
-                    adv(&mut i, &mut line, &mut col, '/');
-                    break;
-                }
-                {
-                    let ch = chars[i];
-                    adv(&mut i, &mut line, &mut col, ch);
-                }
-            }
-        } else if c == '"' {
-            adv(&mut i, &mut line, &mut col, c);
-            let mut s = String::new();
-            loop {
-                match chars.get(i) {
-                    None | Some('\n') => return Err(err(tl, tc, "unterminated string")),
-                    Some('"') => {
-                        adv(&mut i, &mut line, &mut col, '"');
-                        break;
-                    }
-                    Some(&ch) => {
-                        s.push(ch);
-                        adv(&mut i, &mut line, &mut col, ch);
-                    }
-                }
-            }
-            out.push(Token {
-                tok: Tok::Str(s),
-                line: tl,
-                col: tc,
-            });
-        } else if is_word_char(c)
-            || (c == '-' && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit()))
-        {
-            let mut s = String::new();
-            s.push(c);
-            adv(&mut i, &mut line, &mut col, c);
-            while i < chars.len() && is_word_char(chars[i]) {
-                s.push(chars[i]);
-                {
-                    let ch = chars[i];
-                    adv(&mut i, &mut line, &mut col, ch);
-                }
-            }
-            out.push(Token {
-                tok: Tok::Word(s),
-                line: tl,
-                col: tc,
-            });
-        } else {
-            out.push(Token {
-                tok: Tok::Punct(c),
-                line: tl,
-                col: tc,
-            });
-            adv(&mut i, &mut line, &mut col, c);
+            _ if wordish => out.push(Token {
+                tok: Tok::Word(t.text.to_string()),
+                line: t.line as usize,
+                col: t.col as usize,
+            }),
+            TokenKind::Str => out.push(Token {
+                tok: Tok::Str(t.text[1..t.text.len().saturating_sub(1).max(1)].to_string()),
+                line: t.line as usize,
+                col: t.col as usize,
+            }),
+            _ => out.push(Token {
+                tok: Tok::Punct(t.text.chars().next().unwrap_or(' ')),
+                line: t.line as usize,
+                col: t.col as usize,
+            }),
         }
+        sign = (t.is_punct('-')).then_some((t.line, t.col));
+        end = (t.line, t.col + t.text.len() as u32);
     }
     Ok(out)
 }
 
-/// An integer as PTX writes it: decimal, `0x` hex, `0` octal, `0b` binary, optional `-` and
-/// `U` suffix.
+/// An integer as PTX writes it, in the crate's one literal grammar ([`crate::ptx::literal`]:
+/// decimal, `0x` hex, `0` octal, `0b` binary, `U` suffix), with a leading `-`.
 fn parse_int(s: &str) -> Option<i128> {
-    let (neg, body) = match s.strip_prefix('-') {
-        Some(b) => (true, b),
-        None => (false, s),
-    };
-    let body = body.strip_suffix('U').unwrap_or(body);
-    let v = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        i128::from_str_radix(h, 16).ok()?
-    } else if let Some(b) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
-        i128::from_str_radix(b, 2).ok()?
-    } else if body.len() > 1 && body.starts_with('0') {
-        i128::from_str_radix(&body[1..], 8).ok()?
-    } else {
-        body.parse::<i128>().ok()?
-    };
-    Some(if neg { -v } else { v })
+    match s.strip_prefix('-') {
+        Some(body) => crate::ptx::literal::parse_int(body).map(|v| -i128::from(v)),
+        None => crate::ptx::literal::parse_int(s).map(i128::from),
+    }
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -414,9 +387,7 @@ pub fn scan(text: &str) -> Result<PtxDebug, ScanError> {
             ".file" => file(&toks, i, &mut d)?,
             ".loc" => loc(&toks, i, &mut d)?,
             ".entry" | ".func" => function(&toks, i, &mut d),
-            ".global" | ".shared" | ".const" | ".local" | ".param" | ".reg" => {
-                declaration(&toks, i, w, &mut d)
-            }
+            _ if w == ".reg" || state_space(w).is_some() => declaration(&toks, i, w, &mut d),
             _ => {
                 if tok_at(&toks, i + 1) == Some(&Tok::Punct(':'))
                     && !w.starts_with('.')
@@ -524,18 +495,16 @@ fn function(toks: &[Token], i: usize, d: &mut PtxDebug) -> usize {
     j + 1
 }
 
+/// The state space a declaration directive names (`.shared::cta` too), if it names one.
+fn state_space(directive: &str) -> Option<Space> {
+    directive.strip_prefix('.').and_then(Space::parse)
+}
+
 /// A declaration in state space `w` (`.global .align 4 .b8 g[8]`, `.reg .b32 %r<3>, %p`):
 /// variables with their space (`.texref`/`.surfref`/`.samplerref` name theirs), registers and
 /// register families. Returns the index after the names.
 fn declaration(toks: &[Token], i: usize, w: &str, d: &mut PtxDebug) -> usize {
-    let mut space = match w {
-        ".global" => Space::Global,
-        ".shared" => Space::Shared,
-        ".const" => Space::Const,
-        ".local" => Space::Local,
-        ".param" => Space::Param,
-        _ => Space::Reg,
-    };
+    let mut space = state_space(w).map_or(AddressClass::Reg, AddressClass::of);
     let mut j = i + 1;
     // Modifiers: `.align 4`, `.b8`, `.v2`, `.ptr`, `.texref`, ...
     while let Some(x) = word(toks, j) {
@@ -543,9 +512,9 @@ fn declaration(toks: &[Token], i: usize, w: &str, d: &mut PtxDebug) -> usize {
             break;
         }
         match x {
-            ".texref" => space = Space::Tex,
-            ".surfref" => space = Space::Surf,
-            ".samplerref" => space = Space::Sampler,
+            ".texref" => space = AddressClass::Tex,
+            ".surfref" => space = AddressClass::Surf,
+            ".samplerref" => space = AddressClass::Sampler,
             _ => {}
         }
         j += 1;
@@ -560,7 +529,7 @@ fn declaration(toks: &[Token], i: usize, w: &str, d: &mut PtxDebug) -> usize {
             let count = d.register_families.entry(name.to_string()).or_insert(0);
             *count = (*count).max(n);
             j += 3;
-        } else if space == Space::Reg {
+        } else if space == AddressClass::Reg {
             d.registers.insert(name.to_string());
         } else {
             d.variables.insert(
@@ -578,7 +547,7 @@ fn declaration(toks: &[Token], i: usize, w: &str, d: &mut PtxDebug) -> usize {
                 _ => j += 1,
             }
         }
-        if space == Space::Reg && tok_at(toks, j) == Some(&Tok::Punct(',')) {
+        if space == AddressClass::Reg && tok_at(toks, j) == Some(&Tok::Punct(',')) {
             j += 1;
             continue;
         }
@@ -796,10 +765,10 @@ mod tests {
             .section .debug_info\n{\n.b32 12 // len\n.b8 2, 0x0\n.b32 .debug_abbrev\n.b64 L0+4\n}\n";
         let d = scan(ptx).unwrap();
         assert!(d.target_debug);
-        assert_eq!(d.variables["g"].space, Space::Global);
-        assert_eq!(d.variables["s"].space, Space::Shared);
-        assert_eq!(d.variables["t"].space, Space::Tex);
-        assert_eq!(d.variables["f_param_0"].space, Space::Param);
+        assert_eq!(d.variables["g"].space, AddressClass::Global);
+        assert_eq!(d.variables["s"].space, AddressClass::Shared);
+        assert_eq!(d.variables["t"].space, AddressClass::Tex);
+        assert_eq!(d.variables["f_param_0"].space, AddressClass::Param);
         assert!(d.functions.contains_key("f"));
         assert!(d.labels.contains("L0"));
         assert!(d.has_register("%r2") && !d.has_register("%r3"));
@@ -855,5 +824,63 @@ mod tests {
             assert_eq!((e.line, e.col), (l, c), "{text}: {e}");
             assert!(e.message.contains(want), "{text}: {e}");
         }
+    }
+
+    /// The §5.2 table, read from the spec (not from the enum): each PTX state space's class
+    /// code, `.shared::cta`/`.shared::cluster` in the shared class.
+    #[test]
+    fn state_spaces_convert_to_their_address_class() {
+        let table = [
+            (Space::Const, 4, "ADDR_const_space"),
+            (Space::Global, 5, "ADDR_global_space"),
+            (Space::Local, 6, "ADDR_local_space"),
+            (Space::Param, 7, "ADDR_param_space"),
+            (Space::Shared, 8, "ADDR_shared_space"),
+            (Space::SharedCta, 8, "ADDR_shared_space"),
+            (Space::SharedCluster, 8, "ADDR_shared_space"),
+        ];
+        for (space, code, name) in table {
+            let c = AddressClass::of(space);
+            assert_eq!(
+                (c.address_class(), c.code_name()),
+                (code, name),
+                "{space:?}"
+            );
+            assert_eq!(AddressClass::from_class(u64::from(code)), Some(c));
+        }
+        assert_eq!(AddressClass::from_class(0), None);
+        assert_eq!(AddressClass::from_class(13), None);
+    }
+
+    /// Words are what the old hand tokenizer made of them, now from the one PTX lexer:
+    /// instructions and special registers with their modifiers, a signed number, a
+    /// `.shared::cta` declaration, octal per the ISA's literal grammar (`010` is eight).
+    #[test]
+    fn words_and_literals_come_from_the_one_ptx_lexer() {
+        let ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.file 1 \"a.cu\"\n\
+            .shared::cta .align 4 .b8 sc[4];\n.entry k()\n{\n .reg .b32 %r<2>;\n\
+            .loc 1 010 0x3\n mov.u32 %r1, %tid.x;\n ret;\n}\n\
+            .section .nv.debug_x\n{\n.b8 -1, 0b11\n}\n";
+        let d = scan(ptx).unwrap();
+        assert_eq!(d.variables["sc"].space, AddressClass::Shared);
+        assert_eq!((d.locs[0].line, d.locs[0].col), (8, 3));
+        assert!(d.locs[0].has_code);
+        let sec = d
+            .section(".nv.debug_x")
+            .expect("a dotted section name is one word");
+        assert_eq!(&sec.bytes[..2], &[0xff, 3]);
+        let toks = tokenize(" ld.global.u8 %r1, [x+-4]; %tid.x").unwrap();
+        let words: Vec<&str> = toks
+            .iter()
+            .filter_map(|t| match &t.tok {
+                Tok::Word(w) => Some(w.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(words, ["ld.global.u8", "%r1", "x", "-4", "%tid.x"]);
+        assert_eq!((toks[0].line, toks[0].col), (1, 2));
+        // What the one lexer refuses is a positioned error here too.
+        let e = scan(".version 8.0\n\u{0}").unwrap_err();
+        assert_eq!((e.line, e.col), (2, 1), "{e}");
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use gimli::{EndianSlice, LittleEndian, Reader as _, RelocateReader};
 
-use super::ptxscan::Space;
+use super::ptxscan::AddressClass;
 
 pub const MAX_DIES: usize = 1_000_000;
 pub const MAX_DEPTH: usize = 256;
@@ -21,7 +21,7 @@ pub struct Target {
     pub addend: i64,
     /// The state space of a variable symbol; `Some(Code)` for functions and labels; `None` when
     /// the name resolves to nothing the reader knows (a broken reference).
-    pub space: Option<Space>,
+    pub space: Option<AddressClass>,
     /// Whether it is a DWARF section name (`.debug_line`), not a program symbol.
     pub section: bool,
 }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use super::elf::{Elf, ElfError};
 use super::emit::{module, program, EmitError, ExpectedVar, Program};
-use super::ptxscan::{self, ScanError, Space};
+use super::ptxscan::{self, AddressClass, ScanError};
 use super::read::{read_tree, register_name, Die, Sections, Target, Tree, Val};
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Ty, TypeDef};
@@ -339,7 +339,10 @@ fn check_variable(v: &ExpectedVar, d: &Die, errs: &mut Vec<String>) {
 /// `DW_OP_fbreg` (true then). ptx-interop 13.2 §5.2.
 fn check_location(v: &ExpectedVar, d: &Die, elf: &Elf<'_>, errs: &mut Vec<String>) -> bool {
     match (v.space, d.attr(gimli::DW_AT_location)) {
-        (Space::Reg | Space::Sreg | Space::Generic, Some(Val::Expr(bytes, _))) => {
+        (
+            AddressClass::Reg | AddressClass::Sreg | AddressClass::Generic,
+            Some(Val::Expr(bytes, _)),
+        ) => {
             let reg = bytes
                 .get(1..)
                 .and_then(|b| {
@@ -354,7 +357,7 @@ fn check_location(v: &ExpectedVar, d: &Die, elf: &Elf<'_>, errs: &mut Vec<String
                 ));
             }
         }
-        (Space::Global | Space::Const, Some(Val::Expr(_, t))) => {
+        (AddressClass::Global | AddressClass::Const, Some(Val::Expr(_, t))) => {
             let got = t.first().map(|(_, t)| t.name.as_str());
             if got != Some(v.location.as_str()) {
                 errs.push(format!(
@@ -363,7 +366,7 @@ fn check_location(v: &ExpectedVar, d: &Die, elf: &Elf<'_>, errs: &mut Vec<String
                 ));
             }
         }
-        (Space::Shared, Some(Val::Expr(bytes, t))) => {
+        (AddressClass::Shared, Some(Val::Expr(bytes, t))) => {
             // ptxas resolves shared addresses in place: the operand is the symbol's address.
             let got = bytes.get(1..9).map(|b| {
                 let mut a = [0u8; 8];
@@ -378,7 +381,7 @@ fn check_location(v: &ExpectedVar, d: &Die, elf: &Elf<'_>, errs: &mut Vec<String
                 ));
             }
         }
-        (Space::Local, Some(Val::Expr(b, _))) if b.first() == Some(&0x91) => return true,
+        (AddressClass::Local, Some(Val::Expr(b, _))) if b.first() == Some(&0x91) => return true,
         (_, Some(Val::Expr(b, _))) if b.first() == Some(&0x03) => {}
         (_, other) => errs.push(format!("`{}`: location {other:?}", v.name)),
     }

@@ -8,13 +8,13 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::figures::Figure;
-use crate::outcome::CaseStatus;
+use crate::outcome::{CaseStatus, Verdict};
 
 /// The `results.json` layout this version writes. 1: no `schema_version` field (gpucts 0.1
 /// before reports); 2: adds `schema_version`, `probe`, `run`, `figures`, `attempts`, `nodes`.
@@ -86,6 +86,22 @@ impl VerdictName {
     /// The case ran and its property held.
     pub fn is_pass(self) -> bool {
         matches!(self, VerdictName::Pass | VerdictName::StaleWaiver)
+    }
+}
+
+/// The one conversion from the runner's verdict to the name results.json stores (the waiver
+/// id travels beside it, not in the name).
+impl From<&Verdict> for VerdictName {
+    fn from(v: &Verdict) -> VerdictName {
+        match v {
+            Verdict::Pass => VerdictName::Pass,
+            Verdict::Fail => VerdictName::Fail,
+            Verdict::Skip => VerdictName::Skip,
+            Verdict::Waived { .. } => VerdictName::Waived,
+            Verdict::StaleWaiver { .. } => VerdictName::StaleWaiver,
+            Verdict::RequiredMissing => VerdictName::RequiredMissing,
+            Verdict::Flaky => VerdictName::Flaky,
+        }
     }
 }
 
@@ -359,31 +375,18 @@ pub fn git_state(root: &Path) -> Option<String> {
 }
 
 fn git(root: &Path, args: &[&str]) -> Option<String> {
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let end = Instant::now() + Duration::from_secs(5);
-    loop {
-        match child.try_wait() {
-            Ok(Some(s)) if s.success() => break,
-            Ok(Some(_)) | Err(_) => return None,
-            Ok(None) if Instant::now() >= end => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-        }
+    // Through the one time-limited runner: output is read while git runs (a long `status`
+    // does not fill the pipe and stall until the limit).
+    let out = crate::backend::toolchain::process::output_within(
+        Command::new("git").arg("-C").arg(root).args(args),
+        "git",
+        Duration::from_secs(5),
+    )
+    .ok()?;
+    if !out.status.success() {
+        return None;
     }
-    let mut out = String::new();
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    Some(out)
+    String::from_utf8(out.stdout).ok()
 }
 
 /// The directory a results path names (for files written beside it).
@@ -398,6 +401,31 @@ pub fn dir_of(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every runner verdict reads back under the name the writer gave it (its serde tag), and
+    /// the reader's failure and pass predicates agree with the runner's.
+    #[test]
+    fn verdict_names_are_the_runner_verdicts() {
+        use crate::outcome::Category;
+        let all = [
+            Verdict::Pass,
+            Verdict::Fail,
+            Verdict::Skip,
+            Verdict::Waived { waiver: "W".into() },
+            Verdict::StaleWaiver { waiver: "W".into() },
+            Verdict::RequiredMissing,
+            Verdict::Flaky,
+        ];
+        for v in &all {
+            let name = VerdictName::from(v);
+            let tag = serde_json::to_value(v).unwrap()["verdict"].clone();
+            assert_eq!(tag, name.as_str(), "{v:?}");
+            let read: VerdictName = serde_json::from_value(tag).unwrap();
+            assert_eq!(read, name);
+            assert_eq!(name.is_failure(), v.is_failure(), "{v:?}");
+            assert_eq!(name.is_pass(), v.category() == Category::Passed, "{v:?}");
+        }
+    }
 
     #[test]
     fn group_verdicts() {

@@ -525,21 +525,10 @@ pub struct CallSite {
     pub stores: Vec<Store>,
 }
 
+/// An immediate operand with an optional sign, in the crate's one literal grammar
+/// ([`crate::ptx::literal`]: `010` is octal eight, `0b101` binary, as the PTX ISA reads them).
 fn parse_imm(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let (neg, s) = match s.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, s),
-    };
-    let s = s.strip_suffix('U').unwrap_or(s);
-    let v = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        i64::from_str_radix(h, 16).ok()?
-    } else if s.chars().all(|c| c.is_ascii_digit()) && !s.is_empty() {
-        s.parse().ok()?
-    } else {
-        return None;
-    };
-    Some(if neg { -v } else { v })
+    crate::ptx::literal::parse_signed(s)
 }
 
 /// `base`, `base+8`, `base-4` -> (base, offset).
@@ -1166,6 +1155,19 @@ pub fn lint(module: &PtxModule, src: &str, file: &str) -> Vec<Violation> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Immediates follow the PTX ISA's constants (§4.5): a leading 0 is octal, `0b` binary,
+    /// `0x` hex; a float constant is not an integer.
+    #[test]
+    fn immediates_follow_the_isa_literal_grammar() {
+        assert_eq!(parse_imm("010"), Some(8));
+        assert_eq!(parse_imm("0b101"), Some(5));
+        assert_eq!(parse_imm("-0x10"), Some(-16));
+        assert_eq!(parse_imm("7U"), Some(7));
+        assert_eq!(parse_imm("0f3F800000"), None);
+        assert_eq!(parse_imm("09"), None);
+        assert_eq!(split_offset("buf+010"), ("buf", 8));
+    }
     use crate::abi::lint::lint_source;
 
     /// (rule id, line) of every chapter-3 finding in a module.
