@@ -365,6 +365,27 @@ pub fn allowed(op: Operation, order: Order) -> Option<Vec<Mapping>> {
 mod tests {
     use super::*;
 
+    // The C++ read-modify-writes convert to the PTX `atom` operation the chapter's
+    // `atomic_<rmw op>` rows name (pairs written out from the table, not derived from code).
+    #[test]
+    fn rmw_ops_convert_to_their_atom_operation() {
+        let table = [
+            ("fetch_add", "add"),
+            ("exchange", "exch"),
+            ("compare_exchange", "cas"),
+            ("fetch_and", "and"),
+            ("fetch_or", "or"),
+            ("fetch_xor", "xor"),
+            ("fetch_min", "min"),
+            ("fetch_max", "max"),
+        ];
+        assert_eq!(RmwOp::ALL.len(), table.len());
+        for (op, (cpp, ptx)) in RmwOp::ALL.iter().zip(table) {
+            assert_eq!(op.name(), cpp);
+            assert_eq!(Some(op.ptx_op()), AtomOp::parse(ptx), "{cpp}");
+        }
+    }
+
     // The C++ view converts to the PTX view by name, and the strength order is the one
     // [atomics.order] gives: relaxed below everything, acquire and release incomparable,
     // acq_rel above both, seq_cst on top (pairs written out here, not derived from code).
