@@ -320,7 +320,7 @@ pub fn atomics(o: Options) -> Vec<BenchBlock> {
             );
         }
     }
-    vec![BenchBlock {
+    let mut blocks = vec![BenchBlock {
         name: "atomics.model".into(),
         what: "bench: memory model checker throughput (ptx-interop 13.2 memory consistency model)"
             .into(),
@@ -328,7 +328,83 @@ pub fn atomics(o: Options) -> Vec<BenchBlock> {
         figures: figs,
         text,
         secs: elapsed(t0),
-    }]
+    }];
+    blocks.push(gpu_host(o));
+    blocks
+}
+
+/// The host's share of a GPU litmus launch, without a GPU: per launch, a shuffled plan, the
+/// role and address tables, the initial memory image and the decoding of a launch's results
+/// into the outcome histogram, at the default stress parameters (8,192 instances a launch).
+/// Its instances/s bound what a GPU run can reach end to end.
+fn gpu_host(o: Options) -> BenchBlock {
+    use crate::atomics::gpu::layout::{self, Geometry, Histogram, IterationPlan, StressParams};
+    use crate::atomics::{catalog, model};
+    use rand::SeedableRng;
+    let t0 = Instant::now();
+    const LAUNCHES: usize = 20;
+    let params = StressParams::default();
+    let mut rates = Vec::new();
+    let mut per_stage = [0f64; 3];
+    let mut tests = 0;
+    for t in catalog::catalog() {
+        let Ok(g) = Geometry::new(&t, &params) else {
+            continue;
+        };
+        tests += 1;
+        let terms = model::check(&t).terms;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let n = g.instances() as usize;
+        let results = vec![0u32; n * g.slots.len()];
+        for _ in 0..o.reps {
+            let mut h = Histogram::new();
+            let run = Instant::now();
+            for _ in 0..LAUNCHES {
+                let a = Instant::now();
+                let plan = IterationPlan::random(&g, &mut rng);
+                let tables = layout::tables(&g, &plan);
+                let b = Instant::now();
+                let memory = g.initial_memory(&tables.addrs);
+                let c = Instant::now();
+                let _ = layout::decode(&g, &terms, &tables, &results, &memory, &mut h);
+                per_stage[0] += (b - a).as_secs_f64();
+                per_stage[1] += (c - b).as_secs_f64();
+                per_stage[2] += elapsed(c);
+            }
+            rates.push((LAUNCHES * n) as f64 / elapsed(run));
+        }
+    }
+    let total: f64 = per_stage.iter().sum::<f64>().max(1e-12);
+    let mut text = format!(
+        "atomics: host work of a GPU litmus launch ({tests} catalogue tests x {LAUNCHES} launches, {} repetitions)\n",
+        o.reps
+    );
+    let mut figures = Vec::new();
+    if let Some(s) = Spread::of(&rates) {
+        text += &format!(
+            "  instances/s (per test)  {:.3e} / {:.3e} / {:.3e}\n  time: plan + tables {:.0} %, initial memory {:.0} %, decode {:.0} %\n",
+            s.min,
+            s.median,
+            s.max,
+            100.0 * per_stage[0] / total,
+            100.0 * per_stage[1] / total,
+            100.0 * per_stage[2] / total
+        );
+        figures.push(Figure::Scalar {
+            name: "host instances/s".into(),
+            unit: "instances/s".into(),
+            better: Some(Better::Higher),
+            value: s,
+        });
+    }
+    BenchBlock {
+        name: "atomics.gpu_host".into(),
+        what: "bench: host work per GPU litmus launch (tables, initial memory, decoding)".into(),
+        skipped: None,
+        figures,
+        text,
+        secs: elapsed(t0),
+    }
 }
 
 /// The pseudo-case a block becomes in a results set; its figures are recorded under its id.

@@ -41,6 +41,10 @@ pub struct RunReport {
     pub kernel_time: Duration,
     /// Everything: table uploads, launches, copies back, decoding.
     pub wall_time: Duration,
+    /// Before the first launch: the driver JIT of the kernel's PTX and the buffer allocations.
+    pub setup_time: Duration,
+    /// Host work inside the launches' wall time: plans, tables and decoding.
+    pub host_time: Duration,
     /// Terms of the histogram's outcomes (the model's [`Verdict::terms`]).
     pub terms: Vec<Term>,
     pub histogram: Histogram,
@@ -122,6 +126,14 @@ pub fn figures(r: &RunReport, c: &Classified) -> String {
     if r.barrier_timeouts > 0 {
         let _ = write!(s, "; {} spin-barrier timeouts", r.barrier_timeouts);
     }
+    // Where the wall time went (issue 16: end to end is far below the kernel's rate).
+    let _ = write!(
+        s,
+        "; time: setup {:.3} s (JIT, buffers), launches {:.3} s of which host {:.3} s",
+        r.setup_time.as_secs_f64(),
+        r.wall_time.as_secs_f64(),
+        r.host_time.as_secs_f64()
+    );
     s
 }
 
@@ -266,6 +278,7 @@ pub fn run(
     budget: Option<Duration>,
     seed: u64,
 ) -> Result<RunReport, RunError> {
+    let setup = Instant::now();
     let g = layout::Geometry::new(test, params)?;
     let ptx = kernel::generate(test, &g)?;
     let e = RunError::Driver;
@@ -298,6 +311,8 @@ pub fn run(
         instances: 0,
         kernel_time: Duration::ZERO,
         wall_time: Duration::ZERO,
+        setup_time: setup.elapsed(),
+        host_time: Duration::ZERO,
         terms: verdict.terms.clone(),
         histogram: Histogram::new(),
         barrier_timeouts: 0,
@@ -307,11 +322,12 @@ pub fn run(
         if budget.is_some_and(|b| start.elapsed() >= b) {
             break;
         }
+        let host = Instant::now();
         let plan = layout::IterationPlan::random(&g, &mut rng);
         let t = layout::tables(&g, &plan);
-        session
-            .copy_u32_to_device(locs.ptr, &g.initial_memory(&t.addrs))
-            .map_err(e)?;
+        let image = g.initial_memory(&t.addrs);
+        report.host_time += host.elapsed();
+        session.copy_u32_to_device(locs.ptr, &image).map_err(e)?;
         session.copy_u32_to_device(roles.ptr, &t.roles).map_err(e)?;
         session.copy_u32_to_device(addrs.ptr, &t.addrs).map_err(e)?;
         session
@@ -343,7 +359,9 @@ pub fn run(
             .map_err(e)?;
         let bar = session.copy_u32_to_host(barrier.ptr, 2).map_err(e)?;
         report.barrier_timeouts += u64::from(bar[1]);
+        let host = Instant::now();
         layout::decode(&g, &verdict.terms, &t, &res, &mem, &mut report.histogram)?;
+        report.host_time += host.elapsed();
         report.launches += 1;
         report.instances += n as u64;
     }
@@ -378,10 +396,12 @@ pub fn run_case(
         Ok(v) => v,
         Err(e) => return CaseStatus::error(format!("the checker gave no verdict: {e}")),
     };
+    let opened = Instant::now();
     let session = match Session::open(0) {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(e),
     };
+    let context_time = opened.elapsed();
     let go = || -> Result<CaseStatus, RunError> {
         let report = run(
             &session,
@@ -413,7 +433,11 @@ pub fn run_case(
             control.as_ref().map(|(r, c)| (r, c)),
         ))
     };
-    go().unwrap_or_else(CaseStatus::error)
+    let mut status = go().unwrap_or_else(CaseStatus::error);
+    if let CaseStatus::Pass { note: Some(n) } = &mut status {
+        let _ = write!(n, "; context {:.3} s", context_time.as_secs_f64());
+    }
+    status
 }
 
 #[cfg(test)]

@@ -149,6 +149,8 @@ fn report(name: &str, terms: Vec<Term>, hist: &[(Vec<i64>, u64)]) -> RunReport {
         instances: hist.iter().map(|(_, n)| n).sum(),
         kernel_time: Duration::from_millis(20),
         wall_time: Duration::from_millis(40),
+        setup_time: Duration::from_millis(5),
+        host_time: Duration::from_millis(3),
         terms,
         histogram: hist.iter().cloned().collect(),
         barrier_timeouts: 0,
