@@ -118,7 +118,11 @@ fn every_bench_records_its_curves_into_a_results_set_and_its_report() {
         let id = format!("bench.abi.{oracle}");
         let c = case(&r, &id);
         if c["verdict"] == "skip" {
-            assert!(c["status"]["capability"].is_string(), "{c}");
+            let cap = c["status"]["capability"].as_str();
+            gpucts::testkit::tool_missing(
+                gpucts::testkit::Need::Tool,
+                cap.unwrap_or_else(|| panic!("a skip names its capability: {c}")),
+            );
             continue;
         }
         let note = c["status"]["note"].as_str().unwrap();
@@ -191,6 +195,7 @@ fn every_bench_records_its_curves_into_a_results_set_and_its_report() {
         .iter()
         .for_each(assert_spread);
     assert_spread(figure(&r, "bench.atomics.model", "catalogue tests/s"));
+    assert_spread(figure(&r, "bench.atomics.gpu_host", "host instances/s"));
 
     // gpudirect: without the companion module (/dev/gpucts) pin and BAR skip naming kmod; a
     // build without the rdma feature skips RDMA naming rdma.

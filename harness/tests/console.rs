@@ -254,11 +254,7 @@ fn progress_only_on_a_terminal() {
         .into_iter()
         .find(|p| Path::new(p).exists())
     else {
-        assert!(
-            std::env::var_os("GPUCTS_REQUIRE_TOOLS").is_none(),
-            "required tool missing: script (GPUCTS_REQUIRE_TOOLS is set)"
-        );
-        eprintln!("ignored (missing: script, util-linux)");
+        gpucts::require!(false, "script, util-linux");
         return;
     };
     let d = tmp("progress-tty");

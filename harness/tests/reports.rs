@@ -537,11 +537,7 @@ fn find_chromium() -> Option<PathBuf> {
 #[test]
 fn report_loads_in_chromium_without_console_errors_and_plots_have_content() {
     let Some(chromium) = find_chromium() else {
-        assert!(
-            std::env::var("GPUCTS_REQUIRE_TOOLS").ok().as_deref() != Some("1"),
-            "required tool missing: chromium (GPUCTS_REQUIRE_TOOLS is set)"
-        );
-        eprintln!("ignored (missing: chromium)");
+        gpucts::require!(false, "chromium");
         return;
     };
     let d = tmp("browser");
@@ -585,11 +581,7 @@ fn report_loads_in_chromium_without_console_errors_and_plots_have_content() {
 #[test]
 fn bench_curves_render_in_chromium_with_content() {
     let Some(chromium) = find_chromium() else {
-        assert!(
-            std::env::var("GPUCTS_REQUIRE_TOOLS").ok().as_deref() != Some("1"),
-            "required tool missing: chromium (GPUCTS_REQUIRE_TOOLS is set)"
-        );
-        eprintln!("ignored (missing: chromium)");
+        gpucts::require!(false, "chromium");
         return;
     };
     let d = tmp("browser-bench");

@@ -94,7 +94,8 @@ pub fn graffiti_case(ctx: &CaseContext, seed_start: u64, count: u64) -> CaseStat
             block: 1,
             shared_bytes: 0,
         };
-        s.launch_timed(f, cfg, &[KernelArg::Ptr(out.ptr)])?;
+        // SAFETY: the writer kernel takes one `.param .u64` (the output buffer's address).
+        unsafe { s.launch_timed(f, cfg, &[KernelArg::Ptr(out.ptr)]) }?;
         let mut bytes = vec![0u8; len];
         s.copy_to_host(&mut bytes, out.ptr)?;
         Ok(status(&graffiti::judge(&types, &bytes)))

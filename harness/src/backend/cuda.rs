@@ -318,8 +318,13 @@ impl Session {
         attr: sys::CUpointer_attribute,
         p: sys::CUdeviceptr,
     ) -> Result<u32, DriverCallError> {
+        assert_eq!(
+            attribute_max_bytes(attr),
+            Some(4),
+            "{attr:?} is not a 32-bit pointer attribute"
+        );
         let mut v: u32 = 0;
-        // SAFETY: `v` is large enough for a 32-bit attribute.
+        // SAFETY: `v` holds the 4 bytes the driver writes for this attribute (asserted).
         check("cuPointerGetAttribute", unsafe {
             sys::cuPointerGetAttribute(&mut v as *mut u32 as *mut std::ffi::c_void, attr, p)
         })?;
@@ -332,8 +337,12 @@ impl Session {
         attr: sys::CUpointer_attribute,
         p: sys::CUdeviceptr,
     ) -> Result<u64, DriverCallError> {
+        assert!(
+            attribute_max_bytes(attr).is_some_and(|n| n <= 8),
+            "{attr:?} is not a pointer attribute of at most 64 bits"
+        );
         let mut v: u64 = 0;
-        // SAFETY: `v` is large enough for a 64-bit attribute.
+        // SAFETY: `v` holds the at most 8 bytes the driver writes for this attribute (asserted).
         check("cuPointerGetAttribute", unsafe {
             sys::cuPointerGetAttribute(&mut v as *mut u64 as *mut std::ffi::c_void, attr, p)
         })?;
@@ -367,10 +376,39 @@ pub struct Module {
     raw: sys::CUmodule,
 }
 
-/// A kernel of a loaded module; valid while its module lives.
+/// The most bytes `cuPointerGetAttribute` writes for `attr` (CUDA driver API, "Data types for
+/// the attributes" of cuPointerGetAttribute): 4 for `unsigned int`, `int` and booleans, 8 for
+/// pointers, `CUcontext`, `size_t` and `unsigned long long`; `None` for what is wider
+/// (`P2P_TOKENS`, a struct) or not listed here, which the safe accessors refuse.
+pub fn attribute_max_bytes(attr: sys::CUpointer_attribute) -> Option<usize> {
+    use sys::CUpointer_attribute as A;
+    match attr {
+        A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+        | A::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS
+        | A::CU_POINTER_ATTRIBUTE_IS_MANAGED
+        | A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+        | A::CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE
+        | A::CU_POINTER_ATTRIBUTE_MAPPED
+        | A::CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE
+        | A::CU_POINTER_ATTRIBUTE_ACCESS_FLAGS => Some(4),
+        A::CU_POINTER_ATTRIBUTE_CONTEXT
+        | A::CU_POINTER_ATTRIBUTE_DEVICE_POINTER
+        | A::CU_POINTER_ATTRIBUTE_HOST_POINTER
+        | A::CU_POINTER_ATTRIBUTE_BUFFER_ID
+        | A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR
+        | A::CU_POINTER_ATTRIBUTE_RANGE_SIZE
+        | A::CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES
+        | A::CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE => Some(8),
+        _ => None,
+    }
+}
+
+/// A kernel of a loaded module; borrows the module, so it cannot outlive it (a launch after
+/// `cuModuleUnload` would use a dangling handle).
 #[derive(Debug, Clone, Copy)]
-pub struct Function {
+pub struct Function<'m> {
     raw: sys::CUfunction,
+    _module: std::marker::PhantomData<&'m Module>,
 }
 
 /// Launch geometry: a 1-D grid of 1-D blocks is all the runners need.
@@ -482,7 +520,11 @@ impl Session {
     }
 
     /// A kernel of `module` by its (unmangled) name.
-    pub fn function(&self, module: &Module, name: &str) -> Result<Function, DriverCallError> {
+    pub fn function<'m>(
+        &self,
+        module: &'m Module,
+        name: &str,
+    ) -> Result<Function<'m>, DriverCallError> {
         let cname = std::ffi::CString::new(name).map_err(|_| DriverCallError {
             call: "cuModuleGetFunction",
             code: sys::CUresult::CUDA_ERROR_INVALID_VALUE,
@@ -492,13 +534,20 @@ impl Session {
         check("cuModuleGetFunction", unsafe {
             sys::cuModuleGetFunction(&mut raw, module.raw, cname.as_ptr())
         })?;
-        Ok(Function { raw })
+        Ok(Function {
+            raw,
+            _module: std::marker::PhantomData,
+        })
     }
 
     /// Launch `f` on the default stream; asynchronous (see [`Session::synchronize`]).
-    pub fn launch(
+    ///
+    /// # Safety
+    /// `args` must match `f`'s parameters in number and size (`Ptr`/`U64` 8 bytes, `U32` 4):
+    /// the driver copies as many bytes as the kernel declares from the pointers passed.
+    pub unsafe fn launch(
         &self,
-        f: Function,
+        f: Function<'_>,
         cfg: LaunchConfig,
         args: &[KernelArg],
     ) -> Result<(), DriverCallError> {
@@ -517,8 +566,8 @@ impl Session {
             .collect();
         // A u32 argument is read from the first 4 bytes of its slot: little-endian x86-64 and
         // aarch64 hosts put the low half there.
-        // SAFETY: `storage` and `ptrs` outlive the call; argument count and sizes are the
-        // caller's contract with the kernel's signature.
+        // SAFETY: `storage` and `ptrs` outlive the call; argument count and sizes match the
+        // kernel's parameters (this function's contract).
         check("cuLaunchKernel", unsafe {
             sys::cuLaunchKernel(
                 f.raw,
@@ -543,14 +592,18 @@ impl Session {
     }
 
     /// Launch, wait, and return the wall-clock time of launch plus execution.
-    pub fn launch_timed(
+    ///
+    /// # Safety
+    /// As for [`Session::launch`].
+    pub unsafe fn launch_timed(
         &self,
-        f: Function,
+        f: Function<'_>,
         cfg: LaunchConfig,
         args: &[KernelArg],
     ) -> Result<std::time::Duration, DriverCallError> {
         let start = std::time::Instant::now();
-        self.launch(f, cfg, args)?;
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.launch(f, cfg, args) }?;
         self.synchronize()?;
         Ok(start.elapsed())
     }
@@ -652,6 +705,38 @@ mod launch_tests {
     // With no GPU the session cannot open, and says why, without panicking (and the test is
     // reported as missing a GPU, failing under GPUCTS_REQUIRE_GPU=1); with one, a trivial PTX
     // kernel loads, launches and writes what it should.
+    /// The widths come from the driver API's table of attribute types, not from the code:
+    /// SYNC_MEMOPS is a boolean (4 bytes at most), BUFFER_ID an `unsigned long long`, and
+    /// P2P_TOKENS a 16-byte struct the safe accessors must refuse.
+    #[test]
+    fn pointer_attribute_widths() {
+        use sys::CUpointer_attribute as A;
+        assert_eq!(
+            attribute_max_bytes(A::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS),
+            Some(4)
+        );
+        assert_eq!(
+            attribute_max_bytes(A::CU_POINTER_ATTRIBUTE_BUFFER_ID),
+            Some(8)
+        );
+        assert_eq!(
+            attribute_max_bytes(A::CU_POINTER_ATTRIBUTE_P2P_TOKENS),
+            None
+        );
+        let s = Session { dev: 0 };
+        let wide =
+            std::panic::catch_unwind(|| s.attribute_u64(A::CU_POINTER_ATTRIBUTE_P2P_TOKENS, 0));
+        let why = wide.expect_err("a 16-byte attribute into 8 bytes is refused");
+        let why = why
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or_default();
+        assert!(
+            why.contains("not a pointer attribute of at most 64 bits"),
+            "{why}"
+        );
+    }
+
     #[test]
     fn session_or_reason() {
         let opened = Session::open(0);
@@ -668,15 +753,18 @@ mod launch_tests {
         let f = s.function(&m, "k").unwrap();
         let b = s.buffer(4).unwrap();
         s.memset(b.ptr, 0, 4).unwrap();
-        s.launch_timed(
-            f,
-            LaunchConfig {
-                grid: 1,
-                block: 1,
-                shared_bytes: 0,
-            },
-            &[KernelArg::Ptr(b.ptr), KernelArg::U32(0xfeed)],
-        )
+        // SAFETY: `k(.param .u64 p, .param .u32 v)` above.
+        unsafe {
+            s.launch_timed(
+                f,
+                LaunchConfig {
+                    grid: 1,
+                    block: 1,
+                    shared_bytes: 0,
+                },
+                &[KernelArg::Ptr(b.ptr), KernelArg::U32(0xfeed)],
+            )
+        }
         .unwrap();
         assert_eq!(s.copy_u32_to_host(b.ptr, 1).unwrap(), vec![0xfeed]);
         let bad = s.load_ptx(".version 8.0\n.target sm_90\n.address_size 64\nbogus;\n");
@@ -791,6 +879,12 @@ impl Session {
         attrs: &[sys::CUpointer_attribute],
         p: sys::CUdeviceptr,
     ) -> (sys::CUresult, Vec<u64>) {
+        for a in attrs {
+            assert!(
+                attribute_max_bytes(*a).is_some_and(|n| n <= 8),
+                "{a:?} is not a pointer attribute of at most 64 bits"
+            );
+        }
         let mut vals = vec![0u64; attrs.len()];
         let mut ptrs: Vec<*mut std::ffi::c_void> = vals
             .iter_mut()

@@ -440,10 +440,16 @@ impl Mapping {
         self.ptr
     }
 
+    /// Whether `n` bytes at `off` lie inside the mapping (without wrapping: `off + n` is
+    /// checked, so a huge `off` cannot pass the bounds test of a safe accessor).
+    fn fits(&self, off: usize, n: usize) -> bool {
+        off.checked_add(n).is_some_and(|end| end <= self.len)
+    }
+
     /// The 64-bit word at byte offset `off` (8-aligned, inside the mapping).
     pub fn read(&self, off: usize) -> Result<u64, Sigbus> {
         assert!(
-            off.is_multiple_of(8) && off + 8 <= self.len,
+            off.is_multiple_of(8) && self.fits(off, 8),
             "read outside the mapping"
         );
         sigbus::guarded(self.ptr, self.len, || {
@@ -455,7 +461,7 @@ impl Mapping {
 
     pub fn write(&self, off: usize, v: u64) -> Result<(), Sigbus> {
         assert!(
-            off.is_multiple_of(8) && off + 8 <= self.len,
+            off.is_multiple_of(8) && self.fits(off, 8),
             "write outside the mapping"
         );
         sigbus::guarded(self.ptr, self.len, || {
@@ -466,7 +472,7 @@ impl Mapping {
 
     /// Copy `dst.len()` bytes from offset `off` with 8-byte loads (BAR reads); no guard.
     pub fn copy_out(&self, off: usize, dst: &mut [u8]) {
-        assert!(off + dst.len() <= self.len, "copy outside the mapping");
+        assert!(self.fits(off, dst.len()), "copy outside the mapping");
         // SAFETY: in bounds; only used on mappings the caller holds pinned.
         unsafe {
             std::ptr::copy_nonoverlapping(
@@ -479,7 +485,7 @@ impl Mapping {
 
     /// Copy `src` to offset `off` (BAR writes); no guard.
     pub fn copy_in(&self, off: usize, src: &[u8]) {
-        assert!(off + src.len() <= self.len, "copy outside the mapping");
+        assert!(self.fits(off, src.len()), "copy outside the mapping");
         // SAFETY: in bounds; only used on mappings the caller holds pinned.
         unsafe {
             std::ptr::copy_nonoverlapping(src.as_ptr(), (self.ptr + off) as *mut u8, src.len())
@@ -640,8 +646,11 @@ impl TestProv {
         }
     }
 
-    fn ioctl<T>(&self, cmd: u64, arg: &mut T) -> Result<(), Errno> {
-        // SAFETY: every caller passes the structure its command encodes.
+    /// # Safety
+    /// `arg` must be the structure `cmd` encodes (its size and layout): the kernel reads and
+    /// writes that many bytes through it.
+    unsafe fn ioctl<T>(&self, cmd: u64, arg: &mut T) -> Result<(), Errno> {
+        // SAFETY: the caller passes the structure its command encodes.
         unsafe { raw_ioctl(self.fd(), cmd, arg as *mut T as *mut libc::c_void) }
     }
 
@@ -651,7 +660,8 @@ impl TestProv {
             length,
             ..Default::default()
         };
-        self.ioctl(TP_IOC_ALLOC, &mut a).map(|()| a)
+        // SAFETY: `a` is the `TpAlloc` TP_IOC_ALLOC encodes.
+        unsafe { self.ioctl(TP_IOC_ALLOC, &mut a) }.map(|()| a)
     }
 
     /// Like cuMemFree; the number of free callbacks it fired.
@@ -660,7 +670,8 @@ impl TestProv {
             va,
             ..Default::default()
         };
-        self.ioctl(TP_IOC_FREE, &mut f).map(|()| f.callbacks)
+        // SAFETY: `f` is the `TpFree` TP_IOC_FREE encodes.
+        unsafe { self.ioctl(TP_IOC_FREE, &mut f) }.map(|()| f.callbacks)
     }
 
     pub fn inject(&self, enomem: u32, bad_version: u32, put_delay_us: u32) -> Result<(), Errno> {
@@ -670,12 +681,14 @@ impl TestProv {
             put_delay_us,
             pad: 0,
         };
-        self.ioctl(TP_IOC_INJECT, &mut i)
+        // SAFETY: `i` is the `TpInject` TP_IOC_INJECT encodes.
+        unsafe { self.ioctl(TP_IOC_INJECT, &mut i) }
     }
 
     pub fn stats(&self) -> Result<TpStats, Errno> {
         let mut s = TpStats::default();
-        self.ioctl(TP_IOC_STATS, &mut s).map(|()| s)
+        // SAFETY: `s` is the `TpStats` TP_IOC_STATS encodes.
+        unsafe { self.ioctl(TP_IOC_STATS, &mut s) }.map(|()| s)
     }
 }
 

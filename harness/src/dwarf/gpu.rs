@@ -35,15 +35,19 @@ pub fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
             block: 32,
             shared_bytes: 0,
         };
-        s.launch(
-            f,
-            cfg,
-            &[
-                KernelArg::Ptr(buf.ptr),
-                KernelArg::U32(3),
-                KernelArg::U32(4),
-            ],
-        )?;
+        // SAFETY: `gpucts_dwarf_add(unsigned *p, unsigned a, unsigned b)`: a 64-bit pointer and
+        // two 32-bit values (`nvvm_ir::kernel_ir`).
+        unsafe {
+            s.launch(
+                f,
+                cfg,
+                &[
+                    KernelArg::Ptr(buf.ptr),
+                    KernelArg::U32(3),
+                    KernelArg::U32(4),
+                ],
+            )
+        }?;
         s.synchronize()?;
         s.copy_u32_to_host(buf.ptr, 32)
     };

@@ -634,7 +634,9 @@ mod tests {
         assert!(safe_name("results/results.json"));
         assert!(!safe_name("../etc/passwd"));
         assert!(!safe_name("/etc/passwd"));
-        assert!(!safe_name("a/./b") || Path::new("a/./b").components().count() == 2);
+        // `a/./b` names `a/b` (a `.` component is dropped): plain enough to store.
+        assert!(safe_name("a/./b"));
+        assert!(!safe_name("a/../b"));
         assert!(!safe_name(""));
     }
 

@@ -60,6 +60,22 @@ pub enum HostArg {
     Ptr(usize),
 }
 
+impl HostArg {
+    /// The C type passed to snprintf.
+    pub fn c_type(self) -> &'static str {
+        match self {
+            HostArg::None => "(no)",
+            HostArg::Int(_) => "int",
+            HostArg::UInt(_) => "unsigned int",
+            HostArg::LongLong(_) => "long long",
+            HostArg::ULongLong(_) => "unsigned long long",
+            HostArg::Double(_) => "double",
+            HostArg::Str(_) => "char *",
+            HostArg::Ptr(_) => "void *",
+        }
+    }
+}
+
 /// (id, format, the value as a CUDA C++ expression, the same value for the host).
 pub type PrintfEntry = (&'static str, &'static str, &'static str, HostArg);
 
@@ -177,17 +193,85 @@ pub enum HostPrintfError {
     /// snprintf failed or the text did not fit the buffer.
     #[error("snprintf of `{format}` returned {written}")]
     Snprintf { format: String, written: i32 },
+    /// The format's conversions do not take exactly the one argument given (C: undefined
+    /// behaviour, so it is refused before snprintf sees it).
+    #[error("`{format}` does not take exactly one {arg} argument (C11 7.21.6.1)")]
+    Mismatch { format: String, arg: &'static str },
+}
+
+/// Whether `format`'s conversion specifications (C11 7.21.6.1) consume exactly what `arg`
+/// supplies: none for [`HostArg::None`], else one conversion whose type is the argument's
+/// (after default promotions). `*` widths and `%n` are refused: they would read or write an
+/// argument that is not there.
+fn takes_exactly(format: &str, arg: HostArg) -> bool {
+    let b = format.as_bytes();
+    let mut specs = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if b.get(i) == Some(&b'%') {
+            i += 1;
+            continue;
+        }
+        while i < b.len() && b"-+ #0'".contains(&b[i]) {
+            i += 1;
+        }
+        let digits = |i: &mut usize| {
+            while *i < b.len() && b[*i].is_ascii_digit() {
+                *i += 1;
+            }
+        };
+        digits(&mut i);
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            digits(&mut i);
+        }
+        let len_start = i;
+        while i < b.len() && b"hljztLq".contains(&b[i]) {
+            i += 1;
+        }
+        let length = &format[len_start..i];
+        let Some(&conv) = b.get(i) else {
+            return false;
+        };
+        i += 1;
+        specs.push((length, conv));
+    }
+    let int32 = |l: &str| matches!(l, "" | "h" | "hh");
+    let int64 = |l: &str| matches!(l, "l" | "ll" | "j" | "z" | "t");
+    let integer = |c: u8| b"diouxXc".contains(&c);
+    match (arg, specs.as_slice()) {
+        (HostArg::None, []) => true,
+        (HostArg::Int(_) | HostArg::UInt(_), [(l, c)]) => int32(l) && integer(*c),
+        (HostArg::LongLong(_) | HostArg::ULongLong(_), [(l, c)]) => {
+            int64(l) && integer(*c) && *c != b'c'
+        }
+        (HostArg::Double(_), [(l, c)]) => matches!(*l, "" | "l") && b"fFeEgGaA".contains(c),
+        (HostArg::Str(_), [(l, c)]) => l.is_empty() && *c == b's',
+        (HostArg::Ptr(_), [(l, c)]) => l.is_empty() && *c == b'p',
+        _ => false,
+    }
 }
 
 /// The host C library's rendering of `format` with `arg`.
 pub fn host_printf(format: &str, arg: HostArg) -> Result<String, HostPrintfError> {
+    if !takes_exactly(format, arg) {
+        return Err(HostPrintfError::Mismatch {
+            format: format.to_string(),
+            arg: arg.c_type(),
+        });
+    }
     let fmt = CString::new(format)?;
     let mut buf = vec![0u8; 512];
     let p = buf.as_mut_ptr() as *mut libc::c_char;
     let n = buf.len();
     let s;
-    // SAFETY: `buf` is `n` bytes; each call passes exactly the one argument of the C type the
-    // entry's conversion expects (the table pairs them), so snprintf reads what was passed.
+    // SAFETY: `buf` is `n` bytes; `takes_exactly` checked that the format consumes exactly
+    // the one argument passed, of its C type, so snprintf reads what was passed.
     let written = unsafe {
         match arg {
             HostArg::None => libc::snprintf(p, n, fmt.as_ptr()),
@@ -500,7 +584,10 @@ fn one_thread() -> LaunchConfig {
 
 /// Compile `src` with NVRTC, load it, and run kernel `k` with `args` on `cfg`, capturing the
 /// device's printf output. `limits` are set before the module loads.
-fn run_kernel(
+///
+/// # Safety
+/// `args` must match kernel `k`'s parameters (see [`Session::launch`]).
+unsafe fn run_kernel(
     ctx: &CaseContext,
     src: &str,
     k: &str,
@@ -511,10 +598,13 @@ fn run_kernel(
     let ptx = ctx
         .toolchain
         .nvrtc(src, "gpucts_syscalls_gpu.cu", NVRTC_OPTS)?;
-    run_ptx(&ptx, k, cfg, args, limits, |_| Ok(()))
+    // SAFETY: this function's contract, passed on.
+    unsafe { run_ptx(&ptx, k, cfg, args, limits, |_| Ok(())) }
 }
 
-fn run_ptx(
+/// # Safety
+/// `args` must match kernel `k`'s parameters (see [`Session::launch`]).
+unsafe fn run_ptx(
     ptx: &str,
     k: &str,
     cfg: LaunchConfig,
@@ -529,7 +619,8 @@ fn run_ptx(
     let m = s.load_ptx(ptx)?;
     let f = s.function(&m, k)?;
     let (r, out) = cuda::capture_output(|| {
-        s.launch(f, cfg, args)?;
+        // SAFETY: this function's contract, passed on.
+        unsafe { s.launch(f, cfg, args) }?;
         s.synchronize()
     })
     .map_err(GpuCaseError::Capture)?;
@@ -567,7 +658,8 @@ fn printf_case(ctx: &CaseContext, id: &str) -> Result<CaseStatus, GpuCaseError> 
         printf_entry(id).ok_or_else(|| GpuCaseError::NoPrintfEntry(id.to_string()))?;
     let expected = host_printf(fmt, *host)?;
     let src = printf_source("k", fmt, dev, *host);
-    let (r, out) = run_kernel(ctx, &src, "k", one_thread(), &[], &[])?;
+    // SAFETY: `printf_source` declares `k()` without parameters.
+    let (r, out) = unsafe { run_kernel(ctx, &src, "k", one_thread(), &[], &[]) }?;
     r?;
     Ok(compare_printf(&expected, &out))
 }
@@ -585,7 +677,8 @@ fn order_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
         block: ORDER_THREADS,
         shared_bytes: 0,
     };
-    let (r, out) = run_kernel(ctx, &src, "k", cfg, &[], &[])?;
+    // SAFETY: `order_source` declares `k()` without parameters.
+    let (r, out) = unsafe { run_kernel(ctx, &src, "k", cfg, &[], &[]) }?;
     r?;
     Ok(
         match check_per_thread_order(&out, ORDER_THREADS, ORDER_LINES) {
@@ -606,14 +699,17 @@ pub fn fifo_source() -> String {
 
 fn fifo_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let src = fifo_source();
-    let (r, out) = run_kernel(
-        ctx,
-        &src,
-        "k",
-        one_thread(),
-        &[],
-        &[(ContextLimit::CU_LIMIT_PRINTF_FIFO_SIZE, FIFO_LIMIT)],
-    )?;
+    // SAFETY: `fifo_source` declares `k()` without parameters.
+    let (r, out) = unsafe {
+        run_kernel(
+            ctx,
+            &src,
+            "k",
+            one_thread(),
+            &[],
+            &[(ContextLimit::CU_LIMIT_PRINTF_FIFO_SIZE, FIFO_LIMIT)],
+        )
+    }?;
     if let Err(e) = r {
         return Ok(CaseStatus::fail(
             "the launch succeeds when printf output overflows the FIFO",
@@ -668,15 +764,18 @@ fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
         block: BLOCK_THREADS,
         shared_bytes: 0,
     };
-    s.launch_timed(
-        f,
-        cfg,
-        &[
-            KernelArg::Ptr(bp.ptr),
-            KernelArg::Ptr(bo.ptr),
-            KernelArg::Ptr(bb.ptr),
-        ],
-    )?;
+    // SAFETY: `malloc_source` declares `k(unsigned long long*, int*, unsigned long long*)`.
+    unsafe {
+        s.launch_timed(
+            f,
+            cfg,
+            &[
+                KernelArg::Ptr(bp.ptr),
+                KernelArg::Ptr(bo.ptr),
+                KernelArg::Ptr(bb.ptr),
+            ],
+        )
+    }?;
     let mut pb = ptrs;
     s.copy_to_host(&mut pb, bp.ptr)?;
     let oks = s.copy_u32_to_host(bo.ptr, BLOCK_THREADS as usize)?;
@@ -733,11 +832,14 @@ fn reuse_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let b = s.buffer(8)?;
     let mut got = Vec::new();
     for release in [1u32, 1, 1] {
-        s.launch_timed(
-            f,
-            one_thread(),
-            &[KernelArg::Ptr(b.ptr), KernelArg::U32(release)],
-        )?;
+        // SAFETY: the source declares `k(unsigned long long* got, int release)`.
+        unsafe {
+            s.launch_timed(
+                f,
+                one_thread(),
+                &[KernelArg::Ptr(b.ptr), KernelArg::U32(release)],
+            )
+        }?;
         let mut w = [0u8; 8];
         s.copy_to_host(&mut w, b.ptr)?;
         got.push(u64::from_le_bytes(w));
@@ -763,7 +865,8 @@ fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let f = s.function(&m, "k")?;
     let b = s.buffer(4)?;
     s.memset(b.ptr, 0, 4)?;
-    if let Err(e) = s.launch_timed(f, one_thread(), &[KernelArg::Ptr(b.ptr)]) {
+    // SAFETY: `FREE_NULL_SOURCE` declares `k(int* out)`.
+    if let Err(e) = unsafe { s.launch_timed(f, one_thread(), &[KernelArg::Ptr(b.ptr)]) } {
         return Ok(CaseStatus::fail("free(NULL) is harmless", e.to_string()));
     }
     let w = s.copy_u32_to_host(b.ptr, 1)?;
@@ -782,14 +885,17 @@ fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, GpuC
         None => return Err(GpuCaseError::BatchNotComputed),
     };
     let (file, line, function) = producers::assert_site(producer);
-    let (r, out) = run_ptx(
-        &b.ptx,
-        producers::ASSERT_FN,
-        one_thread(),
-        &[KernelArg::U32(3)],
-        &[],
-        |_| Ok(()),
-    )?;
+    // SAFETY: each producer's assert kernel takes one 32-bit `int` (`producers::ASSERT_FN`).
+    let (r, out) = unsafe {
+        run_ptx(
+            &b.ptx,
+            producers::ASSERT_FN,
+            one_thread(),
+            &[KernelArg::U32(3)],
+            &[],
+            |_| Ok(()),
+        )
+    }?;
     match r {
         Err(e) if e.code == cuda::DriverResult::CUDA_ERROR_ASSERT => {}
         Err(e) => {
@@ -816,6 +922,35 @@ mod tests {
 
     // The host side of the printf comparison is the C library; spot-check it against values
     // the C standard fixes.
+    /// Every table entry's format takes exactly its argument; what would make snprintf read
+    /// or write an argument that is not there is refused before the call.
+    #[test]
+    fn host_printf_refuses_formats_that_do_not_take_the_argument() {
+        for (id, format, _, arg) in PRINTF {
+            assert!(takes_exactly(format, *arg), "{id}: {format}");
+        }
+        for (format, arg) in [
+            ("%s", HostArg::Int(1)),
+            ("%n", HostArg::Int(1)),
+            ("%*d", HostArg::Int(1)),
+            ("%d %d", HostArg::Int(1)),
+            ("%lld", HostArg::Int(1)),
+            ("%d", HostArg::LongLong(1)),
+            ("%d", HostArg::None),
+            ("100%", HostArg::None),
+            ("%f", HostArg::Str("x")),
+            ("%Lf", HostArg::Double(1.0)),
+        ] {
+            assert!(
+                matches!(
+                    host_printf(format, arg),
+                    Err(HostPrintfError::Mismatch { .. })
+                ),
+                "{format} with {arg:?}"
+            );
+        }
+    }
+
     #[test]
     fn host_printf_is_the_c_library() {
         assert_eq!(host_printf("%d", HostArg::Int(-42)).unwrap(), "-42");

@@ -248,7 +248,8 @@ pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseSt
                     block: 1,
                     shared_bytes: 0,
                 };
-                session.launch(f, cfg, &[KernelArg::Ptr(out.ptr)])?;
+                // SAFETY: each signature's kernel takes one `.param .u64` (the output buffer).
+                unsafe { session.launch(f, cfg, &[KernelArg::Ptr(out.ptr)]) }?;
                 session.synchronize()?;
                 let mut rec = vec![0u8; rec_len];
                 session.copy_to_host(&mut rec, rec_ptr)?;

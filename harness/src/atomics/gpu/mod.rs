@@ -345,7 +345,9 @@ pub fn run(
             KernelArg::Ptr(stress.ptr),
             KernelArg::U32(t.testing_threads),
         ];
-        report.kernel_time += session.launch_timed(f, cfg, &args).map_err(e)?;
+        // SAFETY: `kernel::generate` declares exactly these parameters: seven `.param .u64`
+        // buffer addresses, then `.param .u32 p_testing`.
+        report.kernel_time += unsafe { session.launch_timed(f, cfg, &args) }.map_err(e)?;
         // A test without registers (2+2W) has nothing in the results buffer to copy.
         let res = if g.slots.is_empty() {
             Vec::new()
