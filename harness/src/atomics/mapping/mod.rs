@@ -571,9 +571,13 @@ mod tests {
                 );
                 assert!(!log.is_empty(), "{id}")
             }
-            MappingOutcome::Unsupported { .. } => {
-                assert!(c.producer == Producer::Clang && c.operation == Operation::Fence)
-            }
+            // A gap of the producer's source language, not a divergence: cluster scope (NVRTC
+            // 12.9's libcu++ and clang-19's builtins have none) and clang's scoped fences.
+            MappingOutcome::Unsupported { reason } => assert!(
+                c.scope == Scope::Cluster
+                    || (c.producer == Producer::Clang && c.operation == Operation::Fence),
+                "{id}: unsupported ({reason})"
+            ),
             MappingOutcome::ToolFailed { message } => panic!("{id}: {message}"),
         }
     }
