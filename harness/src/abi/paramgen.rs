@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use crate::abi::lint::{decl_rules, Rule};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 use crate::ptx::module::{FunctionKind, ParamDecl, PtxModule, PtxType};
+use crate::ptx::AddressSize;
 
 /// A source type class of the §2.3 table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +63,7 @@ pub struct Signature {
 }
 
 /// The 64-bit host the generated sources target: `long` is 64 bits, pointers are 64 bits.
-pub const ADDRESS_SIZE: u32 = 64;
+pub const ADDRESS_SIZE: AddressSize = AddressSize::A64;
 
 macro_rules! sig {
     ($id:literal, $src:literal, $class:expr, $cuda:literal, $c:literal, $ir:literal, $ext:literal) => {
@@ -713,7 +714,7 @@ impl Observation {
 }
 
 /// The declaration the table expects for `class`, as text (name omitted).
-pub fn expected_decl(class: TypeClass, address_size: u32) -> String {
+pub fn expected_decl(class: TypeClass, address_size: AddressSize) -> String {
     match class {
         TypeClass::Integer { bits: 64, signed } => {
             format!(".param {}", if signed { ".s64" } else { ".u64" })
@@ -732,7 +733,11 @@ pub fn expected_decl(class: TypeClass, address_size: u32) -> String {
 /// the rules the linter applies to PTX alone, plus what only the source type tells (width and
 /// class of scalars, alignment and size of aggregates). `.b32`/`.u32`/`.s32` count as one
 /// 32-bit class, and `.bN` as the untyped form of `.fN`.
-pub fn check_decl(class: TypeClass, p: &ParamDecl, address_size: u32) -> Vec<(Rule, String)> {
+pub fn check_decl(
+    class: TypeClass,
+    p: &ParamDecl,
+    address_size: AddressSize,
+) -> Vec<(Rule, String)> {
     let mut v = decl_rules(FunctionKind::Func, p, address_size);
     let scalar_bits = if p.array.is_none() && p.vector.is_none() {
         p.ty.bits()
@@ -757,7 +762,7 @@ pub fn check_decl(class: TypeClass, p: &ParamDecl, address_size: u32) -> Vec<(Ru
             }
         }
         TypeClass::Pointer => {
-            if !(int_like && scalar_bits == Some(address_size)) {
+            if !(int_like && scalar_bits == Some(address_size.bits())) {
                 v.push((Rule::PointerWidth, format!("pointer declared `{}` under `.address_size {address_size}`; the table gives `{want}`", p.render())));
             }
         }
@@ -1055,7 +1060,7 @@ mod tests {
         ];
         for (id, text) in table {
             assert_eq!(
-                ids(&check_decl(sig(id).class, &decl(text), 64)),
+                ids(&check_decl(sig(id).class, &decl(text), AddressSize::A64)),
                 Vec::<&str>::new(),
                 "{id}: {text}"
             );
@@ -1087,12 +1092,17 @@ mod tests {
         ];
         for (id, text, want) in broken {
             assert_eq!(
-                ids(&check_decl(sig(id).class, &decl(text), 64)),
+                ids(&check_decl(sig(id).class, &decl(text), AddressSize::A64)),
                 want,
                 "{id}: {text}"
             );
         }
-        assert!(ids(&check_decl(sig("ptr").class, &decl(".param .b32 x"), 32)).is_empty());
+        assert!(ids(&check_decl(
+            sig("ptr").class,
+            &decl(".param .b32 x"),
+            AddressSize::A32
+        ))
+        .is_empty());
     }
 
     /// NVRTC's own sizeof/alignof of every CUDA type agree with the class each signature

@@ -42,6 +42,21 @@ impl AddressSize {
             _ => None,
         }
     }
+
+    /// Bits of an address: what `.address_size` writes.
+    pub fn bits(self) -> u32 {
+        match self {
+            AddressSize::A32 => 32,
+            AddressSize::A64 => 64,
+        }
+    }
+}
+
+/// As `.address_size` writes it: `32` or `64`.
+impl std::fmt::Display for AddressSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.bits())
+    }
 }
 
 /// Largest PTX text [`PtxModule::read`] accepts, checked before any work (256 MiB; the largest
@@ -432,7 +447,7 @@ pub struct PtxModule {
     pub version: Option<String>,
     pub target: Vec<String>,
     /// `.address_size`, if the module states it.
-    pub address_size: Option<u32>,
+    pub address_size: Option<AddressSize>,
     pub functions: Vec<FunctionDecl>,
     /// `.alias alias, aliasee;` pairs (PTX 6.3+).
     pub aliases: Vec<(String, String)>,
@@ -532,8 +547,8 @@ impl PtxModule {
     /// Address size in bits the module uses: its `.address_size`, else 32, which the PTX ISA
     /// gives as the default when the directive is absent (".address_size": "defaults to 32"),
     /// and ptxas 12.9 applies (measured: "mismatches with .address_size of 32 bits").
-    pub fn effective_address_size(&self) -> u32 {
-        self.address_size.unwrap_or(32)
+    pub fn effective_address_size(&self) -> AddressSize {
+        self.address_size.unwrap_or(AddressSize::A32)
     }
 
     /// The `.version` as (major, minor), when it is well formed.
@@ -1099,14 +1114,14 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 let n = self.number("32 or 64 after `.address_size`")?;
-                if n != 32 && n != 64 {
+                let Some(size) = u32::try_from(n).ok().and_then(AddressSize::from_bits) else {
                     return Err(PtxError::new(
                         t.line,
                         t.col,
                         PtxErrorKind::Syntax,
                         format!("expected 32 or 64 after `.address_size`, found {n}"),
                     ));
-                }
+                };
                 if m.address_size.is_some() {
                     // ptxas 12.9: "Parsing error near '.address_size': syntax error".
                     return Err(PtxError::new(
@@ -1116,7 +1131,7 @@ impl<'a> Parser<'a> {
                         "a second `.address_size`; a module has at most one, after `.target`",
                     ));
                 }
-                m.address_size = Some(n as u32);
+                m.address_size = Some(size);
             }
         }
         Ok(())
@@ -2068,7 +2083,7 @@ mod tests {
         let m = PtxModule::parse(CLANG_STATIC).unwrap();
         assert_eq!(m.version.as_deref(), Some("7.8"));
         assert_eq!(m.target, vec!["sm_90"]);
-        assert_eq!(m.address_size, Some(64));
+        assert_eq!(m.address_size, Some(AddressSize::A64));
         assert_eq!(m.functions.len(), 3);
 
         let s3 = &m.functions[0];
@@ -2142,7 +2157,7 @@ mod tests {
         let f = &m.functions[0];
         assert_eq!(f.returns[0].space, ParamSpace::Reg);
         assert_eq!(f.params[1].vector, Some(2));
-        assert_eq!(m.effective_address_size(), 32);
+        assert_eq!(m.effective_address_size(), AddressSize::A32);
     }
 
     #[test]

@@ -183,7 +183,13 @@ impl Check for SyscallsCheck {
                 call,
                 address_size,
                 arch,
-            } => probes::guide_prototype(ctx, *call, *address_size, arch),
+            } => match crate::ptx::AddressSize::from_bits(*address_size) {
+                Some(a) => probes::guide_prototype(ctx, *call, a, arch),
+                // `validate` refuses any other width before a run.
+                None => CaseStatus::error(format!(
+                    "`address_size: {address_size}`; PTX's .address_size is 32 or 64"
+                )),
+            },
             SyscallsCheck::Probe { tool, probe: id } => match (probe(id), tool) {
                 (Err(s), _) => s,
                 (Ok(p), ProbeTool::Ptxas) => probes::ptxas_probe(ctx, p),

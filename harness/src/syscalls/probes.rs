@@ -10,14 +10,15 @@ use crate::backend::toolchain::ToolError;
 use crate::capability::Capability;
 use crate::cubin::Cubin;
 use crate::outcome::CaseStatus;
+use crate::ptx::AddressSize;
 
 /// The ptxas release the acceptances below were measured with.
 pub const MEASURED_WITH: &str = "ptxas 12.9.86 (cuda_12.9.r12.9/compiler.36037853_0)";
 
 /// A module that declares `call` with the chapter's prototype for `addr` and calls it once from
 /// a kernel, pointers generic.
-pub fn guide_module(call: Syscall, addr: u32, arch: &str) -> String {
-    let (w, r, cv) = if addr == 64 {
+pub fn guide_module(call: Syscall, addr: AddressSize, arch: &str) -> String {
+    let (w, r, cv) = if addr == AddressSize::A64 {
         ("b64", "%rd", "u64")
     } else {
         ("b32", "%r", "u32")
@@ -71,7 +72,12 @@ pub fn guide_module(call: Syscall, addr: u32, arch: &str) -> String {
 /// The guide's prototype assembles for `arch`, and the cubin leaves the function undefined for
 /// the driver. Under `.address_size 32` a ptxas that no longer supports 32-bit addressing is a
 /// skip naming the ptxas version and the target.
-pub fn guide_prototype(ctx: &CaseContext, call: Syscall, addr: u32, arch: &str) -> CaseStatus {
+pub fn guide_prototype(
+    ctx: &CaseContext,
+    call: Syscall,
+    addr: AddressSize,
+    arch: &str,
+) -> CaseStatus {
     let ptx = guide_module(call, addr, arch);
     // The module follows the chapter, so the linter must agree before ptxas is asked.
     match lint_source(&ptx, "guide.ptx") {
@@ -100,7 +106,7 @@ pub fn guide_prototype(ctx: &CaseContext, call: Syscall, addr: u32, arch: &str) 
         }
         Err(e) => {
             let log = e.to_string();
-            if addr == 32 && log.contains("32-Bit") {
+            if addr == AddressSize::A32 && log.contains("32-Bit") {
                 let version = ptxas_version();
                 let first = log
                     .lines()
@@ -374,7 +380,7 @@ mod tests {
     #[test]
     fn guide_modules_are_clean() {
         for call in Syscall::ALL {
-            for addr in [32, 64] {
+            for addr in [AddressSize::A32, AddressSize::A64] {
                 let m = guide_module(call, addr, "sm_90");
                 assert_eq!(lint_source(&m, "g").unwrap(), vec![], "{m}");
             }

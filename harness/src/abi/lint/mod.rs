@@ -31,8 +31,8 @@ use std::fmt;
 use std::collections::HashMap;
 
 use crate::ptx::module::{
-    FunctionDecl, FunctionKind, ModuleNote, NoteKind, ParamDecl, ParamSpace, PtxError, PtxModule,
-    PtxType, MAX_PTX_BYTES,
+    AddressSize, FunctionDecl, FunctionKind, ModuleNote, NoteKind, ParamDecl, ParamSpace, PtxError,
+    PtxModule, PtxType, MAX_PTX_BYTES,
 };
 
 /// One rule of the table, with the clause that states it.
@@ -471,7 +471,11 @@ fn note(n: &ModuleNote, file: &str) -> Violation {
 
 /// The rules one declaration breaks, with a message for each. Shared with
 /// `paramgen::check_decl`, which adds what only the source signature can tell.
-pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(Rule, String)> {
+pub fn decl_rules(
+    kind: FunctionKind,
+    p: &ParamDecl,
+    address_size: AddressSize,
+) -> Vec<(Rule, String)> {
     let mut v = Vec::new();
     let device = kind == FunctionKind::Func;
 
@@ -503,7 +507,7 @@ pub fn decl_rules(kind: FunctionKind, p: &ParamDecl, address_size: u32) -> Vec<(
         }
     }
     if p.ptr.is_some() {
-        if let Some(bits) = p.ty.bits().filter(|&b| b != address_size) {
+        if let Some(bits) = p.ty.bits().filter(|&b| b != address_size.bits()) {
             v.push((
                 Rule::PointerWidth,
                 format!(
@@ -621,7 +625,7 @@ fn check(
     f: &FunctionDecl,
     p: &ParamDecl,
     position: (&str, usize),
-    addr: u32,
+    addr: AddressSize,
     file: &str,
     out: &mut Vec<Violation>,
 ) {

@@ -28,7 +28,7 @@ use serde::Deserialize;
 
 use super::{Rule, Violation};
 use crate::ptx::instr::{parse_instruction, strip_comments, Instruction};
-use crate::ptx::module::{FunctionDecl, FunctionKind, ParamDecl, PtxModule, PtxType};
+use crate::ptx::module::{AddressSize, FunctionDecl, FunctionKind, ParamDecl, PtxModule, PtxType};
 
 /// The four system calls of ch. 3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -63,16 +63,16 @@ impl Slot {
 
     /// The type ch. 3 writes for this slot under `.address_size addr` (`size_t` follows the
     /// address size: 32-bit `size_t` with 32-bit addresses, 64-bit with 64-bit ones).
-    pub fn ty(self, addr: u32) -> PtxType {
+    pub fn ty(self, addr: AddressSize) -> PtxType {
         match self {
-            Slot::Pointer(_) | Slot::SizeT(_) if addr == 32 => PtxType::B32,
+            Slot::Pointer(_) | Slot::SizeT(_) if addr == AddressSize::A32 => PtxType::B32,
             Slot::Pointer(_) | Slot::SizeT(_) => PtxType::B64,
             Slot::B32(_) => PtxType::B32,
             Slot::Status(_) => PtxType::S32,
         }
     }
 
-    pub fn bits(self, addr: u32) -> u32 {
+    pub fn bits(self, addr: AddressSize) -> u32 {
         self.ty(addr).bits().unwrap_or(0)
     }
 
@@ -138,7 +138,7 @@ impl Syscall {
     }
 
     /// The chapter's prototype for `.address_size addr`, as PTX.
-    pub fn prototype(self, addr: u32) -> String {
+    pub fn prototype(self, addr: AddressSize) -> String {
         let list = |slots: &[Slot]| {
             slots
                 .iter()
@@ -919,7 +919,13 @@ fn finding(
     }
 }
 
-fn check_decl(f: &FunctionDecl, call: Syscall, addr: u32, file: &str, out: &mut Vec<Violation>) {
+fn check_decl(
+    f: &FunctionDecl,
+    call: Syscall,
+    addr: AddressSize,
+    file: &str,
+    out: &mut Vec<Violation>,
+) {
     let name = call.name();
     let whole = |rule, message: String, out: &mut Vec<Violation>| {
         out.push(finding(
@@ -984,7 +990,7 @@ fn check_slot(
     i: usize,
     p: &ParamDecl,
     slot: Slot,
-    addr: u32,
+    addr: AddressSize,
     file: &str,
     out: &mut Vec<Violation>,
 ) {
@@ -1032,7 +1038,7 @@ fn check_slot(
     }
 }
 
-fn check_call(c: &CallSite, addr: u32, file: &str, out: &mut Vec<Violation>) {
+fn check_call(c: &CallSite, addr: AddressSize, file: &str, out: &mut Vec<Violation>) {
     let name = c.call.name();
     let push = |line, position: String, rule, message: String, out: &mut Vec<Violation>| {
         out.push(finding(
@@ -1197,8 +1203,8 @@ mod tests {
     // address sizes.
     #[test]
     fn guide_prototypes_and_calls_conform() {
-        for addr in [32u32, 64] {
-            let (w, r, cv) = if addr == 64 {
+        for addr in [AddressSize::A32, AddressSize::A64] {
+            let (w, r, cv) = if addr == AddressSize::A64 {
                 ("b64", "%rd2", "u64")
             } else {
                 ("b32", "%r2", "u32")
@@ -1290,14 +1296,14 @@ mod tests {
         // Under `.address_size 32` the 64-bit forms are the wrong width.
         let src = format!(
             ".version 8.0\n.target sm_50\n.address_size 32\n{}\n",
-            Syscall::Free.prototype(64)
+            Syscall::Free.prototype(AddressSize::A64)
         );
         assert_eq!(found(&src), vec![("syscall-decl-width", 4)]);
     }
 
     #[test]
     fn call_sites_count_and_width() {
-        let decl = Syscall::Vprintf.prototype(64);
+        let decl = Syscall::Vprintf.prototype(AddressSize::A64);
         assert_eq!(found(&m64(&decl, VPRINTF_CALL)), vec![]);
         // A 32-bit format argument (the call is on line 16).
         let narrow = VPRINTF_CALL.replace(
@@ -1318,7 +1324,7 @@ mod tests {
         // A width known only from the st.param (no in-body declaration).
         assert_eq!(
             found(&m64(
-                &Syscall::Free.prototype(64),
+                &Syscall::Free.prototype(AddressSize::A64),
                 "st.param.b32 [q], %r1;\ncall.uni free, (q);"
             )),
             vec![("syscall-call-width", 11)]
@@ -1327,7 +1333,7 @@ mod tests {
 
     #[test]
     fn pointers_must_be_generic() {
-        let decl = Syscall::Vprintf.prototype(64);
+        let decl = Syscall::Vprintf.prototype(AddressSize::A64);
         // The format from `mov` of the .global symbol without `cvta` (address on line 8).
         let raw = VPRINTF_CALL.replace("[p0+0], %rd2", "[p0+0], %rd1");
         let v = lint_source(&m64(&decl, &raw), "t.ptx").unwrap();
@@ -1364,7 +1370,7 @@ mod tests {
              mov.u64 %rd1, msg;\ncvta.const.u64 %rd2, %rd1;\n\
              .param .b64 a;\nst.param.b64 [a], %rd2;\n.param .b64 b;\nst.param.b64 [b], %rd1;\n.param .b32 c;\nst.param.b32 [c], 3;\n\
              .param .b64 d;\nst.param.b64 [d], %rd1;\n.param .b64 e;\nst.param.b64 [e], 1;\ncall.uni __assertfail, (a, b, c, d, e);\nret;\n}}\n",
-            Syscall::Assertfail.prototype(64)
+            Syscall::Assertfail.prototype(AddressSize::A64)
         );
         let v = lint_source(&src, "t.ptx").unwrap();
         let pos: Vec<&str> = v.iter().map(|x| x.position.as_str()).collect();
@@ -1380,7 +1386,7 @@ mod tests {
                 .contains(".const address of `msg` taken at line 8")));
         // malloc's size is not a pointer: an address there says nothing about generic space.
         let m = m64(
-            &Syscall::Malloc.prototype(64),
+            &Syscall::Malloc.prototype(AddressSize::A64),
             ".param .b64 a;\nst.param.b64 [a], %rd1;\n.param .b64 r;\ncall.uni (r), malloc, (a);",
         );
         assert_eq!(found(&m), vec![]);
@@ -1390,7 +1396,7 @@ mod tests {
     // and is left alone otherwise; neither panics.
     #[test]
     fn calls_through_registers() {
-        let decl = Syscall::Free.prototype(64);
+        let decl = Syscall::Free.prototype(AddressSize::A64);
         let known = "mov.u64 %rd9, free;\n.param .b32 a;\nst.param.b32 [a], %r1;\ncall.uni %rd9, (a), proto;";
         assert_eq!(found(&m64(&decl, known)), vec![("syscall-call-width", 13)]);
         let unknown = "ld.param.u64 %rd9, [x];\n.param .b32 a;\ncall.uni %rd9, (a), proto;";
@@ -1400,7 +1406,10 @@ mod tests {
     /// No prefix of a module with every kind of call makes the check panic.
     #[test]
     fn truncated_and_odd_input_never_panics() {
-        let decls: Vec<String> = Syscall::ALL.iter().map(|s| s.prototype(64)).collect();
+        let decls: Vec<String> = Syscall::ALL
+            .iter()
+            .map(|s| s.prototype(AddressSize::A64))
+            .collect();
         let src = m64(
             &decls.join("\n"),
             &format!("{VPRINTF_CALL}\ncall.uni;\ncall (r), ;\ncall.uni (), free, ();\ncall free, (a, b, c, d, e, f);\n@%p1 bra $L;\n$L: call.uni %rd1;\nst.param.b64 [], ;\nmov.u64 %rd1, fmt+;\nadd.u64 %r1, %r1;\nst.local.v4.b32 [%rd1+-8], {{%r1, %r2}};"),
@@ -1451,7 +1460,7 @@ mod tests {
             add.u64 %rd4, %SP, 0;\nadd.u64 %rd5, %SPL, 0;\nst.local.u32 [%rd5], %r1;\nst.local.v2.u32 [%rd5+8], {%r1, %r2};\n"
             .to_string()
             + &VPRINTF_CALL.replace("[p1+0], %rd2", "[p1+0], %rd4");
-        let src = m64(&Syscall::Vprintf.prototype(64), &body);
+        let src = m64(&Syscall::Vprintf.prototype(AddressSize::A64), &body);
         let c = call_sites(&src);
         assert_eq!(c.len(), 1);
         let slots: Vec<(Option<i64>, u32, u32)> = c[0]

@@ -18,7 +18,7 @@ use rand::SeedableRng;
 
 use crate::atomics::catalog;
 use crate::atomics::litmus::{LitmusTest, Term};
-use crate::atomics::model::{self, Verdict};
+use crate::atomics::model::{self, ModelVerdict};
 use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
 use crate::outcome::CaseStatus;
 
@@ -45,7 +45,7 @@ pub struct RunReport {
     pub setup_time: Duration,
     /// Host work inside the launches' wall time: plans, tables and decoding.
     pub host_time: Duration,
-    /// Terms of the histogram's outcomes (the model's [`Verdict::terms`]).
+    /// Terms of the histogram's outcomes (the model's [`ModelVerdict::terms`]).
     pub terms: Vec<Term>,
     pub histogram: Histogram,
     /// Testing threads that gave up on the spin barrier (the CTAs were not co-resident).
@@ -61,7 +61,7 @@ pub struct Classified {
     pub forbidden: Vec<(Vec<i64>, u64)>,
 }
 
-pub fn classify(test: &LitmusTest, verdict: &Verdict, h: &Histogram) -> Classified {
+pub fn classify(test: &LitmusTest, verdict: &ModelVerdict, h: &Histogram) -> Classified {
     let mut c = Classified {
         weak: 0,
         forbidden: Vec::new(),
@@ -193,7 +193,7 @@ pub fn record_figures(case_id: &str) {
 /// The case's verdict from what ran. `control` is the control's report and classification,
 /// present when the test is forbidden and has one.
 pub fn judge(
-    verdict: &Verdict,
+    verdict: &ModelVerdict,
     report: &RunReport,
     classified: &Classified,
     control: Option<(&RunReport, &Classified)>,
@@ -272,7 +272,7 @@ pub enum RunError {
 pub fn run(
     session: &Session,
     test: &LitmusTest,
-    verdict: &Verdict,
+    verdict: &ModelVerdict,
     params: &StressParams,
     iterations: u64,
     budget: Option<Duration>,

@@ -81,7 +81,7 @@ pub struct Rejection {
 
 /// The model's answer for a test.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
+pub struct ModelVerdict {
     /// The condition's proposition is satisfied by some consistent execution ("outcome:
     /// allowed"), whatever the quantifier.
     pub allowed: bool,
@@ -114,8 +114,8 @@ pub struct Verdict {
     pub liveness_violation: Option<Option<String>>,
 }
 
-impl Verdict {
-    /// Whether observed values of [`Verdict::terms`] (same order) are an outcome of some
+impl ModelVerdict {
+    /// Whether observed values of [`ModelVerdict::terms`] (same order) are an outcome of some
     /// consistent execution; a GPU run that sees any other outcome has broken the model.
     pub fn outcome_allowed(&self, values: &[i64]) -> bool {
         self.allowed_outcomes.contains(values)
@@ -1505,8 +1505,8 @@ fn v75_violation(
 /// Checks a test against the model. A test beyond the checker (more than 64 events, more
 /// than [`MAX_CANDIDATES`] candidate executions) gives a verdict with `error` set and nothing
 /// allowed; [`try_check`] returns that as an `Err` instead.
-pub fn check(test: &LitmusTest) -> Verdict {
-    try_check(test).unwrap_or_else(|e| Verdict {
+pub fn check(test: &LitmusTest) -> ModelVerdict {
+    try_check(test).unwrap_or_else(|e| ModelVerdict {
         allowed: false,
         condition_holds: false,
         candidates: 0,
@@ -1638,7 +1638,7 @@ pub enum CheckFileError {
 
 /// Checks a test against the model (default options); an error when the test is too large
 /// to enumerate.
-pub fn try_check(test: &LitmusTest) -> Result<Verdict, ModelError> {
+pub fn try_check(test: &LitmusTest) -> Result<ModelVerdict, ModelError> {
     try_check_with(test, &Options::default())
 }
 
@@ -1677,7 +1677,7 @@ fn estimate(p: &Program) -> u128 {
 }
 
 /// Checks a test: every combination of thread paths under the loop bound, each enumerated.
-pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, ModelError> {
+pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<ModelVerdict, ModelError> {
     let model = opts.model.unwrap_or(if test.uses_proxies() {
         Model::V75
     } else {
@@ -1797,7 +1797,7 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<Verdict, Mode
         Quantifier::Exists | Quantifier::NotExists => allowed,
         Quantifier::Forall => !all_satisfy,
     };
-    Ok(Verdict {
+    Ok(ModelVerdict {
         allowed,
         condition_holds,
         candidates,
@@ -2237,7 +2237,7 @@ pub fn check_file_with(
 }
 
 /// The printable report of `gpucts litmus check`.
-pub fn report(test: &LitmusTest, v: &Verdict) -> String {
+pub fn report(test: &LitmusTest, v: &ModelVerdict) -> String {
     let mut s = String::new();
     s.push_str(&format!("test: {}\n", test.name));
     s.push_str(&format!("condition: {}\n", test.condition));

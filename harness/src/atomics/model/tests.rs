@@ -14,7 +14,7 @@
 use super::*;
 use crate::atomics::litmus::import_dat3m;
 
-fn dat3m(text: &str) -> Verdict {
+fn dat3m(text: &str) -> ModelVerdict {
     let t = import_dat3m(text).unwrap_or_else(|e| panic!("{e}"));
     check(&t)
 }
