@@ -224,6 +224,30 @@ enum LitmusCmd {
         #[arg(long, value_name = "N")]
         max_candidates: Option<u64>,
     },
+    /// Search stress parameters on GPU 0 under which the relaxed controls show their weak
+    /// outcomes: parameter set 0 is the suite's default, the others random (GPUHarbor's
+    /// tuning); prints the best sets and each test's best. Exit 0, 101 if any outcome the
+    /// model forbids was seen, 2 without a GPU or for an unknown test.
+    Tune {
+        /// Catalogue tests (`MP.relaxed.cta.intra_cta` or `atomics.gpu.MP.relaxed.cta.intra_cta`);
+        /// default: every relaxed control the suite's forbidden cases run.
+        tests: Vec<String>,
+        /// Parameter sets to try (the default set plus N - 1 random ones).
+        #[arg(long, default_value_t = 20)]
+        configs: usize,
+        /// Seed of the random sets (the same seed gives the same sets).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Launches per test and set.
+        #[arg(long, default_value_t = 20)]
+        iterations: u64,
+        /// Stop starting new runs after this many seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+        budget: u64,
+        /// Also write every run, with its parameters, as JSON.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+    },
     /// Convert a Dat3M .litmus file to gpucts YAML (stdout).
     Import { file: PathBuf },
     /// Convert a test (YAML or .litmus) to Dat3M .litmus syntax (stdout).
@@ -527,7 +551,8 @@ fn xcall(action: XcallCmd) -> i32 {
 
 fn litmus(action: LitmusCmd) -> i32 {
     use crate::atomics::litmus;
-    let r = match &action {
+    // (text for stdout, exit code) or a message for stderr (exit 2).
+    let r: Result<(String, i32), String> = match &action {
         LitmusCmd::Check {
             file,
             unroll,
@@ -541,17 +566,39 @@ fn litmus(action: LitmusCmd) -> i32 {
             *liveness,
             max_candidates.map(u128::from),
         )
+        .map(|t| (t, EXIT_OK))
         .map_err(|e| e.to_string()),
-        LitmusCmd::Import { file } => litmus::import_file(file).map_err(|e| e.to_string()),
-        LitmusCmd::Export { file } => litmus::export_file(file).map_err(|e| e.to_string()),
+        LitmusCmd::Import { file } => litmus::import_file(file)
+            .map(|t| (t, EXIT_OK))
+            .map_err(|e| e.to_string()),
+        LitmusCmd::Export { file } => litmus::export_file(file)
+            .map(|t| (t, EXIT_OK))
+            .map_err(|e| e.to_string()),
+        LitmusCmd::Tune {
+            tests,
+            configs,
+            seed,
+            iterations,
+            budget,
+            json,
+        } => crate::atomics::gpu::tune::run_command(
+            tests,
+            *configs,
+            *seed,
+            *iterations,
+            std::time::Duration::from_secs(*budget),
+            json.as_deref(),
+        )
+        .map(|(t, forbidden)| (t, if forbidden { EXIT_FAILED } else { EXIT_OK }))
+        .map_err(|e| e.to_string()),
     };
     match r {
-        Ok(text) => {
+        Ok((text, code)) => {
             print!("{text}");
             if !text.ends_with('\n') {
                 println!();
             }
-            EXIT_OK
+            code
         }
         Err(e) => {
             error(e);

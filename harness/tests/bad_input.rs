@@ -518,3 +518,31 @@ fn ptx_instruction_reader_survives_a_multibyte_character() {
     let r = std::panic::catch_unwind(|| gpucts::ptx::instr::function_names(&text));
     assert!(r.is_ok(), "function_names panicked");
 }
+
+/// `litmus tune` refuses what it cannot run before it asks for a GPU: a name outside the
+/// catalogue (named in the message) and zero parameter sets, each exit 2.
+#[test]
+fn litmus_tune_refuses_unknown_tests_and_no_sets() {
+    let (code, err, _) = run(
+        &[
+            "litmus".into(),
+            "tune".into(),
+            "MP.relaxed.gpu.inter_cta".into(),
+            "MP.nope".into(),
+        ],
+        Path::new("x"),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("`MP.nope` is not a catalogue test"), "{err}");
+    let (code, err, _) = run(
+        &[
+            "litmus".into(),
+            "tune".into(),
+            "--configs".into(),
+            "0".into(),
+        ],
+        Path::new("x"),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--configs must be at least 1"), "{err}");
+}

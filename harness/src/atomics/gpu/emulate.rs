@@ -438,6 +438,55 @@ fn emulated_launches_give_sequentially_consistent_outcomes() {
     assert_eq!(checked, 312);
 }
 
+// Random tuning sets (`litmus tune`) keep the kernel correct: with their stress knobs (stride,
+// stress lines and pattern, shuffling, barrier on or off) and a launch shape shrunk to what the
+// emulator runs quickly, every instance still gives one sequentially consistent outcome.
+#[test]
+fn emulated_random_tuning_sets_stay_correct() {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+    let names = [
+        "MP.relaxed.gpu.inter_cta",
+        "MP.relaxed.cta.intra_cta",
+        "SB.relaxed.gpu.inter_cta",
+        "IRIW.relaxed.gpu.inter_cta",
+        "CoRR.relaxed.gpu.intra_cta",
+    ];
+    let mut checked = 0;
+    for k in 0..16u64 {
+        let r = StressParams::random(&mut rng);
+        let params = StressParams {
+            testing_workgroups: r.testing_workgroups.min(4),
+            workgroup_size: r.workgroup_size.clamp(128, 256),
+            max_workgroups: r.testing_workgroups.min(4) + 1,
+            stress_iterations: r.stress_iterations.min(6),
+            pre_stress_iterations: r.pre_stress_iterations.min(3),
+            ..r
+        };
+        for name in names {
+            let Some(test) = catalog::by_name(name) else {
+                continue;
+            };
+            let Ok(g) = Geometry::new(&test, &params) else {
+                continue;
+            };
+            let terms = model::check(&test).terms;
+            let sc = sc_outcomes(&test, &terms);
+            let plan = IterationPlan::random(&g, &mut rng);
+            let (h, timeouts) = launch(&test, &g, &plan, Some(k));
+            assert_eq!(timeouts, 0, "{name} {params:?}");
+            assert_eq!(h.values().sum::<u64>(), u64::from(g.instances()), "{name}");
+            for o in h.keys() {
+                assert!(
+                    sc.contains(o),
+                    "{name} {params:?}: {o:?} is not SC ({sc:?})"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "{checked}");
+}
+
 // Discriminating: threads run one after another in id order with the identity plan, so the
 // placement rule alone fixes the histogram. Across CTAs, role r of an instance in CTA k runs
 // in CTA k - r: MP's reader of an instance in CTA k >= 1 runs (in CTA k - 1) before its

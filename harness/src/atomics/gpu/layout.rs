@@ -66,6 +66,39 @@ impl Default for StressParams {
     }
 }
 
+/// Most threads a random parameter set launches: 128 Ki, under an H100's 132 SMs x 2,048
+/// resident threads (270,336), so every CTA can be co-resident for the spin barrier.
+pub const MAX_RANDOM_THREADS: u32 = 128 * 1024;
+
+impl StressParams {
+    /// A random parameter set, GPUHarbor's tuning style (Levine et al., ISSTA'23: each
+    /// parameter drawn independently from a range): powers of two for the launch shape, every
+    /// stress knob from off to heavy. Always valid for [`Geometry::new`] (a test may still
+    /// have more roles than units; that test is skipped for this set).
+    pub fn random(rng: &mut impl Rng) -> StressParams {
+        fn pow2(rng: &mut impl Rng, lo: u32, hi: u32) -> u32 {
+            1 << rng.random_range(lo.trailing_zeros()..=hi.trailing_zeros())
+        }
+        let workgroup_size = pow2(rng, 32, 1024);
+        let testing_workgroups = pow2(rng, 2, (MAX_RANDOM_THREADS / workgroup_size).min(256));
+        let most = (MAX_RANDOM_THREADS / workgroup_size).max(testing_workgroups);
+        let max_workgroups = rng.random_range(testing_workgroups..=most);
+        StressParams {
+            testing_workgroups,
+            workgroup_size,
+            max_workgroups,
+            stress_line_size: pow2(rng, 1, 128),
+            stress_target_lines: rng.random_range(1..=64),
+            stress_iterations: rng.random_range(0..=1024),
+            pre_stress_iterations: rng.random_range(0..=512),
+            stress_pattern: rng.random_range(0..=3),
+            shuffle_pct: rng.random_range(0..=100),
+            barrier: rng.random_bool(0.5),
+            mem_stride: rng.random_range(1..=8),
+        }
+    }
+}
+
 pub use crate::atomics::litmus::Placement;
 
 /// The fixed shape of a test's launches: roles, locations, result slots.

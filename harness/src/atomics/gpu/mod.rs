@@ -10,6 +10,7 @@
 
 pub mod kernel;
 pub mod layout;
+pub mod tune;
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
