@@ -45,10 +45,7 @@ pub fn flaky_or(verdict: Verdict, attempts: &[CaseStatus]) -> Verdict {
 
 /// Run `case` in a fresh child of `exe`, one GPU case at a time.
 pub fn fresh_child(case: &Case, exe: &std::path::Path, gpu: &Mutex<()>) -> CaseStatus {
-    let _gpu = case
-        .requires
-        .contains(&Capability::Gpu)
-        .then(|| gpu.lock().unwrap_or_else(|e| e.into_inner()));
+    let _gpu = super::gpu_turn(case.requires.contains(&Capability::Gpu), gpu);
     super::child::run_isolated(exe, &case.file, &case.id, case.timeout)
 }
 
