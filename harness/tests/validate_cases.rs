@@ -164,6 +164,13 @@ fn classes() -> Vec<Bad> {
         Bad {
             area: "atomics",
             good: ATOMICS_GOOD,
+            entry: "stress\n    clause: c\n    check:\n      gpu: {test: MP.rel_acq.gpu.inter_cta, stress: {workgroup_size: 2048}}\n",
+            names: "workgroup_size (2048)",
+            at: "stress: {",
+        },
+        Bad {
+            area: "atomics",
+            good: ATOMICS_GOOD,
             entry: "corpus\n    clause: c\n    check:\n      corpus: {expectations: ptx-v9.9}\n",
             names: "ptx-v9.9",
             at: "expectations: ptx-v9.9",
@@ -286,7 +293,7 @@ fn every_class_a_run_would_refuse_is_a_validate_error_at_its_position() {
         assert_eq!(o.status.code(), Some(0), "{good_text}\n{}", text(&o).1);
         classes_seen += 1;
     }
-    assert_eq!(classes_seen, 29);
+    assert_eq!(classes_seen, 30);
 }
 
 #[test]

@@ -41,6 +41,10 @@ pub enum AtomicsCheck {
         test: String,
         #[serde(default = "gpu_iterations")]
         iterations: u64,
+        /// Stress parameters replacing the defaults ([`gpu::StressParams`]; e.g. a set
+        /// `gpucts litmus tune` found).
+        #[serde(default)]
+        stress: gpu::StressParams,
     },
     /// Dat3M's public PTX corpus against one of its expectation files (`ptx-v6.0`,
     /// `ptx-v7.5`, `liveness-ptx-v6.0`, `liveness-ptx-v7.5`): every listed test must get
@@ -155,9 +159,18 @@ impl Check for AtomicsCheck {
             AtomicsCheck::Mapping(_) => {}
             AtomicsCheck::Model { test } if !in_catalogue(test) => errors.push(unknown_test(test)),
             AtomicsCheck::Model { .. } => {}
-            AtomicsCheck::Gpu { test, iterations } => {
-                if catalog::by_name(test).is_none() {
-                    errors.push(unknown_test(test));
+            AtomicsCheck::Gpu {
+                test,
+                iterations,
+                stress,
+            } => {
+                match catalog::by_name(test) {
+                    None => errors.push(unknown_test(test)),
+                    Some(t) => {
+                        if let Err(e) = gpu::layout::Geometry::new(&t, stress) {
+                            errors.push(CaseError::about("stress", e.to_string()));
+                        }
+                    }
                 }
                 if *iterations == 0 {
                     errors.push(CaseError::about(
@@ -206,8 +219,12 @@ impl Check for AtomicsCheck {
                 cache().outcome(ctx.toolchain, case).to_status(case)
             }
             AtomicsCheck::Model { test } => model_case(test),
-            AtomicsCheck::Gpu { test, iterations } => {
-                let status = gpu::gpu_case(test, *iterations);
+            AtomicsCheck::Gpu {
+                test,
+                iterations,
+                stress,
+            } => {
+                let status = gpu::gpu_case(test, *iterations, stress);
                 gpu::record_figures(ctx.id);
                 status
             }

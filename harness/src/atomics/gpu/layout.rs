@@ -16,10 +16,14 @@ use crate::atomics::litmus::{LitmusTest, Op, Space, Term};
 pub const NONE: u32 = u32::MAX;
 /// Threads of a warp.
 pub const WARP: u32 = 32;
+/// Most threads of a CTA (CUDA's limit on every architecture since sm_20).
+pub const MAX_BLOCK: u32 = 1024;
 
 /// The stress parameters of MC Mutants (Levine et al., ASPLOS'23) and GPUHarbor (Levine et
-/// al., ISSTA'23).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+/// al., ISSTA'23). In a suite (`gpu: {test: ..., stress: {stress_iterations: 512}}`) the keys
+/// given replace the defaults; `gpucts litmus tune` prints whole sets in this form.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct StressParams {
     /// CTAs that run test instances (a power of two).
     pub testing_workgroups: u32,
@@ -121,7 +125,7 @@ pub struct Geometry {
 pub enum GeometryError {
     #[error(
         "testing_workgroups ({testing_workgroups}) and workgroup_size ({workgroup_size}) must be powers of two, \
-         workgroup_size at least {WARP}"
+         workgroup_size {WARP}..={MAX_BLOCK}"
     )]
     NotPowersOfTwo {
         testing_workgroups: u32,
@@ -174,7 +178,11 @@ impl Geometry {
     pub fn new(test: &LitmusTest, params: &StressParams) -> Result<Geometry, GeometryError> {
         let p = params;
         let pow2 = |v: u32| v != 0 && v.is_power_of_two();
-        if !pow2(p.testing_workgroups) || !pow2(p.workgroup_size) || p.workgroup_size < WARP {
+        if !pow2(p.testing_workgroups)
+            || !pow2(p.workgroup_size)
+            || p.workgroup_size < WARP
+            || p.workgroup_size > MAX_BLOCK
+        {
             return Err(GeometryError::NotPowersOfTwo {
                 testing_workgroups: p.testing_workgroups,
                 workgroup_size: p.workgroup_size,

@@ -373,17 +373,12 @@ pub fn run(
 }
 
 /// The `atomics.gpu.*` case: run catalogue test `name` (and its control when it is forbidden).
-pub fn gpu_case(name: &str, iterations: u64) -> CaseStatus {
+pub fn gpu_case(name: &str, iterations: u64, params: &StressParams) -> CaseStatus {
     let Some(test) = catalog::by_name(name) else {
         return CaseStatus::error(format!("no catalogue test named `{name}`"));
     };
     let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
-    run_case(
-        &test,
-        control.as_ref(),
-        iterations,
-        &StressParams::default(),
-    )
+    run_case(&test, control.as_ref(), iterations, params)
 }
 
 /// Run any litmus test on GPU 0 (e.g. one read with [`crate::atomics::litmus::load_file`])

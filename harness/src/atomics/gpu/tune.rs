@@ -512,4 +512,25 @@ mod tests {
         assert!(s.contains("  A: no weak outcome under any set"), "{s}");
         assert_eq!(ranking(&t)[0].forbidden, 2);
     }
+
+    /// What `litmus tune` prints for a set is what a suite's `stress:` takes: the JSON of a
+    /// random set reads back as the same set, and a partial mapping fills the rest from the
+    /// default.
+    #[test]
+    fn printed_sets_read_back_as_suite_stress() {
+        for p in configs(20, 5) {
+            let json = serde_json::to_string(&p).unwrap();
+            let back: StressParams = serde_saphyr::from_str(&json).unwrap();
+            assert_eq!(back, p, "{json}");
+        }
+        let partial: StressParams = serde_saphyr::from_str("{stress_iterations: 512}").unwrap();
+        assert_eq!(
+            partial,
+            StressParams {
+                stress_iterations: 512,
+                ..StressParams::default()
+            }
+        );
+        assert!(serde_saphyr::from_str::<StressParams>("{stres_iterations: 1}").is_err());
+    }
 }
