@@ -25,6 +25,8 @@ pub const PTX_VERSION: &str = "8.0";
 pub const TARGET: &str = "sm_90";
 /// Spin-barrier polls before a testing thread gives up waiting (and counts a timeout).
 pub const SPIN_LIMIT: u32 = 1 << 20;
+/// The shared-memory array of a CTA's locations ([`Geometry::shared`]).
+pub const SMEM: &str = "gpucts_smem";
 
 /// Why a litmus test has no GPU kernel: an operation (`at`: the test and the operation) the
 /// generator cannot emit as the test states it.
@@ -118,6 +120,15 @@ impl Regs {
 }
 
 /// The test's operations of thread `t` as PTX lines, addresses in `%a<t>_<j>`.
+/// The state space of the test's locations.
+fn space(g: &Geometry) -> &'static str {
+    if g.shared {
+        ".shared"
+    } else {
+        ".global"
+    }
+}
+
 fn thread_ops(
     g: &Geometry,
     test: &LitmusTest,
@@ -147,8 +158,9 @@ fn thread_ops(
                     });
                 }
                 format!(
-                    "ld{}.global.u32 {}, {};",
+                    "ld{}{}.u32 {}, {};",
                     strong_q(*sem, *scope, &what)?,
+                    space(g),
                     regs.var(t, reg),
                     addr(loc)?
                 )
@@ -167,8 +179,9 @@ fn thread_ops(
                     });
                 }
                 format!(
-                    "st{}.global.u32 {}, {};",
+                    "st{}{}.u32 {}, {};",
                     strong_q(*sem, *scope, &what)?,
+                    space(g),
                     addr(loc)?,
                     regs.operand(t, val, &what)?
                 )
@@ -194,9 +207,10 @@ fn thread_ops(
                 }
                 let v = rmw_value(*op, val, t, regs, &what, out)?;
                 let head = format!(
-                    "atom.{}.{}.global.{} {}, {}",
+                    "atom.{}.{}{}.{} {}, {}",
                     sem.name(),
                     scope.name(),
+                    space(g),
                     rmw_suffix(*op),
                     regs.var(t, reg),
                     addr(loc)?
@@ -233,9 +247,10 @@ fn thread_ops(
                 }
                 let v = rmw_value(*op, val, t, regs, &what, out)?;
                 format!(
-                    "red.{}.{}.global.{} {}, {v};",
+                    "red.{}.{}{}.{} {}, {v};",
                     sem.name(),
                     scope.name(),
+                    space(g),
                     rmw_suffix(*op),
                     addr(loc)?
                 )
@@ -341,7 +356,7 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
     let _ = write!(
         s,
         "// gpucts litmus kernel for `{name}` ({place:?}, {roles} roles, {nl} locations)\n\
-         .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n\
+         .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n{smem}\
          .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
          \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
          \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing\n)\n{{\n\
@@ -350,7 +365,21 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
          \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
         name = test.name,
         place = g.placement,
+        smem = if g.shared {
+            format!(
+                ".shared .align 4 .b32 {SMEM}[{}];\n\n",
+                g.cta_location_words()
+            )
+        } else {
+            String::new()
+        },
     );
+    if g.shared {
+        let _ = writeln!(
+            s,
+            "\t.reg .b32 %k_slab, %k_cw, %k_cv;\n\t.reg .b64 %k_sm, %k_cg, %k_cs;"
+        );
+    }
     let _ = writeln!(s, "\t.reg .b32 %v<{}>;", regs.vars.len().max(1));
     let _ = writeln!(s, "\t.reg .b32 %c<{}>;", regs.consts.len().max(1));
     for t in 0..roles {
@@ -389,6 +418,24 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
         row = 4 * roles,
         none = super::layout::NONE,
     );
+    if g.shared {
+        // This CTA's block of locations: the words of the instances it holds (all of its
+        // threads test, and every instance it plays sits in it), copied into shared memory.
+        let _ = write!(
+            s,
+            "\t// the CTA's locations into shared memory\n\
+             \tdiv.u32 %k_slab, %k_inst0, {w};\n\tmul.lo.u32 %k_slab, %k_slab, {cw};\n\
+             \tmov.u64 %k_sm, {SMEM};\n\tmov.u32 %k_cw, %k_l;\n\
+             SMEM_IN:\n\tsetp.ge.u32 %k_p, %k_cw, {cw};\n\t@%k_p bra SMEM_IN_DONE;\n\
+             \tadd.u32 %k_tmp, %k_slab, %k_cw;\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
+             \tadd.s64 %k_cg, %k_locs, %k_w;\n\tld.global.u32 %k_cv, [%k_cg];\n\
+             \tmul.wide.u32 %k_w, %k_cw, 4;\n\tadd.s64 %k_cs, %k_sm, %k_w;\n\
+             \tst.shared.u32 [%k_cs], %k_cv;\n\tadd.u32 %k_cw, %k_cw, %k_nt;\n\tbra SMEM_IN;\n\
+             SMEM_IN_DONE:\n\tbar.sync 0;\n",
+            w = g.params.workgroup_size,
+            cw = g.cta_location_words(),
+        );
+    }
     for t in 0..roles {
         if t > 0 {
             let _ = writeln!(s, "\tld.global.u32 %k_inst{t}, [%k_ra+{}];", 4 * t);
@@ -399,10 +446,16 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
             4 * nl.max(1)
         );
         for j in 0..nl {
+            // In shared memory a location is its word's offset in the CTA's block.
+            let (sub, base) = if g.shared {
+                ("\tsub.u32 %k_tmp, %k_tmp, %k_slab;\n", "%k_sm")
+            } else {
+                ("", "%k_locs")
+            };
             let _ = writeln!(
                 s,
-                "\tld.global.u32 %k_tmp, [%k_aa+{}];\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
-                 \tadd.s64 %a{t}_{j}, %k_locs, %k_w;",
+                "\tld.global.u32 %k_tmp, [%k_aa+{}];\n{sub}\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
+                 \tadd.s64 %a{t}_{j}, {base}, %k_w;",
                 4 * j
             );
         }
@@ -435,6 +488,21 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
     }
     s.push_str(&test_body);
     s.push_str(&results);
+    if g.shared {
+        // Final values back to the location buffer, once every thread of the CTA is done.
+        let _ = write!(
+            s,
+            "\t// the CTA's final values back to the location buffer\n\tbar.sync 0;\n\
+             \tmov.u32 %k_cw, %k_l;\n\
+             SMEM_OUT:\n\tsetp.ge.u32 %k_p, %k_cw, {cw};\n\t@%k_p bra SMEM_OUT_DONE;\n\
+             \tmul.wide.u32 %k_w, %k_cw, 4;\n\tadd.s64 %k_cs, %k_sm, %k_w;\n\
+             \tld.shared.u32 %k_cv, [%k_cs];\n\
+             \tadd.u32 %k_tmp, %k_slab, %k_cw;\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
+             \tadd.s64 %k_cg, %k_locs, %k_w;\n\tst.global.u32 [%k_cg], %k_cv;\n\
+             \tadd.u32 %k_cw, %k_cw, %k_nt;\n\tbra SMEM_OUT;\nSMEM_OUT_DONE:\n",
+            cw = g.cta_location_words(),
+        );
+    }
     s.push_str("\tret;\nSTRESS:\n");
     stress_loop("STRESS_LOOP", p.stress_iterations, p.stress_pattern, &mut s);
     s.push_str("\tret;\n}\n");

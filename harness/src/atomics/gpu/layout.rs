@@ -18,6 +18,9 @@ pub const NONE: u32 = u32::MAX;
 pub const WARP: u32 = 32;
 /// Most threads of a CTA (CUDA's limit on every architecture since sm_20).
 pub const MAX_BLOCK: u32 = 1024;
+/// Most static shared memory a kernel declares (48 KiB on every architecture; more needs
+/// dynamic shared memory and an opt-in).
+pub const MAX_STATIC_SHARED: u64 = 48 * 1024;
 
 /// The stress parameters of MC Mutants (Levine et al., ASPLOS'23) and GPUHarbor (Levine et
 /// al., ISSTA'23). In a suite (`gpu: {test: ..., stress: {stress_iterations: 512}}`) the keys
@@ -48,6 +51,11 @@ pub struct StressParams {
     pub barrier: bool,
     /// Words between the locations of one instance's block.
     pub mem_stride: u32,
+    /// Tests placed within one CTA keep their locations in that CTA's shared memory (copied
+    /// in from the location buffer before the test and back after it); ignored for tests
+    /// across CTAs. Shared memory is where GPU litmus studies saw weak behaviour inside a
+    /// workgroup (Alglave et al., ASPLOS'15; GPUHarbor's workgroup-memory tests).
+    pub intra_cta_shared: bool,
 }
 
 impl Default for StressParams {
@@ -66,6 +74,7 @@ impl Default for StressParams {
             shuffle_pct: 100,
             barrier: true,
             mem_stride: 1,
+            intra_cta_shared: false,
         }
     }
 }
@@ -87,6 +96,14 @@ impl StressParams {
         let testing_workgroups = pow2(rng, 2, (MAX_RANDOM_THREADS / workgroup_size).min(256));
         let most = (MAX_RANDOM_THREADS / workgroup_size).max(testing_workgroups);
         let max_workgroups = rng.random_range(testing_workgroups..=most);
+        let intra_cta_shared = rng.random_bool(0.5);
+        // Shared memory holds a CTA's locations (the catalogue's tests have at most four):
+        // keep them inside static shared memory.
+        let most_stride = if intra_cta_shared {
+            (MAX_STATIC_SHARED / (4 * 4 * u64::from(workgroup_size))).clamp(1, 8) as u32
+        } else {
+            8
+        };
         StressParams {
             testing_workgroups,
             workgroup_size,
@@ -98,7 +115,8 @@ impl StressParams {
             stress_pattern: rng.random_range(0..=3),
             shuffle_pct: rng.random_range(0..=100),
             barrier: rng.random_bool(0.5),
-            mem_stride: rng.random_range(1..=8),
+            mem_stride: rng.random_range(1..=most_stride),
+            intra_cta_shared,
         }
     }
 }
@@ -118,6 +136,9 @@ pub struct Geometry {
     pub inits: Vec<i64>,
     /// Result slots of one instance: every (thread, register) the test writes or initialises.
     pub slots: Vec<(usize, String)>,
+    /// The locations live in each CTA's shared memory ([`StressParams::intra_cta_shared`] for
+    /// a test within one CTA).
+    pub shared: bool,
 }
 
 /// Why a test or a parameter set has no launch geometry on the GPU runner.
@@ -153,6 +174,8 @@ pub enum GeometryError {
     SharedWarp(String),
     #[error("`{0}`: threads must all share one CTA or each have their own")]
     MixedCtas(String),
+    #[error("{bytes} bytes of shared memory for one CTA's locations (workgroup_size x locations x mem_stride x 4); at most {MAX_STATIC_SHARED}")]
+    SharedTooLarge { bytes: u64 },
 }
 
 /// Why a launch's buffers do not decode into outcomes.
@@ -235,6 +258,16 @@ impl Geometry {
                 }
             }
         }
+        let shared = placement == Placement::IntraCta && p.intra_cta_shared;
+        if shared {
+            let bytes = u64::from(p.workgroup_size)
+                * locations.len().max(1) as u64
+                * u64::from(p.mem_stride)
+                * 4;
+            if bytes > MAX_STATIC_SHARED {
+                return Err(GeometryError::SharedTooLarge { bytes });
+            }
+        }
         Ok(Geometry {
             params: params.clone(),
             placement,
@@ -242,6 +275,7 @@ impl Geometry {
             locations,
             inits,
             slots,
+            shared,
         })
     }
 
@@ -252,6 +286,11 @@ impl Geometry {
 
     pub fn total_threads(&self) -> u32 {
         self.params.max_workgroups * self.params.workgroup_size
+    }
+
+    /// Words of one CTA's block of locations (its shared memory when [`Geometry::shared`]).
+    pub fn cta_location_words(&self) -> u32 {
+        self.params.workgroup_size * self.locations.len().max(1) as u32 * self.params.mem_stride
     }
 
     /// Words of the test-location buffer.
@@ -433,10 +472,18 @@ pub fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
         for j in 0..nl {
             // Location 0 of instance i sits in block i; the others in a permuted block, so
             // neighbouring words belong to different instances (GPUHarbor's interleaving).
+            let mult = plan
+                .loc_mult
+                .wrapping_mul(j)
+                .wrapping_mul(2)
+                .wrapping_sub(1);
             let block = if j == 0 {
                 inst
+            } else if g.shared {
+                // Within the instance's own CTA: that CTA's shared memory holds its block.
+                (inst / w) * w + inst.wrapping_mul(mult) % w
             } else {
-                inst.wrapping_mul(plan.loc_mult.wrapping_mul(j).wrapping_mul(2) - 1) % n
+                inst.wrapping_mul(mult) % n
             };
             addrs.push(block * nl * stride + j * stride);
         }
@@ -707,5 +754,49 @@ mod tests {
             reg: "r9".into(),
         }];
         assert!(decode(&g, &unknown, &t, &res, &[], &mut h).is_err());
+    }
+
+    /// In shared memory every location of an instance lies in its own CTA's block (the block
+    /// the kernel copies into that CTA's shared memory), each word used once; a block too
+    /// large for static shared memory is refused.
+    #[test]
+    fn shared_locations_stay_in_their_cta() {
+        let params = StressParams {
+            intra_cta_shared: true,
+            mem_stride: 3,
+            ..small()
+        };
+        let t = catalog::by_name("IRIW.relaxed.gpu.intra_cta").unwrap();
+        let g = Geometry::new(&t, &params).unwrap();
+        assert!(g.shared);
+        let (w, nl) = (g.params.workgroup_size, g.locations.len() as u32);
+        let block = w * nl * g.params.mem_stride;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for _ in 0..8 {
+            let plan = IterationPlan::random(&g, &mut rng);
+            let tables = tables(&g, &plan);
+            let mut seen = std::collections::HashSet::new();
+            for inst in 0..g.instances() {
+                for j in 0..nl {
+                    let a = tables.addrs[(inst * nl + j) as usize];
+                    assert_eq!(a / block, inst / w, "instance {inst} location {j} at {a}");
+                    assert!(seen.insert(a), "word {a} twice");
+                }
+            }
+        }
+        let too_big = StressParams {
+            workgroup_size: 1024,
+            mem_stride: 8,
+            ..params
+        };
+        assert_eq!(
+            Geometry::new(&t, &too_big).unwrap_err(),
+            GeometryError::SharedTooLarge {
+                bytes: 1024 * u64::from(nl) * 8 * 4
+            }
+        );
+        // Across CTAs the flag changes nothing.
+        let inter = catalog::by_name("IRIW.relaxed.gpu.inter_cta").unwrap();
+        assert!(!Geometry::new(&inter, &params).unwrap().shared);
     }
 }

@@ -61,12 +61,26 @@ fn test_instructions(ptx: &str) -> Vec<instr::Instruction> {
 // (compared through the parser's structured view, with the PTX ISA's defaults applied).
 #[test]
 fn each_operation_carries_its_semantic_and_scope() {
-    for e in catalog::entries() {
-        let ptx = kernel::generate(
-            &e.test,
-            &Geometry::new(&e.test, &StressParams::default()).unwrap(),
-        )
-        .unwrap();
+    let shared = StressParams {
+        intra_cta_shared: true,
+        ..StressParams::default()
+    };
+    let mut in_shared = 0;
+    for (e, params) in catalog::entries()
+        .into_iter()
+        .flat_map(|e| [(e.clone(), StressParams::default()), (e, shared.clone())])
+    {
+        let g = Geometry::new(&e.test, &params).unwrap();
+        // Locations in shared memory exactly for tests within one CTA that ask for it.
+        let space = if g.shared { "shared" } else { "global" };
+        assert_eq!(
+            g.shared,
+            params.intra_cta_shared && e.test.name.ends_with("intra_cta"),
+            "{}",
+            e.test.name
+        );
+        in_shared += usize::from(g.shared);
+        let ptx = kernel::generate(&e.test, &g).unwrap();
         let got = test_instructions(&ptx);
         let want: Vec<&Op> = e.test.threads.iter().flat_map(|t| &t.ops).collect();
         assert_eq!(got.len(), want.len(), "{}", e.test.name);
@@ -87,10 +101,40 @@ fn each_operation_carries_its_semantic_and_scope() {
                 assert_eq!(m.scope, scope, "{ctx}");
             }
             if matches!(kind, MemOpKind::Ld | MemOpKind::St | MemOpKind::Atom) {
-                assert!(ins.has("global"), "{ctx}");
+                assert!(ins.has(space), "{ctx}");
             }
         }
     }
+    assert_eq!(
+        in_shared, 156,
+        "every test within one CTA, once in shared memory"
+    );
+}
+
+// Kernels with their locations in shared memory assemble for the device: every catalogue test
+// placed within one CTA.
+#[test]
+fn shared_memory_kernels_assemble_with_ptxas() {
+    let tc = Toolchain::discover_system();
+    crate::require!(tc.has(crate::capability::Capability::Ptxas), "ptxas");
+    let params = StressParams {
+        intra_cta_shared: true,
+        ..StressParams::default()
+    };
+    let mut assembled = 0;
+    for e in catalog::entries() {
+        let g = Geometry::new(&e.test, &params).unwrap();
+        if !g.shared {
+            continue;
+        }
+        let ptx = kernel::generate(&e.test, &g).unwrap();
+        assert!(ptx.contains(".shared .align 4 .b32 gpucts_smem["), "{ptx}");
+        if let Err(err) = tc.ptxas(&ptx, kernel::TARGET, &[]) {
+            panic!("{}: {err}\n{ptx}", e.test.name);
+        }
+        assembled += 1;
+    }
+    assert_eq!(assembled, 156);
 }
 
 #[test]
