@@ -62,6 +62,9 @@ pub struct Tuning {
     pub runs: Vec<TuneRun>,
     /// Whether the time budget ended the run before every pair ran.
     pub stopped_by_budget: bool,
+    /// A failure after which the GPU context no longer works (a kernel fault is sticky): the
+    /// run stopped there.
+    pub context_lost: Option<String>,
 }
 
 /// Why a tuning run did not start.
@@ -112,6 +115,7 @@ pub fn tune(
     let start = Instant::now();
     let mut runs = Vec::new();
     let mut stopped_by_budget = false;
+    let mut context_lost = None;
     'sets: for (k, params) in configs.iter().enumerate() {
         for (test, verdict) in tests.iter().zip(&verdicts) {
             if start.elapsed() >= budget {
@@ -144,11 +148,20 @@ pub fn tune(
                     error: e.to_string(),
                 },
             };
+            let failed = matches!(outcome, TuneOutcome::Failed { .. });
             runs.push(TuneRun {
                 config: k,
                 test: test.name.clone(),
                 outcome,
             });
+            // A launch refused for its resources leaves the context usable; a fault in a
+            // kernel does not, and every later run would fail the same way.
+            if failed {
+                if let Err(e) = session.synchronize() {
+                    context_lost = Some(format!("after set {k}, {}: {e}", test.name));
+                    break 'sets;
+                }
+            }
         }
     }
     Tuning {
@@ -158,6 +171,7 @@ pub fn tune(
         tests: tests.iter().map(|t| t.name.clone()).collect(),
         runs,
         stopped_by_budget,
+        context_lost,
     }
 }
 
@@ -238,6 +252,9 @@ pub fn summary(t: &Tuning) -> String {
                 );
             }
         }
+    }
+    if let Some(why) = &t.context_lost {
+        let _ = writeln!(s, "stopped: the GPU context no longer works {why}");
     }
     for r in &t.runs {
         if let TuneOutcome::Failed { error } = &r.outcome {
@@ -469,6 +486,7 @@ mod tests {
                 },
             ],
             stopped_by_budget: false,
+            context_lost: None,
         };
         let r = ranking(&t);
         assert_eq!(r.iter().map(|s| s.config).collect::<Vec<_>>(), [2, 1, 0]);
@@ -502,6 +520,7 @@ mod tests {
                 },
             }],
             stopped_by_budget: true,
+            context_lost: Some("after set 0, A: CUDA_ERROR_ILLEGAL_ADDRESS".into()),
         };
         let s = summary(&t);
         assert_eq!(
@@ -509,6 +528,10 @@ mod tests {
             Some("FORBIDDEN: A under set 0: 2 instances with an outcome the model forbids")
         );
         assert!(s.contains("(stopped by the time budget)"), "{s}");
+        assert!(
+            s.contains("stopped: the GPU context no longer works after set 0, A: CUDA_ERROR_ILLEGAL_ADDRESS"),
+            "{s}"
+        );
         assert!(s.contains("  A: no weak outcome under any set"), "{s}");
         assert_eq!(ranking(&t)[0].forbidden, 2);
     }
