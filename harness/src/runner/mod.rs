@@ -452,20 +452,24 @@ mod tests {
         let gpu = Mutex::new(());
         let held = gpu_turn(true, &gpu).expect("a GPU case gets the GPU");
         let _ = take_gpu_waited();
+        let (ready, waiting) = std::sync::mpsc::channel();
         std::thread::scope(|sc| {
             let b = sc.spawn(|| {
                 let _ = take_gpu_waited();
                 let t0 = Instant::now();
+                ready.send(()).unwrap();
                 let turn = gpu_turn(true, &gpu);
                 std::thread::sleep(Duration::from_millis(50));
                 drop(turn);
                 let waited = take_gpu_waited();
                 (t0.elapsed(), waited)
             });
+            // B is about to ask for the GPU: hold it 300 ms more.
+            waiting.recv().unwrap();
             std::thread::sleep(Duration::from_millis(300));
             drop(held);
             let (total, waited) = b.join().unwrap();
-            assert!(waited >= Duration::from_millis(250), "{waited:?}");
+            assert!(waited >= Duration::from_millis(200), "{waited:?}");
             let own = total.saturating_sub(waited);
             assert!(own >= Duration::from_millis(50), "{own:?}");
             assert!(own < Duration::from_millis(250), "{own:?} of {total:?}");
