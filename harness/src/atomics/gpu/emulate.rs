@@ -442,6 +442,24 @@ fn sc_outcomes(test: &LitmusTest, terms: &[Term]) -> BTreeSet<Vec<i64>> {
     out
 }
 
+/// One emulated launch of `test` under `g` and `plan` must give every instance one outcome,
+/// each in `sc` (the test's sequentially consistent outcomes), with no barrier timeout.
+fn assert_sc_launch(
+    test: &LitmusTest,
+    g: &Geometry,
+    plan: &IterationPlan,
+    seed: u64,
+    sc: &BTreeSet<Vec<i64>>,
+) {
+    let (h, timeouts) = launch(test, g, plan, Some(seed));
+    let at = format!("{} {:?}", test.name, g.params);
+    assert_eq!(timeouts, 0, "{at}");
+    assert_eq!(h.values().sum::<u64>(), u64::from(g.instances()), "{at}");
+    for o in h.keys() {
+        assert!(sc.contains(o), "{at}: outcome {o:?} is not SC ({sc:?})");
+    }
+}
+
 fn small() -> StressParams {
     StressParams {
         testing_workgroups: 4,
@@ -473,21 +491,7 @@ fn emulated_launches_give_sequentially_consistent_outcomes() {
             } else {
                 IterationPlan::random(&g, &mut rng)
             };
-            let (h, timeouts) = launch(&test, &g, &plan, Some(checked * 10 + round));
-            assert_eq!(timeouts, 0, "{}", test.name);
-            assert_eq!(
-                h.values().sum::<u64>(),
-                u64::from(g.instances()),
-                "{}",
-                test.name
-            );
-            for o in h.keys() {
-                assert!(
-                    sc.contains(o),
-                    "{}: outcome {o:?} is not SC ({sc:?})",
-                    test.name
-                );
-            }
+            assert_sc_launch(&test, &g, &plan, checked * 10 + round, &sc);
         }
         checked += 1;
     }
@@ -528,15 +532,7 @@ fn emulated_random_tuning_sets_stay_correct() {
             let terms = model::check(&test).terms;
             let sc = sc_outcomes(&test, &terms);
             let plan = IterationPlan::random(&g, &mut rng);
-            let (h, timeouts) = launch(&test, &g, &plan, Some(k));
-            assert_eq!(timeouts, 0, "{name} {params:?}");
-            assert_eq!(h.values().sum::<u64>(), u64::from(g.instances()), "{name}");
-            for o in h.keys() {
-                assert!(
-                    sc.contains(o),
-                    "{name} {params:?}: {o:?} is not SC ({sc:?})"
-                );
-            }
+            assert_sc_launch(&test, &g, &plan, k, &sc);
             checked += 1;
         }
     }
@@ -564,17 +560,7 @@ fn emulated_shared_memory_launches_stay_correct() {
         let sc = sc_outcomes(&test, &terms);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(checked);
         let plan = IterationPlan::random(&g, &mut rng);
-        let (h, timeouts) = launch(&test, &g, &plan, Some(checked));
-        assert_eq!(timeouts, 0, "{}", test.name);
-        assert_eq!(
-            h.values().sum::<u64>(),
-            u64::from(g.instances()),
-            "{}",
-            test.name
-        );
-        for o in h.keys() {
-            assert!(sc.contains(o), "{}: {o:?} is not SC ({sc:?})", test.name);
-        }
+        assert_sc_launch(&test, &g, &plan, checked, &sc);
         checked += 1;
     }
     assert_eq!(checked, 156);
