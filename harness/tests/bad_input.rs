@@ -545,4 +545,15 @@ fn litmus_tune_refuses_unknown_tests_and_no_sets() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--configs must be at least 1"), "{err}");
+    let (code, err, _) = run(
+        &[
+            "litmus".into(),
+            "tune".into(),
+            "--configs".into(),
+            "1000000000000".into(),
+        ],
+        Path::new("x"),
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("at most 10000 parameter sets"), "{err}");
 }

@@ -16,6 +16,17 @@ use crate::atomics::litmus::{LitmusTest, Op, Space, Term};
 pub const NONE: u32 = u32::MAX;
 /// Threads of a warp.
 pub const WARP: u32 = 32;
+/// Most CTAs a launch may have (all must be co-resident for the spin barrier: far more than
+/// any GPU holds at once).
+pub const MAX_WORKGROUPS: u32 = 65_536;
+/// Most threads a launch may have.
+pub const MAX_THREADS: u32 = 1 << 22;
+/// Most words of the stress scratch buffer (64 MiB).
+pub const MAX_SCRATCH_WORDS: u64 = 1 << 24;
+/// Most stress accesses per thread.
+pub const MAX_STRESS_ITERATIONS: u64 = 1 << 16;
+/// Most words between an instance's locations.
+pub const MAX_MEM_STRIDE: u64 = 64;
 /// Most threads of a CTA (CUDA's limit on every architecture since sm_20).
 pub const MAX_BLOCK: u32 = 1024;
 /// Most static shared memory a kernel declares (48 KiB on every architecture; more needs
@@ -174,6 +185,12 @@ pub enum GeometryError {
     SharedWarp(String),
     #[error("`{0}`: threads must all share one CTA or each have their own")]
     MixedCtas(String),
+    #[error("{what} is {value}; at most {max}")]
+    TooLarge {
+        what: &'static str,
+        value: u64,
+        max: u64,
+    },
     #[error("{bytes} bytes of shared memory for one CTA's locations (workgroup_size x locations x mem_stride x 4); at most {MAX_STATIC_SHARED}")]
     SharedTooLarge { bytes: u64 },
 }
@@ -216,6 +233,40 @@ impl Geometry {
         }
         if p.stress_line_size == 0 || p.stress_target_lines == 0 || p.stress_pattern > 3 {
             return Err(GeometryError::Stress);
+        }
+        // Sizes a suite may now write (`stress:`): bounded before any product is formed, so
+        // buffer sizes and thread counts cannot overflow and a launch stays finite.
+        let bounded = [
+            (
+                "max_workgroups",
+                u64::from(p.max_workgroups),
+                u64::from(MAX_WORKGROUPS),
+            ),
+            (
+                "max_workgroups x workgroup_size",
+                u64::from(p.max_workgroups) * u64::from(p.workgroup_size),
+                u64::from(MAX_THREADS),
+            ),
+            (
+                "stress_line_size x stress_target_lines",
+                u64::from(p.stress_line_size) * u64::from(p.stress_target_lines),
+                MAX_SCRATCH_WORDS,
+            ),
+            (
+                "stress_iterations",
+                u64::from(p.stress_iterations),
+                MAX_STRESS_ITERATIONS,
+            ),
+            (
+                "pre_stress_iterations",
+                u64::from(p.pre_stress_iterations),
+                MAX_STRESS_ITERATIONS,
+            ),
+            ("shuffle_pct", u64::from(p.shuffle_pct), 100),
+            ("mem_stride", u64::from(p.mem_stride), MAX_MEM_STRIDE),
+        ];
+        if let Some(&(what, value, max)) = bounded.iter().find(|(_, v, m)| v > m) {
+            return Err(GeometryError::TooLarge { what, value, max });
         }
         let placement = placement_of(test)?;
         let roles = test.threads.len() as u32;
@@ -798,5 +849,61 @@ mod tests {
         // Across CTAs the flag changes nothing.
         let inter = catalog::by_name("IRIW.relaxed.gpu.inter_cta").unwrap();
         assert!(!Geometry::new(&inter, &params).unwrap().shared);
+    }
+
+    /// What a suite's `stress:` can ask for is bounded before any size is computed: values
+    /// whose products would overflow a u32 are refused, not wrapped.
+    #[test]
+    fn stress_sizes_are_bounded() {
+        let t = catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap();
+        let cases = [
+            (
+                StressParams {
+                    max_workgroups: u32::MAX,
+                    ..StressParams::default()
+                },
+                "max_workgroups",
+            ),
+            (
+                StressParams {
+                    stress_line_size: u32::MAX,
+                    stress_target_lines: u32::MAX,
+                    ..StressParams::default()
+                },
+                "stress_line_size x stress_target_lines",
+            ),
+            (
+                StressParams {
+                    stress_iterations: u32::MAX,
+                    ..StressParams::default()
+                },
+                "stress_iterations",
+            ),
+            (
+                StressParams {
+                    shuffle_pct: 101,
+                    ..StressParams::default()
+                },
+                "shuffle_pct",
+            ),
+        ];
+        for (p, what) in cases {
+            match Geometry::new(&t, &p) {
+                Err(GeometryError::TooLarge { what: w, .. }) => assert_eq!(w, what),
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+        let many = StressParams {
+            max_workgroups: 65_536,
+            workgroup_size: 1024,
+            ..StressParams::default()
+        };
+        assert!(matches!(
+            Geometry::new(&t, &many),
+            Err(GeometryError::TooLarge {
+                what: "max_workgroups x workgroup_size",
+                ..
+            })
+        ));
     }
 }

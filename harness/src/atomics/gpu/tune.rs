@@ -76,12 +76,17 @@ pub enum TuneError {
     NoGpu(String),
     #[error("--configs must be at least 1")]
     NoConfigs,
+    #[error("--configs {0}: at most {MAX_CONFIGS} parameter sets")]
+    TooManyConfigs(usize),
     #[error("{path}: {source}")]
     Write {
         path: String,
         source: std::io::Error,
     },
 }
+
+/// Most parameter sets one tuning run draws (they are held in memory before the first run).
+pub const MAX_CONFIGS: usize = 10_000;
 
 /// The relaxed controls the suite's forbidden cases run (each distinct one once, sorted):
 /// the tests whose weak outcomes the stress must be able to produce.
@@ -318,6 +323,9 @@ pub fn run_command(
 ) -> Result<(String, bool), TuneError> {
     if n_configs == 0 {
         return Err(TuneError::NoConfigs);
+    }
+    if n_configs > MAX_CONFIGS {
+        return Err(TuneError::TooManyConfigs(n_configs));
     }
     let names = if names.is_empty() {
         default_tests()
