@@ -24,8 +24,10 @@ pub struct CaseContext<'a> {
     pub toolchain: &'a Toolchain,
     /// A fresh directory for this case's files, removed afterwards unless `--keep`.
     pub scratch: PathBuf,
-    /// The repository root (for `ptx-corpus/`, `kmod/`).
+    /// The data root (for `suites/`, `ptx-corpus/`): a checkout, or the embedded copy.
     pub root: &'a Path,
+    /// The public corpora folder (`--corpora`), when there is one.
+    pub corpora: Option<&'a Path>,
 }
 
 /// One case's area-specific content, parsed from its `check:`.

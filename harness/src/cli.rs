@@ -35,6 +35,15 @@ struct Cli {
     command: Option<Cmd>,
     #[command(flatten)]
     run: RunArgs,
+    /// The data root: a directory holding suites/ and ptx-corpus/ (a gpucts checkout). Default:
+    /// GPUCTS_ROOT, else a checkout at or above the working directory, else the suites
+    /// embedded in this binary (`gpucts probe` says which).
+    #[arg(long, value_name = "DIR", global = true)]
+    root: Option<PathBuf>,
+    /// The public corpora folder (Dat3M's PTX litmus tests, ...). Default: ../shared/corpora
+    /// beside the checkout; without one, public-corpus cases skip.
+    #[arg(long, value_name = "DIR", global = true)]
+    corpora: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -276,23 +285,6 @@ enum ToolchainCmd {
     Install,
 }
 
-/// The repository root: `$GPUCTS_ROOT`, else the nearest ancestor of the working directory
-/// holding `suites/`, else the workspace this binary was built from.
-pub fn find_root() -> PathBuf {
-    if let Some(r) = std::env::var_os("GPUCTS_ROOT") {
-        return PathBuf::from(r);
-    }
-    if let Ok(cwd) = std::env::current_dir() {
-        for dir in cwd.ancestors() {
-            if dir.join("suites").is_dir() && dir.join("harness").is_dir() {
-                return dir.to_path_buf();
-            }
-        }
-    }
-    let built = Path::new(env!("CARGO_MANIFEST_DIR"));
-    built.parent().unwrap_or(built).to_path_buf()
-}
-
 /// The most cases run at once: each is a thread (and for isolated cases a child process), so a
 /// larger figure is a typo that would start that many threads.
 pub const MAX_JOBS: usize = 256;
@@ -349,15 +341,25 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    // The data root is resolved once, here, and handed down (an unusable --root exits 2
+    // before anything runs).
+    let data = || crate::data::DataRoot::locate(cli.root.as_deref(), cli.corpora.as_deref());
+    let data = match data() {
+        Ok(d) => d,
+        Err(e) => {
+            error(e);
+            return EXIT_USAGE;
+        }
+    };
     match cli.command {
         None => {
             apply_max_cases(cli.run.max_cases);
-            run(cli.run)
+            run(cli.run, &data)
         }
-        Some(Cmd::Probe { json }) => probe(json),
+        Some(Cmd::Probe { json }) => probe(json, &data),
         Some(Cmd::Validate { paths, max_cases }) => {
             apply_max_cases(max_cases);
-            validate(paths)
+            validate(paths, &data)
         }
         Some(Cmd::Toolchain { action }) => toolchain(action),
         Some(Cmd::Abi { action }) => abi(action),
@@ -372,28 +374,32 @@ pub fn main() -> i32 {
             reps,
             results,
         }) => match results {
-            Some(dir) => bench_record(area, count, reps, &dir),
+            Some(dir) => bench_record(area, count, reps, &dir, &data),
             None if area == BenchArea::All => {
                 error("bench all: records the curves of every bench; give --results DIR");
                 EXIT_USAGE
             }
             // gpudirect's repetitions were `--count` before `--reps` existed
-            None if area == BenchArea::Gpudirect => bench(area, reps.unwrap_or(count)),
-            None => bench(area, count),
+            None if area == BenchArea::Gpudirect => bench(area, reps.unwrap_or(count), &data),
+            None => bench(area, count, &data),
         },
         Some(Cmd::Report(a)) => crate::report::commands::report(a),
         Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
-        Some(Cmd::Bundle(a)) => crate::report::commands::bundle(a, &find_root()),
+        Some(Cmd::Bundle(a)) => crate::report::commands::bundle(a, &data.path),
         Some(Cmd::Merge(a)) => crate::report::commands::merge(a),
-        Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref()),
+        Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref(), &data),
     }
 }
 
-fn probe(json: bool) -> i32 {
+fn probe(json: bool, data: &crate::data::DataRoot) -> i32 {
     let tc = Toolchain::discover_system();
     let (p, _) = crate::probe::probe(&tc);
     if json {
-        match serde_json::to_string_pretty(&p) {
+        let mut v = serde_json::to_value(&p).unwrap_or_default();
+        if let (Some(o), Ok(d)) = (v.as_object_mut(), serde_json::to_value(data)) {
+            o.insert("data".into(), d);
+        }
+        match serde_json::to_string_pretty(&v) {
             Ok(s) => println!("{s}"),
             Err(e) => {
                 error(e);
@@ -402,6 +408,7 @@ fn probe(json: bool) -> i32 {
         }
     } else {
         print!("{}", p.render());
+        print!("{}", data.describe());
     }
     EXIT_OK
 }
@@ -416,9 +423,9 @@ fn print_load_errors(errors: &[suite::SuiteError]) {
 /// missing file, an unknown producer or test name; issue 10).
 fn checked(
     suites: Vec<suite::LoadedSuite>,
-    root: &Path,
+    data: &crate::data::DataRoot,
 ) -> Result<Vec<suite::LoadedSuite>, Vec<suite::SuiteError>> {
-    let errors = suite::validate_cases(&suites, root);
+    let errors = suite::validate_cases(&suites, &data.path);
     if errors.is_empty() {
         Ok(suites)
     } else {
@@ -426,8 +433,8 @@ fn checked(
     }
 }
 
-fn validate(paths: Vec<PathBuf>) -> i32 {
-    let root = find_root();
+fn validate(paths: Vec<PathBuf>, data: &crate::data::DataRoot) -> i32 {
+    let root = &data.path;
     let files = if paths.is_empty() {
         match suite::resolve_suite_arg("all", &root.join("suites")) {
             Ok(f) => f,
@@ -439,7 +446,7 @@ fn validate(paths: Vec<PathBuf>) -> i32 {
     } else {
         paths
     };
-    match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, &root)) {
+    match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, data)) {
         Ok(suites) => {
             let n: usize = suites.iter().map(|s| s.cases.len()).sum();
             for s in &suites {
@@ -609,7 +616,13 @@ fn litmus(action: LitmusCmd) -> i32 {
 
 /// `gpucts bench AREA --results DIR`: measure the area's curves and write them as a results
 /// set (`crate::bench`); exit 2 when DIR cannot be written.
-fn bench_record(area: BenchArea, count: usize, reps: Option<usize>, dir: &Path) -> i32 {
+fn bench_record(
+    area: BenchArea,
+    count: usize,
+    reps: Option<usize>,
+    dir: &Path,
+    data: &crate::data::DataRoot,
+) -> i32 {
     let reps = match crate::bench::check_reps(reps.unwrap_or(5)) {
         Ok(r) => r,
         Err(e) => {
@@ -617,7 +630,7 @@ fn bench_record(area: BenchArea, count: usize, reps: Option<usize>, dir: &Path) 
             return EXIT_USAGE;
         }
     };
-    let root = find_root();
+    let root = data.path.clone();
     let paths = match report::run::prepare(Some(&dir.join("junit.xml")), &root, "bench") {
         Ok(p) => p,
         Err(e) => {
@@ -683,7 +696,7 @@ fn bench_record(area: BenchArea, count: usize, reps: Option<usize>, dir: &Path) 
     }
 }
 
-fn bench(area: BenchArea, count: usize) -> i32 {
+fn bench(area: BenchArea, count: usize, data: &crate::data::DataRoot) -> i32 {
     let tc = Toolchain::discover_system();
     match area {
         BenchArea::All => return EXIT_USAGE,
@@ -691,10 +704,9 @@ fn bench(area: BenchArea, count: usize) -> i32 {
             print!("{}", crate::gpudirect::bench::run(count));
         }
         BenchArea::Lint => {
-            let root = find_root();
             print!(
                 "{}",
-                crate::abi::lint_corpus::bench(&tc, &root.join("ptx-corpus"))
+                crate::abi::lint_corpus::bench(&tc, &data.path.join("ptx-corpus"))
             );
         }
         BenchArea::Abi => {
@@ -717,7 +729,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
                 tests.len() as f64 / secs,
                 candidates as f64 / secs
             );
-            print!("{}", crate::atomics::corpus::bench());
+            print!("{}", crate::atomics::corpus::bench(data));
             for producer in mapping::source::PRODUCERS {
                 let cases = mapping::source::cases_for(producer);
                 let t0 = std::time::Instant::now();
@@ -736,7 +748,7 @@ fn bench(area: BenchArea, count: usize) -> i32 {
     EXIT_OK
 }
 
-fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
+fn child_case(file: &Path, id: &str, scratch: Option<&Path>, data: &crate::data::DataRoot) -> i32 {
     runner::child::die_with_parent();
     let suite = match suite::load_file(file, &crate::areas::all()) {
         Ok(s) => s,
@@ -753,7 +765,7 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
     crate::area::set_selected([id.to_string()]);
     let tc = Toolchain::discover_system();
     let (_, caps) = crate::probe::probe(&tc);
-    let status = runner::run_in_process(case, &caps, &tc, &find_root(), scratch);
+    let status = runner::run_in_process(case, &caps, &tc, data, scratch);
     match serde_json::to_string(&status) {
         Ok(s) => {
             crate::figures::print_for_parent(id);
@@ -767,8 +779,8 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>) -> i32 {
     }
 }
 
-fn run(args: RunArgs) -> i32 {
-    let root = find_root();
+fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
+    let root = data.path.clone();
     let suites_arg = if args.suites.is_empty() {
         vec!["all".to_string()]
     } else {
@@ -791,7 +803,7 @@ fn run(args: RunArgs) -> i32 {
     files.sort();
     files.dedup();
     let suites =
-        match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, &root)) {
+        match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, data)) {
             Ok(s) => s,
             Err(errors) => {
                 print_load_errors(&errors);
@@ -826,12 +838,12 @@ fn run(args: RunArgs) -> i32 {
         format: args.format,
     };
     if args.list {
-        runner::list(cases, &root, &selection);
+        runner::list(cases, data, &selection);
         return EXIT_OK;
     }
 
     // Report paths are checked before anything runs (exit 2 with the path and the OS error).
-    let paths = match report::run::prepare(args.junit.as_deref(), &root, &name) {
+    let paths = match report::run::prepare(args.junit.as_deref(), &data.reports_base(), &name) {
         Ok(p) => p,
         Err(e) => {
             error(e);
@@ -876,7 +888,7 @@ fn run(args: RunArgs) -> i32 {
     let env = Arc::new(RunEnv {
         caps,
         toolchain,
-        root: root.clone(),
+        data: data.clone(),
         exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("gpucts")),
         requires,
         waivers,

@@ -17,6 +17,7 @@ pub mod bench;
 pub mod capability;
 pub mod cli;
 pub mod cubin;
+pub mod data;
 pub mod figures;
 pub mod fuzzing;
 pub mod outcome;

@@ -1,6 +1,7 @@
-//! Dat3M's public PTX litmus corpus, read in place from `../shared/corpora/dat3m-ptx` (its
-//! NOTES.md gives licences and what the expectation CSVs mean; nothing is copied): each
-//! expectation file is one suite case whose expected values are Dat3M's published verdicts.
+//! Dat3M's public PTX litmus corpus, read in place from `dat3m-ptx/` of the public corpora
+//! folder (`--corpora`, default `../shared/corpora` beside a checkout; its NOTES.md gives
+//! licences and what the expectation CSVs mean; nothing is copied): each expectation file is
+//! one suite case whose expected values are Dat3M's published verdicts.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,16 +9,27 @@ use std::path::{Path, PathBuf};
 use crate::atomics::litmus::load_file;
 use crate::atomics::model::{try_check_with, Model, Options, DEFAULT_UNROLL};
 
-/// Where the corpus is, relative to the checkout (one level further up from a worktree).
-pub fn dir() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        "../../shared/corpora/dat3m-ptx",
-        "../../../shared/corpora/dat3m-ptx",
-    ]
-    .iter()
-    .map(|r| root.join(r))
-    .find(|p| p.join("NOTES.md").exists())
+/// The corpus's folder under the public corpora folder.
+pub const DIR: &str = "dat3m-ptx";
+
+/// Where the corpus is, when the corpora folder holds it.
+pub fn dir(corpora: Option<&Path>) -> Option<PathBuf> {
+    corpora
+        .map(|c| c.join(DIR))
+        .filter(|p| p.join("NOTES.md").exists())
+}
+
+/// Why the corpus cases skip: what was looked for, and how to provide it.
+pub fn missing(corpora: Option<&Path>) -> String {
+    match corpora {
+        Some(c) => format!(
+            "{} not found (Dat3M's PTX litmus corpus); --corpora names the folder that holds {DIR}/",
+            c.join(DIR).display()
+        ),
+        None => format!(
+            "no public corpora folder (Dat3M's PTX litmus corpus, {DIR}/): give --corpora DIR, or run from a checkout with ../shared/corpora beside it"
+        ),
+    }
 }
 
 /// Why a corpus case cannot run: an unknown case name or an unreadable expectation file.
@@ -116,9 +128,9 @@ pub fn case(which: &str) -> Result<(&'static str, Model, bool), CorpusError> {
 
 /// `gpucts bench atomics` figures for control flow, barriers and proxies: the new catalogue
 /// files of `suites/litmus/`, then Dat3M's corpus when present.
-pub fn bench() -> String {
+pub fn bench(data: &crate::data::DataRoot) -> String {
     let mut out = String::new();
-    let litmus = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../suites/litmus");
+    let litmus = data.path.join(crate::atomics::LITMUS_DIR);
     for name in [
         "cas-lock-acq-rel",
         "cas-lock-relaxed",
@@ -144,7 +156,7 @@ pub fn bench() -> String {
             Err(e) => out.push_str(&format!("litmus {name}: {e}\n")),
         }
     }
-    if let Some(d) = dir() {
+    if let Some(d) = dir(data.corpora.as_deref()) {
         for which in [
             "ptx-v6.0",
             "ptx-v7.5",
@@ -166,7 +178,10 @@ pub fn bench() -> String {
             }
         }
     } else {
-        out.push_str("dat3m corpus: ../shared/corpora/dat3m-ptx not found\n");
+        out.push_str(&format!(
+            "dat3m corpus: {}\n",
+            missing(data.corpora.as_deref())
+        ));
     }
     out
 }

@@ -133,7 +133,7 @@ impl Check for AtomicsCheck {
     /// allowed or forbidden.
     fn validate(
         &self,
-        _ctx: &crate::area::ValidateContext,
+        ctx: &crate::area::ValidateContext,
     ) -> Result<(), Vec<crate::area::CaseError>> {
         use crate::area::CaseError;
         static NAMES: OnceLock<std::collections::HashSet<String>> = OnceLock::new();
@@ -196,9 +196,8 @@ impl Check for AtomicsCheck {
                         format!("`outcome: {outcome}`; `outcome:` is allowed or forbidden"),
                     ));
                 }
-                // As `litmus_case` reads it: a name in suites/litmus/ of this source tree.
-                let dir =
-                    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../suites/litmus");
+                // As `litmus_case` reads it: a name in suites/litmus/ of the data root.
+                let dir = ctx.root.join(LITMUS_DIR);
                 if file.contains("..") {
                     errors.push(CaseError::new(
                         "file",
@@ -228,8 +227,8 @@ impl Check for AtomicsCheck {
                 gpu::record_figures(ctx.id);
                 status
             }
-            AtomicsCheck::Corpus { expectations } => corpus_case(expectations),
-            AtomicsCheck::Litmus { file, outcome } => litmus_case(file, outcome),
+            AtomicsCheck::Corpus { expectations } => corpus_case(expectations, ctx.corpora),
+            AtomicsCheck::Litmus { file, outcome } => litmus_case(ctx.root, file, outcome),
         }
     }
 }
@@ -264,16 +263,13 @@ fn model_case(name: &str) -> CaseStatus {
     }
 }
 
-fn corpus_case(which: &str) -> CaseStatus {
+fn corpus_case(which: &str, corpora: Option<&std::path::Path>) -> CaseStatus {
     let (csv, model, liveness) = match corpus::case(which) {
         Ok(c) => c,
         Err(e) => return CaseStatus::error(e),
     };
-    let Some(dir) = corpus::dir() else {
-        return CaseStatus::skip(
-            Capability::Corpus,
-            "../shared/corpora/dat3m-ptx not found (Dat3M's PTX litmus corpus)",
-        );
+    let Some(dir) = corpus::dir(corpora) else {
+        return CaseStatus::skip(Capability::Corpus, corpus::missing(corpora));
     };
     let t = match corpus::run(&dir, csv, model, liveness) {
         Ok(t) => t,
@@ -305,15 +301,16 @@ fn corpus_case(which: &str) -> CaseStatus {
     }
 }
 
-fn litmus_case(file: &str, expected: &str) -> CaseStatus {
+/// Where `litmus:` cases' files are, under the data root.
+pub const LITMUS_DIR: &str = "suites/litmus";
+
+fn litmus_case(root: &std::path::Path, file: &str, expected: &str) -> CaseStatus {
     if !matches!(expected, "allowed" | "forbidden") || file.contains("..") {
         return CaseStatus::error(format!(
             "litmus case `{file}`: outcome must be allowed or forbidden, the file a name in suites/litmus/"
         ));
     }
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../suites/litmus")
-        .join(file);
+    let path = root.join(LITMUS_DIR).join(file);
     let report = match model::check_file(&path) {
         Ok(r) => r,
         Err(e) => return CaseStatus::error(e),

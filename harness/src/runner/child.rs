@@ -62,7 +62,13 @@ pub fn die_with_parent() {
 }
 
 /// Run one case in a child of `exe` and turn what happens into a status.
-pub fn run_isolated(exe: &Path, suite_file: &Path, case_id: &str, timeout: Duration) -> CaseStatus {
+pub fn run_isolated(
+    exe: &Path,
+    data: &crate::data::DataRoot,
+    suite_file: &Path,
+    case_id: &str,
+    timeout: Duration,
+) -> CaseStatus {
     // The parent owns the child's scratch directory, so it goes away even when the child is
     // killed.
     let scratch = match crate::backend::toolchain::tempfile_dir() {
@@ -70,8 +76,13 @@ pub fn run_isolated(exe: &Path, suite_file: &Path, case_id: &str, timeout: Durat
         Err(e) => return CaseStatus::error(format!("cannot create a scratch directory: {e}")),
     };
     let mut cmd = Command::new(exe);
-    cmd.arg("__case")
-        .arg("--file")
+    cmd.arg("__case");
+    // The child reads the same data root and corpora as its parent, wherever it is started.
+    cmd.arg("--root").arg(&data.path);
+    if let Some(c) = &data.corpora {
+        cmd.arg("--corpora").arg(c);
+    }
+    cmd.arg("--file")
         .arg(suite_file)
         .arg("--id")
         .arg(case_id)

@@ -44,7 +44,8 @@ pub struct CaseResult {
 pub struct RunEnv {
     pub caps: Capabilities,
     pub toolchain: Toolchain,
-    pub root: PathBuf,
+    /// The suites' data root and the public corpora (isolated children get the same).
+    pub data: crate::data::DataRoot,
     /// The gpucts executable, for isolated children.
     pub exe: PathBuf,
     pub requires: Vec<Requirement>,
@@ -55,11 +56,11 @@ pub struct RunEnv {
 
 impl RunEnv {
     /// An environment with nothing probed, for listing cases without running them.
-    pub fn empty(root: &std::path::Path) -> RunEnv {
+    pub fn empty(data: &crate::data::DataRoot) -> RunEnv {
         RunEnv {
             caps: Default::default(),
             toolchain: Toolchain::default(),
-            root: root.to_path_buf(),
+            data: data.clone(),
             exe: PathBuf::new(),
             requires: Vec::new(),
             waivers: Waivers::default(),
@@ -135,10 +136,10 @@ impl Selection {
 }
 
 /// Print the selected cases, libtest's way (`id: test`), running nothing.
-pub fn list(cases: Vec<Case>, root: &std::path::Path, selection: &Selection) {
+pub fn list(cases: Vec<Case>, data: &crate::data::DataRoot, selection: &Selection) {
     let mut args = selection.arguments();
     args.list = true;
-    let _ = libtest_mimic::run(&args, trials(cases, Arc::new(RunEnv::empty(root))));
+    let _ = libtest_mimic::run(&args, trials(cases, Arc::new(RunEnv::empty(data))));
 }
 
 /// What a run gives the reporters: every case's result (sorted by id) and whether the console
@@ -255,7 +256,7 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
     let _ = take_gpu_waited();
     let t0 = Instant::now();
     let (status, attempts) = rerun::with_reruns(execute(case, env), || {
-        rerun::fresh_child(case, &env.exe, &GPU_EXCLUSIVE)
+        rerun::fresh_child(case, env, &GPU_EXCLUSIVE)
     });
     // The case's own time: waiting for the GPU while other cases used it is not.
     let duration_s = t0.elapsed().saturating_sub(take_gpu_waited()).as_secs_f64();
@@ -295,7 +296,7 @@ pub fn run_in_process(
     case: &Case,
     caps: &Capabilities,
     toolchain: &Toolchain,
-    root: &std::path::Path,
+    data: &crate::data::DataRoot,
     scratch: Option<&std::path::Path>,
 ) -> CaseStatus {
     let owned = match scratch {
@@ -313,7 +314,8 @@ pub fn run_in_process(
         caps,
         toolchain,
         scratch: scratch.unwrap_or_default(),
-        root,
+        root: &data.path,
+        corpora: data.corpora.as_deref(),
     };
     match std::panic::catch_unwind(AssertUnwindSafe(|| case.check.run(&ctx))) {
         Ok(s) => s,
@@ -362,9 +364,9 @@ fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
     }
     let _gpu = gpu_turn(case.requires.contains(&Capability::Gpu), &GPU_EXCLUSIVE);
     if case.isolate {
-        child::run_isolated(&env.exe, &case.file, &case.id, case.timeout)
+        child::run_isolated(&env.exe, &env.data, &case.file, &case.id, case.timeout)
     } else {
-        run_in_process(case, &env.caps, &env.toolchain, &env.root, None)
+        run_in_process(case, &env.caps, &env.toolchain, &env.data, None)
     }
 }
 

@@ -44,9 +44,9 @@ pub fn flaky_or(verdict: Verdict, attempts: &[CaseStatus]) -> Verdict {
 }
 
 /// Run `case` in a fresh child of `exe`, one GPU case at a time.
-pub fn fresh_child(case: &Case, exe: &std::path::Path, gpu: &Mutex<()>) -> CaseStatus {
+pub fn fresh_child(case: &Case, env: &super::RunEnv, gpu: &Mutex<()>) -> CaseStatus {
     let _gpu = super::gpu_turn(case.requires.contains(&Capability::Gpu), gpu);
-    super::child::run_isolated(exe, &case.file, &case.id, case.timeout)
+    super::child::run_isolated(&env.exe, &env.data, &case.file, &case.id, case.timeout)
 }
 
 #[cfg(test)]

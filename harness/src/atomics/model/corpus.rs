@@ -11,7 +11,9 @@ use crate::atomics::litmus::load_file;
 
 #[test]
 fn dat3m_ptx_corpus_verdicts() {
-    let Some(dir) = corpus::dir() else {
+    let checkout = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let data = crate::data::DataRoot::at(&checkout);
+    let Some(dir) = corpus::dir(data.corpora.as_deref()) else {
         crate::require!(corpus: false, "../shared/corpora/dat3m-ptx");
         return;
     };
