@@ -42,7 +42,11 @@ pub fn waivers(data: &[u8]) {
         return;
     };
     if let Ok(w) = crate::waivers::Waivers::parse(Path::new("fuzz.yaml"), text) {
-        let _ = w.find("abi.params.clang.u8", &Default::default());
+        let caps = [crate::capability::Capability::Clang];
+        if let Some(a) = w.find("abi.params.clang.u8", &caps, &Default::default()) {
+            let failure = crate::outcome::CaseStatus::fail_detail("a", "b: [rule]", "c\nd");
+            let _ = a.unexcused(&failure);
+        }
     }
 }
 

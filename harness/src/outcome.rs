@@ -27,6 +27,11 @@ pub enum CaseStatus {
         observed: String,
         #[serde(default, skip_serializing_if = "String::is_empty")]
         detail: String,
+        /// What the check found, one finding an entry, when the check lists them itself (the
+        /// detail then also holds context, e.g. the signature a mismatch is about); otherwise
+        /// the lines of `observed` and `detail` are the findings.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        findings: Vec<String>,
     },
     /// The case cannot run here: a named missing capability, and the way to provide it.
     Skip {
@@ -64,6 +69,7 @@ impl CaseStatus {
             expected: expected.into(),
             observed: observed.into(),
             detail: String::new(),
+            findings: Vec::new(),
         }
     }
     pub fn fail_detail(
@@ -75,6 +81,27 @@ impl CaseStatus {
             expected: expected.into(),
             observed: observed.into(),
             detail: detail.into(),
+            findings: Vec::new(),
+        }
+    }
+    /// A failure whose findings the check lists itself: `context` (what they are about) and
+    /// then the findings make up the detail; only the findings are for waivers to excuse.
+    pub fn fail_findings(
+        expected: impl Into<String>,
+        observed: impl Into<String>,
+        context: &str,
+        findings: Vec<String>,
+    ) -> Self {
+        let mut detail = context.trim_end().to_string();
+        for f in &findings {
+            detail.push('\n');
+            detail.push_str(f);
+        }
+        CaseStatus::Fail {
+            expected: expected.into(),
+            observed: observed.into(),
+            detail,
+            findings,
         }
     }
     pub fn skip(capability: Capability, reason: impl Into<String>) -> Self {
@@ -100,6 +127,77 @@ impl CaseStatus {
         }
     }
 
+    /// What a failure found, one finding a line, for a waiver's `findings:` to excuse: the
+    /// lines of what was observed and of the detail (a fail), of the message (an error), or
+    /// how a child died or timed out. Empty for a pass or a skip.
+    pub fn finding_lines(&self) -> Vec<&str> {
+        let text: Vec<&str> = match self {
+            CaseStatus::Pass { .. } | CaseStatus::Skip { .. } => Vec::new(),
+            CaseStatus::Fail { findings, .. } if !findings.is_empty() => {
+                findings.iter().map(String::as_str).collect()
+            }
+            CaseStatus::Fail {
+                observed, detail, ..
+            } => vec![observed, detail],
+            CaseStatus::Error { message } => vec![message],
+            CaseStatus::Crash { how, .. } => vec![how],
+            CaseStatus::Timeout { .. } => vec!["timeout"],
+        };
+        let mut lines: Vec<&str> = Vec::new();
+        for l in text.iter().flat_map(|t| t.lines()).map(str::trim) {
+            if !l.is_empty() && !lines.contains(&l) {
+                lines.push(l);
+            }
+        }
+        lines
+    }
+
+    /// This failure with the findings waiver `waiver` does not excuse named after it (the
+    /// case then fails, and says why its waiver did not apply).
+    pub fn with_unexcused(&self, waiver: &str, unexcused: &[String]) -> CaseStatus {
+        let note = format!(
+            "waiver {waiver} does not excuse {} of these findings:\n{}",
+            unexcused.len(),
+            unexcused
+                .iter()
+                .map(|l| format!("  {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        let join = |a: &str| {
+            if a.is_empty() {
+                note.clone()
+            } else {
+                format!("{note}\n{a}")
+            }
+        };
+        match self.clone() {
+            CaseStatus::Fail {
+                expected,
+                observed,
+                detail,
+                findings,
+            } => CaseStatus::Fail {
+                expected,
+                observed,
+                detail: join(&detail),
+                findings,
+            },
+            CaseStatus::Error { message } => CaseStatus::Error {
+                message: format!("{message}\n{note}"),
+            },
+            CaseStatus::Crash { how, output } => CaseStatus::Crash {
+                how,
+                output: join(&output),
+            },
+            CaseStatus::Timeout { after_s, output } => CaseStatus::Timeout {
+                after_s,
+                output: join(&output),
+            },
+            other => other,
+        }
+    }
+
     /// One line for consoles and JUnit messages.
     pub fn summary(&self) -> String {
         match self {
@@ -109,6 +207,7 @@ impl CaseStatus {
                 expected,
                 observed,
                 detail,
+                ..
             } => {
                 let mut s = format!("expected: {expected}\nobserved: {observed}");
                 if !detail.is_empty() {

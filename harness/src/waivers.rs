@@ -6,14 +6,26 @@
 //!   - id: W-ABI-001
 //!     cases: "abi.params.clang.*"
 //!     reason: "LLVM raises byval alignment to 4"
+//!     findings: ['\.param \.align 4 \.b8']           # what it excuses: regexes over lines
 //!     platform: { clang: "Debian clang version 19*" }   # optional, globs on the fingerprint
 //! ```
+//!
+//! A waiver excuses findings, not cases: a failing case it lists is waived only when every
+//! line of what the case found (its observed value and detail, or its error) matches one of
+//! the waiver's `findings:`; any other line fails the case, named. A waiver is about one
+//! producer's behaviour: a `platform:` key naming a toolchain component (clang, nvrtc, ...)
+//! constrains only the cases that need that component, so a waiver written for several
+//! producers still applies to the cases of the ones present when another is missing or at
+//! another version. Host keys (os, driver, gpu, ...) constrain every case.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
+
+use crate::capability::Capability;
+use crate::outcome::CaseStatus;
 
 /// Known producer divergences, each investigated, applied unless `--no-default-waivers`
 /// (relative to the repository root).
@@ -27,6 +39,10 @@ pub struct Waiver {
     /// alternative, nesting allowed).
     pub cases: String,
     pub reason: String,
+    /// The findings it excuses: regular expressions, each searched in a line of what a failing
+    /// case found; every line must match one. At least one.
+    #[serde(default)]
+    pub findings: Vec<String>,
     /// Fingerprint keys (see `gpucts probe`) and globs their values must match.
     #[serde(default)]
     pub platform: BTreeMap<String, String>,
@@ -44,22 +60,38 @@ pub const MAX_PATTERN_LEN: usize = 1024;
 /// The deepest `{…}` nesting in a glob.
 pub const MAX_BRACE_DEPTH: usize = 8;
 
+/// The fingerprint keys that describe the machine, not a tool: a `platform:` glob on one of
+/// them constrains every case.
+pub const HOST_KEYS: [&str; 10] = [
+    "gpucts",
+    "os",
+    "kernel",
+    "arch",
+    "cpu",
+    "cuda",
+    "driver",
+    "gpu",
+    "compute_capability",
+    "gpu_uuid",
+];
+
+/// The component a `platform:` key names, when it names a tool rather than the host: such a
+/// key constrains only the cases that need that component.
+fn tool_key(key: &str) -> Option<Capability> {
+    if HOST_KEYS.contains(&key) {
+        return None;
+    }
+    Capability::ALL.iter().copied().find(|c| c.name() == key)
+}
+
+/// The longest `findings:` pattern, and the most a waiver lists.
+pub const MAX_FINDING_PATTERNS: usize = 64;
+
 /// The fingerprint keys a `platform:` glob may name (`gpucts probe`): the host keys and one
 /// per toolchain component. A key outside these never matches, so a typo would silently
 /// disable the waiver.
 pub fn platform_keys() -> Vec<&'static str> {
-    let mut keys = vec![
-        "gpucts",
-        "os",
-        "kernel",
-        "arch",
-        "cpu",
-        "cuda",
-        "driver",
-        "gpu",
-        "compute_capability",
-        "gpu_uuid",
-    ];
+    let mut keys = HOST_KEYS.to_vec();
     keys.extend(crate::capability::Capability::ALL.iter().map(|c| c.name()));
     keys.sort_unstable();
     keys.dedup();
@@ -75,6 +107,7 @@ fn waiver_field_help(field: &str) -> Option<&'static str> {
         "id" => "`id:` is the waiver's id, unique across the waiver files (e.g. W-ABI-001)",
         "cases" => "`cases:` is a glob over case ids (`*`, `?`, `{a,b}`)",
         "reason" => "`reason:` says why the failure is known, as text",
+        "findings" => "`findings:` lists regular expressions, each matching lines of what the failure found that this waiver excuses",
         "platform" => "`platform:` maps fingerprint keys (see `gpucts probe`) to globs",
         _ => return None,
     })
@@ -106,6 +139,14 @@ pub enum WaiverError {
     },
     #[error("{}waiver `{id}` gives no reason; `reason:` says why the failure is known", at(file, *line, *column, ""))]
     NoReason {
+        file: PathBuf,
+        line: u64,
+        column: u64,
+        id: String,
+    },
+    /// No `findings:`: a waiver names what it excuses.
+    #[error("{}waiver `{id}` lists no findings; `findings:` lists the regular expressions matching what the failure found that it excuses (see a failing run's `observed` and detail)", at(file, *line, *column, ""))]
+    NoFindings {
         file: PathBuf,
         line: u64,
         column: u64,
@@ -154,7 +195,21 @@ struct Compiled {
     /// The file it came from (None for a list built in code).
     file: Option<PathBuf>,
     cases: GlobMatcher,
-    platform: Vec<(String, GlobMatcher)>,
+    findings: Vec<regex::Regex>,
+    /// Each key's glob, and the component it constrains (`None`: a host key, every case).
+    platform: Vec<(String, GlobMatcher, Option<Capability>)>,
+}
+
+/// A finding pattern, bounded before compiling: the regex crate matches in linear time, and
+/// its size limit keeps the compiled automaton small.
+fn finding_regex(pattern: &str) -> Result<regex::Regex, PatternError> {
+    if pattern.len() > MAX_PATTERN_LEN {
+        return Err(PatternError::TooLong { len: pattern.len() });
+    }
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| PatternError::Regex(e.to_string()))
 }
 
 /// Why a `cases:` or `platform:` pattern is refused; the limits are checked before compiling.
@@ -162,6 +217,11 @@ struct Compiled {
 pub enum PatternError {
     #[error("{len} bytes long; a pattern is at most {MAX_PATTERN_LEN} bytes")]
     TooLong { len: usize },
+    #[error("{n} findings patterns; a waiver lists at most {MAX_FINDING_PATTERNS}")]
+    TooMany { n: usize },
+    /// The regex crate's reason, as it words it.
+    #[error("not a regular expression: {0}")]
+    Regex(String),
     #[error("braces nest {depth} deep; at most {MAX_BRACE_DEPTH}")]
     TooDeep { depth: usize },
     /// globset's reason, as it words it.
@@ -212,13 +272,27 @@ fn compile(w: Waiver, file: Option<(PathBuf, u64, u64)>) -> Result<Compiled, Wai
     let cases = glob(&w.cases).map_err(|e| bad(&w.cases, e))?;
     let mut platform = Vec::new();
     for (k, pat) in &w.platform {
-        platform.push((k.clone(), glob(pat).map_err(|e| bad(pat, e))?));
+        platform.push((k.clone(), glob(pat).map_err(|e| bad(pat, e))?, tool_key(k)));
     }
+    if w.findings.len() > MAX_FINDING_PATTERNS {
+        return Err(bad(
+            "findings",
+            PatternError::TooMany {
+                n: w.findings.len(),
+            },
+        ));
+    }
+    let findings = w
+        .findings
+        .iter()
+        .map(|p| finding_regex(p).map_err(|e| bad(p, e)))
+        .collect::<Result<_, _>>()?;
     let file = file.map(|(f, _, _)| f);
     Ok(Compiled {
         waiver: w,
         file,
         cases,
+        findings,
         platform,
     })
 }
@@ -281,6 +355,14 @@ impl Waivers {
             }
             if w.reason.trim().is_empty() {
                 return Err(WaiverError::NoReason {
+                    file: path.to_path_buf(),
+                    line,
+                    column,
+                    id: w.id.clone(),
+                });
+            }
+            if w.findings.iter().all(|f| f.trim().is_empty()) {
+                return Err(WaiverError::NoFindings {
                     file: path.to_path_buf(),
                     line,
                     column,
@@ -367,17 +449,132 @@ impl Waivers {
         self.list.iter().map(|c| &c.waiver)
     }
 
-    /// The first waiver matching this case on this platform.
-    pub fn find(&self, case_id: &str, fingerprint: &BTreeMap<String, String>) -> Option<&Waiver> {
+    /// The first waiver listing this case on this platform (see [`Waivers::applicable`]).
+    pub fn find(
+        &self,
+        case_id: &str,
+        requires: &[Capability],
+        fingerprint: &BTreeMap<String, String>,
+    ) -> Option<Applied<'_>> {
+        self.applicable(case_id, requires, fingerprint)
+            .into_iter()
+            .next()
+    }
+
+    /// Every waiver listing this case on this platform, in file order. `requires` are the
+    /// components the case needs: a `platform:` key naming another component does not
+    /// constrain it.
+    pub fn applicable(
+        &self,
+        case_id: &str,
+        requires: &[Capability],
+        fingerprint: &BTreeMap<String, String>,
+    ) -> Vec<Applied<'_>> {
         self.list
             .iter()
-            .find(|w| {
+            .filter(|w| {
                 w.cases.is_match(case_id)
-                    && w.platform
-                        .iter()
-                        .all(|(k, pat)| fingerprint.get(k).is_some_and(|v| pat.is_match(v)))
+                    && w.platform.iter().all(|(k, pat, tool)| match tool {
+                        Some(c) if !requires.contains(c) => true,
+                        _ => fingerprint.get(k).is_some_and(|v| pat.is_match(v)),
+                    })
             })
-            .map(|c| &c.waiver)
+            .map(|c| Applied { compiled: c })
+            .collect()
+    }
+}
+
+/// What the waivers listing a case make of its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Excuse {
+    /// No waiver lists the case, or it did not fail and none does.
+    None,
+    /// The case failed and every finding is excused: the ids of the waivers whose findings
+    /// matched, joined with `+` (one divergence of each; e.g. a call pair with libNVVM's
+    /// byval alignment and clang's return alignment).
+    Excused(String),
+    /// The case passed although a waiver lists it.
+    Stale(String),
+    /// The case failed with findings no listing waiver names: it fails, naming them.
+    Unexcused { waivers: String, lines: Vec<String> },
+}
+
+/// Judge a status against the waivers listing its case: every line of what a failure found
+/// must match a `findings:` pattern of one of them.
+pub fn excuse(applied: &[Applied<'_>], status: &CaseStatus) -> Excuse {
+    let Some(first) = applied.first() else {
+        return Excuse::None;
+    };
+    if !status.is_failure() {
+        return match status {
+            CaseStatus::Pass { .. } => Excuse::Stale(first.waiver().id.clone()),
+            _ => Excuse::None,
+        };
+    }
+    let lines = status.finding_lines();
+    let mut used = vec![false; applied.len()];
+    let mut unexcused = Vec::new();
+    for l in &lines {
+        match applied.iter().position(|a| a.excuses(l)) {
+            Some(i) => used[i] = true,
+            None => unexcused.push(l.to_string()),
+        }
+    }
+    let ids = |pick: &dyn Fn(usize) -> bool| {
+        applied
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| pick(*i))
+            .map(|(_, a)| a.waiver().id.as_str())
+            .collect::<Vec<_>>()
+            .join("+")
+    };
+    if !unexcused.is_empty() {
+        return Excuse::Unexcused {
+            waivers: ids(&|_| true),
+            lines: unexcused,
+        };
+    }
+    if lines.is_empty() {
+        return Excuse::Excused(first.waiver().id.clone());
+    }
+    Excuse::Excused(ids(&|i| used[i]))
+}
+
+/// A waiver that lists a case on this platform; whether it excuses the case's failure depends
+/// on what the failure found ([`Applied::unexcused`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Applied<'a> {
+    compiled: &'a Compiled,
+}
+
+impl<'a> Applied<'a> {
+    pub fn waiver(&self) -> &'a Waiver {
+        &self.compiled.waiver
+    }
+
+    /// Whether one of the waiver's `findings:` matches this finding line.
+    pub fn excuses(&self, line: &str) -> bool {
+        self.compiled.findings.iter().any(|r| r.is_match(line))
+    }
+
+    /// The lines of what `status` found that none of the waiver's `findings:` matches (empty:
+    /// the waiver excuses the failure).
+    pub fn unexcused(&self, status: &CaseStatus) -> Vec<String> {
+        status
+            .finding_lines()
+            .into_iter()
+            .filter(|l| !self.excuses(l))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Which of the waiver's `findings:` match a line of what `status` found (by index).
+    pub fn matched(&self, status: &CaseStatus) -> Vec<usize> {
+        let lines = status.finding_lines();
+        (0..self.compiled.findings.len())
+            .filter(|&i| lines.iter().any(|l| self.compiled.findings[i].is_match(l)))
+            .collect()
     }
 }
 
@@ -390,13 +587,14 @@ mod tests {
             id: "W".into(),
             cases: pattern.into(),
             reason: "r".into(),
+            findings: vec!["x".into()],
             platform: Default::default(),
         }])
         .unwrap()
     }
 
     fn glob_match(pattern: &str, text: &str) -> bool {
-        one(pattern).find(text, &BTreeMap::new()).is_some()
+        one(pattern).find(text, &[], &BTreeMap::new()).is_some()
     }
 
     #[test]
@@ -428,6 +626,7 @@ mod tests {
             id: "W-9".into(),
             cases: "a{b".into(),
             reason: "r".into(),
+            findings: vec!["x".into()],
             platform: Default::default(),
         }])
         .unwrap_err();
@@ -454,30 +653,32 @@ mod tests {
             "{e}"
         );
         let e = parse_err(
-            "waivers:\n  - {id: A, cases: x, reason: r}\n  - {id: A, cases: y, reason: r}\n",
+            "waivers:\n  - {id: A, cases: x, reason: r, findings: [x]}\n  - {id: A, cases: y, reason: r, findings: [x]}\n",
         );
         assert!(
             e.starts_with("w.yaml:3:") && e.contains("duplicate waiver id `A`"),
             "{e}"
         );
-        let e = parse_err("waivers:\n  - {id: A, cases: x, reason: \" \"}\n");
+        let e = parse_err("waivers:\n  - {id: A, cases: x, reason: \" \", findings: [x]}\n");
         assert!(
             e.starts_with("w.yaml:2:") && e.contains("gives no reason"),
             "{e}"
         );
-        let e = parse_err("waivers:\n  - {id: A, cases: \"a{b\", reason: r}\n");
+        let e = parse_err("waivers:\n  - {id: A, cases: \"a{b\", reason: r, findings: [x]}\n");
         assert!(
             e.starts_with("w.yaml:2:") && e.contains("bad pattern"),
             "{e}"
         );
-        let e = parse_err("waivers:\n  - {id: A, cases: x, reason: r, platform: {clnag: \"*\"}}\n");
+        let e = parse_err(
+            "waivers:\n  - {id: A, cases: x, reason: r, findings: [x], platform: {clnag: \"*\"}}\n",
+        );
         assert!(
             e.starts_with("w.yaml:2:")
                 && e.contains("unknown platform key `clnag`")
                 && e.contains("clang"),
             "{e}"
         );
-        let e = parse_err("waivers:\n  - {id: A, cases: x, id: B, reason: r}\n");
+        let e = parse_err("waivers:\n  - {id: A, cases: x, id: B, reason: r, findings: [x]}\n");
         assert!(
             !e.contains("DuplicateKeyPolicy") && e.contains("`id` is given twice"),
             "{e}"
@@ -488,12 +689,12 @@ mod tests {
     fn deeply_nested_or_huge_globs_are_refused_before_compiling() {
         let deep = "{a,".repeat(50) + &"}".repeat(50);
         let e = parse_err(&format!(
-            "waivers:\n  - {{id: A, cases: \"{deep}\", reason: r}}\n"
+            "waivers:\n  - {{id: A, cases: \"{deep}\", reason: r, findings: [x]}}\n"
         ));
         assert!(e.contains("nest 50 deep; at most 8"), "{e}");
         let long = "a".repeat(2000);
         let e = parse_err(&format!(
-            "waivers:\n  - {{id: A, cases: \"{long}\", reason: r}}\n"
+            "waivers:\n  - {{id: A, cases: \"{long}\", reason: r, findings: [x]}}\n"
         ));
         assert!(
             e.contains("2000 bytes long; a pattern is at most 1024"),
@@ -519,14 +720,150 @@ mod tests {
             id: "W1".into(),
             cases: "abi.*".into(),
             reason: "r".into(),
+            findings: vec!["x".into()],
             platform: [("gpu".to_string(), "*H100*".to_string())].into(),
         }])
         .unwrap();
         let mut fp = BTreeMap::new();
-        assert!(w.find("abi.x", &fp).is_none(), "no gpu key: no match");
+        let gpu = [Capability::Gpu];
+        assert!(w.find("abi.x", &gpu, &fp).is_none(), "no gpu key: no match");
+        assert!(
+            w.find("abi.x", &[], &fp).is_none(),
+            "a host key constrains every case, whatever it needs"
+        );
         fp.insert("gpu".to_string(), "NVIDIA H100 80GB HBM3".to_string());
-        assert_eq!(w.find("abi.x", &fp).unwrap().id, "W1");
-        assert!(w.find("dwarf.x", &fp).is_none());
+        assert_eq!(w.find("abi.x", &gpu, &fp).unwrap().waiver().id, "W1");
+        assert!(w.find("dwarf.x", &gpu, &fp).is_none());
+    }
+
+    /// A waiver written for several producers (`platform: {clang, libnvvm}`) applies to a
+    /// libNVVM case when clang is absent or at another version, but never to a clang case
+    /// then: a tool key constrains only the cases that need that tool.
+    #[test]
+    fn a_tool_key_constrains_only_cases_that_need_the_tool() {
+        let w = Waivers::from_list(vec![Waiver {
+            id: "W2".into(),
+            cases: "abi.params.{clang,libnvvm}.*".into(),
+            reason: "r".into(),
+            findings: vec!["x".into()],
+            platform: [
+                ("clang".to_string(), "*clang version 19.1*".to_string()),
+                ("libnvvm".to_string(), "2.0".to_string()),
+            ]
+            .into(),
+        }])
+        .unwrap();
+        let nvvm_case = [Capability::Ptxas, Capability::Libnvvm];
+        let clang_case = [Capability::Ptxas, Capability::Clang];
+        let full: BTreeMap<String, String> = [
+            ("clang".into(), "Debian clang version 19.1.7".into()),
+            ("libnvvm".into(), "2.0".into()),
+        ]
+        .into();
+        let no_clang: BTreeMap<String, String> = [("libnvvm".into(), "2.0".into())].into();
+        let clang_20: BTreeMap<String, String> = [
+            ("clang".into(), "Debian clang version 20.1.0".into()),
+            ("libnvvm".into(), "2.0".into()),
+        ]
+        .into();
+        for fp in [&full, &no_clang, &clang_20] {
+            assert!(
+                w.find("abi.params.libnvvm.char3.param", &nvvm_case, fp)
+                    .is_some(),
+                "{fp:?}"
+            );
+        }
+        assert!(w
+            .find("abi.params.clang.char3.param", &clang_case, &full)
+            .is_some());
+        for fp in [&no_clang, &clang_20] {
+            assert!(
+                w.find("abi.params.clang.char3.param", &clang_case, fp)
+                    .is_none(),
+                "{fp:?}"
+            );
+        }
+        let nvvm_12: BTreeMap<String, String> = [("libnvvm".into(), "1.9".into())].into();
+        assert!(w
+            .find("abi.params.libnvvm.char3.param", &nvvm_case, &nvvm_12)
+            .is_none());
+    }
+
+    /// A waiver excuses the findings it names and no other: every line of what the failure
+    /// found must match one of its `findings:`.
+    #[test]
+    fn findings_name_what_a_waiver_excuses() {
+        let w = Waivers::from_list(vec![Waiver {
+            id: "W3".into(),
+            cases: "*".into(),
+            reason: "r".into(),
+            findings: vec![r"\[syscall-decl-type,".into(), r"^\d+ findings:".into()],
+            platform: Default::default(),
+        }])
+        .unwrap();
+        let a = w.find("syscalls.x", &[], &BTreeMap::new()).unwrap();
+        let known = CaseStatus::fail_detail(
+            "no ch. 3 finding",
+            "1 findings: p.ptx:14: `status` is .b32 [syscall-decl-type, ch. 3]",
+            "p.ptx:14: `status` is .b32 [syscall-decl-type, ch. 3]",
+        );
+        assert!(a.unexcused(&known).is_empty());
+        assert_eq!(a.matched(&known), vec![0, 1]);
+        let other = CaseStatus::fail_detail(
+            "no ch. 3 finding",
+            "2 findings: ...",
+            "p.ptx:14: `status` is .b32 [syscall-decl-type, ch. 3]\np.ptx:20: malloc returns .b32 [syscall-return-width, ch. 3]",
+        );
+        assert_eq!(
+            a.unexcused(&other),
+            vec!["p.ptx:20: malloc returns .b32 [syscall-return-width, ch. 3]"]
+        );
+        let failed = other.with_unexcused("W3", &a.unexcused(&other));
+        assert!(
+            failed
+                .summary()
+                .contains("waiver W3 does not excuse 1 of these findings:\n  p.ptx:20: malloc"),
+            "{}",
+            failed.summary()
+        );
+        // An error or a crash is a finding too.
+        assert_eq!(
+            a.unexcused(&CaseStatus::error("ptxas crashed")),
+            vec!["ptxas crashed"]
+        );
+    }
+
+    #[test]
+    fn findings_are_required_and_must_compile() {
+        let e = parse_err("waivers:\n  - {id: A, cases: x, reason: r}\n");
+        assert!(
+            e.starts_with("w.yaml:2:") && e.contains("lists no findings"),
+            "{e}"
+        );
+        let e = parse_err("waivers:\n  - {id: A, cases: x, reason: r, findings: ['(']}\n");
+        assert!(
+            e.starts_with("w.yaml:2:") && e.contains("not a regular expression"),
+            "{e}"
+        );
+    }
+
+    /// Every shipped waiver names its findings, and each finding pattern says something (no
+    /// catch-all that would excuse anything).
+    #[test]
+    fn shipped_waivers_name_specific_findings() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let w = Waivers::load(&root.join(DEFAULT_FILE)).unwrap();
+        for x in w.iter() {
+            assert!(!x.findings.is_empty(), "{}", x.id);
+            for f in &x.findings {
+                let r = regex::Regex::new(f).unwrap();
+                assert!(
+                    !r.is_match("") && !r.is_match("an unrelated finding [rule-x, ch. 9]"),
+                    "{}: `{f}` matches anything",
+                    x.id
+                );
+            }
+        }
     }
 
     #[test]

@@ -1216,7 +1216,10 @@ mod tests {
                 .iter()
                 .flat_map(|s| [Position::Param, Position::Return].map(|pos| (s.id, pos)))
                 .map(|(sig, pos)| format!("abi.params.{}.{sig}.{}", p.name(), pos.name()))
-                .filter(|id| waivers.find(id, &fingerprint).is_some())
+                .filter(|id| {
+                    let needs = p.capability().into_iter().collect::<Vec<_>>();
+                    waivers.find(id, &needs, &fingerprint).is_some()
+                })
                 .collect();
             assert_eq!(got, want, "{}", p.name());
             results.push((p, obs));

@@ -386,6 +386,7 @@ pub fn run(sc: Scenario) -> CaseStatus {
                 expected,
                 observed,
                 detail,
+                ..
             }),
             _,
         ) => CaseStatus::fail_detail(

@@ -294,6 +294,7 @@ fn failure_kind(s: &CaseStatus) -> (&'static str, String, String, String) {
             expected,
             observed,
             detail,
+            ..
         } => ("fail", expected.clone(), observed.clone(), detail.clone()),
         CaseStatus::Error { message } => (
             "error",

@@ -21,7 +21,7 @@ use crate::backend::toolchain::{tempfile_dir, Toolchain};
 use crate::capability::{Capabilities, Capability, Requirement};
 use crate::outcome::{CaseStatus, Category, Verdict};
 use crate::suite::Case;
-use crate::waivers::{Waiver, Waivers};
+use crate::waivers::Waivers;
 
 /// One case's result, as reporters see it.
 #[derive(Debug, Clone, Serialize)]
@@ -189,8 +189,7 @@ pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutc
                 let Some(case) = selected.get(i) else { break };
                 console.case_started(&case.id);
                 let (result, batch_use) = run_case(case, &env);
-                let waiver = env.waivers.find(&case.id, &env.fingerprint);
-                console.case_finished(&result, waiver.map(|w| w.reason.as_str()));
+                console.case_finished(&result, waiver_reason(&env, &result.verdict));
                 used.lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push((case.id.clone(), batch_use));
@@ -261,8 +260,20 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
     // The case's own time: waiting for the GPU while other cases used it is not.
     let duration_s = t0.elapsed().saturating_sub(take_gpu_waited()).as_secs_f64();
     let batch_use = crate::area::take_batch_use();
-    let waiver = env.waivers.find(&case.id, &env.fingerprint);
-    let verdict = rerun::flaky_or(judge(&status, &env.requires, waiver), &attempts);
+    // Waivers excuse what they name: a failure with any other finding fails, and says which.
+    let applied = env
+        .waivers
+        .applicable(&case.id, &case.requires, &env.fingerprint);
+    let (status, waiver) = match crate::waivers::excuse(&applied, &status) {
+        crate::waivers::Excuse::Excused(ids) | crate::waivers::Excuse::Stale(ids) => {
+            (status, Some(ids))
+        }
+        crate::waivers::Excuse::Unexcused { waivers, lines } => {
+            (status.with_unexcused(&waivers, &lines), None)
+        }
+        crate::waivers::Excuse::None => (status, None),
+    };
+    let verdict = rerun::flaky_or(judge(&status, &env.requires, waiver.as_deref()), &attempts);
     (
         CaseResult {
             id: case.id.clone(),
@@ -281,12 +292,12 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
 /// The verdict for a status (see [`Verdict::judge`]): `--require` first (a skip for a required
 /// capability fails), then waivers (a failure listed is waived; a pass listed makes the waiver
 /// stale).
-pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&Waiver>) -> Verdict {
+pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&str>) -> Verdict {
     let required = match status {
         CaseStatus::Skip { capability, .. } => requires.iter().any(|r| r.covers(*capability)),
         _ => false,
     };
-    Verdict::judge(status, required, waiver.map(|w| w.id.as_str()))
+    Verdict::judge(status, required, waiver)
 }
 
 /// Run a case's check in this process; a panic is an `Error`, never a crash of the run.
@@ -380,8 +391,11 @@ pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
             let name = case.id.clone();
             Trial::ignorable_test(name, move || {
                 let (result, _) = run_case(&case, &env);
-                let waiver = env.waivers.find(&case.id, &env.fingerprint);
-                let outcome = console_outcome(&result.status, &result.verdict, waiver);
+                let outcome = console_outcome(
+                    &result.status,
+                    &result.verdict,
+                    waiver_reason(&env, &result.verdict),
+                );
                 env.results
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -392,17 +406,31 @@ pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
         .collect()
 }
 
+/// The reason of the waiver a verdict names, for the console.
+fn waiver_reason<'a>(env: &'a RunEnv, verdict: &Verdict) -> Option<&'a str> {
+    let id = match verdict {
+        Verdict::Waived { waiver } | Verdict::StaleWaiver { waiver } => waiver,
+        _ => return None,
+    };
+    // Several waivers may excuse one case together (`W-A+W-B`): the first one's reason.
+    let first = id.split('+').next().unwrap_or(id);
+    env.waivers
+        .iter()
+        .find(|w| w.id == first)
+        .map(|w| w.reason.as_str())
+}
+
 fn console_outcome(
     status: &CaseStatus,
     verdict: &Verdict,
-    waiver: Option<&Waiver>,
+    waiver_reason: Option<&str>,
 ) -> Result<Completion, Failed> {
     match verdict {
         Verdict::Pass | Verdict::StaleWaiver { .. } | Verdict::Flaky => Ok(Completion::Completed),
         Verdict::Skip => Ok(Completion::ignored_with(status.summary())),
         Verdict::Waived { waiver: id } => Ok(Completion::ignored_with(format!(
             "waived ({id}): {}",
-            waiver.map(|w| w.reason.as_str()).unwrap_or("")
+            waiver_reason.unwrap_or("")
         ))),
         Verdict::RequiredMissing => Err(Failed::from(format!(
             "required capability missing: {}",
@@ -481,11 +509,12 @@ mod tests {
         assert_eq!(take_gpu_waited(), Duration::ZERO);
     }
 
-    fn waiver() -> Waiver {
-        Waiver {
+    fn waiver() -> crate::waivers::Waiver {
+        crate::waivers::Waiver {
             id: "W-1".into(),
             cases: "*".into(),
             reason: "known".into(),
+            findings: vec![".".into()],
             platform: Default::default(),
         }
     }
@@ -512,13 +541,13 @@ mod tests {
         let w = waiver();
         let fail = CaseStatus::fail("4", "8");
         assert_eq!(
-            judge(&fail, &[], Some(&w)),
+            judge(&fail, &[], Some(w.id.as_str())),
             Verdict::Waived {
                 waiver: "W-1".into()
             }
         );
         assert_eq!(
-            judge(&CaseStatus::pass(), &[], Some(&w)),
+            judge(&CaseStatus::pass(), &[], Some(w.id.as_str())),
             Verdict::StaleWaiver {
                 waiver: "W-1".into()
             }
@@ -528,7 +557,7 @@ mod tests {
             output: String::new(),
         };
         assert_eq!(judge(&crash, &[], None), Verdict::Fail);
-        assert!(!judge(&fail, &[], Some(&w)).is_failure());
+        assert!(!judge(&fail, &[], Some(w.id.as_str())).is_failure());
     }
 
     #[test]
@@ -543,7 +572,7 @@ mod tests {
         let waived = Verdict::Waived {
             waiver: "W-1".into(),
         };
-        assert!(console_outcome(&fail, &waived, Some(&w)).is_ok());
+        assert!(console_outcome(&fail, &waived, Some(&w.reason)).is_ok());
         // Every verdict that fails the run fails its console line, and no other.
         for (status, v) in [
             (&skip, Verdict::Skip),
@@ -553,7 +582,7 @@ mod tests {
             (&CaseStatus::pass(), Verdict::Pass),
         ] {
             assert_eq!(
-                console_outcome(status, &v, Some(&w)).is_err(),
+                console_outcome(status, &v, Some(&w.reason)).is_err(),
                 v.is_failure(),
                 "{v:?}"
             );

@@ -743,6 +743,15 @@ pub fn pair(
     })
 }
 
+/// A tool's log or a check's report as findings: its non-empty lines.
+fn log_lines(log: &str) -> Vec<String> {
+    log.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 fn first_lines(s: &str, n: usize) -> String {
     s.lines().take(n).collect::<Vec<_>>().join("\n")
 }
@@ -967,25 +976,27 @@ pub fn pair_case(
     for (p, role) in [(caller, Role::Caller), (callee, Role::Callee)] {
         let b = batch(tc, p, role, m, target);
         if let Some(log) = b.get().and_then(|b| b.rejected.get(&seed)) {
-            return CaseStatus::fail_detail(
+            return CaseStatus::fail_findings(
                 format!(
                     "{} compiles the generated {} for {arch}",
                     p.describe(),
                     role.name()
                 ),
                 "the producer rejected it",
-                format!("{}\n{log}", sig.describe()),
+                &sig.describe(),
+                log_lines(log),
             );
         }
         if let Some(log) = b.get().and_then(|b| b.unassembled.get(&seed)) {
-            return CaseStatus::fail_detail(
+            return CaseStatus::fail_findings(
                 format!(
                     "ptxas assembles the {} {} PTX for {arch}",
                     p.describe(),
                     role.name()
                 ),
                 format!("ptxas rejected it: {}", first_lines(log, 1)),
-                format!("{}\n{log}", sig.describe()),
+                &sig.describe(),
+                log_lines(log),
             );
         }
     }
@@ -996,17 +1007,19 @@ pub fn pair_case(
         None => return CaseStatus::error("pair not computed"),
     };
     if let (Target::Current, Some(ms)) = (target, r.mismatches.get(&sig.callee())) {
-        return CaseStatus::fail_detail(
+        return CaseStatus::fail_findings(
             "the caller's prototype and call site agree with the callee's definition (§2.3)",
             first_lines(&ms.join("\n"), 1),
-            format!("{}\n{}", sig.describe(), ms.join("\n")),
+            &sig.describe(),
+            ms.iter().flat_map(|m| log_lines(m)).collect(),
         );
     }
     match &r.linked {
-        Err(e) => CaseStatus::fail_detail(
+        Err(e) => CaseStatus::fail_findings(
             format!("nvJitLink links the pair for {arch}"),
             "the link failed",
-            format!("{}\n{}", sig.describe(), first_lines(&e.to_string(), 20)),
+            &sig.describe(),
+            log_lines(&first_lines(&e.to_string(), 20)),
         ),
         Ok(names) if names.contains(&sig.kernel()) && names.contains(&sig.callee()) => {
             CaseStatus::pass()
@@ -1207,7 +1220,12 @@ mod tests {
     #[test]
     fn waivers_follow_the_rules() {
         let (waivers, fingerprint) = waiver_file(&["libnvvm", "clang"]);
-        let waived = |id: String| waivers.find(&id, &fingerprint).map(|w| w.id.clone());
+        // Every tool key constrains (the test names the tools the file's keys need).
+        let waived = |id: String| {
+            waivers
+                .find(&id, &Capability::ALL, &fingerprint)
+                .map(|w| w.waiver().id.clone())
+        };
         let (mut raised, mut rejected, mut clang_returns) = (0, 0, 0);
         for s in generated_signatures() {
             // Signatures libNVVM cannot express skip (no waiver needed).
@@ -1275,7 +1293,11 @@ mod tests {
     #[test]
     fn corpus_and_oldest_waivers_follow_the_rules() {
         let (waivers, fingerprint) = waiver_file(&["libnvvm", "nvrtc", "clang"]);
-        let waived = |id: &str| waivers.find(id, &fingerprint).map(|w| w.id.clone());
+        let waived = |id: &str| {
+            waivers
+                .find(id, &Capability::ALL, &fingerprint)
+                .map(|w| w.waiver().id.clone())
+        };
         let (c, l) = (Producer::Corpus, Producer::Libnvvm);
         let mut seen = std::collections::BTreeSet::new();
         for s in all_signatures()
@@ -1447,7 +1469,9 @@ mod tests {
                 ]
                 .iter()
                 .all(|id| {
-                    waivers.find(id, &fingerprint).map(|w| w.id.as_str())
+                    waivers
+                        .find(id, &Capability::ALL, &fingerprint)
+                        .map(|w| w.waiver().id.as_str())
                         == Some("W-XCALL-FLOAT-PARAMS-AS-BITS")
                 })
             })

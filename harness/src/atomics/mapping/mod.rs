@@ -608,7 +608,9 @@ mod tests {
             for ((id, v), c) in out.iter().zip(&cases) {
                 eprintln!("{id}: {v}");
                 assert_eq!(id, &c.id());
-                let waiver = waivers.find(id, &fingerprint).map(|w| w.id.as_str());
+                let waiver = waivers
+                    .find(id, caps, &fingerprint)
+                    .map(|w| w.waiver().id.as_str());
                 assert_one_right_answer(c, v, waiver);
             }
         }
@@ -644,7 +646,9 @@ mod tests {
                 assert_one_right_answer(
                     c,
                     v,
-                    waivers.find(id, &fingerprint).map(|w| w.id.as_str()),
+                    waivers
+                        .find(id, &Capability::ALL, &fingerprint)
+                        .map(|w| w.waiver().id.as_str()),
                 );
             }
             println!(
