@@ -138,6 +138,13 @@ fn header<'a>(lines: &[&'a str], i: &mut usize) -> Result<&'a str, ImportError> 
     if name.is_empty() {
         return err(*i + 1, "missing test name after `PTX`");
     }
+    if let Some(why) = super::test_name_problem(name) {
+        return err_at(
+            *i + 1,
+            col_of(first, name),
+            format!("test name {name:?} {why}; a name is one line of text"),
+        );
+    }
     *i += 1;
     Ok(name)
 }
@@ -173,6 +180,15 @@ fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, usize), I
             // CR before the LF that `str::lines` strips only when it is the line's last
             // character): dropped, so that export, which writes LF line ends, round-trips.
             s.retain(|c| c != '\r');
+            if let Some(c) = s
+                .chars()
+                .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+            {
+                return err(
+                    start + 1,
+                    format!("the description holds the control character {c:?}; a description is text, lines and tabs"),
+                );
+            }
             desc.push(s);
             *i += 1;
             continue;
@@ -225,6 +241,18 @@ fn init_block(lines: &[&str], i: &mut usize, from: usize) -> Result<Init, Import
             }
             let col = col_of(line, entry);
             init_entry(e, *i + 1, col, &mut locations, &mut declared, &mut regs)?;
+            // Checked entry by entry, so that a huge block is refused at its first entry past
+            // the bound, before the rest is even split.
+            if locations.len() > super::MAX_LOCATIONS {
+                return err_at(
+                    *i + 1,
+                    col,
+                    format!(
+                        "the init block declares more than {0} locations; a litmus test has at most {0}",
+                        super::MAX_LOCATIONS
+                    ),
+                );
+            }
         }
         *i += 1;
         if closed {
@@ -250,6 +278,16 @@ fn thread_header(
     let mut threads = Vec::new();
     for (col, cell) in split_row(header).iter().enumerate() {
         let at = col_of(header, cell);
+        if col == super::MAX_THREADS {
+            return err_at(
+                header_line,
+                at,
+                format!(
+                    "the header has more than {0} threads; a litmus test has at most {0}",
+                    super::MAX_THREADS
+                ),
+            );
+        }
         let cell = cell.trim();
         let (pname, place) = match cell.split_once('@') {
             Some((p, rest)) => (p.trim(), rest),
@@ -323,6 +361,7 @@ fn instruction_rows(
     threads: &mut [Thread],
 ) -> Result<(Positions, usize), ImportError> {
     let mut positions = Positions::new();
+    let mut ops = 0usize;
     while *i < lines.len() {
         let line = lines[*i];
         let l = line.trim();
@@ -346,6 +385,17 @@ fn instruction_rows(
                 continue;
             }
             let at = (*i, col_of(line, cell));
+            ops += 1;
+            if ops > super::MAX_OPS {
+                return err_at(
+                    at.0,
+                    at.1,
+                    format!(
+                        "the test has more than {0} instructions; a litmus test has at most {0}, all threads together",
+                        super::MAX_OPS
+                    ),
+                );
+            }
             let op = parse_instr(c).map_err(|m| ImportError {
                 line: at.0,
                 col: at.1,
@@ -1459,6 +1509,38 @@ forall
             let (line, col) = where_is(&text, bad);
             assert!(e.to_string().starts_with(&format!("{line}:{col}: ")), "{e}");
         }
+    }
+
+    /// Threads and instructions past their bounds are refused at the first cell past it, as
+    /// the header or rows are read; a name or description export could not write back is
+    /// refused at its line.
+    #[test]
+    fn bounds_and_header_text_are_checked_where_they_are_written() {
+        let n = super::super::MAX_THREADS + 1;
+        let head: Vec<String> = (0..n).map(|t| format!("P{t}@cta {t},gpu 0")).collect();
+        let text = format!(
+            "PTX W\n{{ x=0; }}\n {} ;\n st.weak x, 1 ;\nexists (x == 1)\n",
+            head.join(" | ")
+        );
+        let e = import(&text).unwrap_err();
+        assert_eq!((e.line, e.col), where_is(&text, "P256@"), "{e}");
+        assert!(e.msg.contains("more than 256 threads"), "{e}");
+        let rows = " st.weak x, 1 | st.weak y, 1 ;\n".repeat(super::super::MAX_OPS / 2 + 1);
+        let text = format!(
+            "PTX L\n{{ x=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n{rows}exists (x == 1)\n"
+        );
+        let e = import(&text).unwrap_err();
+        // Row 2049 (file line 2052): its first cell is instruction 4097.
+        assert_eq!((e.line, e.col), (2052, 2), "{e}");
+        assert!(e.msg.contains("more than 4096 instructions"), "{e}");
+        let text = MP_GPU.replacen("PTX MP-gpu", "PTX MP\u{7}gpu", 1);
+        let e = import(&text).unwrap_err();
+        assert_eq!((e.line, e.col), (1, 5), "{e}");
+        assert!(e.msg.contains("control character"), "{e}");
+        let text = MP_GPU.replacen("PTX MP-gpu\n", "PTX MP-gpu\n\n\"a\u{1b}b\"\n", 1);
+        let e = import(&text).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.msg.contains("control character '\\u{1b}'"), "{e}");
     }
 
     /// Header cells and instruction cells point at their cell too.
