@@ -318,6 +318,7 @@ fn readers() -> Vec<Reader> {
                 b("value past i64", lit_yaml.replace("val: 42", "val: 9223372036854775808")),
                 b("register initialised twice", lit_yaml.replace("  - cta: 1\n", "  - cta: 1\n    regs: {r0: 1, r0: 2}\n")),
                 b("unknown op key", lit_yaml.replace("val: 42,", "vall: 42,")),
+                b("location listed twice", lit_yaml.replacen("  - {name: flag}\n", "  - {name: flag}\n  - {name: data, init: 1}\n", 1)),
                 b("empty name", lit_yaml.replacen("name: ", "name: \"\"\n# was: ", 1)),
                 b("multi-line name", lit_yaml.replacen("name: ", "name: \"a\\nb\"\n# was: ", 1)),
                 b("name with a leading blank", lit_yaml.replacen("name: ", "name: \" a\"\n# was: ", 1)),

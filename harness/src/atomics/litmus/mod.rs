@@ -1284,12 +1284,21 @@ impl LitmusTest {
             )));
         }
         let locs = self.all_locations();
-        for l in &self.locations {
+        let mut listed = std::collections::HashSet::new();
+        for (index, l) in self.locations.iter().enumerate() {
             if !is_name(&l.name) {
                 return Err(InvalidTest::Test(format!(
                     "location `{}` is not a name; a location is [A-Za-z_%][A-Za-z0-9_%$]*",
                     l.name
                 )));
+            }
+            // Which initial value would hold is anyone's guess, and the Dat3M export would
+            // write an init block its import refuses.
+            if !listed.insert(l.name.as_str()) {
+                return Err(InvalidTest::Location {
+                    index,
+                    what: format!("location `{}` listed twice", l.name),
+                });
             }
         }
         let name_rule = "[A-Za-z_%][A-Za-z0-9_%$]*";
@@ -1938,6 +1947,15 @@ mod tests {
         let text = MP.replacen("name: MP\n", "name: MP\ndescription: \"a\\rb\"\n", 1);
         let e = from_yaml(&text).unwrap_err().to_string();
         assert!(e.starts_with("2:14: ") && e.contains("'\\r'"), "{e}");
+    }
+
+    /// A location listed twice is refused at the second listing (export wrote it twice, and
+    /// its import refused that).
+    #[test]
+    fn a_location_listed_twice_is_refused_at_the_second() {
+        let text = "name: dup\nlocations:\n  - {name: x, init: 0}\n  - {name: x, init: 1}\nthreads:\n  - cta: 0\n    ops:\n      - st: {loc: x, val: 1}\ncondition: 'exists (x == 1)'\n";
+        let e = from_yaml(text).unwrap_err().to_string();
+        assert!(e.starts_with("4:5: location `x` listed twice"), "{e}");
     }
 
     /// The same bounds in YAML, each at the first location, thread or operation past it.
