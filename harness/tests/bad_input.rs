@@ -295,6 +295,10 @@ fn readers() -> Vec<Reader> {
                 b("unknown member key", "types:\n  - name: S\n    members: [{name: a, typ: int}]\n".into()),
                 b("vector PTX does not have", "types:\n  - name: S\n    members: [{name: a, type: int}, {name: v, type: double3}]\n".into()),
                 b("aggregate past the size limit", "types:\n  - name: S\n    members: [{name: a, type: {array: char, count: 1099511627776}}, {name: b, type: {array: char, count: 1099511627776}}]\n".into()),
+                b("type named like a nested anonymous struct", "types:\n  - name: A_b\n    members: [{name: y, type: char}]\n  - name: A\n    members: [{name: b, type: {struct: [{name: x, type: int}]}}]\n".into()),
+                b("nested anonymous struct named like a later type", "types:\n  - name: A\n    members: [{name: b, type: {struct: [{name: x, type: int}]}}]\n  - name: A_b\n    members: [{name: x, type: int}]\n".into()),
+                b("struct named like a CUDA vector", "types:\n  - name: float4\n    members: [{name: x, type: char}]\n  - name: S\n    members: [{name: m, type: float4}]\n".into()),
+                b("struct named like a scalar", "types:\n  - name: uchar\n    members: [{name: x, type: int}]\n".into()),
                 b("deep array nesting", format!("types:\n  - name: S\n    members: [{{name: a, type: {}int{}}}]\n", "{array: ".repeat(300), ", count: 1}".repeat(300))),
             ],
         },
@@ -314,6 +318,10 @@ fn readers() -> Vec<Reader> {
                 b("value past i64", lit_yaml.replace("val: 42", "val: 9223372036854775808")),
                 b("register initialised twice", lit_yaml.replace("  - cta: 1\n", "  - cta: 1\n    regs: {r0: 1, r0: 2}\n")),
                 b("unknown op key", lit_yaml.replace("val: 42,", "vall: 42,")),
+                b("location listed twice", lit_yaml.replacen("  - {name: flag}\n", "  - {name: flag}\n  - {name: data, init: 1}\n", 1)),
+                b("empty name", lit_yaml.replacen("name: ", "name: \"\"\n# was: ", 1)),
+                b("multi-line name", lit_yaml.replacen("name: ", "name: \"a\\nb\"\n# was: ", 1)),
+                b("name with a leading blank", lit_yaml.replacen("name: ", "name: \" a\"\n# was: ", 1)),
                 b("no threads", "name: x\nthreads: []\ncondition: 'exists (x == 1)'\n".into()),
                 b("eight-thread SB with fence.sc", {
                     let mut t = "name: SB8\nthreads:\n".to_string();
@@ -343,6 +351,15 @@ fn readers() -> Vec<Reader> {
                 b("ld.release", lit.replace("ld.relaxed.sys r0, flag", "ld.release.sys r0, flag")),
                 b("no condition", lit.replace("exists\n(P1:r0 == 1 /\\ P1:r1 != 42)", "")),
                 b("value past i64", lit.replace("st.weak data, 42", "st.weak data, 9223372036854775808")),
+                b("init block of 100000 locations", {
+                    let locs: String = (0..100_000).map(|i| format!("l{i}=0;")).collect();
+                    lit.replace("data=0;", &format!("{locs}\ndata=0;"))
+                }),
+                b("300 threads", {
+                    let head: Vec<String> = (0..300).map(|t| format!("P{t}@cta {t},gpu 0")).collect();
+                    format!("PTX W\n{{ x=0; }}\n {} ;\n st.weak x, 1 ;\nexists (x == 1)\n", head.join(" | "))
+                }),
+                b("control character in the name", lit.replacen("PTX MP+fence", "PTX MP\u{7}+fence", 1)),
                 b("init block of 20000 locations, one twice", {
                     let locs: String = (0..20000).map(|i| format!("l{i}=0;")).collect();
                     lit.replace("data=0;", &format!("{locs}l7=1;\ndata=0;"))
@@ -556,4 +573,68 @@ fn litmus_tune_refuses_unknown_tests_and_no_sets() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("at most 10000 parameter sets"), "{err}");
+}
+
+/// `litmus export` writes only what `litmus import` reads back: a YAML test whose name the
+/// `PTX NAME` header cannot hold is refused at `name:` (exit 2), and a test with an awkward
+/// but one-line name goes export | import | export unchanged.
+#[test]
+fn litmus_export_writes_only_what_import_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let lit_yaml = read("suites/litmus/mp-release-acquire-gpu.yaml");
+    let gpucts = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gpucts"))
+            .args(args)
+            .env("GPUCTS_ROOT", root())
+            .output()
+            .expect("gpucts starts")
+    };
+    for name in ["\"\"", "\"a\\nb\"", "\"a\\r\""] {
+        let f = dir.path().join("bad.yaml");
+        std::fs::write(
+            &f,
+            lit_yaml.replacen("name: ", &format!("name: {name}\n# was: "), 1),
+        )
+        .unwrap();
+        let out = gpucts(&["litmus", "export", f.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("bad.yaml:") && err.contains("test name"),
+            "{name}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{name}");
+    }
+    for name in ["\"a b | c ; {\"", "\"PTX x\"", "'\"q\"'"] {
+        let f = dir.path().join("ok.yaml");
+        std::fs::write(
+            &f,
+            lit_yaml.replacen("name: ", &format!("name: {name}\n# was: "), 1),
+        )
+        .unwrap();
+        let once = gpucts(&["litmus", "export", f.to_str().unwrap()]);
+        assert_eq!(
+            once.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&once.stderr)
+        );
+        let lit = dir.path().join("ok.litmus");
+        std::fs::write(&lit, &once.stdout).unwrap();
+        let back = gpucts(&["litmus", "import", lit.to_str().unwrap()]);
+        assert_eq!(
+            back.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&back.stderr)
+        );
+        let again_yaml = dir.path().join("again.yaml");
+        std::fs::write(&again_yaml, &back.stdout).unwrap();
+        let twice = gpucts(&["litmus", "export", again_yaml.to_str().unwrap()]);
+        assert_eq!(
+            String::from_utf8_lossy(&twice.stdout),
+            String::from_utf8_lossy(&once.stdout),
+            "{name}"
+        );
+    }
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 use super::layout::{layout, validate_field, Layout, LayoutError};
-use super::types::{all_records, Field, RecordKind, Scalar, Ty, TypeDef};
+use super::types::{Field, RecordKind, Scalar, Ty, TypeDef};
 
 // ---------------------------------------------------------------------------------------------
 // YAML model
@@ -172,6 +172,58 @@ pub const MAX_FILE_MEMBERS: u64 = 1_000_000;
 /// A reading error: line, column (0 when unknown) and message.
 type At = (u64, u64, String);
 
+/// Every aggregate name of the file so far, defined or derived (a nested anonymous aggregate
+/// is named OUTER_MEMBER), with where it comes from: `abi layout`, the renderings and the
+/// oracles key aggregates by name, so two aggregates with one name would merge into one and
+/// the other would vanish from the output.
+type Names = BTreeMap<String, (u64, u64, String)>;
+
+/// Claim `name` for the aggregate that `what` describes, at `at`; `subject` starts the
+/// error, which says which aggregate already has the name, and where.
+fn claim(
+    names: &mut Names,
+    name: &str,
+    subject: &str,
+    what: String,
+    at: (u64, u64),
+) -> Result<(), At> {
+    if let Some((l, c, prev)) = names.get(name) {
+        return Err((
+            at.0,
+            at.1,
+            format!("{subject} already the name of {prev} (line {l}, column {c}); a nested anonymous struct or union is named OUTER_MEMBER, so rename one of them"),
+        ));
+    }
+    names.insert(name.to_string(), (at.0, at.1, what));
+    Ok(())
+}
+
+/// Why `name` cannot name a type of the file although it is an identifier and no keyword: a
+/// member `type:` naming it would mean the built-in (the reader tries scalars and vector
+/// shorthands first), so the user's type would be silently shadowed; and the renderings and
+/// oracles define `gpucts_*` names of their own.
+fn reserved_type_name(name: &str) -> Option<String> {
+    if let Some(s) = Scalar::parse(name) {
+        return Some(format!(
+            "names the built-in scalar `{}` (ptx-interop 13.2 §1.1): a member's `type: {name}` means the scalar",
+            s.yaml_name()
+        ));
+    }
+    if let Some(Ty::Vector(s, n)) = parse_vector_shorthand(name) {
+        return Some(format!(
+            "names the built-in vector type `{name}` ({n} × {}, ptx-interop 13.2 §1.2): a member's `type: {name}` means the vector",
+            s.yaml_name()
+        ));
+    }
+    if name.starts_with("gpucts_") {
+        return Some(
+            "starts with `gpucts_`, which the renderings and oracles use for names of their own"
+                .into(),
+        );
+    }
+    None
+}
+
 fn pos<T>(s: &Spanned<T>) -> (u64, u64) {
     (s.referenced.line(), s.referenced.column())
 }
@@ -191,6 +243,7 @@ fn parse_type_defs(
     // Members of each defined type, every nested use counted (see MAX_TYPE_MEMBERS).
     let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
     let mut total = 0u64;
+    let mut names = Names::new();
     for st in file.types {
         let (l, c) = pos(&st);
         let t = st.value;
@@ -209,6 +262,13 @@ fn parse_type_defs(
             }
         };
         check_name(&t.name, "type name").map_err(|m| show((l, c, m.to_string())))?;
+        if let Some(why) = reserved_type_name(&t.name) {
+            return Err(show((
+                l,
+                c,
+                format!("type name `{}` {why}; choose another name", t.name),
+            )));
+        }
         if defined.iter().any(|d| d.name == t.name) {
             return Err(show((
                 l,
@@ -216,6 +276,14 @@ fn parse_type_defs(
                 format!("type `{}` defined twice; type names are unique", t.name),
             )));
         }
+        claim(
+            &mut names,
+            &t.name,
+            &format!("type name `{}` is", t.name),
+            format!("type `{}`", t.name),
+            (l, c),
+        )
+        .map_err(show)?;
         let mut budget = 0u64;
         let def = resolve_record(
             &t.name,
@@ -224,6 +292,7 @@ fn parse_type_defs(
             &defined,
             &sizes,
             &mut budget,
+            &mut names,
             (l, c),
         )
         .map_err(show)?;
@@ -247,23 +316,6 @@ fn parse_type_defs(
         }
         sizes.insert(def.name.clone(), budget);
         defined.push(def);
-    }
-    // A nested anonymous aggregate is named OUTER_MEMBER; it must not clash with a type of
-    // the file, or the C rendering would define one name twice.
-    let mut names: std::collections::BTreeMap<&str, &TypeDef> = std::collections::BTreeMap::new();
-    for r in all_records(&defined) {
-        if let Some(prev) = names.insert(&r.name, r) {
-            if prev != r {
-                return Err(show((
-                    0,
-                    0,
-                    format!(
-                        "two different types are named `{}` (a nested anonymous aggregate is named OUTER_MEMBER)",
-                        r.name
-                    ),
-                )));
-            }
-        }
     }
     Ok(defined)
 }
@@ -416,6 +468,7 @@ fn resolve_record(
     defined: &[TypeDef],
     sizes: &BTreeMap<String, u64>,
     budget: &mut u64,
+    names: &mut Names,
     at: (u64, u64),
 ) -> Result<TypeDef, At> {
     let mut fields = Vec::new();
@@ -446,10 +499,14 @@ fn resolve_record(
             (None, None) => return Err(fail("needs `type` (or `bits`)".into())),
             (Some(t), _) => resolve_ty(
                 t,
-                &format!("{name}_{}", field_tag(m, i)),
+                &AnonName {
+                    name: &format!("{name}_{}", field_tag(m, i)),
+                    what: &what,
+                },
                 defined,
                 sizes,
                 budget,
+                names,
                 (l, c),
             )
             .map_err(|(el, ec, e)| {
@@ -493,12 +550,19 @@ fn field_tag(m: &MemberRepr, i: usize) -> String {
     m.name.clone().unwrap_or_else(|| format!("m{i}"))
 }
 
+/// The name a nested anonymous aggregate gets, and the member it is the type of.
+struct AnonName<'a> {
+    name: &'a str,
+    what: &'a str,
+}
+
 fn resolve_ty(
     t: &TyRepr,
-    anon_name: &str,
+    anon: &AnonName,
     defined: &[TypeDef],
     sizes: &BTreeMap<String, u64>,
     budget: &mut u64,
+    names: &mut Names,
     at: (u64, u64),
 ) -> Result<Ty, At> {
     let fail = |m: String| (at.0, at.1, m);
@@ -531,28 +595,48 @@ fn resolve_ty(
                 return Err(fail("array count must be at least 1".into()));
             }
             Ty::Array(
-                Box::new(resolve_ty(array, anon_name, defined, sizes, budget, at)?),
+                Box::new(resolve_ty(array, anon, defined, sizes, budget, names, at)?),
                 *count,
             )
         }
-        TyRepr::Struct(m) => Ty::Record(Box::new(resolve_record(
-            anon_name,
-            RecordKind::Struct,
-            m,
-            defined,
-            sizes,
-            budget,
-            at,
-        )?)),
-        TyRepr::Union(m) => Ty::Record(Box::new(resolve_record(
-            anon_name,
-            RecordKind::Union,
-            m,
-            defined,
-            sizes,
-            budget,
-            at,
-        )?)),
+        TyRepr::Struct(m) => {
+            claim(
+                names,
+                anon.name,
+                &format!("its anonymous struct is named `{}`,", anon.name),
+                format!("the anonymous struct of {}", anon.what),
+                at,
+            )?;
+            Ty::Record(Box::new(resolve_record(
+                anon.name,
+                RecordKind::Struct,
+                m,
+                defined,
+                sizes,
+                budget,
+                names,
+                at,
+            )?))
+        }
+        TyRepr::Union(m) => {
+            claim(
+                names,
+                anon.name,
+                &format!("its anonymous union is named `{}`,", anon.name),
+                format!("the anonymous union of {}", anon.what),
+                at,
+            )?;
+            Ty::Record(Box::new(resolve_record(
+                anon.name,
+                RecordKind::Union,
+                m,
+                defined,
+                sizes,
+                budget,
+                names,
+                at,
+            )?))
+        }
     })
 }
 
@@ -672,6 +756,72 @@ mod tests {
             e.starts_with("t.yaml:5:9:") && e.contains("`class` is a C/C++ keyword"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_type_named_like_a_derived_anonymous_name_is_refused_in_either_order() {
+        // `A.b`'s anonymous struct is named `A_b`: a user type `A_b` used to vanish from
+        // `abi layout` (both were keyed by one name). Defined first: refused at `A.b`.
+        let e = err("types:\n  - name: A_b\n    members: [{name: y, type: char}]\n  - name: A\n    members:\n      - {name: b, type: {struct: [{name: x, type: int}]}}\n");
+        assert!(
+            e.starts_with("t.yaml:6:9: type `A` member `b`: its anonymous struct is named `A_b`")
+                && e.contains("type `A_b` (line 2, column 5)"),
+            "{e}"
+        );
+        // Defined after: refused at the user type, even when the two are identical.
+        let e = err("types:\n  - name: A\n    members:\n      - {name: b, type: {union: [{name: x, type: int}]}}\n  - name: A_b\n    members: [{name: x, type: int}]\n");
+        assert!(
+            e.starts_with("t.yaml:5:5: type name `A_b` is already the name of the anonymous union of type `A` member `b` (line 4, column 9)"),
+            "{e}"
+        );
+        // Two derived names: `A.b.c` and `A.b_c` are both `A_b_c`; so are `A_b.c` (inside
+        // an array) and `A.b_c`.
+        let e = err("types:\n  - name: A\n    members:\n      - {name: b, type: {struct: [{name: c, type: {struct: [{name: x, type: int}]}}]}}\n      - {name: b_c, type: {struct: [{name: y, type: int}]}}\n");
+        assert!(e.starts_with("t.yaml:5:9:") && e.contains("`A_b_c`"), "{e}");
+        let e = err("types:\n  - name: A_b\n    members:\n      - {name: c, type: {array: {struct: [{name: x, type: int}]}, count: 2}}\n  - name: A\n    members:\n      - {name: b_c, type: {struct: [{name: y, type: int}]}}\n");
+        assert!(e.starts_with("t.yaml:7:9:") && e.contains("`A_b_c`"), "{e}");
+        // Using a defined type twice is no clash: its nested records are the same ones.
+        let t = parse_types("types:\n  - name: In\n    members: [{name: u, type: {union: [{name: x, type: int}]}}]\n  - name: S\n    members: [{name: a, type: In}, {name: b, type: In}]\n", "t.yaml").unwrap();
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn a_type_named_like_a_built_in_is_refused_naming_the_built_in() {
+        // A member's `type: float4` is the §1.2 vector, so a struct `float4` would be
+        // silently shadowed by it.
+        for (name, want) in [
+            ("float4", "built-in vector type `float4` (4 × float"),
+            ("char3", "built-in vector type `char3` (3 × char"),
+            (
+                "ulonglong2",
+                "built-in vector type `ulonglong2` (2 × unsigned long long",
+            ),
+            ("half2", "built-in vector type `half2` (2 × half"),
+            ("float5", "built-in vector type `float5` (5 × float"),
+            ("uchar", "built-in scalar `unsigned char`"),
+            ("half", "built-in scalar `half`"),
+            ("pointer", "built-in scalar `pointer`"),
+            ("texture_handle", "built-in scalar `texture_handle`"),
+            ("gpucts_vec_float_4", "starts with `gpucts_`"),
+        ] {
+            let e = err(&format!(
+                "types:\n  - name: ok\n    members: [{{name: a, type: int}}]\n  - name: {name}\n    members: [{{name: x, type: char}}]\n"
+            ));
+            assert!(
+                e.starts_with(&format!("t.yaml:4:5: type name `{name}` names the"))
+                    || e.starts_with(&format!("t.yaml:4:5: type name `{name}` starts")),
+                "{e}"
+            );
+            assert!(e.contains(want), "{name}: {e}");
+        }
+        // Names that only look alike are types like any other.
+        for name in ["float4x", "floaty4", "Float4", "vec4"] {
+            let text = format!(
+                "types:\n  - name: {name}\n    members: [{{name: x, type: char}}]\n  - name: S\n    members: [{{name: m, type: {name}}}]\n"
+            );
+            let t = parse_types(&text, "t.yaml").unwrap();
+            assert!(matches!(&t[1].fields[0].ty, Ty::Record(r) if r.name == name));
+        }
     }
 
     #[test]

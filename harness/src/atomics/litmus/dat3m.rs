@@ -118,6 +118,46 @@ fn col_of(line: &str, part: &str) -> usize {
         .map_or(1, |before| before.chars().count() + 1)
 }
 
+/// [`col_of`] for the parts of one line taken left to right (the entries of an init block,
+/// the cells of a row): it counts the characters between one part and the next only, so a
+/// line of n parts costs O(line) rather than n counts from the line's start (a one-line
+/// init block of 100,000 entries spent seconds counting).
+struct Columns<'a> {
+    line: &'a str,
+    /// A byte offset into `line` and the number of characters before it.
+    byte: usize,
+    chars: usize,
+}
+
+impl<'a> Columns<'a> {
+    fn new(line: &'a str) -> Self {
+        Columns {
+            line,
+            byte: 0,
+            chars: 0,
+        }
+    }
+
+    fn of(&mut self, part: &str) -> usize {
+        let start = self.line.as_ptr() as usize;
+        let at = part.as_ptr() as usize;
+        if at < start || at + part.len() > start + self.line.len() {
+            return 1;
+        }
+        let lead = part.len() - part.trim_start().len();
+        let to = at - start + lead;
+        if to < self.byte {
+            return col_of(self.line, part); // out of order: count from the start
+        }
+        let Some(between) = self.line.get(self.byte..to) else {
+            return col_of(self.line, part);
+        };
+        self.chars += between.chars().count();
+        self.byte = to;
+        self.chars + 1
+    }
+}
+
 /// Advances `*i` past blank lines.
 fn skip_blank(lines: &[&str], i: &mut usize) {
     while *i < lines.len() && lines[*i].trim().is_empty() {
@@ -137,6 +177,13 @@ fn header<'a>(lines: &[&'a str], i: &mut usize) -> Result<&'a str, ImportError> 
     };
     if name.is_empty() {
         return err(*i + 1, "missing test name after `PTX`");
+    }
+    if let Some(why) = super::test_name_problem(name) {
+        return err_at(
+            *i + 1,
+            col_of(first, name),
+            format!("test name {name:?} {why}; a name is one line of text"),
+        );
     }
     *i += 1;
     Ok(name)
@@ -173,6 +220,15 @@ fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, usize), I
             // CR before the LF that `str::lines` strips only when it is the line's last
             // character): dropped, so that export, which writes LF line ends, round-trips.
             s.retain(|c| c != '\r');
+            if let Some(c) = s
+                .chars()
+                .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+            {
+                return err(
+                    start + 1,
+                    format!("the description holds the control character {c:?}; a description is text, lines and tabs"),
+                );
+            }
             desc.push(s);
             *i += 1;
             continue;
@@ -218,13 +274,26 @@ fn init_block(lines: &[&str], i: &mut usize, from: usize) -> Result<Init, Import
             Some(p) => (&rest[..p], true),
             None => (rest, false),
         };
+        let mut cols = Columns::new(line);
         for entry in body.split(';') {
             let e = entry.trim();
             if e.is_empty() {
                 continue;
             }
-            let col = col_of(line, entry);
+            let col = cols.of(entry);
             init_entry(e, *i + 1, col, &mut locations, &mut declared, &mut regs)?;
+            // Checked entry by entry, so that a huge block is refused at its first entry past
+            // the bound, before the rest is even split.
+            if locations.len() > super::MAX_LOCATIONS {
+                return err_at(
+                    *i + 1,
+                    col,
+                    format!(
+                        "the init block declares more than {0} locations; a litmus test has at most {0}",
+                        super::MAX_LOCATIONS
+                    ),
+                );
+            }
         }
         *i += 1;
         if closed {
@@ -248,8 +317,19 @@ fn thread_header(
     };
     let header_line = *i + 1;
     let mut threads = Vec::new();
+    let mut cols = Columns::new(header);
     for (col, cell) in split_row(header).iter().enumerate() {
-        let at = col_of(header, cell);
+        let at = cols.of(cell);
+        if col == super::MAX_THREADS {
+            return err_at(
+                header_line,
+                at,
+                format!(
+                    "the header has more than {0} threads; a litmus test has at most {0}",
+                    super::MAX_THREADS
+                ),
+            );
+        }
         let cell = cell.trim();
         let (pname, place) = match cell.split_once('@') {
             Some((p, rest)) => (p.trim(), rest),
@@ -323,6 +403,7 @@ fn instruction_rows(
     threads: &mut [Thread],
 ) -> Result<(Positions, usize), ImportError> {
     let mut positions = Positions::new();
+    let mut ops = 0usize;
     while *i < lines.len() {
         let line = lines[*i];
         let l = line.trim();
@@ -340,12 +421,24 @@ fn instruction_rows(
                 format!("{} columns, but {} threads", cells.len(), threads.len()),
             );
         }
+        let mut cols = Columns::new(line);
         for (col, cell) in cells.iter().enumerate() {
             let c = cell.trim();
             if c.is_empty() {
                 continue;
             }
-            let at = (*i, col_of(line, cell));
+            let at = (*i, cols.of(cell));
+            ops += 1;
+            if ops > super::MAX_OPS {
+                return err_at(
+                    at.0,
+                    at.1,
+                    format!(
+                        "the test has more than {0} instructions; a litmus test has at most {0}, all threads together",
+                        super::MAX_OPS
+                    ),
+                );
+            }
             let op = parse_instr(c).map_err(|m| ImportError {
                 line: at.0,
                 col: at.1,
@@ -1459,6 +1552,38 @@ forall
             let (line, col) = where_is(&text, bad);
             assert!(e.to_string().starts_with(&format!("{line}:{col}: ")), "{e}");
         }
+    }
+
+    /// Threads and instructions past their bounds are refused at the first cell past it, as
+    /// the header or rows are read; a name or description export could not write back is
+    /// refused at its line.
+    #[test]
+    fn bounds_and_header_text_are_checked_where_they_are_written() {
+        let n = super::super::MAX_THREADS + 1;
+        let head: Vec<String> = (0..n).map(|t| format!("P{t}@cta {t},gpu 0")).collect();
+        let text = format!(
+            "PTX W\n{{ x=0; }}\n {} ;\n st.weak x, 1 ;\nexists (x == 1)\n",
+            head.join(" | ")
+        );
+        let e = import(&text).unwrap_err();
+        assert_eq!((e.line, e.col), where_is(&text, "P256@"), "{e}");
+        assert!(e.msg.contains("more than 256 threads"), "{e}");
+        let rows = " st.weak x, 1 | st.weak y, 1 ;\n".repeat(super::super::MAX_OPS / 2 + 1);
+        let text = format!(
+            "PTX L\n{{ x=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n{rows}exists (x == 1)\n"
+        );
+        let e = import(&text).unwrap_err();
+        // Row 2049 (file line 2052): its first cell is instruction 4097.
+        assert_eq!((e.line, e.col), (2052, 2), "{e}");
+        assert!(e.msg.contains("more than 4096 instructions"), "{e}");
+        let text = MP_GPU.replacen("PTX MP-gpu", "PTX MP\u{7}gpu", 1);
+        let e = import(&text).unwrap_err();
+        assert_eq!((e.line, e.col), (1, 5), "{e}");
+        assert!(e.msg.contains("control character"), "{e}");
+        let text = MP_GPU.replacen("PTX MP-gpu\n", "PTX MP-gpu\n\n\"a\u{1b}b\"\n", 1);
+        let e = import(&text).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.msg.contains("control character '\\u{1b}'"), "{e}");
     }
 
     /// Header cells and instruction cells point at their cell too.

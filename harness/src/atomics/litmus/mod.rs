@@ -785,6 +785,18 @@ pub enum InvalidTest {
     Condition(String),
     #[error("{0}")]
     Test(String),
+    /// The test's name (readers point at `name:` or the `PTX NAME` header).
+    #[error("{0}")]
+    Name(String),
+    /// The test's description.
+    #[error("{0}")]
+    Description(String),
+    /// The `index`-th (0-based) listed location.
+    #[error("{what}")]
+    Location { index: usize, what: String },
+    /// The `index`-th (0-based) thread.
+    #[error("{what}")]
+    Thread { index: usize, what: String },
 }
 
 /// A litmus YAML text that does not read: at a 1-based line and column.
@@ -942,6 +954,31 @@ pub fn is_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '%')
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '%' | '$'))
+}
+
+/// The most locations a test may list. Every reader checks these bounds as it reads, before
+/// any work that grows with the test (an init block of 100,000 locations took minutes in the
+/// checker, which scanned the locations once per location); real tests have a handful, and
+/// the checker itself handles at most 64 events, one initial write per location among them.
+pub const MAX_LOCATIONS: usize = 1024;
+/// The most threads a test may have.
+pub const MAX_THREADS: usize = 256;
+/// The most operations a test may have, all threads together.
+pub const MAX_OPS: usize = 4096;
+
+/// Why `name` cannot name a test: it must be one line of text with no blank at either end,
+/// because the Dat3M header `PTX NAME` holds it on one line and is read trimmed (an empty or
+/// multi-line name was exported as text the import refused).
+pub fn test_name_problem(name: &str) -> Option<&'static str> {
+    if name.trim().is_empty() {
+        Some("is empty")
+    } else if name.chars().any(char::is_control) {
+        Some("holds a line break, tab or other control character")
+    } else if name.trim() != name {
+        Some("starts or ends with a blank")
+    } else {
+        None
+    }
 }
 
 /// The deepest nesting of `(` and `~` a condition may have: the parser and the evaluator
@@ -1114,15 +1151,59 @@ impl LitmusTest {
     /// Every location the test names (listed or used), in first-mention order.
     pub fn all_locations(&self) -> Vec<String> {
         let mut out: Vec<String> = self.locations.iter().map(|l| l.name.clone()).collect();
+        // A set of the names so far: linear in locations and operations together.
+        let mut seen: std::collections::HashSet<&str> =
+            self.locations.iter().map(|l| l.name.as_str()).collect();
         for t in &self.threads {
             for op in &t.ops {
                 let Some(loc) = op.loc() else { continue };
-                if !out.iter().any(|l| l == loc) {
+                if seen.insert(loc) {
                     out.push(loc.to_string());
                 }
             }
         }
         out
+    }
+
+    /// The bounds every reader checks before any other work: [`MAX_LOCATIONS`],
+    /// [`MAX_THREADS`], [`MAX_OPS`]. Errors point at the first location, thread or operation
+    /// past the bound.
+    pub fn check_size(&self) -> Result<(), InvalidTest> {
+        if self.locations.len() > MAX_LOCATIONS {
+            return Err(InvalidTest::Location {
+                index: MAX_LOCATIONS,
+                what: format!(
+                    "test `{}` lists {} locations; a litmus test has at most {MAX_LOCATIONS}",
+                    self.name,
+                    self.locations.len()
+                ),
+            });
+        }
+        if self.threads.len() > MAX_THREADS {
+            return Err(InvalidTest::Thread {
+                index: MAX_THREADS,
+                what: format!(
+                    "test `{}` has {} threads; a litmus test has at most {MAX_THREADS}",
+                    self.name,
+                    self.threads.len()
+                ),
+            });
+        }
+        let mut ops = 0usize;
+        for (thread, t) in self.threads.iter().enumerate() {
+            if ops + t.ops.len() > MAX_OPS {
+                return Err(InvalidTest::Op {
+                    thread,
+                    op: MAX_OPS - ops + 1,
+                    what: format!(
+                        "test `{}` has more than {MAX_OPS} operations; a litmus test has at most {MAX_OPS}, all threads together",
+                        self.name
+                    ),
+                });
+            }
+            ops += t.ops.len();
+        }
+        Ok(())
     }
 
     pub fn init_of(&self, loc: &str) -> i64 {
@@ -1176,6 +1257,26 @@ impl LitmusTest {
     /// Checks what serde cannot: semantics valid for each operation, scopes present exactly on
     /// strong operations, registers and threads in the condition exist.
     pub fn validate(&self) -> Result<(), InvalidTest> {
+        self.check_size()?;
+        if let Some(why) = test_name_problem(&self.name) {
+            return Err(InvalidTest::Name(format!(
+                "test name {:?} {why}; a name is one line of text (Dat3M's `PTX NAME` header)",
+                self.name
+            )));
+        }
+        if let Some(d) = &self.description {
+            // A carriage return is dropped as a line-end artefact by the Dat3M reader, and
+            // other control characters have no place in a description: refused, so that a
+            // test survives `litmus export | litmus import` as it is.
+            if let Some(c) = d
+                .chars()
+                .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+            {
+                return Err(InvalidTest::Description(format!(
+                    "the description holds the control character {c:?}; a description is text, lines and tabs"
+                )));
+            }
+        }
         if self.threads.is_empty() {
             return Err(InvalidTest::Test(format!(
                 "test `{}` has no threads",
@@ -1183,12 +1284,21 @@ impl LitmusTest {
             )));
         }
         let locs = self.all_locations();
-        for l in &self.locations {
+        let mut listed = std::collections::HashSet::new();
+        for (index, l) in self.locations.iter().enumerate() {
             if !is_name(&l.name) {
                 return Err(InvalidTest::Test(format!(
                     "location `{}` is not a name; a location is [A-Za-z_%][A-Za-z0-9_%$]*",
                     l.name
                 )));
+            }
+            // Which initial value would hold is anyone's guess, and the Dat3M export would
+            // write an init block its import refuses.
+            if !listed.insert(l.name.as_str()) {
+                return Err(InvalidTest::Location {
+                    index,
+                    what: format!("location `{}` listed twice", l.name),
+                });
             }
         }
         let name_rule = "[A-Za-z_%][A-Za-z0-9_%$]*";
@@ -1404,8 +1514,12 @@ fn validate_op(
 /// found after parsing (`ld` with `.release`, an unknown register): read leniently, second.
 #[derive(Deserialize)]
 struct Positions {
+    name: Option<serde_saphyr::Spanned<serde::de::IgnoredAny>>,
+    description: Option<serde_saphyr::Spanned<serde::de::IgnoredAny>>,
     #[serde(default)]
-    threads: Vec<ThreadPositions>,
+    locations: Vec<serde_saphyr::Spanned<serde::de::IgnoredAny>>,
+    #[serde(default)]
+    threads: Vec<serde_saphyr::Spanned<ThreadPositions>>,
     condition: Option<serde_saphyr::Spanned<serde::de::IgnoredAny>>,
 }
 
@@ -1430,11 +1544,22 @@ pub fn from_yaml(text: &str) -> Result<LitmusTest, YamlError> {
             let at = match &source {
                 InvalidTest::Op { thread, op, .. } => pos
                     .as_ref()
-                    .and_then(|p| p.threads.get(*thread)?.ops.get(op.checked_sub(1)?))
+                    .and_then(|p| p.threads.get(*thread)?.value.ops.get(op.checked_sub(1)?))
                     .map(span),
                 InvalidTest::Condition(_) => {
                     pos.as_ref().and_then(|p| p.condition.as_ref()).map(span)
                 }
+                InvalidTest::Name(_) => pos.as_ref().and_then(|p| p.name.as_ref()).map(span),
+                InvalidTest::Description(_) => {
+                    pos.as_ref().and_then(|p| p.description.as_ref()).map(span)
+                }
+                InvalidTest::Location { index, .. } => {
+                    pos.as_ref().and_then(|p| p.locations.get(*index)).map(span)
+                }
+                InvalidTest::Thread { index, .. } => pos.as_ref().and_then(|p| {
+                    let t = p.threads.get(*index)?;
+                    Some((t.referenced.line(), t.referenced.column()))
+                }),
                 InvalidTest::Test(_) => None,
             };
             let (line, column) = at.unwrap_or((1, 1));
@@ -1455,10 +1580,12 @@ fn listed_locations_only(t: &LitmusTest) -> Result<(), InvalidTest> {
     if t.locations.is_empty() {
         return Ok(());
     }
+    let listed: std::collections::HashSet<&str> =
+        t.locations.iter().map(|l| l.name.as_str()).collect();
     for (thread, th) in t.threads.iter().enumerate() {
         for (oi, op) in th.ops.iter().enumerate() {
             let Some(loc) = op.loc() else { continue };
-            if !t.locations.iter().any(|l| l.name == loc) {
+            if !listed.contains(loc) {
                 let listed: Vec<&str> = t.locations.iter().map(|l| l.name.as_str()).collect();
                 return Err(InvalidTest::Op {
                     thread,
@@ -1529,11 +1656,89 @@ mod tests {
             tests.push(load_file(&e.unwrap().path()).unwrap());
         }
         assert!(tests.len() > 100);
+        // Names and descriptions of every awkward kind, on a few catalogue tests: each either
+        // survives export | import, or the test is refused for it (an empty or multi-line
+        // name was exported as text the import refused).
+        let names = [
+            "",
+            " ",
+            "\n",
+            "a\nb",
+            "a\n",
+            " a",
+            "a ",
+            "a\rb",
+            "a\r",
+            "a\tb",
+            "a\u{7}b",
+            "a b",
+            "é",
+            "a\"b",
+            "a\\b",
+            "PTX",
+            "PTX x",
+            "{",
+            "}",
+            "|",
+            ";",
+            "exists (x == 1)",
+            "\"quoted\"",
+            "P0@cta 0",
+        ];
+        let descriptions = [
+            None,
+            Some(""),
+            Some(" "),
+            Some("a\nb"),
+            Some("\n"),
+            Some("a\rb"),
+            Some("a\tb"),
+            Some("a\u{0}b"),
+            Some("\""),
+            Some("\\"),
+            Some("a\\"),
+            Some("\\\""),
+            Some("{ x=1; }"),
+            Some("line\n{\n}"),
+            Some("line\n\"PTX y\""),
+            Some(" padded "),
+        ];
+        let catalogue = tests.len();
+        for base in tests[..catalogue]
+            .iter()
+            .step_by(37)
+            .take(4)
+            .cloned()
+            .collect::<Vec<_>>()
+        {
+            for n in names {
+                let mut t = base.clone();
+                t.name = n.to_string();
+                match t.validate() {
+                    Ok(()) => tests.push(t),
+                    Err(InvalidTest::Name(m)) => assert!(
+                        m.contains(&format!("{n:?}")) && m.contains("one line of text"),
+                        "{m}"
+                    ),
+                    Err(e) => panic!("name {n:?}: {e}"),
+                }
+            }
+            for d in descriptions {
+                let mut t = base.clone();
+                t.description = d.map(str::to_string);
+                match t.validate() {
+                    Ok(()) => tests.push(t),
+                    Err(InvalidTest::Description(m)) => assert!(m.contains("control"), "{m}"),
+                    Err(e) => panic!("description {d:?}: {e}"),
+                }
+            }
+        }
+        assert!(tests.len() > catalogue + 40, "{}", tests.len() - catalogue);
         let mut differ = Vec::new();
         for t in &tests {
             let text = dat3m::export(t);
             match dat3m::import(&text) {
-                Ok(back) if back == *t => {}
+                Ok(back) if back == *t && dat3m::export(&back) == text => {}
                 Ok(back) => differ.push(format!("{}: {:?}\n  vs {:?}", t.name, back, t)),
                 Err(e) => differ.push(format!(
                     "{}: import refused its export: {e}\n{text}",
@@ -1698,15 +1903,98 @@ mod tests {
         assert_eq!(parse_int("010"), Some(8), "PTX octal");
     }
 
+    /// A huge init block is refused at its first location past [`MAX_LOCATIONS`], before the
+    /// rest is read (100,000 locations took minutes in the checker); up to the bound it reads.
     #[test]
-    fn an_init_block_of_many_locations_reads_in_linear_time() {
-        let locs: String = (0..50_000).map(|i| format!("l{i}=0; ")).collect();
-        let text =
-            format!("PTX t\n{{ {locs} }}\n P0@cta 0,gpu 0 ;\n st.weak l0, 1 ;\nexists (l0 == 1)\n");
-        let t0 = std::time::Instant::now();
-        let t = dat3m::import(&text).unwrap();
-        assert_eq!(t.locations.len(), 50_000);
-        assert!(t0.elapsed().as_secs() < 10, "{:?}", t0.elapsed());
+    fn an_init_block_past_the_location_bound_is_refused_at_the_entry() {
+        let block = |n: usize| -> String {
+            let locs: String = (0..n).map(|i| format!("l{i}=0; ")).collect();
+            format!("PTX t\n{{ {locs} }}\n P0@cta 0,gpu 0 ;\n st.weak l0, 1 ;\nexists (l0 == 1)\n")
+        };
+        let text = block(100_000);
+        let e = dat3m::import(&text).unwrap_err();
+        let col = text.find(&format!("l{MAX_LOCATIONS}=")).unwrap() - "PTX t\n".len() + 1;
+        assert_eq!((e.line, e.col), (2, col), "{e}");
+        assert!(
+            e.msg
+                .contains("more than 1024 locations; a litmus test has at most 1024"),
+            "{e}"
+        );
+        let t = dat3m::import(&block(MAX_LOCATIONS)).unwrap();
+        assert_eq!(t.locations.len(), MAX_LOCATIONS);
+        // The checker refuses it for its events, having built them in linear time.
+        let e = crate::atomics::model::try_check(&t).unwrap_err();
+        assert!(e.to_string().contains("1025 events"), "{e}");
+    }
+
+    /// A name `litmus export` cannot write on one `PTX NAME` line is refused at `name:`.
+    #[test]
+    fn yaml_names_and_descriptions_export_cannot_write_are_refused_at_their_key() {
+        for (name, at, why) in [
+            ("\"\"", "1:7", "is empty"),
+            ("\"a\\nb\"", "1:7", "line break"),
+            // A block scalar's position is its first line of text.
+            ("|\n  a\n  b", "2:3", "line break"),
+            ("\" a\"", "1:7", "blank"),
+        ] {
+            let text = MP.replacen("name: MP", &format!("name: {name}"), 1);
+            let e = from_yaml(&text).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("{at}: test name ")) && e.contains(why),
+                "{name}: {e}"
+            );
+        }
+        let text = MP.replacen("name: MP\n", "name: MP\ndescription: \"a\\rb\"\n", 1);
+        let e = from_yaml(&text).unwrap_err().to_string();
+        assert!(e.starts_with("2:14: ") && e.contains("'\\r'"), "{e}");
+    }
+
+    /// A location listed twice is refused at the second listing (export wrote it twice, and
+    /// its import refused that).
+    #[test]
+    fn a_location_listed_twice_is_refused_at_the_second() {
+        let text = "name: dup\nlocations:\n  - {name: x, init: 0}\n  - {name: x, init: 1}\nthreads:\n  - cta: 0\n    ops:\n      - st: {loc: x, val: 1}\ncondition: 'exists (x == 1)'\n";
+        let e = from_yaml(text).unwrap_err().to_string();
+        assert!(e.starts_with("4:5: location `x` listed twice"), "{e}");
+    }
+
+    /// The same bounds in YAML, each at the first location, thread or operation past it.
+    #[test]
+    fn yaml_tests_past_the_size_bounds_are_refused_where_the_bound_is_crossed() {
+        let mut text = "name: big\nlocations:\n".to_string();
+        for i in 0..=MAX_LOCATIONS {
+            text += &format!("  - {{name: l{i}, init: 0}}\n");
+        }
+        text += "threads:\n  - cta: 0\n    ops:\n      - st: {loc: l0, val: 1}\ncondition: 'exists (l0 == 1)'\n";
+        let e = from_yaml(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{}:5: ", MAX_LOCATIONS + 3))
+                && e.contains("lists 1025 locations; a litmus test has at most 1024"),
+            "{e}"
+        );
+        let mut text = "name: wide\nthreads:\n".to_string();
+        for i in 0..=MAX_THREADS {
+            text += &format!("  - cta: {i}\n    ops:\n      - st: {{loc: x, val: 1}}\n");
+        }
+        text += "condition: 'exists (x == 1)'\n";
+        let e = from_yaml(&text).unwrap_err().to_string();
+        let line = 3 + 3 * MAX_THREADS;
+        assert!(
+            e.starts_with(&format!("{line}:5: "))
+                && e.contains("257 threads; a litmus test has at most 256"),
+            "{e}"
+        );
+        let mut text = "name: long\nthreads:\n  - cta: 0\n    ops:\n".to_string();
+        for _ in 0..=MAX_OPS {
+            text += "      - st: {loc: x, val: 1}\n";
+        }
+        text += "condition: 'exists (x == 1)'\n";
+        let e = from_yaml(&text).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{}:9: ", 5 + MAX_OPS))
+                && e.contains("more than 4096 operations"),
+            "{e}"
+        );
     }
 
     #[test]

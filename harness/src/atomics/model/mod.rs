@@ -30,12 +30,12 @@
 //! caught as po-loc), and causality `cause = base | obs; base`. `fence.sc` and `fence.acq_rel` are both release and acquire
 //! fences; `fence.release` only the former, `fence.acquire` only the latter.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 use crate::atomics::litmus::{
-    dat3m::instr_text, AtomOp, BranchCond, LitmusTest, LocalOp, Op, Operand, Proxy, Quantifier,
-    Scope, Sem, Term, Thread,
+    dat3m::instr_text, AtomOp, BranchCond, LitmusTest, LocalOp, Location, Op, Operand, Proxy,
+    Quantifier, Scope, Sem, Term, Thread,
 };
 
 pub mod unroll;
@@ -304,49 +304,86 @@ const NO_LOC: usize = usize::MAX;
 
 /// Where each location name lives: its physical location (an alias shares its target's; the
 /// index into `locs`) and its virtual address (the index into `names`, Dat3M's `vloc`).
+/// Every lookup goes through maps built once, so building the events is linear in the
+/// locations (a scan per location made 100,000 locations take minutes).
 struct LocIndex<'t> {
-    test: &'t LitmusTest,
     /// Every location name the test uses.
     names: Vec<String>,
     /// The physical locations, each once.
     locs: Vec<String>,
+    /// The listed locations by name.
+    listed: HashMap<&'t str, &'t Location>,
+    /// Index into `names` / `locs` by name.
+    name_at: HashMap<String, usize>,
+    loc_at: HashMap<String, usize>,
 }
 
 impl<'t> LocIndex<'t> {
     fn new(test: &'t LitmusTest) -> Self {
         let names = test.all_locations();
-        let locs = names
+        let mut listed = HashMap::new();
+        for l in &test.locations {
+            // The first declaration wins, as `find` on the list would.
+            listed.entry(l.name.as_str()).or_insert(l);
+        }
+        let mut idx = LocIndex {
+            names,
+            locs: Vec::new(),
+            listed,
+            name_at: HashMap::new(),
+            loc_at: HashMap::new(),
+        };
+        for (i, n) in idx.names.iter().enumerate() {
+            idx.name_at.entry(n.clone()).or_insert(i);
+        }
+        let locs: Vec<String> = idx
+            .names
             .iter()
-            .filter(|l| test.physical(l) == l.as_str())
+            .filter(|l| idx.physical(l) == l.as_str())
             .cloned()
             .collect();
-        LocIndex { test, names, locs }
+        for (i, l) in locs.iter().enumerate() {
+            idx.loc_at.entry(l.clone()).or_insert(i);
+        }
+        idx.locs = locs;
+        idx
+    }
+
+    /// [`LitmusTest::physical`] through the map: the name an alias chain ends at, `l` itself
+    /// when it is no alias (bounded, as there, against a cycle validation missed).
+    fn physical<'a>(&'a self, l: &'a str) -> &'a str {
+        let mut cur = l;
+        for _ in 0..=self.listed.len() {
+            match self.listed.get(cur).and_then(|m| m.alias.as_ref()) {
+                Some(a) => cur = a.of.as_str(),
+                None => return cur,
+            }
+        }
+        cur
+    }
+
+    /// [`LitmusTest::init_of`] through the map.
+    fn init_of(&self, l: &str) -> i64 {
+        self.listed.get(self.physical(l)).map_or(0, |m| m.init)
     }
 
     /// The physical location of `l` (shared by all its aliases).
     fn loc(&self, l: &str) -> usize {
-        let phys = self.test.physical(l);
-        self.locs.iter().position(|x| x == phys).unwrap_or(NO_LOC)
+        self.loc_at.get(self.physical(l)).copied().unwrap_or(NO_LOC)
     }
 
     /// The virtual address of `l`: a texture/surface/constant alias is another proxy's view
     /// of the same virtual address; only a generic alias is a different one (PTX ISA 7.5
     /// proxies; Dat3M's `vloc`).
     fn vloc(&self, l: &str) -> usize {
-        let mut cur = l.to_string();
-        for _ in 0..=self.test.locations.len() {
-            match self
-                .test
-                .locations
-                .iter()
-                .find(|m| m.name == cur)
-                .and_then(|m| m.alias.as_ref())
-            {
-                Some(a) if a.proxy != Proxy::Generic => cur = a.of.clone(),
+        let mut cur = l;
+        for _ in 0..=self.listed.len() {
+            match self.listed.get(cur).and_then(|m| m.alias.as_ref()) {
+                Some(a) if a.proxy != Proxy::Generic => cur = a.of.as_str(),
                 _ => break,
             }
         }
-        self.names.iter().position(|x| *x == cur).unwrap_or(NO_LOC)
+        self.name_at.get(cur).copied().unwrap_or(NO_LOC)
     }
 }
 
@@ -407,8 +444,8 @@ impl<'t> Events<'t> {
                 acq: false,
                 sc_fence: false,
                 rmw_write: None,
-                wval: Some(WVal::Plain(Src::Const(test.init_of(l)))),
-                label: format!("init {l}={}", test.init_of(l)),
+                wval: Some(WVal::Plain(Src::Const(idx.init_of(l)))),
+                label: format!("init {l}={}", idx.init_of(l)),
                 vloc: idx.vloc(l),
                 proxy: Proxy::Generic,
                 proxy_fence: false,
