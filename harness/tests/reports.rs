@@ -227,6 +227,174 @@ fn diff_finds_regressions_fixes_and_suite_changes() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// The committed H100 record of the GPU atomics run (312 cases, 3 figures each).
+fn h100_atomics() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/rigs/h100-2026-11-24/atomics")
+}
+
+/// A copy of results `v` whose scalar figures and series points are multiplied by
+/// `factor(case index, better)` (min, median and max alike, so the spread keeps its shape).
+fn scaled(v: &serde_json::Value, factor: impl Fn(usize, Option<&str>) -> f64) -> serde_json::Value {
+    let mut v = v.clone();
+    let figures = v["figures"].as_object_mut().unwrap();
+    for (i, figs) in figures.values_mut().enumerate() {
+        for f in figs.as_array_mut().unwrap() {
+            let k = factor(i, f["better"].as_str());
+            let spreads: Vec<&mut serde_json::Value> = match f["kind"].as_str() {
+                Some("scalar") => vec![f],
+                Some("series") => f["points"].as_array_mut().unwrap().iter_mut().collect(),
+                _ => vec![],
+            };
+            for s in spreads {
+                for key in ["min", "median", "max"] {
+                    s[key] = (s[key].as_f64().unwrap() * k).into();
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The figures of results `v` that have a worse direction (`better` set).
+fn directed_figures(v: &serde_json::Value) -> usize {
+    v["figures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|f| f.as_array().unwrap())
+        .filter(|f| f["kind"] == "scalar" && f["better"].is_string())
+        .count()
+}
+
+fn diff_out(base: &Path, new: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["diff", base.to_str().unwrap(), new.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = gpucts(&args);
+    let (out, err) = text(&o);
+    (o.status.code(), format!("{out}{err}"))
+}
+
+/// A nightly compares tonight's run with its baseline: run-to-run noise within the
+/// tolerance passes, a real drop fails, and figures from another GPU are not compared unless
+/// asked for.
+#[test]
+fn diff_of_the_h100_record_flags_only_real_figure_regressions() {
+    let base = h100_atomics();
+    let v = read_json(&base.join("results.json"));
+    let directed = directed_figures(&v);
+    assert!(
+        directed > 0,
+        "the record has figures with a worse direction"
+    );
+    let gpu = v["fingerprint"]["gpu"].as_str().unwrap().to_string();
+    assert!(v["fingerprint"]["driver"].is_string());
+    let d = tmp("diff-h100");
+    let write = |name: &str, v: &serde_json::Value| {
+        let dir = d.path().join(name);
+        write_json(&dir.join("results.json"), v);
+        dir
+    };
+    let regressed = |out: &str| {
+        out.lines()
+            .filter(|l| l.starts_with("figure regressed"))
+            .count()
+    };
+
+    // Every figure moved by 8 %, up for one case and down for the next: noise.
+    let jitter = scaled(&v, |i, _| if i % 2 == 0 { 1.08 } else { 0.92 });
+    let jittered = write("jittered", &jitter);
+    let (code, out) = diff_out(&base, &jittered, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(regressed(&out), 0, "{out}");
+    assert!(!out.contains("machines differ"), "{out}");
+    // A tolerance below the jitter: each directed figure that moved the worse way regresses.
+    let worse = v["figures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .enumerate()
+        .flat_map(|(i, f)| f.as_array().unwrap().iter().map(move |f| (i, f)))
+        .filter(|(i, f)| {
+            f["kind"] == "scalar"
+                && match f["better"].as_str() {
+                    Some("higher") => i % 2 == 1,
+                    Some("lower") => i % 2 == 0,
+                    _ => false,
+                }
+        })
+        .count();
+    let (code, out) = diff_out(&base, &jittered, &["--tolerance", "5%"]);
+    assert_eq!(code, Some(if worse > 0 { 1 } else { 0 }), "{out}");
+    assert_eq!(regressed(&out), worse, "{out}");
+
+    // Halved in the worse direction: every directed figure regresses.
+    let half = |_: usize, better: Option<&str>| match better {
+        Some("higher") => 0.5,
+        Some("lower") => 2.0,
+        _ => 1.0,
+    };
+    let halved_v = scaled(&v, half);
+    let halved = write("halved", &halved_v);
+    let (code, out) = diff_out(&base, &halved, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(regressed(&out), directed, "{out}");
+    assert!(out.trim_end().ends_with("; regression"), "{out}");
+    // ... unless the tolerance is wider than the drop.
+    let (code, out) = diff_out(&base, &halved, &["--tolerance", "60"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = diff_out(&base, &halved, &["--tolerance", "-5%"]);
+    assert_eq!(code, Some(2), "{out}");
+
+    // The halved figures measured on another GPU: verdicts compared, figures not, one line
+    // says why; --across-machines compares them.
+    let mut other = halved_v.clone();
+    let other_gpu = format!("{gpu} (another GPU, TEST DATA)");
+    other["fingerprint"]["gpu"] = other_gpu.clone().into();
+    let elsewhere = write("other-gpu", &other);
+    let (code, out) = diff_out(&base, &elsewhere, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("machines differ"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].contains(&gpu) && lines[0].contains(&other_gpu),
+        "{out}"
+    );
+    assert!(lines[0].contains("figures not compared"), "{out}");
+    assert_eq!(regressed(&out), 0, "{out}");
+    let (code, out) = diff_out(&base, &elsewhere, &["--across-machines"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(regressed(&out), directed, "{out}");
+    let (code, out) = diff_out(&base, &elsewhere, &["--json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["regression"], false);
+    assert_eq!(j["tolerance_pct"], 20.0);
+    assert_eq!(j["machines"][0]["same"], false);
+    assert_eq!(j["machines"][0]["figures_compared"], false);
+    assert_eq!(j["machines"][0]["base"]["gpu"], gpu.as_str());
+    assert_eq!(j["machines"][0]["new"]["gpu"], other_gpu.as_str());
+    assert_eq!(j["findings"].as_array().unwrap().len(), 0);
+
+    // Another driver on the same GPU is another machine too.
+    let mut drv = halved_v.clone();
+    drv["fingerprint"]["driver"] = "999.99 (TEST DATA)".into();
+    let (code, out) = diff_out(&base, &write("other-driver", &drv), &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("machines differ"), "{out}");
+
+    // A verdict regression counts whatever machine ran it.
+    let first = v["cases"][0]["id"].as_str().unwrap().to_string();
+    let c = case_mut(&mut other, &first);
+    c["verdict"] = "fail".into();
+    c["status"] = serde_json::json!({"status": "fail", "expected": "x", "observed": "y"});
+    let (code, out) = diff_out(&base, &write("other-gpu-fail", &other), &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains(&format!("new failure       {first}")), "{out}");
+}
+
 #[test]
 fn rerun_failures_reports_flaky_not_pass() {
     let d = tmp("flaky");

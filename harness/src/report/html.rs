@@ -323,7 +323,7 @@ fn failure_kind(s: &CaseStatus) -> (&'static str, String, String, String) {
     }
 }
 
-fn fmt_num(x: f64) -> String {
+pub(crate) fn fmt_num(x: f64) -> String {
     // Whole numbers (sizes in bytes, counts) in full: 1048576, not 1.0486e6.
     if x.fract() == 0.0 && x.abs() < 1e15 {
         return format!("{x:.0}");
