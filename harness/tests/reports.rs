@@ -87,8 +87,14 @@ fn a_run_writes_results_and_a_self_contained_html_report() {
     assert!(html.contains("ptx-interop 13.2 §2.3"));
     assert!(html.contains("gpudirect-rdma §3.5"));
     assert!(html.contains("selftest.report.fail"));
-    // Two plots (the curve and the histogram); the scalars are table rows.
-    assert_eq!(html.matches("<svg").count(), 2);
+    // Curves are plotted; histograms are HTML bars and numbers table rows, each case's
+    // figures folded under one line.
+    let series = figs.iter().filter(|f| f["kind"] == "series").count();
+    assert_eq!(html.matches("<svg").count(), series);
+    assert_eq!(
+        html.matches("<details class=\"case-figures\"").count(),
+        r["figures"].as_object().unwrap().len()
+    );
     // Self-contained: nothing fetched, no scripts.
     assert!(!html.contains("<script"));
     assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
@@ -225,6 +231,174 @@ fn diff_finds_regressions_fixes_and_suite_changes() {
     // Unreadable side: exit 2.
     let o = gpucts(&["diff", base.to_str().unwrap(), "/nonexistent"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// The committed H100 record of the GPU atomics run (312 cases, 3 figures each).
+fn h100_atomics() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/rigs/h100-2026-11-24/atomics")
+}
+
+/// A copy of results `v` whose scalar figures and series points are multiplied by
+/// `factor(case index, better)` (min, median and max alike, so the spread keeps its shape).
+fn scaled(v: &serde_json::Value, factor: impl Fn(usize, Option<&str>) -> f64) -> serde_json::Value {
+    let mut v = v.clone();
+    let figures = v["figures"].as_object_mut().unwrap();
+    for (i, figs) in figures.values_mut().enumerate() {
+        for f in figs.as_array_mut().unwrap() {
+            let k = factor(i, f["better"].as_str());
+            let spreads: Vec<&mut serde_json::Value> = match f["kind"].as_str() {
+                Some("scalar") => vec![f],
+                Some("series") => f["points"].as_array_mut().unwrap().iter_mut().collect(),
+                _ => vec![],
+            };
+            for s in spreads {
+                for key in ["min", "median", "max"] {
+                    s[key] = (s[key].as_f64().unwrap() * k).into();
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The figures of results `v` that have a worse direction (`better` set).
+fn directed_figures(v: &serde_json::Value) -> usize {
+    v["figures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|f| f.as_array().unwrap())
+        .filter(|f| f["kind"] == "scalar" && f["better"].is_string())
+        .count()
+}
+
+fn diff_out(base: &Path, new: &Path, extra: &[&str]) -> (Option<i32>, String) {
+    let mut args = vec!["diff", base.to_str().unwrap(), new.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let o = gpucts(&args);
+    let (out, err) = text(&o);
+    (o.status.code(), format!("{out}{err}"))
+}
+
+/// A nightly compares tonight's run with its baseline: run-to-run noise within the
+/// tolerance passes, a real drop fails, and figures from another GPU are not compared unless
+/// asked for.
+#[test]
+fn diff_of_the_h100_record_flags_only_real_figure_regressions() {
+    let base = h100_atomics();
+    let v = read_json(&base.join("results.json"));
+    let directed = directed_figures(&v);
+    assert!(
+        directed > 0,
+        "the record has figures with a worse direction"
+    );
+    let gpu = v["fingerprint"]["gpu"].as_str().unwrap().to_string();
+    assert!(v["fingerprint"]["driver"].is_string());
+    let d = tmp("diff-h100");
+    let write = |name: &str, v: &serde_json::Value| {
+        let dir = d.path().join(name);
+        write_json(&dir.join("results.json"), v);
+        dir
+    };
+    let regressed = |out: &str| {
+        out.lines()
+            .filter(|l| l.starts_with("figure regressed"))
+            .count()
+    };
+
+    // Every figure moved by 8 %, up for one case and down for the next: noise.
+    let jitter = scaled(&v, |i, _| if i % 2 == 0 { 1.08 } else { 0.92 });
+    let jittered = write("jittered", &jitter);
+    let (code, out) = diff_out(&base, &jittered, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(regressed(&out), 0, "{out}");
+    assert!(!out.contains("machines differ"), "{out}");
+    // A tolerance below the jitter: each directed figure that moved the worse way regresses.
+    let worse = v["figures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .enumerate()
+        .flat_map(|(i, f)| f.as_array().unwrap().iter().map(move |f| (i, f)))
+        .filter(|(i, f)| {
+            f["kind"] == "scalar"
+                && match f["better"].as_str() {
+                    Some("higher") => i % 2 == 1,
+                    Some("lower") => i % 2 == 0,
+                    _ => false,
+                }
+        })
+        .count();
+    let (code, out) = diff_out(&base, &jittered, &["--tolerance", "5%"]);
+    assert_eq!(code, Some(if worse > 0 { 1 } else { 0 }), "{out}");
+    assert_eq!(regressed(&out), worse, "{out}");
+
+    // Halved in the worse direction: every directed figure regresses.
+    let half = |_: usize, better: Option<&str>| match better {
+        Some("higher") => 0.5,
+        Some("lower") => 2.0,
+        _ => 1.0,
+    };
+    let halved_v = scaled(&v, half);
+    let halved = write("halved", &halved_v);
+    let (code, out) = diff_out(&base, &halved, &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(regressed(&out), directed, "{out}");
+    assert!(out.trim_end().ends_with("; regression"), "{out}");
+    // ... unless the tolerance is wider than the drop.
+    let (code, out) = diff_out(&base, &halved, &["--tolerance", "60"]);
+    assert_eq!(code, Some(0), "{out}");
+    let (code, out) = diff_out(&base, &halved, &["--tolerance", "-5%"]);
+    assert_eq!(code, Some(2), "{out}");
+
+    // The halved figures measured on another GPU: verdicts compared, figures not, one line
+    // says why; --across-machines compares them.
+    let mut other = halved_v.clone();
+    let other_gpu = format!("{gpu} (another GPU, TEST DATA)");
+    other["fingerprint"]["gpu"] = other_gpu.clone().into();
+    let elsewhere = write("other-gpu", &other);
+    let (code, out) = diff_out(&base, &elsewhere, &[]);
+    assert_eq!(code, Some(0), "{out}");
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("machines differ"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{out}");
+    assert!(
+        lines[0].contains(&gpu) && lines[0].contains(&other_gpu),
+        "{out}"
+    );
+    assert!(lines[0].contains("figures not compared"), "{out}");
+    assert_eq!(regressed(&out), 0, "{out}");
+    let (code, out) = diff_out(&base, &elsewhere, &["--across-machines"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert_eq!(regressed(&out), directed, "{out}");
+    let (code, out) = diff_out(&base, &elsewhere, &["--json"]);
+    assert_eq!(code, Some(0), "{out}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["regression"], false);
+    assert_eq!(j["tolerance_pct"], 20.0);
+    assert_eq!(j["machines"][0]["same"], false);
+    assert_eq!(j["machines"][0]["figures_compared"], false);
+    assert_eq!(j["machines"][0]["base"]["gpu"], gpu.as_str());
+    assert_eq!(j["machines"][0]["new"]["gpu"], other_gpu.as_str());
+    assert_eq!(j["findings"].as_array().unwrap().len(), 0);
+
+    // Another driver on the same GPU is another machine too.
+    let mut drv = halved_v.clone();
+    drv["fingerprint"]["driver"] = "999.99 (TEST DATA)".into();
+    let (code, out) = diff_out(&base, &write("other-driver", &drv), &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("machines differ"), "{out}");
+
+    // A verdict regression counts whatever machine ran it.
+    let first = v["cases"][0]["id"].as_str().unwrap().to_string();
+    let c = case_mut(&mut other, &first);
+    c["verdict"] = "fail".into();
+    c["status"] = serde_json::json!({"status": "fail", "expected": "x", "observed": "y"});
+    let (code, out) = diff_out(&base, &write("other-gpu-fail", &other), &[]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains(&format!("new failure       {first}")), "{out}");
 }
 
 #[test]
@@ -483,6 +657,12 @@ fn waivers_appear_with_their_reason_and_the_failure_as_evidence() {
 /// Headless Chromium's console, as logged with `--enable-logging=stderr`: one line per
 /// message (`INFO:CONSOLE...] "message", source: ...`).
 fn chromium_console(chromium: &Path, page: &Path) -> (Vec<String>, String) {
+    chromium_with(chromium, &["--dump-dom"], page)
+}
+
+/// Headless Chromium on `page` with `args` (`--dump-dom`, `--screenshot=…`): its console
+/// lines and its stdout.
+fn chromium_with(chromium: &Path, args: &[&str], page: &Path) -> (Vec<String>, String) {
     let profile = tmp("chromium-profile");
     let url = format!("file://{}", page.display());
     let mut child = Command::new(chromium)
@@ -495,14 +675,26 @@ fn chromium_console(chromium: &Path, page: &Path) -> (Vec<String>, String) {
             "--no-first-run",
             "--enable-logging=stderr",
             "--v=0",
-            "--dump-dom",
         ])
+        .args(args)
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(&url)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("chromium starts");
+    // Read both pipes while it runs: a DOM larger than a pipe's buffer would block it.
+    let drain = |r: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            String::from_utf8_lossy(&buf).into_owned()
+        })
+    };
+    let out = drain(child.stdout.take().map(|r| Box::new(r) as _));
+    let err = drain(child.stderr.take().map(|r| Box::new(r) as _));
     // A minute at most: kill it on expiry.
     let start = std::time::Instant::now();
     while child.try_wait().unwrap().is_none() {
@@ -512,8 +704,7 @@ fn chromium_console(chromium: &Path, page: &Path) -> (Vec<String>, String) {
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let o = child.wait_with_output().unwrap();
-    let (dom, err) = text(&o);
+    let (dom, err) = (out.join().unwrap(), err.join().unwrap());
     let console = err
         .lines()
         .filter(|l| l.contains(":CONSOLE"))
@@ -554,10 +745,27 @@ fn report_loads_in_chromium_without_console_errors_and_plots_have_content() {
     run_reports(d.path());
     let (console, dom) = chromium_console(&chromium, &d.path().join("report.html"));
     assert!(console.is_empty(), "console messages: {console:?}");
-    // The DOM as the browser built it: both plots are SVG with drawn marks (the curve's
-    // polyline, the histogram's bars) and axis text.
+    // The DOM as the browser built it: each curve is an SVG with its drawn line and axis
+    // text; each histogram a table with one bar per outcome.
+    let r = read_json(&d.path().join("results.json"));
+    let all: Vec<&serde_json::Value> = r["figures"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|f| f.as_array().unwrap())
+        .collect();
+    let series = all.iter().filter(|f| f["kind"] == "series").count();
+    let bins: usize = all
+        .iter()
+        .filter(|f| f["kind"] == "histogram")
+        .map(|f| f["bins"].as_array().unwrap().len())
+        .sum();
+    assert!(
+        series > 0 && bins > 0,
+        "the fixture records a curve and a histogram"
+    );
     let figures: Vec<&str> = dom.split("<div class=\"figure\"").skip(1).collect();
-    assert_eq!(figures.len(), 4, "four figures");
+    assert_eq!(figures.len(), series);
     let svgs: Vec<&str> = figures
         .iter()
         .filter_map(|f| {
@@ -565,13 +773,14 @@ fn report_loads_in_chromium_without_console_errors_and_plots_have_content() {
                 .map(|(_, s)| s.split("</svg>").next().unwrap_or(""))
         })
         .collect();
-    assert_eq!(svgs.len(), 2);
-    assert!(svgs.iter().any(|s| s.contains("<polyline")), "curve drawn");
-    assert!(
-        svgs.iter().any(|s| s.matches("<rect").count() >= 3),
-        "histogram bars drawn"
-    );
+    assert_eq!(svgs.len(), series);
+    assert!(svgs.iter().all(|s| s.contains("<polyline")), "curve drawn");
     assert!(svgs.iter().all(|s| s.contains("<text")), "axes labelled");
+    assert_eq!(
+        dom.matches("<td class=\"bar\"><span style=\"width:")
+            .count(),
+        bins
+    );
 }
 
 /// The bench curves as the browser draws them: a real `gpucts bench lint` curve and, for the
@@ -665,4 +874,361 @@ fn bench_curves_render_in_chromium_with_content() {
             assert!(s.contains("<text"), "axes labelled");
         }
     }
+}
+
+/// The committed H100 record with the shared-memory variants added: each intra-CTA case
+/// again as `atomics.gpu.shared.*` with the same figures, as the 468-case GPU atomics run
+/// (312 + 156) records them.
+fn h100_with_shared() -> serde_json::Value {
+    let mut v = read_json(&h100_atomics().join("results.json"));
+    let cases = v["cases"].as_array().unwrap().clone();
+    for c in cases {
+        let id = c["id"].as_str().unwrap();
+        let Some(rest) = id.strip_prefix("atomics.gpu.") else {
+            continue;
+        };
+        if !rest.ends_with(".intra_cta") {
+            continue;
+        }
+        let shared = format!("atomics.gpu.shared.{rest}");
+        let mut n = c.clone();
+        n["id"] = shared.clone().into();
+        v["cases"].as_array_mut().unwrap().push(n);
+        let figs = v["figures"][id].clone();
+        v["figures"][shared] = figs;
+    }
+    v
+}
+
+/// A results set shaped like an offline `--suite all` run: the ids `--suite all --list`
+/// prints (about 20,000), GPU and kernel-module cases skipped with the probe's reason, one
+/// xcall pair in 20 waived with its evidence (the waiver records of the H100 xcall record),
+/// one case in 97 failed with a 20-line detail, the rest passed with a note.
+fn synthetic_suite_all() -> serde_json::Value {
+    let o = gpucts(&["--suite", "all", "--list", "--toolchain", "system"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let ids: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .collect();
+    let xcall = read_json(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../reports/rigs/h100-2026-11-24/xcall/results.json"),
+    );
+    let waivers = xcall["run"]["waivers"].as_array().unwrap().clone();
+    assert!(!waivers.is_empty());
+    let device = [
+        "atomics.gpu.",
+        "xcall.gpu.",
+        "dwarf.gpu.",
+        "syscalls.gpu.",
+        "gpudirect.",
+    ];
+    let cases: Vec<serde_json::Value> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let area = id.split('.').next().unwrap();
+            let mut c = serde_json::json!({
+                "id": id, "area": area,
+                "clause": format!("ptx-interop 13.2 §{}.{}", i % 5 + 1, i % 7),
+                "origin": format!("suites/{area}.yaml:{}:5", i % 300), "duration_s": 0.01});
+            if device.iter().any(|p| id.starts_with(p)) {
+                c["status"] = serde_json::json!({"status": "skip", "capability": "gpu",
+                    "reason": "no GPU: libcuda.so.1 cannot be loaded (libcuda.so.1: cannot open shared object file: No such file or directory) (needs an NVIDIA GPU and its driver (libcuda.so.1))"});
+                c["verdict"] = "skip".into();
+            } else if id.starts_with("xcall.pair.") && i % 20 == 0 {
+                let detail = format!(
+                    "caller.ptx:{i}: .param .b32 xcall_f{i}_param_2\ncallee.ptx:{i}: .param .f32 xcall_f{i}_param_2\n"
+                )
+                .repeat(4);
+                c["status"] = serde_json::json!({"status": "fail",
+                    "expected": "the callee reads the caller's parameters as declared",
+                    "observed": format!("parameter 2 of xcall_f{i}: .b32 in the caller, .f32 in the callee"),
+                    "detail": detail});
+                c["verdict"] = "waived".into();
+                c["waiver"] = waivers[i % waivers.len()]["id"].clone();
+            } else if i % 97 == 0 {
+                c["status"] = serde_json::json!({"status": "fail",
+                    "expected": format!("layout of struct S{i}: size 24, align 8"),
+                    "observed": "size 32, align 16",
+                    "detail": format!("member m{i} at offset 8 (expected 4)\n").repeat(20)});
+                c["verdict"] = "fail".into();
+            } else {
+                c["status"] = serde_json::json!({"status": "pass",
+                    "note": format!("checked {} members against the oracle; the producer agrees on size, alignment and every offset", i % 50)});
+                c["verdict"] = "pass".into();
+            }
+            c
+        })
+        .collect();
+    serde_json::json!({
+        "schema_version": 2, "gpucts_version": "0.1.0",
+        "fingerprint": {"gpu": "none", "os": "Debian GNU/Linux 12 (bookworm)"},
+        "run": {"command_line": ["gpucts", "--suite", "all"], "started": "", "finished": "",
+                "suites": [], "waiver_files": [], "waivers": waivers, "requires": [],
+                "rerun_failures": 0},
+        "cases": cases})
+}
+
+/// `gpucts report` of results `v` written under `dir`: the page's text.
+fn report_of(dir: &Path, v: &serde_json::Value) -> String {
+    write_json(&dir.join("results.json"), v);
+    let o = gpucts(&["report", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    std::fs::read_to_string(dir.join("report.html")).unwrap()
+}
+
+/// The first element in the page's body.
+fn first_in_body(html: &str) -> &str {
+    let body = html.split_once("<body>").expect("a body").1.trim_start();
+    &body[..body.find('>').map(|i| i + 1).unwrap_or(body.len())]
+}
+
+/// The atomics.gpu cases of results `v` with figures, and how many of them saw a weak outcome.
+fn measured_atomics(v: &serde_json::Value) -> (usize, usize) {
+    let figs = v["figures"].as_object().unwrap();
+    let with: Vec<&serde_json::Value> = figs
+        .iter()
+        .filter(|(k, _)| k.starts_with("atomics.gpu."))
+        .map(|(_, f)| f)
+        .collect();
+    let weak = with
+        .iter()
+        .filter(|f| {
+            f.as_array().unwrap().iter().any(|f| {
+                f["kind"] == "histogram"
+                    && f["bins"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|b| b["weak"] == true && b["count"].as_u64().unwrap() > 0)
+            })
+        })
+        .count();
+    (with.len(), weak)
+}
+
+/// A reviewer opens the report: the summary comes first, and the report of the largest runs
+/// stays small enough to open and mail (GPU atomics: 1.5 MB; `--suite all`: 3 MB), with every
+/// case's figures still in it, folded.
+#[test]
+fn reports_open_with_the_summary_and_stay_small() {
+    const GPU_RUN_LIMIT: usize = 1_500_000;
+    const SUITE_ALL_LIMIT: usize = 3_000_000;
+    let d = tmp("report-sizes");
+    let h100 = read_json(&h100_atomics().join("results.json"));
+    let with_shared = h100_with_shared();
+    assert_eq!(
+        with_shared["cases"].as_array().unwrap().len(),
+        h100["cases"].as_array().unwrap().len() * 3 / 2,
+        "the shared variants double the intra-CTA half"
+    );
+    for (name, v) in [("h100", &h100), ("h100-shared", &with_shared)] {
+        let html = report_of(&d.path().join(name), v);
+        eprintln!("{name}: report.html {} bytes", html.len());
+        assert!(html.len() < GPU_RUN_LIMIT, "{name}: {} bytes", html.len());
+        assert_eq!(first_in_body(&html), r#"<section id="summary">"#, "{name}");
+        let summary = html
+            .split(r#"<section id="summary">"#)
+            .nth(1)
+            .unwrap()
+            .split("</section>")
+            .next()
+            .unwrap();
+        let gpu = v["fingerprint"]["gpu"].as_str().unwrap();
+        assert!(
+            summary.contains(&format!("Atomics on the GPU: {gpu}")),
+            "{name}"
+        );
+        // One heatmap cell per measured case, shaded where the weak outcome appeared.
+        let (measured, weak) = measured_atomics(v);
+        assert_eq!(
+            summary.matches(r#"<td class="h hv-"#).count(),
+            measured,
+            "{name}"
+        );
+        let shaded = summary
+            .split(r#"<td class="h hv-"#)
+            .skip(1)
+            .filter(|cell| {
+                cell.split('>')
+                    .next()
+                    .unwrap()
+                    .contains("style=\"background:")
+            })
+            .count();
+        assert_eq!(shaded, weak, "{name}");
+        assert!(summary.contains(&format!(
+            "{measured} cases measured; the weak outcome appeared in {weak};"
+        )));
+        // Every case's figures are still there, folded.
+        let figures = v["figures"].as_object().unwrap();
+        assert_eq!(
+            html.matches(r#"<details class="case-figures""#).count(),
+            figures.len(),
+            "{name}"
+        );
+        let bins: usize = figures
+            .values()
+            .flat_map(|f| f.as_array().unwrap())
+            .filter(|f| f["kind"] == "histogram")
+            .map(|f| f["bins"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(html.matches(r#"<td class="bar">"#).count(), bins, "{name}");
+    }
+
+    let all = synthetic_suite_all();
+    let cases = all["cases"].as_array().unwrap();
+    assert!(cases.len() > 15_000, "{} cases", cases.len());
+    let html = report_of(&d.path().join("all"), &all);
+    eprintln!(
+        "suite all ({} cases): report.html {} bytes",
+        cases.len(),
+        html.len()
+    );
+    assert!(html.len() < SUITE_ALL_LIMIT, "{} bytes", html.len());
+    assert_eq!(first_in_body(&html), r#"<section id="summary">"#);
+    let summary = html.split("</section>").next().unwrap();
+    // One row per area, and the caller × callee matrix of the xcall pairs.
+    let mut areas: Vec<&str> = cases.iter().map(|c| c["area"].as_str().unwrap()).collect();
+    areas.sort();
+    areas.dedup();
+    let table = summary.split(r#"<table id="suites">"#).nth(1).unwrap();
+    let table = table.split("</table>").next().unwrap();
+    assert_eq!(table.matches("<tr>").count(), areas.len() + 1, "{table}");
+    let pairs: Vec<Vec<&str>> = cases
+        .iter()
+        .filter_map(|c| c["id"].as_str().unwrap().strip_prefix("xcall.pair."))
+        .map(|rest| rest.split('.').collect())
+        .collect();
+    let mut callers: Vec<&str> = pairs.iter().map(|p| p[0]).collect();
+    let mut callees: Vec<&str> = pairs.iter().map(|p| p[1]).collect();
+    callers.sort();
+    callers.dedup();
+    callees.sort();
+    callees.dedup();
+    let m = summary
+        .split(r#"<table class="matrix" id="matrix-xcall-pair">"#)
+        .nth(1)
+        .expect("xcall pair matrix")
+        .split("</table>")
+        .next()
+        .unwrap();
+    assert_eq!(m.matches("<tr>").count(), callers.len() + 1, "{m}");
+    let header = m.split("</tr>").next().unwrap();
+    assert_eq!(
+        header.matches("<th>").count(),
+        callees.len() + 1,
+        "{header}"
+    );
+    // The GPU cases all skipped offline: no heatmap.
+    assert!(!summary.contains("Atomics on the GPU"));
+}
+
+/// Base64 (RFC 4648, padded), to hand a PNG to a page as a data: URL.
+fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                s.push(A[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
+}
+
+/// The summary as the browser renders it: a screenshot of the H100 record's report is a real
+/// image, not blank, with the heatmap's red shades (the record has weak outcomes) and the
+/// green PASS badge; the DOM has the heatmap table inside the summary.
+#[test]
+fn summary_renders_in_a_chromium_screenshot() {
+    let Some(chromium) = find_chromium() else {
+        gpucts::require!(false, "chromium");
+        return;
+    };
+    let d = tmp("browser-summary");
+    let v = read_json(&h100_atomics().join("results.json"));
+    report_of(d.path(), &v);
+    let page = d.path().join("report.html");
+    let (console, dom) = chromium_console(&chromium, &page);
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let summary = dom
+        .split(r#"<section id="summary">"#)
+        .nth(1)
+        .expect("summary in the DOM")
+        .split("</section>")
+        .next()
+        .unwrap();
+    let (measured, weak) = measured_atomics(&v);
+    assert!(summary.contains(r#"<table class="heat">"#));
+    assert_eq!(summary.matches(r#"<td class="h hv-"#).count(), measured);
+
+    // The summary is 52 rows of the heatmap: a tall window takes it whole.
+    let png = d.path().join("summary.png");
+    let shot = format!("--screenshot={}", png.display());
+    chromium_with(
+        &chromium,
+        &[&shot, "--window-size=1280,3600", "--hide-scrollbars"],
+        &page,
+    );
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "a PNG");
+    // Its pixels, counted by the browser itself: the PNG drawn on a canvas.
+    let probe = d.path().join("probe.html");
+    std::fs::write(
+        &probe,
+        format!(
+            r#"<html><body><img id="shot" src="data:image/png;base64,{}"><pre id="out"></pre>
+<script>
+window.onload = () => {{
+  const img = document.getElementById("shot");
+  const c = document.createElement("canvas");
+  c.width = img.naturalWidth; c.height = img.naturalHeight;
+  const g = c.getContext("2d");
+  g.drawImage(img, 0, 0);
+  const p = g.getImageData(0, 0, c.width, c.height).data;
+  let white = 0, red = 0, green = 0, dark = 0;
+  for (let i = 0; i < p.length; i += 4) {{
+    const [r, gr, b] = [p[i], p[i + 1], p[i + 2]];
+    if (r > 245 && gr > 245 && b > 245) white++;
+    if (r > 200 && gr < 190 && b < 190 && r - gr > 40) red++;
+    if (r < 80 && gr > 100 && gr < 140 && b < 80) green++;
+    if (r < 60 && gr < 60 && b < 60) dark++;
+  }}
+  document.getElementById("out").textContent =
+    ["size", c.width, c.height, "white", white, "red", red, "green", green, "dark", dark].join(" ");
+}};
+</script></body></html>"#,
+            base64(&bytes)
+        ),
+    )
+    .unwrap();
+    let (console, dom) = chromium_with(&chromium, &["--dump-dom"], &probe);
+    assert!(console.is_empty(), "console messages: {console:?}");
+    let out = dom
+        .split(r#"<pre id="out">"#)
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .unwrap_or("");
+    let n: Vec<u64> = out
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(n.len(), 6, "pixel counts: {out:?}");
+    let (w, h, white, red, green, dark) = (n[0], n[1], n[2], n[3], n[4], n[5]);
+    assert_eq!((w, h), (1280, 3600), "{out}");
+    let total = w * h;
+    assert!(white < total * 98 / 100, "not blank: {out}");
+    assert!(dark > total / 1000, "text drawn: {out}");
+    assert!(green > 0, "the PASS badge: {out}");
+    assert_eq!(red > 0, weak > 0, "the heatmap's shades: {out}");
 }

@@ -27,6 +27,41 @@ pub struct ReportArgs {
     /// Add a diff against this baseline (results directory or bundle).
     #[arg(long, value_name = "BASE")]
     pub baseline: Option<PathBuf>,
+    #[command(flatten)]
+    pub figures: FigureArgs,
+}
+
+/// How `diff` (and `report --baseline`) compare figures.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct FigureArgs {
+    /// The noise band, in percent of the median, of a figure recorded as a single sample (a
+    /// figure with several samples uses its measured min..max).
+    #[arg(long, value_name = "PCT", default_value_t = diff::DEFAULT_TOLERANCE_PCT, value_parser = parse_pct)]
+    pub tolerance: f64,
+    /// Compare figures even when the two results name different GPUs or drivers.
+    #[arg(long)]
+    pub across_machines: bool,
+}
+
+impl FigureArgs {
+    fn options(self) -> diff::Options {
+        diff::Options {
+            tolerance_pct: self.tolerance,
+            across_machines: self.across_machines,
+        }
+    }
+}
+
+/// A percentage: `20` or `20%`, finite and not negative.
+fn parse_pct(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let t = t.strip_suffix('%').unwrap_or(t).trim_end();
+    match t.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!(
+            "{s:?} is not a percentage (a number 0 or more, e.g. 20 or 20%)"
+        )),
+    }
 }
 
 #[derive(Args, Debug)]
@@ -38,6 +73,8 @@ pub struct DiffArgs {
     /// Print the findings as JSON (see reports/README.md).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub figures: FigureArgs,
 }
 
 #[derive(Args, Debug)]
@@ -118,6 +155,7 @@ pub fn report(a: ReportArgs) -> i32 {
                 &r,
                 &b.display().to_string(),
                 &a.results.display().to_string(),
+                a.figures.options(),
             )),
             Err(c) => return c,
         },
@@ -156,6 +194,7 @@ pub fn diff(a: DiffArgs) -> i32 {
         &new,
         &a.base.display().to_string(),
         &a.new.display().to_string(),
+        a.figures.options(),
     );
     if a.json {
         match serde_json::to_string_pretty(&d) {

@@ -2,15 +2,21 @@
 //!
 //! Cases are matched by id (and node, for merged fleet results). A regression is a case that
 //! fails now and did not (or is new and fails), a case that ran and now skips (the machine
-//! lost a capability), or a figure that moved beyond its noise in its worse direction. Noise
-//! is the recorded spread: a figure changed when the new median lies outside the base's
-//! `min..=max` and the base median outside the new `min..=max`.
+//! lost a capability), or a figure that moved beyond its noise in its worse direction.
+//!
+//! Verdicts are always compared. Figures are compared only between results of the same
+//! machine (the fingerprints name the same `gpu` and `driver`), because a rate measured on
+//! another GPU or driver says nothing about a regression; `--across-machines` compares them
+//! anyway. A figure's noise band is its recorded `min..=max` when it has several samples,
+//! else its median ± the tolerance (default 20 %, `--tolerance PCT`): a figure changed when
+//! the new median lies outside the base's band and the base median outside the new band.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 use super::figures::{Better, Figure, Spread};
+use super::html::fmt_num;
 use super::results::{Results, StoredCase, VerdictName};
 use crate::outcome::CaseStatus;
 
@@ -61,12 +67,97 @@ pub struct Finding {
     pub regression: bool,
 }
 
+/// The tolerance a single-sample figure gets when `--tolerance` is not given, in percent.
+pub const DEFAULT_TOLERANCE_PCT: f64 = 20.0;
+
+/// How figures are compared.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// The noise band of a figure recorded without spread (`min == max`), in percent of its
+    /// median.
+    pub tolerance_pct: f64,
+    /// Compare figures even when the two results come from different GPUs or drivers.
+    pub across_machines: bool,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            tolerance_pct: DEFAULT_TOLERANCE_PCT,
+            across_machines: false,
+        }
+    }
+}
+
+/// What a fingerprint says about the machine figures were measured on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Machine {
+    pub gpu: Option<String>,
+    pub driver: Option<String>,
+}
+
+impl Machine {
+    /// The fingerprint keys that decide whether two machines' figures compare.
+    fn of(fingerprint: &BTreeMap<String, String>) -> Machine {
+        Machine {
+            gpu: fingerprint.get("gpu").cloned(),
+            driver: fingerprint.get("driver").cloned(),
+        }
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "{} (driver {})",
+            self.gpu.as_deref().unwrap_or("unknown GPU"),
+            self.driver.as_deref().unwrap_or("unknown")
+        )
+    }
+}
+
+/// Whether the figures of one run (or one node of a fleet) were compared, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct MachineCheck {
+    /// The fleet node, for merged results; absent for a single run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub base: Machine,
+    pub new: Machine,
+    /// Same GPU and driver.
+    pub same: bool,
+    pub figures_compared: bool,
+}
+
+impl MachineCheck {
+    /// The line the text form prints when the machines differ.
+    fn line(&self) -> String {
+        format!(
+            "machines differ{}: base {}, new {}; {}",
+            self.node
+                .as_ref()
+                .map(|n| format!(" on node {n}"))
+                .unwrap_or_default(),
+            self.base.text(),
+            self.new.text(),
+            if self.figures_compared {
+                "figures compared anyway (--across-machines)"
+            } else {
+                "figures not compared (--across-machines compares them)"
+            }
+        )
+    }
+}
+
 /// All differences between two results sets.
 #[derive(Debug, Clone, Serialize)]
 pub struct Diff {
     pub base: String,
     pub new: String,
     pub regression: bool,
+    /// The band of a single-sample figure, in percent.
+    pub tolerance_pct: f64,
+    pub across_machines: bool,
+    /// One entry per run compared (per node for merged fleet results).
+    pub machines: Vec<MachineCheck>,
     pub counts: BTreeMap<Kind, usize>,
     pub findings: Vec<Finding>,
 }
@@ -122,16 +213,50 @@ fn compare_case(b: &StoredCase, n: &StoredCase) -> Option<(Kind, bool)> {
 }
 
 fn spread_text(s: &Spread, unit: &str) -> String {
-    format!("{} {unit} ({}..{})", s.median, s.min, s.max)
+    if s.min < s.max {
+        format!(
+            "{} {unit} ({}..{})",
+            fmt_num(s.median),
+            fmt_num(s.min),
+            fmt_num(s.max)
+        )
+    } else {
+        format!("{} {unit}", fmt_num(s.median))
+    }
 }
 
-/// Changed beyond noise, and whether in the worse direction.
-fn moved(b: &Spread, n: &Spread, better: Option<Better>) -> Option<bool> {
+/// The new figure's text, with how far its median moved from the base's.
+fn moved_text(b: &Spread, n: &Spread, unit: &str) -> String {
+    let mut s = spread_text(n, unit);
+    if b.median != 0.0 {
+        s += &format!(
+            " ({:+.1} %)",
+            (n.median - b.median) / b.median.abs() * 100.0
+        );
+    }
+    s
+}
+
+/// A figure's noise band: the recorded spread when it has one, else its median ± `tol`
+/// (a fraction).
+fn band(s: &Spread, tol: f64) -> (f64, f64) {
+    if s.min < s.max {
+        (s.min, s.max)
+    } else {
+        let d = s.median.abs() * tol;
+        (s.median - d, s.median + d)
+    }
+}
+
+/// Changed beyond noise (each side's band, see [`band`]), and whether in the worse direction.
+fn moved(b: &Spread, n: &Spread, better: Option<Better>, tol: f64) -> Option<bool> {
     if !b.is_sane() || !n.is_sane() {
         return None;
     }
-    let outside_base = n.median < b.min || n.median > b.max;
-    let outside_new = b.median < n.min || b.median > n.max;
+    let (blo, bhi) = band(b, tol);
+    let (nlo, nhi) = band(n, tol);
+    let outside_base = n.median < blo || n.median > bhi;
+    let outside_new = b.median < nlo || b.median > nhi;
     if !(outside_base && outside_new) {
         return None;
     }
@@ -142,7 +267,7 @@ fn moved(b: &Spread, n: &Spread, better: Option<Better>) -> Option<bool> {
     })
 }
 
-fn compare_figures(case: &str, b: &Figure, n: &Figure, out: &mut Vec<Finding>) {
+fn compare_figures(case: &str, b: &Figure, n: &Figure, tol: f64, out: &mut Vec<Finding>) {
     let mut push = |worse: bool, base: String, new: String| {
         out.push(Finding {
             kind: if worse {
@@ -166,8 +291,8 @@ fn compare_figures(case: &str, b: &Figure, n: &Figure, out: &mut Vec<Finding>) {
             },
             Figure::Scalar { value: nv, .. },
         ) => {
-            if let Some(worse) = moved(bv, nv, *better) {
-                push(worse, spread_text(bv, unit), spread_text(nv, unit));
+            if let Some(worse) = moved(bv, nv, *better, tol) {
+                push(worse, spread_text(bv, unit), moved_text(bv, nv, unit));
             }
         }
         (
@@ -184,11 +309,15 @@ fn compare_figures(case: &str, b: &Figure, n: &Figure, out: &mut Vec<Finding>) {
                 let Some(q) = np.iter().find(|q| q.x == p.x) else {
                     continue;
                 };
-                if let Some(worse) = moved(&p.y, &q.y, *better) {
+                if let Some(worse) = moved(&p.y, &q.y, *better, tol) {
                     push(
                         worse,
-                        format!("at {} {x_unit}: {}", p.x, spread_text(&p.y, unit)),
-                        format!("at {} {x_unit}: {}", q.x, spread_text(&q.y, unit)),
+                        format!("at {} {x_unit}: {}", fmt_num(p.x), spread_text(&p.y, unit)),
+                        format!(
+                            "at {} {x_unit}: {}",
+                            fmt_num(q.x),
+                            moved_text(&p.y, &q.y, unit)
+                        ),
                     );
                 }
             }
@@ -198,8 +327,52 @@ fn compare_figures(case: &str, b: &Figure, n: &Figure, out: &mut Vec<Finding>) {
     }
 }
 
+/// The machine a figure key (`case` or, in merged fleet results, `node/case`) was measured
+/// on, and its node.
+fn machine_of(r: &Results, figure_key: &str) -> (Option<String>, Machine) {
+    if let Some((node, _)) = figure_key.split_once('/') {
+        if let Some(n) = r.nodes.iter().find(|n| n.name == node) {
+            return (Some(node.to_string()), Machine::of(&n.fingerprint));
+        }
+    }
+    (None, Machine::of(&r.fingerprint))
+}
+
+/// Which machines the figures come from: the run's, or each node's of a merged fleet set (a
+/// node present on both sides).
+fn machine_checks(base: &Results, new: &Results, opts: Options) -> Vec<MachineCheck> {
+    let check = |node: Option<String>, b: Machine, n: Machine| {
+        let same = b == n;
+        MachineCheck {
+            node,
+            same,
+            figures_compared: same || opts.across_machines,
+            base: b,
+            new: n,
+        }
+    };
+    if base.nodes.is_empty() && new.nodes.is_empty() {
+        return vec![check(
+            None,
+            Machine::of(&base.fingerprint),
+            Machine::of(&new.fingerprint),
+        )];
+    }
+    base.nodes
+        .iter()
+        .filter_map(|b| {
+            let n = new.nodes.iter().find(|n| n.name == b.name)?;
+            Some(check(
+                Some(b.name.clone()),
+                Machine::of(&b.fingerprint),
+                Machine::of(&n.fingerprint),
+            ))
+        })
+        .collect()
+}
+
 /// Compare `base` with `new`; `base_name`/`new_name` label them.
-pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str) -> Diff {
+pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str, opts: Options) -> Diff {
     let mut findings = Vec::new();
     let areas = |r: &Results| -> BTreeMap<String, usize> {
         let mut m = BTreeMap::new();
@@ -265,13 +438,23 @@ pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str) -> D
             _ => {}
         }
     }
+    let machines = machine_checks(base, new, opts);
+    let tol = opts.tolerance_pct / 100.0;
     for (case, bfigs) in &base.figures {
         let Some(nfigs) = new.figures.get(case) else {
             continue;
         };
+        let (node, _) = machine_of(base, case);
+        let compared = machines
+            .iter()
+            .find(|m| m.node == node)
+            .is_none_or(|m| m.figures_compared);
+        if !compared {
+            continue;
+        }
         for bf in bfigs {
             if let Some(nf) = nfigs.iter().find(|f| f.name() == bf.name()) {
-                compare_figures(case, bf, nf, &mut findings);
+                compare_figures(case, bf, nf, tol, &mut findings);
             }
         }
     }
@@ -284,6 +467,9 @@ pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str) -> D
         base: base_name.into(),
         new: new_name.into(),
         regression: findings.iter().any(|f| f.regression),
+        tolerance_pct: opts.tolerance_pct,
+        across_machines: opts.across_machines,
+        machines,
         counts,
         findings,
     }
@@ -293,6 +479,10 @@ impl Diff {
     /// The text form: one line per finding, then a closing line.
     pub fn render_text(&self) -> String {
         let mut s = format!("gpucts diff: {} -> {}\n", self.base, self.new);
+        for m in self.machines.iter().filter(|m| !m.same) {
+            s += &m.line();
+            s.push('\n');
+        }
         for f in &self.findings {
             s += &format!(
                 "{:<17} {}: {} -> {}{}\n",
@@ -369,7 +559,7 @@ mod tests {
     fn classifies_case_changes() {
         let b = results(vec![pass("a.1"), fail("a.2"), pass("a.3"), pass("a.4")]);
         let n = results(vec![fail("a.1"), pass("a.2"), skip("a.3"), pass("a.5")]);
-        let d = diff(&b, &n, "b", "n");
+        let d = diff(&b, &n, "b", "n", Options::default());
         let got: Vec<(Kind, &str, bool)> = d
             .findings
             .iter()
@@ -386,7 +576,7 @@ mod tests {
             ]
         );
         assert!(d.regression);
-        let same = diff(&b, &b, "b", "b");
+        let same = diff(&b, &b, "b", "b", Options::default());
         assert!(same.findings.is_empty() && !same.regression);
     }
 
@@ -394,7 +584,7 @@ mod tests {
     fn different_suite_sets_are_findings_not_errors() {
         let b = results(vec![pass("abi.1"), pass("abi.2")]);
         let n = results(vec![pass("abi.1"), pass("abi.2"), pass("dwarf.1")]);
-        let d = diff(&b, &n, "b", "n");
+        let d = diff(&b, &n, "b", "n", Options::default());
         assert_eq!(d.findings.len(), 1, "{:?}", d.findings);
         assert_eq!(d.findings[0].kind, Kind::SuiteAdded);
         assert!(!d.regression);
@@ -403,21 +593,93 @@ mod tests {
     #[test]
     fn figures_move_only_beyond_their_noise() {
         let s = |min, median, max| Spread { min, median, max };
+        let tol = 0.2;
         // Overlapping bands: noise.
-        assert_eq!(moved(&s(9.0, 10.0, 11.0), &s(9.5, 10.8, 12.0), None), None);
+        assert_eq!(
+            moved(&s(9.0, 10.0, 11.0), &s(9.5, 10.8, 12.0), None, tol),
+            None
+        );
         // Disjoint: higher-is-better figure dropped = worse.
         assert_eq!(
-            moved(&s(9.0, 10.0, 11.0), &s(6.0, 7.0, 8.0), Some(Better::Higher)),
+            moved(
+                &s(9.0, 10.0, 11.0),
+                &s(6.0, 7.0, 8.0),
+                Some(Better::Higher),
+                tol
+            ),
             Some(true)
         );
         assert_eq!(
-            moved(&s(9.0, 10.0, 11.0), &s(6.0, 7.0, 8.0), Some(Better::Lower)),
+            moved(
+                &s(9.0, 10.0, 11.0),
+                &s(6.0, 7.0, 8.0),
+                Some(Better::Lower),
+                tol
+            ),
             Some(false)
         );
-        // No spread recorded: any change is beyond noise.
+        // A measured spread is the band even when it is narrower than the tolerance.
         assert_eq!(
-            moved(&Spread::exact(1.0), &Spread::exact(1.5), None),
-            Some(false)
+            moved(
+                &s(9.9, 10.0, 10.1),
+                &s(9.4, 9.5, 9.6),
+                Some(Better::Higher),
+                tol
+            ),
+            Some(true)
         );
+    }
+
+    #[test]
+    fn a_single_sample_moves_only_beyond_the_tolerance() {
+        let one = Spread::exact;
+        let higher = Some(Better::Higher);
+        for (b, n) in [(100.0, 108.0), (100.0, 92.0), (100.0, 119.0), (100.0, 81.0)] {
+            assert_eq!(moved(&one(b), &one(n), higher, 0.2), None, "{b} -> {n}");
+        }
+        assert_eq!(moved(&one(100.0), &one(50.0), higher, 0.2), Some(true));
+        assert_eq!(moved(&one(100.0), &one(50.0), higher, 0.6), None);
+        assert_eq!(moved(&one(100.0), &one(130.0), higher, 0.2), Some(false));
+        // No tolerance: any change is beyond noise.
+        assert_eq!(moved(&one(1.0), &one(1.01), None, 0.0), Some(false));
+    }
+
+    fn with_figure(gpu: &str, median: f64) -> Results {
+        let mut r = results(vec![pass("atomics.gpu.x")]);
+        r.fingerprint.insert("gpu".into(), gpu.into());
+        r.fingerprint.insert("driver".into(), "580".into());
+        r.figures.insert(
+            "atomics.gpu.x".into(),
+            vec![Figure::Scalar {
+                name: "x instances/s".into(),
+                unit: "1/s".into(),
+                better: Some(Better::Higher),
+                value: Spread::exact(median),
+            }],
+        );
+        r
+    }
+
+    #[test]
+    fn figures_of_other_machines_are_compared_only_when_asked() {
+        let b = with_figure("H100", 100.0);
+        let n = with_figure("H200", 50.0);
+        let d = diff(&b, &n, "b", "n", Options::default());
+        assert!(!d.regression && d.findings.is_empty(), "{:?}", d.findings);
+        assert_eq!(d.machines.len(), 1);
+        assert!(!d.machines[0].same && !d.machines[0].figures_compared);
+        let text = d.render_text();
+        assert_eq!(text.matches("machines differ").count(), 1, "{text}");
+        assert!(text.contains("figures not compared"), "{text}");
+        let across = Options {
+            across_machines: true,
+            ..Options::default()
+        };
+        let d = diff(&b, &n, "b", "n", across);
+        assert!(d.regression);
+        assert_eq!(d.counts.get(&Kind::FigureRegressed), Some(&1));
+        // Same machine: no line about machines.
+        let d = diff(&b, &with_figure("H100", 50.0), "b", "n", Options::default());
+        assert!(d.regression && !d.render_text().contains("machines differ"));
     }
 }

@@ -2,10 +2,12 @@
 //! fetches) rendered from a results set with a minijinja template
 //! (`report/templates/report.html`).
 //!
-//! Sections: the machine (probe), the verdict per suite, the spec-clause coverage matrix, the
-//! failures with expected against observed, flaky cases, waivers with their evidence, skips by
-//! missing capability, figures as plots, and optionally a node × suite matrix (merged fleet
-//! results) and a diff against a baseline.
+//! Sections: first the summary (`report::summary`: the overall verdict, what each area ran and
+//! its verdicts, the GPU atomics heatmap per GPU, producer × producer matrices), then the run,
+//! the machine (probe), the spec-clause coverage matrix, the failures with expected against
+//! observed, flaky cases, waivers with their evidence, skips by missing capability, each case's
+//! figures folded under one line, bench curves as plots, and optionally a node × suite matrix
+//! (merged fleet results) and a diff against a baseline.
 
 use std::collections::BTreeMap;
 
@@ -17,6 +19,7 @@ use super::figures::Figure;
 use super::merge::FleetView;
 use super::plot;
 use super::results::{group_verdict, Counts, Results, StoredCase, VerdictName};
+use super::summary::{summary, Summary};
 use crate::outcome::CaseStatus;
 
 const TEMPLATE: &str = include_str!("templates/report.html");
@@ -25,13 +28,6 @@ const TEMPLATE: &str = include_str!("templates/report.html");
 struct Row {
     key: String,
     value: String,
-}
-
-#[derive(Debug, Serialize)]
-struct SuiteRow {
-    area: String,
-    verdict: &'static str,
-    counts: Counts,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,6 +105,47 @@ struct FigureBlock {
     rows: Vec<FigureRow>,
 }
 
+/// One bar of an outcome histogram, drawn as an HTML bar (a plot per case is most of a
+/// report's size: 13 KB each, 6.4 MB for a 468-case GPU run).
+#[derive(Debug, Serialize)]
+struct BinRow {
+    label: String,
+    count: u64,
+    weak: bool,
+    /// The bar's width, in percent of the largest bin.
+    width: String,
+    /// The bin's share of all instances, as text.
+    share: String,
+}
+
+#[derive(Debug, Serialize)]
+struct HistBlock {
+    name: String,
+    total: u64,
+    bins: Vec<BinRow>,
+}
+
+/// One number of a case; `spread` is `min..max`, empty when the figure has one sample.
+#[derive(Debug, Serialize)]
+struct ScalarRow {
+    name: String,
+    unit: String,
+    median: String,
+    spread: String,
+}
+
+/// Every figure of one case, folded under one line.
+#[derive(Debug, Serialize)]
+struct CaseFigures {
+    case: String,
+    /// What is inside the fold (`1 histogram, 2 numbers`).
+    brief: String,
+    histograms: Vec<HistBlock>,
+    scalars: Vec<ScalarRow>,
+    /// Curves keep their plot.
+    series: Vec<FigureBlock>,
+}
+
 #[derive(Debug, Serialize)]
 struct Page {
     title: String,
@@ -124,13 +161,15 @@ struct Page {
     machine: Vec<Row>,
     toolchain: Vec<Row>,
     capabilities: Vec<Row>,
-    suites: Vec<SuiteRow>,
     coverage: Vec<DocCoverage>,
     failures: Vec<FailureRow>,
     flaky: Vec<FlakyRow>,
     waivers: Vec<WaiverRow>,
     skips: Vec<SkipRow>,
-    figures: Vec<FigureBlock>,
+    summary: Summary,
+    /// The figures of the cases (bench pseudo-cases aside), one fold per case.
+    case_figures: Vec<CaseFigures>,
+    figure_count: usize,
     /// The figures of `gpucts bench` pseudo-cases (`bench.*`, also `<node>/bench.*`).
     bench: Vec<FigureBlock>,
     fleet: Option<FleetView>,
@@ -324,7 +363,7 @@ fn failure_kind(s: &CaseStatus) -> (&'static str, String, String, String) {
     }
 }
 
-fn fmt_num(x: f64) -> String {
+pub(crate) fn fmt_num(x: f64) -> String {
     // Whole numbers (sizes in bytes, counts) in full: 1048576, not 1.0486e6.
     if x.fract() == 0.0 && x.abs() < 1e15 {
         return format!("{x:.0}");
@@ -344,72 +383,145 @@ fn is_bench(case: &str) -> bool {
         .is_some_and(|id| id.starts_with("bench."))
 }
 
-fn figure_blocks(r: &Results) -> Vec<FigureBlock> {
+fn figure_block(case: &str, f: &Figure) -> FigureBlock {
+    let (kind, svg, rows) = match f {
+        Figure::Histogram { name, bins } => (
+            "histogram",
+            Some(plot::histogram(name, bins)),
+            bins.iter()
+                .map(|b| FigureRow {
+                    label: format!("{}{}", b.label, if b.weak { " (weak)" } else { "" }),
+                    min: String::new(),
+                    median: b.count.to_string(),
+                    max: String::new(),
+                })
+                .collect(),
+        ),
+        Figure::Scalar { unit, value, .. } => (
+            "scalar",
+            None,
+            vec![FigureRow {
+                label: unit.clone(),
+                min: fmt_num(value.min),
+                median: fmt_num(value.median),
+                max: fmt_num(value.max),
+            }],
+        ),
+        Figure::Series {
+            name,
+            x_unit,
+            unit,
+            points,
+            ..
+        } => (
+            "series",
+            Some(plot::series(name, x_unit, unit, points)),
+            points
+                .iter()
+                .map(|p| FigureRow {
+                    label: format!("{} {x_unit}", fmt_num(p.x)),
+                    min: fmt_num(p.y.min),
+                    median: fmt_num(p.y.median),
+                    max: fmt_num(p.y.max),
+                })
+                .collect(),
+        ),
+    };
+    let (svg, error) = match svg {
+        Some(Ok(s)) => (Some(s), None),
+        Some(Err(e)) => (None, Some(e.to_string())),
+        None => (None, None),
+    };
+    let unit = match f {
+        Figure::Histogram { .. } => String::new(),
+        Figure::Scalar { unit, .. } | Figure::Series { unit, .. } => unit.clone(),
+    };
+    FigureBlock {
+        case: case.to_string(),
+        name: f.name().to_string(),
+        kind,
+        unit,
+        svg,
+        error,
+        rows,
+    }
+}
+
+fn bench_blocks(r: &Results) -> Vec<FigureBlock> {
+    r.figures
+        .iter()
+        .filter(|(case, _)| is_bench(case))
+        .flat_map(|(case, figs)| figs.iter().map(|f| figure_block(case, f)))
+        .collect()
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The figures of the cases (not the bench curves), one fold per case: histograms as HTML
+/// bars, numbers in one table (min..max only where there was a spread), curves plotted.
+fn case_figures(r: &Results) -> Vec<CaseFigures> {
     let mut out = Vec::new();
-    for (case, figs) in &r.figures {
+    for (case, figs) in r.figures.iter().filter(|(case, _)| !is_bench(case)) {
+        let mut c = CaseFigures {
+            case: case.clone(),
+            brief: String::new(),
+            histograms: Vec::new(),
+            scalars: Vec::new(),
+            series: Vec::new(),
+        };
         for f in figs {
-            let (kind, svg, rows) = match f {
-                Figure::Histogram { name, bins } => (
-                    "histogram",
-                    Some(plot::histogram(name, bins)),
-                    bins.iter()
-                        .map(|b| FigureRow {
-                            label: format!("{}{}", b.label, if b.weak { " (weak)" } else { "" }),
-                            min: String::new(),
-                            median: b.count.to_string(),
-                            max: String::new(),
-                        })
-                        .collect(),
-                ),
-                Figure::Scalar { unit, value, .. } => (
-                    "scalar",
-                    None,
-                    vec![FigureRow {
-                        label: unit.clone(),
-                        min: fmt_num(value.min),
-                        median: fmt_num(value.median),
-                        max: fmt_num(value.max),
-                    }],
-                ),
-                Figure::Series {
-                    name,
-                    x_unit,
-                    unit,
-                    points,
-                    ..
-                } => (
-                    "series",
-                    Some(plot::series(name, x_unit, unit, points)),
-                    points
-                        .iter()
-                        .map(|p| FigureRow {
-                            label: format!("{} {x_unit}", fmt_num(p.x)),
-                            min: fmt_num(p.y.min),
-                            median: fmt_num(p.y.median),
-                            max: fmt_num(p.y.max),
-                        })
-                        .collect(),
-                ),
-            };
-            let (svg, error) = match svg {
-                Some(Ok(s)) => (Some(s), None),
-                Some(Err(e)) => (None, Some(e.to_string())),
-                None => (None, None),
-            };
-            let unit = match f {
-                Figure::Histogram { .. } => String::new(),
-                Figure::Scalar { unit, .. } | Figure::Series { unit, .. } => unit.clone(),
-            };
-            out.push(FigureBlock {
-                case: case.clone(),
-                name: f.name().to_string(),
-                kind,
-                unit,
-                svg,
-                error,
-                rows,
-            });
+            match f {
+                Figure::Histogram { name, bins } => {
+                    let total: u64 = bins.iter().map(|b| b.count).sum();
+                    let top = bins.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+                    c.histograms.push(HistBlock {
+                        name: name.clone(),
+                        total,
+                        bins: bins
+                            .iter()
+                            .map(|b| BinRow {
+                                label: b.label.clone(),
+                                count: b.count,
+                                weak: b.weak,
+                                width: format!("{:.1}", b.count as f64 * 100.0 / top as f64),
+                                share: if total > 0 {
+                                    fmt_num(b.count as f64 * 100.0 / total as f64) + " %"
+                                } else {
+                                    String::new()
+                                },
+                            })
+                            .collect(),
+                    });
+                }
+                Figure::Scalar {
+                    name, unit, value, ..
+                } => c.scalars.push(ScalarRow {
+                    name: name.clone(),
+                    unit: unit.clone(),
+                    median: fmt_num(value.median),
+                    spread: if value.min < value.max {
+                        format!("{}..{}", fmt_num(value.min), fmt_num(value.max))
+                    } else {
+                        String::new()
+                    },
+                }),
+                Figure::Series { .. } => c.series.push(figure_block(case, f)),
+            }
         }
+        let mut parts = Vec::new();
+        for (n, one, many) in [
+            (c.histograms.len(), "histogram", "histograms"),
+            (c.scalars.len(), "number", "numbers"),
+            (c.series.len(), "curve", "curves"),
+        ] {
+            if n > 0 {
+                parts.push(plural(n, one, many));
+            }
+        }
+        c.brief = parts.join(", ");
+        out.push(c);
     }
     out
 }
@@ -481,18 +593,6 @@ pub fn render(
     diff: Option<Diff>,
 ) -> Result<String, HtmlError> {
     let counts = Counts::of(&r.cases);
-    let mut by_area: BTreeMap<&str, Counts> = BTreeMap::new();
-    for c in &r.cases {
-        by_area.entry(c.area.as_str()).or_default().add(c.verdict);
-    }
-    let suites = by_area
-        .into_iter()
-        .map(|(a, c)| SuiteRow {
-            area: a.to_string(),
-            verdict: group_verdict(&c),
-            counts: c,
-        })
-        .collect();
     let failures = r
         .cases
         .iter()
@@ -528,9 +628,14 @@ pub fn render(
     let (machine, toolchain, capabilities) = machine_rows(r);
     let run = r.run.clone().unwrap_or_default();
     // A bench pseudo-case's figures get their own section; a merged set keys them `<node>/<id>`.
-    let (bench, figures): (Vec<FigureBlock>, Vec<FigureBlock>) = figure_blocks(r)
-        .into_iter()
-        .partition(|f| is_bench(&f.case));
+    let bench = bench_blocks(r);
+    let case_figures = case_figures(r);
+    let figure_count = r
+        .figures
+        .iter()
+        .filter(|(c, _)| !is_bench(c))
+        .map(|(_, f)| f.len())
+        .sum();
     let page = Page {
         title: format!(
             "gpucts qualification report: {}",
@@ -563,13 +668,14 @@ pub fn render(
         machine,
         toolchain,
         capabilities,
-        suites,
         coverage: coverage(&r.cases),
         failures,
         flaky,
         waivers: waivers(r),
         skips: skips(&r.cases),
-        figures,
+        summary: summary(r),
+        case_figures,
+        figure_count,
         bench,
         fleet,
         diff,

@@ -12,6 +12,7 @@ pub mod merge;
 pub mod plot;
 pub mod results;
 pub mod run;
+pub mod summary;
 
 /// Figures live below the areas that record them (`crate::figures`); reports read them here.
 pub use crate::figures;
