@@ -184,6 +184,33 @@ fn waivers_waive_failures_and_report_stale_ones() {
     assert!(xml.contains("waived (W-SELF-1)"), "{xml}");
 }
 
+/// A waiver excuses the findings it names, not the case: the fixture's failure observes 2; a
+/// waiver naming another finding leaves the case failed, and the failure says which finding
+/// no waiver excuses.
+#[test]
+fn a_waiver_excuses_only_its_findings() {
+    let d = tmp("waiver-findings");
+    let junit = d.path().join("junit.xml");
+    let w = d.path().join("other-finding.yaml");
+    std::fs::write(
+        &w,
+        "waivers:\n  - id: W-OTHER\n    cases: \"selftest.known.unequal\"\n    reason: r\n    findings: ['^3$']\n",
+    )
+    .unwrap();
+    let o = run_fixture(
+        "failing.yaml",
+        &["--waivers", w.to_str().unwrap(), "--no-default-waivers"],
+        &junit,
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(101), "{out}{err}");
+    let results = std::fs::read_to_string(d.path().join("results.json")).unwrap();
+    assert!(
+        results.contains("waiver W-OTHER does not excuse 1 of these findings:\\n  2"),
+        "{results}"
+    );
+}
+
 #[test]
 fn filters_exact_and_skip() {
     let d = tmp("filters");

@@ -1223,7 +1223,7 @@ mod tests {
         // Every tool key constrains (the test names the tools the file's keys need).
         let waived = |id: String| {
             waivers
-                .find(&id, &Capability::ALL, &fingerprint)
+                .find(&id, Capability::ALL, &fingerprint)
                 .map(|w| w.waiver().id.clone())
         };
         let (mut raised, mut rejected, mut clang_returns) = (0, 0, 0);
@@ -1295,7 +1295,7 @@ mod tests {
         let (waivers, fingerprint) = waiver_file(&["libnvvm", "nvrtc", "clang"]);
         let waived = |id: &str| {
             waivers
-                .find(id, &Capability::ALL, &fingerprint)
+                .find(id, Capability::ALL, &fingerprint)
                 .map(|w| w.waiver().id.clone())
         };
         let (c, l) = (Producer::Corpus, Producer::Libnvvm);
@@ -1470,7 +1470,7 @@ mod tests {
                 .iter()
                 .all(|id| {
                     waivers
-                        .find(id, &Capability::ALL, &fingerprint)
+                        .find(id, Capability::ALL, &fingerprint)
                         .map(|w| w.waiver().id.as_str())
                         == Some("W-XCALL-FLOAT-PARAMS-AS-BITS")
                 })

@@ -647,7 +647,7 @@ mod tests {
                     c,
                     v,
                     waivers
-                        .find(id, &Capability::ALL, &fingerprint)
+                        .find(id, Capability::ALL, &fingerprint)
                         .map(|w| w.waiver().id.as_str()),
                 );
             }
