@@ -259,7 +259,7 @@ fn paths_in(code: &str) -> Vec<Vec<String>> {
             out.push(format!("{prefix}{body}"));
             return;
         };
-        let close = body.rfind('}').unwrap_or(body.len());
+        let close = body.rfind('}').filter(|&c| c > open).unwrap_or(body.len());
         let head = format!("{prefix}{}", &body[..open]);
         let inner = &body[open + 1..close];
         let (mut depth, mut start) = (0, 0);

@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::figures::{Better, Figure, Spread};
-use super::html::fmt_num;
 use super::results::{Results, StoredCase, VerdictName};
+use crate::figures::fmt_num;
 use crate::outcome::CaseStatus;
 
 /// What kind of difference a finding is.

@@ -20,6 +20,7 @@ use super::merge::FleetView;
 use super::plot;
 use super::results::{group_verdict, Counts, Results, StoredCase, VerdictName};
 use super::summary::{summary, Summary};
+use crate::figures::fmt_num;
 use crate::outcome::CaseStatus;
 
 const TEMPLATE: &str = include_str!("templates/report.html");
@@ -360,19 +361,6 @@ fn failure_kind(s: &CaseStatus) -> (&'static str, String, String, String) {
             String::new(),
         ),
         CaseStatus::Pass { .. } => ("pass", String::new(), String::new(), String::new()),
-    }
-}
-
-pub(crate) fn fmt_num(x: f64) -> String {
-    // Whole numbers (sizes in bytes, counts) in full: 1048576, not 1.0486e6.
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        return format!("{x:.0}");
-    }
-    if x == 0.0 || (1e-3..1e6).contains(&x.abs()) {
-        let s = format!("{x:.4}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        format!("{x:.4e}")
     }
 }
 

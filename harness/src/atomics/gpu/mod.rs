@@ -40,6 +40,9 @@ pub struct RunReport {
     pub instances: u64,
     /// Launch-to-completion time summed over launches (wall clock around synchronize).
     pub kernel_time: Duration,
+    /// Each launch's instances per second of its own kernel time: the spread a figure's
+    /// band records, so that `gpucts diff` judges a later run against the measured noise.
+    pub launch_rates: Vec<f64>,
     /// Everything: table uploads, launches, copies back, decoding.
     pub wall_time: Duration,
     /// Before the first launch: the driver JIT of the kernel's PTX and the buffer allocations.
@@ -173,7 +176,11 @@ pub fn figures_of(test: &LitmusTest, r: &RunReport) -> Vec<crate::figures::Figur
             name: format!("{} instances/s", r.test),
             unit: "1/s".into(),
             better: Some(Better::Higher),
-            value: Spread::exact(rate(r.instances)),
+            // The median launch's rate, within the launches' min..max: one launch of ~10 µs
+            // is noisy (two runs on one H200 moved single-sample figures by up to 29 %).
+            value: Spread::of(&r.launch_rates)
+                .filter(|_| r.launch_rates.len() > 1)
+                .unwrap_or_else(|| Spread::exact(rate(r.instances))),
         },
     ]
 }
@@ -311,6 +318,7 @@ pub fn run(
         launches: 0,
         instances: 0,
         kernel_time: Duration::ZERO,
+        launch_rates: Vec::new(),
         wall_time: Duration::ZERO,
         setup_time: setup.elapsed(),
         host_time: Duration::ZERO,
@@ -348,7 +356,8 @@ pub fn run(
         ];
         // SAFETY: `kernel::generate` declares exactly these parameters: seven `.param .u64`
         // buffer addresses, then `.param .u32 p_testing`.
-        report.kernel_time += unsafe { session.launch_timed(f, cfg, &args) }.map_err(e)?;
+        let launch = unsafe { session.launch_timed(f, cfg, &args) }.map_err(e)?;
+        report.kernel_time += launch;
         // A test without registers (2+2W) has nothing in the results buffer to copy.
         let res = if g.slots.is_empty() {
             Vec::new()
@@ -367,6 +376,9 @@ pub fn run(
         report.host_time += host.elapsed();
         report.launches += 1;
         report.instances += n as u64;
+        if !launch.is_zero() {
+            report.launch_rates.push(n as f64 / launch.as_secs_f64());
+        }
     }
     report.wall_time = start.elapsed();
     Ok(report)

@@ -192,6 +192,7 @@ fn report(name: &str, terms: Vec<Term>, hist: &[(Vec<i64>, u64)]) -> RunReport {
         launches: 10,
         instances: hist.iter().map(|(_, n)| n).sum(),
         kernel_time: Duration::from_millis(20),
+        launch_rates: Vec::new(),
         wall_time: Duration::from_millis(40),
         setup_time: Duration::from_millis(5),
         host_time: Duration::from_millis(3),
@@ -351,6 +352,19 @@ fn figures_mark_the_weak_outcome_and_give_rates_per_second() {
         (Figure::Scalar { value: w, .. }, Figure::Scalar { value: i, .. }) => {
             assert!((w.median - 350.0).abs() < 1e-6, "{w:?}");
             assert!((i.median - 5000.0).abs() < 1e-6, "{i:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // With per-launch rates, instances/s is their median within their min..max: the band
+    // `gpucts diff` compares a later run against.
+    let mut r = r;
+    r.launch_rates = vec![4000.0, 6000.0, 5500.0];
+    match &figures_of(&t, &r)[2] {
+        Figure::Scalar { value, .. } => {
+            assert_eq!(
+                (value.min, value.median, value.max),
+                (4000.0, 5500.0, 6000.0)
+            );
         }
         other => panic!("{other:?}"),
     }
