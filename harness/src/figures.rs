@@ -246,6 +246,21 @@ pub fn record_from_child(case_id: &str, stdout: &str) {
     }
 }
 
+/// A figure's number as reports print it: whole numbers in full, others to four places or in
+/// scientific notation.
+pub fn fmt_num(x: f64) -> String {
+    // Whole numbers (sizes in bytes, counts) in full: 1048576, not 1.0486e6.
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        return format!("{x:.0}");
+    }
+    if x == 0.0 || (1e-3..1e6).contains(&x.abs()) {
+        let s = format!("{x:.4}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        format!("{x:.4e}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,20 +322,5 @@ mod tests {
         );
         let back: Figure = serde_json::from_value(j).unwrap();
         assert_eq!(back, f);
-    }
-}
-
-/// A figure's number as reports print it: whole numbers in full, others to four places or in
-/// scientific notation.
-pub fn fmt_num(x: f64) -> String {
-    // Whole numbers (sizes in bytes, counts) in full: 1048576, not 1.0486e6.
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        return format!("{x:.0}");
-    }
-    if x == 0.0 || (1e-3..1e6).contains(&x.abs()) {
-        let s = format!("{x:.4}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        format!("{x:.4e}")
     }
 }

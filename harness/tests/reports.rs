@@ -280,6 +280,31 @@ fn diff_out(base: &Path, new: &Path, extra: &[&str]) -> (Option<i32>, String) {
     (o.status.code(), format!("{out}{err}"))
 }
 
+/// Real run-to-run noise: three runs of the 468 atomics.gpu cases on one H200 (committed
+/// record) diff clean against each other in every order with the default tolerance, and
+/// against the H100 record the figures are not compared (another GPU), verdicts are.
+#[test]
+fn diff_of_three_runs_on_one_h200_is_clean() {
+    let rig = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/rigs/h200-2026-11-26");
+    let runs = ["atomics", "embedded-atomics", "atomics-run3"].map(|r| rig.join(r));
+    for a in &runs {
+        for b in &runs {
+            if a == b {
+                continue;
+            }
+            let (code, out) = diff_out(a, b, &[]);
+            assert_eq!(code, Some(0), "{} -> {}: {out}", a.display(), b.display());
+            assert!(!out.contains("machines differ"), "{out}");
+        }
+    }
+    let (code, out) = diff_out(&h100_atomics(), &runs[0], &[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("machines differ: ")),
+        "{out}"
+    );
+}
+
 /// A nightly compares tonight's run with its baseline: run-to-run noise within the
 /// tolerance passes, a real drop fails, and figures from another GPU are not compared unless
 /// asked for.
@@ -377,7 +402,7 @@ fn diff_of_the_h100_record_flags_only_real_figure_regressions() {
     assert_eq!(code, Some(0), "{out}");
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(j["regression"], false);
-    assert_eq!(j["tolerance_pct"], 20.0);
+    assert_eq!(j["tolerance_pct"], 35.0);
     assert_eq!(j["machines"][0]["same"], false);
     assert_eq!(j["machines"][0]["figures_compared"], false);
     assert_eq!(j["machines"][0]["base"]["gpu"], gpu.as_str());

@@ -68,7 +68,11 @@ pub struct Finding {
 }
 
 /// The tolerance a single-sample figure gets when `--tolerance` is not given, in percent.
-pub const DEFAULT_TOLERANCE_PCT: f64 = 20.0;
+/// Measured: three runs of the 468 atomics.gpu cases on one H200 (2026-11-26, 5 and 47
+/// minutes apart, reports/rigs/h200-2026-11-26) moved instances/s by up to 29 % (a run's
+/// per-launch band does not cover a later run's drift); at 20 % a nightly against its own
+/// baseline flagged 3 and 16 of 468 cases, at 30 % none. Halving is still a regression.
+pub const DEFAULT_TOLERANCE_PCT: f64 = 35.0;
 
 /// How figures are compared.
 #[derive(Debug, Clone, Copy, PartialEq)]
