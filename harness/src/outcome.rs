@@ -272,13 +272,15 @@ impl Verdict {
                 Some(w) => Verdict::StaleWaiver { waiver: w.into() },
                 None => Verdict::Pass,
             },
-            CaseStatus::Fail { .. }
-            | CaseStatus::Error { .. }
-            | CaseStatus::Crash { .. }
-            | CaseStatus::Timeout { .. } => match waiver {
+            CaseStatus::Fail { .. } => match waiver {
                 Some(w) => Verdict::Waived { waiver: w.into() },
                 None => Verdict::Fail,
             },
+            // A waiver excuses a divergence it names, never a harness error, a crash or a
+            // timeout: those say nothing about the producer and may hide any finding.
+            CaseStatus::Error { .. } | CaseStatus::Crash { .. } | CaseStatus::Timeout { .. } => {
+                Verdict::Fail
+            }
         }
     }
 
@@ -345,14 +347,17 @@ mod tests {
                             waiver: w.to_string(),
                         },
                         (_, _, None) => Verdict::Fail,
-                        (_, _, Some(w)) => Verdict::Waived {
+                        (CaseStatus::Fail { .. }, _, Some(w)) => Verdict::Waived {
                             waiver: w.to_string(),
                         },
+                        (_, _, Some(_)) => Verdict::Fail,
                     };
                     assert_eq!(v, want, "{s:?} required={required} waiver={waiver:?}");
-                    // A raw failure is a run failure exactly when no waiver covers it.
+                    // A raw failure is a run failure exactly when no waiver covers it, and
+                    // only a fail can be covered.
                     if s.is_failure() {
-                        assert_eq!(v.is_failure(), waiver.is_none(), "{s:?}");
+                        let covered = waiver.is_some() && matches!(s, CaseStatus::Fail { .. });
+                        assert_eq!(v.is_failure(), !covered, "{s:?}");
                     }
                 }
             }

@@ -511,6 +511,27 @@ pub fn excuse(applied: &[Applied<'_>], status: &CaseStatus) -> Excuse {
             _ => Excuse::None,
         };
     }
+    let all_ids = || {
+        applied
+            .iter()
+            .map(|a| a.waiver().id.as_str())
+            .collect::<Vec<_>>()
+            .join("+")
+    };
+    let kind = match status {
+        CaseStatus::Error { .. } => Some("a harness error"),
+        CaseStatus::Crash { .. } => Some("a crash"),
+        CaseStatus::Timeout { .. } => Some("a timeout"),
+        _ => None,
+    };
+    if let Some(kind) = kind {
+        return Excuse::Unexcused {
+            waivers: all_ids(),
+            lines: vec![format!(
+                "{kind}: waivers excuse a producer's divergence, never an error, crash or timeout"
+            )],
+        };
+    }
     let lines = status.finding_lines();
     let mut used = vec![false; applied.len()];
     let mut unexcused = Vec::new();
@@ -531,7 +552,7 @@ pub fn excuse(applied: &[Applied<'_>], status: &CaseStatus) -> Excuse {
     };
     if !unexcused.is_empty() {
         return Excuse::Unexcused {
-            waivers: ids(&|_| true),
+            waivers: all_ids(),
             lines: unexcused,
         };
     }
@@ -826,10 +847,63 @@ mod tests {
             "{}",
             failed.summary()
         );
-        // An error or a crash is a finding too.
+        // An error, a crash or a timeout is never excused, whatever the patterns.
+        let any = Waivers::from_list(vec![Waiver {
+            id: "W4".into(),
+            cases: "*".into(),
+            reason: "r".into(),
+            findings: vec!["crashed|SIGSEGV|timeout".into()],
+            platform: Default::default(),
+        }])
+        .unwrap();
+        let applied = any.applicable("x", &[], &BTreeMap::new());
+        for s in [
+            CaseStatus::error("ptxas crashed"),
+            CaseStatus::Crash {
+                how: "killed by SIGSEGV".into(),
+                output: String::new(),
+            },
+            CaseStatus::Timeout {
+                after_s: 1.0,
+                output: String::new(),
+            },
+        ] {
+            match excuse(&applied, &s) {
+                Excuse::Unexcused { waivers, lines } => {
+                    assert_eq!(waivers, "W4");
+                    assert!(
+                        lines[0].contains("never an error, crash or timeout"),
+                        "{lines:?}"
+                    );
+                }
+                other => panic!("{s:?}: {other:?}"),
+            }
+        }
+        let both = Waivers::from_list(vec![
+            Waiver {
+                id: "W5".into(),
+                cases: "*".into(),
+                reason: "r".into(),
+                findings: vec!["^a$".into()],
+                platform: Default::default(),
+            },
+            Waiver {
+                id: "W6".into(),
+                cases: "*".into(),
+                reason: "r".into(),
+                findings: vec!["^b$".into()],
+                platform: Default::default(),
+            },
+        ])
+        .unwrap();
+        let applied = both.applicable("x", &[], &BTreeMap::new());
+        let two = CaseStatus::fail_detail("e", "a", "b");
+        assert_eq!(excuse(&applied, &two), Excuse::Excused("W5+W6".into()));
+        let one = CaseStatus::fail("e", "b");
+        assert_eq!(excuse(&applied, &one), Excuse::Excused("W6".into()));
         assert_eq!(
-            a.unexcused(&CaseStatus::error("ptxas crashed")),
-            vec!["ptxas crashed"]
+            excuse(&applied, &CaseStatus::pass()),
+            Excuse::Stale("W5".into())
         );
     }
 
