@@ -239,7 +239,10 @@ mod tests {
         // On a machine without a GPU this is Err naming libcuda; with one, Ok with a device.
         match probe() {
             Ok(info) => assert!(!info.gpus.is_empty()),
-            Err(why) => assert!(why.to_string().starts_with("no GPU"), "{why}"),
+            Err(why) => {
+                assert!(why.to_string().starts_with("no GPU"), "{why}");
+                crate::require!(device: false, "a CUDA GPU (the probe's device half)");
+            }
         }
     }
 }
