@@ -341,25 +341,28 @@ pub fn main() -> i32 {
             return code;
         }
     };
-    // The data root is resolved once, here, and handed down (an unusable --root exits 2
-    // before anything runs).
-    let data = || crate::data::DataRoot::locate(cli.root.as_deref(), cli.corpora.as_deref());
-    let data = match data() {
-        Ok(d) => d,
-        Err(e) => {
-            error(e);
-            return EXIT_USAGE;
+    // The data root is resolved once, by the commands that read suites, and handed down (an
+    // unusable --root exits 2 before anything runs); the others never touch it.
+    let (root, corpora) = (cli.root.clone(), cli.corpora.clone());
+    let with_data = |f: &mut dyn FnMut(&crate::data::DataRoot) -> i32| -> i32 {
+        match crate::data::DataRoot::locate(root.as_deref(), corpora.as_deref()) {
+            Ok(d) => f(&d),
+            Err(e) => {
+                error(e);
+                EXIT_USAGE
+            }
         }
     };
     match cli.command {
         None => {
             apply_max_cases(cli.run.max_cases);
-            run(cli.run, &data)
+            let mut args = Some(cli.run);
+            with_data(&mut |d| args.take().map_or(EXIT_USAGE, |a| run(a, d)))
         }
-        Some(Cmd::Probe { json }) => probe(json, &data),
+        Some(Cmd::Probe { json }) => with_data(&mut |d| probe(json, d)),
         Some(Cmd::Validate { paths, max_cases }) => {
             apply_max_cases(max_cases);
-            validate(paths, &data)
+            with_data(&mut |d| validate(paths.clone(), d))
         }
         Some(Cmd::Toolchain { action }) => toolchain(action),
         Some(Cmd::Abi { action }) => abi(action),
@@ -374,20 +377,30 @@ pub fn main() -> i32 {
             reps,
             results,
         }) => match results {
-            Some(dir) => bench_record(area, count, reps, &dir, &data),
+            Some(dir) => with_data(&mut |d| bench_record(area, count, reps, &dir, d)),
             None if area == BenchArea::All => {
                 error("bench all: records the curves of every bench; give --results DIR");
                 EXIT_USAGE
             }
             // gpudirect's repetitions were `--count` before `--reps` existed
-            None if area == BenchArea::Gpudirect => bench(area, reps.unwrap_or(count), &data),
-            None => bench(area, count, &data),
+            None if area == BenchArea::Gpudirect => {
+                with_data(&mut |d| bench(area, reps.unwrap_or(count), d))
+            }
+            None => with_data(&mut |d| bench(area, count, d)),
         },
         Some(Cmd::Report(a)) => crate::report::commands::report(a),
         Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
-        Some(Cmd::Bundle(a)) => crate::report::commands::bundle(a, &data.path),
+        Some(Cmd::Bundle(a)) => {
+            let mut a = Some(a);
+            with_data(&mut |d| {
+                a.take()
+                    .map_or(EXIT_USAGE, |a| crate::report::commands::bundle(a, &d.path))
+            })
+        }
         Some(Cmd::Merge(a)) => crate::report::commands::merge(a),
-        Some(Cmd::Case { file, id, scratch }) => child_case(&file, &id, scratch.as_deref(), &data),
+        Some(Cmd::Case { file, id, scratch }) => {
+            with_data(&mut |d| child_case(&file, &id, scratch.as_deref(), d))
+        }
     }
 }
 

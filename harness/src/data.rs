@@ -107,6 +107,8 @@ impl DataRoot {
             (extract_embedded()?, Source::Embedded)
         };
         let (corpora, corpora_source) = match corpora_flag {
+            // `--corpora ""`: none (what a parent without corpora tells its children).
+            Some(p) if p.as_os_str().is_empty() => (None, None),
             Some(p) if p.is_dir() => (Some(p.to_path_buf()), Some(CorporaSource::Flag)),
             Some(p) => return Err(DataError::NotCorpora(p.to_path_buf())),
             None if source != Source::Embedded => match corpora_beside(&path) {
@@ -224,8 +226,13 @@ fn embedded_digest(files: &[(PathBuf, &[u8])]) -> String {
 /// The folder the embedded copy goes to: `$GPUCTS_CACHE/data/…` (else the XDG or home cache,
 /// else the temporary directory), named by version and digest.
 fn embedded_dir(digest: &str) -> PathBuf {
-    let base = crate::backend::toolchain::managed::cache_root()
-        .unwrap_or_else(|| std::env::temp_dir().join("gpucts"));
+    // Without a cache directory, a per-user folder of the temporary directory (a shared
+    // `/tmp/gpucts` would let another user plant a copy in advance).
+    let base = crate::backend::toolchain::managed::cache_root().unwrap_or_else(|| {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        std::env::temp_dir().join(format!("gpucts-{uid}"))
+    });
     base.join("data")
         .join(format!("{}-{digest}", env!("CARGO_PKG_VERSION")))
 }
@@ -258,6 +265,11 @@ fn extract_embedded() -> Result<PathBuf, DataError> {
             std::fs::create_dir_all(d).map_err(err(d))?;
         }
         std::fs::write(&path, bytes).map_err(err(&path))?;
+        // Read-only: an edit made in the cache (where error messages point) must not pass
+        // for the embedded suites.
+        let mut perm = std::fs::metadata(&path).map_err(err(&path))?.permissions();
+        perm.set_readonly(true);
+        std::fs::set_permissions(&path, perm).map_err(err(&path))?;
     }
     std::fs::write(tmp.path().join(COMPLETE), b"").map_err(err(tmp.path()))?;
     let staged = tmp.keep();
@@ -266,15 +278,49 @@ fn extract_embedded() -> Result<PathBuf, DataError> {
         // Another run finished first (or a stale half copy is in the way): use a complete one,
         // else replace the stale one.
         Err(_) if dir.join(COMPLETE).is_file() => {
-            let _ = std::fs::remove_dir_all(&staged);
+            let _ = make_writable(&staged).and_then(|()| std::fs::remove_dir_all(&staged));
             Ok(dir)
         }
         Err(_) => {
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::rename(&staged, &dir).map_err(err(&dir))?;
-            Ok(dir)
+            // A stale half copy is in the way: move it aside under a name of its own (never
+            // delete a folder another run may just have renamed into place), then retry.
+            let aside = parent.join(format!(
+                ".stale-{}-{}",
+                std::process::id(),
+                staged
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default()
+            ));
+            let _ = std::fs::rename(&dir, &aside);
+            let _ = make_writable(&aside).and_then(|()| std::fs::remove_dir_all(&aside));
+            match std::fs::rename(&staged, &dir) {
+                Ok(()) => Ok(dir),
+                Err(_) if dir.join(COMPLETE).is_file() => {
+                    let _ = make_writable(&staged).and_then(|()| std::fs::remove_dir_all(&staged));
+                    Ok(dir)
+                }
+                Err(e) => Err(err(&dir)(e)),
+            }
         }
     }
+}
+
+/// Give back write permission to every file under `dir` (the copy's files are read-only), so
+/// it can be removed.
+fn make_writable(dir: &Path) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let p = e?.path();
+        if p.is_dir() {
+            make_writable(&p)?;
+        } else {
+            let mut perm = std::fs::metadata(&p)?.permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            perm.set_readonly(false);
+            std::fs::set_permissions(&p, perm)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

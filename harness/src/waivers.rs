@@ -222,6 +222,10 @@ pub enum PatternError {
     /// The regex crate's reason, as it words it.
     #[error("not a regular expression: {0}")]
     Regex(String),
+    #[error("a finding pattern that matches an empty line excuses every finding")]
+    MatchesEverything,
+    #[error("a waiver id is letters, digits, `.`, `_` and `-` (reports join ids with `+`)")]
+    BadId,
     #[error("braces nest {depth} deep; at most {MAX_BRACE_DEPTH}")]
     TooDeep { depth: usize },
     /// globset's reason, as it words it.
@@ -282,11 +286,28 @@ fn compile(w: Waiver, file: Option<(PathBuf, u64, u64)>) -> Result<Compiled, Wai
             },
         ));
     }
-    let findings = w
+    let findings: Vec<regex::Regex> = w
         .findings
         .iter()
         .map(|p| finding_regex(p).map_err(|e| bad(p, e)))
         .collect::<Result<_, _>>()?;
+    // A pattern that matches the empty line (`''`, `.*`) would excuse every finding.
+    if let Some((p, _)) = w
+        .findings
+        .iter()
+        .zip(&findings)
+        .find(|(_, r)| r.is_match(""))
+    {
+        return Err(bad(p, PatternError::MatchesEverything));
+    }
+    if !w
+        .id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        || w.id.is_empty()
+    {
+        return Err(bad(&w.id, PatternError::BadId));
+    }
     let file = file.map(|(f, _, _)| f);
     Ok(Compiled {
         waiver: w,
@@ -557,7 +578,12 @@ pub fn excuse(applied: &[Applied<'_>], status: &CaseStatus) -> Excuse {
         };
     }
     if lines.is_empty() {
-        return Excuse::Excused(first.waiver().id.clone());
+        // A failure that names nothing (an empty output) is not the divergence a waiver
+        // describes.
+        return Excuse::Unexcused {
+            waivers: all_ids(),
+            lines: vec!["(the failure names no finding)".into()],
+        };
     }
     Excuse::Excused(ids(&|i| used[i]))
 }
@@ -905,6 +931,11 @@ mod tests {
             excuse(&applied, &CaseStatus::pass()),
             Excuse::Stale("W5".into())
         );
+        // A failure that names nothing is not a known divergence.
+        assert!(matches!(
+            excuse(&applied, &CaseStatus::fail("e", "")),
+            Excuse::Unexcused { .. }
+        ));
     }
 
     #[test]
@@ -914,6 +945,14 @@ mod tests {
             e.starts_with("w.yaml:2:") && e.contains("lists no findings"),
             "{e}"
         );
+        for catch_all in ["''", "'.*'", "'x|'", "'^'"] {
+            let e = parse_err(&format!(
+                "waivers:\n  - {{id: A, cases: x, reason: r, findings: ['x', {catch_all}]}}\n"
+            ));
+            assert!(e.contains("matches an empty line"), "{catch_all}: {e}");
+        }
+        let e = parse_err("waivers:\n  - {id: A+B, cases: x, reason: r, findings: [x]}\n");
+        assert!(e.contains("a waiver id is letters"), "{e}");
         let e = parse_err("waivers:\n  - {id: A, cases: x, reason: r, findings: ['(']}\n");
         assert!(
             e.starts_with("w.yaml:2:") && e.contains("not a regular expression"),

@@ -517,8 +517,14 @@ fn case_figures(r: &Results) -> Vec<CaseFigures> {
 fn waivers(r: &Results) -> Vec<WaiverRow> {
     let mut rows: BTreeMap<String, WaiverRow> = BTreeMap::new();
     let records = r.run.as_ref().map(|x| x.waivers.as_slice()).unwrap_or(&[]);
-    for c in &r.cases {
-        let Some(w) = &c.waiver else { continue };
+    // A case several waivers excused together names them `W-A+W-B`: it is listed under each.
+    for (c, w) in r.cases.iter().flat_map(|c| {
+        c.waiver
+            .iter()
+            .flat_map(|w| w.split('+'))
+            .map(move |w| (c, w.to_string()))
+    }) {
+        let w = &w;
         let row = rows.entry(w.clone()).or_insert_with(|| {
             let rec = records.iter().find(|x| &x.id == w);
             WaiverRow {

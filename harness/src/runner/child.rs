@@ -79,9 +79,10 @@ pub fn run_isolated(
     cmd.arg("__case");
     // The child reads the same data root and corpora as its parent, wherever it is started.
     cmd.arg("--root").arg(&data.path);
-    if let Some(c) = &data.corpora {
-        cmd.arg("--corpora").arg(c);
-    }
+    // No corpora is said explicitly: a child must not find some beside its root that the
+    // parent did not use.
+    cmd.arg("--corpora")
+        .arg(data.corpora.as_deref().unwrap_or(Path::new("")));
     cmd.arg("--file")
         .arg(suite_file)
         .arg("--id")

@@ -261,15 +261,35 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
     let duration_s = t0.elapsed().saturating_sub(take_gpu_waited()).as_secs_f64();
     let batch_use = crate::area::take_batch_use();
     // Waivers excuse what they name: a failure with any other finding fails, and says which.
+    // Every attempt counts: a crash or another finding before a known failure is not hidden
+    // by the last attempt's being known.
     let applied = env
         .waivers
         .applicable(&case.id, &case.requires, &env.fingerprint);
+    let unexcused_attempt =
+        attempts
+            .iter()
+            .enumerate()
+            .find_map(|(i, a)| match crate::waivers::excuse(&applied, a) {
+                crate::waivers::Excuse::Unexcused { waivers, lines } => Some((
+                    waivers,
+                    lines
+                        .into_iter()
+                        .map(|l| format!("attempt {}: {l}", i + 1))
+                        .collect::<Vec<_>>(),
+                )),
+                _ => None,
+            });
     let (status, waiver) = match crate::waivers::excuse(&applied, &status) {
-        crate::waivers::Excuse::Excused(ids) | crate::waivers::Excuse::Stale(ids) => {
-            (status, Some(ids))
-        }
         crate::waivers::Excuse::Unexcused { waivers, lines } => {
             (status.with_unexcused(&waivers, &lines), None)
+        }
+        _ if unexcused_attempt.is_some() && status.is_failure() => {
+            let (waivers, lines) = unexcused_attempt.unwrap_or_default();
+            (status.with_unexcused(&waivers, &lines), None)
+        }
+        crate::waivers::Excuse::Excused(ids) | crate::waivers::Excuse::Stale(ids) => {
+            (status, Some(ids))
         }
         crate::waivers::Excuse::None => (status, None),
     };

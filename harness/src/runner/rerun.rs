@@ -35,10 +35,11 @@ pub fn with_reruns(
     (status, attempts)
 }
 
-/// A pass after failed attempts is flaky; every other verdict stands.
+/// A pass after failed attempts is flaky (also when a waiver lists the case: a waiver still
+/// needed some of the time is not stale); every other verdict stands.
 pub fn flaky_or(verdict: Verdict, attempts: &[CaseStatus]) -> Verdict {
     match verdict {
-        Verdict::Pass if !attempts.is_empty() => Verdict::Flaky,
+        Verdict::Pass | Verdict::StaleWaiver { .. } if !attempts.is_empty() => Verdict::Flaky,
         v => v,
     }
 }
@@ -52,6 +53,17 @@ pub fn fresh_child(case: &Case, env: &super::RunEnv, gpu: &Mutex<()>) -> CaseSta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A waiver still needed some of the time is not stale: a pass after failed attempts is
+    /// flaky whether or not a waiver lists the case.
+    #[test]
+    fn a_pass_after_failures_is_flaky_even_when_waived() {
+        let failed = [CaseStatus::fail("1", "2")];
+        let stale = Verdict::StaleWaiver { waiver: "W".into() };
+        assert_eq!(flaky_or(stale.clone(), &failed), Verdict::Flaky);
+        assert_eq!(flaky_or(stale.clone(), &[]), stale);
+        assert_eq!(flaky_or(Verdict::Pass, &failed), Verdict::Flaky);
+    }
 
     #[test]
     fn fail_then_pass_is_flaky_and_keeps_the_failure() {
