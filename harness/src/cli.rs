@@ -44,6 +44,10 @@ struct Cli {
     /// beside the checkout; without one, public-corpus cases skip.
     #[arg(long, value_name = "DIR", global = true)]
     corpora: Option<PathBuf>,
+    /// No public corpora, not even beside the checkout (what a parent without corpora tells
+    /// its isolated children).
+    #[arg(long, global = true, hide = true, conflicts_with = "corpora")]
+    no_corpora: bool,
 }
 
 #[derive(Args, Debug, Default)]
@@ -343,7 +347,15 @@ pub fn main() -> i32 {
     };
     // The data root is resolved once, by the commands that read suites, and handed down (an
     // unusable --root exits 2 before anything runs); the others never touch it.
-    let (root, corpora) = (cli.root.clone(), cli.corpora.clone());
+    let (root, corpora) = (
+        cli.root.clone(),
+        // `--no-corpora` is an explicit none: an empty path, which `locate` reads as none.
+        if cli.no_corpora {
+            Some(PathBuf::new())
+        } else {
+            cli.corpora.clone()
+        },
+    );
     let with_data = |f: &mut dyn FnMut(&crate::data::DataRoot) -> i32| -> i32 {
         match crate::data::DataRoot::locate(root.as_deref(), corpora.as_deref()) {
             Ok(d) => f(&d),

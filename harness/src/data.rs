@@ -107,7 +107,8 @@ impl DataRoot {
             (extract_embedded()?, Source::Embedded)
         };
         let (corpora, corpora_source) = match corpora_flag {
-            // `--corpora ""`: none (what a parent without corpora tells its children).
+            // An empty path: none (`--no-corpora`, what a parent without corpora tells its
+            // isolated children).
             Some(p) if p.as_os_str().is_empty() => (None, None),
             Some(p) if p.is_dir() => (Some(p.to_path_buf()), Some(CorporaSource::Flag)),
             Some(p) => return Err(DataError::NotCorpora(p.to_path_buf())),

@@ -209,6 +209,39 @@ fn a_copied_binary_gives_the_in_tree_verdicts() {
     }
 }
 
+/// Isolated cases run in children that get the parent's data root and corpora, also when
+/// there are none: a copied binary in an empty directory runs the fixture's child case.
+#[test]
+fn isolated_children_run_away_from_a_checkout() {
+    let cache = tmp("reloc-cache");
+    let bin_dir = tmp("reloc-bin");
+    let empty = tmp("reloc-empty");
+    let exe = copied_binary(bin_dir.path());
+    let fixture = checkout().join("harness/tests/fixtures/selftest.yaml");
+    let junit = empty.path().join("r/junit.xml");
+    let o = run_in(
+        &exe,
+        empty.path(),
+        cache.path(),
+        &[
+            "--suite",
+            fixture.to_str().unwrap(),
+            "selftest.isolated.child_equal",
+            "--exact",
+            "--junit",
+            junit.to_str().unwrap(),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let v = verdicts(&junit.with_file_name("results.json"));
+    assert_eq!(
+        v.get("selftest.isolated.child_equal").map(String::as_str),
+        Some("pass"),
+        "{out}"
+    );
+}
+
 /// A `--root` without suites is refused before anything runs, naming the flag and the path.
 #[test]
 fn a_root_without_suites_is_refused() {

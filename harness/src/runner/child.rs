@@ -81,8 +81,10 @@ pub fn run_isolated(
     cmd.arg("--root").arg(&data.path);
     // No corpora is said explicitly: a child must not find some beside its root that the
     // parent did not use.
-    cmd.arg("--corpora")
-        .arg(data.corpora.as_deref().unwrap_or(Path::new("")));
+    match &data.corpora {
+        Some(c) => cmd.arg("--corpora").arg(c),
+        None => cmd.arg("--no-corpora"),
+    };
     cmd.arg("--file")
         .arg(suite_file)
         .arg("--id")
