@@ -356,25 +356,15 @@ pub fn main() -> i32 {
             cli.corpora.clone()
         },
     );
-    let with_data = |f: &mut dyn FnMut(&crate::data::DataRoot) -> i32| -> i32 {
-        match crate::data::DataRoot::locate(root.as_deref(), corpora.as_deref()) {
-            Ok(d) => f(&d),
-            Err(e) => {
-                error(e);
-                EXIT_USAGE
-            }
-        }
-    };
     match cli.command {
         None => {
             apply_max_cases(cli.run.max_cases);
-            let mut args = Some(cli.run);
-            with_data(&mut |d| args.take().map_or(EXIT_USAGE, |a| run(a, d)))
+            with_data(&root, &corpora, |d| run(cli.run, d))
         }
-        Some(Cmd::Probe { json }) => with_data(&mut |d| probe(json, d)),
+        Some(Cmd::Probe { json }) => with_data(&root, &corpora, |d| probe(json, d)),
         Some(Cmd::Validate { paths, max_cases }) => {
             apply_max_cases(max_cases);
-            with_data(&mut |d| validate(paths.clone(), d))
+            with_data(&root, &corpora, |d| validate(paths, d))
         }
         Some(Cmd::Toolchain { action }) => toolchain(action),
         Some(Cmd::Abi { action }) => abi(action),
@@ -389,29 +379,42 @@ pub fn main() -> i32 {
             reps,
             results,
         }) => match results {
-            Some(dir) => with_data(&mut |d| bench_record(area, count, reps, &dir, d)),
+            Some(dir) => with_data(&root, &corpora, |d| {
+                bench_record(area, count, reps, &dir, d)
+            }),
             None if area == BenchArea::All => {
                 error("bench all: records the curves of every bench; give --results DIR");
                 EXIT_USAGE
             }
             // gpudirect's repetitions were `--count` before `--reps` existed
             None if area == BenchArea::Gpudirect => {
-                with_data(&mut |d| bench(area, reps.unwrap_or(count), d))
+                with_data(&root, &corpora, |d| bench(area, reps.unwrap_or(count), d))
             }
-            None => with_data(&mut |d| bench(area, count, d)),
+            None => with_data(&root, &corpora, |d| bench(area, count, d)),
         },
         Some(Cmd::Report(a)) => crate::report::commands::report(a),
         Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
-        Some(Cmd::Bundle(a)) => {
-            let mut a = Some(a);
-            with_data(&mut |d| {
-                a.take()
-                    .map_or(EXIT_USAGE, |a| crate::report::commands::bundle(a, &d.path))
-            })
-        }
+        Some(Cmd::Bundle(a)) => with_data(&root, &corpora, |d| {
+            crate::report::commands::bundle(a, &d.path)
+        }),
         Some(Cmd::Merge(a)) => crate::report::commands::merge(a),
-        Some(Cmd::Case { file, id, scratch }) => {
-            with_data(&mut |d| child_case(&file, &id, scratch.as_deref(), d))
+        Some(Cmd::Case { file, id, scratch }) => with_data(&root, &corpora, |d| {
+            child_case(&file, &id, scratch.as_deref(), d)
+        }),
+    }
+}
+
+/// Run `f` with this command's data root, or exit 2 naming why there is none.
+fn with_data(
+    root: &Option<PathBuf>,
+    corpora: &Option<PathBuf>,
+    f: impl FnOnce(&crate::data::DataRoot) -> i32,
+) -> i32 {
+    match crate::data::DataRoot::locate(root.as_deref(), corpora.as_deref()) {
+        Ok(d) => f(&d),
+        Err(e) => {
+            error(e);
+            EXIT_USAGE
         }
     }
 }

@@ -128,11 +128,12 @@ impl DataRoot {
 
     /// A root on disk with no corpora: for tests and tools that are handed the directory.
     pub fn at(path: &Path) -> DataRoot {
+        let corpora = corpora_beside(path);
         DataRoot {
             path: path.to_path_buf(),
             source: Source::Flag,
-            corpora: corpora_beside(path),
-            corpora_source: corpora_beside(path).map(|_| CorporaSource::BesideRoot),
+            corpora_source: corpora.as_ref().map(|_| CorporaSource::BesideRoot),
+            corpora,
         }
     }
 
@@ -267,7 +268,7 @@ fn extract_embedded() -> Result<PathBuf, DataError> {
         }
         std::fs::write(&path, bytes).map_err(err(&path))?;
         // Read-only: an edit made in the cache (where error messages point) must not pass
-        // for the embedded suites.
+        // for the embedded suites. (Removing the folder needs only the folders' write bit.)
         let mut perm = std::fs::metadata(&path).map_err(err(&path))?.permissions();
         perm.set_readonly(true);
         std::fs::set_permissions(&path, perm).map_err(err(&path))?;
@@ -279,7 +280,7 @@ fn extract_embedded() -> Result<PathBuf, DataError> {
         // Another run finished first (or a stale half copy is in the way): use a complete one,
         // else replace the stale one.
         Err(_) if dir.join(COMPLETE).is_file() => {
-            let _ = make_writable(&staged).and_then(|()| std::fs::remove_dir_all(&staged));
+            let _ = std::fs::remove_dir_all(&staged);
             Ok(dir)
         }
         Err(_) => {
@@ -294,34 +295,17 @@ fn extract_embedded() -> Result<PathBuf, DataError> {
                     .unwrap_or_default()
             ));
             let _ = std::fs::rename(&dir, &aside);
-            let _ = make_writable(&aside).and_then(|()| std::fs::remove_dir_all(&aside));
+            let _ = std::fs::remove_dir_all(&aside);
             match std::fs::rename(&staged, &dir) {
                 Ok(()) => Ok(dir),
                 Err(_) if dir.join(COMPLETE).is_file() => {
-                    let _ = make_writable(&staged).and_then(|()| std::fs::remove_dir_all(&staged));
+                    let _ = std::fs::remove_dir_all(&staged);
                     Ok(dir)
                 }
                 Err(e) => Err(err(&dir)(e)),
             }
         }
     }
-}
-
-/// Give back write permission to every file under `dir` (the copy's files are read-only), so
-/// it can be removed.
-fn make_writable(dir: &Path) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir)? {
-        let p = e?.path();
-        if p.is_dir() {
-            make_writable(&p)?;
-        } else {
-            let mut perm = std::fs::metadata(&p)?.permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            perm.set_readonly(false);
-            std::fs::set_permissions(&p, perm)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -532,13 +532,16 @@ pub fn excuse(applied: &[Applied<'_>], status: &CaseStatus) -> Excuse {
             _ => Excuse::None,
         };
     }
-    let all_ids = || {
+    let ids = |pick: &dyn Fn(usize) -> bool| {
         applied
             .iter()
-            .map(|a| a.waiver().id.as_str())
+            .enumerate()
+            .filter(|(i, _)| pick(*i))
+            .map(|(_, a)| a.waiver().id.as_str())
             .collect::<Vec<_>>()
             .join("+")
     };
+    let all_ids = || ids(&|_| true);
     let kind = match status {
         CaseStatus::Error { .. } => Some("a harness error"),
         CaseStatus::Crash { .. } => Some("a crash"),
@@ -562,15 +565,6 @@ pub fn excuse(applied: &[Applied<'_>], status: &CaseStatus) -> Excuse {
             None => unexcused.push(l.to_string()),
         }
     }
-    let ids = |pick: &dyn Fn(usize) -> bool| {
-        applied
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| pick(*i))
-            .map(|(_, a)| a.waiver().id.as_str())
-            .collect::<Vec<_>>()
-            .join("+")
-    };
     if !unexcused.is_empty() {
         return Excuse::Unexcused {
             waivers: all_ids(),

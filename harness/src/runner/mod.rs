@@ -263,6 +263,7 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
     // Waivers excuse what they name: a failure with any other finding fails, and says which.
     // Every attempt counts: a crash or another finding before a known failure is not hidden
     // by the last attempt's being known.
+    use crate::waivers::Excuse;
     let applied = env
         .waivers
         .applicable(&case.id, &case.requires, &env.fingerprint);
@@ -271,7 +272,7 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
             .iter()
             .enumerate()
             .find_map(|(i, a)| match crate::waivers::excuse(&applied, a) {
-                crate::waivers::Excuse::Unexcused { waivers, lines } => Some((
+                Excuse::Unexcused { waivers, lines } => Some((
                     waivers,
                     lines
                         .into_iter()
@@ -280,18 +281,15 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
                 )),
                 _ => None,
             });
-    let (status, waiver) = match crate::waivers::excuse(&applied, &status) {
-        crate::waivers::Excuse::Unexcused { waivers, lines } => {
+    let (status, waiver) = match (crate::waivers::excuse(&applied, &status), unexcused_attempt) {
+        (Excuse::Unexcused { waivers, lines }, _) => {
             (status.with_unexcused(&waivers, &lines), None)
         }
-        _ if unexcused_attempt.is_some() && status.is_failure() => {
-            let (waivers, lines) = unexcused_attempt.unwrap_or_default();
+        (_, Some((waivers, lines))) if status.is_failure() => {
             (status.with_unexcused(&waivers, &lines), None)
         }
-        crate::waivers::Excuse::Excused(ids) | crate::waivers::Excuse::Stale(ids) => {
-            (status, Some(ids))
-        }
-        crate::waivers::Excuse::None => (status, None),
+        (Excuse::Excused(ids) | Excuse::Stale(ids), _) => (status, Some(ids)),
+        (Excuse::None, _) => (status, None),
     };
     let verdict = rerun::flaky_or(judge(&status, &env.requires, waiver.as_deref()), &attempts);
     (
