@@ -28,6 +28,9 @@ pub struct CaseContext<'a> {
     pub root: &'a Path,
     /// The public corpora folder (`--corpora`), when there is one.
     pub corpora: Option<&'a Path>,
+    /// `gpucts prebuild`: do the compilations only. A check that uses a device stops before
+    /// opening it (returning [`CaseStatus::compiled_only`]); its tool runs are what is wanted.
+    pub compile_only: bool,
 }
 
 /// One case's area-specific content, parsed from its `check:`.

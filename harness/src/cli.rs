@@ -48,6 +48,11 @@ struct Cli {
     /// its isolated children).
     #[arg(long, global = true, hide = true, conflicts_with = "corpora")]
     no_corpora: bool,
+    /// Take clang-19 and llc-19 outputs from DIR, made by `gpucts prebuild` on a machine that
+    /// has them: on a rig without clang, the clang and llvm cases DIR holds run (the others
+    /// skip, naming DIR).
+    #[arg(long, value_name = "DIR", global = true)]
+    prebuilt: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -166,6 +171,10 @@ enum Cmd {
     Bundle(crate::report::commands::BundleArgs),
     /// Merge node results directories (a fleet run) into one results set and report.
     Merge(crate::report::commands::MergeArgs),
+    /// Compile the clang-19 and llc-19 outputs the selected cases need into DIR, for a rig
+    /// without clang (`gpucts --prebuilt DIR ...` there). Exit 0, 101 when a case's
+    /// compilation went wrong, 2 for bad usage or an unusable DIR.
+    Prebuild(PrebuildArgs),
     #[command(name = "__case", hide = true)]
     Case {
         #[arg(long)]
@@ -176,6 +185,36 @@ enum Cmd {
         #[arg(long)]
         scratch: Option<PathBuf>,
     },
+}
+
+#[derive(Args, Debug)]
+struct PrebuildArgs {
+    /// Suites whose cases are prebuilt (as for a run; default: all).
+    #[arg(long = "suite", value_name = "NAME")]
+    suites: Vec<String>,
+    /// Only cases whose id contains FILTER (with --exact: equals FILTER).
+    #[arg(value_name = "FILTER")]
+    filter: Option<String>,
+    /// Match FILTER and --skip exactly instead of as substrings.
+    #[arg(long)]
+    exact: bool,
+    /// Leave out cases whose id contains PATTERN. Repeatable.
+    #[arg(long = "skip", value_name = "PATTERN")]
+    skip: Vec<String>,
+    /// Producers whose outputs are recorded: clang (clang-19), llvm (llc-19).
+    #[arg(
+        long,
+        value_name = "P[,P...]",
+        value_delimiter = ',',
+        default_value = "clang,llvm"
+    )]
+    producers: Vec<String>,
+    /// The store to write (created, or added to when it holds the same toolchain).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    output: PathBuf,
+    /// Cases compiled at once, 1..=256 (default: the number of CPUs).
+    #[arg(long, value_name = "N", value_parser = parse_jobs)]
+    jobs: Option<usize>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -356,6 +395,22 @@ pub fn main() -> i32 {
             cli.corpora.clone()
         },
     );
+    if let Some(dir) = &cli.prebuilt {
+        if matches!(cli.command, Some(Cmd::Prebuild(_))) {
+            error("--prebuilt replays a store; prebuild writes one: give one or the other");
+            return EXIT_USAGE;
+        }
+        use crate::backend::toolchain::prebuilt;
+        match prebuilt::Store::open(dir) {
+            Ok(store) => {
+                let _ = prebuilt::activate(prebuilt::Mode::Replay(store));
+            }
+            Err(e) => {
+                error(e);
+                return EXIT_USAGE;
+            }
+        }
+    }
     match cli.command {
         None => {
             apply_max_cases(cli.run.max_cases);
@@ -398,6 +453,7 @@ pub fn main() -> i32 {
             crate::report::commands::bundle(a, &d.path)
         }),
         Some(Cmd::Merge(a)) => crate::report::commands::merge(a),
+        Some(Cmd::Prebuild(a)) => with_data(&root, &corpora, |d| prebuild(a, d)),
         Some(Cmd::Case { file, id, scratch }) => with_data(&root, &corpora, |d| {
             child_case(&file, &id, scratch.as_deref(), d)
         }),
@@ -804,6 +860,138 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>, data: &crate::data:
             error(e);
             EXIT_USAGE
         }
+    }
+}
+
+fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
+    use crate::backend::toolchain::prebuilt::{self, Tool};
+    let mut tools = std::collections::BTreeSet::new();
+    for p in &args.producers {
+        match Tool::from_producer(p) {
+            Some(t) => {
+                tools.insert(t);
+            }
+            None => {
+                error(format!(
+                    "--producers: `{p}` is not one prebuild records (clang, llvm); the NVIDIA \
+                     producers run on the rig, from its CUDA or the pinned wheels"
+                ));
+                return EXIT_USAGE;
+            }
+        }
+    }
+    let suites_arg = if args.suites.is_empty() {
+        vec!["all".to_string()]
+    } else {
+        args.suites.clone()
+    };
+    let mut files = Vec::new();
+    for s in &suites_arg {
+        match suite::resolve_suite_arg(s, &data.path.join("suites")) {
+            Ok(f) => files.extend(f),
+            Err(e) => {
+                error(e);
+                return EXIT_USAGE;
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    let suites =
+        match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, data)) {
+            Ok(s) => s,
+            Err(errors) => {
+                print_load_errors(&errors);
+                return EXIT_USAGE;
+            }
+        };
+    let selection = runner::Selection {
+        filter: args.filter,
+        exact: args.exact,
+        skip: args.skip,
+        ..Default::default()
+    };
+    let cases: Vec<Case> = suites
+        .into_iter()
+        .flat_map(|s| s.cases)
+        .filter(|c| selection.selects(&c.id))
+        .collect();
+    let toolchain = Toolchain::discover_system();
+    let Some(clang) = toolchain.component(Capability::Clang) else {
+        error(format!(
+            "nothing to prebuild with: {}",
+            toolchain
+                .missing()
+                .get(&Capability::Clang)
+                .map_or("clang-19 not found", String::as_str)
+        ));
+        return EXIT_USAGE;
+    };
+    // llc-19 is clang-19's LLVM: one version for both.
+    let versions = tools
+        .iter()
+        .map(|t| (t.name().to_string(), clang.version.clone()))
+        .collect();
+    let store = match prebuilt::Store::create(&args.output, &tools, &versions) {
+        Ok(s) => s,
+        Err(e) => {
+            error(e);
+            return EXIT_USAGE;
+        }
+    };
+    let Ok(prebuilt::Mode::Record(store)) = prebuilt::activate(prebuilt::Mode::Record(store))
+    else {
+        error("a prebuilt store is already in use in this process");
+        return EXIT_USAGE;
+    };
+    let (_, caps) = crate::probe::probe(&toolchain);
+    let jobs = args
+        .jobs
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1);
+    let t0 = std::time::Instant::now();
+    let done = runner::prebuild::prebuild(&cases, &caps, &toolchain, data, jobs);
+    // The first few of each kind, then a count: a whole missing component is one reason
+    // repeated for thousands of cases.
+    const SHOWN: usize = 20;
+    for (what, list) in [
+        ("not prebuilt", &done.not_prebuilt),
+        ("error", &done.errors),
+    ] {
+        for (id, why) in list.iter().take(SHOWN) {
+            eprintln!("{what}: {id}: {why}");
+        }
+        if list.len() > SHOWN {
+            eprintln!("{what}: ... and {} more", list.len() - SHOWN);
+        }
+    }
+    let manifest = match store.finish(done.compiled.iter().cloned()) {
+        Ok(m) => m,
+        Err(e) => {
+            error(e);
+            return EXIT_FAILED;
+        }
+    };
+    println!(
+        "gpucts prebuild: {} cases compiled, {} not prebuilt, {} errors ({} selected cases use \
+         neither clang-19 nor llc-19); {} outputs of {} in {} ({:.0} s)",
+        done.compiled.len(),
+        done.not_prebuilt.len(),
+        done.errors.len(),
+        done.without_clang,
+        manifest.outputs,
+        tools
+            .iter()
+            .map(|t| t.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        store.dir().display(),
+        t0.elapsed().as_secs_f64()
+    );
+    if done.errors.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
     }
 }
 

@@ -55,6 +55,9 @@ pub enum CaseStatus {
     },
 }
 
+/// The reason of [`CaseStatus::compiled_only`].
+pub const COMPILED_ONLY: &str = "compiled only (gpucts prebuild): the device part runs on the rig";
+
 impl CaseStatus {
     pub fn pass() -> Self {
         CaseStatus::Pass { note: None }
@@ -109,6 +112,15 @@ impl CaseStatus {
             capability,
             reason: reason.into(),
         }
+    }
+    /// What a device check returns under `gpucts prebuild` once its compilations ran: a skip
+    /// for the device ([`crate::area::CaseContext::compile_only`]).
+    pub fn compiled_only() -> Self {
+        CaseStatus::skip(Capability::Gpu, COMPILED_ONLY)
+    }
+    /// Whether this is [`CaseStatus::compiled_only`].
+    pub fn is_compiled_only(&self) -> bool {
+        matches!(self, CaseStatus::Skip { capability: Capability::Gpu, reason } if reason == COMPILED_ONLY)
     }
     pub fn error(message: impl std::fmt::Display) -> Self {
         CaseStatus::Error {

@@ -14,6 +14,9 @@ pub fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
         Ok(x) => x,
         Err(e) => return CaseStatus::error(e),
     };
+    if ctx.compile_only {
+        return CaseStatus::compiled_only();
+    }
     let s = match Session::open(0) {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(e),

@@ -85,6 +85,10 @@ pub fn run_isolated(
         Some(c) => cmd.arg("--corpora").arg(c),
         None => cmd.arg("--no-corpora"),
     };
+    // A rig replaying prebuilt clang outputs: the child replays the same store.
+    if let Some(store) = crate::backend::toolchain::prebuilt::replaying() {
+        cmd.arg("--prebuilt").arg(store.dir());
+    }
     cmd.arg("--file")
         .arg(suite_file)
         .arg("--id")

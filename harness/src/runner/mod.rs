@@ -4,6 +4,7 @@
 
 pub mod child;
 pub mod console;
+pub mod prebuild;
 pub mod progress;
 pub mod rerun;
 
@@ -171,7 +172,12 @@ pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutc
         .filter(|c| selection.selects(&c.id))
         .collect();
     let filtered_out = total - selected.len();
-    crate::area::set_selected(selected.iter().map(|c| c.id.clone()));
+    // Replaying a prebuilt store, batches are compiled whole, as `gpucts prebuild` compiled
+    // them: a batch of the selected members only would be an input the store lacks (and a
+    // lookup costs nothing).
+    if env.toolchain.prebuilt().is_none() {
+        crate::area::set_selected(selected.iter().map(|c| c.id.clone()));
+    }
     let ids: Vec<&str> = selected.iter().map(|c| c.id.as_str()).collect();
     let console = console::Console::start(selection.format, &ids);
     let t0 = Instant::now();
@@ -328,6 +334,28 @@ pub fn run_in_process(
     data: &crate::data::DataRoot,
     scratch: Option<&std::path::Path>,
 ) -> CaseStatus {
+    run_check(case, caps, toolchain, data, scratch, false)
+}
+
+/// Run a case's compilations only, in this process (`gpucts prebuild`; see
+/// [`CaseContext::compile_only`]).
+pub fn compile_in_process(
+    case: &Case,
+    caps: &Capabilities,
+    toolchain: &Toolchain,
+    data: &crate::data::DataRoot,
+) -> CaseStatus {
+    run_check(case, caps, toolchain, data, None, true)
+}
+
+fn run_check(
+    case: &Case,
+    caps: &Capabilities,
+    toolchain: &Toolchain,
+    data: &crate::data::DataRoot,
+    scratch: Option<&std::path::Path>,
+    compile_only: bool,
+) -> CaseStatus {
     let owned = match scratch {
         Some(_) => None,
         None => match tempfile_dir() {
@@ -345,6 +373,7 @@ pub fn run_in_process(
         scratch: scratch.unwrap_or_default(),
         root: &data.path,
         corpora: data.corpora.as_deref(),
+        compile_only,
     };
     match std::panic::catch_unwind(AssertUnwindSafe(|| case.check.run(&ctx))) {
         Ok(s) => s,
@@ -390,6 +419,21 @@ fn take_gpu_waited() -> Duration {
 fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
     if let Some((capability, reason)) = env.caps.first_missing(&case.requires) {
         return CaseStatus::Skip { capability, reason };
+    }
+    // A rig replaying prebuilt clang outputs runs the clang cases the build machine prebuilt.
+    if case.requires.contains(&Capability::Clang) {
+        if let Some(store) = env.toolchain.prebuilt() {
+            if !store.covers(&case.id) {
+                return CaseStatus::skip(
+                    Capability::Clang,
+                    format!(
+                        "clang-19 comes from the prebuilt store {}, which does not hold this \
+                         case (`gpucts prebuild` did not run it)",
+                        store.dir().display()
+                    ),
+                );
+            }
+        }
     }
     let _gpu = gpu_turn(case.requires.contains(&Capability::Gpu), &GPU_EXCLUSIVE);
     if case.isolate {

@@ -48,12 +48,17 @@ pub enum SelftestCheck {
     },
     /// Fails with this text as expected and observed (reports must carry any text).
     FailWith { expected: String, observed: String },
+    /// Isolated, needs clang-19: compiles `int gpucts_selftest(int x) { return x + <add>; }`
+    /// to PTX in the child and passes when the function is there (a rig replaying a prebuilt
+    /// store gives the child the store).
+    ChildClang { add: i64 },
 }
 
 impl Check for SelftestCheck {
     fn requires(&self) -> Vec<Capability> {
         match self {
             SelftestCheck::Needs { capability } => vec![*capability],
+            SelftestCheck::ChildClang { .. } => vec![Capability::Clang],
             _ => Vec::new(),
         }
     }
@@ -64,12 +69,25 @@ impl Check for SelftestCheck {
             SelftestCheck::Crash { .. }
                 | SelftestCheck::Hang { .. }
                 | SelftestCheck::ChildEqual { .. }
+                | SelftestCheck::ChildClang { .. }
                 | SelftestCheck::Figures { isolate: true, .. }
         )
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
+            SelftestCheck::ChildClang { add } => {
+                let src = format!("int gpucts_selftest(int x) {{ return x + {add}; }}\n");
+                match ctx.toolchain.clang_ptx(
+                    &src,
+                    crate::backend::toolchain::ClangLang::C,
+                    &["-O2"],
+                ) {
+                    Ok(ptx) if ptx.contains("gpucts_selftest(") => CaseStatus::pass(),
+                    Ok(ptx) => CaseStatus::fail("PTX defining gpucts_selftest", ptx),
+                    Err(e) => CaseStatus::error(e),
+                }
+            }
             SelftestCheck::FailFirst { marker } => {
                 let Some(dir) = std::env::var_os("GPUCTS_SELFTEST_STATE") else {
                     return CaseStatus::error("GPUCTS_SELFTEST_STATE is not set");
@@ -208,7 +226,8 @@ impl SelftestCheck {
             SelftestCheck::FailFirst { .. }
             | SelftestCheck::Figures { .. }
             | SelftestCheck::Batch { .. }
-            | SelftestCheck::FailWith { .. } => CaseStatus::error("not a fixed check"),
+            | SelftestCheck::FailWith { .. }
+            | SelftestCheck::ChildClang { .. } => CaseStatus::error("not a fixed check"),
         }
     }
 }

@@ -25,7 +25,10 @@ pub fn disable() {
 }
 
 fn dir() -> Option<PathBuf> {
-    if DISABLED.load(Ordering::Relaxed) {
+    // Recording a prebuilt store needs the tools to run: a cache hit would record nothing.
+    if DISABLED.load(Ordering::Relaxed)
+        || crate::backend::toolchain::prebuilt::recording().is_some()
+    {
         return None;
     }
     if let Some(v) = std::env::var_os("GPUCTS_XCALL_CACHE") {

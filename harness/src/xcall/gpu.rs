@@ -181,6 +181,22 @@ pub fn judge(sig: &Signature, rec: &[u8], out: &[u8]) -> Result<(), ByteMismatch
 /// Run every signature of the pair on the GPU; one case per pair (a child process).
 pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
     let tc = ctx.toolchain;
+    if ctx.compile_only {
+        // The batches this pair links on the GPU, compiled (and so recorded) without one.
+        for m in super::Target::Current.masks() {
+            if super::pair_runs(caller, callee, m) {
+                for (p, role) in [(caller, Role::Caller), (callee, Role::Callee)] {
+                    if super::batch(tc, p, role, m, super::Target::Current)
+                        .get()
+                        .is_none()
+                    {
+                        return CaseStatus::error("batch not computed");
+                    }
+                }
+            }
+        }
+        return CaseStatus::compiled_only();
+    }
     let session = match Session::open(0) {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(format!("no CUDA context: {e}")),

@@ -26,6 +26,21 @@ pub fn llc_path(tc: &Toolchain) -> Result<PathBuf, ToolError> {
 /// Compile LLVM IR text to PTX with
 /// `llc-19 -mtriple=nvptx64-nvidia-cuda -mcpu=<cpu> <args>`.
 pub fn llc_ptx(tc: &Toolchain, ir: &str, cpu: &str, args: &[&str]) -> Result<String, ToolError> {
+    // llc-19 is clang-19's LLVM: the same version (and, replaying, the same store).
+    let version = tc
+        .component(Capability::Clang)
+        .ok_or(ToolError::NotAvailable(Capability::Clang))?
+        .version
+        .clone();
+    let mut parts = vec![cpu];
+    parts.extend_from_slice(args);
+    parts.push(ir);
+    super::prebuilt::through(super::prebuilt::Tool::Llc, &version, &parts, || {
+        run_llc(tc, ir, cpu, args)
+    })
+}
+
+fn run_llc(tc: &Toolchain, ir: &str, cpu: &str, args: &[&str]) -> Result<String, ToolError> {
     let llc = llc_path(tc)?;
     let dir = tempfile_dir()?;
     let input = dir.path().join("input.ll");

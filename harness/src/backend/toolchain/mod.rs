@@ -7,6 +7,7 @@
 
 mod ffi;
 pub mod llc;
+pub mod prebuilt;
 
 pub use ffi::{CallError, FfiError, VendorLib};
 pub mod managed;
@@ -41,6 +42,17 @@ pub enum ToolError {
     /// The tool ran past its limit and was killed with everything it started.
     #[error("{tool} did not finish within {after_s:.0} s and was killed")]
     Timeout { tool: String, after_s: f64 },
+    /// Replaying a prebuilt store (`--prebuilt DIR`) that has no output for this input.
+    #[error(
+        "{tool}: no prebuilt output for this input in {} (key {key}): the store was made for \
+         other inputs; run `gpucts prebuild` again with this gpucts and these cases",
+        dir.display()
+    )]
+    NotPrebuilt {
+        tool: String,
+        dir: PathBuf,
+        key: String,
+    },
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -117,6 +129,8 @@ pub enum Policy {
 pub enum Origin {
     System,
     Managed,
+    /// Outputs recorded on another machine (`--prebuilt DIR`, [`prebuilt`]).
+    Prebuilt,
 }
 
 impl Origin {
@@ -124,6 +138,7 @@ impl Origin {
         match self {
             Origin::System => "system",
             Origin::Managed => "managed",
+            Origin::Prebuilt => "prebuilt",
         }
     }
 }
@@ -233,7 +248,40 @@ impl Toolchain {
             }
         }
         tc.hide(std::env::var(HIDE_VAR).ok().as_deref().unwrap_or(""));
+        // After hiding: a rig replaying a store has clang-19 through it, whatever its own.
+        if let Some(store) = prebuilt::replaying() {
+            match store.version(prebuilt::Tool::Clang) {
+                Some(version) => {
+                    tc.missing.remove(&Capability::Clang);
+                    tc.found.insert(
+                        Capability::Clang,
+                        Component {
+                            path: store.dir().to_path_buf(),
+                            version,
+                            origin: Origin::Prebuilt,
+                        },
+                    );
+                }
+                None => {
+                    tc.found.remove(&Capability::Clang);
+                    tc.missing.insert(
+                        Capability::Clang,
+                        format!(
+                            "clang-19: the prebuilt store {} holds no clang-19 outputs",
+                            store.dir().display()
+                        ),
+                    );
+                }
+            }
+        }
         tc
+    }
+
+    /// The prebuilt store clang-19 and llc-19 outputs come from (`--prebuilt DIR`), if any.
+    pub fn prebuilt(&self) -> Option<&'static prebuilt::Store> {
+        self.component(Capability::Clang)
+            .filter(|c| c.origin == Origin::Prebuilt)
+            .and(prebuilt::replaying())
     }
 
     /// Treat the comma-separated capabilities in `names` as missing (see [`HIDE_VAR`]).
@@ -497,6 +545,22 @@ impl Toolchain {
         lang: ClangLang,
         args: &[&str],
     ) -> Result<String, ToolError> {
+        let version = self
+            .component(Capability::Clang)
+            .ok_or(ToolError::NotAvailable(Capability::Clang))?
+            .version
+            .clone();
+        // The key is what clang reads: the language, the arguments and the source (never the
+        // scratch path the source is written to).
+        let mut parts = vec![lang.extension()];
+        parts.extend_from_slice(args);
+        parts.push(source);
+        prebuilt::through(prebuilt::Tool::Clang, &version, &parts, || {
+            self.run_clang(source, lang, args)
+        })
+    }
+
+    fn run_clang(&self, source: &str, lang: ClangLang, args: &[&str]) -> Result<String, ToolError> {
         let clang = self.path(Capability::Clang)?;
         let dir = tempfile_dir()?;
         let input = dir.path().join(format!("input.{}", lang.extension()));

@@ -1,0 +1,225 @@
+//! A rig without compilers (issue 26 item 4): `gpucts prebuild -o DIR` on a machine with
+//! clang-19, then `gpucts --prebuilt DIR` with clang hidden (`GPUCTS_HIDE_TOOLS=clang`, what a
+//! GPU rig without clang sees). The clang and llvm cases give the verdicts the real clang gave
+//! (the independent reference: the same cases run with clang present); without the store they
+//! skip naming clang; a case the store does not hold skips naming the store; an input the
+//! store lacks is an error naming it, never another answer.
+
+mod common;
+
+use common::{fixture, gpucts_env, text, tmp};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use gpucts::backend::toolchain::Toolchain;
+use gpucts::capability::Capability;
+
+/// case id → (verdict, the status's text), from a run's results.json.
+fn results(junit: &Path) -> BTreeMap<String, (String, String)> {
+    let text = std::fs::read_to_string(junit.with_file_name("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_string(),
+                (
+                    c["verdict"].as_str().unwrap().to_string(),
+                    c["status"].to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+fn verdicts(r: &BTreeMap<String, (String, String)>) -> BTreeMap<String, String> {
+    r.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect()
+}
+
+/// Run `args` (plus `--junit`) with extra environment; the results.
+fn run(
+    reports: &Path,
+    name: &str,
+    args: &[&str],
+    env: &[(&str, &Path)],
+) -> (Option<i32>, BTreeMap<String, (String, String)>, String) {
+    let junit = reports.join(name).join("junit.xml");
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--junit", junit.to_str().unwrap()]);
+    let o = gpucts_env(&all, env);
+    let (out, err) = text(&o);
+    (o.status.code(), results(&junit), format!("{out}\n{err}"))
+}
+
+#[test]
+fn a_rig_without_clang_runs_the_clang_cases_from_a_prebuilt_store() {
+    let tc = Toolchain::discover_system();
+    gpucts::require!(tc.has(Capability::Clang), "clang-19");
+    let store = tmp("prebuilt-store");
+    let reports = tmp("prebuilt-reports");
+    let dir = store.path().join("store");
+    let d = dir.to_str().unwrap();
+    // Offline cases of each area that compile with clang-19 or llc-19, and a device case
+    // (compiled only here).
+    let selections = [
+        ("syscalls", "syscalls.layout.llc.mix1"),
+        ("syscalls", "syscalls.producer.clang"),
+        ("syscalls", "syscalls.gpu.assert.clang"),
+        ("atomics", "atomics.mapping.clang.fetch_add"),
+        ("atomics", "atomics.mapping.llvm.exchange"),
+        ("abi", "abi.params.clang.s1"),
+        ("dwarf", "dwarf.producer.clang_g.0"),
+    ];
+    let mut compiled = 0;
+    for (suite, filter) in selections {
+        let o = gpucts_env(&["prebuild", "--suite", suite, filter, "-o", d], &[]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "prebuild {filter}: {out}\n{err}");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("gpucts prebuild: "))
+            .unwrap_or_else(|| panic!("no summary line: {out}"));
+        let n: usize = line["gpucts prebuild: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(n > 0, "{line}");
+        assert!(line.contains(" 0 not prebuilt, 0 errors"), "{line}");
+        compiled += n;
+    }
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["cases"].as_array().unwrap().len(), compiled);
+    assert!(manifest["tools"]["clang-19"]
+        .as_str()
+        .unwrap()
+        .contains("clang version 19"));
+
+    let hidden = Path::new("clang");
+    for (suite, filter) in selections {
+        let name = filter.replace('.', "-");
+        let (code, want, log) = run(
+            reports.path(),
+            &format!("{name}-clang"),
+            &["--suite", suite, filter],
+            &[],
+        );
+        assert_eq!(code, Some(0), "{filter} with clang: {log}");
+        let (code, got, log) = run(
+            reports.path(),
+            &format!("{name}-prebuilt"),
+            &["--prebuilt", d, "--suite", suite, filter],
+            &[("GPUCTS_HIDE_TOOLS", hidden)],
+        );
+        assert_eq!(code, Some(0), "{filter} from the store: {log}");
+        assert_eq!(verdicts(&got), verdicts(&want), "{filter}: verdicts differ");
+        let (_, bare, log) = run(
+            reports.path(),
+            &format!("{name}-bare"),
+            &["--suite", suite, filter],
+            &[("GPUCTS_HIDE_TOOLS", hidden)],
+        );
+        assert_eq!(bare.len(), want.len(), "{log}");
+        for (id, (verdict, status)) in &bare {
+            assert_eq!(verdict, "skip", "{id} without clang or store: {status}");
+            // A device case on a machine without one skips for the device first.
+            assert!(
+                status.contains("clang") || status.contains("\"capability\":\"gpu\""),
+                "{id}: {status}"
+            );
+        }
+        if !filter.contains(".gpu.") {
+            assert!(
+                // waived: the failure's findings matched a shipped waiver's, line by line
+                want.values().any(|(v, _)| v == "pass" || v == "waived"),
+                "{filter}: nothing passed with clang; the comparison proves nothing"
+            );
+        }
+    }
+
+    // A clang case the store does not hold skips, naming the store.
+    let (code, other, log) = run(
+        reports.path(),
+        "uncovered",
+        &[
+            "--prebuilt",
+            d,
+            "--suite",
+            "atomics",
+            "atomics.mapping.clang.fetch_or",
+        ],
+        &[("GPUCTS_HIDE_TOOLS", hidden)],
+    );
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!other.is_empty());
+    for (id, (verdict, status)) in &other {
+        assert_eq!(verdict, "skip", "{id}: {status}");
+        assert!(
+            status.contains("does not hold this case") && status.contains(d),
+            "{status}"
+        );
+    }
+
+    // Isolated children replay the parent's store.
+    let selftest = fixture("prebuilt.yaml");
+    let o = gpucts_env(
+        &["prebuild", "--suite", selftest.to_str().unwrap(), "-o", d],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let (code, children, log) = run(
+        reports.path(),
+        "child",
+        &["--prebuilt", d, "--suite", selftest.to_str().unwrap()],
+        &[("GPUCTS_HIDE_TOOLS", hidden)],
+    );
+    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(children.len(), 2);
+    assert!(children.values().all(|(v, _)| v == "pass"), "{children:?}");
+
+    // An input the store lacks (its outputs removed) is an error that names the store.
+    for e in std::fs::read_dir(dir.join("outputs")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    let (code, lost, log) = run(
+        reports.path(),
+        "lost",
+        &[
+            "--prebuilt",
+            d,
+            "--suite",
+            "atomics",
+            "atomics.mapping.clang.fetch_add",
+        ],
+        &[("GPUCTS_HIDE_TOOLS", hidden)],
+    );
+    assert_eq!(code, Some(101), "{log}");
+    assert!(!lost.is_empty());
+    for (id, (verdict, status)) in &lost {
+        assert_ne!(verdict, "pass", "{id}");
+        assert!(
+            status.contains("no prebuilt output for this input"),
+            "{id}: {status}"
+        );
+    }
+}
+
+#[test]
+fn prebuilt_usage_errors_exit_2_naming_the_problem() {
+    let empty = tmp("prebuilt-empty");
+    let e = empty.path().to_str().unwrap();
+    let o = gpucts_env(&["--prebuilt", e, "--suite", "syscalls", "--list"], &[]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no readable manifest.json"), "{err}");
+    let o = gpucts_env(&["prebuild", "--producers", "nvrtc", "-o", e], &[]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("`nvrtc` is not one prebuild records"), "{err}");
+    let o = gpucts_env(&["prebuild", "--prebuilt", e, "-o", e], &[]);
+    assert_eq!(o.status.code(), Some(2));
+}
