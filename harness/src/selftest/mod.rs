@@ -48,6 +48,18 @@ pub enum SelftestCheck {
     },
     /// Fails with this text as expected and observed (reports must carry any text).
     FailWith { expected: String, observed: String },
+    /// Judges outcome counts given for catalogue litmus test `test` (and its control's) as a
+    /// GPU case judges what it saw (`atomics::gpu::judge_seen`): verdicts and tags end to end
+    /// without a GPU; each outcome lists the values of the model's terms.
+    LitmusSeen {
+        test: String,
+        seen: Vec<(Vec<i64>, u64)>,
+        #[serde(default)]
+        control_seen: Option<Vec<(Vec<i64>, u64)>>,
+        /// Judge in an isolated child (the tags must reach the parent).
+        #[serde(default)]
+        isolate: bool,
+    },
 }
 
 impl Check for SelftestCheck {
@@ -65,6 +77,7 @@ impl Check for SelftestCheck {
                 | SelftestCheck::Hang { .. }
                 | SelftestCheck::ChildEqual { .. }
                 | SelftestCheck::Figures { isolate: true, .. }
+                | SelftestCheck::LitmusSeen { isolate: true, .. }
         )
     }
 
@@ -172,6 +185,12 @@ impl Check for SelftestCheck {
             SelftestCheck::FailWith { expected, observed } => {
                 CaseStatus::fail(expected.clone(), observed.clone())
             }
+            SelftestCheck::LitmusSeen {
+                test,
+                seen,
+                control_seen,
+                ..
+            } => crate::atomics::gpu::judge_seen(test, seen, control_seen.as_deref()),
             _ => self.run_fixed(),
         }
     }
@@ -208,7 +227,8 @@ impl SelftestCheck {
             SelftestCheck::FailFirst { .. }
             | SelftestCheck::Figures { .. }
             | SelftestCheck::Batch { .. }
-            | SelftestCheck::FailWith { .. } => CaseStatus::error("not a fixed check"),
+            | SelftestCheck::FailWith { .. }
+            | SelftestCheck::LitmusSeen { .. } => CaseStatus::error("not a fixed check"),
         }
     }
 }
