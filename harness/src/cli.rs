@@ -104,6 +104,10 @@ struct RunArgs {
     /// then passes is reported `flaky`, not passed.
     #[arg(long, value_name = "N", default_value_t = 0)]
     rerun_failures: u32,
+    /// Fail a forbidden litmus test whose relaxed control never showed its weak outcome (by
+    /// default such a case passes, tagged control-without-weak-outcomes).
+    #[arg(long)]
+    require_weak_controls: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -1085,6 +1089,7 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
         time::OffsetDateTime::now_utc(),
     );
     record.run.rerun_failures = args.rerun_failures;
+    record.run.require_weak_controls = args.require_weak_controls;
     runner::rerun::set_rerun_failures(args.rerun_failures);
     let gpu = caps
         .has(Capability::Gpu)
@@ -1107,6 +1112,7 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
         data: data.clone(),
         exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("gpucts")),
         requires,
+        require_weak_controls: args.require_weak_controls,
         waivers,
         fingerprint,
         results: Mutex::new(Vec::new()),

@@ -11,6 +11,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::capability::Capability;
 
+/// The tag of a forbidden litmus test's pass whose relaxed control never showed its weak
+/// outcome: the stress could not have caught a violation, so the pass says little.
+pub const CONTROL_WITHOUT_WEAK_OUTCOMES: &str = "control-without-weak-outcomes";
+
+/// A forbidden litmus test's relaxed control as it ran beside the test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControlRun {
+    /// The control's litmus test name.
+    pub test: String,
+    pub instances: u64,
+    /// Instances that showed the control's weak outcome.
+    pub weak: u64,
+}
+
 /// The raw result of running one case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
@@ -20,6 +34,13 @@ pub enum CaseStatus {
     Pass {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         note: Option<String>,
+        /// Qualifications of the pass that reports show beside it and a run flag may act on
+        /// ([`CONTROL_WITHOUT_WEAK_OUTCOMES`]); absent in results written before tags.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tags: Vec<String>,
+        /// The relaxed control that ran beside a forbidden litmus test, and what it showed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        control: Option<ControlRun>,
     },
     /// The property did not hold: what the spec (or oracle) expects against what was seen.
     Fail {
@@ -60,12 +81,68 @@ pub const COMPILED_ONLY: &str = "compiled only (gpucts prebuild): the device par
 
 impl CaseStatus {
     pub fn pass() -> Self {
-        CaseStatus::Pass { note: None }
+        CaseStatus::Pass {
+            note: None,
+            tags: Vec::new(),
+            control: None,
+        }
     }
     pub fn pass_with(note: impl Into<String>) -> Self {
         CaseStatus::Pass {
             note: Some(note.into()),
+            tags: Vec::new(),
+            control: None,
         }
+    }
+    /// A forbidden litmus test's pass beside its control: tagged
+    /// [`CONTROL_WITHOUT_WEAK_OUTCOMES`] when the control never showed its weak outcome.
+    pub fn pass_beside_control(note: impl Into<String>, control: ControlRun) -> Self {
+        let tags = if control.weak == 0 {
+            vec![CONTROL_WITHOUT_WEAK_OUTCOMES.to_string()]
+        } else {
+            Vec::new()
+        };
+        CaseStatus::Pass {
+            note: Some(note.into()),
+            tags,
+            control: Some(control),
+        }
+    }
+
+    /// The tags of a pass (none for any other status).
+    pub fn tags(&self) -> &[String] {
+        match self {
+            CaseStatus::Pass { tags, .. } => tags,
+            _ => &[],
+        }
+    }
+
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.tags().iter().any(|t| t == tag)
+    }
+
+    /// `--require-weak-controls`: a pass tagged [`CONTROL_WITHOUT_WEAK_OUTCOMES`] fails,
+    /// naming the control and its instances; every other status stands.
+    pub fn with_weak_controls_required(self) -> CaseStatus {
+        if !self.has_tag(CONTROL_WITHOUT_WEAK_OUTCOMES) {
+            return self;
+        }
+        let CaseStatus::Pass { note, control, .. } = self else {
+            return self;
+        };
+        let observed = match &control {
+            Some(c) => format!(
+                "control {} showed no weak outcome in {} instances",
+                c.test, c.instances
+            ),
+            // Results without the control's record (another writer): the tag says it all.
+            None => "the control showed no weak outcome".to_string(),
+        };
+        CaseStatus::fail_detail(
+            "a relaxed control that shows its weak outcome (--require-weak-controls)",
+            observed,
+            note.unwrap_or_default(),
+        )
     }
     pub fn fail(expected: impl Into<String>, observed: impl Into<String>) -> Self {
         CaseStatus::Fail {
@@ -213,8 +290,8 @@ impl CaseStatus {
     /// One line for consoles and JUnit messages.
     pub fn summary(&self) -> String {
         match self {
-            CaseStatus::Pass { note: None } => "pass".into(),
-            CaseStatus::Pass { note: Some(n) } => format!("pass: {n}"),
+            CaseStatus::Pass { note: None, .. } => "pass".into(),
+            CaseStatus::Pass { note: Some(n), .. } => format!("pass: {n}"),
             CaseStatus::Fail {
                 expected,
                 observed,
@@ -411,5 +488,83 @@ mod tests {
         assert_eq!(v, serde_json::json!({"verdict": "waived", "waiver": "W-1"}));
         let v = serde_json::to_value(Verdict::RequiredMissing).unwrap();
         assert_eq!(v, serde_json::json!({"verdict": "required_missing"}));
+    }
+
+    fn control(weak: u64) -> ControlRun {
+        ControlRun {
+            test: "MP.relaxed.cta.intra_cta".into(),
+            instances: 819_200,
+            weak,
+        }
+    }
+
+    /// The rule: a control with no weak outcome tags the pass; one with any does not.
+    #[test]
+    fn a_control_without_weak_outcomes_tags_the_pass() {
+        let s = CaseStatus::pass_beside_control("figures", control(0));
+        assert_eq!(s.tags(), ["control-without-weak-outcomes"]);
+        assert!(!s.is_failure());
+        for weak in [1, 819_200] {
+            let s = CaseStatus::pass_beside_control("figures", control(weak));
+            assert!(s.tags().is_empty(), "{weak}: {s:?}");
+        }
+        assert!(CaseStatus::pass().tags().is_empty());
+        assert!(CaseStatus::fail("a", "b").tags().is_empty());
+    }
+
+    #[test]
+    fn require_weak_controls_fails_a_tagged_pass_naming_the_control() {
+        let s =
+            CaseStatus::pass_beside_control("figures", control(0)).with_weak_controls_required();
+        match &s {
+            CaseStatus::Fail {
+                expected,
+                observed,
+                detail,
+                ..
+            } => {
+                assert!(expected.contains("--require-weak-controls"), "{expected}");
+                assert_eq!(
+                    observed,
+                    "control MP.relaxed.cta.intra_cta showed no weak outcome in 819200 instances"
+                );
+                assert_eq!(detail, "figures");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            Verdict::judge(&s, false, None),
+            Verdict::Fail,
+            "a failure of the run"
+        );
+        // Untagged statuses stand.
+        for s in [
+            CaseStatus::pass_beside_control("figures", control(3)),
+            CaseStatus::pass_with("allowed test, no control"),
+            CaseStatus::skip(Capability::Gpu, "no GPU"),
+            CaseStatus::fail("4", "8"),
+        ] {
+            assert_eq!(s.clone().with_weak_controls_required(), s);
+        }
+    }
+
+    /// results.json written before tags still loads, and a tag survives a round trip (the
+    /// child's `GPUCTS-RESULT` line, results.json, merge).
+    #[test]
+    fn tags_serialize_beside_the_pass_and_old_passes_still_load() {
+        let old: CaseStatus =
+            serde_json::from_value(serde_json::json!({"status": "pass", "note": "n"})).unwrap();
+        assert_eq!(old, CaseStatus::pass_with("n"));
+        let s = CaseStatus::pass_beside_control("n", control(0));
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            v["tags"],
+            serde_json::json!(["control-without-weak-outcomes"])
+        );
+        assert_eq!(v["control"]["instances"], 819_200);
+        assert_eq!(serde_json::from_value::<CaseStatus>(v).unwrap(), s);
+        // A plain pass writes neither field.
+        let v = serde_json::to_value(CaseStatus::pass()).unwrap();
+        assert_eq!(v, serde_json::json!({"status": "pass"}));
     }
 }

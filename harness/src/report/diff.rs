@@ -34,6 +34,9 @@ pub enum Kind {
     NewCase,
     RemovedCase,
     FigureChanged,
+    /// A case gained a tag (`control-without-weak-outcomes`): shown, never a regression.
+    TagAdded,
+    TagRemoved,
     SuiteAdded,
     SuiteRemoved,
 }
@@ -51,6 +54,8 @@ impl Kind {
             Kind::NewCase => "new case",
             Kind::RemovedCase => "removed case",
             Kind::FigureChanged => "figure changed",
+            Kind::TagAdded => "tag added",
+            Kind::TagRemoved => "tag removed",
             Kind::SuiteAdded => "suite added",
             Kind::SuiteRemoved => "suite removed",
         }
@@ -181,7 +186,11 @@ fn verdict_text(c: &StoredCase) -> String {
         CaseStatus::Error { message } => s += &format!(": {message}"),
         CaseStatus::Crash { how, .. } => s += &format!(": {how}"),
         CaseStatus::Timeout { after_s, .. } => s += &format!(": timeout after {after_s:.1} s"),
-        CaseStatus::Pass { .. } => {}
+        CaseStatus::Pass { tags, .. } => {
+            for t in tags {
+                s += &format!(" [{t}]");
+            }
+        }
     }
     if let Some(w) = &c.waiver {
         s += &format!(" ({w})");
@@ -423,6 +432,26 @@ pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str, opts
                         regression,
                     });
                 }
+                // A tag qualifies a verdict and changes no verdict: shown, not a regression.
+                let (bt, nt) = (b.status.tags(), n.status.tags());
+                for (kind, t) in nt
+                    .iter()
+                    .filter(|t| !bt.contains(t))
+                    .map(|t| (Kind::TagAdded, t))
+                    .chain(
+                        bt.iter()
+                            .filter(|t| !nt.contains(t))
+                            .map(|t| (Kind::TagRemoved, t)),
+                    )
+                {
+                    findings.push(Finding {
+                        kind,
+                        case: format!("{id}: {t}"),
+                        base: verdict_text(b),
+                        new: verdict_text(n),
+                        regression: false,
+                    });
+                }
             }
             // A whole suite added or removed is one finding above, not one per case.
             (None, Some(n)) if ba.contains_key(&n.area) => findings.push(Finding {
@@ -582,6 +611,51 @@ mod tests {
         assert!(d.regression);
         let same = diff(&b, &b, "b", "b", Options::default());
         assert!(same.findings.is_empty() && !same.regression);
+    }
+
+    /// A pass that gains `control-without-weak-outcomes` is shown, not a regression; one
+    /// that turns into a failure under `--require-weak-controls` is a new failure.
+    #[test]
+    fn a_gained_tag_is_shown_and_is_no_regression() {
+        let tagged = |id: &str| {
+            let control = crate::outcome::ControlRun {
+                test: "MP.relaxed.cta.intra_cta".into(),
+                instances: 100,
+                weak: 0,
+            };
+            case(
+                id,
+                VerdictName::Pass,
+                CaseStatus::pass_beside_control("n", control),
+            )
+        };
+        let b = results(vec![pass("atomics.1"), tagged("atomics.2")]);
+        let n = results(vec![tagged("atomics.1"), pass("atomics.2")]);
+        let d = diff(&b, &n, "b", "n", Options::default());
+        let got: Vec<(Kind, &str, &str, bool)> = d
+            .findings
+            .iter()
+            .map(|f| (f.kind, f.case.as_str(), f.new.as_str(), f.regression))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    Kind::TagAdded,
+                    "atomics.1: control-without-weak-outcomes",
+                    "pass [control-without-weak-outcomes]",
+                    false
+                ),
+                (
+                    Kind::TagRemoved,
+                    "atomics.2: control-without-weak-outcomes",
+                    "pass",
+                    false
+                ),
+            ]
+        );
+        assert!(!d.regression);
+        assert!(d.render_text().contains("tag added"), "{}", d.render_text());
     }
 
     #[test]

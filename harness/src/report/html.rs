@@ -141,6 +141,8 @@ struct CaseFigures {
     case: String,
     /// What is inside the fold (`1 histogram, 2 numbers`).
     brief: String,
+    /// The case's tags (`control-without-weak-outcomes`), shown beside its id.
+    tags: Vec<String>,
     histograms: Vec<HistBlock>,
     scalars: Vec<ScalarRow>,
     /// Curves keep their plot.
@@ -159,6 +161,9 @@ struct Page {
     suites_used: Vec<Row>,
     verdict: &'static str,
     counts: Counts,
+    /// Passes tagged `control-without-weak-outcomes`.
+    control_without_weak: usize,
+    require_weak_controls: bool,
     machine: Vec<Row>,
     toolchain: Vec<Row>,
     capabilities: Vec<Row>,
@@ -451,10 +456,23 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 /// bars, numbers in one table (min..max only where there was a spread), curves plotted.
 fn case_figures(r: &Results) -> Vec<CaseFigures> {
     let mut out = Vec::new();
+    // Figures are keyed by id, or `<node>/<id>` in merged fleet results.
+    let tags: BTreeMap<String, &[String]> = r
+        .cases
+        .iter()
+        .map(|c| {
+            let key = match &c.node {
+                Some(n) => format!("{n}/{}", c.id),
+                None => c.id.clone(),
+            };
+            (key, c.status.tags())
+        })
+        .collect();
     for (case, figs) in r.figures.iter().filter(|(case, _)| !is_bench(case)) {
         let mut c = CaseFigures {
             case: case.clone(),
             brief: String::new(),
+            tags: tags.get(case).map(|t| t.to_vec()).unwrap_or_default(),
             histograms: Vec::new(),
             scalars: Vec::new(),
             series: Vec::new(),
@@ -659,6 +677,16 @@ pub fn render(
             .collect(),
         verdict: group_verdict(&counts),
         counts,
+        control_without_weak: r
+            .cases
+            .iter()
+            .filter(|c| {
+                c.verdict.is_pass()
+                    && c.status
+                        .has_tag(crate::outcome::CONTROL_WITHOUT_WEAK_OUTCOMES)
+            })
+            .count(),
+        require_weak_controls: run.require_weak_controls,
         machine,
         toolchain,
         capabilities,
@@ -708,5 +736,79 @@ mod tests {
             ]
         );
         assert!(v.iter().skip(1).all(|k| k.0 == "ptx-interop 13.2"));
+    }
+
+    /// The report shows passes on a control without weak outcomes: the summary line, the
+    /// heatmap's count and mark (on the tagged cell only), the literature it rests on, and
+    /// the tag beside the case's figures.
+    #[test]
+    fn the_report_marks_passes_on_a_control_without_weak_outcomes() {
+        use super::super::figures::Bin;
+        use crate::outcome::ControlRun;
+        let case = |id: &str, weak: u64| StoredCase {
+            id: id.into(),
+            area: "atomics".into(),
+            clause: "c".into(),
+            origin: String::new(),
+            status: CaseStatus::pass_beside_control(
+                "n",
+                ControlRun {
+                    test: "MP.relaxed.cta.intra_cta".into(),
+                    instances: 100,
+                    weak,
+                },
+            ),
+            verdict: VerdictName::Pass,
+            waiver: None,
+            duration_s: 0.0,
+            attempts: vec![],
+            node: None,
+        };
+        let quiet = "atomics.gpu.MP.rel_acq.cta.intra_cta";
+        let busy = "atomics.gpu.MP.rel_acq.cta.inter_cta";
+        let hist = || {
+            vec![Figure::Histogram {
+                name: "outcomes".into(),
+                bins: vec![Bin {
+                    label: "(P1:r0=0, P1:r1=0)".into(),
+                    count: 100,
+                    weak: false,
+                }],
+            }]
+        };
+        let r = Results {
+            schema_version: 2,
+            gpucts_version: "0".into(),
+            fingerprint: [("gpu".to_string(), "NVIDIA H200".to_string())].into(),
+            probe: None,
+            run: None,
+            figures: [(quiet.to_string(), hist()), (busy.to_string(), hist())].into(),
+            nodes: vec![],
+            cases: vec![case(quiet, 0), case(busy, 7)],
+        };
+        let s = summary(&r);
+        assert_eq!(s.atomics.len(), 1);
+        assert_eq!(s.atomics[0].control_without_weak, 1);
+        let marked: Vec<&str> = s.atomics[0]
+            .rows
+            .iter()
+            .flat_map(|row| row.cells.iter().flatten())
+            .filter(|c| c.control_without_weak)
+            .map(|c| c.case.as_str())
+            .collect();
+        assert_eq!(marked, [quiet]);
+        let page = render(&r, None, None).unwrap();
+        assert!(
+            page.contains("2 passed, 1 of them with a control that showed no weak outcome"),
+            "{page}"
+        );
+        assert!(page.contains("ASPLOS 2015"), "{page}");
+        assert_eq!(page.matches(r#"<span class="cw">"#).count(), 1, "{page}");
+        assert_eq!(
+            page.matches(r#"<span class="tag">control-without-weak-outcomes</span>"#)
+                .count(),
+            1,
+            "{page}"
+        );
     }
 }

@@ -93,9 +93,14 @@ fn testcase_raw(r: &CaseResult) -> (TestCase, Option<String>) {
     tc.set_classname(classname);
     tc.set_filepath(&r.origin);
     let mut out = format!("clause: {}", r.clause);
-    if let CaseStatus::Pass { note: Some(n) } = &r.status {
+    if let CaseStatus::Pass { note: Some(n), .. } = &r.status {
         out.push_str("\nnote: ");
         out.push_str(n);
+    }
+    // Also in the output, for JUnit readers that ignore a testcase's properties.
+    for t in r.status.tags() {
+        out.push_str("\ntag: ");
+        out.push_str(t);
     }
     if let Verdict::StaleWaiver { waiver } = &r.verdict {
         out.push_str(&format!(
@@ -129,6 +134,7 @@ pub fn render(
     }
     let mut skip_messages: HashMap<String, String> = HashMap::new();
     let mut flaky: HashMap<String, (&[CaseStatus], bool)> = HashMap::new();
+    let mut tags: HashMap<String, &[String]> = HashMap::new();
     let mut report = ReportBuilder::new();
     for (area, rs) in by_area {
         let mut suite = TestSuiteBuilder::new(&format!("gpucts.{area}"));
@@ -141,6 +147,9 @@ pub fn render(
             if !r.attempts.is_empty() {
                 flaky.insert(r.id.clone(), (&r.attempts, r.verdict == Verdict::Flaky));
             }
+            if !r.status.tags().is_empty() {
+                tags.insert(r.id.clone(), r.status.tags());
+            }
             suite.add_testcase(tc);
         }
         report.add_testsuite(suite.build());
@@ -150,7 +159,7 @@ pub fn render(
         .build()
         .write_xml(&mut raw)
         .map_err(JunitError::Write)?;
-    annotate(&raw, fingerprint, &skip_messages, &flaky)
+    annotate(&raw, fingerprint, &skip_messages, &flaky, &tags)
 }
 
 /// Surefire's record of earlier failed attempts (`--rerun-failures`): `<flakyFailure>` (or
@@ -184,12 +193,31 @@ fn write_flaky<W: std::io::Write>(
     Ok(())
 }
 
-/// Add `<properties>` to each `<testsuite>` and `message` to each `<skipped/>`.
+/// A case's tags as `<properties><property name="tag" value="..."/>...</properties>`, first
+/// inside its `<testcase>` (as Surefire and Ant place a testcase's properties).
+fn write_tags<W: std::io::Write>(
+    writer: &mut Writer<W>,
+    tags: &[String],
+) -> Result<(), quick_xml::Error> {
+    writer.write_event(Event::Start(BytesStart::new("properties")))?;
+    for t in tags {
+        let mut p = BytesStart::new("property");
+        p.push_attribute(("name", "tag"));
+        p.push_attribute(("value", xml_safe(t).as_str()));
+        writer.write_event(Event::Empty(p))?;
+    }
+    writer.write_event(Event::End(quick_xml::events::BytesEnd::new("properties")))?;
+    Ok(())
+}
+
+/// Add `<properties>` to each `<testsuite>` (the fingerprint) and to each tagged
+/// `<testcase>` (junit-report writes neither), and `message` to each `<skipped/>`.
 fn annotate(
     raw: &[u8],
     fingerprint: &BTreeMap<String, String>,
     skip_messages: &HashMap<String, String>,
     flaky: &HashMap<String, (&[CaseStatus], bool)>,
+    tags: &HashMap<String, &[String]>,
 ) -> Result<String, JunitError> {
     let mut reader = Reader::from_reader(raw);
     let mut writer = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
@@ -224,25 +252,27 @@ fn annotate(
                     .flatten()
                     .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()));
                 let attempts = current_case.as_ref().and_then(|c| flaky.get(c));
-                match (&ev, attempts) {
-                    (Event::Empty(e), Some(a)) => {
-                        writer
-                            .write_event(Event::Start(e.to_owned()))
-                            .map_err(xml_err)?;
+                let tagged = current_case.as_ref().and_then(|c| tags.get(c));
+                if attempts.is_none() && tagged.is_none() {
+                    writer
+                        .write_event(ev.clone().into_owned())
+                        .map_err(xml_err)?;
+                } else {
+                    let empty = matches!(ev, Event::Empty(_));
+                    writer
+                        .write_event(Event::Start(e.to_owned()))
+                        .map_err(xml_err)?;
+                    if let Some(t) = tagged {
+                        write_tags(&mut writer, t).map_err(xml_err)?;
+                    }
+                    if let Some(a) = attempts {
                         write_flaky(&mut writer, *a).map_err(xml_err)?;
+                    }
+                    if empty {
                         writer
                             .write_event(Event::End(quick_xml::events::BytesEnd::new("testcase")))
                             .map_err(xml_err)?;
                     }
-                    (_, Some(a)) => {
-                        writer
-                            .write_event(ev.clone().into_owned())
-                            .map_err(xml_err)?;
-                        write_flaky(&mut writer, *a).map_err(xml_err)?;
-                    }
-                    (_, None) => writer
-                        .write_event(ev.clone().into_owned())
-                        .map_err(xml_err)?,
                 }
             }
             Event::Empty(ref e) if e.name().as_ref() == b"skipped" => {
@@ -315,6 +345,45 @@ mod tests {
         assert!(xml.contains("waived (W-7)"), "{xml}");
         assert_eq!(xml.matches("<testcase").count(), 4);
         // Well-formed: quick-xml reads it back to the end.
+        let mut r = Reader::from_str(&xml);
+        while r.read_event().unwrap() != Event::Eof {}
+    }
+
+    /// A tagged pass carries `<property name="tag" value="control-without-weak-outcomes"/>`
+    /// inside its own `<testcase>` (and a `tag:` line in its output); an untagged one none.
+    #[test]
+    fn a_tagged_pass_carries_its_tag_as_a_testcase_property() {
+        let control = |weak| crate::outcome::ControlRun {
+            test: "MP.relaxed.cta.intra_cta".into(),
+            instances: 100,
+            weak,
+        };
+        let results = vec![
+            result(
+                "atomics.gpu.MP.rel_acq.cta.intra_cta",
+                CaseStatus::pass_beside_control("quiet control", control(0)),
+                Verdict::Pass,
+            ),
+            result(
+                "atomics.gpu.MP.rel_acq.cta.inter_cta",
+                CaseStatus::pass_beside_control("busy control", control(9)),
+                Verdict::Pass,
+            ),
+        ];
+        let xml = render(&results, &BTreeMap::new(), time::OffsetDateTime::UNIX_EPOCH).unwrap();
+        let property = r#"<property name="tag" value="control-without-weak-outcomes"/>"#;
+        assert_eq!(xml.matches(property).count(), 1, "{xml}");
+        // It sits in the intra-CTA case, between its start and its end.
+        let start = xml
+            .find(r#"<testcase name="atomics.gpu.MP.rel_acq.cta.intra_cta""#)
+            .unwrap();
+        let end = start + xml[start..].find("</testcase>").unwrap();
+        let at = xml.find(property).unwrap();
+        assert!(start < at && at < end, "{xml}");
+        assert!(
+            xml[start..end].contains("tag: control-without-weak-outcomes"),
+            "{xml}"
+        );
         let mut r = Reader::from_str(&xml);
         while r.read_event().unwrap() != Event::Eof {}
     }

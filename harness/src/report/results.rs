@@ -183,6 +183,9 @@ pub struct RunInfo {
     pub git: Option<String>,
     #[serde(default)]
     pub rerun_failures: u32,
+    /// `--require-weak-controls`: passes on a control without weak outcomes failed the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub require_weak_controls: bool,
     /// Wall-clock seconds the cases took (first started to last finished); per-area sums of
     /// the cases' `duration_s` compare with it (batch time is charged once).
     #[serde(default)]

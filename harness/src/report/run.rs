@@ -110,6 +110,7 @@ impl RunRecord {
                 requires: requires.to_vec(),
                 git: results::git_state(root),
                 rerun_failures: 0,
+                require_weak_controls: false,
                 wall_s: 0.0,
             },
         }
@@ -315,9 +316,10 @@ pub fn write(
     written
 }
 
-/// The closing lines: stale waivers, the report paths, waiver counts, and the tally. The
-/// tally line ends the run; `, N waived` and `, N flaky` are appended only when non-zero, with
-/// how they map to libtest's `ignored` and `passed` counts.
+/// The closing lines: stale waivers, the report paths, waiver counts, and the tally, then the
+/// passes with a control without weak outcomes when there are any. `, N waived` and `, N
+/// flaky` are appended to the tally only when non-zero, with how they map to libtest's
+/// `ignored` and `passed` counts.
 pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -> Vec<String> {
     let mut lines = Vec::new();
     for r in results {
@@ -366,7 +368,22 @@ pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -
         "gpucts: {} passed, {} failed, {} skipped{tail}",
         tally.passed, tally.failed, tally.skipped
     ));
+    if let Some(line) = weak_control_line(tally) {
+        lines.push(line);
+    }
     lines
+}
+
+/// `N passed, M of them with a control that showed no weak outcome`, when M > 0: how many
+/// passes rest on a stress whose relaxed control never showed its weak outcome (a contract
+/// CI scripts parse).
+pub fn weak_control_line(tally: &Tally) -> Option<String> {
+    (tally.control_without_weak_outcomes > 0).then(|| {
+        format!(
+            "{} passed, {} of them with a control that showed no weak outcome",
+            tally.passed, tally.control_without_weak_outcomes
+        )
+    })
 }
 
 /// The JSON event that ends a `--format json` stream: where the reports went and what could
@@ -403,6 +420,7 @@ mod tests {
             waived: 1,
             stale_waivers: 0,
             flaky: 0,
+            control_without_weak_outcomes: 0,
         };
         let written = Written {
             junit: PathBuf::from("r/junit.xml"),
@@ -418,6 +436,41 @@ mod tests {
                 "waived: 1, stale waivers: 0".into(),
                 "gpucts: 3 passed, 1 failed, 2 skipped, 1 waived (libtest's 3 ignored = skipped + waived)"
                     .into(),
+            ]
+        );
+    }
+
+    /// The tally line for passes on a control without weak outcomes: printed after the usual
+    /// tally, only when there is one.
+    #[test]
+    fn the_weak_control_line_follows_the_tally_when_a_pass_rests_on_such_a_control() {
+        let mut tally = Tally {
+            passed: 468,
+            failed: 0,
+            skipped: 0,
+            waived: 0,
+            stale_waivers: 0,
+            flaky: 0,
+            control_without_weak_outcomes: 0,
+        };
+        let written = Written {
+            junit: PathBuf::from("r/junit.xml"),
+            junit_ok: false,
+            results_json: None,
+            html: None,
+            errors: Vec::new(),
+        };
+        assert_eq!(weak_control_line(&tally), None);
+        assert_eq!(
+            closing_lines(&[], &tally, &written).last().unwrap(),
+            "gpucts: 468 passed, 0 failed, 0 skipped"
+        );
+        tally.control_without_weak_outcomes = 256;
+        assert_eq!(
+            closing_lines(&[], &tally, &written),
+            vec![
+                "gpucts: 468 passed, 0 failed, 0 skipped".to_string(),
+                "468 passed, 256 of them with a control that showed no weak outcome".into()
             ]
         );
     }

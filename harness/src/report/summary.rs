@@ -59,6 +59,8 @@ pub struct Cell {
     pub shade: String,
     /// The weak outcome appeared at least once.
     pub weak_seen: bool,
+    /// The case passed tagged `control-without-weak-outcomes` (on any of the GPU's nodes).
+    pub control_without_weak: bool,
 }
 
 /// One heatmap row: a litmus shape with one mapping of its operations.
@@ -81,6 +83,9 @@ pub struct AtomicsGrid {
     /// Cases whose weak outcome appeared at least once.
     pub weak_seen: usize,
     pub failed: usize,
+    /// Passes tagged `control-without-weak-outcomes`: their control never showed its weak
+    /// outcome, so the stress could not have caught a violation.
+    pub control_without_weak: usize,
     pub placements: Vec<Span>,
     pub columns: Vec<Column>,
     pub rows: Vec<GridRow>,
@@ -233,6 +238,7 @@ struct Measured {
     weak_rates: Vec<f64>,
     instance_rates: Vec<f64>,
     verdicts: Vec<VerdictName>,
+    control_without_weak: bool,
 }
 
 /// (shape, mapping, scope, placement) of an `atomics.gpu` case id; the shared-memory variant
@@ -278,10 +284,15 @@ fn atomics(r: &Results) -> Vec<AtomicsGrid> {
             .cloned()
             .unwrap_or_else(|| "unknown GPU".into())
     };
-    let verdicts: BTreeMap<(Option<&str>, &str), VerdictName> = r
+    let verdicts: BTreeMap<(Option<&str>, &str), (VerdictName, bool)> = r
         .cases
         .iter()
-        .map(|c| ((c.node.as_deref(), c.id.as_str()), c.verdict))
+        .map(|c| {
+            let tagged = c.verdict.is_pass()
+                && c.status
+                    .has_tag(crate::outcome::CONTROL_WITHOUT_WEAK_OUTCOMES);
+            ((c.node.as_deref(), c.id.as_str()), (c.verdict, tagged))
+        })
         .collect();
     // GPU -> (nodes, case key -> measured).
     type Cells = BTreeMap<[String; 4], Measured>;
@@ -322,8 +333,9 @@ fn atomics(r: &Results) -> Vec<AtomicsGrid> {
                 }
             }
         }
-        if let Some(v) = verdicts.get(&(node, id)) {
+        if let Some((v, tagged)) = verdicts.get(&(node, id)) {
             m.verdicts.push(*v);
+            m.control_without_weak |= tagged;
         }
     }
     // The catalogue's order (suites/atomics.yaml): message passing first, coherence last.
@@ -365,7 +377,7 @@ fn atomics(r: &Results) -> Vec<AtomicsGrid> {
                     }),
                 }
             }
-            let (mut measured, mut weak_seen, mut failed) = (0, 0, 0);
+            let (mut measured, mut weak_seen, mut failed, mut control_without_weak) = (0, 0, 0, 0);
             let mut rows = Vec::new();
             for shape in shapes.iter().filter(|s| used(0, s)) {
                 let maps: Vec<&String> = mappings
@@ -392,6 +404,7 @@ fn atomics(r: &Results) -> Vec<AtomicsGrid> {
                             measured += 1;
                             weak_seen += usize::from(m.weak > 0);
                             failed += usize::from(verdict == "fail");
+                            control_without_weak += usize::from(m.control_without_weak);
                             let case = if k[3] == "shared" {
                                 format!("atomics.gpu.shared.{}.{}.{}.intra_cta", k[0], k[1], k[2])
                             } else {
@@ -409,6 +422,7 @@ fn atomics(r: &Results) -> Vec<AtomicsGrid> {
                                 instance_rate: si(median(m.instance_rates)),
                                 shade: shade(frac),
                                 weak_seen: m.weak > 0,
+                                control_without_weak: m.control_without_weak,
                             })
                         })
                         .collect();
@@ -426,6 +440,7 @@ fn atomics(r: &Results) -> Vec<AtomicsGrid> {
                 measured,
                 weak_seen,
                 failed,
+                control_without_weak,
                 placements: spans,
                 columns,
                 rows,

@@ -50,6 +50,8 @@ pub struct RunEnv {
     /// The gpucts executable, for isolated children.
     pub exe: PathBuf,
     pub requires: Vec<Requirement>,
+    /// `--require-weak-controls`: a pass tagged `control-without-weak-outcomes` fails.
+    pub require_weak_controls: bool,
     pub waivers: Waivers,
     pub fingerprint: BTreeMap<String, String>,
     pub results: Mutex<Vec<CaseResult>>,
@@ -64,6 +66,7 @@ impl RunEnv {
             data: data.clone(),
             exe: PathBuf::new(),
             requires: Vec::new(),
+            require_weak_controls: false,
             waivers: Waivers::default(),
             fingerprint: Default::default(),
             results: Mutex::new(Vec::new()),
@@ -260,8 +263,17 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
     let _ = crate::area::take_batch_use();
     let _ = take_gpu_waited();
     let t0 = Instant::now();
-    let (status, attempts) = rerun::with_reruns(execute(case, env), || {
-        rerun::fresh_child(case, env, &GPU_EXCLUSIVE)
+    // The parent applies `--require-weak-controls` to what a case (or its child) reported, so
+    // the flag needs no passing to children; a failure it makes is rerun like any other.
+    let required = |s: CaseStatus| {
+        if env.require_weak_controls {
+            s.with_weak_controls_required()
+        } else {
+            s
+        }
+    };
+    let (status, attempts) = rerun::with_reruns(required(execute(case, env)), || {
+        required(rerun::fresh_child(case, env, &GPU_EXCLUSIVE))
     });
     // The case's own time: waiting for the GPU while other cases used it is not.
     let duration_s = t0.elapsed().saturating_sub(take_gpu_waited()).as_secs_f64();
@@ -511,6 +523,8 @@ pub struct Tally {
     pub waived: usize,
     pub stale_waivers: usize,
     pub flaky: usize,
+    /// Passes tagged `control-without-weak-outcomes` (counted in `passed` too).
+    pub control_without_weak_outcomes: usize,
 }
 
 impl Tally {
@@ -526,6 +540,12 @@ impl Tally {
             }
             if let Verdict::StaleWaiver { .. } = r.verdict {
                 t.stale_waivers += 1;
+            }
+            if r.verdict.category() == Category::Passed
+                && r.status
+                    .has_tag(crate::outcome::CONTROL_WITHOUT_WEAK_OUTCOMES)
+            {
+                t.control_without_weak_outcomes += 1;
             }
         }
         t
@@ -681,7 +701,62 @@ mod tests {
                 waived: 1,
                 stale_waivers: 1,
                 flaky: 1,
+                control_without_weak_outcomes: 0,
             }
         );
+    }
+
+    /// Only passes count towards `M of them with a control that showed no weak outcome`:
+    /// a tagged pass, a tagged stale waiver; not an untagged pass, nor a flaky case.
+    #[test]
+    fn tally_counts_passes_with_a_control_without_weak_outcomes() {
+        use crate::outcome::ControlRun;
+        let control = |weak| ControlRun {
+            test: "MP.relaxed.cta.intra_cta".into(),
+            instances: 100,
+            weak,
+        };
+        let r = |status, verdict| CaseResult {
+            id: "x".into(),
+            area: "atomics".into(),
+            clause: "c".into(),
+            origin: "o".into(),
+            status,
+            verdict,
+            duration_s: 0.0,
+            attempts: Vec::new(),
+        };
+        let tagged = || CaseStatus::pass_beside_control("n", control(0));
+        let t = Tally::of(&[
+            r(tagged(), Verdict::Pass),
+            r(tagged(), Verdict::StaleWaiver { waiver: "W".into() }),
+            r(tagged(), Verdict::Flaky),
+            r(
+                CaseStatus::pass_beside_control("n", control(5)),
+                Verdict::Pass,
+            ),
+            r(CaseStatus::pass(), Verdict::Pass),
+        ]);
+        assert_eq!((t.passed, t.control_without_weak_outcomes), (4, 2));
+    }
+
+    /// `--require-weak-controls` in the parent: a tagged pass reported by a case (or its
+    /// child) is a failure of the run, before waivers and reruns see it.
+    #[test]
+    fn require_weak_controls_turns_the_tag_into_a_failure() {
+        let tagged = CaseStatus::pass_beside_control(
+            "n",
+            crate::outcome::ControlRun {
+                test: "SB.relaxed.cta.intra_cta".into(),
+                instances: 4096,
+                weak: 0,
+            },
+        );
+        assert_eq!(judge(&tagged, &[], None), Verdict::Pass);
+        let failed = tagged.with_weak_controls_required();
+        assert_eq!(judge(&failed, &[], None), Verdict::Fail);
+        assert!(failed
+            .summary()
+            .contains("control SB.relaxed.cta.intra_cta showed no weak outcome in 4096 instances"));
     }
 }

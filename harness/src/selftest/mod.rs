@@ -52,6 +52,18 @@ pub enum SelftestCheck {
     /// to PTX in the child and passes when the function is there (a rig replaying a prebuilt
     /// store gives the child the store).
     ChildClang { add: i64 },
+    /// Judges outcome counts given for catalogue litmus test `test` (and its control's) as a
+    /// GPU case judges what it saw (`atomics::gpu::judge_seen`): verdicts and tags end to end
+    /// without a GPU; each outcome lists the values of the model's terms.
+    LitmusSeen {
+        test: String,
+        seen: Vec<(Vec<i64>, u64)>,
+        #[serde(default)]
+        control_seen: Option<Vec<(Vec<i64>, u64)>>,
+        /// Judge in an isolated child (the tags must reach the parent).
+        #[serde(default)]
+        isolate: bool,
+    },
 }
 
 impl Check for SelftestCheck {
@@ -71,6 +83,7 @@ impl Check for SelftestCheck {
                 | SelftestCheck::ChildEqual { .. }
                 | SelftestCheck::ChildClang { .. }
                 | SelftestCheck::Figures { isolate: true, .. }
+                | SelftestCheck::LitmusSeen { isolate: true, .. }
         )
     }
 
@@ -190,6 +203,12 @@ impl Check for SelftestCheck {
             SelftestCheck::FailWith { expected, observed } => {
                 CaseStatus::fail(expected.clone(), observed.clone())
             }
+            SelftestCheck::LitmusSeen {
+                test,
+                seen,
+                control_seen,
+                ..
+            } => crate::atomics::gpu::judge_seen(test, seen, control_seen.as_deref()),
             _ => self.run_fixed(),
         }
     }
@@ -227,7 +246,8 @@ impl SelftestCheck {
             | SelftestCheck::Figures { .. }
             | SelftestCheck::Batch { .. }
             | SelftestCheck::FailWith { .. }
-            | SelftestCheck::ChildClang { .. } => CaseStatus::error("not a fixed check"),
+            | SelftestCheck::ChildClang { .. }
+            | SelftestCheck::LitmusSeen { .. } => CaseStatus::error("not a fixed check"),
         }
     }
 }

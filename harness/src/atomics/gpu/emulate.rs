@@ -617,3 +617,65 @@ fn sc_enumerator_matches_textbook_outcomes() {
     let o = sc_outcomes(&w, &model::check(&w).terms);
     assert!(!o.contains(&vec![1, 1]));
 }
+
+// The emulator is a sequentially consistent machine, as published GPUs behave within one CTA
+// since Maxwell: an intra-CTA control's weak outcome is not SC (the independent enumerator
+// says so), so its launches never show it, and the forbidden test passes tagged
+// `control-without-weak-outcomes`, a failure under `--require-weak-controls`.
+#[test]
+fn an_sc_machine_gives_passes_tagged_control_without_weak_outcomes() {
+    use crate::outcome::{CaseStatus, CONTROL_WITHOUT_WEAK_OUTCOMES};
+    for name in ["MP.rel_acq.cta.intra_cta", "SB.sc.cta.intra_cta"] {
+        let test = catalog::by_name(name).unwrap();
+        let control = catalog::by_name(&catalog::control_for(name).unwrap()).unwrap();
+        let run = |t: &LitmusTest, seed: u64| {
+            let g = Geometry::new(t, &small()).unwrap();
+            let verdict = model::check(t);
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut histogram = Histogram::new();
+            for round in 0..3 {
+                let plan = IterationPlan::random(&g, &mut rng);
+                let (h, _) = launch(t, &g, &plan, Some(seed * 10 + round));
+                for (o, n) in h {
+                    *histogram.entry(o).or_insert(0) += n;
+                }
+            }
+            let report = super::RunReport {
+                test: t.name.clone(),
+                launches: 3,
+                instances: histogram.values().sum(),
+                kernel_time: std::time::Duration::ZERO,
+                launch_rates: Vec::new(),
+                wall_time: std::time::Duration::ZERO,
+                setup_time: std::time::Duration::ZERO,
+                host_time: std::time::Duration::ZERO,
+                terms: verdict.terms.clone(),
+                histogram,
+                barrier_timeouts: 0,
+            };
+            (verdict, report)
+        };
+        // Independently of the kernel and the judge: no SC execution of the control satisfies
+        // its condition, so its weak count must be 0.
+        let cterms = model::check(&control).terms;
+        let sc = sc_outcomes(&control, &cterms);
+        assert!(
+            sc.iter().all(|o| {
+                let value = |t: &Term| cterms.iter().position(|x| x == t).map(|i| o[i]);
+                control.condition.prop.eval(&value) != Some(true)
+            }),
+            "{name}: the control's weak outcome is SC"
+        );
+        let (v, r) = run(&test, 1);
+        let (cv, cr) = run(&control, 2);
+        let c = super::classify(&test, &v, &r.histogram);
+        let cc = super::classify(&control, &cv, &cr.histogram);
+        let status = super::judge(&v, &r, &c, Some((&cr, &cc)));
+        assert!(
+            matches!(&status, CaseStatus::Pass { .. }),
+            "{name}: {status:?}"
+        );
+        assert_eq!(status.tags(), [CONTROL_WITHOUT_WEAK_OUTCOMES], "{name}");
+        assert!(status.with_weak_controls_required().is_failure(), "{name}");
+    }
+}

@@ -5,8 +5,9 @@
 //!
 //! A case fails when an outcome outside the model's allowed set is seen (with its count). For
 //! a forbidden test the relaxed control ([`catalog::control_for`]) runs as well: a control
-//! that never shows its weak outcome means the stress could not have caught a violation, and
-//! the case passes with a note starting "warning: stress has no teeth".
+//! that never shows its weak outcome means the stress could not have caught a violation: the
+//! case passes tagged `control-without-weak-outcomes` (a failure under
+//! `--require-weak-controls`), with a note starting "warning: stress has no teeth".
 
 pub mod kernel;
 pub mod layout;
@@ -21,7 +22,7 @@ use crate::atomics::catalog;
 use crate::atomics::litmus::{LitmusTest, Term};
 use crate::atomics::model::{self, ModelVerdict};
 use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
-use crate::outcome::CaseStatus;
+use crate::outcome::{CaseStatus, ControlRun};
 
 pub use layout::{Histogram, StressParams};
 
@@ -243,16 +244,27 @@ pub fn judge(
                 format!("{note}; control {}", figures(cr, cc)),
             )
         }
-        Some((cr, cc)) if cc.weak == 0 => CaseStatus::pass_with(format!(
-            "warning: stress has no teeth: control {} never showed its weak outcome in {} \
-             instances; {note}; control {}",
-            cr.test,
-            cr.instances,
-            figures(cr, cc)
-        )),
+        // Tagged `control-without-weak-outcomes` when the control never showed its weak
+        // outcome: the stress could not have caught a violation here.
         Some((cr, cc)) => {
-            let _ = write!(note, "; control {}", figures(cr, cc));
-            CaseStatus::pass_with(note)
+            let control = ControlRun {
+                test: cr.test.clone(),
+                instances: cr.instances,
+                weak: cc.weak,
+            };
+            let note = if cc.weak == 0 {
+                format!(
+                    "warning: stress has no teeth: control {} never showed its weak outcome in \
+                     {} instances; {note}; control {}",
+                    cr.test,
+                    cr.instances,
+                    figures(cr, cc)
+                )
+            } else {
+                let _ = write!(note, "; control {}", figures(cr, cc));
+                note
+            };
+            CaseStatus::pass_beside_control(note, control)
         }
         None => CaseStatus::pass_with(format!("{note}; no relaxed control for this shape")),
     }
@@ -393,6 +405,63 @@ pub fn gpu_case(name: &str, iterations: u64, params: &StressParams) -> CaseStatu
     run_case(&test, control.as_ref(), iterations, params)
 }
 
+/// Judge outcome counts already seen for catalogue test `name` and, for a forbidden test, its
+/// control's, as [`gpu_case`] judges a run: a replay of a run's histograms (outcomes in the
+/// order of the model's terms), so verdicts and tags can be checked end to end without a GPU.
+pub fn judge_seen(
+    name: &str,
+    seen: &[(Vec<i64>, u64)],
+    control_seen: Option<&[(Vec<i64>, u64)]>,
+) -> CaseStatus {
+    let replay = |test: &LitmusTest, hist: &[(Vec<i64>, u64)]| -> Result<_, String> {
+        let verdict = model::try_check(test).map_err(|e| e.to_string())?;
+        let report = RunReport {
+            test: test.name.clone(),
+            launches: 1,
+            instances: hist.iter().map(|(_, n)| n).sum(),
+            kernel_time: Duration::ZERO,
+            launch_rates: Vec::new(),
+            wall_time: Duration::ZERO,
+            setup_time: Duration::ZERO,
+            host_time: Duration::ZERO,
+            terms: verdict.terms.clone(),
+            histogram: hist.iter().cloned().collect(),
+            barrier_timeouts: 0,
+        };
+        if let Some((o, _)) = hist.iter().find(|(o, _)| o.len() != verdict.terms.len()) {
+            return Err(format!(
+                "{}: outcome {o:?} has {} values for {} terms",
+                test.name,
+                o.len(),
+                verdict.terms.len()
+            ));
+        }
+        let classified = classify(test, &verdict, &report.histogram);
+        Ok((verdict, report, classified))
+    };
+    let Some(test) = catalog::by_name(name) else {
+        return CaseStatus::error(format!("no catalogue test named `{name}`"));
+    };
+    let go = || -> Result<CaseStatus, String> {
+        let (verdict, report, classified) = replay(&test, seen)?;
+        let control = match (catalog::control_for(name), control_seen) {
+            (Some(c), Some(h)) if !verdict.allowed => {
+                let ct = catalog::by_name(&c).ok_or(format!("no catalogue test named `{c}`"))?;
+                let (_, cr, cc) = replay(&ct, h)?;
+                Some((cr, cc))
+            }
+            _ => None,
+        };
+        Ok(judge(
+            &verdict,
+            &report,
+            &classified,
+            control.as_ref().map(|(r, c)| (r, c)),
+        ))
+    };
+    go().unwrap_or_else(CaseStatus::error)
+}
+
 /// Run any litmus test on GPU 0 (e.g. one read with [`crate::atomics::litmus::load_file`])
 /// and judge it: fail on an outcome the model forbids; for a forbidden test, run `control`
 /// too and warn when it never shows its weak outcome.
@@ -444,7 +513,7 @@ pub fn run_case(
         ))
     };
     let mut status = go().unwrap_or_else(CaseStatus::error);
-    if let CaseStatus::Pass { note: Some(n) } = &mut status {
+    if let CaseStatus::Pass { note: Some(n), .. } = &mut status {
         let _ = write!(n, "; context {:.3} s", context_time.as_secs_f64());
     }
     status

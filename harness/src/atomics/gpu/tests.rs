@@ -261,10 +261,30 @@ fn control_without_weak_outcomes_is_a_warning_not_a_failure() {
     let cv = model::check(&ct);
     let toothless = report(&control, cv.terms.clone(), &clean);
     let tc = classify(&ct, &cv, &toothless.histogram);
-    match judge(&v, &r, &c, Some((&toothless, &tc))) {
-        CaseStatus::Pass { note: Some(n) } => {
-            assert!(n.starts_with("warning: stress has no teeth"), "{n}")
+    // The rule (issue 28 item 5): a control whose weak count is 0 tags the pass.
+    assert_eq!(tc.weak, 0);
+    let toothless_pass = judge(&v, &r, &c, Some((&toothless, &tc)));
+    match &toothless_pass {
+        CaseStatus::Pass {
+            note: Some(n),
+            tags,
+            control: Some(ctl),
+        } => {
+            assert!(n.starts_with("warning: stress has no teeth"), "{n}");
+            assert_eq!(tags, &["control-without-weak-outcomes"]);
+            assert_eq!(
+                (ctl.test.as_str(), ctl.instances, ctl.weak),
+                (control.as_str(), 100, 0)
+            );
         }
+        other => panic!("{other:?}"),
+    }
+    // --require-weak-controls: a failure naming the control and its 100 instances.
+    match toothless_pass.with_weak_controls_required() {
+        CaseStatus::Fail { observed, .. } => assert_eq!(
+            observed,
+            format!("control {control} showed no weak outcome in 100 instances")
+        ),
         other => panic!("{other:?}"),
     }
     let biting = report(
@@ -274,9 +294,15 @@ fn control_without_weak_outcomes_is_a_warning_not_a_failure() {
     );
     let bc = classify(&ct, &cv, &biting.histogram);
     match judge(&v, &r, &c, Some((&biting, &bc))) {
-        CaseStatus::Pass { note: Some(n) } => {
+        CaseStatus::Pass {
+            note: Some(n),
+            tags,
+            control: Some(ctl),
+        } => {
             assert!(!n.contains("no teeth"), "{n}");
             assert!(n.contains("weak outcome 3 times"), "{n}");
+            assert!(tags.is_empty(), "{tags:?}");
+            assert_eq!(ctl.weak, 3);
         }
         other => panic!("{other:?}"),
     }
@@ -301,12 +327,25 @@ fn control_without_weak_outcomes_is_a_warning_not_a_failure() {
     );
     let rc = classify(&rel, &rv, &rr.histogram);
     match judge(&rv, &rr, &rc, None) {
-        CaseStatus::Pass { note: Some(n) } => {
+        CaseStatus::Pass {
+            note: Some(n),
+            tags,
+            control,
+        } => {
             assert!(n.contains("100 instances in 10 launches"), "{n}");
             assert!(n.contains("(P1:r0=1, P1:r1=0)=3"), "{n}");
+            assert!(tags.is_empty() && control.is_none(), "{tags:?} {control:?}");
         }
         other => panic!("{other:?}"),
     }
+    // So is an allowed test that never showed its weak outcome: it has no control to judge.
+    let quiet = report(&rel.name, rv.terms.clone(), &clean);
+    let qc = classify(&rel, &rv, &quiet.histogram);
+    assert!(judge(&rv, &quiet, &qc, None).tags().is_empty());
+    // A forbidden test without a control for its shape is untagged too (its note says so).
+    let s = judge(&v, &r, &c, None);
+    assert!(s.tags().is_empty(), "{s:?}");
+    assert!(s.summary().contains("no relaxed control"), "{s:?}");
 }
 
 // Without a GPU the case reports an error naming why (the runner never gets that far: the
