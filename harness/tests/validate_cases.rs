@@ -86,7 +86,7 @@ fn classes() -> Vec<Bad> {
         Bad {
             area: "abi",
             good: ABI_GOOD,
-            entry: "corpus\n    clause: c\n    check:\n      lint_corpus: {file: suites/abi.yaml}\n",
+            entry: "corpus\n    clause: c\n    check:\n      lint_corpus: {file: suites/abi.yaml, exit: 0, rules: []}\n",
             names: "manifest",
             at: "file: suites/abi.yaml",
         },

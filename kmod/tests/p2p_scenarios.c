@@ -89,12 +89,23 @@ static int tp_inject(int tp, uint32_t enomem, uint32_t badver, uint32_t delay)
 	return xioctl(tp, GPUCTS_TESTPROV_IOC_INJECT, &i);
 }
 
+/* errno of the first STATS ioctl that failed in the running scenario (0: none) */
+static int stats_err;
+
+/*
+ * The provider's counters. A failed STATS ioctl is recorded in stats_err and
+ * fails the scenario (main checks it after each one), whatever the counters
+ * returned then (zeros) made the scenario's own checks conclude.
+ */
 static struct gpucts_testprov_stats tp_stats(int tp)
 {
 	struct gpucts_testprov_stats s;
+	int r;
 
-	memset(&s, 0xff, sizeof(s));
-	xioctl(tp, GPUCTS_TESTPROV_IOC_STATS, &s);
+	memset(&s, 0, sizeof(s));
+	r = xioctl(tp, GPUCTS_TESTPROV_IOC_STATS, &s);
+	if (r && !stats_err)
+		stats_err = -r;
 	return s;
 }
 
@@ -752,6 +763,9 @@ static void *race_freer(void *arg)
 	}
 }
 
+/* rounds of revoke_races_unpin in which the revocation must win (per 1000) */
+#define RACE_MIN_PERMILLE 10
+
 static int sc_revoke_races_unpin(struct ctx *c)
 {
 	/* P2P_RACE_ITERS (environment) overrides the default for soak runs */
@@ -824,6 +838,14 @@ static int sc_revoke_races_unpin(struct ctx *c)
 	       "revoked before unpin %d\n", i, n_put, n_during, n_before);
 	if (bad)
 		return -1;
+	/*
+	 * the race happened: the free revoked the pin during or before the
+	 * unpin in at least RACE_MIN_PERMILLE of the rounds (at least once)
+	 */
+	CHECK((n_during + n_before) * 1000 >= RACE_MIN_PERMILLE * iters &&
+	      n_during + n_before >= 1,
+	      "the free revoked the pin in only %d of %d rounds (want %d permille)",
+	      n_during + n_before, iters, RACE_MIN_PERMILLE);
 	CHECK(tp_stats(c->tp).pins == 0, "%u pins leaked", tp_stats(c->tp).pins);
 	CHECK(tp_stats(c->tp).allocs == 0, "%u allocations kept", tp_stats(c->tp).allocs);
 	CHECK(tp_stats(c->tp).violations == 0, "violations %llu",
@@ -1113,8 +1135,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (i = 0; i < n; i++) {
+		int r;
+
 		reason[0] = 0;
-		if (scenarios[i].fn(&c)) {
+		stats_err = 0;
+		r = scenarios[i].fn(&c);
+		if (stats_err) {
+			/* counters it could not read prove nothing, pass or fail */
+			snprintf(reason, sizeof(reason), "testprov STATS ioctl failed: %s",
+				 strerror(stats_err));
+			r = -1;
+		}
+		if (r) {
 			printf("not ok %zu %s # %s\n", i + 1, scenarios[i].name, reason);
 			failed++;
 		} else {

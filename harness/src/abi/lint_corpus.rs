@@ -8,8 +8,12 @@
 //!   the file is read — exit 0 or 1, never 2;
 //! - ptxas rejects it as not PTX (syntax), for a feature newer than its `.version`, or for an
 //!   opcode or symbol it does not know (name): the lint does not pass it — exit 1 or 2, never 0;
-//! - ptxas rejects well-formed PTX that does not assemble (semantic): no constraint beyond
-//!   the suite's own expectation.
+//! - ptxas rejects well-formed PTX that does not assemble (semantic): the lint does not pass
+//!   it either — exit 1 or 2, never 0.
+//!
+//! Beyond ptxas's verdict every case states the exit and rule ids the spec's rules give for
+//! the file (`suites/ptx.yaml`, each row's derivation in its comment), so no case accepts
+//! every exit the verdict allows.
 //!
 //! And in every case the lint is stable: two runs give the same findings.
 
@@ -112,7 +116,10 @@ pub fn allowed_exits(m: &Manifest) -> (&'static [i32], &'static str) {
             &[1, 2],
             "ptxas knows no such opcode or symbol: the lint must not pass it",
         ),
-        ("rejects", "semantic") => (&[0, 1, 2], "ptxas rejects well-formed PTX"),
+        ("rejects", "semantic") => (
+            &[1, 2],
+            "ptxas rejects well-formed PTX that does not assemble: the lint must not pass it",
+        ),
         _ => (&[0, 1], "ptxas reads the file: the reader must read it"),
     }
 }
@@ -131,14 +138,9 @@ fn outcome(r: &Result<LintReport, LintFileError>) -> (i32, Vec<String>, Vec<Stri
     }
 }
 
-/// One corpus case: `file` relative to the repository root; `exit` and `rules` when the suite
-/// states the spec's verdict.
-pub fn case(
-    ctx: &CaseContext,
-    file: &str,
-    exit: Option<i32>,
-    rules: Option<&[String]>,
-) -> CaseStatus {
+/// One corpus case: `file` relative to the repository root; `exit` and `rules` the spec's
+/// verdict as the suite states it.
+pub fn case(ctx: &CaseContext, file: &str, exit: i32, rules: &[String]) -> CaseStatus {
     let path = ctx.root.join(file);
     let manifest = match read_manifest(&path) {
         Ok(m) => m,
@@ -170,12 +172,12 @@ pub fn case(
             );
         }
     }
-    if let Some(want) = exit.filter(|&w| w != got_exit) {
-        return CaseStatus::fail_detail(format!("exit {want}"), format!("exit {got_exit}"), detail);
+    if exit != got_exit {
+        return CaseStatus::fail_detail(format!("exit {exit}"), format!("exit {got_exit}"), detail);
     }
-    if let Some(want) = rules.filter(|w| *w != got_rules.as_slice()) {
+    if rules != got_rules.as_slice() {
         return CaseStatus::fail_detail(
-            format!("rules {want:?}"),
+            format!("rules {rules:?}"),
             format!("rules {got_rules:?}"),
             detail,
         );
@@ -348,26 +350,58 @@ mod tests {
         assert_eq!(allowed_exits(&m("rejects", "syntax")).0, &[1, 2]);
         assert_eq!(allowed_exits(&m("rejects", "version")).0, &[1, 2]);
         assert_eq!(allowed_exits(&m("rejects", "name")).0, &[1, 2]);
-        assert_eq!(allowed_exits(&m("rejects", "semantic")).0, &[0, 1, 2]);
+        assert_eq!(allowed_exits(&m("rejects", "semantic")).0, &[1, 2]);
     }
 
-    /// Every corpus file has a manifest, and every file ptxas rejects as not PTX or for its
-    /// version is refused or reported by the lint; every file ptxas reads is read.
+    /// A row of `suites/ptx.yaml`'s corpus tables: the spec's verdict on one file.
+    #[derive(serde::Deserialize)]
+    struct Row {
+        file: String,
+        exit: Option<i32>,
+        rules: Option<Vec<String>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct SuiteCase {
+        #[serde(default)]
+        table: Vec<Row>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Suite {
+        cases: Vec<SuiteCase>,
+    }
+
+    /// The spec's verdict on each corpus file, from `suites/ptx.yaml`: (exit, rule ids).
+    fn suite_verdicts(repo: &Path) -> HashMap<String, (i32, Vec<String>)> {
+        let text = std::fs::read_to_string(repo.join("suites/ptx.yaml")).unwrap();
+        let suite: Suite = crate::suite::from_yaml(&text).unwrap();
+        let mut out = HashMap::new();
+        for row in suite.cases.into_iter().flat_map(|c| c.table) {
+            let (Some(exit), Some(rules)) = (row.exit, row.rules) else {
+                panic!("suites/ptx.yaml: {} has no `exit` and `rules`", row.file);
+            };
+            out.insert(row.file, (exit, rules));
+        }
+        out
+    }
+
+    /// Every corpus file has a manifest and a suite row with the spec's verdict; the lint
+    /// meets both: the exit ptxas's verdict allows (never 0 for a file ptxas rejects, never 2
+    /// for one it reads), and exactly the exit and rule ids the row gives.
     #[test]
     fn every_corpus_file_meets_its_ptxas_verdict() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ptx-corpus");
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let root = repo.join("ptx-corpus");
+        let verdicts = suite_verdicts(&repo);
         let (mut n, mut n13) = (0, 0);
         for dir in ["hand", "gen/out"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-                continue;
-            };
+            let entries = std::fs::read_dir(root.join(dir)).unwrap();
             for e in entries.flatten() {
                 let p = e.path();
                 if p.extension().and_then(|x| x.to_str()) != Some("ptx") {
                     continue;
                 }
                 let m = read_manifest(&p).unwrap();
-                let (exit, _, lines) = outcome(&lint_file(&p));
+                let (exit, rules, lines) = outcome(&lint_file(&p));
                 assert!(
                     allowed_exits(&m).0.contains(&exit),
                     "{}: ptxas {} ({}), lint exit {exit}: {lines:?}",
@@ -385,11 +419,47 @@ mod tests {
                     );
                     n13 += 1;
                 }
+                let key = format!("ptx-corpus/{dir}/{}", e.file_name().to_string_lossy());
+                let Some((want_exit, want_rules)) = verdicts.get(&key) else {
+                    panic!("{key}: no row in suites/ptx.yaml with the spec's exit and rules");
+                };
+                assert_eq!((exit, &rules), (*want_exit, want_rules), "{key}: {lines:?}");
                 n += 1;
             }
         }
         assert!(n >= 40, "{n} corpus files");
         // The committed manifests carry CUDA 13's verdict too.
         assert!(n13 >= 40, "{n13} files with a ptxas 13.0 verdict");
+    }
+
+    /// The six files ptxas rejects as well-formed PTX that does not assemble: a lint that
+    /// passed them (exit 0) fails the verdict check, and so does one finding other rules.
+    #[test]
+    fn a_lint_passing_a_semantic_reject_fails() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let verdicts = suite_verdicts(&repo);
+        let mut semantic = Vec::new();
+        for name in [
+            "duplicate_param",
+            "entry_reg_param",
+            "incomplete_array",
+            "param_vector",
+            "ptr_on_func",
+            "nul_byte",
+        ] {
+            let key = format!("ptx-corpus/hand/{name}.ptx");
+            let m = read_manifest(&repo.join(&key)).unwrap();
+            assert_eq!(
+                (m.ptxas.as_str(), m.reason.as_str()),
+                ("rejects", "semantic")
+            );
+            assert!(!allowed_exits(&m).0.contains(&0), "{key}: exit 0 allowed");
+            let (exit, rules) = &verdicts[&key];
+            assert_ne!(*exit, 0, "{key}");
+            // Either the exit is 2 (refused) or the row names the rule the file breaks.
+            assert!(*exit == 2 || !rules.is_empty(), "{key}: {rules:?}");
+            semantic.push(key);
+        }
+        assert_eq!(semantic.len(), 6);
     }
 }

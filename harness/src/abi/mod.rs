@@ -49,14 +49,12 @@ pub enum AbiCheck {
         rules: Vec<String>,
     },
     /// A `ptx-corpus/` file (relative to the repo root) against ptxas's measured verdict in its
-    /// manifest, and, when given, the exit status and rule ids the spec's rules give
-    /// (`abi::lint_corpus`).
+    /// manifest and the exit status and rule ids the spec's rules give, both required: a case
+    /// without them would accept whatever ptxas's verdict allows (`abi::lint_corpus`).
     LintCorpus {
         file: String,
-        #[serde(default)]
-        exit: Option<i32>,
-        #[serde(default)]
-        rules: Option<Vec<String>>,
+        exit: i32,
+        rules: Vec<String>,
     },
     /// The graffiti oracle on a GPU: random types `r<seed_start>..` (`count` of them) written
     /// member by member by an NVRTC-compiled kernel, bytes compared with the engine.
@@ -113,7 +111,7 @@ impl Check for AbiCheck {
             },
             AbiCheck::Lint { file, exit, rules } => cases::lint(ctx, file, *exit, rules),
             AbiCheck::LintCorpus { file, exit, rules } => {
-                lint_corpus::case(ctx, file, *exit, rules.as_deref())
+                lint_corpus::case(ctx, file, *exit, rules)
             }
             AbiCheck::Graffiti { seed_start, count } => {
                 graffiti_gpu::graffiti_case(ctx, *seed_start, *count)

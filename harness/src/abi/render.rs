@@ -68,7 +68,16 @@ pub fn render_c_at(
         if !name.starts_with("gpucts_vec_") {
             continue; // a CUDA built-in vector type
         }
-        let align = crate::abi::layout::vector_align(s, n, address_size);
+        // §1.2's rule written here, not the layout engine's answer: the oracle compiling this
+        // source must be able to disagree with the engine's vector alignment (an engine
+        // flipping the rule was not caught by the clang oracles when this called
+        // `layout::vector_align`: ci/mutation, layout-even-vector-align).
+        let elem = crate::abi::layout::scalar_align(s, address_size);
+        let align = if n % 2 == 1 {
+            elem
+        } else {
+            u64::from(n) * elem
+        };
         let elems = ["x", "y", "z", "w"][..n.min(4) as usize].join(", ");
         let attr = match dialect {
             Dialect::C => format!("__attribute__((aligned({align})))"),

@@ -207,11 +207,16 @@ fn check_tree(
                     }
                     Some(Val::U(c)) if (1..=12).contains(c) => AddressClass::from_class(*c),
                     Some(v) => {
+                        let shown = match v {
+                            Val::U(c) => c.to_string(),
+                            Val::S(c) => c.to_string(),
+                            other => format!("{other:?}"),
+                        };
                         out.push(Finding {
                             position: pos(d.offset),
                             clause: CLAUSE_CLASS,
                             message: format!(
-                                "{}: DW_AT_address_class {v:?} is not a code of the table (1..12)",
+                                "{}: DW_AT_address_class {shown} is not a code of the table (1..12)",
                                 what()
                             ),
                         });

@@ -244,3 +244,76 @@ pub mod producers;
 pub mod ptxscan;
 pub mod read;
 pub mod roundtrip;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The findings `suites/dwarf.yaml` expects of a `check_file` case on `file`.
+    fn expected(file: &str) -> Vec<String> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let text = std::fs::read_to_string(root.join("suites/dwarf.yaml")).unwrap();
+        #[derive(serde::Deserialize)]
+        struct Suite {
+            cases: Vec<serde_json::Value>,
+        }
+        let suite: Suite = crate::suite::from_yaml(&text).unwrap();
+        suite
+            .cases
+            .iter()
+            .filter_map(|c| c.pointer("/check/check_file"))
+            .find(|c| c["file"] == file)
+            .map(|c| {
+                c["findings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|f| f.as_str().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_else(|| panic!("no check_file case for {file}"))
+    }
+
+    fn findings_of(path: &std::path::Path) -> Vec<String> {
+        check::check_path(path, None)
+            .unwrap()
+            .findings
+            .iter()
+            .map(|f| f.to_string())
+            .collect()
+    }
+
+    fn matches(got: &[String], want: &[String]) -> bool {
+        got.len() == want.len() && got.iter().zip(want).all(|(g, w)| g.contains(w.as_str()))
+    }
+
+    /// `dwarf.negative.class-out-of-range.check` names the out-of-range defect: the file's
+    /// findings match, and the same file with the class turned into a valid code of the wrong
+    /// state space (8, `.shared`, on a `.global` variable) gives a finding that does not.
+    #[test]
+    fn out_of_range_expectation_names_its_defect() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let file = "ptx-corpus/dwarf/negative/class-out-of-range.ptx";
+        let want = expected(file);
+        let path = root.join(file);
+        assert!(
+            matches(&findings_of(&path), &want),
+            "{:?}",
+            findings_of(&path)
+        );
+        // The other defect, in the same file at the same DIE.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.matches("\n.b8 13, 0\n").count(), 1);
+        let dir = tempfile::tempdir().unwrap();
+        let wrong = dir.path().join("negative/class-out-of-range.ptx");
+        std::fs::create_dir_all(wrong.parent().unwrap()).unwrap();
+        std::fs::write(&wrong, text.replace("\n.b8 13, 0\n", "\n.b8 8, 0\n")).unwrap();
+        let got = findings_of(&wrong);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].contains("ADDR_shared_space"), "{got:?}");
+        assert!(!matches(&got, &want), "{got:?} matches {want:?}");
+        // And the wrong-state-space case's own expectation does not match the out-of-range one.
+        let shared = expected("ptx-corpus/dwarf/negative/class-shared-on-global.ptx");
+        assert!(!matches(&findings_of(&path), &shared));
+    }
+}

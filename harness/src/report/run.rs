@@ -345,6 +345,17 @@ pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -
             tally.waived, tally.stale_waivers
         ));
     }
+    let (observed, conformance): (Vec<CaseResult>, Vec<CaseResult>) = results
+        .iter()
+        .cloned()
+        .partition(|r| crate::runner::is_observation(&r.id));
+    if !observed.is_empty() {
+        let (o, c) = (Tally::of(&observed), Tally::of(&conformance));
+        lines.push(format!(
+            "of which observations of a tool (`*.observe.*`, not the spec's verdict): {} passed, {} failed, {} skipped; conformance: {} passed, {} failed, {} skipped, {} waived",
+            o.passed, o.failed, o.skipped, c.passed, c.failed, c.skipped, c.waived
+        ));
+    }
     let mut tail = String::new();
     let mut libtest = Vec::new();
     if tally.waived > 0 {

@@ -428,7 +428,9 @@ fn take_gpu_waited() -> Duration {
     GPU_WAITED.with(|w| w.replace(Duration::ZERO))
 }
 
-fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
+/// Run a case's check, or skip it naming the first capability it needs that this machine
+/// lacks.
+pub(crate) fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
     if let Some((capability, reason)) = env.caps.first_missing(&case.requires) {
         return CaseStatus::Skip { capability, reason };
     }
@@ -527,6 +529,13 @@ pub struct Tally {
     pub control_without_weak_outcomes: usize,
 }
 
+/// Whether a case is an observation of a tool (`AREA.observe.…`: the tool held to behaviour
+/// measured before, e.g. what ptxas 12.9 accepts), not a verdict of the spec: reports count
+/// them apart from conformance.
+pub fn is_observation(id: &str) -> bool {
+    id.split('.').nth(1) == Some("observe")
+}
+
 impl Tally {
     pub fn of(results: &[CaseResult]) -> Tally {
         let mut t = Tally::default();
@@ -555,6 +564,15 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn observations_are_told_by_their_id() {
+        assert!(is_observation("syscalls.observe.ptxas.vprintf_status_b32"));
+        assert!(is_observation("syscalls.observe.jit.malloc_guide"));
+        assert!(!is_observation("syscalls.probe.lint.vprintf_status_b32"));
+        assert!(!is_observation("observe.syscalls.x"));
+        assert!(!is_observation("xcall.self.gpucts.0"));
+    }
 
     /// A GPU case queued behind another is charged its own time only: the wait for the GPU is
     /// measured and taken off. Thread A holds the GPU for 300 ms; B waits for it, then works

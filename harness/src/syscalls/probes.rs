@@ -377,6 +377,36 @@ mod tests {
         }
     }
 
+    /// The `syscalls.observe.*` clauses say what was measured: "accepts" exactly for the
+    /// probes ptxas 12.9 assembled, "rejects … (its words)" for the others; and every probe
+    /// has an observation and a lint case.
+    #[test]
+    fn observation_clauses_say_what_ptxas_did() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let suite =
+            crate::suite::load_file(&root.join("suites/syscalls.yaml"), &crate::areas::all())
+                .unwrap();
+        for p in PROBES {
+            for tool in ["ptxas", "jit"] {
+                let id = format!("syscalls.observe.{tool}.{}", p.id);
+                let c = suite.cases.iter().find(|c| c.id == id).expect(&id);
+                let verb = if p.ptxas_accepts {
+                    "accepts"
+                } else {
+                    "rejects"
+                };
+                assert!(
+                    c.clause.starts_with(&format!("ptxas 12.9 {verb} ")),
+                    "{id}: {}",
+                    c.clause
+                );
+                assert!(c.clause.contains(p.ptxas_says), "{id}: {}", c.clause);
+            }
+            let lint = format!("syscalls.probe.lint.{}", p.id);
+            assert!(suite.cases.iter().any(|c| c.id == lint), "{lint}");
+        }
+    }
+
     #[test]
     fn guide_modules_are_clean() {
         for call in Syscall::ALL {
