@@ -256,6 +256,11 @@ impl Probe {
             if let Some(ver) = v.get("version").and_then(|x| x.as_str()) {
                 f.insert(name.clone(), ver.to_string());
             }
+            // A tool replayed from `gpucts prebuild`'s store did not run here: say so beside
+            // its version (which is the build machine's).
+            if v.get("origin").and_then(|x| x.as_str()) == Some("prebuilt") {
+                f.insert(format!("{name}_origin"), "prebuilt".into());
+            }
         }
         f
     }

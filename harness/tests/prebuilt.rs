@@ -116,6 +116,21 @@ fn a_rig_without_clang_runs_the_clang_cases_from_a_prebuilt_store() {
             &[("GPUCTS_HIDE_TOOLS", hidden)],
         );
         assert_eq!(code, Some(0), "{filter} from the store: {log}");
+        // The record says the clang outputs were replayed, not compiled on this machine.
+        let record: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(
+                reports
+                    .path()
+                    .join(format!("{name}-prebuilt"))
+                    .join("results.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            record["fingerprint"]["clang_origin"], "prebuilt",
+            "{filter}"
+        );
         assert_eq!(verdicts(&got), verdicts(&want), "{filter}: verdicts differ");
         let (_, bare, log) = run(
             reports.path(),
