@@ -2,7 +2,8 @@
 //!
 //! A GPU rig usually has the CUDA driver and tools but no clang-19: the clang and llc cases
 //! would skip there. `gpucts prebuild -o DIR` runs those cases on a build machine with the
-//! store *recording*: every clang-19 / llc-19 run is written to `DIR/outputs/<key>.{out,err}`,
+//! store *recording*: every clang-19 / llc-19 run is written to `DIR/outputs/<key>.{out,err}`
+//! (zstd-compressed: PTX shrinks about tenfold, and the store travels to the rig),
 //! where the key is a SHA-256 of the tool's name and version, its arguments and its whole input
 //! (never the scratch path it read the input from), so the same input given to the same tool
 //! is the same file whatever machine or directory it ran in. The tools are deterministic: what
@@ -31,8 +32,12 @@ pub const FORMAT: &str = "gpucts-prebuilt-1";
 pub const MANIFEST: &str = "manifest.json";
 /// Largest manifest read (a full prebuild lists ~10,000 case ids: well under 1 MiB).
 const MAX_MANIFEST_BYTES: u64 = 64 << 20;
-/// Largest single output read (the biggest clang output of the suites is a few MiB).
+/// Largest single output, compressed on disk and decompressed (the biggest clang output of the
+/// suites is a few MiB): a corrupt or hostile file cannot fill memory.
 const MAX_OUTPUT_BYTES: u64 = 256 << 20;
+/// zstd level of the outputs: level 3 (zstd's default) already takes PTX to about a tenth;
+/// higher levels cost build-machine time for little.
+const ZSTD_LEVEL: i32 = 3;
 
 /// The tools a store holds outputs of, by the name `--producers` gives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -275,7 +280,7 @@ impl Store {
                     ),
                 }));
             }
-            return Some(match std::fs::read_to_string(&path) {
+            return Some(match read_compressed(&path) {
                 Ok(text) if ok => Ok(text),
                 Ok(log) => Err(ToolError::Failed {
                     tool: String::new(),
@@ -295,8 +300,31 @@ impl Store {
             Err(ToolError::Failed { log, .. }) => ("err", log.as_str()),
             Err(_) => return Ok(()),
         };
-        write_atomically(&self.outputs(), &self.path_of(key, ext), text.as_bytes())
+        let packed = zstd::bulk::compress(text.as_bytes(), ZSTD_LEVEL).map_err(|source| {
+            StoreError::Io {
+                path: self.path_of(key, ext),
+                source,
+            }
+        })?;
+        write_atomically(&self.outputs(), &self.path_of(key, ext), &packed)
     }
+}
+
+/// A recorded output: zstd-decompressed, at most [`MAX_OUTPUT_BYTES`], UTF-8.
+fn read_compressed(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let f = std::fs::File::open(path)?;
+    let mut text = String::new();
+    zstd::stream::read::Decoder::new(f)?
+        .take(MAX_OUTPUT_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_OUTPUT_BYTES {
+        return Err(std::io::Error::other(format!(
+            "{} decompresses to over {MAX_OUTPUT_BYTES} bytes",
+            path.display()
+        )));
+    }
+    Ok(text)
 }
 
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
@@ -474,6 +502,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(replay.lookup(&slow).is_none());
+        // A damaged output is an error naming the problem, never a different answer.
+        std::fs::write(replay.path_of(&ok, "out"), b"not zstd").unwrap();
+        assert!(matches!(replay.lookup(&ok), Some(Err(ToolError::Io(_)))));
     }
 
     #[test]
