@@ -3,6 +3,7 @@
 
 pub mod cuda;
 pub mod kmod;
+pub mod process;
 pub mod producer;
 #[cfg(feature = "rdma")]
 pub mod rdma;

@@ -1,22 +1,20 @@
 //! Crash isolation: a case that launches GPU work or talks to the kernel module runs in a
-//! child process (`gpucts __case`), in its own process group, with a timeout.
+//! child process (`gpucts __case`), under the one supervisor ([`crate::backend::process`]): in
+//! its own process group, with a timeout, SIGTERM then SIGKILL after a grace period.
 //!
 //! The child prints its [`CaseStatus`] as one line `GPUCTS-RESULT <json>` on stdout. A child
 //! that dies by a signal, exits without that line, or outlives its timeout is reported as
 //! `Crash` or `Timeout` with what it printed, and the run goes on.
 
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
+use crate::backend::process::{Ending, RunError};
 use crate::outcome::CaseStatus;
 
 pub const RESULT_TAG: &str = "GPUCTS-RESULT ";
 
-/// After SIGTERM to the group, how long before SIGKILL.
-const GRACE: Duration = Duration::from_secs(2);
 /// The most of a child's output kept in a report.
 const OUTPUT_LIMIT: usize = 16 * 1024;
 
@@ -94,63 +92,16 @@ pub fn run_isolated(
         .arg("--id")
         .arg(case_id)
         .arg("--scratch")
-        .arg(scratch.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => return CaseStatus::error(format!("cannot start child {}: {e}", exe.display())),
-    };
-    let pgid = child.id() as i32;
-    let mut out = child.stdout.take().expect("piped stdout");
-    let mut err = child.stderr.take().expect("piped stderr");
-    let out_t = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = out.read_to_end(&mut v);
-        v
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        let _ = err.read_to_end(&mut v);
-        v
-    });
-
-    let start = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) => {}
-            Err(e) => return CaseStatus::error(format!("waiting for child: {e}")),
+        .arg(scratch.path());
+    let finished = match crate::backend::process::run(&mut cmd, timeout) {
+        Ok(f) => f,
+        Err(RunError::Spawn(e)) => {
+            return CaseStatus::error(format!("cannot start child {}: {e}", exe.display()))
         }
-        if start.elapsed() >= timeout {
-            timed_out = true;
-            // SAFETY: signalling the child's own process group.
-            unsafe { libc::kill(-pgid, libc::SIGTERM) };
-            let grace_end = Instant::now() + GRACE;
-            let s = loop {
-                if let Ok(Some(s)) = child.try_wait() {
-                    break Some(s);
-                }
-                if Instant::now() >= grace_end {
-                    // SAFETY: as above.
-                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                    break child.wait().ok();
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            };
-            break s;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+        Err(RunError::Wait(e)) => return CaseStatus::error(format!("waiting for child: {e}")),
     };
-    // Grandchildren still holding the pipes are in the same group: make sure they go too, so
-    // the readers below finish.
-    // SAFETY: signalling the child's own (now leaderless) process group.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    let stdout = String::from_utf8_lossy(&out_t.join().unwrap_or_default()).into_owned();
-    let stderr = String::from_utf8_lossy(&err_t.join().unwrap_or_default()).into_owned();
+    let stdout = String::from_utf8_lossy(&finished.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&finished.stderr).into_owned();
     let reported = stdout
         .lines()
         .rev()
@@ -164,30 +115,25 @@ pub fn run_isolated(
         .collect::<Vec<_>>()
         .join("\n");
 
-    if timed_out {
-        return CaseStatus::Timeout {
-            after_s: timeout.as_secs_f64(),
-            output: tail(&printed),
-        };
-    }
-    match (status, reported) {
-        (Some(s), Some(Ok(status))) if s.success() => status,
-        (Some(s), Some(Err(e))) if s.success() => {
-            CaseStatus::error(format!("child reported an unreadable result: {e}"))
-        }
-        (Some(s), _) => {
-            let how = match (s.signal(), s.code()) {
-                (Some(sig), _) => format!("killed by {}", signal_name(sig)),
-                (None, Some(code)) => {
-                    format!("exited with status {code} without reporting a result")
-                }
-                _ => "ended without a status".into(),
-            };
-            CaseStatus::Crash {
-                how,
+    let how = match finished.ending {
+        Ending::TimedOut(_) => {
+            return CaseStatus::Timeout {
+                after_s: timeout.as_secs_f64(),
                 output: tail(&printed),
             }
         }
-        (None, _) => CaseStatus::error("lost the child process"),
+        Ending::Exited(0) => match reported {
+            Some(Ok(status)) => return status,
+            Some(Err(e)) => {
+                return CaseStatus::error(format!("child reported an unreadable result: {e}"))
+            }
+            None => "exited with status 0 without reporting a result".to_string(),
+        },
+        Ending::Exited(code) => format!("exited with status {code} without reporting a result"),
+        Ending::Signalled(sig) => format!("killed by {}", signal_name(sig)),
+    };
+    CaseStatus::Crash {
+        how,
+        output: tail(&printed),
     }
 }
