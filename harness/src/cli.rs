@@ -867,6 +867,26 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>, data: &crate::data:
     }
 }
 
+/// The suite files `--suite` names (none: all), sorted, each once; `None` (after printing
+/// why) when a name resolves to nothing.
+fn suite_files(names: &[String], data: &crate::data::DataRoot) -> Option<Vec<PathBuf>> {
+    let all = ["all".to_string()];
+    let names = if names.is_empty() { &all[..] } else { names };
+    let mut files = Vec::new();
+    for s in names {
+        match suite::resolve_suite_arg(s, &data.path.join("suites")) {
+            Ok(f) => files.extend(f),
+            Err(e) => {
+                error(e);
+                return None;
+            }
+        }
+    }
+    files.sort();
+    files.dedup();
+    Some(files)
+}
+
 fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
     use crate::backend::toolchain::prebuilt::{self, Tool};
     let mut tools = std::collections::BTreeSet::new();
@@ -884,23 +904,9 @@ fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
             }
         }
     }
-    let suites_arg = if args.suites.is_empty() {
-        vec!["all".to_string()]
-    } else {
-        args.suites.clone()
+    let Some(files) = suite_files(&args.suites, data) else {
+        return EXIT_USAGE;
     };
-    let mut files = Vec::new();
-    for s in &suites_arg {
-        match suite::resolve_suite_arg(s, &data.path.join("suites")) {
-            Ok(f) => files.extend(f),
-            Err(e) => {
-                error(e);
-                return EXIT_USAGE;
-            }
-        }
-    }
-    files.sort();
-    files.dedup();
     let suites =
         match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, data)) {
             Ok(s) => s,
@@ -1010,18 +1016,9 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
 
     // Everything that can be wrong with the invocation or the suite files is found before
     // anything runs, and exits 2.
-    let mut files = Vec::new();
-    for s in &suites_arg {
-        match suite::resolve_suite_arg(s, &root.join("suites")) {
-            Ok(f) => files.extend(f),
-            Err(e) => {
-                error(e);
-                return EXIT_USAGE;
-            }
-        }
-    }
-    files.sort();
-    files.dedup();
+    let Some(files) = suite_files(&args.suites, data) else {
+        return EXIT_USAGE;
+    };
     let suites =
         match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, data)) {
             Ok(s) => s,

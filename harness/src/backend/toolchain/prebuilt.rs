@@ -300,12 +300,11 @@ impl Store {
             Err(ToolError::Failed { log, .. }) => ("err", log.as_str()),
             Err(_) => return Ok(()),
         };
-        let packed = zstd::bulk::compress(text.as_bytes(), ZSTD_LEVEL).map_err(|source| {
-            StoreError::Io {
+        let packed =
+            zstd::bulk::compress(text.as_bytes(), ZSTD_LEVEL).map_err(|source| StoreError::Io {
                 path: self.path_of(key, ext),
                 source,
-            }
-        })?;
+            })?;
         write_atomically(&self.outputs(), &self.path_of(key, ext), &packed)
     }
 }
