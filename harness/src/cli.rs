@@ -304,6 +304,15 @@ enum LitmusCmd {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
+    /// Write the PTX kernel the GPU runner would launch for a test (YAML or Dat3M), under the
+    /// suite's default stress parameters; no GPU needed. Exit 0, 2 for bad input or a test
+    /// the generator cannot express (the construct is named).
+    Kernel {
+        file: PathBuf,
+        /// Where to write the PTX.
+        #[arg(short = 'o', long = "output", value_name = "OUT.ptx")]
+        output: PathBuf,
+    },
     /// Convert a Dat3M .litmus file to gpucts YAML (stdout).
     Import { file: PathBuf },
     /// Convert a test (YAML or .litmus) to Dat3M .litmus syntax (stdout).
@@ -663,6 +672,9 @@ fn litmus(action: LitmusCmd) -> i32 {
         )
         .map(|t| (t, EXIT_OK))
         .map_err(|e| e.to_string()),
+        LitmusCmd::Kernel { file, output } => {
+            crate::atomics::gpu::kernel_command(file, output).map(|t| (t, EXIT_OK))
+        }
         LitmusCmd::Import { file } => litmus::import_file(file)
             .map(|t| (t, EXIT_OK))
             .map_err(|e| e.to_string()),
