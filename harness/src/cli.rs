@@ -916,6 +916,16 @@ fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
             }
         }
     }
+    // The two share clang-19's LLVM and the suites use both for one producer (atomics'
+    // `llvm` runs clang-19 on LLVM IR, xcall's and dwarf's run llc-19): a store of one alone
+    // would list cases whose other outputs it lacks.
+    if tools.len() != Tool::ALL.len() {
+        error(
+            "--producers: clang and llvm are recorded together (the llvm producer runs clang-19 \
+             on LLVM IR in atomics and llc-19 elsewhere): give --producers clang,llvm",
+        );
+        return EXIT_USAGE;
+    }
     let Some(files) = suite_files(&args.suites, data) else {
         return EXIT_USAGE;
     };
@@ -1010,6 +1020,13 @@ fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
         store.dir().display(),
         t0.elapsed().as_secs_f64()
     );
+    if store.write_failed() {
+        error(format!(
+            "some outputs could not be written to {}: the store is incomplete",
+            store.dir().display()
+        ));
+        return EXIT_FAILED;
+    }
     if done.errors.is_empty() {
         EXIT_OK
     } else {

@@ -235,6 +235,11 @@ fn prebuilt_usage_errors_exit_2_naming_the_problem() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("`nvrtc` is not one prebuild records"), "{err}");
+    // clang and llvm share clang-19's LLVM and one store: one alone is refused.
+    let o = gpucts_env(&["prebuild", "--producers", "clang", "-o", e], &[]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("give --producers clang,llvm"), "{err}");
     let o = gpucts_env(&["prebuild", "--prebuilt", e, "-o", e], &[]);
     assert_eq!(o.status.code(), Some(2));
 }

@@ -274,9 +274,22 @@ pub fn run_batch_with(
 
     for (group, result) in compiled {
         match result {
-            Err(CompileError::Rejected(log) | CompileError::Unavailable(log)) => {
+            Err(CompileError::Rejected(log)) => {
                 for c in group {
                     outcomes.insert(c, MappingOutcome::ProducerRejected { log: log.clone() });
+                }
+            }
+            // The compiler did not run to a verdict on this input (a timeout, an I/O error, an
+            // input a prebuilt store lacks): an error, never the producer's rejection, which a
+            // waiver may excuse.
+            Err(CompileError::Unavailable(message)) => {
+                for c in group {
+                    outcomes.insert(
+                        c,
+                        MappingOutcome::ToolFailed {
+                            message: message.clone(),
+                        },
+                    );
                 }
             }
             Ok(ptx) => {
@@ -334,7 +347,9 @@ fn bisect(
     for half in [a, b] {
         match compile(&gen(half)) {
             Ok(ptx) => out.push((half.to_vec(), Ok(ptx))),
-            Err(_) if half.len() > 1 => bisect(half, gen, compile, out),
+            // Only a rejection is narrowed down: a compiler that did not run says nothing
+            // about which case it would have refused.
+            Err(CompileError::Rejected(_)) if half.len() > 1 => bisect(half, gen, compile, out),
             Err(e) => out.push((half.to_vec(), Err(e))),
         }
     }
@@ -469,6 +484,36 @@ mod tests {
         assert!(calls.get() < 60, "{} compilations", calls.get());
         let conforming = by_id.values().filter(|v| v.is_conforming()).count();
         assert_eq!(conforming, 150 - 3);
+    }
+
+    /// A compiler that did not run on a sub-batch (a timeout, an input a prebuilt store lacks)
+    /// makes its cases errors: never a producer rejection, which a waiver may excuse, and no
+    /// narrowing down.
+    #[test]
+    fn a_compiler_that_did_not_run_is_an_error_not_a_rejection() {
+        let cases = cases_for(Producer::Clang);
+        let calls = std::cell::Cell::new(0);
+        // The whole batch is rejected (a crashing case inside), one half then does not run.
+        let compile = |s: &str| {
+            calls.set(calls.get() + 1);
+            if calls.get() == 2 {
+                return Err(CompileError::Unavailable(
+                    "clang-19: no prebuilt output".into(),
+                ));
+            }
+            fake_compile(s)
+        };
+        let out = run_batch_with(Producer::Clang, &cases, &compile);
+        let unavailable: Vec<&MappingOutcome> = out
+            .iter()
+            .map(|(_, v)| v)
+            .filter(|v| matches!(v, MappingOutcome::ToolFailed { message } if message.contains("no prebuilt output")))
+            .collect();
+        assert!(!unavailable.is_empty(), "{out:?}");
+        assert!(
+            !out.iter().any(|(_, v)| matches!(v, MappingOutcome::ProducerRejected { log } if log.contains("no prebuilt output"))),
+            "an unavailable compiler reported as a rejection"
+        );
     }
 
     #[test]

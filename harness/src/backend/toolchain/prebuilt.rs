@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
@@ -108,6 +109,8 @@ pub struct Store {
     manifest: Mutex<Manifest>,
     /// Record: the tools whose outputs are written (`--producers`).
     recording: BTreeSet<Tool>,
+    /// Record: some output could not be written (the prebuild fails).
+    write_failed: AtomicBool,
 }
 
 impl Store {
@@ -131,6 +134,11 @@ impl Store {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Manifest> {
         self.manifest.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Whether recording failed to write some output (the store is incomplete).
+    pub fn write_failed(&self) -> bool {
+        self.write_failed.load(Ordering::Relaxed)
     }
 
     /// Whether the build machine prebuilt case `id`.
@@ -181,6 +189,7 @@ impl Store {
             dir: dir.to_path_buf(),
             manifest: Mutex::new(manifest),
             recording: BTreeSet::new(),
+            write_failed: AtomicBool::new(false),
         })
     }
 
@@ -227,6 +236,7 @@ impl Store {
             dir: dir.to_path_buf(),
             manifest: Mutex::new(manifest),
             recording: tools.clone(),
+            write_failed: AtomicBool::new(false),
         })
     }
 
@@ -267,9 +277,21 @@ impl Store {
     fn lookup(&self, key: &str) -> Option<Result<String, ToolError>> {
         for (ext, ok) in [("out", true), ("err", false)] {
             let path = self.path_of(key, ext);
-            let Ok(meta) = std::fs::metadata(&path) else {
-                continue;
+            let at = |what: String| {
+                Some(Err(ToolError::Io(std::io::Error::other(format!(
+                    "prebuilt store: {}: {what}",
+                    path.display()
+                )))))
             };
+            let meta = match std::fs::metadata(&path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                // Unreadable is not absent: the other file must not answer instead.
+                Err(e) => return at(e.to_string()),
+            };
+            if !meta.is_file() {
+                return at("not a regular file".into());
+            }
             if meta.len() > MAX_OUTPUT_BYTES {
                 return Some(Err(ToolError::Failed {
                     tool: "prebuilt store".into(),
@@ -286,7 +308,7 @@ impl Store {
                     tool: String::new(),
                     log,
                 }),
-                Err(e) => Err(ToolError::Io(e)),
+                Err(e) => return at(e.to_string()),
             });
         }
         None
@@ -407,10 +429,12 @@ pub fn through(
             let result = run();
             if store.recording.contains(&tool) {
                 if let Err(e) = store.record(&key(tool, version, parts), &result) {
-                    return Err(ToolError::Failed {
-                        tool: "gpucts prebuild".into(),
-                        log: format!("cannot record {} output: {e}", tool.name()),
-                    });
+                    // Not `Failed`: callers read that as the compiler refusing the input.
+                    store.write_failed.store(true, Ordering::Relaxed);
+                    return Err(ToolError::Io(std::io::Error::other(format!(
+                        "gpucts prebuild: cannot record the {} output: {e}",
+                        tool.name()
+                    ))));
                 }
             }
             result
