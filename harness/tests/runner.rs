@@ -12,17 +12,7 @@ use std::path::Path;
 use std::process::Output;
 
 fn run_fixture(name: &str, extra: &[&str], junit: &Path) -> Output {
-    let suite = fixture(name);
-    let mut args = vec![
-        "--suite",
-        suite.to_str().unwrap(),
-        "--toolchain",
-        "system",
-        "--junit",
-        junit.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    gpucts(&args)
+    common::run_fixture(name, junit, extra)
 }
 
 #[test]

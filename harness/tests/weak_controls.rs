@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fixture, gpucts, text, tmp};
+use common::{gpucts, run_fixture, text, tmp};
 use std::path::Path;
 use std::process::Output;
 
@@ -17,18 +17,7 @@ const QUIET: [&str; 2] = [
 ];
 
 fn run(dir: &Path, extra: &[&str]) -> Output {
-    let suite = fixture("weak-controls.yaml");
-    let junit = dir.join("junit.xml");
-    let mut args = vec![
-        "--suite",
-        suite.to_str().unwrap(),
-        "--toolchain",
-        "system",
-        "--junit",
-        junit.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    gpucts(&args)
+    run_fixture("weak-controls.yaml", &dir.join("junit.xml"), extra)
 }
 
 fn read_json(p: &Path) -> serde_json::Value {

@@ -30,6 +30,22 @@ pub fn gpucts(args: &[&str]) -> Output {
     gpucts_env(args, &[])
 }
 
+/// Run fixture suite `name` (harness/tests/fixtures/) with `--toolchain system`, JUnit at
+/// `junit` (the other reports beside it), and `extra` arguments.
+pub fn run_fixture(name: &str, junit: &Path, extra: &[&str]) -> Output {
+    let suite = fixture(name);
+    let mut args = vec![
+        "--suite",
+        suite.to_str().unwrap(),
+        "--toolchain",
+        "system",
+        "--junit",
+        junit.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    gpucts(&args)
+}
+
 /// stdout and stderr as text.
 pub fn text(o: &Output) -> (String, String) {
     (
