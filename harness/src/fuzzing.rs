@@ -20,7 +20,14 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("litmus_yaml", litmus_yaml),
     ("dat3m", dat3m),
     ("dwarf_check", dwarf_check),
+    ("prebuilt_manifest", prebuilt_manifest),
 ];
+
+/// A prebuilt store's manifest.json (`gpucts --prebuilt DIR`): a manifest or an error at
+/// `manifest.json:line:column`.
+pub fn prebuilt_manifest(data: &[u8]) {
+    let _ = crate::backend::toolchain::prebuilt::parse_manifest(&String::from_utf8_lossy(data));
+}
 
 /// Suite YAML: cases or `file:line:column` errors; then what `validate` checks of each case's
 /// content (files, names) against the repository.

@@ -72,6 +72,8 @@ fn seeds(target: &str) -> (Vec<Input>, Vec<Input>) {
         "ptx_module" | "dwarf_check" | "ptx_instr" => {
             files_under(&r.join("ptx-corpus"), Some("ptx"), true, &mut files)
         }
+        // Stores are generated, none is in the repository: a small one written by hand.
+        "prebuilt_manifest" => files.push(r.join("harness/tests/fixtures/prebuilt-manifest.json")),
         other => panic!("no seeds for target {other}"),
     }
     files_under(&r.join("fuzz/corpus").join(target), None, false, &mut files);
@@ -381,6 +383,11 @@ fn dat3m() {
 #[test]
 fn dwarf_check() {
     smoke("dwarf_check");
+}
+
+#[test]
+fn prebuilt_manifest() {
+    smoke("prebuilt_manifest");
 }
 
 #[test]

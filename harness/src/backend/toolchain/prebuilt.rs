@@ -169,22 +169,7 @@ impl Store {
             path: path.clone(),
             source,
         })?;
-        let manifest: Manifest = serde_json::from_str(&text)
-            .map_err(|e| unusable(format!("{MANIFEST}:{}:{}: {e}", e.line(), e.column())))?;
-        if manifest.format != FORMAT {
-            return Err(unusable(format!(
-                "format `{}`; this gpucts reads `{FORMAT}`",
-                manifest.format
-            )));
-        }
-        let ours = env!("CARGO_PKG_VERSION");
-        if manifest.gpucts != ours {
-            return Err(unusable(format!(
-                "prebuilt by gpucts {}; this is gpucts {ours}, whose suites may ask for other \
-                 inputs: run `gpucts prebuild` with this version",
-                manifest.gpucts
-            )));
-        }
+        let manifest = parse_manifest(&text).map_err(unusable)?;
         Ok(Store {
             dir: dir.to_path_buf(),
             manifest: Mutex::new(manifest),
@@ -346,6 +331,28 @@ fn read_compressed(path: &Path) -> std::io::Result<String> {
         )));
     }
     Ok(text)
+}
+
+/// A manifest's text, checked: JSON of [`Manifest`] (errors at `manifest.json:line:column`),
+/// this format, this gpucts version.
+pub fn parse_manifest(text: &str) -> Result<Manifest, String> {
+    let manifest: Manifest = serde_json::from_str(text)
+        .map_err(|e| format!("{MANIFEST}:{}:{}: {e}", e.line(), e.column()))?;
+    if manifest.format != FORMAT {
+        return Err(format!(
+            "format `{}`; this gpucts reads `{FORMAT}`",
+            manifest.format
+        ));
+    }
+    let ours = env!("CARGO_PKG_VERSION");
+    if manifest.gpucts != ours {
+        return Err(format!(
+            "prebuilt by gpucts {}; this is gpucts {ours}, whose suites may ask for other \
+             inputs: run `gpucts prebuild` with this version",
+            manifest.gpucts
+        ));
+    }
+    Ok(manifest)
 }
 
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
