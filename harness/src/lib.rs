@@ -22,7 +22,8 @@ pub mod figures;
 pub mod fuzzing;
 pub mod outcome;
 pub mod probe;
-pub mod ptx;
+/// The PTX reader lives in its own crate (`crates/ptx`); this keeps its path `crate::ptx`.
+pub use gpucts_ptx as ptx;
 pub mod report;
 pub mod runner;
 pub mod suite;

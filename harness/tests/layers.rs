@@ -5,6 +5,10 @@
 //! module. The same holds one level down, at every level: the submodules of one module (each
 //! with its own submodules) form no cycle either (`any_level_has_no_import_cycle`); a parent
 //! and its children may use each other (a `mod.rs` re-exporting a child is the parent's API).
+//!
+//! Below the harness sit the workspace's own crates (`crates/*`: the PTX reader): each is a
+//! default member (so a plain `cargo test` tests it), depends on no crate above it (never on
+//! the harness), and its modules form no cycle at any level either.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -111,8 +115,13 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     t.out
 }
 
+/// The harness crate's sources.
+fn harness_src() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
 fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let src = harness_src();
     let mut files = Vec::new();
     rust_files(&src, &mut files);
     let top = |p: &Path| -> Option<String> {
@@ -198,15 +207,15 @@ fn the_cycle_finder_finds_a_cycle() {
 /// A module path inside the crate (`[]` is the root, `["abi", "lint"]` is `abi::lint`).
 type ModPath = Vec<String>;
 
-/// Every module of the crate and its file, without modules compiled only for tests
-/// (`#[cfg(test)] mod x;`) and their submodules.
-fn module_files() -> BTreeMap<ModPath, std::path::PathBuf> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Every module of the crate whose sources are `src` (its `lib.rs`/`main.rs` the root) and
+/// its file, without modules compiled only for tests (`#[cfg(test)] mod x;`) and their
+/// submodules.
+fn module_files(src: &Path) -> BTreeMap<ModPath, std::path::PathBuf> {
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    rust_files(src, &mut files);
     let mut mods = BTreeMap::new();
     for f in files {
-        let rel = f.strip_prefix(&src).unwrap().with_extension("");
+        let rel = f.strip_prefix(src).unwrap().with_extension("");
         let mut path: ModPath = rel
             .components()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -373,17 +382,25 @@ fn resolve(
 
 #[test]
 fn any_level_has_no_import_cycle() {
-    let mods = module_files();
+    let mods = module_files(&harness_src());
     assert!(
         mods.contains_key(&vec!["abi".to_string(), "lint".to_string()]),
         "found the crate's submodules: {:?}",
         mods.keys().take(5).collect::<Vec<_>>()
     );
+    let (levels, found) = submodule_cycles(&mods);
+    assert!(levels > 10, "checked {levels} levels");
+    assert!(found.is_empty(), "import cycles: {found:#?}");
+}
+
+/// How many levels (modules with two or more submodules) `mods` has, and the import cycles
+/// among the submodules of each.
+fn submodule_cycles(mods: &BTreeMap<ModPath, std::path::PathBuf>) -> (usize, Vec<String>) {
     let mut edges: BTreeSet<(ModPath, ModPath)> = BTreeSet::new();
-    for (m, f) in &mods {
+    for (m, f) in mods {
         let code = code_of(&std::fs::read_to_string(f).unwrap());
         for p in paths_in(&code) {
-            if let Some(to) = resolve(m, &p, &mods) {
+            if let Some(to) = resolve(m, &p, mods) {
                 if &to != m {
                     edges.insert((m.clone(), to));
                 }
@@ -420,8 +437,7 @@ fn any_level_has_no_import_cycle() {
             found.push(format!("under `{}`: {c:?}", parent.join("::")));
         }
     }
-    assert!(levels > 10, "checked {levels} levels");
-    assert!(found.is_empty(), "import cycles: {found:#?}");
+    (levels, found)
 }
 
 #[test]
@@ -452,4 +468,128 @@ fn path_resolution_finds_each_form() {
     .into_iter()
     .collect();
     assert_eq!(targets, want);
+}
+
+/// The workspace root (the harness's parent directory).
+fn workspace_root() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// The quoted strings of the array `key = [...]` in `manifest` (`members`, `default-members`).
+fn string_array(manifest: &str, key: &str) -> Vec<String> {
+    let Some(at) = manifest
+        .lines()
+        .position(|l| l.split('=').next().is_some_and(|k| k.trim() == key))
+    else {
+        return Vec::new();
+    };
+    let rest: String = manifest.lines().skip(at).collect::<Vec<_>>().join("\n");
+    let open = rest.find('[').unwrap_or(0);
+    let close = rest.find(']').unwrap_or(rest.len());
+    rest[open..close]
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The `[package] name` of a manifest.
+fn package_name(manifest: &str) -> Option<String> {
+    let mut in_package = false;
+    for l in manifest.lines().map(str::trim) {
+        if l.starts_with('[') {
+            in_package = l == "[package]";
+        } else if in_package {
+            if let Some(v) = l.strip_prefix("name") {
+                let v = v.trim_start().strip_prefix('=')?.trim();
+                return Some(v.trim_matches('"').to_string());
+            }
+        }
+    }
+    None
+}
+
+/// The packages a manifest depends on, in any `*dependencies` table (a renamed dependency's
+/// `package = "..."` is the package).
+fn dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut in_deps = false;
+    for l in manifest.lines().map(str::trim) {
+        if l.starts_with('[') {
+            let table = l.trim_matches(|c| c == '[' || c == ']');
+            in_deps = table.ends_with("dependencies");
+            continue;
+        }
+        if !in_deps || l.starts_with('#') {
+            continue;
+        }
+        let Some((key, value)) = l.split_once('=') else {
+            continue;
+        };
+        let package = value
+            .split_once("package")
+            .and_then(|(_, v)| v.split('"').nth(1))
+            .unwrap_or(key.trim());
+        out.insert(package.to_string());
+    }
+    out
+}
+
+#[test]
+fn the_workspace_crates_sit_below_the_harness() {
+    let root = workspace_root();
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = string_array(&workspace, "members");
+    let defaults = string_array(&workspace, "default-members");
+    let harness = package_name(&std::fs::read_to_string(root.join("harness/Cargo.toml")).unwrap())
+        .expect("the harness's package name");
+    let crates: Vec<String> = members
+        .iter()
+        .filter(|m| m.starts_with("crates/"))
+        .cloned()
+        .collect();
+    assert!(
+        crates.iter().any(|c| c == "crates/ptx"),
+        "the PTX reader is a workspace crate: {members:?}"
+    );
+    for c in &crates {
+        assert!(
+            defaults.contains(c),
+            "{c} is not a default member: a plain `cargo test` would not test it"
+        );
+        let manifest = std::fs::read_to_string(root.join(c).join("Cargo.toml")).unwrap();
+        let deps = dependencies(&manifest);
+        assert!(
+            !deps.contains(&harness),
+            "{c} depends on the harness ({harness}), which sits above it"
+        );
+        let src = root.join(c).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for f in &files {
+            let code = code_of(&std::fs::read_to_string(f).unwrap());
+            let named = paths_in(&code).into_iter().find(|p| p[0] == harness);
+            assert!(named.is_none(), "{}: names {named:?}", f.display());
+        }
+        let (_, found) = submodule_cycles(&module_files(&src));
+        assert!(found.is_empty(), "{c}: import cycles: {found:#?}");
+    }
+}
+
+#[test]
+fn manifest_reading_finds_each_form() {
+    // The manifest reader on known text: a dependency it cannot see would pass the test above.
+    let manifest = "[package]\nname = \"low\"\nversion = \"0.1.0\"\n\n[dependencies]\n\
+        serde = { version = \"1\" }\n# gpucts = \"0\"\nup = { package = \"gpucts\", path = \"../h\" }\n\n\
+        [target.'cfg(unix)'.dev-dependencies]\nlibc = \"0.2\"\n\n[features]\nx = []\n\n\
+        [workspace]\nmembers = [\n    \"a\",\n    \"crates/b\",\n]\ndefault-members = [\"a\"]\n";
+    assert_eq!(package_name(manifest).as_deref(), Some("low"));
+    let want: BTreeSet<String> = ["gpucts", "libc", "serde"].map(String::from).into();
+    assert_eq!(dependencies(manifest), want);
+    assert_eq!(string_array(manifest, "members"), ["a", "crates/b"]);
+    assert_eq!(string_array(manifest, "default-members"), ["a"]);
 }

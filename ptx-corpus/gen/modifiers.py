@@ -2,13 +2,13 @@
 """Measure, with ptxas, which instruction modifiers each opcode of the reader's modifier table
 takes, and write the verdicts to ptx-corpus/gen/out/modifiers-ptxas-VERSION.txt.
 
-The table under test is `MODIFIERS` in harness/src/ptx/instr.rs (the PTX ISA ch. 9.7 syntax
+The table under test is `MODIFIERS` in crates/ptx/src/instr/table.rs (the PTX ISA ch. 9.7 syntax
 blocks). This script takes from it only *what to try*: its opcodes, and every modifier any row
 names (plus modifiers of other instructions and misspellings, below). For each opcode it
 writes PTX with one instruction per line, each a form of the opcode known to assemble (FORMS)
 with one modifier `.M` put in at `{M}`, and records which lines ptxas accepts. A line ptxas
 refuses is recorded with ptxas's message. The test `modifier_table_agrees_with_ptxas`
-(harness/src/ptx/instr.rs) then holds the table to these verdicts: a modifier outside an
+(crates/ptx/src/instr/table.rs) then holds the table to these verdicts: a modifier outside an
 opcode's set must be refused in every form, and one ptxas accepts in some form must be in it.
 
 Each form is tried under two targets (sm_100a with ISA 8.8, and sm_52 for the forms that
@@ -178,8 +178,8 @@ ld.param.u64 %rd1, [p];
 
 
 def table():
-    """(opcodes in table order, every modifier any row names) from harness/src/ptx/instr.rs."""
-    src = open(os.path.join(ROOT, "harness/src/ptx/instr.rs")).read()
+    """(opcodes in table order, every modifier any row names) from crates/ptx/src/instr/table.rs."""
+    src = open(os.path.join(ROOT, "crates/ptx/src/instr/table.rs")).read()
     block = src[src.index("pub const MODIFIERS"):]
     block = block[: block.index("];")]
     # Each row is a tuple of three string literals (the last one may span lines with `\`).

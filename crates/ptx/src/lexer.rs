@@ -139,7 +139,7 @@ fn run(src: &str, strict: bool) -> Result<Lexed<'_>, LexError> {
 
 /// A pull lexer: one token at a time, so a reader's memory does not grow with the file.
 #[derive(Debug, Clone)]
-pub struct Lexer<'a> {
+pub(crate) struct Lexer<'a> {
     src: &'a str,
     /// The bytes the checks read: `src`'s, or the file's own bytes when they are not UTF-8
     /// (see [`Lexer::with_raw`]).
@@ -393,7 +393,7 @@ impl<'a> Lexer<'a> {
 /// `bytes` as text the lexer reads with [`Lexer::with_raw`]: UTF-8 as it is, each byte of an
 /// invalid sequence replaced by ASCII SUB (0x1A), so that the text has the bytes' length.
 /// `None` when `bytes` is UTF-8 already.
-pub fn ascii_substitute(bytes: &[u8]) -> Option<String> {
+pub(crate) fn ascii_substitute(bytes: &[u8]) -> Option<String> {
     if std::str::from_utf8(bytes).is_ok() {
         return None;
     }

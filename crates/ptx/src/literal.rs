@@ -15,7 +15,7 @@ use std::fmt;
 
 /// A literal as the ISA reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Literal {
+pub(crate) enum Literal {
     /// An integer constant; `unsigned` when written with the `U` suffix.
     Int { value: u64, unsigned: bool },
     /// `0fXXXXXXXX`: the bits of an `.f32`.
@@ -27,7 +27,7 @@ pub enum Literal {
 /// Why a text is not a literal.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{text}` is not a PTX literal: {why} (allowed: decimal, 0x hex, 0b binary, 0-prefixed octal, 0f/0d float bits)")]
-pub struct LiteralError {
+pub(crate) struct LiteralError {
     pub text: String,
     pub why: &'static str,
 }
@@ -40,7 +40,7 @@ fn bad(text: &str, why: &'static str) -> LiteralError {
 }
 
 /// Reads one literal.
-pub fn parse_literal(text: &str) -> Result<Literal, LiteralError> {
+pub(crate) fn parse_literal(text: &str) -> Result<Literal, LiteralError> {
     let s = text;
     if s.is_empty() {
         return Err(bad(text, "empty"));
