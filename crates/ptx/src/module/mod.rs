@@ -11,6 +11,10 @@
 //!
 //! [`PtxModule::parse`] reads a module or a fragment; [`PtxModule::read`] reads a whole file as
 //! ptxas does: within [`MAX_PTX_BYTES`], starting with `.version` and `.target`.
+//!
+//! The reader by concern: `parser` (the token cursor and the module-level directives),
+//! `function` (prototypes and parameters), `body` (function bodies statement by statement) and
+//! `scope` (what a body declares and uses); this file holds the types they produce.
 
 use std::fmt;
 
