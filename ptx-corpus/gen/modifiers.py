@@ -180,7 +180,7 @@ ld.param.u64 %rd1, [p];
 def table():
     """(opcodes in table order, every modifier any row names) from crates/ptx/src/instr/table.rs."""
     src = open(os.path.join(ROOT, "crates/ptx/src/instr/table.rs")).read()
-    block = src[src.index("pub const MODIFIERS"):]
+    block = src[src.index("const MODIFIERS"):]
     block = block[: block.index("];")]
     # Each row is a tuple of three string literals (the last one may span lines with `\`).
     lits = [re.sub(r"\\\n\s*", "", s) for s in re.findall(r'"((?:[^"\\]|\\.)*)"', block, re.S)]
