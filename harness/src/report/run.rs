@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::figures::{self, Figure};
-use super::formats::{self, Make, ReportFormat, REPORTS};
+use super::formats::{Make, ReportFormat, REPORTS};
 use super::results::{self, RunInfo, SCHEMA_VERSION};
 use crate::outcome::Verdict;
 use crate::runner::sink::{Event, Sink};
@@ -150,22 +150,16 @@ fn waiver_records(path: &Path) -> Vec<results::WaiverRecord> {
 /// of [`REPORTS`], in its order.
 #[derive(Debug, Clone)]
 pub struct ReportPaths {
-    paths: Vec<PathBuf>,
+    paths: Vec<(&'static ReportFormat, PathBuf)>,
 }
 
 impl ReportPaths {
-    /// Where `report` goes.
-    pub fn of(&self, report: &ReportFormat) -> &Path {
-        let i = REPORTS
-            .iter()
-            .position(|r| std::ptr::eq(r, report))
-            .unwrap_or(0);
-        &self.paths[i]
-    }
-
     /// Where the report with `key` goes.
     pub fn get(&self, key: &str) -> Option<&Path> {
-        formats::by_key(key).map(|r| self.of(r))
+        self.paths
+            .iter()
+            .find(|(r, _)| r.key == key)
+            .map(|(_, p)| p.as_path())
     }
 }
 
@@ -211,16 +205,17 @@ pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPa
         path: dir.clone(),
         source,
     })?;
+    // `--junit` names the JUnit file; every other report has its file name in the directory.
     let paths = ReportPaths {
         paths: REPORTS
             .iter()
             .map(|r| match r.key {
-                "junit" => junit_path.clone(),
-                _ => dir.join(r.file),
+                "junit" => (r, junit_path.clone()),
+                _ => (r, dir.join(r.file)),
             })
             .collect(),
     };
-    for p in &paths.paths {
+    for (_, p) in &paths.paths {
         let existed = p.exists();
         std::fs::OpenOptions::new()
             .append(true)
@@ -270,10 +265,13 @@ pub fn write(
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     let figures = figures::take_all();
-    let Some(source) = REPORTS.iter().find(|r| matches!(r.make, Make::Source)) else {
+    let Some((source, json_path)) = paths
+        .paths
+        .iter()
+        .find(|(r, _)| matches!(r.make, Make::Source))
+    else {
         return written;
     };
-    let json_path = paths.of(source);
     let text = match results_text(
         results,
         fingerprint,
@@ -292,7 +290,7 @@ pub fn write(
     if let Some(e) = write_file(json_path, text.as_bytes()) {
         written.errors.push(e);
     } else {
-        written.reports.push((source, json_path.to_path_buf()));
+        written.reports.push((source, json_path.clone()));
     }
     // Every other report is rendered from what was written, read back as any reader would.
     let set = match results::parse(&json_path.display().to_string(), text.as_bytes()) {
@@ -302,14 +300,13 @@ pub fn write(
             return written;
         }
     };
-    for report in REPORTS {
+    for (report, path) in &paths.paths {
         let Make::Render(render) = report.make else {
             continue;
         };
-        let path = paths.of(report);
         match render(&set) {
             Ok(text) => match write_file(path, text.as_bytes()) {
-                None => written.reports.push((report, path.to_path_buf())),
+                None => written.reports.push((report, path.clone())),
                 Some(e) => written.errors.push(e),
             },
             Err(e) => written
@@ -320,7 +317,7 @@ pub fn write(
     // Announced in the order of REPORTS, whatever the order of writing.
     written
         .reports
-        .sort_by_key(|(r, _)| REPORTS.iter().position(|x| std::ptr::eq(x, *r)));
+        .sort_by_key(|(r, _)| REPORTS.iter().position(|x| x.key == r.key));
     written
 }
 
@@ -503,7 +500,7 @@ mod tests {
         };
         let written = Written {
             reports: vec![(
-                formats::by_key("junit").unwrap(),
+                crate::report::formats::by_key("junit").unwrap(),
                 PathBuf::from("r/junit.xml"),
             )],
             errors: Vec::new(),
