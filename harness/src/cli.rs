@@ -777,10 +777,10 @@ fn bench_record(
     for e in &written.errors {
         error(e);
     }
-    if let Some(p) = &written.results_json {
+    if let Some(p) = written.path("results") {
         println!("JSON results: {}", p.display());
     }
-    if let Some(p) = &written.html {
+    if let Some(p) = written.path("html") {
         println!("HTML report: {}", p.display());
     }
     let figures: usize = blocks.iter().map(|b| b.figures.len()).sum();
@@ -1132,6 +1132,7 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
         )
     );
 
+    let mut reports = report::run::ReportSink::new(paths, record, fingerprint.clone());
     let env = Arc::new(RunEnv {
         caps,
         toolchain,
@@ -1143,10 +1144,8 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
         fingerprint,
         results: Mutex::new(Vec::new()),
     });
-    let outcome = runner::run(cases, Arc::clone(&env), &selection);
-
-    record.run.wall_s = outcome.wall_s;
-    let written = report::run::write(&outcome.results, &env.fingerprint, &paths, &mut record);
+    let outcome = runner::run(cases, Arc::clone(&env), &selection, &mut [&mut reports]);
+    let written = reports.written();
     for e in &written.errors {
         error(e);
     }

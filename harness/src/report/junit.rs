@@ -1,23 +1,36 @@
-//! JUnit XML through junit-report, one `<testsuite>` per area.
+//! JUnit XML rendered from a results set with quick-junit (nextest's writer), one
+//! `<testsuite>` per area, for the CI systems that read JUnit (Jenkins, GitLab, Surefire-style
+//! readers).
 //!
-//! junit-report 0.8 writes neither `<properties>` nor a message on `<skipped/>`; both are added
-//! by a pass over its output with quick-xml (its own XML library), so the document stays
-//! well-formed and every other element is junit-report's.
+//! What each verdict becomes:
+//! - pass, stale waiver, flaky: a passed `<testcase>` whose `<system-out>` carries the clause,
+//!   the note, the tags and a stale waiver; a flaky case's failed attempts are
+//!   `<flakyFailure>`/`<flakyError>`;
+//! - skip: `<skipped message="skip [capability]: reason"/>`;
+//! - waived: `<skipped message="waived (ID); the case failed with: …"/>`, the failed attempts
+//!   before it (`--rerun-failures`) in the element's text;
+//! - fail: `<failure type="fail|crash|timeout">` or, for a harness error, `<error type="error">`
+//!   with the status as `message`; required-missing: `<failure type="required-capability">`;
+//!   attempts before the last one are `<rerunFailure>`/`<rerunError>`.
+//!
+//! Each `<testsuite>` has the machine's fingerprint as `<properties>`; a case's tags
+//! (`control-without-weak-outcomes`) are `<property name="tag">` inside its `<testcase>`.
 
-use std::collections::{BTreeMap, HashMap};
-use std::io::Cursor;
+use std::time::Duration;
 
-use junit_report::{ReportBuilder, TestCase, TestSuiteBuilder};
-use quick_xml::events::{BytesStart, Event};
-use quick_xml::{Reader, Writer};
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestRerun};
+use quick_junit::{TestSuite, XmlString};
 
-use crate::outcome::{CaseStatus, Verdict};
-use crate::runner::CaseResult;
+use super::results::{Results, StoredCase, VerdictName};
+use crate::outcome::CaseStatus;
 
-/// Text that XML 1.0 can carry anywhere junit-report puts it (attributes, CDATA): characters
-/// XML forbids (controls other than tab, newline and carriage return; U+FFFE, U+FFFF) are
-/// written as `\u{..}`, and `]]>`, which would end a CDATA section, as `]] >`. The exact text
-/// is in results.json.
+/// The name of the JUnit document's `<testsuites>`.
+const REPORT_NAME: &str = "gpucts";
+
+/// Text that XML 1.0 can carry: characters XML forbids (controls other than tab, newline and
+/// carriage return; U+FFFE, U+FFFF) are written as `\u{..}` rather than dropped, and `]]>` as
+/// `]] >` (the form JUnit readers have seen since reports began). The exact text is in
+/// results.json.
 pub fn xml_safe(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -32,306 +45,262 @@ pub fn xml_safe(text: &str) -> String {
     out.replace("]]>", "]] >")
 }
 
-fn testcase(r: &CaseResult) -> (TestCase, Option<String>) {
-    let mut tc = testcase_raw(r);
-    tc.0.name = xml_safe(&tc.0.name);
-    // Skipped and waived cases took time too (a waived case ran and failed): JUnit's sums
-    // count it.
-    tc.0.time = time::Duration::seconds_f64(r.duration_s);
-    tc.0.result = match tc.0.result {
-        junit_report::TestResult::Failure { type_, message } => junit_report::TestResult::Failure {
-            type_,
-            message: xml_safe(&message),
-        },
-        junit_report::TestResult::Error { type_, message } => junit_report::TestResult::Error {
-            type_,
-            message: xml_safe(&message),
-        },
-        other => other,
-    };
-    tc.0.system_out = tc.0.system_out.map(|o| xml_safe(&o));
-    tc.0.filepath = tc.0.filepath.map(|o| xml_safe(&o));
-    (tc.0, tc.1.map(|m| xml_safe(&m)))
-}
-
-fn testcase_raw(r: &CaseResult) -> (TestCase, Option<String>) {
-    let time = time::Duration::seconds_f64(r.duration_s);
-    let mut skip_message = None;
-    let mut tc = match (&r.verdict, &r.status) {
-        (Verdict::Pass, _) | (Verdict::StaleWaiver { .. }, _) | (Verdict::Flaky, _) => {
-            TestCase::success(&r.id, time)
-        }
-        (Verdict::Skip, s) => {
-            skip_message = Some(s.summary());
-            TestCase::skipped(&r.id)
-        }
-        (Verdict::Waived { waiver }, s) => {
-            skip_message = Some(format!(
-                "waived ({waiver}); the case failed with: {}",
-                s.summary()
-            ));
-            TestCase::skipped(&r.id)
-        }
-        (Verdict::RequiredMissing, s) => TestCase::failure(
-            &r.id,
-            time,
-            "required-capability",
-            &format!("required capability missing: {}", s.summary()),
-        ),
-        (Verdict::Fail, CaseStatus::Error { message }) => {
-            TestCase::error(&r.id, time, "error", message)
-        }
-        (Verdict::Fail, s @ CaseStatus::Crash { .. }) => {
-            TestCase::failure(&r.id, time, "crash", &s.summary())
-        }
-        (Verdict::Fail, s @ CaseStatus::Timeout { .. }) => {
-            TestCase::failure(&r.id, time, "timeout", &s.summary())
-        }
-        (Verdict::Fail, s) => TestCase::failure(&r.id, time, "fail", &s.summary()),
-    };
-    let classname = r.id.rsplit_once('.').map(|(c, _)| c).unwrap_or(&r.area);
-    tc.set_classname(classname);
-    tc.set_filepath(&r.origin);
-    let mut out = format!("clause: {}", r.clause);
-    if let CaseStatus::Pass { note: Some(n), .. } = &r.status {
-        out.push_str("\nnote: ");
-        out.push_str(n);
-    }
-    // Also in the output, for JUnit readers that ignore a testcase's properties.
-    for t in r.status.tags() {
-        out.push_str("\ntag: ");
-        out.push_str(t);
-    }
-    if let Verdict::StaleWaiver { waiver } = &r.verdict {
-        out.push_str(&format!(
-            "\nstale waiver: {waiver} lists this case but it passed"
-        ));
-    }
-    tc.set_system_out(&out);
-    (tc, skip_message)
+/// `text` made [`xml_safe`] for quick-junit (which would drop control characters silently).
+fn xml(text: &str) -> XmlString {
+    XmlString::new(xml_safe(text))
 }
 
 /// Why the JUnit document could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum JunitError {
     #[error("cannot write JUnit XML: {0}")]
-    Write(quick_xml::Error),
-    #[error("cannot rewrite JUnit XML: {0}")]
-    Rewrite(quick_xml::Error),
-    #[error(transparent)]
-    Utf8(#[from] std::string::FromUtf8Error),
+    Write(#[from] quick_junit::SerializeError),
 }
 
-/// The JUnit document for these results.
-pub fn render(
-    results: &[CaseResult],
-    fingerprint: &BTreeMap<String, String>,
-    timestamp: time::OffsetDateTime,
-) -> Result<String, JunitError> {
-    let mut by_area: BTreeMap<&str, Vec<&CaseResult>> = BTreeMap::new();
-    for r in results {
-        by_area.entry(r.area.as_str()).or_default().push(r);
+/// The JUnit document of a results set.
+pub fn render(results: &Results) -> Result<String, JunitError> {
+    let mut by_area: std::collections::BTreeMap<&str, Vec<&StoredCase>> = Default::default();
+    for c in &results.cases {
+        by_area.entry(c.area.as_str()).or_default().push(c);
     }
-    let mut skip_messages: HashMap<String, String> = HashMap::new();
-    let mut flaky: HashMap<String, (&[CaseStatus], bool)> = HashMap::new();
-    let mut tags: HashMap<String, &[String]> = HashMap::new();
-    let mut report = ReportBuilder::new();
-    for (area, rs) in by_area {
-        let mut suite = TestSuiteBuilder::new(&format!("gpucts.{area}"));
-        suite.set_timestamp(timestamp);
-        for r in rs {
-            let (tc, skip) = testcase(r);
-            if let Some(m) = skip {
-                skip_messages.insert(r.id.clone(), m);
-            }
-            if !r.attempts.is_empty() {
-                flaky.insert(r.id.clone(), (&r.attempts, r.verdict == Verdict::Flaky));
-            }
-            if !r.status.tags().is_empty() {
-                tags.insert(r.id.clone(), r.status.tags());
-            }
-            suite.add_testcase(tc);
+    let finished = results.run.as_ref().map(|r| r.finished.as_str());
+    let mut report = Report::new(REPORT_NAME);
+    for (id, (area, cases)) in by_area.into_iter().enumerate() {
+        let mut suite = TestSuite::new(format!("gpucts.{area}"));
+        // Surefire's suite attributes, as reports have carried them.
+        suite.extra.insert("id".into(), id.to_string().into());
+        suite
+            .extra
+            .insert("package".into(), format!("testsuite/gpucts.{area}").into());
+        suite.extra.insert("hostname".into(), "localhost".into());
+        if let Some(t) = finished.filter(|t| !t.is_empty()) {
+            suite.extra.insert("timestamp".into(), t.into());
         }
-        report.add_testsuite(suite.build());
+        suite.add_properties(
+            results
+                .fingerprint
+                .iter()
+                .map(|(k, v)| Property::new(xml(k), xml(v))),
+        );
+        // Skipped and waived cases took time too (a waived case ran and failed): JUnit's
+        // sums count it.
+        suite.set_time(Duration::from_secs_f64(
+            cases.iter().map(|c| seconds(c.duration_s)).sum(),
+        ));
+        suite.add_test_cases(cases.into_iter().map(testcase));
+        report.add_test_suite(suite);
     }
-    let mut raw = Vec::new();
-    report
-        .build()
-        .write_xml(&mut raw)
-        .map_err(JunitError::Write)?;
-    annotate(&raw, fingerprint, &skip_messages, &flaky, &tags)
+    Ok(report.to_string()?)
 }
 
-/// Surefire's record of earlier failed attempts (`--rerun-failures`): `<flakyFailure>` (or
-/// `<flakyError>` for a harness error) when the case passed at last, `<rerunFailure>` /
-/// `<rerunError>` when it never did; each with the attempt's message and a `<stackTrace>`.
-fn write_flaky<W: std::io::Write>(
-    writer: &mut Writer<W>,
-    (attempts, passed_at_last): (&[CaseStatus], bool),
-) -> Result<(), quick_xml::Error> {
-    use quick_xml::events::{BytesEnd, BytesText};
-    let prefix = if passed_at_last { "flaky" } else { "rerun" };
-    for a in attempts {
-        let (what, kind) = match a {
-            CaseStatus::Error { .. } => ("Error", "error"),
-            CaseStatus::Crash { .. } => ("Failure", "crash"),
-            CaseStatus::Timeout { .. } => ("Failure", "timeout"),
-            _ => ("Failure", "fail"),
-        };
-        let tag = format!("{prefix}{what}");
-        let tag = tag.as_str();
-        let summary = xml_safe(&a.summary());
-        let mut e = BytesStart::new(tag);
-        e.push_attribute(("message", summary.lines().next().unwrap_or("")));
-        e.push_attribute(("type", kind));
-        writer.write_event(Event::Start(e))?;
-        writer.write_event(Event::Start(BytesStart::new("stackTrace")))?;
-        writer.write_event(Event::Text(BytesText::new(&summary)))?;
-        writer.write_event(Event::End(BytesEnd::new("stackTrace")))?;
-        writer.write_event(Event::End(BytesEnd::new(tag)))?;
+/// A duration that `Duration` can hold (a hand-edited results.json may carry anything).
+fn seconds(s: f64) -> f64 {
+    if s.is_finite() && s > 0.0 {
+        s.min(1e9)
+    } else {
+        0.0
     }
-    Ok(())
 }
 
-/// A case's tags as `<properties><property name="tag" value="..."/>...</properties>`, first
-/// inside its `<testcase>` (as Surefire and Ant place a testcase's properties).
-fn write_tags<W: std::io::Write>(
-    writer: &mut Writer<W>,
-    tags: &[String],
-) -> Result<(), quick_xml::Error> {
-    writer.write_event(Event::Start(BytesStart::new("properties")))?;
-    for t in tags {
-        let mut p = BytesStart::new("property");
-        p.push_attribute(("name", "tag"));
-        p.push_attribute(("value", xml_safe(t).as_str()));
-        writer.write_event(Event::Empty(p))?;
-    }
-    writer.write_event(Event::End(quick_xml::events::BytesEnd::new("properties")))?;
-    Ok(())
-}
-
-/// Add `<properties>` to each `<testsuite>` (the fingerprint) and to each tagged
-/// `<testcase>` (junit-report writes neither), and `message` to each `<skipped/>`.
-fn annotate(
-    raw: &[u8],
-    fingerprint: &BTreeMap<String, String>,
-    skip_messages: &HashMap<String, String>,
-    flaky: &HashMap<String, (&[CaseStatus], bool)>,
-    tags: &HashMap<String, &[String]>,
-) -> Result<String, JunitError> {
-    let mut reader = Reader::from_reader(raw);
-    let mut writer = Writer::new_with_indent(Cursor::new(Vec::new()), b' ', 2);
-    let mut buf = Vec::new();
-    let mut current_case: Option<String> = None;
-    let xml_err = JunitError::Rewrite;
-    loop {
-        let ev = reader.read_event_into(&mut buf).map_err(xml_err)?;
-        match ev {
-            Event::Eof => break,
-            Event::Start(ref e) if e.name().as_ref() == b"testsuite" => {
-                writer
-                    .write_event(Event::Start(e.to_owned()))
-                    .map_err(xml_err)?;
-                writer
-                    .write_event(Event::Start(BytesStart::new("properties")))
-                    .map_err(xml_err)?;
-                for (k, v) in fingerprint {
-                    let mut p = BytesStart::new("property");
-                    p.push_attribute(("name", xml_safe(k).as_str()));
-                    p.push_attribute(("value", xml_safe(v).as_str()));
-                    writer.write_event(Event::Empty(p)).map_err(xml_err)?;
-                }
-                writer
-                    .write_event(Event::End(quick_xml::events::BytesEnd::new("properties")))
-                    .map_err(xml_err)?;
-            }
-            Event::Start(ref e) | Event::Empty(ref e) if e.name().as_ref() == b"testcase" => {
-                current_case = e
-                    .try_get_attribute("name")
-                    .ok()
-                    .flatten()
-                    .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()));
-                let attempts = current_case.as_ref().and_then(|c| flaky.get(c));
-                let tagged = current_case.as_ref().and_then(|c| tags.get(c));
-                if attempts.is_none() && tagged.is_none() {
-                    writer
-                        .write_event(ev.clone().into_owned())
-                        .map_err(xml_err)?;
-                } else {
-                    let empty = matches!(ev, Event::Empty(_));
-                    writer
-                        .write_event(Event::Start(e.to_owned()))
-                        .map_err(xml_err)?;
-                    if let Some(t) = tagged {
-                        write_tags(&mut writer, t).map_err(xml_err)?;
-                    }
-                    if let Some(a) = attempts {
-                        write_flaky(&mut writer, *a).map_err(xml_err)?;
-                    }
-                    if empty {
-                        writer
-                            .write_event(Event::End(quick_xml::events::BytesEnd::new("testcase")))
-                            .map_err(xml_err)?;
-                    }
-                }
-            }
-            Event::Empty(ref e) if e.name().as_ref() == b"skipped" => {
-                let mut s = BytesStart::new("skipped");
-                if let Some(m) = current_case.as_ref().and_then(|c| skip_messages.get(c)) {
-                    s.push_attribute(("message", m.as_str()));
-                }
-                writer.write_event(Event::Empty(s)).map_err(xml_err)?;
-            }
-            other => writer.write_event(other.into_owned()).map_err(xml_err)?,
+fn testcase(c: &StoredCase) -> TestCase {
+    let mut tc = TestCase::new(xml(&c.id), status(c));
+    let classname = c.id.rsplit_once('.').map(|(k, _)| k).unwrap_or(&c.area);
+    tc.set_classname(classname);
+    tc.set_time(Duration::from_secs_f64(seconds(c.duration_s)));
+    tc.extra.insert("file".into(), xml(&c.origin));
+    tc.add_properties(c.status.tags().iter().map(|t| Property::new("tag", xml(t))));
+    // The case's text: in `<system-out>` for a passed case; as the text of its `<failure>` or
+    // `<error>` otherwise (where a CI page shows it beside the message).
+    let text = xml(&case_text(c));
+    match &mut tc.status {
+        TestCaseStatus::Success { .. } => {
+            tc.set_system_out(text);
         }
-        buf.clear();
+        TestCaseStatus::NonSuccess { description, .. } => *description = Some(text),
+        TestCaseStatus::Skipped { .. } => {}
     }
-    Ok(String::from_utf8(writer.into_inner().into_inner())?)
+    tc
+}
+
+/// The status element of a case (see the module comment).
+fn status(c: &StoredCase) -> TestCaseStatus {
+    let waiver = c.waiver.as_deref().unwrap_or("");
+    let summary = c.status.summary();
+    match c.verdict {
+        VerdictName::Pass | VerdictName::StaleWaiver | VerdictName::Flaky => {
+            TestCaseStatus::Success {
+                flaky_runs: reruns(&c.attempts),
+            }
+        }
+        VerdictName::Skip => skipped(summary, None),
+        VerdictName::Waived => skipped(
+            format!("waived ({waiver}); the case failed with: {summary}"),
+            attempts_text(&c.attempts),
+        ),
+        VerdictName::RequiredMissing => non_success(
+            NonSuccessKind::Failure,
+            "required-capability",
+            format!("required capability missing: {summary}"),
+            &c.attempts,
+        ),
+        VerdictName::Fail => {
+            let (kind, ty) = kind(&c.status);
+            let message = match &c.status {
+                CaseStatus::Error { message } => message.clone(),
+                _ => summary,
+            };
+            non_success(kind, ty, message, &c.attempts)
+        }
+    }
+}
+
+fn skipped(message: String, description: Option<String>) -> TestCaseStatus {
+    let mut s = TestCaseStatus::skipped();
+    s.set_message(xml(&message));
+    if let Some(d) = description {
+        s.set_description(xml(&d));
+    }
+    s
+}
+
+fn non_success(
+    kind: NonSuccessKind,
+    ty: &str,
+    message: String,
+    attempts: &[CaseStatus],
+) -> TestCaseStatus {
+    let mut s = TestCaseStatus::non_success(kind);
+    s.set_type(ty).set_message(xml(&message));
+    s.add_reruns(reruns(attempts));
+    s
+}
+
+/// JUnit's kind and `type` for a failed status: a harness error is an `<error>`; a crash, a
+/// timeout and any other failure a `<failure>` of that type.
+fn kind(s: &CaseStatus) -> (NonSuccessKind, &'static str) {
+    match s {
+        CaseStatus::Error { .. } => (NonSuccessKind::Error, "error"),
+        CaseStatus::Crash { .. } => (NonSuccessKind::Failure, "crash"),
+        CaseStatus::Timeout { .. } => (NonSuccessKind::Failure, "timeout"),
+        _ => (NonSuccessKind::Failure, "fail"),
+    }
+}
+
+/// Surefire's record of earlier failed attempts (`--rerun-failures`): each with the first line
+/// of its text as `message` and the whole text as `<stackTrace>`. quick-junit names them
+/// `flaky…` inside a passed case and `rerun…` inside a failed one.
+fn reruns(attempts: &[CaseStatus]) -> Vec<TestRerun> {
+    attempts
+        .iter()
+        .map(|a| {
+            let (kind, ty) = kind(a);
+            let summary = xml_safe(&a.summary());
+            let mut r = TestRerun::new(kind);
+            r.set_message(summary.lines().next().unwrap_or(""))
+                .set_type(ty)
+                .set_stack_trace(summary.as_str());
+            r
+        })
+        .collect()
+}
+
+/// The failed attempts before a waived case's last one, one paragraph each: JUnit's
+/// `<skipped>` has no room for rerun elements.
+fn attempts_text(attempts: &[CaseStatus]) -> Option<String> {
+    (!attempts.is_empty()).then(|| {
+        attempts
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("attempt {} ({}): {}", i + 1, kind(a).1, a.summary()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
+/// What a case's `<system-out>` (or failure text) says: the clause, a pass's note, its tags
+/// (also as properties, for readers that ignore a testcase's properties), a stale waiver.
+fn case_text(c: &StoredCase) -> String {
+    let mut out = format!("clause: {}", c.clause);
+    if let CaseStatus::Pass { note: Some(n), .. } = &c.status {
+        out.push_str("\nnote: ");
+        out.push_str(n);
+    }
+    for t in c.status.tags() {
+        out.push_str("\ntag: ");
+        out.push_str(t);
+    }
+    if c.verdict == VerdictName::StaleWaiver {
+        let waiver = c.waiver.as_deref().unwrap_or("");
+        out.push_str(&format!(
+            "\nstale waiver: {waiver} lists this case but it passed"
+        ));
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::capability::Capability;
+    use quick_xml::events::Event;
+    use quick_xml::Reader;
 
-    fn result(id: &str, status: CaseStatus, verdict: Verdict) -> CaseResult {
-        CaseResult {
+    fn case(id: &str, status: CaseStatus, verdict: VerdictName) -> StoredCase {
+        StoredCase {
             id: id.into(),
             area: "abi".into(),
             clause: "ptx-interop 13.2 §1.1".into(),
             origin: "suites/abi.yaml:3:5".into(),
             status,
             verdict,
+            waiver: None,
             duration_s: 0.01,
             attempts: Vec::new(),
+            node: None,
         }
+    }
+
+    fn results(cases: Vec<StoredCase>) -> Results {
+        Results {
+            schema_version: super::super::results::SCHEMA_VERSION,
+            gpucts_version: "0.1.0".into(),
+            fingerprint: [("gpu".to_string(), "none".to_string())].into(),
+            probe: None,
+            run: None,
+            figures: Default::default(),
+            nodes: Vec::new(),
+            cases,
+        }
+    }
+
+    fn well_formed(xml: &str) {
+        let mut r = Reader::from_str(xml);
+        while r.read_event().unwrap() != Event::Eof {}
     }
 
     #[test]
     fn junit_carries_skip_reason_waiver_failure_and_properties() {
-        let results = vec![
-            result("abi.a.pass", CaseStatus::pass(), Verdict::Pass),
-            result(
+        let mut waived = case(
+            "abi.a.waived",
+            CaseStatus::fail("align 16", "align 8"),
+            VerdictName::Waived,
+        );
+        waived.waiver = Some("W-7".into());
+        let r = results(vec![
+            case("abi.a.pass", CaseStatus::pass(), VerdictName::Pass),
+            case(
                 "abi.a.fail",
                 CaseStatus::fail("size 4", "size 8"),
-                Verdict::Fail,
+                VerdictName::Fail,
             ),
-            result(
+            case(
                 "abi.a.skip",
                 CaseStatus::skip(Capability::Gpu, "no GPU <none>"),
-                Verdict::Skip,
+                VerdictName::Skip,
             ),
-            result(
-                "abi.a.waived",
-                CaseStatus::fail("align 16", "align 8"),
-                Verdict::Waived {
-                    waiver: "W-7".into(),
-                },
-            ),
-        ];
-        let mut fp = BTreeMap::new();
-        fp.insert("gpu".to_string(), "none".to_string());
-        let xml = render(&results, &fp, time::OffsetDateTime::UNIX_EPOCH).unwrap();
+            waived,
+        ]);
+        let xml = render(&r).unwrap();
         assert!(
             xml.contains(r#"<property name="gpu" value="none"/>"#),
             "{xml}"
@@ -344,9 +313,7 @@ mod tests {
         );
         assert!(xml.contains("waived (W-7)"), "{xml}");
         assert_eq!(xml.matches("<testcase").count(), 4);
-        // Well-formed: quick-xml reads it back to the end.
-        let mut r = Reader::from_str(&xml);
-        while r.read_event().unwrap() != Event::Eof {}
+        well_formed(&xml);
     }
 
     /// A tagged pass carries `<property name="tag" value="control-without-weak-outcomes"/>`
@@ -358,19 +325,19 @@ mod tests {
             instances: 100,
             weak,
         };
-        let results = vec![
-            result(
+        let r = results(vec![
+            case(
                 "atomics.gpu.MP.rel_acq.cta.intra_cta",
                 CaseStatus::pass_beside_control("quiet control", control(0)),
-                Verdict::Pass,
+                VerdictName::Pass,
             ),
-            result(
+            case(
                 "atomics.gpu.MP.rel_acq.cta.inter_cta",
                 CaseStatus::pass_beside_control("busy control", control(9)),
-                Verdict::Pass,
+                VerdictName::Pass,
             ),
-        ];
-        let xml = render(&results, &BTreeMap::new(), time::OffsetDateTime::UNIX_EPOCH).unwrap();
+        ]);
+        let xml = render(&r).unwrap();
         let property = r#"<property name="tag" value="control-without-weak-outcomes"/>"#;
         assert_eq!(xml.matches(property).count(), 1, "{xml}");
         // It sits in the intra-CTA case, between its start and its end.
@@ -384,7 +351,39 @@ mod tests {
             xml[start..end].contains("tag: control-without-weak-outcomes"),
             "{xml}"
         );
-        let mut r = Reader::from_str(&xml);
-        while r.read_event().unwrap() != Event::Eof {}
+        well_formed(&xml);
+    }
+
+    /// Reruns: a flaky pass lists its failed attempt as `<flakyFailure>`, a case that never
+    /// passed as `<rerunFailure>`, each with the attempt's first line as message and the
+    /// whole text as `<stackTrace>`; a waived case's attempts are its `<skipped>` text.
+    #[test]
+    fn attempts_are_surefire_reruns() {
+        let attempt = CaseStatus::fail("1", "2");
+        let mut flaky = case("abi.r.flaky", CaseStatus::pass(), VerdictName::Flaky);
+        flaky.attempts = vec![attempt.clone()];
+        let mut failed = case("abi.r.failed", attempt.clone(), VerdictName::Fail);
+        failed.attempts = vec![CaseStatus::error("tool broke")];
+        let mut waived = case("abi.r.waived", attempt.clone(), VerdictName::Waived);
+        waived.waiver = Some("W-1".into());
+        waived.attempts = vec![attempt];
+        let xml = render(&results(vec![flaky, failed, waived])).unwrap();
+        assert!(
+            xml.contains(r#"<flakyFailure message="expected: 1" type="fail">"#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("<stackTrace>expected: 1\nobserved: 2</stackTrace>"),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<rerunError message="error: tool broke" type="error">"#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains("attempt 1 (fail): expected: 1\nobserved: 2</skipped>"),
+            "{xml}"
+        );
+        well_formed(&xml);
     }
 }

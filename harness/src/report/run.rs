@@ -1,5 +1,6 @@
-//! The reports of one run: where they go, writing them, and the console's opening and closing
-//! lines. The lines are contracts (CI scripts read them); their wording is fixed here.
+//! The reports of one run: where they go, writing them (results.json from the run's results,
+//! every other format of `formats::REPORTS` rendered from it; as a sink of the run's events,
+//! [`ReportSink`]), and the console's opening and closing lines. The lines are contracts (CI scripts read them); their wording is fixed here.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -7,8 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::figures::{self, Figure};
+use super::formats::{Make, ReportFormat, REPORTS};
 use super::results::{self, RunInfo, SCHEMA_VERSION};
 use crate::outcome::Verdict;
+use crate::runner::sink::{Event, Sink};
 use crate::runner::{CaseResult, Tally};
 
 /// The report name of a run: the suite arguments' stems joined by `+` (`abi+atomics`).
@@ -143,12 +146,21 @@ fn waiver_records(path: &Path) -> Vec<results::WaiverRecord> {
         .unwrap_or_default()
 }
 
-/// Where a run's reports go, checked before the run starts ([`prepare`]).
+/// Where a run's reports go, checked before the run starts ([`prepare`]): one path for each
+/// of [`REPORTS`], in its order.
 #[derive(Debug, Clone)]
 pub struct ReportPaths {
-    pub junit: PathBuf,
-    pub results_json: PathBuf,
-    pub html: PathBuf,
+    paths: Vec<(&'static ReportFormat, PathBuf)>,
+}
+
+impl ReportPaths {
+    /// Where the report with `key` goes.
+    pub fn get(&self, key: &str) -> Option<&Path> {
+        self.paths
+            .iter()
+            .find(|(r, _)| r.key == key)
+            .map(|(_, p)| p.as_path())
+    }
 }
 
 /// A report path that cannot be written: the path and the OS error.
@@ -161,9 +173,9 @@ pub struct PathError {
 }
 
 /// The report paths of a run (`junit` when given, else `reports/<name>-<UTC stamp>/junit.xml`
-/// under `root`; `results.json` and `report.html` beside it), checked before anything runs:
-/// the directory is created and each file is opened for writing (a file that did not exist is
-/// removed again), so a run never ends with reports it cannot write.
+/// under `root`; every other report beside it), checked before anything runs: the directory
+/// is created and each file is opened for writing (a file that did not exist is removed
+/// again), so a run never ends with reports it cannot write.
 pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPaths, PathError> {
     let default_junit = || {
         let stamp = time::OffsetDateTime::now_utc()
@@ -176,7 +188,7 @@ pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPa
             .join("junit.xml")
     };
     let junit_path = junit.map(Path::to_path_buf).unwrap_or_else(default_junit);
-    // results.json and report.html go beside the JUnit file, unless that is no regular file
+    // The other reports go beside the JUnit file, unless that is no regular file
     // (`--junit /dev/null`, a FIFO): then into the default report directory, never into /dev.
     let beside = if junit_path.exists() && !junit_path.is_file() {
         default_junit()
@@ -193,12 +205,17 @@ pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPa
         path: dir.clone(),
         source,
     })?;
+    // `--junit` names the JUnit file; every other report has its file name in the directory.
     let paths = ReportPaths {
-        results_json: dir.join("results.json"),
-        html: dir.join("report.html"),
-        junit: junit_path,
+        paths: REPORTS
+            .iter()
+            .map(|r| match r.key {
+                "junit" => (r, junit_path.clone()),
+                _ => (r, dir.join(r.file)),
+            })
+            .collect(),
     };
-    for p in [&paths.junit, &paths.results_json, &paths.html] {
+    for (_, p) in &paths.paths {
         let existed = p.exists();
         std::fs::OpenOptions::new()
             .append(true)
@@ -217,64 +234,44 @@ pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPa
 }
 
 /// What writing the reports did.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Written {
-    pub junit: PathBuf,
-    /// Whether the JUnit file was written.
-    pub junit_ok: bool,
-    /// `results.json`, when it was written.
-    pub results_json: Option<PathBuf>,
-    /// `report.html`, when it was written.
-    pub html: Option<PathBuf>,
+    /// The reports written, in the order of [`REPORTS`].
+    pub reports: Vec<(&'static ReportFormat, PathBuf)>,
     /// Problems met, one line each (`cannot write PATH: OS error`); any makes the run exit 2.
     pub errors: Vec<String>,
 }
 
-/// Write `junit.xml`, `results.json` (with `record`: the probe, how the run was made, the
-/// figures) and `report.html` rendered from the results as written.
+impl Written {
+    /// Where the report with `key` was written, if it was.
+    pub fn path(&self, key: &str) -> Option<&Path> {
+        self.reports
+            .iter()
+            .find(|(r, _)| r.key == key)
+            .map(|(_, p)| p.as_path())
+    }
+}
+
+/// Write results.json (with `record`: the probe, how the run was made, the figures), then
+/// every other report of [`REPORTS`] rendered from the results set results.json holds.
 pub fn write(
     results: &[CaseResult],
     fingerprint: &BTreeMap<String, String>,
     paths: &ReportPaths,
     record: &mut RunRecord,
 ) -> Written {
-    let now = time::OffsetDateTime::now_utc();
-    let mut written = Written {
-        junit: paths.junit.clone(),
-        junit_ok: true,
-        results_json: None,
-        html: None,
-        errors: Vec::new(),
-    };
-    if let Some(dir) = paths.junit.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            written
-                .errors
-                .push(format!("cannot create {}: {e}", dir.display()));
-        }
-    }
-    match super::junit::render(results, fingerprint, now) {
-        Ok(xml) => {
-            if let Err(e) = std::fs::write(&paths.junit, xml) {
-                written
-                    .errors
-                    .push(format!("cannot write {}: {e}", paths.junit.display()));
-                written.junit_ok = false;
-            }
-        }
-        Err(e) => {
-            written
-                .errors
-                .push(format!("cannot write {}: {e}", paths.junit.display()));
-            written.junit_ok = false;
-        }
-    }
-
-    record.run.finished = now
+    let mut written = Written::default();
+    record.run.finished = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     let figures = figures::take_all();
-    let json_path = &paths.results_json;
+    let Some((source, json_path)) = paths
+        .paths
+        .iter()
+        .find(|(r, _)| matches!(r.make, Make::Source))
+    else {
+        return written;
+    };
     let text = match results_text(
         results,
         fingerprint,
@@ -290,30 +287,100 @@ pub fn write(
             return written;
         }
     };
-    match std::fs::write(json_path, &text) {
-        Ok(()) => written.results_json = Some(json_path.clone()),
-        Err(e) => written
-            .errors
-            .push(format!("cannot write {}: {e}", json_path.display())),
+    if let Some(e) = write_file(json_path, text.as_bytes()) {
+        written.errors.push(e);
+    } else {
+        written.reports.push((source, json_path.clone()));
     }
-    // The HTML is rendered from what was written, read back as any reader would.
-    let html_path = &paths.html;
-    match results::parse(&json_path.display().to_string(), text.as_bytes())
-        .map_err(|e| e.to_string())
-        .and_then(|r| {
-            super::html::render(&r, super::merge::fleet_view(&r), None).map_err(|e| e.to_string())
-        }) {
-        Ok(page) => match std::fs::write(html_path, page) {
-            Ok(()) => written.html = Some(html_path.clone()),
+    // Every other report is rendered from what was written, read back as any reader would.
+    let set = match results::parse(&json_path.display().to_string(), text.as_bytes()) {
+        Ok(set) => set,
+        Err(e) => {
+            written.errors.push(e.to_string());
+            return written;
+        }
+    };
+    for (report, path) in &paths.paths {
+        let Make::Render(render) = report.make else {
+            continue;
+        };
+        match render(&set) {
+            Ok(text) => match write_file(path, text.as_bytes()) {
+                None => written.reports.push((report, path.clone())),
+                Some(e) => written.errors.push(e),
+            },
             Err(e) => written
                 .errors
-                .push(format!("cannot write {}: {e}", html_path.display())),
-        },
-        Err(e) => written
-            .errors
-            .push(format!("cannot write {}: {e}", html_path.display())),
+                .push(format!("cannot write {}: {e}", path.display())),
+        }
     }
+    // Announced in the order of REPORTS, whatever the order of writing.
     written
+        .reports
+        .sort_by_key(|(r, _)| REPORTS.iter().position(|x| x.key == r.key));
+    written
+}
+
+/// Write `bytes` to `path` (creating its directory); the error line when that fails.
+fn write_file(path: &Path, bytes: &[u8]) -> Option<String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            return Some(format!("cannot create {}: {e}", dir.display()));
+        }
+    }
+    std::fs::write(path, bytes)
+        .err()
+        .map(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The sink that writes a run's reports when the run finishes ([`write`]); the console's
+/// closing lines then name what it wrote ([`ReportSink::written`]).
+#[derive(Debug)]
+pub struct ReportSink {
+    paths: ReportPaths,
+    record: RunRecord,
+    fingerprint: BTreeMap<String, String>,
+    written: Option<Written>,
+}
+
+impl ReportSink {
+    pub fn new(
+        paths: ReportPaths,
+        record: RunRecord,
+        fingerprint: BTreeMap<String, String>,
+    ) -> ReportSink {
+        ReportSink {
+            paths,
+            record,
+            fingerprint,
+            written: None,
+        }
+    }
+
+    /// What writing the reports did (an error when the run never finished).
+    pub fn written(&mut self) -> Written {
+        self.written.take().unwrap_or_else(|| Written {
+            reports: Vec::new(),
+            errors: vec!["the run did not finish; no report was written".into()],
+        })
+    }
+}
+
+impl Sink for ReportSink {
+    fn event(&mut self, event: &Event<'_>) {
+        if let Event::RunFinished {
+            results, wall_s, ..
+        } = *event
+        {
+            self.record.run.wall_s = wall_s;
+            self.written = Some(write(
+                results,
+                &self.fingerprint,
+                &self.paths,
+                &mut self.record,
+            ));
+        }
+    }
 }
 
 /// The closing lines: stale waivers, the report paths, waiver counts, and the tally, then the
@@ -330,14 +397,8 @@ pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -
             ));
         }
     }
-    if written.junit_ok {
-        lines.push(format!("JUnit report: {}", written.junit.display()));
-    }
-    if let Some(j) = &written.results_json {
-        lines.push(format!("JSON results: {}", j.display()));
-    }
-    if let Some(h) = &written.html {
-        lines.push(format!("HTML report: {}", h.display()));
+    for (report, path) in &written.reports {
+        lines.push(format!("{}: {}", report.label, path.display()));
     }
     if tally.waived > 0 || tally.stale_waivers > 0 {
         lines.push(format!(
@@ -400,14 +461,18 @@ pub fn weak_control_line(tally: &Tally) -> Option<String> {
 /// The JSON event that ends a `--format json` stream: where the reports went and what could
 /// not be written.
 pub fn report_event(written: &Written, tally: &Tally) -> serde_json::Value {
-    serde_json::json!({
-        "type": "report",
-        "junit": written.junit_ok.then(|| written.junit.display().to_string()),
-        "results": written.results_json.as_ref().map(|p| p.display().to_string()),
-        "html": written.html.as_ref().map(|p| p.display().to_string()),
-        "errors": written.errors,
-        "tally": tally,
-    })
+    let mut event = serde_json::Map::new();
+    event.insert("type".into(), "report".into());
+    for report in REPORTS {
+        let path = written.path(report.key).map(|p| p.display().to_string());
+        event.insert(report.key.into(), path.into());
+    }
+    event.insert("errors".into(), written.errors.clone().into());
+    event.insert(
+        "tally".into(),
+        serde_json::to_value(tally).unwrap_or_default(),
+    );
+    serde_json::Value::Object(event)
 }
 
 #[cfg(test)]
@@ -434,10 +499,10 @@ mod tests {
             control_without_weak_outcomes: 0,
         };
         let written = Written {
-            junit: PathBuf::from("r/junit.xml"),
-            junit_ok: true,
-            results_json: None,
-            html: None,
+            reports: vec![(
+                crate::report::formats::by_key("junit").unwrap(),
+                PathBuf::from("r/junit.xml"),
+            )],
             errors: Vec::new(),
         };
         assert_eq!(
@@ -464,13 +529,7 @@ mod tests {
             flaky: 0,
             control_without_weak_outcomes: 0,
         };
-        let written = Written {
-            junit: PathBuf::from("r/junit.xml"),
-            junit_ok: false,
-            results_json: None,
-            html: None,
-            errors: Vec::new(),
-        };
+        let written = Written::default();
         assert_eq!(weak_control_line(&tally), None);
         assert_eq!(
             closing_lines(&[], &tally, &written).last().unwrap(),
@@ -493,15 +552,17 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let paths = prepare(Some(&d.path().join("junit.xml")), d.path(), "x").unwrap();
         // After the check, something takes report.html's place.
-        std::fs::create_dir(&paths.html).unwrap();
+        let html = paths.get("html").unwrap().to_path_buf();
+        std::fs::create_dir(&html).unwrap();
         let mut record = RunRecord::default();
         let w = write(&[], &BTreeMap::new(), &paths, &mut record);
-        assert!(w.junit_ok && w.results_json.is_some() && w.html.is_none());
+        assert!(w.path("junit").is_some() && w.path("results").is_some());
+        assert!(w.path("html").is_none());
         assert_eq!(
             w.errors,
             vec![format!(
                 "cannot write {}: Is a directory (os error 21)",
-                paths.html.display()
+                html.display()
             )]
         );
         // prepare refuses the same place before a run.
@@ -510,7 +571,7 @@ mod tests {
             e.to_string(),
             format!(
                 "cannot write {}: Is a directory (os error 21)",
-                paths.html.display()
+                html.display()
             )
         );
     }

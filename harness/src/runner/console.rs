@@ -1,15 +1,14 @@
-//! The run's console: one short line per case in libtest's pretty or terse format, or a JSON
-//! event stream (libtest's events, with every field the reports carry), and a progress bar on
-//! a terminal. The detail of a case (full skip reason, waiver text, expected vs observed) is in
+//! The run's console, a sink of the run's events (`runner::sink`): one short line per case in
+//! libtest's pretty or terse layout, or a JSON event stream (libtest's events, with every field
+//! the reports carry), and a progress bar on a terminal. The detail of a case (full skip reason, waiver text, expected vs observed) is in
 //! the reports; the console names it in a few words. Formats: reports/README.md.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use indicatif::ProgressBar;
 use serde_json::{json, Value};
 
+use super::sink::{Event, Sink};
 use super::{CaseResult, Format, Tally};
 use crate::outcome::{CaseStatus, Verdict};
 
@@ -165,49 +164,179 @@ pub fn libtest_counts(t: &Tally) -> (usize, usize, usize) {
     (t.passed + t.flaky, t.failed, t.skipped + t.waived)
 }
 
-/// The console of one run.
-pub struct Console {
-    format: Format,
-    width: usize,
-    total: usize,
-    done: AtomicUsize,
-    bar: Option<ProgressBar>,
-    /// JSON mode: the run's real stdout (fd 1 points at stderr while cases run, so that what
-    /// checks and tools print cannot break the event stream).
-    json: Option<Mutex<std::fs::File>>,
-    saved_stdout: Option<i32>,
-    lock: Mutex<()>,
+/// The console sink for `format`: libtest's pretty or terse layout, or the JSON event stream.
+pub fn for_format(format: Format) -> Box<dyn Sink> {
+    match format {
+        Format::Pretty => Box::new(Pretty::default()),
+        Format::Terse => Box::new(Terse::default()),
+        Format::Json => Box::new(JsonStream::default()),
+    }
 }
 
-impl Console {
-    /// Start the console for `ids` (the selected cases) and print libtest's opening.
-    pub fn start(format: Format, ids: &[&str]) -> Console {
-        let width = ids
-            .iter()
-            .map(|i| i.len())
-            .filter(|&n| n <= ID_COLUMN)
-            .max()
-            .unwrap_or(0);
-        let mut c = Console {
-            format,
-            width,
-            total: ids.len(),
-            done: AtomicUsize::new(0),
-            bar: super::progress::bar(ids.len()),
-            json: None,
-            saved_stdout: None,
-            lock: Mutex::new(()),
-        };
-        if format == Format::Json {
-            c.redirect_stdout();
-            c.event(&json!({"type": "suite", "event": "started", "test_count": ids.len()}));
-        } else {
-            c.print(&format!("\nrunning {} tests", ids.len()));
-        }
-        c
+/// The progress bar (on a terminal only) and the lines printed above it.
+#[derive(Debug, Default)]
+struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    fn start(&mut self, total: usize) {
+        self.bar = super::progress::bar(total);
     }
 
-    /// JSON mode: keep the real stdout for events and point fd 1 at stderr.
+    /// `text` on stdout as it is, above the progress bar when there is one.
+    fn write(&self, text: &str) {
+        let out = || {
+            let mut o = std::io::stdout().lock();
+            let _ = write!(o, "{text}");
+            let _ = o.flush();
+        };
+        match &self.bar {
+            Some(b) => b.suspend(out),
+            None => out(),
+        }
+    }
+
+    /// A line on stdout, above the progress bar when there is one.
+    fn print(&self, line: &str) {
+        self.write(&format!("{line}\n"));
+    }
+
+    fn inc(&self) {
+        if let Some(b) = &self.bar {
+            b.inc(1);
+        }
+    }
+
+    fn clear(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+        }
+    }
+}
+
+/// libtest's opening of the text layouts.
+fn text_opening(progress: &mut Progress, ids: &[&str]) {
+    progress.start(ids.len());
+    progress.print(&format!("\nrunning {} tests", ids.len()));
+}
+
+/// libtest's closing of the text layouts: the failures, then `test result: …`.
+fn text_closing(progress: &mut Progress, results: &[CaseResult], filtered_out: usize, secs: f64) {
+    progress.clear();
+    let (passed, failed, ignored) = libtest_counts(&Tally::of(results));
+    let failures: Vec<&CaseResult> = results.iter().filter(|r| r.verdict.is_failure()).collect();
+    if !failures.is_empty() {
+        progress.print("\nfailures:\n");
+        for r in &failures {
+            progress.print(&format!("---- {} ----\n{}\n", r.id, failure_text(r)));
+        }
+        progress.print("\nfailures:");
+        for r in &failures {
+            progress.print(&format!("    {}", r.id));
+        }
+    }
+    progress.print(&format!(
+        "\ntest result: {}. {passed} passed; {failed} failed; {ignored} ignored; 0 measured; \
+         {filtered_out} filtered out; finished in {secs:.2}s\n",
+        if failed == 0 { "ok" } else { "FAILED" }
+    ));
+}
+
+/// libtest's pretty layout: `test ID ... ok`, ids padded to one column.
+#[derive(Debug, Default)]
+pub struct Pretty {
+    progress: Progress,
+    width: usize,
+}
+
+impl Sink for Pretty {
+    fn event(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::RunStarted { ids } => {
+                self.width = ids
+                    .iter()
+                    .map(|i| i.len())
+                    .filter(|&n| n <= ID_COLUMN)
+                    .max()
+                    .unwrap_or(0);
+                text_opening(&mut self.progress, ids);
+            }
+            Event::CaseStarted { .. } => {}
+            Event::CaseFinished {
+                result,
+                waiver_reason,
+            } => {
+                self.progress.print(&format!(
+                    "test {:<w$} ... {}",
+                    result.id,
+                    outcome_text(result, waiver_reason),
+                    w = self.width
+                ));
+                self.progress.inc();
+            }
+            Event::RunFinished {
+                results,
+                filtered_out,
+                wall_s,
+            } => text_closing(&mut self.progress, results, filtered_out, wall_s),
+        }
+    }
+}
+
+/// libtest's terse layout: one character a case (`.`, `i`, `F`), and `N/TOTAL` every 88 cases
+/// and at the last.
+#[derive(Debug, Default)]
+pub struct Terse {
+    progress: Progress,
+    total: usize,
+    done: usize,
+}
+
+impl Sink for Terse {
+    fn event(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::RunStarted { ids } => {
+                self.total = ids.len();
+                text_opening(&mut self.progress, ids);
+            }
+            Event::CaseStarted { .. } => {}
+            Event::CaseFinished { result, .. } => {
+                self.done += 1;
+                let mut s = match event_word(&result.verdict) {
+                    "ok" => '.',
+                    "ignored" => 'i',
+                    _ => 'F',
+                }
+                .to_string();
+                if self.done.is_multiple_of(88) || self.done == self.total {
+                    s.push_str(&format!(" {}/{}\n", self.done, self.total));
+                }
+                self.progress.write(&s);
+                self.progress.inc();
+            }
+            Event::RunFinished {
+                results,
+                filtered_out,
+                wall_s,
+            } => text_closing(&mut self.progress, results, filtered_out, wall_s),
+        }
+    }
+}
+
+/// libtest's JSON event stream on stdout, one event a line. While cases run, fd 1 points at
+/// stderr, so that what checks and tools print cannot break the stream; the real stdout is
+/// restored when the run finishes.
+#[derive(Debug, Default)]
+pub struct JsonStream {
+    progress: Progress,
+    /// The run's real stdout, for the events.
+    out: Option<std::fs::File>,
+    saved_stdout: Option<i32>,
+}
+
+impl JsonStream {
+    /// Keep the real stdout for events and point fd 1 at stderr.
     fn redirect_stdout(&mut self) {
         let _ = std::io::stdout().flush();
         // SAFETY: dup and dup2 act on file descriptors only; fd 1 and 2 are the process's
@@ -228,119 +357,9 @@ impl Console {
         if for_events >= 0 {
             use std::os::fd::FromRawFd;
             // SAFETY: `for_events` is a fresh descriptor nothing else owns.
-            let f = unsafe { std::fs::File::from_raw_fd(for_events) };
-            self.json = Some(Mutex::new(f));
+            self.out = Some(unsafe { std::fs::File::from_raw_fd(for_events) });
         }
         self.saved_stdout = Some(saved);
-    }
-
-    fn event(&self, v: &Value) {
-        if let Some(f) = &self.json {
-            let mut f = f.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = writeln!(f, "{v}");
-            let _ = f.flush();
-        }
-    }
-
-    /// A line on stdout, above the progress bar when there is one.
-    fn print(&self, line: &str) {
-        let out = || {
-            let mut o = std::io::stdout().lock();
-            let _ = writeln!(o, "{line}");
-            let _ = o.flush();
-        };
-        match &self.bar {
-            Some(b) => b.suspend(out),
-            None => out(),
-        }
-    }
-
-    /// A case is about to run (JSON: libtest's `started` event).
-    pub fn case_started(&self, id: &str) {
-        if self.format == Format::Json {
-            self.event(&json!({"type": "test", "event": "started", "name": id}));
-        }
-    }
-
-    /// A case finished: its line (or event), and the progress bar moves.
-    pub fn case_finished(&self, r: &CaseResult, waiver_reason: Option<&str>) {
-        let _one_at_a_time = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        let n = self.done.fetch_add(1, Ordering::Relaxed) + 1;
-        match self.format {
-            Format::Json => self.event(&case_event(r, waiver_reason)),
-            Format::Pretty => self.print(&format!(
-                "test {:<w$} ... {}",
-                r.id,
-                outcome_text(r, waiver_reason),
-                w = self.width
-            )),
-            Format::Terse => {
-                let c = match event_word(&r.verdict) {
-                    "ok" => '.',
-                    "ignored" => 'i',
-                    _ => 'F',
-                };
-                let mut s = c.to_string();
-                if n.is_multiple_of(88) || n == self.total {
-                    s.push_str(&format!(" {n}/{}\n", self.total));
-                }
-                let out = || {
-                    let mut o = std::io::stdout().lock();
-                    let _ = write!(o, "{s}");
-                    let _ = o.flush();
-                };
-                match &self.bar {
-                    Some(b) => b.suspend(out),
-                    None => out(),
-                }
-            }
-        }
-        if let Some(b) = &self.bar {
-            b.inc(1);
-        }
-    }
-
-    /// libtest's closing: the failures and `test result: …` (or the suite event), then the
-    /// real stdout is restored.
-    pub fn finish(mut self, results: &[CaseResult], filtered_out: usize, secs: f64) {
-        if let Some(b) = self.bar.take() {
-            b.finish_and_clear();
-        }
-        let tally = Tally::of(results);
-        let (passed, failed, ignored) = libtest_counts(&tally);
-        let ok = failed == 0;
-        if self.format == Format::Json {
-            self.event(&json!({
-                "type": "suite",
-                "event": if ok { "ok" } else { "failed" },
-                "passed": passed,
-                "failed": failed,
-                "ignored": ignored,
-                "measured": 0,
-                "filtered_out": filtered_out,
-                "exec_time": secs,
-                "tally": tally,
-            }));
-            self.restore_stdout();
-            return;
-        }
-        let failures: Vec<&CaseResult> =
-            results.iter().filter(|r| r.verdict.is_failure()).collect();
-        if !failures.is_empty() {
-            self.print("\nfailures:\n");
-            for r in &failures {
-                self.print(&format!("---- {} ----\n{}\n", r.id, failure_text(r)));
-            }
-            self.print("\nfailures:");
-            for r in &failures {
-                self.print(&format!("    {}", r.id));
-            }
-        }
-        self.print(&format!(
-            "\ntest result: {}. {passed} passed; {failed} failed; {ignored} ignored; 0 measured; \
-             {filtered_out} filtered out; finished in {secs:.2}s\n",
-            if ok { "ok" } else { "FAILED" }
-        ));
     }
 
     fn restore_stdout(&mut self) {
@@ -352,21 +371,61 @@ impl Console {
                 libc::close(saved);
             }
         }
-        self.json = None;
+        self.out = None;
+    }
+
+    fn emit(&mut self, v: &Value) {
+        if let Some(f) = &mut self.out {
+            let _ = writeln!(f, "{v}");
+            let _ = f.flush();
+        }
     }
 }
 
-impl std::fmt::Debug for Console {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Console")
-            .field("format", &self.format)
-            .field("total", &self.total)
-            .field("progress", &self.bar.is_some())
-            .finish()
+impl Sink for JsonStream {
+    fn event(&mut self, event: &Event<'_>) {
+        match *event {
+            Event::RunStarted { ids } => {
+                self.progress.start(ids.len());
+                self.redirect_stdout();
+                self.emit(&json!({"type": "suite", "event": "started", "test_count": ids.len()}));
+            }
+            Event::CaseStarted { id } => {
+                self.emit(&json!({"type": "test", "event": "started", "name": id}));
+            }
+            Event::CaseFinished {
+                result,
+                waiver_reason,
+            } => {
+                self.emit(&case_event(result, waiver_reason));
+                self.progress.inc();
+            }
+            Event::RunFinished {
+                results,
+                filtered_out,
+                wall_s,
+            } => {
+                self.progress.clear();
+                let tally = Tally::of(results);
+                let (passed, failed, ignored) = libtest_counts(&tally);
+                self.emit(&json!({
+                    "type": "suite",
+                    "event": if failed == 0 { "ok" } else { "failed" },
+                    "passed": passed,
+                    "failed": failed,
+                    "ignored": ignored,
+                    "measured": 0,
+                    "filtered_out": filtered_out,
+                    "exec_time": wall_s,
+                    "tally": tally,
+                }));
+                self.restore_stdout();
+            }
+        }
     }
 }
 
-impl Drop for Console {
+impl Drop for JsonStream {
     fn drop(&mut self) {
         self.restore_stdout();
     }

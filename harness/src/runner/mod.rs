@@ -7,6 +7,7 @@ pub mod console;
 pub mod prebuild;
 pub mod progress;
 pub mod rerun;
+pub mod sink;
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -164,11 +165,17 @@ impl RunOutcome {
     }
 }
 
-/// Run the selected cases on the console and collect their results. Only the selected cases
+/// Run the selected cases and collect their results, telling the console for
+/// `selection.format` and then each of `sinks` what happens. Only the selected cases
 /// are recorded as the run's selection (`area::set_selected`), so batch computations compile
 /// only what runs; each case's duration counts its share of a batch's compute time once
 /// (spread over the cases that used the batch) instead of the time it waited for it.
-pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutcome {
+pub fn run(
+    cases: Vec<Case>,
+    env: Arc<RunEnv>,
+    selection: &Selection,
+    sinks: &mut [&mut dyn sink::Sink],
+) -> RunOutcome {
     let total = cases.len();
     let selected: Vec<Case> = cases
         .into_iter()
@@ -182,7 +189,12 @@ pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutc
         crate::area::set_selected(selected.iter().map(|c| c.id.clone()));
     }
     let ids: Vec<&str> = selected.iter().map(|c| c.id.as_str()).collect();
-    let console = console::Console::start(selection.format, &ids);
+    // The console first: its closing lines come before what the other sinks write.
+    let mut console = console::for_format(selection.format);
+    let mut all: Vec<&mut dyn sink::Sink> = vec![console.as_mut()];
+    all.extend(sinks.iter_mut().map(|s| &mut **s as &mut dyn sink::Sink));
+    let sinks = sink::Sinks::new(all);
+    sinks.send(sink::Event::RunStarted { ids: &ids });
     let t0 = Instant::now();
     let jobs = selection
         .jobs
@@ -196,9 +208,12 @@ pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutc
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(case) = selected.get(i) else { break };
-                console.case_started(&case.id);
+                sinks.send(sink::Event::CaseStarted { id: &case.id });
                 let (result, batch_use) = run_case(case, &env);
-                console.case_finished(&result, waiver_reason(&env, &result.verdict));
+                sinks.send(sink::Event::CaseFinished {
+                    result: &result,
+                    waiver_reason: waiver_reason(&env, &result.verdict),
+                });
                 used.lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push((case.id.clone(), batch_use));
@@ -216,7 +231,11 @@ pub fn run(cases: Vec<Case>, env: Arc<RunEnv>, selection: &Selection) -> RunOutc
         &used.into_inner().unwrap_or_else(|e| e.into_inner()),
     );
     results.sort_by(|a, b| a.id.cmp(&b.id));
-    console.finish(&results, filtered_out, secs);
+    sinks.send(sink::Event::RunFinished {
+        results: &results,
+        filtered_out,
+        wall_s: secs,
+    });
     let tally = Tally::of(&results);
     RunOutcome {
         results,
