@@ -304,6 +304,7 @@ mod tests {
             verdict,
             duration_s: 0.01,
             attempts: Vec::new(),
+            figures: Vec::new(),
         }
     }
 

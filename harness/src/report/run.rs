@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::figures::{self, Figure};
+use super::figures::Figure;
 use super::results::{self, RunInfo, SCHEMA_VERSION};
 use crate::outcome::Verdict;
 use crate::runner::{CaseResult, Tally};
@@ -273,7 +273,11 @@ pub fn write(
     record.run.finished = now
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
-    let figures = figures::take_all();
+    let figures: BTreeMap<String, Vec<Figure>> = results
+        .iter()
+        .filter(|r| !r.figures.is_empty())
+        .map(|r| (r.id.clone(), r.figures.clone()))
+        .collect();
     let json_path = &paths.results_json;
     let text = match results_text(
         results,
