@@ -438,12 +438,13 @@ pub fn main() -> i32 {
     }
     let tools = ToolSettings::of(&config, replay);
     let config = &config;
-    let with_data =
-        |f: &mut dyn FnMut(&crate::data::DataRoot) -> i32| with_data(&root, &corpora, config, f);
+    let (root, corpora) = (&root, &corpora);
     match cli.command {
-        None => with_data(&mut |d| run(&cli.run, config, &tools, d)),
-        Some(Cmd::Probe { json }) => with_data(&mut |d| probe(json, &tools, d)),
-        Some(Cmd::Validate { ref paths, .. }) => with_data(&mut |d| validate(paths, config, d)),
+        None => with_data(root, corpora, config, |d| run(&cli.run, config, &tools, d)),
+        Some(Cmd::Probe { json }) => with_data(root, corpora, config, |d| probe(json, &tools, d)),
+        Some(Cmd::Validate { paths, .. }) => {
+            with_data(root, corpora, config, |d| validate(&paths, config, d))
+        }
         Some(Cmd::Toolchain { action }) => toolchain(action, &tools),
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Xcall { action }) => xcall(action),
@@ -457,38 +458,38 @@ pub fn main() -> i32 {
             reps,
             results,
         }) => match results {
-            Some(dir) => with_data(&mut |d| bench_record(area, count, reps, &dir, &tools, d)),
+            Some(dir) => with_data(root, corpora, config, |d| {
+                bench_record(area, count, reps, &dir, &tools, d)
+            }),
             None if area == BenchArea::All => {
                 error("bench all: records the curves of every bench; give --results DIR");
                 EXIT_USAGE
             }
             // gpudirect's repetitions were `--count` before `--reps` existed
-            None if area == BenchArea::Gpudirect => {
-                with_data(&mut |d| bench(area, reps.unwrap_or(count), config, &tools, d))
-            }
-            None => with_data(&mut |d| bench(area, count, config, &tools, d)),
+            None if area == BenchArea::Gpudirect => with_data(root, corpora, config, |d| {
+                bench(area, reps.unwrap_or(count), &tools, d)
+            }),
+            None => with_data(root, corpora, config, |d| bench(area, count, &tools, d)),
         },
         Some(Cmd::Report(a)) => crate::report::commands::report(a),
         Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
-        Some(Cmd::Bundle(a)) => {
-            let mut a = Some(a);
-            with_data(&mut |d| match a.take() {
-                Some(a) => crate::report::commands::bundle(a, &d.path),
-                None => EXIT_USAGE,
-            })
-        }
+        Some(Cmd::Bundle(a)) => with_data(root, corpora, config, |d| {
+            crate::report::commands::bundle(a, &d.path)
+        }),
         Some(Cmd::Merge(a)) => crate::report::commands::merge(a),
-        Some(Cmd::Prebuild(ref a)) => with_data(&mut |d| prebuild(a, config, &tools, d)),
+        Some(Cmd::Prebuild(a)) => {
+            with_data(root, corpora, config, |d| prebuild(&a, config, &tools, d))
+        }
         Some(Cmd::Case {
-            ref file,
-            ref id,
-            ref scratch,
-            ref result,
+            file,
+            id,
+            scratch,
+            result,
             ..
-        }) => with_data(&mut |d| {
+        }) => with_data(root, corpora, config, |d| {
             child_case(
-                file,
-                id,
+                &file,
+                &id,
                 scratch.as_deref(),
                 result.as_deref(),
                 config,
@@ -504,7 +505,7 @@ fn with_data(
     root: &Option<PathBuf>,
     corpora: &Option<PathBuf>,
     config: &RunConfig,
-    f: &mut dyn FnMut(&crate::data::DataRoot) -> i32,
+    f: impl FnOnce(&crate::data::DataRoot) -> i32,
 ) -> i32 {
     match crate::data::DataRoot::locate(root.as_deref(), corpora.as_deref(), config) {
         Ok(d) => f(&d),
@@ -829,18 +830,11 @@ fn bench_record(
     }
 }
 
-fn bench(
-    area: BenchArea,
-    count: usize,
-    config: &RunConfig,
-    tools: &ToolSettings,
-    data: &crate::data::DataRoot,
-) -> i32 {
+fn bench(area: BenchArea, count: usize, tools: &ToolSettings, data: &crate::data::DataRoot) -> i32 {
     let tc = Toolchain::discover_with(tools.clone());
     match area {
         BenchArea::All => return EXIT_USAGE,
         BenchArea::Gpudirect => {
-            let _ = config;
             print!("{}", crate::gpudirect::bench::run(count));
         }
         BenchArea::Lint => {
