@@ -14,11 +14,15 @@ use serde::de::DeserializeOwned;
 
 use crate::backend::toolchain::Toolchain;
 use crate::capability::{Capabilities, Capability};
+use crate::config::RunConfig;
+use crate::figures::Figure;
 use crate::outcome::CaseStatus;
 
 /// Everything a running case may use. Backends are reached only through here.
 #[derive(Debug)]
 pub struct CaseContext<'a> {
+    /// The run's settings (command line and environment).
+    pub config: &'a RunConfig,
     pub id: &'a str,
     pub caps: &'a Capabilities,
     pub toolchain: &'a Toolchain,
@@ -31,6 +35,42 @@ pub struct CaseContext<'a> {
     /// `gpucts prebuild`: do the compilations only. A check that uses a device stops before
     /// opening it (returning [`CaseStatus::compiled_only`]); its tool runs are what is wanted.
     pub compile_only: bool,
+    /// The figures the case measured ([`CaseContext::record`]); the runner returns them with
+    /// the case's status.
+    pub figures: std::sync::Mutex<Vec<Figure>>,
+}
+
+impl CaseContext<'_> {
+    /// Record a figure this case measured (litmus histograms, rates): it is reported with the
+    /// case's result, under the case's id.
+    pub fn record(&self, figure: Figure) {
+        self.figures
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(figure);
+    }
+
+    /// The figures recorded so far, taken out.
+    pub fn take_figures(&self) -> Vec<Figure> {
+        std::mem::take(&mut *self.figures.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Something cases share that only one of them may use at a time (nextest's test groups): the
+/// runner gives a case every resource it declares ([`Check::resources`]) before it starts, and
+/// holds them until it ends, so cases sharing one run one after another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Resource {
+    /// The GPU: concurrent kernels from other cases would change what a litmus test observes
+    /// and the rates it reports, and a crash would take others along. Every case that requires
+    /// the `gpu` capability holds it too.
+    Gpu,
+    /// The companion kernel module's device node and its test provider's state.
+    KmodDevice,
+}
+
+impl Resource {
+    pub const ALL: [Resource; 2] = [Resource::Gpu, Resource::KmodDevice];
 }
 
 /// One case's area-specific content, parsed from its `check:`.
@@ -44,6 +84,10 @@ pub trait Check: Send + Sync + Debug + 'static {
     /// crash or poison a context).
     fn isolate(&self) -> bool {
         false
+    }
+    /// The shared resources the case uses, each held for the whole case ([`Resource`]).
+    fn resources(&self) -> Vec<Resource> {
+        Vec::new()
     }
     fn run(&self, ctx: &CaseContext) -> CaseStatus;
     /// What a run of this case would refuse, found before anything runs (issue 10: `validate`

@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use crate::backend::toolchain::Toolchain;
 use crate::capability::Capabilities;
-use crate::figures::{self, series, BenchBlock, Better, Figure, Spread};
+use crate::figures::{series, BenchBlock, Better, Figure, Spread};
 use crate::outcome::{CaseStatus, Verdict};
 use crate::runner::CaseResult;
 
@@ -414,9 +414,6 @@ pub fn case_result(b: &BenchBlock) -> CaseResult {
         Some((cap, reason)) => CaseStatus::skip(*cap, reason.clone()),
         None => CaseStatus::pass_with(b.text.trim_end().to_string()),
     };
-    for f in &b.figures {
-        figures::record(&id, f.clone());
-    }
     CaseResult {
         verdict: Verdict::judge(&status, false, None),
         id,
@@ -426,6 +423,7 @@ pub fn case_result(b: &BenchBlock) -> CaseResult {
         status,
         duration_s: b.secs,
         attempts: Vec::new(),
+        figures: b.figures.clone(),
     }
 }
 

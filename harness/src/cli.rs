@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::backend::toolchain::{managed, Policy, Toolchain};
+use crate::backend::toolchain::{prebuilt, Policy, ToolSettings, Toolchain};
 use crate::capability::{Capability, Requirement};
+use crate::config::RunConfig;
 use crate::report;
 use crate::runner::{self, Format, RunEnv};
 use crate::suite::{self, Case};
@@ -188,6 +189,12 @@ enum Cmd {
         /// The case's scratch directory, made and removed by the parent.
         #[arg(long)]
         scratch: Option<PathBuf>,
+        /// Where to write the result document for the parent (default: stdout).
+        #[arg(long)]
+        result: Option<PathBuf>,
+        /// The parent's `--max-cases`.
+        #[arg(long, value_name = "N", value_parser = parse_max_cases)]
+        max_cases: Option<u64>,
     },
 }
 
@@ -376,12 +383,10 @@ fn parse_max_cases(s: &str) -> Result<u64, MaxCasesError> {
     }
 }
 
-/// `--max-cases` reaches every suite load, in this process and in isolated children, through
-/// the environment (set once, before any thread starts).
-fn apply_max_cases(n: Option<u64>) {
-    if let Some(n) = n {
-        std::env::set_var(suite::MAX_CASES_ENV, n.to_string());
-    }
+/// The suite-load limits of a command: `--max-cases` (isolated children are told it as a
+/// flag).
+fn limits(config: &RunConfig) -> suite::Limits {
+    suite::Limits::with_max_cases(config.max_cases_per_entry)
 }
 
 fn error(msg: impl std::fmt::Display) {
@@ -408,33 +413,39 @@ pub fn main() -> i32 {
             cli.corpora.clone()
         },
     );
+    // The run's settings: the environment, read here once, and the flags that reach below
+    // the command line.
+    let mut config = RunConfig::from_env();
+    config.max_cases_per_entry = match &cli.command {
+        None => cli.run.max_cases,
+        Some(Cmd::Validate { max_cases, .. } | Cmd::Case { max_cases, .. }) => *max_cases,
+        _ => None,
+    };
+    config.rerun_failures = cli.run.rerun_failures;
+    let mut replay = None;
     if let Some(dir) = &cli.prebuilt {
         if matches!(cli.command, Some(Cmd::Prebuild(_))) {
             error("--prebuilt replays a store; prebuild writes one: give one or the other");
             return EXIT_USAGE;
         }
-        use crate::backend::toolchain::prebuilt;
         match prebuilt::Store::open(dir) {
-            Ok(store) => {
-                let _ = prebuilt::activate(prebuilt::Mode::Replay(store));
-            }
+            Ok(store) => replay = Some(Arc::new(prebuilt::Mode::Replay(store))),
             Err(e) => {
                 error(e);
                 return EXIT_USAGE;
             }
         }
     }
+    let tools = ToolSettings::of(&config, replay);
+    let config = &config;
+    let (root, corpora) = (&root, &corpora);
     match cli.command {
-        None => {
-            apply_max_cases(cli.run.max_cases);
-            with_data(&root, &corpora, |d| run(cli.run, d))
+        None => with_data(root, corpora, config, |d| run(&cli.run, config, &tools, d)),
+        Some(Cmd::Probe { json }) => with_data(root, corpora, config, |d| probe(json, &tools, d)),
+        Some(Cmd::Validate { paths, .. }) => {
+            with_data(root, corpora, config, |d| validate(&paths, config, d))
         }
-        Some(Cmd::Probe { json }) => with_data(&root, &corpora, |d| probe(json, d)),
-        Some(Cmd::Validate { paths, max_cases }) => {
-            apply_max_cases(max_cases);
-            with_data(&root, &corpora, |d| validate(paths, d))
-        }
-        Some(Cmd::Toolchain { action }) => toolchain(action),
+        Some(Cmd::Toolchain { action }) => toolchain(action, &tools),
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Xcall { action }) => xcall(action),
         Some(Cmd::Litmus { action }) => litmus(action),
@@ -447,28 +458,44 @@ pub fn main() -> i32 {
             reps,
             results,
         }) => match results {
-            Some(dir) => with_data(&root, &corpora, |d| {
-                bench_record(area, count, reps, &dir, d)
+            Some(dir) => with_data(root, corpora, config, |d| {
+                bench_record(area, count, reps, &dir, &tools, d)
             }),
             None if area == BenchArea::All => {
                 error("bench all: records the curves of every bench; give --results DIR");
                 EXIT_USAGE
             }
             // gpudirect's repetitions were `--count` before `--reps` existed
-            None if area == BenchArea::Gpudirect => {
-                with_data(&root, &corpora, |d| bench(area, reps.unwrap_or(count), d))
-            }
-            None => with_data(&root, &corpora, |d| bench(area, count, d)),
+            None if area == BenchArea::Gpudirect => with_data(root, corpora, config, |d| {
+                bench(area, reps.unwrap_or(count), &tools, d)
+            }),
+            None => with_data(root, corpora, config, |d| bench(area, count, &tools, d)),
         },
         Some(Cmd::Report(a)) => crate::report::commands::report(a),
         Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
-        Some(Cmd::Bundle(a)) => with_data(&root, &corpora, |d| {
+        Some(Cmd::Bundle(a)) => with_data(root, corpora, config, |d| {
             crate::report::commands::bundle(a, &d.path)
         }),
         Some(Cmd::Merge(a)) => crate::report::commands::merge(a),
-        Some(Cmd::Prebuild(a)) => with_data(&root, &corpora, |d| prebuild(a, d)),
-        Some(Cmd::Case { file, id, scratch }) => with_data(&root, &corpora, |d| {
-            child_case(&file, &id, scratch.as_deref(), d)
+        Some(Cmd::Prebuild(a)) => {
+            with_data(root, corpora, config, |d| prebuild(&a, config, &tools, d))
+        }
+        Some(Cmd::Case {
+            file,
+            id,
+            scratch,
+            result,
+            ..
+        }) => with_data(root, corpora, config, |d| {
+            child_case(
+                &file,
+                &id,
+                scratch.as_deref(),
+                result.as_deref(),
+                config,
+                &tools,
+                d,
+            )
         }),
     }
 }
@@ -477,9 +504,10 @@ pub fn main() -> i32 {
 fn with_data(
     root: &Option<PathBuf>,
     corpora: &Option<PathBuf>,
+    config: &RunConfig,
     f: impl FnOnce(&crate::data::DataRoot) -> i32,
 ) -> i32 {
-    match crate::data::DataRoot::locate(root.as_deref(), corpora.as_deref()) {
+    match crate::data::DataRoot::locate(root.as_deref(), corpora.as_deref(), config) {
         Ok(d) => f(&d),
         Err(e) => {
             error(e);
@@ -488,8 +516,8 @@ fn with_data(
     }
 }
 
-fn probe(json: bool, data: &crate::data::DataRoot) -> i32 {
-    let tc = Toolchain::discover_system();
+fn probe(json: bool, tools: &ToolSettings, data: &crate::data::DataRoot) -> i32 {
+    let tc = Toolchain::discover_with(tools.clone());
     let (p, _) = crate::probe::probe(&tc);
     if json {
         let mut v = serde_json::to_value(&p).unwrap_or_default();
@@ -530,7 +558,7 @@ fn checked(
     }
 }
 
-fn validate(paths: Vec<PathBuf>, data: &crate::data::DataRoot) -> i32 {
+fn validate(paths: &[PathBuf], config: &RunConfig, data: &crate::data::DataRoot) -> i32 {
     let root = &data.path;
     let files = if paths.is_empty() {
         match suite::resolve_suite_arg("all", &root.join("suites")) {
@@ -541,9 +569,11 @@ fn validate(paths: Vec<PathBuf>, data: &crate::data::DataRoot) -> i32 {
             }
         }
     } else {
-        paths
+        paths.to_vec()
     };
-    match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, data)) {
+    match suite::load_suites_with(&files, &crate::areas::all(), &limits(config))
+        .and_then(|s| checked(s, data))
+    {
         Ok(suites) => {
             let n: usize = suites.iter().map(|s| s.cases.len()).sum();
             for s in &suites {
@@ -566,9 +596,12 @@ fn validate(paths: Vec<PathBuf>, data: &crate::data::DataRoot) -> i32 {
     }
 }
 
-fn toolchain(action: ToolchainCmd) -> i32 {
+fn toolchain(action: ToolchainCmd, tools: &ToolSettings) -> i32 {
     if let ToolchainCmd::Install = action {
-        match managed::install(&mut std::io::stderr()) {
+        match crate::backend::toolchain::managed::install(
+            tools.cache_root.as_deref(),
+            &mut std::io::stderr(),
+        ) {
             Ok(dir) => println!("installed: {}", dir.display()),
             Err(e) => {
                 error(format!("toolchain install failed: {e}"));
@@ -576,7 +609,7 @@ fn toolchain(action: ToolchainCmd) -> i32 {
             }
         }
     }
-    let tc = Toolchain::discover_system();
+    let tc = Toolchain::discover_with(tools.clone());
     for (cap, c) in tc.components() {
         println!(
             "{:<10} {:<22} {:<8} {}",
@@ -589,7 +622,7 @@ fn toolchain(action: ToolchainCmd) -> i32 {
     for (cap, why) in tc.missing() {
         println!("{:<10} {:<22} {:<8} {}", cap.name(), "-", "missing", why);
     }
-    if let Some(site) = managed::site_dir() {
+    if let Some(site) = tools.site_dir() {
         println!("managed cache: {}", site.display());
     }
     EXIT_OK
@@ -721,6 +754,7 @@ fn bench_record(
     count: usize,
     reps: Option<usize>,
     dir: &Path,
+    tools: &ToolSettings,
     data: &crate::data::DataRoot,
 ) -> i32 {
     let reps = match crate::bench::check_reps(reps.unwrap_or(5)) {
@@ -739,7 +773,7 @@ fn bench_record(
         }
     };
     let started = time::OffsetDateTime::now_utc();
-    let tc = Toolchain::discover_system();
+    let tc = Toolchain::discover_with(tools.clone());
     let (probe, caps) = crate::probe::probe(&tc);
     let fingerprint = probe.fingerprint();
     let o = crate::bench::Options { reps, count };
@@ -796,8 +830,8 @@ fn bench_record(
     }
 }
 
-fn bench(area: BenchArea, count: usize, data: &crate::data::DataRoot) -> i32 {
-    let tc = Toolchain::discover_system();
+fn bench(area: BenchArea, count: usize, tools: &ToolSettings, data: &crate::data::DataRoot) -> i32 {
+    let tc = Toolchain::discover_with(tools.clone());
     match area {
         BenchArea::All => return EXIT_USAGE,
         BenchArea::Gpudirect => {
@@ -848,9 +882,17 @@ fn bench(area: BenchArea, count: usize, data: &crate::data::DataRoot) -> i32 {
     EXIT_OK
 }
 
-fn child_case(file: &Path, id: &str, scratch: Option<&Path>, data: &crate::data::DataRoot) -> i32 {
+fn child_case(
+    file: &Path,
+    id: &str,
+    scratch: Option<&Path>,
+    result: Option<&Path>,
+    config: &RunConfig,
+    tools: &ToolSettings,
+    data: &crate::data::DataRoot,
+) -> i32 {
     runner::child::die_with_parent();
-    let suite = match suite::load_file(file, &crate::areas::all()) {
+    let suite = match suite::load_file_with(file, &crate::areas::all(), &limits(config)) {
         Ok(s) => s,
         Err(errors) => {
             print_load_errors(&errors);
@@ -863,17 +905,19 @@ fn child_case(file: &Path, id: &str, scratch: Option<&Path>, data: &crate::data:
     };
     // A child runs one case: its batches compute that case's member only.
     crate::area::set_selected([id.to_string()]);
-    let tc = Toolchain::discover_system();
+    let tc = Toolchain::discover_with(tools.clone());
     let (_, caps) = crate::probe::probe(&tc);
-    let status = runner::run_in_process(case, &caps, &tc, data, scratch);
-    match serde_json::to_string(&status) {
-        Ok(s) => {
-            crate::figures::print_for_parent(id);
-            println!("{}{s}", runner::child::RESULT_TAG);
-            EXIT_OK
-        }
+    let executed = runner::run_in_process(case, config, &caps, &tc, data, scratch);
+    let written = match result {
+        Some(path) => runner::child::write_result(path, &executed),
+        None => serde_json::to_string(&executed)
+            .map(|s| println!("{s}"))
+            .map_err(std::io::Error::other),
+    };
+    match written {
+        Ok(()) => EXIT_OK,
         Err(e) => {
-            error(e);
+            error(format!("cannot write the result: {e}"));
             EXIT_USAGE
         }
     }
@@ -899,8 +943,13 @@ fn suite_files(names: &[String], data: &crate::data::DataRoot) -> Option<Vec<Pat
     Some(files)
 }
 
-fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
-    use crate::backend::toolchain::prebuilt::{self, Tool};
+fn prebuild(
+    args: &PrebuildArgs,
+    config: &RunConfig,
+    tools_settings: &ToolSettings,
+    data: &crate::data::DataRoot,
+) -> i32 {
+    use crate::backend::toolchain::prebuilt::Tool;
     let mut tools = std::collections::BTreeSet::new();
     for p in &args.producers {
         match Tool::from_producer(p) {
@@ -929,18 +978,19 @@ fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
     let Some(files) = suite_files(&args.suites, data) else {
         return EXIT_USAGE;
     };
-    let suites =
-        match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, data)) {
-            Ok(s) => s,
-            Err(errors) => {
-                print_load_errors(&errors);
-                return EXIT_USAGE;
-            }
-        };
+    let suites = match suite::load_suites_with(&files, &crate::areas::all(), &limits(config))
+        .and_then(|s| checked(s, data))
+    {
+        Ok(s) => s,
+        Err(errors) => {
+            print_load_errors(&errors);
+            return EXIT_USAGE;
+        }
+    };
     let selection = runner::Selection {
-        filter: args.filter,
+        filter: args.filter.clone(),
         exact: args.exact,
-        skip: args.skip,
+        skip: args.skip.clone(),
         ..Default::default()
     };
     let cases: Vec<Case> = suites
@@ -948,7 +998,7 @@ fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
         .flat_map(|s| s.cases)
         .filter(|c| selection.selects(&c.id))
         .collect();
-    let toolchain = Toolchain::discover_system();
+    let toolchain = Toolchain::discover_with(tools_settings.clone());
     let Some(clang) = toolchain.component(Capability::Clang) else {
         error(format!(
             "nothing to prebuild with: {}",
@@ -971,9 +1021,12 @@ fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let Ok(prebuilt::Mode::Record(store)) = prebuilt::activate(prebuilt::Mode::Record(store))
-    else {
-        error("a prebuilt store is already in use in this process");
+    // Recording needs the tools to run: xcall's compile cache would answer from an earlier run.
+    crate::xcall::cache::disable();
+    let mode = Arc::new(prebuilt::Mode::Record(store));
+    let toolchain = toolchain.recording_into(Arc::clone(&mode));
+    let Some(store) = toolchain.recording() else {
+        error("the prebuilt store is not recording");
         return EXIT_USAGE;
     };
     let (_, caps) = crate::probe::probe(&toolchain);
@@ -982,7 +1035,7 @@ fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
         .unwrap_or(1);
     let t0 = std::time::Instant::now();
-    let done = runner::prebuild::prebuild(&cases, &caps, &toolchain, data, jobs);
+    let done = runner::prebuild::prebuild(&cases, config, &caps, &toolchain, data, jobs);
     // The first few of each kind, then a count: a whole missing component is one reason
     // repeated for thousands of cases.
     const SHOWN: usize = 20;
@@ -1034,7 +1087,12 @@ fn prebuild(args: PrebuildArgs, data: &crate::data::DataRoot) -> i32 {
     }
 }
 
-fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
+fn run(
+    args: &RunArgs,
+    config: &RunConfig,
+    tools: &ToolSettings,
+    data: &crate::data::DataRoot,
+) -> i32 {
     let root = data.path.clone();
     let suites_arg = if args.suites.is_empty() {
         vec!["all".to_string()]
@@ -1048,18 +1106,19 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
     let Some(files) = suite_files(&args.suites, data) else {
         return EXIT_USAGE;
     };
-    let suites =
-        match suite::load_suites(&files, &crate::areas::all()).and_then(|s| checked(s, data)) {
-            Ok(s) => s,
-            Err(errors) => {
-                print_load_errors(&errors);
-                error(format!(
-                    "{} error(s) in suite files; nothing was run",
-                    errors.len()
-                ));
-                return EXIT_USAGE;
-            }
-        };
+    let suites = match suite::load_suites_with(&files, &crate::areas::all(), &limits(config))
+        .and_then(|s| checked(s, data))
+    {
+        Ok(s) => s,
+        Err(errors) => {
+            print_load_errors(&errors);
+            error(format!(
+                "{} error(s) in suite files; nothing was run",
+                errors.len()
+            ));
+            return EXIT_USAGE;
+        }
+    };
     let requires = match Requirement::parse_all(&args.require) {
         Ok(r) => r,
         Err(e) => {
@@ -1099,9 +1158,9 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
 
     // Provision the toolchain only when a selected case needs part of it.
     let toolchain = if selection.needs_toolchain(&cases) {
-        Toolchain::provision(args.toolchain)
+        Toolchain::provision(args.toolchain, tools.clone())
     } else {
-        Toolchain::discover_system()
+        Toolchain::discover_with(tools.clone())
     };
     let (probe, caps) = crate::probe::probe(&toolchain);
     let fingerprint = probe.fingerprint();
@@ -1116,7 +1175,6 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
     );
     record.run.rerun_failures = args.rerun_failures;
     record.run.require_weak_controls = args.require_weak_controls;
-    runner::rerun::set_rerun_failures(args.rerun_failures);
     let gpu = caps
         .has(Capability::Gpu)
         .then(|| fingerprint.get("gpu").cloned().unwrap_or_default());
@@ -1134,6 +1192,8 @@ fn run(args: RunArgs, data: &crate::data::DataRoot) -> i32 {
 
     let mut reports = report::run::ReportSink::new(paths, record, fingerprint.clone());
     let env = Arc::new(RunEnv {
+        config: config.clone(),
+        resources: runner::Resources::new(),
         caps,
         toolchain,
         data: data.clone(),

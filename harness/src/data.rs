@@ -94,8 +94,9 @@ impl DataRoot {
     pub fn locate(
         root_flag: Option<&Path>,
         corpora_flag: Option<&Path>,
+        config: &crate::config::RunConfig,
     ) -> Result<Self, DataError> {
-        let env_root = std::env::var_os("GPUCTS_ROOT").map(PathBuf::from);
+        let env_root = config.root.clone();
         let cwd = std::env::current_dir().ok();
         let (path, source) = if let Some(p) = root_flag {
             (checked_root("--root", p)?, Source::Flag)
@@ -104,7 +105,10 @@ impl DataRoot {
         } else if let Some(dir) = cwd.as_deref().and_then(checkout_above) {
             (dir, Source::Checkout)
         } else {
-            (extract_embedded()?, Source::Embedded)
+            (
+                extract_embedded(config.cache_root.as_deref())?,
+                Source::Embedded,
+            )
         };
         let (corpora, corpora_source) = match corpora_flag {
             // An empty path: none (`--no-corpora`, what a parent without corpora tells its
@@ -227,10 +231,10 @@ fn embedded_digest(files: &[(PathBuf, &[u8])]) -> String {
 
 /// The folder the embedded copy goes to: `$GPUCTS_CACHE/data/…` (else the XDG or home cache,
 /// else the temporary directory), named by version and digest.
-fn embedded_dir(digest: &str) -> PathBuf {
+fn embedded_dir(cache_root: Option<&Path>, digest: &str) -> PathBuf {
     // Without a cache directory, a per-user folder of the temporary directory (a shared
     // `/tmp/gpucts` would let another user plant a copy in advance).
-    let base = crate::backend::toolchain::managed::cache_root().unwrap_or_else(|| {
+    let base = cache_root.map(Path::to_path_buf).unwrap_or_else(|| {
         // SAFETY: getuid has no preconditions and cannot fail.
         let uid = unsafe { libc::getuid() };
         std::env::temp_dir().join(format!("gpucts-{uid}"))
@@ -245,9 +249,9 @@ const COMPLETE: &str = ".complete";
 /// Write the embedded tree to its cache folder unless a complete copy is there. The copy is
 /// written to a private folder and renamed into place, so concurrent runs (a fleet on one
 /// file system, isolated children) never see a partial tree.
-fn extract_embedded() -> Result<PathBuf, DataError> {
+fn extract_embedded(cache_root: Option<&Path>) -> Result<PathBuf, DataError> {
     let files = embedded_files();
-    let dir = embedded_dir(&embedded_digest(&files));
+    let dir = embedded_dir(cache_root, &embedded_digest(&files));
     if dir.join(COMPLETE).is_file() {
         return Ok(dir);
     }
@@ -348,7 +352,7 @@ mod tests {
     #[test]
     fn a_named_root_without_suites_is_refused() {
         let d = tempfile::tempdir().unwrap();
-        let e = DataRoot::locate(Some(d.path()), None).unwrap_err();
+        let e = DataRoot::locate(Some(d.path()), None, &Default::default()).unwrap_err();
         assert!(
             matches!(e, DataError::NotARoot { from: "--root", .. }),
             "{e}"

@@ -1,13 +1,11 @@
 //! Figures a case measured (litmus outcome histograms and weak rates, bench throughput, pin
 //! latency, bandwidth per size), carried in `results.json` under `figures` and plotted by the
-//! HTML report. A case records them with [`record`] under its id; the run collects them with
-//! [`take_all`] when it writes its reports.
+//! HTML report. A case records them in its context (`CaseContext::record`); they come back
+//! with its status (`runner::Executed`, an isolated child's result document) and travel in its
+//! `CaseResult` to the reports.
 //!
 //! Every measured number keeps its spread (`min`, `median`, `max` over the repetitions the
 //! case made), so `gpucts diff` can tell a change from noise.
-
-use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -178,71 +176,6 @@ pub fn series(
             .iter()
             .filter_map(|(x, ys)| Spread::of(ys).map(|y| Point { x: *x, y }))
             .collect(),
-    }
-}
-
-static RECORDED: Mutex<BTreeMap<String, Vec<Figure>>> = Mutex::new(BTreeMap::new());
-
-/// Record a figure for case `case_id` (call from a case's check).
-pub fn record(case_id: &str, figure: Figure) {
-    RECORDED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(case_id.to_string())
-        .or_default()
-        .push(figure);
-}
-
-/// Every figure recorded so far, by case id; the registry is left empty.
-pub fn take_all() -> BTreeMap<String, Vec<Figure>> {
-    std::mem::take(&mut *RECORDED.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-/// The figures recorded so far for one case, left in the registry (the JSON event stream
-/// shows them as each case ends).
-pub fn peek(case_id: &str) -> Vec<Figure> {
-    RECORDED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(case_id)
-        .cloned()
-        .unwrap_or_default()
-}
-
-/// The figures recorded for one case, removed from the registry (an isolated child prints them
-/// after its result).
-pub fn take(case_id: &str) -> Vec<Figure> {
-    RECORDED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(case_id)
-        .unwrap_or_default()
-}
-
-/// The line an isolated child prints its figures on, before its result.
-pub const TAG: &str = "GPUCTS-FIGURES ";
-
-/// In an isolated child: print the case's figures for the parent.
-pub fn print_for_parent(case_id: &str) {
-    let figs = take(case_id);
-    if !figs.is_empty() {
-        if let Ok(s) = serde_json::to_string(&figs) {
-            println!("{TAG}{s}");
-        }
-    }
-}
-
-/// In the parent: record the figures a child printed (an unreadable line is dropped; the
-/// case's status says whether it worked).
-pub fn record_from_child(case_id: &str, stdout: &str) {
-    for line in stdout.lines() {
-        if let Some(json) = line.strip_prefix(TAG) {
-            if let Ok(figs) = serde_json::from_str::<Vec<Figure>>(json) {
-                for f in figs {
-                    record(case_id, f);
-                }
-            }
-        }
     }
 }
 

@@ -16,6 +16,7 @@ pub mod backend;
 pub mod bench;
 pub mod capability;
 pub mod cli;
+pub mod config;
 pub mod cubin;
 pub mod data;
 pub mod figures;

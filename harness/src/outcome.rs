@@ -549,7 +549,7 @@ mod tests {
     }
 
     /// results.json written before tags still loads, and a tag survives a round trip (the
-    /// child's `GPUCTS-RESULT` line, results.json, merge).
+    /// child's result document, results.json, merge).
     #[test]
     fn tags_serialize_beside_the_pass_and_old_passes_still_load() {
         let old: CaseStatus =

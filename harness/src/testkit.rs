@@ -19,22 +19,16 @@ pub enum Need {
     Corpus,
 }
 
-fn env_set(var: &str) -> bool {
-    std::env::var(var).is_ok_and(|v| v == "1")
-}
-
 /// Reports a test that cannot run here: panics when the environment requires `need`, else
 /// prints `ignored (missing: WHAT)` on stderr so `--nocapture` runs show it.
 pub fn tool_missing(need: Need, what: &str) {
-    let (var, kind) = match need {
-        Need::Tool => ("GPUCTS_REQUIRE_TOOLS", "tool"),
-        Need::Device => ("GPUCTS_REQUIRE_GPU", "device"),
-        Need::Corpus => ("GPUCTS_REQUIRE_CORPUS", "corpus"),
+    let required = crate::config::RunConfig::environment().test_requires;
+    let (var, kind, set) = match need {
+        Need::Tool => ("GPUCTS_REQUIRE_TOOLS", "tool", required.tools),
+        Need::Device => ("GPUCTS_REQUIRE_GPU", "device", required.gpu),
+        Need::Corpus => ("GPUCTS_REQUIRE_CORPUS", "corpus", required.corpus),
     };
-    assert!(
-        !env_set(var),
-        "required {kind} missing: {what} ({var} is set)"
-    );
+    assert!(!set, "required {kind} missing: {what} ({var} is set)");
     eprintln!("ignored (missing: {what})");
 }
 

@@ -204,6 +204,7 @@ fn live(c: &StoredCase) -> CaseResult {
         },
         duration_s: c.duration_s,
         attempts: c.attempts.clone(),
+        figures: Vec::new(),
     }
 }
 

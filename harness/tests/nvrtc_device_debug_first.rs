@@ -5,12 +5,12 @@
 //! earlier compile of the shared NVRTC had loaded the builtins already (CI, 11-23). This file
 //! is its own test binary, so nothing compiled before.
 
-use gpucts::backend::toolchain::{Policy, Toolchain};
+use gpucts::backend::toolchain::{Policy, ToolSettings, Toolchain};
 use gpucts::capability::Capability;
 
 #[test]
 fn a_device_debug_compile_works_first_in_a_process() {
-    let tc = Toolchain::provision(Policy::Auto);
+    let tc = Toolchain::provision(Policy::Auto, ToolSettings::from_environment());
     gpucts::require!(tc.has(Capability::Nvrtc), "nvrtc");
     let src = "__device__ int g;\nextern \"C\" __global__ void k(int v) { g = v + 1; }\n";
     let ptx = tc

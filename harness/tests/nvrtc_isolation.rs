@@ -6,13 +6,13 @@
 
 use gpucts::abi::random::random_batch;
 use gpucts::abi::types::Dialect;
-use gpucts::backend::toolchain::{Policy, Toolchain};
+use gpucts::backend::toolchain::{Policy, ToolSettings, Toolchain};
 use gpucts::capability::Capability;
 use gpucts::dwarf::producers::{source, BATCH};
 
 #[test]
 fn a_device_debug_compile_does_not_change_later_compiles() {
-    let tc = Toolchain::provision(Policy::Auto);
+    let tc = Toolchain::provision(Policy::Auto, ToolSettings::from_environment());
     gpucts::require!(tc.has(Capability::Nvrtc), "nvrtc");
     // The dwarf suite's first NVRTC batch: 25 random aggregates passed by value (the source
     // on which the difference was measured).

@@ -1226,7 +1226,7 @@ mod tests {
         }
         let table = summary_table(&sigs, &results);
         assert_eq!(table.lines().count(), sigs.len() + 2);
-        if let Some(path) = std::env::var_os("GPUCTS_PARAMGEN_TABLE") {
+        if let Some(path) = &crate::config::RunConfig::environment().paramgen_table {
             std::fs::write(path, &table).unwrap();
         }
     }

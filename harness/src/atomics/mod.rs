@@ -223,8 +223,8 @@ impl Check for AtomicsCheck {
                 iterations,
                 stress,
             } => {
-                let status = gpu::gpu_case(test, *iterations, stress);
-                gpu::record_figures(ctx.id);
+                let (status, figures) = gpu::gpu_case(test, *iterations, stress);
+                figures.into_iter().for_each(|f| ctx.record(f));
                 status
             }
             AtomicsCheck::Corpus { expectations } => corpus_case(expectations, ctx.corpora),

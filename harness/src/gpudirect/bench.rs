@@ -313,7 +313,7 @@ fn rdma_bench(reps: usize) -> BenchBlock {
     let t0 = Instant::now();
     let mut out = String::new();
     let out = &mut out;
-    let dev = std::env::var("GPUCTS_RDMA_DEVICE").ok();
+    let dev = crate::config::RunConfig::environment().rdma_device.clone();
     let v = match Verbs::open(dev.as_deref()) {
         Ok(v) => v,
         Err(e) => {

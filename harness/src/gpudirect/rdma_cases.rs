@@ -113,7 +113,7 @@ mod imp {
     use crate::backend::rdma::{Loopback, Mr, Op, Verbs};
 
     fn open() -> Result<Verbs, CaseStatus> {
-        let dev = std::env::var("GPUCTS_RDMA_DEVICE").ok();
+        let dev = crate::config::RunConfig::environment().rdma_device.clone();
         Verbs::open(dev.as_deref()).map_err(|e| CaseStatus::error(e.to_string()))
     }
 
@@ -244,9 +244,9 @@ mod imp {
     /// verbs call so the forked server starts from a clean library.
     fn device_ipv4() -> Result<String, CaseStatus> {
         let root = std::path::Path::new("/sys/class/infiniband");
-        let dev = match std::env::var("GPUCTS_RDMA_DEVICE") {
-            Ok(d) => d,
-            Err(_) => std::fs::read_dir(root)
+        let dev = match crate::config::RunConfig::environment().rdma_device.clone() {
+            Some(d) => d,
+            None => std::fs::read_dir(root)
                 .ok()
                 .and_then(|mut d| d.next())
                 .and_then(|e| e.ok())

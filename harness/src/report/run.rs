@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::figures::{self, Figure};
+use super::figures::Figure;
 use super::formats::{Make, ReportFormat, REPORTS};
 use super::results::{self, RunInfo, SCHEMA_VERSION};
 use crate::outcome::Verdict;
@@ -264,7 +264,11 @@ pub fn write(
     record.run.finished = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
-    let figures = figures::take_all();
+    let figures: BTreeMap<String, Vec<Figure>> = results
+        .iter()
+        .filter(|r| !r.figures.is_empty())
+        .map(|r| (r.id.clone(), r.figures.clone()))
+        .collect();
     let Some((source, json_path)) = paths
         .paths
         .iter()

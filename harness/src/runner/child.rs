@@ -2,18 +2,19 @@
 //! child process (`gpucts __case`), under the one supervisor ([`crate::backend::process`]): in
 //! its own process group, with a timeout, SIGTERM then SIGKILL after a grace period.
 //!
-//! The child prints its [`CaseStatus`] as one line `GPUCTS-RESULT <json>` on stdout. A child
-//! that dies by a signal, exits without that line, or outlives its timeout is reported as
-//! `Crash` or `Timeout` with what it printed, and the run goes on.
+//! The child writes what it gave ([`Executed`]: the status and the figures it measured) as one
+//! JSON document to the file its parent names (`--result`), so nothing the check prints on
+//! stdout can be mistaken for it. A child that dies by a signal, exits without writing it, or
+//! outlives its timeout is reported as `Crash` or `Timeout` with what it printed, and the run
+//! goes on.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use super::{Executed, RunEnv};
 use crate::backend::process::{Ending, RunError};
 use crate::outcome::CaseStatus;
-
-pub const RESULT_TAG: &str = "GPUCTS-RESULT ";
 
 /// The most of a child's output kept in a report.
 const OUTPUT_LIMIT: usize = 16 * 1024;
@@ -59,20 +60,32 @@ pub fn die_with_parent() {
     };
 }
 
-/// Run one case in a child of `exe` and turn what happens into a status.
-pub fn run_isolated(
-    exe: &Path,
-    data: &crate::data::DataRoot,
+/// In the child: write what the case gave to `path` for the parent.
+pub fn write_result(path: &Path, executed: &Executed) -> std::io::Result<()> {
+    let text = serde_json::to_vec(executed).map_err(std::io::Error::other)?;
+    std::fs::write(path, text)
+}
+
+/// Run one case in a child of the run's executable and turn what happens into what it gave.
+pub fn run_isolated(env: &RunEnv, suite_file: &Path, case_id: &str, timeout: Duration) -> Executed {
+    run_child(env, suite_file, case_id, timeout).unwrap_or_else(Executed::from)
+}
+
+fn run_child(
+    env: &RunEnv,
     suite_file: &Path,
     case_id: &str,
     timeout: Duration,
-) -> CaseStatus {
-    // The parent owns the child's scratch directory, so it goes away even when the child is
-    // killed.
-    let scratch = match crate::backend::toolchain::tempfile_dir() {
-        Ok(d) => d,
-        Err(e) => return CaseStatus::error(format!("cannot create a scratch directory: {e}")),
-    };
+) -> Result<Executed, CaseStatus> {
+    let (exe, data) = (&env.exe, &env.data);
+    // The parent owns the child's scratch directory and result file, so they go away even
+    // when the child is killed.
+    let dir = crate::backend::toolchain::tempfile_dir()
+        .map_err(|e| CaseStatus::error(format!("cannot create a scratch directory: {e}")))?;
+    let scratch = dir.path().join("scratch");
+    let result = dir.path().join("result.json");
+    std::fs::create_dir(&scratch)
+        .map_err(|e| CaseStatus::error(format!("cannot create a scratch directory: {e}")))?;
     let mut cmd = Command::new(exe);
     cmd.arg("__case");
     // The child reads the same data root and corpora as its parent, wherever it is started.
@@ -84,56 +97,58 @@ pub fn run_isolated(
         None => cmd.arg("--no-corpora"),
     };
     // A rig replaying prebuilt clang outputs: the child replays the same store.
-    if let Some(store) = crate::backend::toolchain::prebuilt::replaying() {
+    if let Some(store) = env.toolchain.replaying() {
         cmd.arg("--prebuilt").arg(store.dir());
+    }
+    // The child loads the same file within the same limits.
+    if let Some(n) = env.config.max_cases_per_entry {
+        cmd.arg("--max-cases").arg(n.to_string());
     }
     cmd.arg("--file")
         .arg(suite_file)
         .arg("--id")
         .arg(case_id)
         .arg("--scratch")
-        .arg(scratch.path());
+        .arg(&scratch)
+        .arg("--result")
+        .arg(&result);
     let finished = match crate::backend::process::run(&mut cmd, timeout) {
         Ok(f) => f,
         Err(RunError::Spawn(e)) => {
-            return CaseStatus::error(format!("cannot start child {}: {e}", exe.display()))
+            return Err(CaseStatus::error(format!(
+                "cannot start child {}: {e}",
+                exe.display()
+            )))
         }
-        Err(RunError::Wait(e)) => return CaseStatus::error(format!("waiting for child: {e}")),
+        Err(RunError::Wait(e)) => return Err(CaseStatus::error(format!("waiting for child: {e}"))),
     };
     let stdout = String::from_utf8_lossy(&finished.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&finished.stderr).into_owned();
-    let reported = stdout
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix(RESULT_TAG))
-        .map(serde_json::from_str::<CaseStatus>);
-    crate::figures::record_from_child(case_id, &stdout);
     let printed: String = stdout
         .lines()
-        .filter(|l| !l.starts_with(RESULT_TAG) && !l.starts_with(crate::figures::TAG))
         .chain(stderr.lines())
         .collect::<Vec<_>>()
         .join("\n");
-
     let how = match finished.ending {
         Ending::TimedOut(_) => {
-            return CaseStatus::Timeout {
+            return Err(CaseStatus::Timeout {
                 after_s: timeout.as_secs_f64(),
                 output: tail(&printed),
-            }
+            })
         }
-        Ending::Exited(0) => match reported {
-            Some(Ok(status)) => return status,
-            Some(Err(e)) => {
-                return CaseStatus::error(format!("child reported an unreadable result: {e}"))
+        Ending::Exited(0) => match std::fs::read(&result) {
+            Ok(bytes) => {
+                return serde_json::from_slice::<Executed>(&bytes).map_err(|e| {
+                    CaseStatus::error(format!("child reported an unreadable result: {e}"))
+                })
             }
-            None => "exited with status 0 without reporting a result".to_string(),
+            Err(_) => "exited with status 0 without reporting a result".to_string(),
         },
         Ending::Exited(code) => format!("exited with status {code} without reporting a result"),
         Ending::Signalled(sig) => format!("killed by {}", signal_name(sig)),
     };
-    CaseStatus::Crash {
+    Err(CaseStatus::Crash {
         how,
         output: tail(&printed),
-    }
+    })
 }

@@ -149,11 +149,10 @@ pub fn case_event(r: &CaseResult, waiver_reason: Option<&str>) -> Value {
             serde_json::to_value(&r.attempts).unwrap_or(Value::Null),
         );
     }
-    let figures = crate::figures::peek(&r.id);
-    if !figures.is_empty() {
+    if !r.figures.is_empty() {
         obj.insert(
             "figures".into(),
-            serde_json::to_value(&figures).unwrap_or(Value::Null),
+            serde_json::to_value(&r.figures).unwrap_or(Value::Null),
         );
     }
     e

@@ -18,9 +18,11 @@ use std::time::{Duration, Instant};
 use libtest_mimic::{Completion, Failed, Trial};
 use serde::Serialize;
 
-use crate::area::CaseContext;
+use crate::area::{CaseContext, Resource};
 use crate::backend::toolchain::{tempfile_dir, Toolchain};
 use crate::capability::{Capabilities, Capability, Requirement};
+use crate::config::RunConfig;
+use crate::figures::Figure;
 use crate::outcome::{CaseStatus, Category, Verdict};
 use crate::suite::Case;
 use crate::waivers::Waivers;
@@ -39,11 +41,86 @@ pub struct CaseResult {
     /// Failed attempts before the last (`--rerun-failures`), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<CaseStatus>,
+    /// The figures the case measured (its last attempt's); results.json carries them in its
+    /// `figures` map under the case's id.
+    #[serde(skip)]
+    pub figures: Vec<Figure>,
+}
+
+/// What one execution of a case gave: its status and the figures it measured. An isolated
+/// child writes it as one JSON document for its parent ([`child`]).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Executed {
+    pub status: CaseStatus,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<Figure>,
+}
+
+impl From<CaseStatus> for Executed {
+    /// A status with no figures (a skip, an error before the check ran).
+    fn from(status: CaseStatus) -> Executed {
+        Executed {
+            status,
+            figures: Vec::new(),
+        }
+    }
+}
+
+/// The run's shared resources, one lock each ([`Resource`]).
+#[derive(Debug, Default)]
+pub struct Resources {
+    locks: BTreeMap<Resource, Mutex<()>>,
+}
+
+impl Resources {
+    pub fn new() -> Resources {
+        Resources {
+            locks: Resource::ALL.iter().map(|r| (*r, Mutex::new(()))).collect(),
+        }
+    }
+
+    /// Hold every resource in `wanted` (taken in one order, so two cases wanting two never
+    /// deadlock), and how long it took to get them: the time other cases held them, not the
+    /// case's own (an H100 run reported 5.8 s per litmus case, 15 queued cases of 0.39 s each
+    /// included).
+    pub fn hold(&self, wanted: &[Resource]) -> (Vec<std::sync::MutexGuard<'_, ()>>, Duration) {
+        let t0 = Instant::now();
+        let mut wanted = wanted.to_vec();
+        wanted.sort();
+        wanted.dedup();
+        let guards = wanted
+            .iter()
+            .filter_map(|r| self.locks.get(r))
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+            .collect::<Vec<_>>();
+        let waited = if guards.is_empty() {
+            Duration::ZERO
+        } else {
+            t0.elapsed()
+        };
+        (guards, waited)
+    }
+}
+
+/// The resources a case holds while it runs: those its check declares, and the GPU for a case
+/// that requires the `gpu` capability.
+pub fn resources_of(case: &Case) -> Vec<Resource> {
+    let mut r = case.check.resources();
+    if case.requires.contains(&Capability::Gpu) {
+        r.push(Resource::Gpu);
+    }
+    r.sort();
+    r.dedup();
+    r
 }
 
 /// What every case of a run shares.
 #[derive(Debug)]
 pub struct RunEnv {
+    /// The run's settings (command line and environment).
+    pub config: RunConfig,
+    /// The shared resources cases declare, one lock each.
+    pub resources: Resources,
     pub caps: Capabilities,
     pub toolchain: Toolchain,
     /// The suites' data root and the public corpora (isolated children get the same).
@@ -62,6 +139,8 @@ impl RunEnv {
     /// An environment with nothing probed, for listing cases without running them.
     pub fn empty(data: &crate::data::DataRoot) -> RunEnv {
         RunEnv {
+            config: RunConfig::default(),
+            resources: Resources::new(),
             caps: Default::default(),
             toolchain: Toolchain::default(),
             data: data.clone(),
@@ -280,22 +359,28 @@ fn charge_batches(results: &mut [CaseResult], used: &[(String, crate::area::Batc
 /// Run one case (with its reruns) and judge it; also what it did with batches.
 fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
     let _ = crate::area::take_batch_use();
-    let _ = take_gpu_waited();
     let t0 = Instant::now();
+    let mut waited = Duration::ZERO;
     // The parent applies `--require-weak-controls` to what a case (or its child) reported, so
     // the flag needs no passing to children; a failure it makes is rerun like any other.
-    let required = |s: CaseStatus| {
+    let mut required = |(e, w): (Executed, Duration)| {
+        waited += w;
         if env.require_weak_controls {
-            s.with_weak_controls_required()
+            Executed {
+                status: e.status.with_weak_controls_required(),
+                ..e
+            }
         } else {
-            s
+            e
         }
     };
-    let (status, attempts) = rerun::with_reruns(required(execute(case, env)), || {
-        required(rerun::fresh_child(case, env, &GPU_EXCLUSIVE))
+    let first = required(execute(case, env));
+    let (last, attempts) = rerun::with_reruns(first, env.config.rerun_failures, || {
+        required(rerun::fresh_child(case, env))
     });
+    let Executed { status, figures } = last;
     // The case's own time: waiting for the GPU while other cases used it is not.
-    let duration_s = t0.elapsed().saturating_sub(take_gpu_waited()).as_secs_f64();
+    let duration_s = t0.elapsed().saturating_sub(waited).as_secs_f64();
     let batch_use = crate::area::take_batch_use();
     // Waivers excuse what they name: a failure with any other finding fails, and says which.
     // Every attempt counts: a crash or another finding before a known failure is not hidden
@@ -339,6 +424,7 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
             verdict,
             duration_s,
             attempts,
+            figures,
         },
         batch_use,
     )
@@ -360,44 +446,50 @@ pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&str>
 /// removes it even when the child is killed); otherwise one is made and removed here.
 pub fn run_in_process(
     case: &Case,
+    config: &RunConfig,
     caps: &Capabilities,
     toolchain: &Toolchain,
     data: &crate::data::DataRoot,
     scratch: Option<&std::path::Path>,
-) -> CaseStatus {
-    run_check(case, caps, toolchain, data, scratch, false)
+) -> Executed {
+    run_check(case, config, caps, toolchain, data, scratch, false)
 }
 
 /// Run a case's compilations only, in this process (`gpucts prebuild`; see
 /// [`CaseContext::compile_only`]).
 pub fn compile_in_process(
     case: &Case,
+    config: &RunConfig,
     caps: &Capabilities,
     toolchain: &Toolchain,
     data: &crate::data::DataRoot,
 ) -> CaseStatus {
-    run_check(case, caps, toolchain, data, None, true)
+    run_check(case, config, caps, toolchain, data, None, true).status
 }
 
 fn run_check(
     case: &Case,
+    config: &RunConfig,
     caps: &Capabilities,
     toolchain: &Toolchain,
     data: &crate::data::DataRoot,
     scratch: Option<&std::path::Path>,
     compile_only: bool,
-) -> CaseStatus {
+) -> Executed {
     let owned = match scratch {
         Some(_) => None,
         None => match tempfile_dir() {
             Ok(d) => Some(d),
-            Err(e) => return CaseStatus::error(format!("cannot create a scratch directory: {e}")),
+            Err(e) => {
+                return CaseStatus::error(format!("cannot create a scratch directory: {e}")).into()
+            }
         },
     };
     let scratch = scratch
         .map(|p| p.to_path_buf())
         .or_else(|| owned.as_ref().map(|d| d.path().to_path_buf()));
     let ctx = CaseContext {
+        config,
         id: &case.id,
         caps,
         toolchain,
@@ -405,8 +497,9 @@ fn run_check(
         root: &data.path,
         corpora: data.corpora.as_deref(),
         compile_only,
+        figures: Mutex::new(Vec::new()),
     };
-    match std::panic::catch_unwind(AssertUnwindSafe(|| case.check.run(&ctx))) {
+    let status = match std::panic::catch_unwind(AssertUnwindSafe(|| case.check.run(&ctx))) {
         Ok(s) => s,
         Err(p) => {
             let msg = p
@@ -416,48 +509,27 @@ fn run_check(
                 .unwrap_or_else(|| "unknown panic".into());
             CaseStatus::error(format!("the check panicked: {msg}"))
         }
+    };
+    Executed {
+        status,
+        figures: ctx.take_figures(),
     }
-}
-
-/// Cases that use the GPU run one at a time: concurrent kernels from other cases would change
-/// what a litmus test observes and the rates it reports, and a crash would take others along.
-static GPU_EXCLUSIVE: Mutex<()> = Mutex::new(());
-
-thread_local! {
-    /// Time this thread's case spent waiting for [`GPU_EXCLUSIVE`] while other GPU cases ran:
-    /// not the case's own time (an H100 run reported 5.8 s per litmus case, 15 queued cases
-    /// of 0.39 s each included).
-    static GPU_WAITED: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
-}
-
-/// The GPU's turn for a case that needs it (`None` for one that does not); the wait is added
-/// to this thread's [`GPU_WAITED`].
-pub(crate) fn gpu_turn(needs_gpu: bool, gpu: &Mutex<()>) -> Option<std::sync::MutexGuard<'_, ()>> {
-    if !needs_gpu {
-        return None;
-    }
-    let t0 = Instant::now();
-    let guard = gpu.lock().unwrap_or_else(|e| e.into_inner());
-    GPU_WAITED.with(|w| w.set(w.get() + t0.elapsed()));
-    Some(guard)
-}
-
-/// This thread's GPU wait since the last call, reset to zero.
-fn take_gpu_waited() -> Duration {
-    GPU_WAITED.with(|w| w.replace(Duration::ZERO))
 }
 
 /// Run a case's check, or skip it naming the first capability it needs that this machine
-/// lacks.
-pub(crate) fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
+/// lacks; also how long it waited for its shared resources.
+pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration) {
     if let Some((capability, reason)) = env.caps.first_missing(&case.requires) {
-        return CaseStatus::Skip { capability, reason };
+        return (
+            CaseStatus::Skip { capability, reason }.into(),
+            Duration::ZERO,
+        );
     }
     // A rig replaying prebuilt clang outputs runs the clang cases the build machine prebuilt.
     if case.requires.contains(&Capability::Clang) {
         if let Some(store) = env.toolchain.prebuilt() {
             if !store.covers(&case.id) {
-                return CaseStatus::skip(
+                let skip = CaseStatus::skip(
                     Capability::Clang,
                     format!(
                         "clang-19 comes from the prebuilt store {}, which does not hold this \
@@ -465,15 +537,24 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> CaseStatus {
                         store.dir().display()
                     ),
                 );
+                return (skip.into(), Duration::ZERO);
             }
         }
     }
-    let _gpu = gpu_turn(case.requires.contains(&Capability::Gpu), &GPU_EXCLUSIVE);
-    if case.isolate {
-        child::run_isolated(&env.exe, &env.data, &case.file, &case.id, case.timeout)
+    let (_held, waited) = env.resources.hold(&resources_of(case));
+    let executed = if case.isolate {
+        child::run_isolated(env, &case.file, &case.id, case.timeout)
     } else {
-        run_in_process(case, &env.caps, &env.toolchain, &env.data, None)
-    }
+        run_in_process(
+            case,
+            &env.config,
+            &env.caps,
+            &env.toolchain,
+            &env.data,
+            None,
+        )
+    };
+    (executed, waited)
 }
 
 /// libtest-mimic trials for the cases (the `--list` output); each records its [`CaseResult`]
@@ -598,19 +679,16 @@ mod tests {
     /// 50 ms.
     #[test]
     fn time_waiting_for_the_gpu_is_not_the_cases_time() {
-        let gpu = Mutex::new(());
-        let held = gpu_turn(true, &gpu).expect("a GPU case gets the GPU");
-        let _ = take_gpu_waited();
+        let resources = Resources::new();
+        let (held, _) = resources.hold(&[Resource::Gpu]);
         let (ready, waiting) = std::sync::mpsc::channel();
         std::thread::scope(|sc| {
             let b = sc.spawn(|| {
-                let _ = take_gpu_waited();
                 let t0 = Instant::now();
                 ready.send(()).unwrap();
-                let turn = gpu_turn(true, &gpu);
+                let (turn, waited) = resources.hold(&[Resource::Gpu]);
                 std::thread::sleep(Duration::from_millis(50));
                 drop(turn);
-                let waited = take_gpu_waited();
                 (t0.elapsed(), waited)
             });
             // B is about to ask for the GPU: hold it 300 ms more.
@@ -623,9 +701,28 @@ mod tests {
             assert!(own >= Duration::from_millis(50), "{own:?}");
             assert!(own < Duration::from_millis(250), "{own:?} of {total:?}");
         });
-        // A case without the GPU neither waits nor records a wait.
-        assert!(gpu_turn(false, &gpu).is_none());
-        assert_eq!(take_gpu_waited(), Duration::ZERO);
+        // A case without a shared resource neither waits nor records a wait.
+        let (none, waited) = resources.hold(&[]);
+        assert!(none.is_empty());
+        assert_eq!(waited, Duration::ZERO);
+    }
+
+    /// Cases sharing a resource run one after another; cases on different resources overlap.
+    #[test]
+    fn a_resource_serializes_only_the_cases_that_declare_it() {
+        let resources = Resources::new();
+        let (kmod, _) = resources.hold(&[Resource::KmodDevice]);
+        // The GPU is free while the module's device is held.
+        let (gpu, waited) = resources.hold(&[Resource::Gpu]);
+        assert_eq!(gpu.len(), 1);
+        assert!(waited < Duration::from_millis(100), "{waited:?}");
+        drop(gpu);
+        std::thread::scope(|sc| {
+            let other = sc.spawn(|| resources.hold(&[Resource::Gpu, Resource::KmodDevice]).1);
+            std::thread::sleep(Duration::from_millis(150));
+            drop(kmod);
+            assert!(other.join().unwrap() >= Duration::from_millis(100));
+        });
     }
 
     fn waiver() -> crate::waivers::Waiver {
@@ -719,6 +816,7 @@ mod tests {
             verdict,
             duration_s: 0.0,
             attempts: Vec::new(),
+            figures: Vec::new(),
         };
         let t = Tally::of(&[
             r(Verdict::Pass),
@@ -762,6 +860,7 @@ mod tests {
             verdict,
             duration_s: 0.0,
             attempts: Vec::new(),
+            figures: Vec::new(),
         };
         let tagged = || CaseStatus::pass_beside_control("n", control(0));
         let t = Tally::of(&[

@@ -41,6 +41,7 @@ pub struct Prebuilt {
 /// Compile `cases` (already selected) with `jobs` threads.
 pub fn prebuild(
     cases: &[Case],
+    config: &crate::config::RunConfig,
     caps: &Capabilities,
     toolchain: &Toolchain,
     data: &crate::data::DataRoot,
@@ -68,22 +69,25 @@ pub fn prebuild(
                     .collect();
                 let verdict = match caps.first_missing(&needed) {
                     Some((cap, why)) => Err((false, format!("{cap} missing here: {why}"))),
-                    None => match crate::runner::compile_in_process(case, caps, toolchain, data) {
-                        s if s.is_compiled_only() => Ok(()),
-                        CaseStatus::Pass { .. } | CaseStatus::Fail { .. } => Ok(()),
-                        // A device check that stopped at its device (not at its compilations)
-                        // compiled nothing a rig could use.
-                        CaseStatus::Skip { capability, reason }
-                            if DEVICE_CAPABILITIES.contains(&capability) =>
+                    None => {
+                        match crate::runner::compile_in_process(case, config, caps, toolchain, data)
                         {
-                            Err((false, format!("skipped here ({capability}): {reason}")))
+                            s if s.is_compiled_only() => Ok(()),
+                            CaseStatus::Pass { .. } | CaseStatus::Fail { .. } => Ok(()),
+                            // A device check that stopped at its device (not at its compilations)
+                            // compiled nothing a rig could use.
+                            CaseStatus::Skip { capability, reason }
+                                if DEVICE_CAPABILITIES.contains(&capability) =>
+                            {
+                                Err((false, format!("skipped here ({capability}): {reason}")))
+                            }
+                            // Any other skip at run time (a producer feature, a target this
+                            // ptxas lacks) comes after or instead of the compilations: the rig,
+                            // replaying them, reaches the same skip.
+                            CaseStatus::Skip { .. } => Ok(()),
+                            other => Err((true, other.summary())),
                         }
-                        // Any other skip at run time (a producer feature, a target this
-                        // ptxas lacks) comes after or instead of the compilations: the rig,
-                        // replaying them, reaches the same skip.
-                        CaseStatus::Skip { .. } => Ok(()),
-                        other => Err((true, other.summary())),
-                    },
+                    }
                 };
                 let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
                 match verdict {
@@ -144,12 +148,13 @@ mod tests {
         if let Some((cap, why)) = caps.first_missing(&needed) {
             crate::require!(false, &format!("{cap} ({why})"));
         }
-        let done = prebuild(&cases, &caps, &tc, &data, 2);
+        let config = crate::config::RunConfig::default();
+        let done = prebuild(&cases, &config, &caps, &tc, &data, 2);
         assert!(done.errors.is_empty(), "{:?}", done.errors);
         assert!(done.not_prebuilt.is_empty(), "{:?}", done.not_prebuilt);
         assert_eq!(done.compiled.len(), cases.len());
         for c in &cases {
-            let s = crate::runner::compile_in_process(c, &caps, &tc, &data);
+            let s = crate::runner::compile_in_process(c, &config, &caps, &tc, &data);
             assert!(s.is_compiled_only(), "{}: {s:?}", c.id);
         }
     }

@@ -2,37 +2,29 @@
 //! (so state the first attempt left in this process cannot decide the next); a case that
 //! fails and then passes is `flaky`, never a pass.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::time::Duration;
 
-use crate::capability::Capability;
+use super::Executed;
 use crate::outcome::{CaseStatus, Verdict};
 use crate::suite::Case;
 
-static RERUN_FAILURES: AtomicU32 = AtomicU32::new(0);
-
-/// Set N for this run (the command line's `--rerun-failures`).
-pub fn set_rerun_failures(n: u32) {
-    RERUN_FAILURES.store(n, Ordering::Relaxed);
-}
-
-/// The last status and the failed attempts before it: `rerun` is called while the status is
-/// a failure, at most N times.
+/// The last execution and the failed statuses before it: `rerun` is called while the status
+/// is a failure, at most `n` times (`--rerun-failures`).
 pub fn with_reruns(
-    first: CaseStatus,
-    mut rerun: impl FnMut() -> CaseStatus,
-) -> (CaseStatus, Vec<CaseStatus>) {
-    let n = RERUN_FAILURES.load(Ordering::Relaxed);
-    let mut status = first;
+    first: Executed,
+    n: u32,
+    mut rerun: impl FnMut() -> Executed,
+) -> (Executed, Vec<CaseStatus>) {
+    let mut last = first;
     let mut attempts = Vec::new();
     for _ in 0..n {
-        if !status.is_failure() {
+        if !last.status.is_failure() {
             break;
         }
-        attempts.push(status);
-        status = rerun();
+        attempts.push(last.status);
+        last = rerun();
     }
-    (status, attempts)
+    (last, attempts)
 }
 
 /// A pass after failed attempts is flaky (also when a waiver lists the case: a waiver still
@@ -44,10 +36,14 @@ pub fn flaky_or(verdict: Verdict, attempts: &[CaseStatus]) -> Verdict {
     }
 }
 
-/// Run `case` in a fresh child of `exe`, one GPU case at a time.
-pub fn fresh_child(case: &Case, env: &super::RunEnv, gpu: &Mutex<()>) -> CaseStatus {
-    let _gpu = super::gpu_turn(case.requires.contains(&Capability::Gpu), gpu);
-    super::child::run_isolated(&env.exe, &env.data, &case.file, &case.id, case.timeout)
+/// Run `case` in a fresh child, holding the resources it declares; also how long it waited
+/// for them.
+pub fn fresh_child(case: &Case, env: &super::RunEnv) -> (Executed, Duration) {
+    let (_held, waited) = env.resources.hold(&super::resources_of(case));
+    (
+        super::child::run_isolated(env, &case.file, &case.id, case.timeout),
+        waited,
+    )
 }
 
 #[cfg(test)]
@@ -67,23 +63,22 @@ mod tests {
 
     #[test]
     fn fail_then_pass_is_flaky_and_keeps_the_failure() {
-        // One test touches the global N, so the cases run in sequence here.
-        set_rerun_failures(2);
-        let mut next = vec![CaseStatus::pass()].into_iter();
-        let (s, a) = with_reruns(CaseStatus::fail("1", "2"), || next.next().unwrap());
-        assert_eq!(s, CaseStatus::pass());
+        let fail = |o: &str| Executed::from(CaseStatus::fail("1", o));
+        let mut next = vec![Executed::from(CaseStatus::pass())].into_iter();
+        let (s, a) = with_reruns(fail("2"), 2, || next.next().unwrap());
+        assert_eq!(s.status, CaseStatus::pass());
         assert_eq!(a, vec![CaseStatus::fail("1", "2")]);
         assert_eq!(flaky_or(Verdict::Pass, &a), Verdict::Flaky);
         // Always failing: N reruns, then the failure stands.
-        let (s, a) = with_reruns(CaseStatus::fail("1", "2"), || CaseStatus::fail("1", "3"));
-        assert_eq!(s, CaseStatus::fail("1", "3"));
+        let (s, a) = with_reruns(fail("2"), 2, || fail("3"));
+        assert_eq!(s.status, CaseStatus::fail("1", "3"));
         assert_eq!(a.len(), 2);
         assert_eq!(flaky_or(Verdict::Fail, &a), Verdict::Fail);
         // A pass is never rerun.
-        let (_, a) = with_reruns(CaseStatus::pass(), || unreachable!());
+        let (_, a) = with_reruns(CaseStatus::pass().into(), 2, || unreachable!());
         assert!(a.is_empty());
-        set_rerun_failures(0);
-        let (s, a) = with_reruns(CaseStatus::fail("1", "2"), || unreachable!());
-        assert!(s.is_failure() && a.is_empty());
+        // N = 0: no rerun.
+        let (s, a) = with_reruns(fail("2"), 0, || unreachable!());
+        assert!(s.status.is_failure() && a.is_empty());
     }
 }

@@ -94,6 +94,7 @@ mod tests {
             verdict: crate::outcome::Verdict::Pass,
             duration_s: 0.0,
             attempts: Vec::new(),
+            figures: Vec::new(),
         };
         sinks.send(Event::RunStarted {
             ids: &["selftest.x"],

@@ -102,10 +102,10 @@ impl Check for SelftestCheck {
                 }
             }
             SelftestCheck::FailFirst { marker } => {
-                let Some(dir) = std::env::var_os("GPUCTS_SELFTEST_STATE") else {
+                let Some(dir) = &ctx.config.selftest_state else {
                     return CaseStatus::error("GPUCTS_SELFTEST_STATE is not set");
                 };
-                let path = std::path::Path::new(&dir).join(marker);
+                let path = dir.join(marker);
                 if path.exists() {
                     return CaseStatus::pass();
                 }
@@ -120,19 +120,16 @@ impl Check for SelftestCheck {
                 bins,
                 ..
             } => {
-                use crate::figures::{record, Better, Bin, Figure, Point, Spread};
+                use crate::figures::{Better, Bin, Figure, Point, Spread};
                 let Some(value) = Spread::of(samples) else {
                     return CaseStatus::error("no samples");
                 };
-                record(
-                    ctx.id,
-                    Figure::Scalar {
-                        name: "rate".into(),
-                        unit: "items/s".into(),
-                        better: Some(Better::Higher),
-                        value,
-                    },
-                );
+                ctx.record(Figure::Scalar {
+                    name: "rate".into(),
+                    unit: "items/s".into(),
+                    better: Some(Better::Higher),
+                    value,
+                });
                 if !points.is_empty() {
                     let pts = points
                         .iter()
@@ -144,16 +141,13 @@ impl Check for SelftestCheck {
                             })
                         })
                         .collect();
-                    record(
-                        ctx.id,
-                        Figure::Series {
-                            name: "bandwidth".into(),
-                            x_unit: "bytes".into(),
-                            unit: "GB/s".into(),
-                            better: Some(Better::Higher),
-                            points: pts,
-                        },
-                    );
+                    ctx.record(Figure::Series {
+                        name: "bandwidth".into(),
+                        x_unit: "bytes".into(),
+                        unit: "GB/s".into(),
+                        better: Some(Better::Higher),
+                        points: pts,
+                    });
                 }
                 if !bins.is_empty() {
                     let bins = bins
@@ -164,13 +158,10 @@ impl Check for SelftestCheck {
                             weak: label.starts_with("weak"),
                         })
                         .collect();
-                    record(
-                        ctx.id,
-                        Figure::Histogram {
-                            name: "outcomes".into(),
-                            bins,
-                        },
-                    );
+                    ctx.record(Figure::Histogram {
+                        name: "outcomes".into(),
+                        bins,
+                    });
                 }
                 CaseStatus::pass()
             }

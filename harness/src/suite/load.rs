@@ -137,18 +137,19 @@ pub struct Limits {
     pub max_cases_per_entry: u64,
 }
 
-/// The environment variable the `--max-cases` flag sets, so an isolated child loading the same
-/// file applies the same limit.
-pub const MAX_CASES_ENV: &str = "GPUCTS_MAX_CASES";
-
 impl Default for Limits {
     fn default() -> Self {
-        let max = std::env::var(MAX_CASES_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(matrix::MAX_CASES_PER_ENTRY);
         Limits {
-            max_cases_per_entry: max,
+            max_cases_per_entry: matrix::MAX_CASES_PER_ENTRY,
+        }
+    }
+}
+
+impl Limits {
+    /// The default limits, with `--max-cases` when given.
+    pub fn with_max_cases(max_cases_per_entry: Option<u64>) -> Limits {
+        Limits {
+            max_cases_per_entry: max_cases_per_entry.unwrap_or(matrix::MAX_CASES_PER_ENTRY),
         }
     }
 }
@@ -156,8 +157,17 @@ impl Default for Limits {
 /// Load one suite file, parsing its checks with the parser `areas` has for its `area:`. Every
 /// problem found is returned, not only the first.
 pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteError>> {
+    load_file_with(path, areas, &Limits::default())
+}
+
+/// [`load_file`] within `limits`.
+pub fn load_file_with(
+    path: &Path,
+    areas: &Areas,
+    limits: &Limits,
+) -> Result<LoadedSuite, Vec<SuiteError>> {
     let text = super::input::read_text(path).map_err(|e| vec![e])?;
-    load_text(path, &text, areas, &Limits::default())
+    load_text(path, &text, areas, limits)
 }
 
 /// [`load_text`] on raw bytes (UTF-8 checked with a position; line ends normalised).
@@ -634,10 +644,19 @@ pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, S
 
 /// Load several files; ids must be unique across all of them.
 pub fn load_suites(files: &[PathBuf], areas: &Areas) -> Result<Vec<LoadedSuite>, Vec<SuiteError>> {
+    load_suites_with(files, areas, &Limits::default())
+}
+
+/// [`load_suites`] within `limits`.
+pub fn load_suites_with(
+    files: &[PathBuf],
+    areas: &Areas,
+    limits: &Limits,
+) -> Result<Vec<LoadedSuite>, Vec<SuiteError>> {
     let mut suites = Vec::new();
     let mut errors = Vec::new();
     for f in files {
-        match load_file(f, areas) {
+        match load_file_with(f, areas, limits) {
             Ok(s) => suites.push(s),
             Err(e) => errors.extend(e),
         }

@@ -15,9 +15,9 @@ mod matrix;
 mod validate;
 
 pub use load::{
-    bare_message, explain, from_yaml, id_is_well_formed, load_bytes, load_file, load_suites,
-    load_text, resolve_suite_arg, suite_field_help, yaml_options, Limits, LoadedSuite,
-    SuiteArgError, SuiteError, MAX_CASES_ENV, MAX_TIMEOUT_S,
+    bare_message, explain, from_yaml, id_is_well_formed, load_bytes, load_file, load_file_with,
+    load_suites, load_suites_with, load_text, resolve_suite_arg, suite_field_help, yaml_options,
+    Limits, LoadedSuite, SuiteArgError, SuiteError, MAX_TIMEOUT_S,
 };
 pub use matrix::{expand, expand_limited, MatrixError, Params, MAX_CASES_PER_ENTRY};
 pub use validate::validate_cases;

@@ -1194,7 +1194,7 @@ mod tests {
         assert_eq!(count("syscalls.observe.jit."), 33);
         assert_eq!(gpu.len(), 88);
         for case in gpu {
-            let status = crate::runner::execute(case, &env);
+            let status = crate::runner::execute(case, &env).0.status;
             match &status {
                 CaseStatus::Skip { capability, reason } => {
                     assert_eq!(*capability, Capability::Gpu, "{}", case.id);

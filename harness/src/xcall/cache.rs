@@ -26,17 +26,12 @@ pub fn disable() {
 
 fn dir() -> Option<PathBuf> {
     // Recording a prebuilt store needs the tools to run: a cache hit would record nothing.
-    if DISABLED.load(Ordering::Relaxed)
-        || crate::backend::toolchain::prebuilt::recording().is_some()
-    {
+    // (`gpucts prebuild` disables it.)
+    let config = crate::config::RunConfig::environment();
+    if DISABLED.load(Ordering::Relaxed) || !config.xcall_cache {
         return None;
     }
-    if let Some(v) = std::env::var_os("GPUCTS_XCALL_CACHE") {
-        if v == "off" || v == "0" {
-            return None;
-        }
-    }
-    crate::backend::toolchain::managed::cache_root().map(|r| r.join("xcall-v1"))
+    config.cache_root.as_ref().map(|r| r.join("xcall-v1"))
 }
 
 /// The phases whose time the suite reports (`GPUCTS_XCALL_TIMES=1`).

@@ -595,9 +595,8 @@ pub fn batch(
         let name = format!("{}-{}-m{m}-{arch}.ptx", p.name(), role.name());
         let (ptx, rejected) = compile_bisect(tc, p, role, &sigs, target);
         // GPUCTS_XCALL_DUMP=DIR keeps every batch's source and PTX for investigation.
-        if let Some(dir) = std::env::var_os("GPUCTS_XCALL_DUMP") {
-            let dir = std::path::PathBuf::from(dir);
-            let _ = std::fs::create_dir_all(&dir);
+        if let Some(dir) = &crate::config::RunConfig::environment().xcall_dump {
+            let _ = std::fs::create_dir_all(dir);
             if let Some(src) = emit::source(p, role, &sigs).filter(|_| p != Producer::Corpus) {
                 let _ = std::fs::write(dir.join(format!("{name}.src")), src);
             }
@@ -923,7 +922,7 @@ pub fn prefetch(tc: &Toolchain) {
             .map_or(2, |n| n.get())
             .clamp(1, 4);
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let times = std::env::var_os("GPUCTS_XCALL_TIMES").is_some();
+        let times = crate::config::RunConfig::environment().xcall_times;
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| loop {

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::layout::Geometry;
+use super::layout::{Geometry, StressPattern};
 use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Sem};
 
 /// The kernel's entry point.
@@ -300,17 +300,19 @@ fn rmw_value(
     }
 }
 
-fn stress_loop(label: &str, iterations: u32, pattern: u32, out: &mut String) {
+fn stress_loop(label: &str, iterations: u32, pattern: StressPattern, out: &mut String) {
     if iterations == 0 {
         return;
     }
     let st = |v: &str| format!("\tst.relaxed.gpu.global.u32 [%k_sa], {v};\n");
     let ld = "\tld.relaxed.gpu.global.u32 %k_sv, [%k_sa];\n".to_string();
     let body = match pattern {
-        0 => format!("{}\tadd.u32 %k_sv, %k_i, 1;\n{}", st("%k_i"), st("%k_sv")),
-        1 => format!("{}{ld}", st("%k_i")),
-        2 => format!("{ld}{}", st("%k_i")),
-        _ => format!("{ld}{ld}"),
+        StressPattern::StoreStore => {
+            format!("{}\tadd.u32 %k_sv, %k_i, 1;\n{}", st("%k_i"), st("%k_sv"))
+        }
+        StressPattern::StoreLoad => format!("{}{ld}", st("%k_i")),
+        StressPattern::LoadStore => format!("{ld}{}", st("%k_i")),
+        StressPattern::LoadLoad => format!("{ld}{ld}"),
     };
     let _ = write!(
         out,

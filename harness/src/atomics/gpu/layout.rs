@@ -54,8 +54,8 @@ pub struct StressParams {
     pub stress_iterations: u32,
     /// Accesses per testing thread before the barrier.
     pub pre_stress_iterations: u32,
-    /// 0 store-store, 1 store-load, 2 load-store, 3 load-load.
-    pub stress_pattern: u32,
+    /// What a stressing thread does to its line each iteration.
+    pub stress_pattern: StressPattern,
     /// Percentage of iterations whose CTA, warp and lane assignment is shuffled.
     pub shuffle_pct: u32,
     /// Spin-barrier start: testing threads wait for each other before the test's first access.
@@ -67,6 +67,81 @@ pub struct StressParams {
     /// across CTAs. Shared memory is where GPU litmus studies saw weak behaviour inside a
     /// workgroup (Alglave et al., ASPLOS'15; GPUHarbor's workgroup-memory tests).
     pub intra_cta_shared: bool,
+}
+
+/// What each stressing thread does to its stress line per iteration: the two accesses of
+/// GPUHarbor's memory-stress patterns (Levine et al., ISSTA'23). Suites and `litmus tune`
+/// records write it as its code (0..=3, the order below) or its name (`store-load`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "PatternWritten", into = "u32")]
+pub enum StressPattern {
+    StoreStore,
+    StoreLoad,
+    LoadStore,
+    LoadLoad,
+}
+
+impl StressPattern {
+    /// In code order.
+    pub const ALL: [StressPattern; 4] = [
+        StressPattern::StoreStore,
+        StressPattern::StoreLoad,
+        StressPattern::LoadStore,
+        StressPattern::LoadLoad,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StressPattern::StoreStore => "store-store",
+            StressPattern::StoreLoad => "store-load",
+            StressPattern::LoadStore => "load-store",
+            StressPattern::LoadLoad => "load-load",
+        }
+    }
+
+    /// The code records carry (0..=3).
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+}
+
+impl From<StressPattern> for u32 {
+    fn from(p: StressPattern) -> u32 {
+        p.code()
+    }
+}
+
+/// A stress pattern as a file writes it.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum PatternWritten {
+    Code(u64),
+    Name(String),
+}
+
+/// A `stress_pattern:` that is neither a code nor a name.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "`{0}`: stress_pattern is 0 (store-store), 1 (store-load), 2 (load-store) or 3 (load-load)"
+)]
+pub struct UnknownStressPattern(String);
+
+impl TryFrom<PatternWritten> for StressPattern {
+    type Error = UnknownStressPattern;
+    fn try_from(w: PatternWritten) -> Result<Self, Self::Error> {
+        let found = match &w {
+            PatternWritten::Code(c) => StressPattern::ALL.get(*c as usize).copied(),
+            PatternWritten::Name(n) => StressPattern::ALL.into_iter().find(|p| p.name() == n),
+        };
+        found.ok_or_else(|| {
+            UnknownStressPattern(match w {
+                PatternWritten::Code(c) => c.to_string(),
+                PatternWritten::Name(n) => n,
+            })
+        })
+    }
 }
 
 impl Default for StressParams {
@@ -81,7 +156,7 @@ impl Default for StressParams {
             stress_target_lines: 16,
             stress_iterations: 128,
             pre_stress_iterations: 64,
-            stress_pattern: 1,
+            stress_pattern: StressPattern::StoreLoad,
             shuffle_pct: 100,
             barrier: true,
             mem_stride: 1,
@@ -123,7 +198,7 @@ impl StressParams {
             stress_target_lines: rng.random_range(1..=64),
             stress_iterations: rng.random_range(0..=1024),
             pre_stress_iterations: rng.random_range(0..=512),
-            stress_pattern: rng.random_range(0..=3),
+            stress_pattern: StressPattern::ALL[rng.random_range(0..=3)],
             shuffle_pct: rng.random_range(0..=100),
             barrier: rng.random_bool(0.5),
             mem_stride: rng.random_range(1..=most_stride),
@@ -165,7 +240,7 @@ pub enum GeometryError {
     },
     #[error("max_workgroups must be >= testing_workgroups, mem_stride >= 1")]
     Workgroups,
-    #[error("stress lines must be non-empty; stress_pattern is 0..=3")]
+    #[error("stress lines must be non-empty")]
     Stress,
     /// `unit`: testing CTAs or warps per CTA.
     #[error("`{test}` has {roles} threads but only {units} {unit} to place them in")]
@@ -231,7 +306,7 @@ impl Geometry {
         if p.max_workgroups < p.testing_workgroups || p.mem_stride == 0 {
             return Err(GeometryError::Workgroups);
         }
-        if p.stress_line_size == 0 || p.stress_target_lines == 0 || p.stress_pattern > 3 {
+        if p.stress_line_size == 0 || p.stress_target_lines == 0 {
             return Err(GeometryError::Stress);
         }
         // Sizes a suite may now write (`stress:`): bounded before any product is formed, so

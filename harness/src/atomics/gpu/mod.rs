@@ -186,19 +186,6 @@ pub fn figures_of(test: &LitmusTest, r: &RunReport) -> Vec<crate::figures::Figur
     ]
 }
 
-thread_local! {
-    /// Figures of the runs [`run_case`] made on this thread, for the case to record.
-    static FIGURES: std::cell::RefCell<Vec<crate::figures::Figure>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Record the figures of the GPU runs this thread made since the last call under `case_id`.
-pub fn record_figures(case_id: &str) {
-    for f in FIGURES.with(|f| std::mem::take(&mut *f.borrow_mut())) {
-        crate::figures::record(case_id, f);
-    }
-}
-
 /// The case's verdict from what ran. `control` is the control's report and classification,
 /// present when the test is forbidden and has one.
 pub fn judge(
@@ -417,10 +404,18 @@ pub fn run(
     Ok(report)
 }
 
-/// The `atomics.gpu.*` case: run catalogue test `name` (and its control when it is forbidden).
-pub fn gpu_case(name: &str, iterations: u64, params: &StressParams) -> CaseStatus {
+/// The `atomics.gpu.*` case: run catalogue test `name` (and its control when it is forbidden);
+/// its status and the figures of the test's run ([`figures_of`]).
+pub fn gpu_case(
+    name: &str,
+    iterations: u64,
+    params: &StressParams,
+) -> (CaseStatus, Vec<crate::figures::Figure>) {
     let Some(test) = catalog::by_name(name) else {
-        return CaseStatus::error(format!("no catalogue test named `{name}`"));
+        return (
+            CaseStatus::error(format!("no catalogue test named `{name}`")),
+            Vec::new(),
+        );
     };
     let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
     run_case(&test, control.as_ref(), iterations, params)
@@ -485,24 +480,31 @@ pub fn judge_seen(
 
 /// Run any litmus test on GPU 0 (e.g. one read with [`crate::atomics::litmus::load_file`])
 /// and judge it: fail on an outcome the model forbids; for a forbidden test, run `control`
-/// too and warn when it never shows its weak outcome.
+/// too and warn when it never shows its weak outcome. The figures are those of the test's run
+/// (none when it did not run).
 pub fn run_case(
     test: &LitmusTest,
     control: Option<&LitmusTest>,
     iterations: u64,
     params: &StressParams,
-) -> CaseStatus {
+) -> (CaseStatus, Vec<crate::figures::Figure>) {
     let verdict = match model::try_check(test) {
         Ok(v) => v,
-        Err(e) => return CaseStatus::error(format!("the checker gave no verdict: {e}")),
+        Err(e) => {
+            return (
+                CaseStatus::error(format!("the checker gave no verdict: {e}")),
+                Vec::new(),
+            )
+        }
     };
     let opened = Instant::now();
     let session = match Session::open(0) {
         Ok(s) => s,
-        Err(e) => return CaseStatus::error(e),
+        Err(e) => return (CaseStatus::error(e), Vec::new()),
     };
+    let mut figures = Vec::new();
     let context_time = opened.elapsed();
-    let go = || -> Result<CaseStatus, RunError> {
+    let mut go = || -> Result<CaseStatus, RunError> {
         let report = run(
             &session,
             test,
@@ -513,7 +515,7 @@ pub fn run_case(
             1,
         )?;
         let classified = classify(test, &verdict, &report.histogram);
-        FIGURES.with(|f| f.borrow_mut().extend(figures_of(test, &report)));
+        figures = figures_of(test, &report);
         if verdict.allowed || !classified.forbidden.is_empty() {
             return Ok(judge(&verdict, &report, &classified, None));
         }
@@ -537,7 +539,7 @@ pub fn run_case(
     if let CaseStatus::Pass { note: Some(n), .. } = &mut status {
         let _ = write!(n, "; context {:.3} s", context_time.as_secs_f64());
     }
-    status
+    (status, figures)
 }
 
 #[cfg(test)]

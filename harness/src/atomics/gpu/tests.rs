@@ -1,6 +1,6 @@
 use std::time::Duration;
 
-use super::layout::{Geometry, StressParams};
+use super::layout::{Geometry, StressParams, StressPattern};
 use super::*;
 use crate::atomics::litmus::{Op, Sem as LSem};
 use crate::backend::toolchain::Toolchain;
@@ -28,11 +28,11 @@ fn every_catalogue_kernel_assembles_with_ptxas() {
         assembled += 1;
     }
     let t = catalog::by_name("SB.sc.gpu.inter_cta").unwrap();
-    for pattern in 0..4 {
+    for pattern in StressPattern::ALL {
         let params = StressParams {
             stress_pattern: pattern,
-            barrier: pattern % 2 == 0,
-            pre_stress_iterations: pattern * 10,
+            barrier: pattern.code() % 2 == 0,
+            pre_stress_iterations: pattern.code() * 10,
             ..StressParams::default()
         };
         let g = Geometry::new(&t, &params).unwrap();
@@ -355,14 +355,20 @@ fn control_without_weak_outcomes_is_a_warning_not_a_failure() {
 #[test]
 fn gpu_case_passes_only_on_a_gpu() {
     assert!(matches!(
-        gpu_case("MP.nope", 1, &StressParams::default()),
+        gpu_case("MP.nope", 1, &StressParams::default()).0,
         CaseStatus::Error { .. }
     ));
-    let s = gpu_case("MP.rel_acq.gpu.inter_cta", 1, &StressParams::default());
+    let (s, figures) = gpu_case("MP.rel_acq.gpu.inter_cta", 1, &StressParams::default());
     if Session::open(0).is_ok() {
         assert!(matches!(s, CaseStatus::Pass { .. }), "{s:?}");
+        // The run's histogram and its two rates come back with the status.
+        assert_eq!(figures.len(), 3, "{figures:?}");
     } else {
         assert!(matches!(s, CaseStatus::Error { .. }), "{s:?}");
+        assert!(
+            figures.is_empty(),
+            "nothing ran, nothing measured: {figures:?}"
+        );
         // The GPU half did not run: ignored with the reason, a failure on a rig.
         crate::require!(device: false, "a CUDA GPU (MP on the device)");
     }
@@ -409,8 +415,35 @@ fn figures_mark_the_weak_outcome_and_give_rates_per_second() {
         }
         other => panic!("{other:?}"),
     }
-    // A case records them under its id.
-    FIGURES.with(|x| x.borrow_mut().extend(f.clone()));
-    record_figures("atomics.gpu.test-figures");
-    assert_eq!(crate::figures::take("atomics.gpu.test-figures"), f);
+}
+
+// A suite's `stress:` writes the pattern as its code or its name; records keep the code (what
+// `litmus tune` wrote before the pattern had names), and anything else is refused naming the
+// four.
+#[test]
+fn stress_pattern_reads_codes_and_names_and_writes_codes() {
+    let read = |v: serde_json::Value| {
+        serde_json::from_value::<StressParams>(serde_json::json!({ "stress_pattern": v }))
+            .map(|p| p.stress_pattern)
+    };
+    assert_eq!(
+        read(serde_json::json!(0)).unwrap(),
+        StressPattern::StoreStore
+    );
+    assert_eq!(read(serde_json::json!(3)).unwrap(), StressPattern::LoadLoad);
+    assert_eq!(
+        read(serde_json::json!("load-store")).unwrap(),
+        StressPattern::LoadStore
+    );
+    for bad in [serde_json::json!(4), serde_json::json!("store")] {
+        let e = read(bad).unwrap_err().to_string();
+        assert!(e.contains("1 (store-load)"), "{e}");
+    }
+    let p = StressParams {
+        stress_pattern: StressPattern::LoadStore,
+        ..StressParams::default()
+    };
+    assert_eq!(serde_json::to_value(&p).unwrap()["stress_pattern"], 2);
+    // The default is GPUHarbor's store-load.
+    assert_eq!(StressParams::default().stress_pattern.code(), 1);
 }

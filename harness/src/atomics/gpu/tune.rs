@@ -393,7 +393,7 @@ mod tests {
         let distinct =
             |f: fn(&StressParams) -> u32| sets.iter().map(f).collect::<BTreeSet<u32>>().len();
         assert!(distinct(|p| p.workgroup_size) >= 5);
-        assert!(distinct(|p| p.stress_pattern) == 4);
+        assert!(distinct(|p| p.stress_pattern.code()) == 4);
         assert!(distinct(|p| p.mem_stride) == 8);
     }
 

@@ -35,9 +35,13 @@ pub fn llc_ptx(tc: &Toolchain, ir: &str, cpu: &str, args: &[&str]) -> Result<Str
     let mut parts = vec![cpu];
     parts.extend_from_slice(args);
     parts.push(ir);
-    super::prebuilt::through(super::prebuilt::Tool::Llc, &version, &parts, || {
-        run_llc(tc, ir, cpu, args)
-    })
+    super::prebuilt::through(
+        tc.settings().prebuilt.as_deref(),
+        super::prebuilt::Tool::Llc,
+        &version,
+        &parts,
+        || run_llc(tc, ir, cpu, args),
+    )
 }
 
 fn run_llc(tc: &Toolchain, ir: &str, cpu: &str, args: &[&str]) -> Result<String, ToolError> {
@@ -53,7 +57,7 @@ fn run_llc(tc: &Toolchain, ir: &str, cpu: &str, args: &[&str]) -> Result<String,
         .arg(&input)
         .arg("-o")
         .arg(&output);
-    let out = process::output_within(&mut cmd, "llc-19", process::tool_timeout())?;
+    let out = process::output_within(&mut cmd, "llc-19", tc.tool_timeout())?;
     if !out.status.success() {
         return Err(ToolError::Failed {
             tool: "llc-19".into(),

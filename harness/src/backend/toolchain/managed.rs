@@ -26,19 +26,10 @@ pub const PINNED: &[&str] = &[
 /// never mixed with a new one.
 pub const SET: &str = "cu12.9-r1";
 
-pub fn cache_root() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("GPUCTS_CACHE") {
-        return Some(PathBuf::from(p));
-    }
-    if let Some(p) = std::env::var_os("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(p).join("gpucts"));
-    }
-    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/gpucts"))
-}
-
-/// The directory the wheels are installed into (pip `--target`).
-pub fn site_dir() -> Option<PathBuf> {
-    cache_root().map(|r| r.join("toolchain").join(SET))
+/// The directory the wheels are installed into (pip `--target`), under the per-user cache
+/// `cache_root` ([`crate::config::RunConfig::cache_root`]).
+pub fn site_dir(cache_root: Option<&Path>) -> Option<PathBuf> {
+    cache_root.map(|r| r.join("toolchain").join(SET))
 }
 
 /// A component inside an installed wheel tree.
@@ -147,9 +138,12 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> InstallError {
 
 /// Install the pinned wheels (if not already there); returns the site directory. pip's own
 /// progress goes to `progress`.
-pub fn install(progress: &mut dyn Write) -> Result<PathBuf, InstallError> {
-    let root = cache_root().ok_or(InstallError::NoCache)?;
-    let site = site_dir().ok_or(InstallError::NoCache)?;
+pub fn install(
+    cache_root: Option<&Path>,
+    progress: &mut dyn Write,
+) -> Result<PathBuf, InstallError> {
+    let root = cache_root.ok_or(InstallError::NoCache)?;
+    let site = site_dir(Some(root)).ok_or(InstallError::NoCache)?;
     let parent = site.parent().ok_or(InstallError::BadCachePath)?;
     std::fs::create_dir_all(parent).map_err(io(format!("cannot create {}", parent.display())))?;
     let _lock = Lock::acquire(&root.join("toolchain.lock"))

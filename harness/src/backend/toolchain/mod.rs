@@ -17,7 +17,7 @@ pub mod stderr_capture;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
@@ -162,6 +162,54 @@ pub struct Toolchain {
     nvrtc_device_debug: OnceLock<Result<ffi::Nvrtc, FfiError>>,
     nvjitlink: OnceLock<Result<ffi::NvJitLink, FfiError>>,
     nvvm: OnceLock<Result<ffi::Nvvm, FfiError>>,
+    /// What discovery was told: limits, hidden components, where to look, the prebuilt store.
+    settings: ToolSettings,
+}
+
+/// The toolchain's part of the run's settings ([`crate::config::RunConfig`]), and the prebuilt
+/// store the command line opened.
+#[derive(Debug, Clone)]
+pub struct ToolSettings {
+    /// The limit for one compiler or disassembler run.
+    pub timeout: std::time::Duration,
+    /// Capability names discovery reports missing ([`HIDE_VAR`]).
+    pub hide: Vec<String>,
+    /// CUDA roots searched for the NVIDIA components.
+    pub cuda_roots: Vec<PathBuf>,
+    /// The per-user cache holding the managed wheels.
+    pub cache_root: Option<PathBuf>,
+    /// `--prebuilt DIR` (replay) or `gpucts prebuild` (record).
+    pub prebuilt: Option<Arc<prebuilt::Mode>>,
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        ToolSettings::of(&crate::config::RunConfig::default(), None)
+    }
+}
+
+impl ToolSettings {
+    /// The settings `config` gives, with the store the command line opened.
+    pub fn of(config: &crate::config::RunConfig, prebuilt: Option<Arc<prebuilt::Mode>>) -> Self {
+        ToolSettings {
+            timeout: config.tool_timeout,
+            hide: config.hide_tools.clone(),
+            cuda_roots: config.cuda_roots.clone(),
+            cache_root: config.cache_root.clone(),
+            prebuilt,
+        }
+    }
+
+    /// The settings of this process's environment, with no store (unit tests, tools outside a
+    /// run).
+    pub fn from_environment() -> Self {
+        ToolSettings::of(crate::config::RunConfig::environment(), None)
+    }
+
+    /// Where the managed wheels are installed.
+    pub fn site_dir(&self) -> Option<PathBuf> {
+        managed::site_dir(self.cache_root.as_deref())
+    }
 }
 
 /// `GPUCTS_HIDE_TOOLS=clang,nvrtc` makes discovery report those components missing, so that a
@@ -182,17 +230,29 @@ pub const NVIDIA_COMPONENTS: &[Capability] = &[
 
 impl Toolchain {
     /// Discover what is installed (system CUDA roots and PATH first, then wheels an earlier
-    /// `toolchain install` put in the managed directory), never installing anything.
+    /// `toolchain install` put in the managed directory), never installing anything, with the
+    /// settings of this process's environment (unit tests, tools outside a run).
     pub fn discover_system() -> Toolchain {
-        Toolchain::discover(true)
+        Toolchain::discover_with(ToolSettings::from_environment())
+    }
+
+    /// [`Toolchain::discover_system`] with the run's settings.
+    pub fn discover_with(settings: ToolSettings) -> Toolchain {
+        Toolchain::discover(true, settings)
     }
 
     /// Discover what is installed; the managed wheels count only with `with_managed`
     /// (`--toolchain system` leaves them out: only what the system itself has).
-    fn discover(with_managed: bool) -> Toolchain {
-        let mut tc = Toolchain::default();
-        let roots = cuda_roots();
-        let managed = managed::site_dir().filter(|d| with_managed && d.is_dir());
+    fn discover(with_managed: bool, settings: ToolSettings) -> Toolchain {
+        let mut tc = Toolchain {
+            settings,
+            ..Toolchain::default()
+        };
+        let roots = tc.settings.cuda_roots.clone();
+        let managed = tc
+            .settings
+            .site_dir()
+            .filter(|d| with_managed && d.is_dir());
         for &cap in NVIDIA_COMPONENTS {
             let sys = roots.iter().find_map(|r| locate_in_cuda_root(cap, r));
             let on_path = match cap {
@@ -247,9 +307,11 @@ impl Toolchain {
                 tc.missing.insert(Capability::Clang, e.to_string());
             }
         }
-        tc.hide(std::env::var(HIDE_VAR).ok().as_deref().unwrap_or(""));
+        let hidden = tc.settings.hide.clone();
+        tc.hide(&hidden);
         // After hiding: a rig replaying a store has clang-19 through it, whatever its own.
-        if let Some(store) = prebuilt::replaying() {
+        let mode = tc.settings.prebuilt.clone();
+        if let Some(prebuilt::Mode::Replay(store)) = mode.as_deref() {
             match store.version(prebuilt::Tool::Clang) {
                 Some(version) => {
                     tc.missing.remove(&Capability::Clang);
@@ -278,15 +340,48 @@ impl Toolchain {
     }
 
     /// The prebuilt store clang-19 and llc-19 outputs come from (`--prebuilt DIR`), if any.
-    pub fn prebuilt(&self) -> Option<&'static prebuilt::Store> {
+    pub fn prebuilt(&self) -> Option<&prebuilt::Store> {
         self.component(Capability::Clang)
             .filter(|c| c.origin == Origin::Prebuilt)
-            .and(prebuilt::replaying())
+            .and(self.replaying())
     }
 
-    /// Treat the comma-separated capabilities in `names` as missing (see [`HIDE_VAR`]).
-    fn hide(&mut self, names: &str) {
-        for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+    /// The store this toolchain replays, if any.
+    pub fn replaying(&self) -> Option<&prebuilt::Store> {
+        match self.settings.prebuilt.as_deref() {
+            Some(prebuilt::Mode::Replay(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The store this toolchain records into (`gpucts prebuild`), if any.
+    pub fn recording(&self) -> Option<&prebuilt::Store> {
+        match self.settings.prebuilt.as_deref() {
+            Some(prebuilt::Mode::Record(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// This toolchain, its clang-19 and llc-19 runs recorded into `mode`'s store (`gpucts
+    /// prebuild`: discovery first finds the clang-19 whose version the store is made for).
+    pub fn recording_into(mut self, store: Arc<prebuilt::Mode>) -> Toolchain {
+        self.settings.prebuilt = Some(store);
+        self
+    }
+
+    /// The settings this toolchain was discovered with.
+    pub fn settings(&self) -> &ToolSettings {
+        &self.settings
+    }
+
+    /// The limit for one tool run.
+    pub fn tool_timeout(&self) -> std::time::Duration {
+        self.settings.timeout
+    }
+
+    /// Treat the capabilities in `names` as missing (see [`HIDE_VAR`]).
+    fn hide(&mut self, names: &[String]) {
+        for name in names {
             for &cap in Capability::ALL.iter().filter(|c| c.name() == name) {
                 self.found.remove(&cap);
                 self.missing
@@ -298,8 +393,8 @@ impl Toolchain {
     /// Discover, then with [`Policy::Auto`] install the pinned wheels if an NVIDIA component
     /// is missing. Progress goes to stderr. An install failure leaves the components missing
     /// with the failure as their reason; cases that need them skip.
-    pub fn provision(policy: Policy) -> Toolchain {
-        let tc = Toolchain::discover(policy == Policy::Auto);
+    pub fn provision(policy: Policy, settings: ToolSettings) -> Toolchain {
+        let tc = Toolchain::discover(policy == Policy::Auto, settings.clone());
         let lacking: Vec<Capability> = NVIDIA_COMPONENTS
             .iter()
             .copied()
@@ -314,10 +409,10 @@ impl Toolchain {
             "gpucts: {} not found on this system; installing NVIDIA's redistributable wheels (use --toolchain system to forbid)",
             names.join(", ")
         );
-        match managed::install(&mut std::io::stderr()) {
+        match managed::install(settings.cache_root.as_deref(), &mut std::io::stderr()) {
             Ok(dir) => {
                 eprintln!("gpucts: toolchain installed in {}", dir.display());
-                Toolchain::discover_system()
+                Toolchain::discover_with(settings)
             }
             Err(e) => {
                 let mut tc = tc;
@@ -444,7 +539,7 @@ impl Toolchain {
                 .arg("-o")
                 .arg(&output),
             "ptxas",
-            process::tool_timeout(),
+            self.tool_timeout(),
         )?;
         if !out.status.success() {
             let log = format!(
@@ -489,7 +584,7 @@ impl Toolchain {
         let out = process::output_within(
             Command::new(tool).args(args).arg(&input),
             cap.name(),
-            process::tool_timeout(),
+            self.tool_timeout(),
         )?;
         if !out.status.success() {
             return Err(ToolError::failed(
@@ -555,9 +650,13 @@ impl Toolchain {
         let mut parts = vec![lang.extension()];
         parts.extend_from_slice(args);
         parts.push(source);
-        prebuilt::through(prebuilt::Tool::Clang, &version, &parts, || {
-            self.run_clang(source, lang, args)
-        })
+        prebuilt::through(
+            self.settings.prebuilt.as_deref(),
+            prebuilt::Tool::Clang,
+            &version,
+            &parts,
+            || self.run_clang(source, lang, args),
+        )
     }
 
     fn run_clang(&self, source: &str, lang: ClangLang, args: &[&str]) -> Result<String, ToolError> {
@@ -569,8 +668,7 @@ impl Toolchain {
         if lang == ClangLang::Cuda {
             cmd.args(["-x", "cuda"]);
         }
-        let out =
-            process::output_within(cmd.args(args).arg(&input), "clang", process::tool_timeout())?;
+        let out = process::output_within(cmd.args(args).arg(&input), "clang", self.tool_timeout())?;
         if !out.status.success() {
             return Err(ToolError::failed(
                 "clang",
@@ -598,17 +696,6 @@ fn describe(cap: Capability) -> &'static str {
         Capability::Clang => "clang-19",
         _ => "component",
     }
-}
-
-fn cuda_roots() -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    for var in ["CUDA_HOME", "CUDA_PATH"] {
-        if let Some(p) = std::env::var_os(var) {
-            v.push(PathBuf::from(p));
-        }
-    }
-    v.push(PathBuf::from("/usr/local/cuda"));
-    v
 }
 
 /// The shared library `stem` (e.g. `libnvrtc.so`) in `dir`, unversioned or with the highest
@@ -768,7 +855,7 @@ mod tests {
                 origin: Origin::System,
             },
         );
-        tc.hide("ptxas, clang");
+        tc.hide(&["ptxas".to_string(), "clang".to_string()]);
         assert!(!tc.has(Capability::Clang));
         assert_eq!(
             tc.missing()[&Capability::Clang],

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -366,47 +366,14 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), StoreEr
     Ok(())
 }
 
-/// The store this process uses, if any: set once by the command line.
+/// What a toolchain does with its store: set by the command line, carried by the
+/// [`super::Toolchain`] it discovers ([`super::ToolSettings::prebuilt`]).
 #[derive(Debug)]
 pub enum Mode {
     /// `gpucts prebuild`: tool runs are written to the store.
     Record(Store),
     /// `--prebuilt DIR`: tool runs are read from the store.
     Replay(Store),
-}
-
-static MODE: OnceLock<Mode> = OnceLock::new();
-
-/// A second [`activate`] in one process.
-#[derive(Debug, thiserror::Error)]
-#[error("a prebuilt store is already in use in this process")]
-pub struct AlreadyActive;
-
-/// Use `mode` for the rest of this process (the first call wins; later ones are refused).
-pub fn activate(mode: Mode) -> Result<&'static Mode, AlreadyActive> {
-    MODE.set(mode).map_err(|_| AlreadyActive)?;
-    MODE.get().ok_or(AlreadyActive)
-}
-
-/// The active mode, if any.
-pub fn active() -> Option<&'static Mode> {
-    MODE.get()
-}
-
-/// The replayed store, if this process replays one.
-pub fn replaying() -> Option<&'static Store> {
-    match active() {
-        Some(Mode::Replay(s)) => Some(s),
-        _ => None,
-    }
-}
-
-/// The recording store, if this process records one.
-pub fn recording() -> Option<&'static Store> {
-    match active() {
-        Some(Mode::Record(s)) => Some(s),
-        _ => None,
-    }
 }
 
 /// The key of a run of `tool` at `version` with `parts` (its arguments and its input, in a
@@ -425,12 +392,13 @@ pub fn key(tool: Tool, version: &str, parts: &[&str]) -> String {
 /// (an input not in the store is an error naming it) and never calls `run`; without a store,
 /// just `run`.
 pub fn through(
+    mode: Option<&Mode>,
     tool: Tool,
     version: &str,
     parts: &[&str],
     run: impl FnOnce() -> Result<String, ToolError>,
 ) -> Result<String, ToolError> {
-    match active() {
+    match mode {
         None => run(),
         Some(Mode::Record(store)) => {
             let result = run();

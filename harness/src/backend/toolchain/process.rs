@@ -10,18 +10,6 @@ use std::time::Duration;
 use super::ToolError;
 use crate::backend::process::{run, run_uncaptured, Ending, Finished, RunError};
 
-/// The limit for one compiler or disassembler run: `GPUCTS_TOOL_TIMEOUT_S` seconds, else 600
-/// (a batch of a few hundred functions in a debug build on a loaded machine takes well under a
-/// minute; ten is a hang).
-pub fn tool_timeout() -> Duration {
-    let s = std::env::var("GPUCTS_TOOL_TIMEOUT_S")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(600.0);
-    Duration::from_secs_f64(s)
-}
-
 /// The limit for a `--version` probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
