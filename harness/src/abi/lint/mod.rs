@@ -477,8 +477,17 @@ pub fn decl_rules(
     address_size: AddressSize,
 ) -> Vec<(Rule, String)> {
     let mut v = Vec::new();
-    let device = kind == FunctionKind::Func;
+    well_formedness(p, address_size, &mut v);
+    if kind == FunctionKind::Func {
+        device_rules(p, &mut v);
+    } else {
+        entry_rules(p, &mut v);
+    }
+    v
+}
 
+/// The rules every declaration keeps, a kernel's too.
+fn well_formedness(p: &ParamDecl, address_size: AddressSize, v: &mut Vec<(Rule, String)>) {
     // Well-formedness, for kernels too. Note D bounds the parameter's own alignment; the
     // pointee alignment of `.ptr .align N` only has to be a power of two (PTX ISA).
     if let Some(a) = p.align.filter(|a| !(a.is_power_of_two() && *a <= 128)) {
@@ -526,22 +535,27 @@ pub fn decl_rules(
             ),
         ));
     }
-    if !device {
-        if p.array == Some(None) {
-            v.push((
-                Rule::EntryIncompleteArray,
-                "a kernel parameter declared `name[]`; its size must be given".into(),
-            ));
-        }
-        if p.space != ParamSpace::Param {
-            v.push((
-                Rule::EntryParamSpace,
-                "a kernel parameter declared in `.reg`; kernel parameters are in `.param`".into(),
-            ));
-        }
-        return v;
-    }
+}
 
+/// A kernel parameter's own rules: a complete size, the `.param` space.
+fn entry_rules(p: &ParamDecl, v: &mut Vec<(Rule, String)>) {
+    if p.array == Some(None) {
+        v.push((
+            Rule::EntryIncompleteArray,
+            "a kernel parameter declared `name[]`; its size must be given".into(),
+        ));
+    }
+    if p.space != ParamSpace::Param {
+        v.push((
+            Rule::EntryParamSpace,
+            "a kernel parameter declared in `.reg`; kernel parameters are in `.param`".into(),
+        ));
+    }
+}
+
+/// A device function parameter's rules: no kernel attributes, `.param`, and an aggregate,
+/// vector or scalar with a row in the parameter table.
+fn device_rules(p: &ParamDecl, v: &mut Vec<(Rule, String)>) {
     if p.ptr.is_some() {
         // ptxas 12.9: "Illegal placement of kernel parameter attribute".
         v.push((
@@ -579,7 +593,7 @@ pub fn decl_rules(
                 ),
             ));
         }
-        return v;
+        return;
     }
     if p.vector.is_some() {
         if p.space != ParamSpace::Param {
@@ -592,9 +606,14 @@ pub fn decl_rules(
                 ),
             ));
         }
-        return v;
+        return;
     }
-    match p.ty {
+    scalar_type_rules(p.ty, v);
+}
+
+/// A scalar device parameter's type: the ones the parameter table has no row for.
+fn scalar_type_rules(ty: PtxType, v: &mut Vec<(Rule, String)>) {
+    match ty {
         t if t.is_half_float() => {
             v.push((Rule::HalfFloat, format!("{t} is a 16-bit floating-point type, which cannot be a parameter or return value")));
         }
@@ -614,11 +633,10 @@ pub fn decl_rules(
             ));
         }
         PtxType::Pred | PtxType::B128 => {
-            v.push((Rule::TableType, format!("{} has no row in the table", p.ty)));
+            v.push((Rule::TableType, format!("{ty} has no row in the table")));
         }
         _ => {}
     }
-    v
 }
 
 fn check(

@@ -309,137 +309,168 @@ fn header(text: &str) -> Option<(FunctionKind, String)> {
 /// ends where the text ends.
 pub fn scan(src: &str) -> Scan {
     let text = strip_comments(src);
-    let mut out = Scan::default();
-    let mut line: u32 = 1;
-    let mut cur = String::new();
-    let mut cur_line = 0u32;
-    let mut depth = 0usize; // braces of bodies and nested scopes
-    let mut init = 0usize; // braces of an initializer `= { … }`
-    let mut paren = 0usize;
-    let mut in_string = false;
-    let mut body: Option<Body> = None;
-    let mut skip_block = false; // a `.section … { … }` at module scope
+    let mut s = Scanner {
+        line: 1,
+        ..Scanner::default()
+    };
+    for c in text.chars() {
+        s.push(c);
+    }
+    s.finish();
+    if let Some(b) = s.body.take() {
+        s.out.bodies.push(b);
+    }
+    s.out
+}
 
-    let finish = |cur: &mut String, cur_line: u32, body: &mut Option<Body>, out: &mut Scan| {
-        let t = cur.trim();
+/// [`scan`]'s state between characters.
+#[derive(Default)]
+struct Scanner {
+    out: Scan,
+    line: u32,
+    /// The statement read so far, and the line it starts on.
+    cur: String,
+    cur_line: u32,
+    /// Braces of bodies and nested scopes.
+    depth: usize,
+    /// Braces of an initializer `= { … }`.
+    init: usize,
+    paren: usize,
+    in_string: bool,
+    body: Option<Body>,
+    /// Inside a `.section … { … }` at module scope.
+    skip_block: bool,
+}
+
+impl Scanner {
+    /// Ends the current statement: a body's statement, or a module-scope variable.
+    fn finish(&mut self) {
+        let t = self.cur.trim();
         if !t.is_empty() {
             let stmt = Stmt {
-                line: cur_line,
+                line: self.cur_line,
                 text: t.to_string(),
             };
-            match body.as_mut() {
+            match self.body.as_mut() {
                 Some(b) => b.stmts.push(stmt),
                 None => {
                     if let Some((space, name)) = variable(t) {
-                        out.symbols.insert(
+                        self.out.symbols.insert(
                             name,
                             Symbol {
                                 space,
-                                line: cur_line,
+                                line: self.cur_line,
                             },
                         );
                     }
                 }
             }
         }
-        cur.clear();
-    };
+        self.cur.clear();
+    }
 
-    for c in text.chars() {
-        if in_string {
-            cur.push(c);
+    fn push(&mut self, c: char) {
+        if self.in_string {
+            self.cur.push(c);
             if c == '"' {
-                in_string = false;
+                self.in_string = false;
             }
             if c == '\n' {
-                line += 1;
+                self.line += 1;
             }
-            continue;
+            return;
         }
         match c {
             '\n' => {
-                line += 1;
-                cur.push(c);
-                continue;
+                self.line += 1;
+                self.cur.push(c);
+                return;
             }
-            '"' => in_string = true,
-            '(' => paren += 1,
-            ')' => paren = paren.saturating_sub(1),
+            '"' => self.in_string = true,
+            '(' => self.paren += 1,
+            ')' => self.paren = self.paren.saturating_sub(1),
             _ => {}
         }
-        if skip_block {
+        if self.skip_block {
             match c {
-                '{' => depth += 1,
+                '{' => self.depth += 1,
                 '}' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        skip_block = false;
-                        cur.clear();
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        self.skip_block = false;
+                        self.cur.clear();
                     }
                 }
                 _ => {}
             }
-            continue;
+            return;
         }
-        match c {
-            ';' if paren == 0 && init == 0 => {
-                finish(&mut cur, cur_line, &mut body, &mut out);
-                continue;
+        let consumed = match c {
+            ';' if self.paren == 0 && self.init == 0 => {
+                self.finish();
+                true
             }
-            '{' if paren == 0 => {
-                let operand = depth > 0 && {
-                    // `{%r1, %r2}` of a vector instruction, not a nested scope.
-                    let t = cur.trim();
-                    !t.is_empty() && !t.ends_with(':')
-                };
-                if init > 0 || cur.contains('=') || operand {
-                    init += 1;
-                } else if depth == 0 {
-                    match header(&cur) {
-                        Some((kind, name)) => {
-                            body = Some(Body {
-                                name,
-                                kind,
-                                stmts: Vec::new(),
-                            });
-                        }
-                        None => skip_block = true,
-                    }
-                    cur.clear();
-                    depth = 1;
-                    continue;
-                } else {
-                    finish(&mut cur, cur_line, &mut body, &mut out);
-                    depth += 1;
-                    continue;
-                }
-            }
-            '}' if paren == 0 => {
-                if init > 0 {
-                    init -= 1;
-                } else {
-                    finish(&mut cur, cur_line, &mut body, &mut out);
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        if let Some(b) = body.take() {
-                            out.bodies.push(b);
-                        }
-                    }
-                    continue;
-                }
-            }
-            _ => {}
+            '{' if self.paren == 0 => self.open_brace(),
+            '}' if self.paren == 0 => self.close_brace(),
+            _ => false,
+        };
+        if consumed {
+            return;
         }
-        if cur.trim().is_empty() && !c.is_whitespace() {
-            cur_line = line;
+        if self.cur.trim().is_empty() && !c.is_whitespace() {
+            self.cur_line = self.line;
         }
-        cur.push(c);
+        self.cur.push(c);
     }
-    finish(&mut cur, cur_line, &mut body, &mut out);
-    if let Some(b) = body.take() {
-        out.bodies.push(b);
+
+    /// A `{`: an initializer's or a vector operand's (kept in the statement), a function
+    /// body's or skipped block's at module scope, or a nested scope's. True when consumed.
+    fn open_brace(&mut self) -> bool {
+        let operand = self.depth > 0 && {
+            // `{%r1, %r2}` of a vector instruction, not a nested scope.
+            let t = self.cur.trim();
+            !t.is_empty() && !t.ends_with(':')
+        };
+        if self.init > 0 || self.cur.contains('=') || operand {
+            self.init += 1;
+            false
+        } else if self.depth == 0 {
+            match header(&self.cur) {
+                Some((kind, name)) => {
+                    self.body = Some(Body {
+                        name,
+                        kind,
+                        stmts: Vec::new(),
+                    });
+                }
+                None => self.skip_block = true,
+            }
+            self.cur.clear();
+            self.depth = 1;
+            true
+        } else {
+            self.finish();
+            self.depth += 1;
+            true
+        }
     }
-    out
+
+    /// A `}`: an initializer's (kept in the statement) or a scope's, which may end a body.
+    /// True when consumed.
+    fn close_brace(&mut self) -> bool {
+        if self.init > 0 {
+            self.init -= 1;
+            return false;
+        }
+        self.finish();
+        self.depth = self.depth.saturating_sub(1);
+        if self.depth == 0 {
+            if let Some(b) = self.body.take() {
+                self.out.bodies.push(b);
+            }
+        }
+        true
+    }
 }
 
 /// The statement without leading labels (`$L__BB0_2: ret` -> `ret`).
@@ -547,6 +578,66 @@ fn type_bits(m: &str) -> Option<u32> {
     PtxType::from_directive(&format!(".{m}")).and_then(PtxType::bits)
 }
 
+/// Writes `v` to the destination register, or clears each register of a vector
+/// destination `{%r1, %r2}`.
+fn set_reg(regs: &mut HashMap<String, Val>, dest: &str, v: Val) {
+    let d = dest.trim();
+    if d.starts_with('{') {
+        for r in d.trim_matches(['{', '}']).split(',') {
+            regs.insert(r.trim().to_string(), Val::Other);
+        }
+    } else {
+        regs.insert(d.to_string(), v);
+    }
+}
+
+/// `add`/`sub` (`sub`: subtract) on values: an address moved by a known immediate keeps its
+/// symbol (with the offset unknown when the other operand is not an immediate).
+fn address_arithmetic(sub: bool, va: Val, vb: Val) -> Val {
+    let sign = if sub { -1 } else { 1 };
+    match (va, vb) {
+        (
+            Val::Addr {
+                sym,
+                space,
+                generic,
+                offset,
+                line,
+            },
+            other,
+        ) => {
+            let offset = match (offset, other) {
+                (Some(o), Val::Imm(k)) => Some(o + sign * k),
+                _ => None,
+            };
+            Val::Addr {
+                sym,
+                space,
+                generic,
+                offset,
+                line,
+            }
+        }
+        (
+            Val::Imm(k),
+            Val::Addr {
+                sym,
+                space,
+                generic,
+                offset,
+                line,
+            },
+        ) if !sub => Val::Addr {
+            sym,
+            space,
+            generic,
+            offset: offset.map(|o| o + k),
+            line,
+        },
+        _ => Val::Other,
+    }
+}
+
 struct Flow<'a> {
     symbols: &'a HashMap<String, Symbol>,
     local_symbols: HashMap<String, Symbol>,
@@ -636,63 +727,14 @@ impl Flow<'_> {
     fn instruction(&mut self, ins: &Instruction, line: u32) {
         let op = ins.opcode.as_str();
         let ops = &ins.operands;
-        let set = |regs: &mut HashMap<String, Val>, dest: &str, v: Val| {
-            let d = dest.trim();
-            if d.starts_with('{') {
-                for r in d.trim_matches(['{', '}']).split(',') {
-                    regs.insert(r.trim().to_string(), Val::Other);
-                }
-            } else {
-                regs.insert(d.to_string(), v);
-            }
-        };
         match op {
-            "st" => {
-                let (Some(addr), Some(value)) = (ops.first(), ops.get(1)) else {
-                    return;
-                };
-                let inner = addr.trim().trim_start_matches('[').trim_end_matches(']');
-                let bits = ins.modifiers.iter().rev().find_map(|m| type_bits(m));
-                if ins.has("param") {
-                    let (name, _) = split_offset(inner);
-                    let v = self.value(value, line);
-                    self.param_stores
-                        .insert(name.to_string(), (bits.unwrap_or(0), v));
-                    return;
-                }
-                let count = if ins.has("v4") {
-                    4
-                } else if ins.has("v2") {
-                    2
-                } else {
-                    1
-                };
-                let (sym, offset) = match self.value(inner, line) {
-                    Val::Addr { sym, offset, .. } => (Some(sym), offset),
-                    _ => (None, None),
-                };
-                let ty = ins
-                    .modifiers
-                    .iter()
-                    .rev()
-                    .find(|m| type_bits(m).is_some())
-                    .cloned()
-                    .unwrap_or_default();
-                self.stores.push(Store {
-                    line,
-                    sym,
-                    offset,
-                    bytes: bits.unwrap_or(0) / 8,
-                    count,
-                    ty,
-                });
-            }
+            "st" => self.store(ins, line),
             "call" | "bra" | "ret" | "exit" | "bar" | "barrier" | "membar" | "fence" | "red"
             | "prefetch" | "trap" | "brkpt" => {}
             "mov" => {
                 if let (Some(d), Some(s)) = (ops.first(), ops.get(1)) {
                     let v = self.value(s, line);
-                    set(&mut self.regs, d, v);
+                    set_reg(&mut self.regs, d, v);
                 }
             }
             "cvta" => {
@@ -714,63 +756,65 @@ impl Flow<'_> {
                         },
                         _ => Val::Other,
                     };
-                    set(&mut self.regs, d, v);
+                    set_reg(&mut self.regs, d, v);
                 }
             }
             "add" | "sub" => {
                 if let (Some(d), Some(a), Some(b)) = (ops.first(), ops.get(1), ops.get(2)) {
                     let (va, vb) = (self.value(a, line), self.value(b, line));
-                    let sign = if op == "sub" { -1 } else { 1 };
-                    let v = match (va, vb) {
-                        (
-                            Val::Addr {
-                                sym,
-                                space,
-                                generic,
-                                offset,
-                                line,
-                            },
-                            other,
-                        ) => {
-                            let offset = match (offset, other) {
-                                (Some(o), Val::Imm(k)) => Some(o + sign * k),
-                                _ => None,
-                            };
-                            Val::Addr {
-                                sym,
-                                space,
-                                generic,
-                                offset,
-                                line,
-                            }
-                        }
-                        (
-                            Val::Imm(k),
-                            Val::Addr {
-                                sym,
-                                space,
-                                generic,
-                                offset,
-                                line,
-                            },
-                        ) if op == "add" => Val::Addr {
-                            sym,
-                            space,
-                            generic,
-                            offset: offset.map(|o| o + k),
-                            line,
-                        },
-                        _ => Val::Other,
-                    };
-                    set(&mut self.regs, d, v);
+                    let v = address_arithmetic(op == "sub", va, vb);
+                    set_reg(&mut self.regs, d, v);
                 }
             }
             _ => {
                 if let Some(d) = ops.first() {
-                    set(&mut self.regs, d, Val::Other);
+                    set_reg(&mut self.regs, d, Val::Other);
                 }
             }
         }
+    }
+
+    /// `st`: into a `.param` name (an argument being passed), or a store through an address.
+    fn store(&mut self, ins: &Instruction, line: u32) {
+        let ops = &ins.operands;
+        let (Some(addr), Some(value)) = (ops.first(), ops.get(1)) else {
+            return;
+        };
+        let inner = addr.trim().trim_start_matches('[').trim_end_matches(']');
+        let bits = ins.modifiers.iter().rev().find_map(|m| type_bits(m));
+        if ins.has("param") {
+            let (name, _) = split_offset(inner);
+            let v = self.value(value, line);
+            self.param_stores
+                .insert(name.to_string(), (bits.unwrap_or(0), v));
+            return;
+        }
+        let count = if ins.has("v4") {
+            4
+        } else if ins.has("v2") {
+            2
+        } else {
+            1
+        };
+        let (sym, offset) = match self.value(inner, line) {
+            Val::Addr { sym, offset, .. } => (Some(sym), offset),
+            _ => (None, None),
+        };
+        let ty = ins
+            .modifiers
+            .iter()
+            .rev()
+            .find(|m| type_bits(m).is_some())
+            .cloned()
+            .unwrap_or_default();
+        self.stores.push(Store {
+            line,
+            sym,
+            offset,
+            bytes: bits.unwrap_or(0) / 8,
+            count,
+            ty,
+        });
     }
 
     /// The call's parts: return names, target, argument names. `None` when it is not a call

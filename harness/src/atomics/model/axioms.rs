@@ -1,9 +1,34 @@
 //! The axioms of the PTX 6.0 and 7.5 models, checked on one candidate execution.
+//!
+//! Both models judge an execution the same way: derive from-reads and a causality order, then
+//! find the first of the model's axioms the execution violates. They differ in the causality
+//! order (v7.5 keeps only proxy-preserved base causality) and in which axioms they check.
 
 use super::events::{Kind, Program};
 use super::rel::{acyclic, closure, compose, empty, has, inter, set, union, Rel};
 use super::{Axiom, Model};
 use crate::atomics::litmus::Proxy;
+
+/// The PTX 6.0 axioms (Dat3M `ptx-v6.0.cat`), in the order a rejection names the first one
+/// violated.
+const V60_AXIOMS: &[Axiom] = &[
+    Axiom::Coherence,
+    Axiom::FenceSc,
+    Axiom::Atomicity,
+    Axiom::NoThinAir,
+    Axiom::ScPerLocation,
+    Axiom::Causality,
+];
+
+/// The PTX 7.5 axioms (Dat3M `ptx-v7.5.cat`): Fence-SC relates fences, which
+/// proxy-preserved causality never does, so the cat file has no such axiom; nor has it
+/// SC-per-location.
+const V75_AXIOMS: &[Axiom] = &[
+    Axiom::Coherence,
+    Axiom::Atomicity,
+    Axiom::NoThinAir,
+    Axiom::Causality,
+];
 
 /// The first axiom an execution violates, or `None` if it is consistent.
 /// `live`: the events that happen (a failed cas has no write).
@@ -16,16 +41,6 @@ pub(super) fn first_violation(
     bar: &Rel,
 ) -> Option<Axiom> {
     let n = p.evs.len();
-    // fr = rf^-1; co
-    let mut fr = empty(n);
-    for (w, &readers) in rf_rel.iter().enumerate() {
-        let mut bits = readers;
-        while bits != 0 {
-            let r = bits.trailing_zeros() as usize;
-            fr[r] |= co_rel[w];
-            bits &= bits - 1;
-        }
-    }
     // observation = (ms & rf) | obs; rmw; obs
     let mut obs = inter(&p.ms, rf_rel);
     loop {
@@ -48,86 +63,43 @@ pub(super) fn first_violation(
     // memory consistency model, "base causality order": bar/barrier operations synchronise
     // the threads that take part).
     let base = closure(&union(&union(&union(&p.po, &sync), &sync_fence), bar));
-    if p.model == Model::V75 {
-        return v75_violation(p, live, rf_rel, co_rel, &fr, &base);
-    }
-    let cause = union(&base, &compose(&obs, &base));
+    let (cause, axioms) = match p.model {
+        Model::V60 => (union(&base, &compose(&obs, &base)), V60_AXIOMS),
+        Model::V75 => (proxy_preserved_cause(p, rf_rel, &base), V75_AXIOMS),
+    };
+    let ex = Judged {
+        p,
+        live,
+        rf: rf_rel,
+        co: co_rel,
+        fr: from_reads(rf_rel, co_rel, n),
+        cause,
+        sync_fence,
+    };
+    axioms.iter().copied().find(|&a| ex.violates(a))
+}
 
-    // Coherence
-    for a in 0..n {
-        if p.evs[a].kind != Kind::W || live >> a & 1 == 0 {
-            continue;
-        }
-        for b in 0..n {
-            if p.evs[b].kind == Kind::W
-                && live >> b & 1 == 1
-                && p.evs[a].loc == p.evs[b].loc
-                && has(&cause, a, b)
-                && !has(co_rel, a, b)
-            {
-                return Some(Axiom::Coherence);
-            }
-        }
-    }
-    // Fence-SC
-    for a in 0..n {
-        for b in 0..n {
-            if has(&sync_fence, a, b) && has(&cause, b, a) {
-                return Some(Axiom::FenceSc);
-            }
-        }
-    }
-    // Atomicity
-    let ms_fr = inter(&p.ms, &fr);
-    let ms_co = inter(&p.ms, co_rel);
-    let bad = inter(&compose(&ms_fr, &ms_co), &p.rmw);
-    if bad.iter().any(|&r| r != 0) {
-        return Some(Axiom::Atomicity);
-    }
-    // No-Thin-Air: acyclic(rf | dep), dep = data | ctrl (values computed without a cycle
-    // already; a control dependency can close one too).
-    if !acyclic(&union(rf_rel, &p.dep)) {
-        return Some(Axiom::NoThinAir);
-    }
-    // SC-per-location
-    let com = union(&union(rf_rel, co_rel), &fr);
-    if !acyclic(&union(&inter(&p.ms, &com), &p.po_loc)) {
-        return Some(Axiom::ScPerLocation);
-    }
-    // Causality: irreflexive((rf | fr)?; cause), as in the paper's Alloy model (`optional`), so
-    // a cycle in causality order itself is ruled out too.
-    if (0..n).any(|i| has(&cause, i, i)) {
-        return Some(Axiom::Causality);
-    }
-    let rf_fr = union(rf_rel, &fr);
-    for (a, &row) in rf_fr.iter().enumerate() {
-        let mut bits = row;
+/// fr = rf^-1; co
+fn from_reads(rf_rel: &Rel, co_rel: &Rel, n: usize) -> Rel {
+    let mut fr = empty(n);
+    for (w, &readers) in rf_rel.iter().enumerate() {
+        let mut bits = readers;
         while bits != 0 {
-            let b = bits.trailing_zeros() as usize;
-            if has(&cause, b, a) {
-                return Some(Axiom::Causality);
-            }
+            let r = bits.trailing_zeros() as usize;
+            fr[r] |= co_rel[w];
             bits &= bits - 1;
         }
     }
-    None
+    fr
 }
 
-/// The PTX 7.5 model (Dat3M `ptx-v7.5.cat`; PTX ISA 7.5 memory consistency model, "proxies"
-/// and "causality order" with proxy-preserved base causality): causality between two
-/// memory operations survives only through the same proxy and virtual address, or through
-/// proxy fences of the operations' proxies in their CTAs (and `fence.proxy.alias` between
-/// virtual aliases of one physical location). Axioms: Coherence, Atomicity, No-Thin-Air,
-/// Causality `irreflexive((rf | fr); cause)`; Fence-SC relates fences, which proxy-preserved
-/// causality never does (as in the cat file).
-pub(super) fn v75_violation(
-    p: &Program,
-    live: u64,
-    rf_rel: &Rel,
-    co_rel: &Rel,
-    fr: &Rel,
-    cb: &Rel,
-) -> Option<Axiom> {
+/// The causality order of the PTX 7.5 model (Dat3M `ptx-v7.5.cat`; PTX ISA 7.5 memory
+/// consistency model, "proxies" and "causality order" with proxy-preserved base causality):
+/// causality between two memory operations survives only through the same proxy and virtual
+/// address, or through proxy fences of the operations' proxies in their CTAs (and
+/// `fence.proxy.alias` between virtual aliases of one physical location). `cb`: base
+/// causality.
+fn proxy_preserved_cause(p: &Program, rf_rel: &Rel, cb: &Rel) -> Rel {
     let n = p.evs.len();
     let e = &p.evs;
     let is_mem = |i: usize| e[i].kind != Kind::F && e[i].thread.is_some();
@@ -186,43 +158,80 @@ pub(super) fn v75_violation(
     }
     // observation = (morally-strong & rf) | rmw; cause = ppcb | observation; ppcb
     let obs = union(&inter(&p.ms, rf_rel), &p.rmw);
-    let cause = union(&ppcb, &compose(&obs, &ppcb));
-    for a in 0..n {
-        if e[a].kind != Kind::W || live >> a & 1 == 0 {
-            continue;
-        }
-        for b in 0..n {
-            if e[b].kind == Kind::W
-                && live >> b & 1 == 1
-                && e[a].loc == e[b].loc
-                && has(&cause, a, b)
-                && !has(co_rel, a, b)
-            {
-                return Some(Axiom::Coherence);
+    union(&ppcb, &compose(&obs, &ppcb))
+}
+
+/// One candidate execution with the relations its axioms read.
+struct Judged<'a> {
+    p: &'a Program,
+    /// The events that happen (a failed cas has no write).
+    live: u64,
+    rf: &'a Rel,
+    co: &'a Rel,
+    fr: Rel,
+    /// The model's causality order.
+    cause: Rel,
+    /// The Fence-SC order restricted to morally strong `fence.sc` pairs.
+    sync_fence: Rel,
+}
+
+impl Judged<'_> {
+    fn violates(&self, axiom: Axiom) -> bool {
+        let p = self.p;
+        let n = p.evs.len();
+        match axiom {
+            // ([W]; cause; [W]) & loc ⊆ co
+            Axiom::Coherence => {
+                let live_write = |a: usize| p.evs[a].kind == Kind::W && self.live >> a & 1 == 1;
+                (0..n).filter(|&a| live_write(a)).any(|a| {
+                    (0..n).any(|b| {
+                        live_write(b)
+                            && p.evs[a].loc == p.evs[b].loc
+                            && has(&self.cause, a, b)
+                            && !has(self.co, a, b)
+                    })
+                })
+            }
+            // irreflexive(sync_fence; cause)
+            Axiom::FenceSc => (0..n)
+                .any(|a| (0..n).any(|b| has(&self.sync_fence, a, b) && has(&self.cause, b, a))),
+            // ((ms & fr); (ms & co)) & rmw = ∅
+            Axiom::Atomicity => {
+                let ms_fr = inter(&p.ms, &self.fr);
+                let ms_co = inter(&p.ms, self.co);
+                inter(&compose(&ms_fr, &ms_co), &p.rmw)
+                    .iter()
+                    .any(|&r| r != 0)
+            }
+            // acyclic(rf | dep), dep = data | ctrl (values computed without a cycle already;
+            // a control dependency can close one too).
+            Axiom::NoThinAir => !acyclic(&union(self.rf, &p.dep)),
+            // acyclic((ms & (rf | co | fr)) | po-loc)
+            Axiom::ScPerLocation => {
+                let com = union(&union(self.rf, self.co), &self.fr);
+                !acyclic(&union(&inter(&p.ms, &com), &p.po_loc))
+            }
+            // v6.0: irreflexive((rf | fr)?; cause), as in the paper's Alloy model
+            // (`optional`), so a cycle in causality order itself is ruled out too; v7.5:
+            // irreflexive((rf | fr); cause), as in `ptx-v7.5.cat`.
+            Axiom::Causality => {
+                let optional = p.model == Model::V60;
+                (optional && (0..n).any(|i| has(&self.cause, i, i)))
+                    || union(self.rf, &self.fr)
+                        .iter()
+                        .enumerate()
+                        .any(|(a, &row)| {
+                            let mut bits = row;
+                            while bits != 0 {
+                                let b = bits.trailing_zeros() as usize;
+                                if has(&self.cause, b, a) {
+                                    return true;
+                                }
+                                bits &= bits - 1;
+                            }
+                            false
+                        })
             }
         }
     }
-    let ms_fr = inter(&p.ms, fr);
-    let ms_co = inter(&p.ms, co_rel);
-    if inter(&compose(&ms_fr, &ms_co), &p.rmw)
-        .iter()
-        .any(|&r| r != 0)
-    {
-        return Some(Axiom::Atomicity);
-    }
-    if !acyclic(&union(rf_rel, &p.dep)) {
-        return Some(Axiom::NoThinAir);
-    }
-    let rf_fr = union(rf_rel, fr);
-    for (a, &row) in rf_fr.iter().enumerate() {
-        let mut bits = row;
-        while bits != 0 {
-            let b = bits.trailing_zeros() as usize;
-            if has(&cause, b, a) {
-                return Some(Axiom::Causality);
-            }
-            bits &= bits - 1;
-        }
-    }
-    None
 }

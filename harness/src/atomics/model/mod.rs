@@ -275,7 +275,7 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<ModelVerdict,
         .iter()
         .map(|t| unroll::paths(t, opts.unroll))
         .collect::<Result<_, _>>()?;
-    // Checked: a product that wrapped past 2^128 would pass the guard (issue 10).
+    // Checked: a product that wrapped past 2^128 would pass the guard.
     let combos: Option<u128> = per_thread
         .iter()
         .try_fold(1u128, |a, v| a.checked_mul(v.len() as u128));
@@ -293,7 +293,26 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<ModelVerdict,
     let mut term_set = BTreeSet::new();
     test.condition.prop.terms(&mut term_set);
     let terms: Vec<Term> = term_set.into_iter().collect();
-    // Build every terminating-or-cut combination first, so the size is known up front.
+    let programs = programs(test, &per_thread, model, opts)?;
+    let mut acc = Acc {
+        all_satisfy: true,
+        liveness: opts.liveness,
+        ..Acc::default()
+    };
+    for (p, cut) in &programs {
+        enumerate(test, p, &terms, *cut, &mut acc)?;
+    }
+    Ok(verdict(test, acc, terms, model, opts))
+}
+
+/// Every terminating-or-cut combination of thread paths as a program (with whether the loop
+/// bound cut it), built before any enumeration so that the size is known up front.
+fn programs(
+    test: &LitmusTest,
+    per_thread: &[Vec<unroll::Path>],
+    model: Model,
+    opts: &Options,
+) -> Result<Vec<(events::Program, bool)>, ModelError> {
     let mut programs = Vec::new();
     let mut total: u128 = 0;
     let mut idx = vec![0usize; per_thread.len()];
@@ -304,54 +323,42 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<ModelVerdict,
             .map(|(t, &i)| &per_thread[t][i])
             .collect();
         let has_spin = paths.iter().any(|p| p.end == unroll::End::Spin);
-        {
-            let cut = paths.iter().any(|p| p.end == unroll::End::Cut);
-            let p = build(test, &paths, model)?;
-            // A spin without cas operations is non-terminating whatever the values; one
-            // whose only effects are cas operations is decided per execution.
-            let skip = has_spin && !opts.liveness && p.spin_cas.is_empty();
-            total = total.saturating_add(if skip { 0 } else { estimate(&p) });
-            if total > opts.max_candidates {
-                let shown = if total == u128::MAX {
-                    "more than 2^128".to_string()
-                } else {
-                    format!("at least {total}")
-                };
-                return Err(ModelError::TooManyCandidates {
-                    test: test.name.clone(),
-                    estimate: shown,
-                    unroll: opts.unroll,
-                    max: opts.max_candidates,
-                });
-            }
-            if !skip {
-                programs.push((p, cut));
-            }
+        let cut = paths.iter().any(|p| p.end == unroll::End::Cut);
+        let p = build(test, &paths, model)?;
+        // A spin without cas operations is non-terminating whatever the values; one
+        // whose only effects are cas operations is decided per execution.
+        let skip = has_spin && !opts.liveness && p.spin_cas.is_empty();
+        total = total.saturating_add(if skip { 0 } else { estimate(&p) });
+        if total > opts.max_candidates {
+            let shown = if total == u128::MAX {
+                "more than 2^128".to_string()
+            } else {
+                format!("at least {total}")
+            };
+            return Err(ModelError::TooManyCandidates {
+                test: test.name.clone(),
+                estimate: shown,
+                unroll: opts.unroll,
+                max: opts.max_candidates,
+            });
         }
-        let mut k = 0;
-        loop {
-            if k == idx.len() {
-                break;
-            }
-            idx[k] += 1;
-            if idx[k] < per_thread[k].len() {
-                break;
-            }
-            idx[k] = 0;
-            k += 1;
+        if !skip {
+            programs.push((p, cut));
         }
-        if k == idx.len() {
-            break;
+        if !enumerate::next_choice(&mut idx, |k| per_thread[k].len()) {
+            return Ok(programs);
         }
     }
-    let mut acc = Acc {
-        all_satisfy: true,
-        liveness: opts.liveness,
-        ..Acc::default()
-    };
-    for (p, cut) in &programs {
-        enumerate(test, p, &terms, *cut, &mut acc)?;
-    }
+}
+
+/// The verdict from what the enumeration accumulated.
+fn verdict(
+    test: &LitmusTest,
+    acc: Acc,
+    terms: Vec<Term>,
+    model: Model,
+    opts: &Options,
+) -> ModelVerdict {
     let Acc {
         candidates,
         consistent,
@@ -379,7 +386,7 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<ModelVerdict,
         Quantifier::Exists | Quantifier::NotExists => allowed,
         Quantifier::Forall => !all_satisfy,
     };
-    Ok(ModelVerdict {
+    ModelVerdict {
         allowed,
         condition_holds,
         candidates,
@@ -392,7 +399,7 @@ pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<ModelVerdict,
         model,
         hang,
         liveness_violation: opts.liveness.then_some(stuck_witness),
-    })
+    }
 }
 
 /// `gpucts litmus check FILE`: the model's verdict as a printable report.
