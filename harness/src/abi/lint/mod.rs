@@ -291,7 +291,7 @@ pub fn lint_file(path: &std::path::Path) -> Result<LintReport, LintFileError> {
     lint_file_within(path, MAX_PTX_BYTES)
 }
 
-/// [`lint_file`] with another size limit (`gpucts abi lint --max-ptx-bytes`, issue 10).
+/// [`lint_file`] with another size limit (`gpucts abi lint --max-ptx-bytes`).
 pub fn lint_file_within(
     path: &std::path::Path,
     max_bytes: u64,
@@ -1003,9 +1003,9 @@ mod tests {
         );
     }
 
-    // issue 10: 100k forward declarations took quadratic time. The check is linear: 100,000
-    // declarations and their 100,000 definitions lint well inside the bound (a quadratic
-    // pass makes 10^10 comparisons: minutes).
+    // The forward-declaration check is linear: 100,000 declarations and their 100,000
+    // definitions lint well inside the bound (a quadratic pass makes 10^10 comparisons:
+    // minutes).
     #[test]
     fn many_forward_declarations_lint_in_linear_time() {
         let n = 100_000;
@@ -1057,9 +1057,8 @@ mod tests {
             .contains("not a regular file"));
     }
 
-    /// issue 10: no input makes the reader panic, and every refusal has a position. Random
-    /// byte edits, insertions, deletions and truncations (a fixed xorshift seed) of every
-    /// corpus file; a local run of 200,000 such inputs found none either.
+    /// No input makes the reader panic, and every refusal has a position. Random byte edits,
+    /// insertions, deletions and truncations (a fixed xorshift seed) of every corpus file.
     #[test]
     fn mutated_corpus_files_are_read_or_refused_with_a_position() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ptx-corpus");

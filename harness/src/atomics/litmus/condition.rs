@@ -8,20 +8,19 @@ use serde::{Deserialize, Serialize};
 
 use super::parse_int;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr)]
 pub enum Quantifier {
+    #[strum(serialize = "exists")]
     Exists,
+    #[strum(serialize = "~exists")]
     NotExists,
+    #[strum(serialize = "forall")]
     Forall,
 }
 
 impl Quantifier {
     pub fn keyword(self) -> &'static str {
-        match self {
-            Quantifier::Exists => "exists",
-            Quantifier::NotExists => "~exists",
-            Quantifier::Forall => "forall",
-        }
+        self.into()
     }
 }
 
@@ -352,8 +351,8 @@ fn lex_condition(s: &str) -> Result<Vec<Tok>, ConditionError> {
 }
 
 /// The deepest nesting of `(` and `~` a condition may have: the parser and the evaluator
-/// recurse once per level, and 10,000 levels overflowed the stack (issue 10). Real conditions
-/// nest a few levels.
+/// recurse once per level, and 10,000 levels overflow the stack. Real conditions nest a few
+/// levels.
 pub const MAX_CONDITION_DEPTH: usize = 100;
 
 struct CondParser {

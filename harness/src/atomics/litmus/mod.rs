@@ -44,7 +44,10 @@ pub use yaml::{from_yaml, to_yaml};
 
 /// Where a test's threads run relative to each other: the catalogue's and the GPU runner's one
 /// definition (the model itself reads each thread's cta/cluster/gpu).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
+#[strum(serialize_all = "snake_case")]
 pub enum Placement {
     /// All threads in one CTA (CTA 0), thread i in warp i.
     IntraCta,
@@ -53,12 +56,8 @@ pub enum Placement {
 }
 
 impl Placement {
-    pub const ALL: [Placement; 2] = [Placement::IntraCta, Placement::InterCta];
     pub fn name(self) -> &'static str {
-        match self {
-            Placement::IntraCta => "intra_cta",
-            Placement::InterCta => "inter_cta",
-        }
+        self.into()
     }
 }
 
@@ -188,8 +187,20 @@ pub enum Op {
 /// Register arithmetic of Dat3M's PTX litmus dialect (`add`, `sub`, `mul`, `div`, `and`, `or`,
 /// `xor`), on 64-bit two's-complement values; division by zero gives 0 (no litmus test
 /// divides by zero; the value is fixed so that every execution has one).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum LocalOp {
     Add,
     Sub,
@@ -201,28 +212,11 @@ pub enum LocalOp {
 }
 
 impl LocalOp {
-    pub const ALL: [LocalOp; 7] = [
-        LocalOp::Add,
-        LocalOp::Sub,
-        LocalOp::Mul,
-        LocalOp::Div,
-        LocalOp::And,
-        LocalOp::Or,
-        LocalOp::Xor,
-    ];
     pub fn name(self) -> &'static str {
-        match self {
-            LocalOp::Add => "add",
-            LocalOp::Sub => "sub",
-            LocalOp::Mul => "mul",
-            LocalOp::Div => "div",
-            LocalOp::And => "and",
-            LocalOp::Or => "or",
-            LocalOp::Xor => "xor",
-        }
+        self.into()
     }
     pub fn parse(s: &str) -> Option<LocalOp> {
-        LocalOp::ALL.into_iter().find(|o| o.name() == s)
+        s.parse().ok()
     }
     pub fn apply(self, a: i64, b: i64) -> i64 {
         match self {
@@ -238,39 +232,41 @@ impl LocalOp {
 }
 
 /// The comparison of a conditional branch (`beq`, `bne`, `blt`, `ble`, `bgt`, `bge`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum BranchCond {
+    #[strum(serialize = "beq")]
     Eq,
+    #[strum(serialize = "bne")]
     Ne,
+    #[strum(serialize = "blt")]
     Lt,
+    #[strum(serialize = "ble")]
     Le,
+    #[strum(serialize = "bgt")]
     Gt,
+    #[strum(serialize = "bge")]
     Ge,
 }
 
 impl BranchCond {
-    pub const ALL: [BranchCond; 6] = [
-        BranchCond::Eq,
-        BranchCond::Ne,
-        BranchCond::Lt,
-        BranchCond::Le,
-        BranchCond::Gt,
-        BranchCond::Ge,
-    ];
     /// The Dat3M mnemonic (`beq`, ...).
     pub fn mnemonic(self) -> &'static str {
-        match self {
-            BranchCond::Eq => "beq",
-            BranchCond::Ne => "bne",
-            BranchCond::Lt => "blt",
-            BranchCond::Le => "ble",
-            BranchCond::Gt => "bgt",
-            BranchCond::Ge => "bge",
-        }
+        self.into()
     }
     pub fn from_mnemonic(s: &str) -> Option<BranchCond> {
-        BranchCond::ALL.into_iter().find(|c| c.mnemonic() == s)
+        s.parse().ok()
     }
     pub fn holds(self, a: i64, b: i64) -> bool {
         match self {
@@ -297,8 +293,21 @@ impl BranchCond {
 
 /// The proxy through which memory is accessed (PTX ISA 7.5, memory consistency model,
 /// "proxies": generic, texture, surface, constant).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Default,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Proxy {
     #[default]
     Generic,
@@ -308,29 +317,30 @@ pub enum Proxy {
 }
 
 impl Proxy {
-    pub const ALL: [Proxy; 4] = [
-        Proxy::Generic,
-        Proxy::Texture,
-        Proxy::Surface,
-        Proxy::Constant,
-    ];
     pub fn name(self) -> &'static str {
-        match self {
-            Proxy::Generic => "generic",
-            Proxy::Texture => "texture",
-            Proxy::Surface => "surface",
-            Proxy::Constant => "constant",
-        }
+        self.into()
     }
     pub fn parse(s: &str) -> Option<Proxy> {
-        Proxy::ALL.into_iter().find(|p| p.name() == s)
+        s.parse().ok()
     }
 }
 
 /// What a `fence.proxy.*` orders: one non-generic proxy against the generic one, or virtual
 /// aliases of one physical location (`alias`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum ProxyFenceKind {
     Texture,
     Surface,
@@ -340,21 +350,10 @@ pub enum ProxyFenceKind {
 
 impl ProxyFenceKind {
     pub fn name(self) -> &'static str {
-        match self {
-            ProxyFenceKind::Texture => "texture",
-            ProxyFenceKind::Surface => "surface",
-            ProxyFenceKind::Constant => "constant",
-            ProxyFenceKind::Alias => "alias",
-        }
+        self.into()
     }
     pub fn parse(s: &str) -> Option<ProxyFenceKind> {
-        Some(match s {
-            "texture" => ProxyFenceKind::Texture,
-            "surface" => ProxyFenceKind::Surface,
-            "constant" => ProxyFenceKind::Constant,
-            "alias" => ProxyFenceKind::Alias,
-            _ => return None,
-        })
+        s.parse().ok()
     }
     /// The proxy the fence orders against the generic proxy (`None` for `alias`).
     pub fn proxy(self) -> Option<Proxy> {
@@ -587,8 +586,7 @@ pub enum LitmusFileError {
 
 /// Parses an integer value: a PTX literal ([`crate::ptx::literal`]: `010` is octal 8) with
 /// an optional sign, in the range of a 64-bit signed value: `-9223372036854775808` (i64::MIN)
-/// is accepted and any larger magnitude refused, whatever the base (issue 10: i64::MIN was
-/// refused while larger magnitudes passed).
+/// is accepted and any larger magnitude refused, whatever the base.
 pub fn parse_int(s: &str) -> Option<i64> {
     let s = s.trim();
     let (neg, digits) = match s.strip_prefix('-') {
@@ -619,9 +617,9 @@ pub fn is_name(s: &str) -> bool {
 }
 
 /// The most locations a test may list. Every reader checks these bounds as it reads, before
-/// any work that grows with the test (an init block of 100,000 locations took minutes in the
-/// checker, which scanned the locations once per location); real tests have a handful, and
-/// the checker itself handles at most 64 events, one initial write per location among them.
+/// any work that grows with the test (work per location per location makes an init block of
+/// 100,000 locations take minutes); real tests have a handful, and the checker itself
+/// handles at most 64 events, one initial write per location among them.
 pub const MAX_LOCATIONS: usize = 1024;
 /// The most threads a test may have.
 pub const MAX_THREADS: usize = 256;

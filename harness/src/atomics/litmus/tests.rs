@@ -3,8 +3,8 @@ use std::collections::BTreeSet;
 
 const MP: &str = "name: MP\nthreads:\n  - cta: 0\n    ops:\n      - st: {loc: data, val: 42, sem: relaxed, scope: gpu}\n      - st: {loc: flag, val: 1, sem: release, scope: gpu}\n  - cta: 1\n    ops:\n      - ld: {reg: r0, loc: flag, sem: acquire, scope: gpu}\n      - ld: {reg: r1, loc: data, sem: relaxed, scope: gpu}\ncondition: 'exists (P1:r0 == 1 /\\ P1:r1 == 0)'\n";
 
-/// Issue 10 item 5: `litmus export | import` is the identity, on every catalogue test and
-/// every shipped test (issue 10: export wrote names its own import rejected).
+/// `litmus export | import` is the identity, on every catalogue test and every shipped test:
+/// export writes no name its own import rejects.
 #[test]
 fn export_then_import_is_the_identity() {
     let mut tests = crate::atomics::catalog::catalog();
@@ -119,7 +119,7 @@ fn export_then_import_is_the_identity() {
 
 #[test]
 fn deep_conditions_are_refused_without_overflowing_the_stack() {
-    // Issue 10: 10,000 nested parentheses or `~` overflowed the stack.
+    // 10,000 nested parentheses or `~` would overflow the stack of a recursive parser.
     for deep in [
         format!(
             "exists {}P1:r0 == 1{}",
@@ -138,8 +138,7 @@ fn deep_conditions_are_refused_without_overflowing_the_stack() {
 
 #[test]
 fn operands_and_addresses_must_be_names_or_integers() {
-    // Issue 10: `1+1` as an operand and an empty address were accepted and changed the
-    // verdict.
+    // `1+1` as an operand or an empty address, if accepted, would change the verdict.
     let e = from_yaml(&MP.replace("val: 42", "val: 1+1"))
         .unwrap_err()
         .to_string();
@@ -160,7 +159,7 @@ fn operands_and_addresses_must_be_names_or_integers() {
 
 #[test]
 fn ld_release_in_yaml_is_reported_at_its_line() {
-    // Issue 10: errors found after parsing had no line.
+    // Errors found after parsing carry the line of what they name.
     let e = from_yaml(&MP.replace("flag, sem: acquire", "flag, sem: release")).unwrap_err();
     // The error names the operation (P1's first), which the reader places at its line.
     assert!(
@@ -247,7 +246,7 @@ fn a_register_initialised_twice_is_refused() {
 
 #[test]
 fn integers_are_exactly_the_i64_range() {
-    // Issue 10: i64::MIN was refused while larger magnitudes passed.
+    // The bounds are exactly i64's: i64::MIN is accepted, one past either end refused.
     assert_eq!(parse_int("-9223372036854775808"), Some(i64::MIN));
     assert_eq!(parse_int("9223372036854775807"), Some(i64::MAX));
     assert_eq!(parse_int("9223372036854775808"), None);
@@ -259,7 +258,7 @@ fn integers_are_exactly_the_i64_range() {
 }
 
 /// A huge init block is refused at its first location past [`MAX_LOCATIONS`], before the
-/// rest is read (100,000 locations took minutes in the checker); up to the bound it reads.
+/// rest is read (100,000 locations would take minutes in the checker); up to the bound it reads.
 #[test]
 fn an_init_block_past_the_location_bound_is_refused_at_the_entry() {
     let block = |n: usize| -> String {
@@ -484,4 +483,35 @@ fn scope_inclusion_follows_placement() {
     assert!(a.scope_includes(Scope::Cluster, &b));
     assert!(!a.scope_includes(Scope::Gpu, &c));
     assert!(a.scope_includes(Scope::Sys, &c));
+}
+
+/// The names each vocabulary reads and writes, as Dat3M's PTX litmus syntax and the PTX ISA
+/// spell them, and every name parses back to its value.
+#[test]
+fn vocabulary_names_round_trip() {
+    use strum::VariantArray;
+    let mnemonics: Vec<&str> = BranchCond::VARIANTS.iter().map(|c| c.mnemonic()).collect();
+    assert_eq!(mnemonics, ["beq", "bne", "blt", "ble", "bgt", "bge"]);
+    let local: Vec<&str> = LocalOp::VARIANTS.iter().map(|o| o.name()).collect();
+    assert_eq!(local, ["add", "sub", "mul", "div", "and", "or", "xor"]);
+    let proxies: Vec<&str> = Proxy::VARIANTS.iter().map(|p| p.name()).collect();
+    assert_eq!(proxies, ["generic", "texture", "surface", "constant"]);
+    let fences: Vec<&str> = ProxyFenceKind::VARIANTS.iter().map(|k| k.name()).collect();
+    assert_eq!(fences, ["texture", "surface", "constant", "alias"]);
+    let placements: Vec<&str> = Placement::VARIANTS.iter().map(|p| p.name()).collect();
+    assert_eq!(placements, ["intra_cta", "inter_cta"]);
+    assert_eq!(Quantifier::NotExists.keyword(), "~exists");
+    for &c in BranchCond::VARIANTS {
+        assert_eq!(BranchCond::from_mnemonic(c.mnemonic()), Some(c));
+    }
+    for &o in LocalOp::VARIANTS {
+        assert_eq!(LocalOp::parse(o.name()), Some(o));
+    }
+    for &p in Proxy::VARIANTS {
+        assert_eq!(Proxy::parse(p.name()), Some(p));
+    }
+    for &k in ProxyFenceKind::VARIANTS {
+        assert_eq!(ProxyFenceKind::parse(k.name()), Some(k));
+    }
+    assert_eq!(Proxy::parse("Generic"), None);
 }

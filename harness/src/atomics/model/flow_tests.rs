@@ -2,6 +2,7 @@
 //! PTX ISA by hand (argued beside each), plus the export -> import identity over random tests.
 
 use rand::{Rng, SeedableRng};
+use strum::VariantArray;
 
 use super::{try_check_with, Options};
 use crate::atomics::litmus::dat3m::{export, import};
@@ -224,13 +225,13 @@ fn random_op(rng: &mut rand_chacha::ChaCha8Rng, labels: &[String]) -> Op {
         },
         5 => Op::Mov { reg, val },
         6 => Op::Local {
-            op: LocalOp::ALL[pick(rng, 7)],
+            op: LocalOp::VARIANTS[pick(rng, 7)],
             reg,
             a: Operand::Reg(regs[pick(rng, 3)].to_string()),
             b: val,
         },
         7 if !labels.is_empty() => Op::Branch {
-            cond: BranchCond::ALL[pick(rng, 6)],
+            cond: BranchCond::VARIANTS[pick(rng, 6)],
             a: Operand::Reg(regs[pick(rng, 3)].to_string()),
             b: val,
             target: labels[pick(rng, labels.len())].clone(),

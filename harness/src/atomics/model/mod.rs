@@ -45,7 +45,20 @@ use enumerate::{enumerate, estimate, Acc};
 use events::build;
 
 /// The axioms, in the order a rejection names the first one violated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Axiom {
     Coherence,
     FenceSc,
@@ -57,20 +70,7 @@ pub enum Axiom {
 
 impl Axiom {
     pub fn name(self) -> &'static str {
-        match self {
-            Axiom::Coherence => "coherence",
-            Axiom::FenceSc => "fence-sc",
-            Axiom::Atomicity => "atomicity",
-            Axiom::NoThinAir => "no-thin-air",
-            Axiom::ScPerLocation => "sc-per-location",
-            Axiom::Causality => "causality",
-        }
-    }
-}
-
-impl fmt::Display for Axiom {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        self.into()
     }
 }
 
@@ -118,7 +118,63 @@ pub struct ModelVerdict {
     pub liveness_violation: Option<Option<String>>,
 }
 
+/// Whether some consistent execution reaches the condition's proposition: the `outcome:` of
+/// `gpucts litmus check` and of a `litmus:` case.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::Display,
+    strum::VariantArray,
+)]
+#[strum(serialize_all = "lowercase")]
+pub enum Outcome {
+    Allowed,
+    Forbidden,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+}
+
 impl ModelVerdict {
+    /// The decided outcome; `None` when the checker could not decide (an error, or an
+    /// execution cut by the loop bound could decide it) or answered the liveness question.
+    pub fn outcome(&self) -> Option<Outcome> {
+        if self.error.is_some() || self.liveness_violation.is_some() || self.bound_reached {
+            return None;
+        }
+        Some(if self.allowed {
+            Outcome::Allowed
+        } else {
+            Outcome::Forbidden
+        })
+    }
+
+    /// The text of the report's `outcome:` line (`allowed`, `forbidden`, `unknown (why)`);
+    /// `None` for a liveness answer, whose report has no such line.
+    pub fn outcome_text(&self) -> Option<String> {
+        if let Some(e) = &self.error {
+            return Some(format!("unknown ({e})"));
+        }
+        if self.liveness_violation.is_some() {
+            return None;
+        }
+        if self.bound_reached {
+            return Some(
+                "unknown (bound reached: an execution cut by the loop bound could decide the condition; raise --unroll)"
+                    .to_string(),
+            );
+        }
+        self.outcome().map(|o| o.name().to_string())
+    }
+
     /// Whether observed values of [`ModelVerdict::terms`] (same order) are an outcome of some
     /// consistent execution; a GPU run that sees any other outcome has broken the model.
     pub fn outcome_allowed(&self, values: &[i64]) -> bool {
@@ -129,7 +185,7 @@ impl ModelVerdict {
 /// The most candidate executions `try_check` will enumerate.
 /// The figure is the guard's upper bound, not what the search visits: the catalogue's CAS
 /// locks (bound ~3.9M) check in seconds. 5M admits them and refuses the 8-thread SB with
-/// fence.sc (10.3M) that issue 10 saw run for minutes; `litmus check --max-candidates N`
+/// fence.sc (bound 10.3M), whose enumeration takes minutes; `litmus check --max-candidates N`
 /// raises it.
 pub const MAX_CANDIDATES: u128 = 5_000_000;
 
@@ -154,29 +210,26 @@ pub fn check(test: &LitmusTest) -> ModelVerdict {
 }
 
 /// Which memory model judges a test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, strum::IntoStaticStr, strum::EnumString, strum::VariantArray,
+)]
 pub enum Model {
     /// PTX ISA 6.0 without proxies (Dat3M `ptx-v6.0.cat`), the default for tests without
     /// proxies.
+    #[strum(serialize = "ptx-v6.0")]
     V60,
     /// PTX ISA 7.5 with proxies (Dat3M `ptx-v7.5.cat`): generic/texture/surface/constant
     /// proxies, `fence.proxy.*`, virtual aliases.
+    #[strum(serialize = "ptx-v7.5")]
     V75,
 }
 
 impl Model {
     pub fn name(self) -> &'static str {
-        match self {
-            Model::V60 => "ptx-v6.0",
-            Model::V75 => "ptx-v7.5",
-        }
+        self.into()
     }
     pub fn parse(s: &str) -> Option<Model> {
-        match s {
-            "ptx-v6.0" => Some(Model::V60),
-            "ptx-v7.5" => Some(Model::V75),
-            _ => None,
-        }
+        s.parse().ok()
     }
 }
 
@@ -402,8 +455,22 @@ fn verdict(
     }
 }
 
-/// `gpucts litmus check FILE`: the model's verdict as a printable report.
-pub fn check_file(path: &std::path::Path) -> Result<String, CheckFileError> {
+/// What `gpucts litmus check` found: the test read from the file and the model's verdict.
+/// Displays as the command's report ([`report`]).
+#[derive(Debug, Clone)]
+pub struct FileVerdict {
+    pub test: LitmusTest,
+    pub verdict: ModelVerdict,
+}
+
+impl fmt::Display for FileVerdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&report(&self.test, &self.verdict))
+    }
+}
+
+/// `gpucts litmus check FILE`: the model's verdict on the file's test.
+pub fn check_file(path: &std::path::Path) -> Result<FileVerdict, CheckFileError> {
     check_file_with(path, DEFAULT_UNROLL, None, false, None)
 }
 
@@ -414,7 +481,7 @@ pub fn check_file_with(
     model: Option<&str>,
     liveness: bool,
     max_candidates: Option<u128>,
-) -> Result<String, CheckFileError> {
+) -> Result<FileVerdict, CheckFileError> {
     let max_candidates = max_candidates.unwrap_or(MAX_CANDIDATES);
     let model = match model {
         None => None,
@@ -448,7 +515,7 @@ pub fn check_file_with(
             source,
         }
     })?;
-    Ok(report(&test, &verdict))
+    Ok(FileVerdict { test, verdict })
 }
 
 /// The printable report of `gpucts litmus check`.
@@ -456,10 +523,6 @@ pub fn report(test: &LitmusTest, v: &ModelVerdict) -> String {
     let mut s = String::new();
     s.push_str(&format!("test: {}\n", test.name));
     s.push_str(&format!("condition: {}\n", test.condition));
-    if let Some(e) = &v.error {
-        s.push_str(&format!("outcome: unknown ({e})\n"));
-        return s;
-    }
     if let Some(l) = &v.liveness_violation {
         match l {
             Some(w) => s.push_str(&format!(
@@ -469,22 +532,19 @@ pub fn report(test: &LitmusTest, v: &ModelVerdict) -> String {
                 "liveness: terminates (no consistent execution loops forever or blocks at a barrier)\n",
             ),
         }
-        s.push_str(&format!("model: {}\n", v.model.name()));
+    }
+    if let Some(o) = v.outcome_text() {
+        s.push_str(&format!("outcome: {o}\n"));
+    }
+    if v.error.is_some() {
         return s;
     }
-    if v.bound_reached {
-        s.push_str(&format!(
-            "outcome: unknown (bound reached: an execution cut by the loop bound could decide the condition; raise --unroll)\nmodel: {}\n",
-            v.model.name()
-        ));
-        return s;
-    }
-    s.push_str(&format!(
-        "outcome: {}\n",
-        if v.allowed { "allowed" } else { "forbidden" }
-    ));
     s.push_str(&format!("model: {}\n", v.model.name()));
-    // Issue 17 item 3: one statement read once, not "holds: no (exists: some ... satisfies it)".
+    if v.outcome().is_none() {
+        return s;
+    }
+    // One statement, read once: the quantified proposition, what the executions show, and
+    // whether the condition therefore holds.
     let prop = test.condition.to_string();
     let prop = prop.split_once(' ').map_or(prop.as_str(), |(_, p)| p);
     let q = test.condition.quantifier.keyword();

@@ -151,8 +151,8 @@ pub fn export(test: &LitmusTest) -> String {
                 let _ = write!(head, ",cluster {c}");
             }
             let _ = write!(head, ",gpu {}", t.gpu);
-            // The warp is a placement hint the import reads back (`warp N`): without it an
-            // export | import round trip lost it (issue 10 item 5).
+            // The warp is a placement hint the import reads back (`warp N`), so that
+            // export | import keeps it.
             if let Some(w) = t.warp {
                 let _ = write!(head, ",warp {w}");
             }
