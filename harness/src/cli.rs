@@ -703,7 +703,7 @@ fn litmus(action: LitmusCmd) -> i32 {
             *liveness,
             max_candidates.map(u128::from),
         )
-        .map(|t| (t, EXIT_OK))
+        .map(|v| (v.to_string(), EXIT_OK))
         .map_err(|e| e.to_string()),
         LitmusCmd::Kernel { file, output } => {
             crate::atomics::gpu::kernel_command(file, output).map(|t| (t, EXIT_OK))

@@ -10,6 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use strum::VariantArray;
+
 use crate::atomics::litmus::{
     parse_condition, AtomOp, LitmusTest, Location, Op, Operand, Scope, Sem, Thread,
 };
@@ -343,7 +345,7 @@ pub fn entries() -> Vec<CatalogEntry> {
     for shape in Shape::ALL {
         for mapping in Mapping::ALL {
             for scope in SCOPES {
-                for placement in Placement::ALL {
+                for &placement in Placement::VARIANTS {
                     out.push(CatalogEntry {
                         shape,
                         mapping,
@@ -373,7 +375,7 @@ fn parse_name(name: &str) -> Option<(Shape, Mapping, Scope, Placement)> {
         *Shape::ALL.iter().find(|x| x.name() == s)?,
         *Mapping::ALL.iter().find(|x| x.name() == m)?,
         *SCOPES.iter().find(|x| x.name() == sc)?,
-        *Placement::ALL.iter().find(|x| x.name() == p)?,
+        p.parse::<Placement>().ok()?,
     ))
 }
 

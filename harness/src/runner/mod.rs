@@ -419,7 +419,7 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
             id: case.id.clone(),
             area: case.area.clone(),
             clause: case.clause.clone(),
-            origin: case.origin.clone(),
+            origin: case.origin.to_string(),
             status,
             verdict,
             duration_s,

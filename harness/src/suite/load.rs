@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::matrix::{self, Axis};
-use super::Case;
+use super::{Case, Origin};
 use crate::area::{AreaParser, Areas};
 use crate::capability::Capability;
 
@@ -96,8 +96,8 @@ const DEFAULT_TIMEOUT_S: f64 = 120.0;
 /// `Duration::from_secs_f64` panics on infinity.
 pub const MAX_TIMEOUT_S: f64 = 86_400.0;
 
-/// What each key of a suite file holds, in the suite format's terms (issue 17 item 4: an error
-/// names the field and what is allowed).
+/// What each key of a suite file holds, in the suite format's terms, so that an error names
+/// the field and what is allowed.
 pub fn suite_field_help(field: &str) -> Option<&'static str> {
     Some(match field {
         "area" => "`area:` names the spec area (abi, xcall, syscalls, atomics, dwarf, gpudirect, selftest)",
@@ -355,7 +355,11 @@ impl EntryReader<'_> {
                 requires,
                 isolate,
                 timeout: Duration::from_secs_f64(timeout_s),
-                origin: format!("{}:{line}:{column}", self.path.display()),
+                origin: Origin {
+                    file: self.path.to_path_buf(),
+                    line,
+                    column,
+                },
                 file: self.path.to_path_buf(),
                 check,
             });
@@ -387,14 +391,13 @@ fn entry_rules(entry: &RawCase, area: &str) -> Result<(), String> {
 
 /// A case id defined twice in one file: an error at the second, naming the first.
 fn duplicate_ids(path: &Path, cases: &[Case], errors: &mut Vec<SuiteError>) {
-    let mut seen: HashMap<&str, &str> = HashMap::new();
+    let mut seen: HashMap<&str, &Origin> = HashMap::new();
     for c in cases {
         if let Some(first) = seen.insert(&c.id, &c.origin) {
-            let (line, column) = parse_origin_pos(&c.origin);
             errors.push(error_at(
                 path,
-                line,
-                column,
+                c.origin.line,
+                c.origin.column,
                 format!("duplicate case id `{}` (first defined at {first})", c.id),
             ));
         }
@@ -567,13 +570,6 @@ pub fn bare_message(e: &serde_saphyr::Error) -> String {
     }
 }
 
-pub(super) fn parse_origin_pos(origin: &str) -> (u64, u64) {
-    let mut it = origin.rsplitn(3, ':');
-    let col = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let line = it.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    (line, col)
-}
-
 /// A `--suite` argument that names no suite file.
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteArgError {
@@ -661,15 +657,14 @@ pub fn load_suites_with(
             Err(e) => errors.extend(e),
         }
     }
-    let mut seen: HashMap<String, String> = HashMap::new();
+    let mut seen: HashMap<String, Origin> = HashMap::new();
     for s in &suites {
         for c in &s.cases {
             if let Some(first) = seen.insert(c.id.clone(), c.origin.clone()) {
-                let (line, column) = parse_origin_pos(&c.origin);
                 errors.push(SuiteError {
                     file: s.file.clone(),
-                    line,
-                    column,
+                    line: c.origin.line,
+                    column: c.origin.column,
                     message: format!("duplicate case id `{}` (first defined at {first})", c.id),
                 });
             }

@@ -44,8 +44,39 @@ pub struct Case {
     pub isolate: bool,
     pub timeout: Duration,
     /// Where the entry stands, for messages: `suites/abi.yaml:12:5`.
-    pub origin: String,
+    pub origin: Origin,
     /// The suite file, so an isolated child can load the same case.
     pub file: PathBuf,
     pub check: Arc<dyn Check>,
+}
+
+/// Where a suite entry stands: its file and the 1-based line and column of the entry.
+/// Displays as `file:line:column`, the form every message uses.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: u64,
+    pub column: u64,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Origin;
+
+    #[test]
+    fn origin_displays_as_file_line_column() {
+        // The form of every suite message and of results.json's `origin` (see `Case::origin`).
+        let o = Origin {
+            file: "suites/abi.yaml".into(),
+            line: 12,
+            column: 5,
+        };
+        assert_eq!(o.to_string(), "suites/abi.yaml:12:5");
+    }
 }

@@ -1,4 +1,4 @@
-//! What a run would refuse, found before it starts (issue 10 Deliver 2): each case's area checks
+//! What a run would refuse, found before it starts: each case's area checks
 //! the content of its `check:` ([`crate::area::Check::validate`]: files it reads, names it looks
 //! up, values it rejects), and each problem is placed at `file:line:column` of the key in the
 //! suite file, or of the matrix or table value it came from.
@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use super::load::{parse_origin_pos, SuiteError};
+use super::load::SuiteError;
 use super::LoadedSuite;
 use crate::area::{CaseError, ValidateContext};
 
@@ -28,7 +28,7 @@ pub fn validate_cases(suites: &[LoadedSuite], root: &Path) -> Vec<SuiteError> {
             let Err(errors) = case.check.validate(&ctx) else {
                 continue;
             };
-            let entry = parse_origin_pos(&case.origin);
+            let entry = (case.origin.line, case.origin.column);
             for e in errors {
                 let (line, column) = place(&lines, entry, &e).unwrap_or(entry);
                 let message = format!("case `{}`: {}", case.id, e.message);

@@ -428,9 +428,9 @@ impl std::fmt::Display for Kept {
 /// Some output arrived but not all of it, and every line that arrived is a whole line the one
 /// thread printed, in the order it printed them: which records an overflowing FIFO loses is
 /// not specified (the CUDA C++ Programming Guide calls the buffer circular, older output
-/// overwritten; driver 580.159.04 on an H100 with a 64 KiB FIFO kept printed lines
-/// 3603..=4095 of 4096 in one run and lines from 0 with a gap after 1224 in another), but a
-/// record is kept or lost whole, and one thread's records keep their order. (The FIFO holds
+/// overwritten, yet a driver may keep the last records in one run and the first ones, with a
+/// gap, in another), but a record is kept or lost whole, and one thread's records keep their
+/// order. (The FIFO holds
 /// printf records, format pointer and arguments, not rendered text, so the text that arrives
 /// may be longer than the FIFO.)
 pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDivergence> {
@@ -750,8 +750,8 @@ fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let ok = vec![0u8; BLOCK_THREADS as usize * 4];
     let s = Session::open(0)?;
     s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)?;
-    // The driver may round the heap up (driver 580.159.04 on an H100 gave malloc(2 MiB) a
-    // block after a 1 MiB request): "beyond the heap" means beyond what cuCtxGetLimit reports.
+    // The driver may round the heap up (a 1 MiB request can leave room for malloc(2 MiB)):
+    // "beyond the heap" means beyond what cuCtxGetLimit reports.
     let heap = s.limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE)?;
     let big_size = heap.saturating_mul(2);
     let src = malloc_source(big_size);

@@ -291,7 +291,7 @@ pub fn lint_file(path: &std::path::Path) -> Result<LintReport, LintFileError> {
     lint_file_within(path, MAX_PTX_BYTES)
 }
 
-/// [`lint_file`] with another size limit (`gpucts abi lint --max-ptx-bytes`, issue 10).
+/// [`lint_file`] with another size limit (`gpucts abi lint --max-ptx-bytes`).
 pub fn lint_file_within(
     path: &std::path::Path,
     max_bytes: u64,
@@ -477,8 +477,17 @@ pub fn decl_rules(
     address_size: AddressSize,
 ) -> Vec<(Rule, String)> {
     let mut v = Vec::new();
-    let device = kind == FunctionKind::Func;
+    well_formedness(p, address_size, &mut v);
+    if kind == FunctionKind::Func {
+        device_rules(p, &mut v);
+    } else {
+        entry_rules(p, &mut v);
+    }
+    v
+}
 
+/// The rules every declaration keeps, a kernel's too.
+fn well_formedness(p: &ParamDecl, address_size: AddressSize, v: &mut Vec<(Rule, String)>) {
     // Well-formedness, for kernels too. Note D bounds the parameter's own alignment; the
     // pointee alignment of `.ptr .align N` only has to be a power of two (PTX ISA).
     if let Some(a) = p.align.filter(|a| !(a.is_power_of_two() && *a <= 128)) {
@@ -526,22 +535,27 @@ pub fn decl_rules(
             ),
         ));
     }
-    if !device {
-        if p.array == Some(None) {
-            v.push((
-                Rule::EntryIncompleteArray,
-                "a kernel parameter declared `name[]`; its size must be given".into(),
-            ));
-        }
-        if p.space != ParamSpace::Param {
-            v.push((
-                Rule::EntryParamSpace,
-                "a kernel parameter declared in `.reg`; kernel parameters are in `.param`".into(),
-            ));
-        }
-        return v;
-    }
+}
 
+/// A kernel parameter's own rules: a complete size, the `.param` space.
+fn entry_rules(p: &ParamDecl, v: &mut Vec<(Rule, String)>) {
+    if p.array == Some(None) {
+        v.push((
+            Rule::EntryIncompleteArray,
+            "a kernel parameter declared `name[]`; its size must be given".into(),
+        ));
+    }
+    if p.space != ParamSpace::Param {
+        v.push((
+            Rule::EntryParamSpace,
+            "a kernel parameter declared in `.reg`; kernel parameters are in `.param`".into(),
+        ));
+    }
+}
+
+/// A device function parameter's rules: no kernel attributes, `.param`, and an aggregate,
+/// vector or scalar with a row in the parameter table.
+fn device_rules(p: &ParamDecl, v: &mut Vec<(Rule, String)>) {
     if p.ptr.is_some() {
         // ptxas 12.9: "Illegal placement of kernel parameter attribute".
         v.push((
@@ -579,7 +593,7 @@ pub fn decl_rules(
                 ),
             ));
         }
-        return v;
+        return;
     }
     if p.vector.is_some() {
         if p.space != ParamSpace::Param {
@@ -592,9 +606,14 @@ pub fn decl_rules(
                 ),
             ));
         }
-        return v;
+        return;
     }
-    match p.ty {
+    scalar_type_rules(p.ty, v);
+}
+
+/// A scalar device parameter's type: the ones the parameter table has no row for.
+fn scalar_type_rules(ty: PtxType, v: &mut Vec<(Rule, String)>) {
+    match ty {
         t if t.is_half_float() => {
             v.push((Rule::HalfFloat, format!("{t} is a 16-bit floating-point type, which cannot be a parameter or return value")));
         }
@@ -614,11 +633,10 @@ pub fn decl_rules(
             ));
         }
         PtxType::Pred | PtxType::B128 => {
-            v.push((Rule::TableType, format!("{} has no row in the table", p.ty)));
+            v.push((Rule::TableType, format!("{ty} has no row in the table")));
         }
         _ => {}
     }
-    v
 }
 
 fn check(
@@ -985,9 +1003,9 @@ mod tests {
         );
     }
 
-    // issue 10: 100k forward declarations took quadratic time. The check is linear: 100,000
-    // declarations and their 100,000 definitions lint well inside the bound (a quadratic
-    // pass makes 10^10 comparisons: minutes).
+    // The forward-declaration check is linear: 100,000 declarations and their 100,000
+    // definitions lint well inside the bound (a quadratic pass makes 10^10 comparisons:
+    // minutes).
     #[test]
     fn many_forward_declarations_lint_in_linear_time() {
         let n = 100_000;
@@ -1039,9 +1057,8 @@ mod tests {
             .contains("not a regular file"));
     }
 
-    /// issue 10: no input makes the reader panic, and every refusal has a position. Random
-    /// byte edits, insertions, deletions and truncations (a fixed xorshift seed) of every
-    /// corpus file; a local run of 200,000 such inputs found none either.
+    /// No input makes the reader panic, and every refusal has a position. Random byte edits,
+    /// insertions, deletions and truncations (a fixed xorshift seed) of every corpus file.
     #[test]
     fn mutated_corpus_files_are_read_or_refused_with_a_position() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../ptx-corpus");

@@ -2,6 +2,7 @@
 //! PTX ISA by hand (argued beside each), plus the export -> import identity over random tests.
 
 use rand::{Rng, SeedableRng};
+use strum::VariantArray;
 
 use super::{try_check_with, Options};
 use crate::atomics::litmus::dat3m::{export, import};
@@ -96,154 +97,192 @@ fn a_proxy_fence_makes_a_surface_store_visible_to_generic_loads() {
     assert_eq!(holds(&t("fence.proxy.texture")), (false, false));
 }
 
+/// A random number below `n`.
+fn pick(rng: &mut rand_chacha::ChaCha8Rng, n: usize) -> usize {
+    rng.random_range(0..n)
+}
+
+const SEMS_LD: [Sem; 3] = [Sem::Weak, Sem::Relaxed, Sem::Acquire];
+const SEMS_ST: [Sem; 3] = [Sem::Weak, Sem::Relaxed, Sem::Release];
+const SEMS_RMW: [Sem; 4] = [Sem::Relaxed, Sem::Acquire, Sem::Release, Sem::AcqRel];
+const SEMS_F: [Sem; 4] = [Sem::Sc, Sem::AcqRel, Sem::Acquire, Sem::Release];
+const OPS_RMW: [AtomOp; 9] = [
+    AtomOp::Add,
+    AtomOp::Sub,
+    AtomOp::Exch,
+    AtomOp::And,
+    AtomOp::Or,
+    AtomOp::Xor,
+    AtomOp::Min,
+    AtomOp::Max,
+    AtomOp::Cas,
+];
+const REGS: [&str; 3] = ["r0", "r1", "r2"];
+
 fn random_test(rng: &mut rand_chacha::ChaCha8Rng, k: usize) -> LitmusTest {
-    let sems_ld = [Sem::Weak, Sem::Relaxed, Sem::Acquire];
-    let sems_st = [Sem::Weak, Sem::Relaxed, Sem::Release];
-    let sems_rmw = [Sem::Relaxed, Sem::Acquire, Sem::Release, Sem::AcqRel];
-    let sems_f = [Sem::Sc, Sem::AcqRel, Sem::Acquire, Sem::Release];
-    let ops_rmw = [
-        AtomOp::Add,
-        AtomOp::Sub,
-        AtomOp::Exch,
-        AtomOp::And,
-        AtomOp::Or,
-        AtomOp::Xor,
-        AtomOp::Min,
-        AtomOp::Max,
-        AtomOp::Cas,
-    ];
-    let regs = ["r0", "r1", "r2"];
-    let plain = ["x", "y"];
-    let mut pick = |n: usize| rng.random_range(0..n);
-    let nthreads = 1 + pick(3);
+    let regs = REGS;
+    let nthreads = 1 + pick(rng, 3);
     let mut threads = Vec::new();
     for ti in 0..nthreads {
-        let labels: Vec<String> = (0..pick(3)).map(|i| format!("LC{ti}{i}")).collect();
+        let labels: Vec<String> = (0..pick(rng, 3)).map(|i| format!("LC{ti}{i}")).collect();
         let mut ops = Vec::new();
-        for _ in 0..1 + pick(7) {
-            let reg = regs[pick(3)].to_string();
-            let val = if pick(2) == 0 {
-                Operand::Const(pick(20) as i64 - 5)
-            } else {
-                Operand::Reg(regs[pick(3)].to_string())
-            };
-            let loc = plain[pick(2)].to_string();
-            let scope = Scope::ALL[pick(4)];
-            let op = match pick(12) {
-                0 => {
-                    let sem = sems_ld[pick(3)];
-                    Op::Ld {
-                        reg,
-                        loc,
-                        sem,
-                        scope: (sem != Sem::Weak).then_some(scope),
-                    }
-                }
-                1 => {
-                    let sem = sems_st[pick(3)];
-                    Op::St {
-                        loc,
-                        val,
-                        sem,
-                        scope: (sem != Sem::Weak).then_some(scope),
-                    }
-                }
-                2 => {
-                    let op = ops_rmw[pick(ops_rmw.len())];
-                    Op::Atom {
-                        op,
-                        reg,
-                        loc,
-                        val,
-                        cmp: (op == AtomOp::Cas).then_some(Operand::Const(pick(3) as i64)),
-                        sem: sems_rmw[pick(4)],
-                        scope,
-                    }
-                }
-                3 => Op::Red {
-                    op: ops_rmw[pick(ops_rmw.len() - 1)],
-                    loc,
-                    val,
-                    sem: sems_rmw[pick(4)],
-                    scope,
-                },
-                4 => Op::Fence {
-                    sem: sems_f[pick(4)],
-                    scope,
-                },
-                5 => Op::Mov { reg, val },
-                6 => Op::Local {
-                    op: LocalOp::ALL[pick(7)],
-                    reg,
-                    a: Operand::Reg(regs[pick(3)].to_string()),
-                    b: val,
-                },
-                7 if !labels.is_empty() => Op::Branch {
-                    cond: BranchCond::ALL[pick(6)],
-                    a: Operand::Reg(regs[pick(3)].to_string()),
-                    b: val,
-                    target: labels[pick(labels.len())].clone(),
-                },
-                8 if !labels.is_empty() => Op::Goto {
-                    target: labels[pick(labels.len())].clone(),
-                },
-                9 => {
-                    let id = (pick(2) == 0).then(|| Operand::Const(pick(3) as i64));
-                    Op::Barrier {
-                        arrive: pick(2) == 0,
-                        instance: pick(3) as i64,
-                        quorum: id.as_ref().and_then(|_| {
-                            (pick(2) == 0).then(|| Operand::Const(1 + pick(3) as i64))
-                        }),
-                        id,
-                    }
-                }
-                10 => Op::ProxyFence {
-                    kind: [
-                        ProxyFenceKind::Surface,
-                        ProxyFenceKind::Texture,
-                        ProxyFenceKind::Constant,
-                        ProxyFenceKind::Alias,
-                    ][pick(4)],
-                },
-                _ => {
-                    if pick(2) == 0 {
-                        Op::ProxySt {
-                            proxy: Proxy::Surface,
-                            loc: "s".into(),
-                            val,
-                            sem: Sem::Weak,
-                            scope: None,
-                        }
-                    } else {
-                        Op::ProxyLd {
-                            proxy: [Proxy::Texture, Proxy::Surface, Proxy::Constant][pick(3)],
-                            reg,
-                            loc: "t".into(),
-                            sem: Sem::Weak,
-                            scope: None,
-                        }
-                    }
-                }
-            };
-            ops.push(op);
+        for _ in 0..1 + pick(rng, 7) {
+            ops.push(random_op(rng, &labels));
         }
         for l in &labels {
-            let at = pick(ops.len() + 1);
+            let at = pick(rng, ops.len() + 1);
             ops.insert(at, Op::Label { name: l.clone() });
         }
         threads.push(Thread {
-            cta: pick(3) as u32,
-            cluster: (pick(2) == 0).then_some(pick(2) as u32),
-            gpu: pick(2) as u32,
+            cta: pick(rng, 3) as u32,
+            cluster: (pick(rng, 2) == 0).then_some(pick(rng, 2) as u32),
+            gpu: pick(rng, 2) as u32,
             warp: None,
             regs: regs
                 .iter()
-                .map(|r| (r.to_string(), pick(5) as i64))
+                .map(|r| (r.to_string(), pick(rng, 5) as i64))
                 .collect(),
             ops,
         });
     }
+    let condition = random_condition(rng, nthreads);
+    let loc = |name: &str, alias: Option<(Proxy, &str)>| Location {
+        name: name.into(),
+        init: if alias.is_some() { 0 } else { 1 },
+        space: Default::default(),
+        alias: alias.map(|(proxy, of)| Alias {
+            proxy,
+            of: of.into(),
+        }),
+    };
+    LitmusTest {
+        name: format!("random-{k}"),
+        description: Some(format!("line one \"quoted\" {k}\nline two \\ end")),
+        locations: vec![
+            loc("x", None),
+            loc("y", None),
+            loc("s", Some((Proxy::Surface, "x"))),
+            loc("t", Some((Proxy::Texture, "y"))),
+        ],
+        threads,
+        condition,
+    }
+}
+
+/// One random operation of any kind (a branch or goto only when the thread has `labels`).
+fn random_op(rng: &mut rand_chacha::ChaCha8Rng, labels: &[String]) -> Op {
+    let regs = REGS;
+    let plain = ["x", "y"];
+    let reg = regs[pick(rng, 3)].to_string();
+    let val = if pick(rng, 2) == 0 {
+        Operand::Const(pick(rng, 20) as i64 - 5)
+    } else {
+        Operand::Reg(regs[pick(rng, 3)].to_string())
+    };
+    let loc = plain[pick(rng, 2)].to_string();
+    let scope = Scope::ALL[pick(rng, 4)];
+    match pick(rng, 12) {
+        0 => {
+            let sem = SEMS_LD[pick(rng, 3)];
+            Op::Ld {
+                reg,
+                loc,
+                sem,
+                scope: (sem != Sem::Weak).then_some(scope),
+            }
+        }
+        1 => {
+            let sem = SEMS_ST[pick(rng, 3)];
+            Op::St {
+                loc,
+                val,
+                sem,
+                scope: (sem != Sem::Weak).then_some(scope),
+            }
+        }
+        2 => {
+            let op = OPS_RMW[pick(rng, OPS_RMW.len())];
+            Op::Atom {
+                op,
+                reg,
+                loc,
+                val,
+                cmp: (op == AtomOp::Cas).then_some(Operand::Const(pick(rng, 3) as i64)),
+                sem: SEMS_RMW[pick(rng, 4)],
+                scope,
+            }
+        }
+        3 => Op::Red {
+            op: OPS_RMW[pick(rng, OPS_RMW.len() - 1)],
+            loc,
+            val,
+            sem: SEMS_RMW[pick(rng, 4)],
+            scope,
+        },
+        4 => Op::Fence {
+            sem: SEMS_F[pick(rng, 4)],
+            scope,
+        },
+        5 => Op::Mov { reg, val },
+        6 => Op::Local {
+            op: LocalOp::VARIANTS[pick(rng, 7)],
+            reg,
+            a: Operand::Reg(regs[pick(rng, 3)].to_string()),
+            b: val,
+        },
+        7 if !labels.is_empty() => Op::Branch {
+            cond: BranchCond::VARIANTS[pick(rng, 6)],
+            a: Operand::Reg(regs[pick(rng, 3)].to_string()),
+            b: val,
+            target: labels[pick(rng, labels.len())].clone(),
+        },
+        8 if !labels.is_empty() => Op::Goto {
+            target: labels[pick(rng, labels.len())].clone(),
+        },
+        9 => {
+            let id = (pick(rng, 2) == 0).then(|| Operand::Const(pick(rng, 3) as i64));
+            Op::Barrier {
+                arrive: pick(rng, 2) == 0,
+                instance: pick(rng, 3) as i64,
+                quorum: id.as_ref().and_then(|_| {
+                    (pick(rng, 2) == 0).then(|| Operand::Const(1 + pick(rng, 3) as i64))
+                }),
+                id,
+            }
+        }
+        10 => Op::ProxyFence {
+            kind: [
+                ProxyFenceKind::Surface,
+                ProxyFenceKind::Texture,
+                ProxyFenceKind::Constant,
+                ProxyFenceKind::Alias,
+            ][pick(rng, 4)],
+        },
+        _ => {
+            if pick(rng, 2) == 0 {
+                Op::ProxySt {
+                    proxy: Proxy::Surface,
+                    loc: "s".into(),
+                    val,
+                    sem: Sem::Weak,
+                    scope: None,
+                }
+            } else {
+                Op::ProxyLd {
+                    proxy: [Proxy::Texture, Proxy::Surface, Proxy::Constant][pick(rng, 3)],
+                    reg,
+                    loc: "t".into(),
+                    sem: Sem::Weak,
+                    scope: None,
+                }
+            }
+        }
+    }
+}
+
+/// A random condition over `x` and the registers of `nthreads` threads.
+fn random_condition(rng: &mut rand_chacha::ChaCha8Rng, nthreads: usize) -> Condition {
+    let regs = REGS;
     let term = |rng: &mut rand_chacha::ChaCha8Rng| {
         if rng.random_range(0..3) == 0 {
             Term::Loc("x".into())
@@ -273,27 +312,7 @@ fn random_test(rng: &mut rand_chacha::ChaCha8Rng, k: usize) -> LitmusTest {
         Quantifier::NotExists,
         Quantifier::Forall,
     ][rng.random_range(0..3)];
-    let loc = |name: &str, alias: Option<(Proxy, &str)>| Location {
-        name: name.into(),
-        init: if alias.is_some() { 0 } else { 1 },
-        space: Default::default(),
-        alias: alias.map(|(proxy, of)| Alias {
-            proxy,
-            of: of.into(),
-        }),
-    };
-    LitmusTest {
-        name: format!("random-{k}"),
-        description: Some(format!("line one \"quoted\" {k}\nline two \\ end")),
-        locations: vec![
-            loc("x", None),
-            loc("y", None),
-            loc("s", Some((Proxy::Surface, "x"))),
-            loc("t", Some((Proxy::Texture, "y"))),
-        ],
-        threads,
-        condition: Condition { quantifier, prop },
-    }
+    Condition { quantifier, prop }
 }
 
 // Export then import gives back the same test, for random tests over every construct.

@@ -724,3 +724,31 @@ exists (P1:r0 == 1 /\\ P1:r1 == 0)
     assert!(!dat3m(&t("fence.release.gpu", "fence.acquire.gpu")).allowed);
     assert!(dat3m(&t("fence.acquire.gpu", "fence.release.gpu")).allowed);
 }
+
+/// The axioms by the names of Dat3M's cat files, the models by `--model`'s values, and the
+/// outcomes by the words of `litmus check`'s report.
+#[test]
+fn model_vocabulary_names() {
+    use strum::VariantArray;
+    let axioms: Vec<String> = Axiom::VARIANTS.iter().map(|a| a.to_string()).collect();
+    assert_eq!(
+        axioms,
+        [
+            "coherence",
+            "fence-sc",
+            "atomicity",
+            "no-thin-air",
+            "sc-per-location",
+            "causality"
+        ]
+    );
+    assert_eq!(Model::parse("ptx-v6.0"), Some(Model::V60));
+    assert_eq!(Model::parse("ptx-v7.5"), Some(Model::V75));
+    assert_eq!(Model::parse("ptx-v8.0"), None);
+    for &m in Model::VARIANTS {
+        assert_eq!(Model::parse(m.name()), Some(m));
+    }
+    assert_eq!("forbidden".parse::<Outcome>(), Ok(Outcome::Forbidden));
+    assert_eq!(Outcome::Allowed.to_string(), "allowed");
+    assert!("sometimes".parse::<Outcome>().is_err());
+}
