@@ -62,7 +62,7 @@ pub enum AbiCheck {
 }
 
 fn paramgen_producer(name: &str) -> Option<paramgen::Producer> {
-    crate::backend::producer::parse_in_view(name, &paramgen::PRODUCERS)
+    crate::backend::producer::parse_in_view(name, &paramgen::producers())
 }
 
 impl Check for AbiCheck {
@@ -174,7 +174,7 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
             position,
         } => {
             if paramgen_producer(producer).is_none() {
-                let names: Vec<&str> = paramgen::PRODUCERS.iter().map(|p| p.name()).collect();
+                let names: Vec<&str> = paramgen::producers().iter().map(|p| p.name()).collect();
                 errors.push(CaseError::new(
                     "producer",
                     producer,

@@ -21,7 +21,8 @@ use crate::area::{CaseContext, Check};
 use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 
-use mapping::source::{MappingCase, Producer};
+use crate::backend::producer::Language;
+use mapping::source::MappingCase;
 
 /// The `check:` vocabulary of `suites/atomics.yaml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -113,10 +114,14 @@ fn cache() -> &'static mapping::MappingCache {
 impl Check for AtomicsCheck {
     fn requires(&self) -> Vec<Capability> {
         match self {
-            AtomicsCheck::Mapping(MappingSpec(case)) => match case.producer {
-                Producer::Nvrtc => vec![Capability::Nvrtc, Capability::Cccl],
-                other => other.requires(),
-            },
+            AtomicsCheck::Mapping(MappingSpec(case)) => {
+                let mut caps = case.producer.requires();
+                // The CUDA C++ source includes libcu++'s <cuda/atomic>.
+                if mapping::source::language(case.producer) == Some(Language::CudaCpp) {
+                    caps.push(Capability::Cccl);
+                }
+                caps
+            }
             AtomicsCheck::Model { .. }
             | AtomicsCheck::Corpus { .. }
             | AtomicsCheck::Litmus { .. } => Vec::new(),
