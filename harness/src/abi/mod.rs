@@ -120,7 +120,7 @@ impl Check for AbiCheck {
     }
 }
 
-/// What a run of an abi case would refuse (issue 10): an unknown §1.1 type, producer,
+/// What a run of an abi case would refuse: an unknown §1.1 type, producer,
 /// signature or position, an unreadable file, a `type:` the type file does not define.
 fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError>> {
     let mut errors = Vec::new();

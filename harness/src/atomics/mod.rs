@@ -133,7 +133,7 @@ impl Check for AtomicsCheck {
         matches!(self, AtomicsCheck::Gpu { .. })
     }
 
-    /// Refused before the run (issue 10): a test name outside the catalogue, zero iterations,
+    /// Refused before the run: a test name outside the catalogue, zero iterations,
     /// an unknown corpus expectation, a litmus file that does not read, an outcome other than
     /// allowed or forbidden.
     fn validate(

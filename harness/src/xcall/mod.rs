@@ -17,6 +17,7 @@ pub mod check;
 pub mod corpus;
 pub mod emit;
 pub mod gpu;
+pub mod mangle;
 pub mod sig;
 
 use std::collections::{BTreeMap, HashMap};
@@ -198,7 +199,7 @@ impl Check for XcallCheck {
         matches!(self, XcallCheck::Gpu { .. })
     }
 
-    /// A seed outside the suite's signatures is refused before the run (issue 10): the
+    /// A seed outside the suite's signatures is refused before the run: the
     /// generated ones (0..SIGNATURES) or the hand-written corpus's, which are the only ones a
     /// pair with the corpus on one side can take.
     fn validate(
@@ -255,7 +256,7 @@ impl Check for XcallCheck {
                 callee,
                 seed,
             } => pair_case(ctx.toolchain, *caller, *callee, *seed, Target::Oldest),
-            XcallCheck::Mangle { seed } => mangle_case(ctx.toolchain, *seed),
+            XcallCheck::Mangle { seed } => mangle::mangle_case(ctx.toolchain, *seed),
             XcallCheck::Gpu { caller, callee } => gpu::gpu_case(ctx, *caller, *callee),
         }
     }
@@ -749,7 +750,7 @@ fn available(tc: &Toolchain) -> Vec<Producer> {
         .collect()
 }
 
-/// What the run's selected cases need (issue 17: a filtered run pays for what it runs):
+/// What the run's selected cases need (a filtered run pays for what it runs):
 /// the (caller, callee, mask, target) of every selected pair or oldest-target case and
 /// whether a mangling case is selected. `None` pairs: no selection was recorded, everything
 /// is wanted.
@@ -878,7 +879,7 @@ pub fn prefetch(tc: &Toolchain) {
                 }
             }
         }
-        let front_ends = mangle_front_ends().filter(|(a, b)| {
+        let front_ends = mangle::front_ends().filter(|(a, b)| {
             a.requires().iter().chain(&b.requires()).all(|c| tc.has(*c))
         });
         if let Some((a, b)) = front_ends.filter(|_| wanted.mangle) {
@@ -886,7 +887,7 @@ pub fn prefetch(tc: &Toolchain) {
                 jobs.push((
                     SIGNATURES as usize,
                     format!("{p} mangle"),
-                    Box::new(move || drop(mangle_batch(tc, p))),
+                    Box::new(move || drop(mangle::batch(tc, p))),
                 ));
             }
         }
@@ -1023,117 +1024,6 @@ pub fn pair_case(
             ),
             "a function is missing from the linked cubin",
         ),
-    }
-}
-
-/// Mangled names per seed from a PTX module: `_ZN13gpucts_mangle<len>xm<seed>...`.
-pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
-    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    let Ok(m) = crate::ptx::module::PtxModule::parse(ptx) else {
-        return out;
-    };
-    for f in m.functions.iter().filter(|f| f.is_definition) {
-        let Some(rest) = f.name.strip_prefix("_ZN13gpucts_mangle") else {
-            continue;
-        };
-        // <len>xm<seed>
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let Ok(len) = digits.parse::<usize>() else {
-            continue;
-        };
-        let Some(comp) = rest.get(digits.len()..digits.len() + len) else {
-            continue;
-        };
-        if let Some(seed) = comp.strip_prefix("xm").and_then(|s| s.parse().ok()) {
-            out.entry(seed).or_default().push(f.name.clone());
-        }
-    }
-    for v in out.values_mut() {
-        v.sort();
-    }
-    out
-}
-
-/// Why a producer gave no mangled names (its compilation failed).
-#[derive(Debug, thiserror::Error)]
-#[error("{producer}: {source}")]
-pub struct MangleError {
-    pub producer: &'static str,
-    pub source: ToolError,
-}
-
-type Mangled = Result<BTreeMap<u64, Vec<String>>, MangleError>;
-
-/// The two C++ front ends whose manglings must agree: the first producer that reads CUDA C++
-/// with CUDA's headers (NVRTC) and the first that reads it without (clang-19).
-fn mangle_front_ends() -> Option<(Producer, Producer)> {
-    let first = |l: Language| Producer::accepting(&[l]).into_iter().next();
-    Some((first(Language::CudaCpp)?, first(Language::ClangCuda)?))
-}
-
-fn mangle_batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
-    static C: OnceLock<BatchCache<Producer, Mangled>> = OnceLock::new();
-    C.get_or_init(BatchCache::new).get_or_compute(&p, || {
-        let sigs: Vec<&Signature> = generated_signatures().iter().collect();
-        let text = emit::cpp_mangle(p, &sigs);
-        let language = p
-            .language_of(&[Language::CudaCpp, Language::ClangCuda])
-            .unwrap_or(Language::CudaCpp);
-        let src = Source::new(language, &text)
-            .file_name("xcall_mangle.cu")
-            .options(OPTIONS);
-        let id = p.tool_identity(tc);
-        let key: [&[u8]; 3] = [id.as_bytes(), b"mangle", text.as_bytes()];
-        let ptx = cache::run_text(&key, cache::Phase::Compile, || p.compile(tc, &src)).map_err(
-            |source| MangleError {
-                producer: p.describe(),
-                source,
-            },
-        )?;
-        Ok(mangled_names(&ptx))
-    })
-}
-
-/// NVRTC and clang-19 give the same declarations the same mangled names.
-pub fn mangle_case(tc: &Toolchain, seed: u64) -> CaseStatus {
-    // The two compilations side by side (not the whole suite's prefetch: a run selecting
-    // only mangling cases compiles nothing else).
-    let Some((nvrtc, clang)) = mangle_front_ends() else {
-        return CaseStatus::error("no two C++ front ends are registered");
-    };
-    let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| mangle_batch(tc, nvrtc));
-        let b = mangle_batch(tc, clang);
-        (a.join(), b)
-    });
-    let Ok(a) = a else {
-        return CaseStatus::error("the NVRTC mangling batch panicked");
-    };
-    let (a, b) = match (a.get(), b.get()) {
-        (Some(Ok(a)), Some(Ok(b))) => (a, b),
-        (Some(Err(e)), _) | (_, Some(Err(e))) => return CaseStatus::error(e),
-        _ => return CaseStatus::error("mangling batch not computed"),
-    };
-    let na = a.get(&seed).cloned().unwrap_or_default();
-    let nb = b.get(&seed).cloned().unwrap_or_default();
-    if na.is_empty() || nb.is_empty() {
-        return CaseStatus::fail(
-            format!("both producers emit gpucts_mangle::xm{seed}::f<{seed}>"),
-            format!("NVRTC: {na:?}, clang-19: {nb:?}"),
-        );
-    }
-    if na == nb {
-        CaseStatus::pass()
-    } else {
-        CaseStatus::fail_detail(
-            "the same Itanium mangled name from NVRTC and clang-19 (ptx-interop 13.2 ch. 7)",
-            format!("NVRTC: {}, clang-19: {}", na.join(" "), nb.join(" ")),
-            all_signatures()
-                .iter()
-                .find(|s| s.seed == seed)
-                .map(Signature::describe)
-                .unwrap_or_default(),
-        )
     }
 }
 

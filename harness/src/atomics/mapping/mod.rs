@@ -268,6 +268,27 @@ pub fn run_batch_with(
         }
     }
 
+    judge(compiled, &mut outcomes);
+
+    cases
+        .iter()
+        .map(|c| {
+            let v = outcomes
+                .remove(c)
+                .unwrap_or_else(|| MappingOutcome::ToolFailed {
+                    message: "case was not compiled (duplicate in the batch?)".into(),
+                });
+            (c.id(), v)
+        })
+        .collect()
+}
+
+/// Each compiled group's outcomes: the producer's rejection, a tool that did not run, or each
+/// case's function checked against the chapter's rows.
+fn judge(
+    compiled: Vec<(Vec<MappingCase>, Result<String, CompileError>)>,
+    outcomes: &mut HashMap<MappingCase, MappingOutcome>,
+) {
     for (group, result) in compiled {
         match result {
             Err(CompileError::Rejected(log)) => {
@@ -312,18 +333,6 @@ pub fn run_batch_with(
             }
         }
     }
-
-    cases
-        .iter()
-        .map(|c| {
-            let v = outcomes
-                .remove(c)
-                .unwrap_or_else(|| MappingOutcome::ToolFailed {
-                    message: "case was not compiled (duplicate in the batch?)".into(),
-                });
-            (c.id(), v)
-        })
-        .collect()
 }
 
 /// Compile halves until each failing case stands alone: a producer that crashes on one
