@@ -211,7 +211,7 @@ pub fn xcall(o: Options) -> Vec<BenchBlock> {
     for n in [10u64, 100, 1000] {
         let sigs: Vec<sig::Signature> = sig::signatures(0, n)
             .into_iter()
-            .filter(|s| emit::expresses(Producer::Gpucts, s).is_ok())
+            .filter(|s| emit::expresses(Producer::named("gpucts"), s).is_ok())
             .collect();
         let refs: Vec<&sig::Signature> = sigs.iter().collect();
         let (caller, callee) = (emit::ptx_caller(&refs), emit::ptx_callee(&refs));

@@ -10,128 +10,136 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Capability {
-    /// A CUDA GPU reachable through the driver API.
-    Gpu,
-    /// `ptxas` (PTX -> cubin).
-    Ptxas,
-    /// NVRTC (CUDA C++ -> PTX).
-    Nvrtc,
-    /// nvJitLink (offline linking of PTX/cubins).
-    Nvjitlink,
-    /// libNVVM (NVVM IR -> PTX).
-    Libnvvm,
-    /// `nvdisasm` (cubin disassembly).
-    Nvdisasm,
-    /// `cuobjdump`.
-    Cuobjdump,
-    /// libcu++ headers (`cuda/atomic`), from the `nvidia-cuda-cccl` wheel or a CUDA install.
-    Cccl,
-    /// clang-19 / llc-19 with the NVPTX target.
-    Clang,
-    /// The gpucts companion module's device node, `/dev/gpucts`.
+/// What answers whether this machine has a capability (see `probe::probe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbedBy {
+    /// The toolchain found the tool or library.
+    Toolchain,
+    /// The CUDA driver lists a GPU.
+    Driver,
+    /// The companion module's device node.
     Kmod,
-    /// An RDMA device through libibverbs (cargo feature `rdma`).
+    /// The test provider's device node.
+    Testprov,
+    /// libibverbs lists an RDMA device.
     Rdma,
+    /// A GPU, an RDMA device and nvidia-peermem loaded.
+    Peermem,
+    /// A GPU and an RDMA device.
+    Dmabuf,
+    /// Never in the machine's set: the case finds it missing itself (a producer's feature, a
+    /// corpus checked out or not).
+    Case,
+}
+
+/// One row of the capability table.
+#[derive(Debug)]
+struct Row {
+    name: &'static str,
+    family: &'static str,
+    probe: ProbedBy,
+    hint: &'static str,
+}
+
+/// What a user does to provide a toolchain capability.
+const TOOLCHAIN_HINT: &str =
+    "run `gpucts toolchain install` (with `--toolchain system`: install the CUDA toolkit)";
+
+/// The capability table: one row per capability (its name in suites and `--require`, the
+/// family `--require` may name instead, what probes it, what a user does to provide it).
+macro_rules! capabilities {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal, family: $family:literal, probe: $probe:ident, hint: $hint:expr;
+    )+) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Capability {
+            $( $(#[$doc])* $variant, )+
+        }
+
+        impl Capability {
+            pub const ALL: &'static [Capability] = &[$(Capability::$variant),+];
+            const ROWS: &'static [Row] = &[$(Row {
+                name: $name,
+                family: $family,
+                probe: ProbedBy::$probe,
+                hint: $hint,
+            }),+];
+        }
+    };
+}
+
+capabilities! {
+    /// A CUDA GPU reachable through the driver API.
+    Gpu = "gpu", family: "gpu", probe: Driver,
+        hint: "needs an NVIDIA GPU and its driver (libcuda.so.1)";
+    /// `ptxas` (PTX -> cubin).
+    Ptxas = "ptxas", family: "toolchain", probe: Toolchain, hint: TOOLCHAIN_HINT;
+    /// NVRTC (CUDA C++ -> PTX).
+    Nvrtc = "nvrtc", family: "toolchain", probe: Toolchain, hint: TOOLCHAIN_HINT;
+    /// nvJitLink (offline linking of PTX/cubins).
+    Nvjitlink = "nvjitlink", family: "toolchain", probe: Toolchain, hint: TOOLCHAIN_HINT;
+    /// libNVVM (NVVM IR -> PTX).
+    Libnvvm = "libnvvm", family: "toolchain", probe: Toolchain, hint: TOOLCHAIN_HINT;
+    /// `nvdisasm` (cubin disassembly).
+    Nvdisasm = "nvdisasm", family: "toolchain", probe: Toolchain, hint: TOOLCHAIN_HINT;
+    /// `cuobjdump`.
+    Cuobjdump = "cuobjdump", family: "toolchain", probe: Toolchain, hint: TOOLCHAIN_HINT;
+    /// libcu++ headers (`cuda/atomic`), from the `nvidia-cuda-cccl` wheel or a CUDA install.
+    Cccl = "cccl", family: "toolchain", probe: Toolchain, hint: TOOLCHAIN_HINT;
+    /// clang-19 / llc-19 with the NVPTX target.
+    Clang = "clang", family: "clang", probe: Toolchain,
+        hint: "run `apt-get install clang-19 llvm-19`";
+    /// The gpucts companion module's device node, `/dev/gpucts`.
+    Kmod = "kmod", family: "kmod", probe: Kmod,
+        hint: "build and load kmod/ (see kmod/README.md)";
+    /// An RDMA device through libibverbs (cargo feature `rdma`).
+    Rdma = "rdma", family: "rdma", probe: Rdma,
+        hint: "build with `--features rdma` on a machine with an RDMA device (libibverbs)";
     /// The companion module's test provider, `/dev/gpucts_testprov` (host pages standing in
     /// for GPU memory, with fault injection; kmod/testprov). Never a GPU.
-    Testprov,
+    Testprov = "testprov", family: "testprov", probe: Testprov,
+        hint: "load kmod/testprov/gpucts_testprov.ko before gpucts_p2p.ko (ci/kmod-vm does; never next to nvidia.ko)";
     /// nvidia-peermem: ibv_reg_mr on GPU memory (gpudirect §1.6).
-    Peermem,
+    Peermem = "peermem", family: "peermem", probe: Peermem,
+        hint: "a GPU, an RDMA NIC and `modprobe nvidia-peermem`";
     /// ibv_reg_dmabuf_mr on a dma-buf of GPU memory (cuMemGetHandleForAddressRange).
-    Dmabuf,
+    Dmabuf = "dmabuf", family: "dmabuf", probe: Dmabuf,
+        hint: "a GPU with dma-buf export (CUDA 11.7+, open kernel modules) and an RDMA NIC";
     /// A language feature the producer under test lacks (e.g. a libcu++ without
     /// `cuda::thread_scope_cluster`): the case cannot be expressed with this producer version.
     /// Its own family, so `--require toolchain` does not fail on it; `--require
     /// producer-feature` does.
-    ProducerFeature,
+    ProducerFeature = "producer-feature", family: "producer-feature", probe: Case,
+        hint: "needs a producer version that can express the case";
     /// A public corpus under `../shared/corpora/` (read in place, never copied).
-    Corpus,
+    Corpus = "corpus", family: "corpus", probe: Case,
+        hint: "needs the public corpora checked out at ../shared/corpora/";
 }
 
 impl Capability {
-    pub const ALL: &'static [Capability] = &[
-        Capability::Gpu,
-        Capability::Ptxas,
-        Capability::Nvrtc,
-        Capability::Nvjitlink,
-        Capability::Libnvvm,
-        Capability::Nvdisasm,
-        Capability::Cuobjdump,
-        Capability::Cccl,
-        Capability::Clang,
-        Capability::Kmod,
-        Capability::Rdma,
-        Capability::Testprov,
-        Capability::Peermem,
-        Capability::Dmabuf,
-        Capability::ProducerFeature,
-        Capability::Corpus,
-    ];
+    fn row(self) -> &'static Row {
+        &Capability::ROWS[self as usize]
+    }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Capability::Gpu => "gpu",
-            Capability::Ptxas => "ptxas",
-            Capability::Nvrtc => "nvrtc",
-            Capability::Nvjitlink => "nvjitlink",
-            Capability::Libnvvm => "libnvvm",
-            Capability::Nvdisasm => "nvdisasm",
-            Capability::Cuobjdump => "cuobjdump",
-            Capability::Cccl => "cccl",
-            Capability::Clang => "clang",
-            Capability::Kmod => "kmod",
-            Capability::Rdma => "rdma",
-            Capability::Testprov => "testprov",
-            Capability::Peermem => "peermem",
-            Capability::Dmabuf => "dmabuf",
-            Capability::ProducerFeature => "producer-feature",
-            Capability::Corpus => "corpus",
-        }
+        self.row().name
     }
 
     /// The family `--require` may name instead of the capability itself.
     pub fn family(self) -> &'static str {
-        match self {
-            Capability::Ptxas
-            | Capability::Nvrtc
-            | Capability::Nvjitlink
-            | Capability::Libnvvm
-            | Capability::Nvdisasm
-            | Capability::Cuobjdump
-            | Capability::Cccl => "toolchain",
-            other => other.name(),
-        }
+        self.row().family
     }
 
     /// What a user does to provide this capability.
     pub fn hint(self) -> &'static str {
-        match self {
-            Capability::Gpu => "needs an NVIDIA GPU and its driver (libcuda.so.1)",
-            Capability::Ptxas
-            | Capability::Nvrtc
-            | Capability::Nvjitlink
-            | Capability::Libnvvm
-            | Capability::Nvdisasm
-            | Capability::Cuobjdump
-            | Capability::Cccl => {
-                "run `gpucts toolchain install` (with `--toolchain system`: install the CUDA toolkit)"
-            }
-            Capability::Clang => "run `apt-get install clang-19 llvm-19`",
-            Capability::Kmod => "build and load kmod/ (see kmod/README.md)",
-            Capability::Rdma => {
-                "build with `--features rdma` on a machine with an RDMA device (libibverbs)"
-            }
-            Capability::Testprov => {
-                "load kmod/testprov/gpucts_testprov.ko before gpucts_p2p.ko (ci/kmod-vm does; never next to nvidia.ko)"
-            }
-            Capability::Peermem => "a GPU, an RDMA NIC and `modprobe nvidia-peermem`",
-            Capability::Dmabuf => "a GPU with dma-buf export (CUDA 11.7+, open kernel modules) and an RDMA NIC",
-            Capability::ProducerFeature => "needs a producer version that can express the case",
-            Capability::Corpus => "needs the public corpora checked out at ../shared/corpora/",
-        }
+        self.row().hint
+    }
+
+    /// What answers whether this machine has the capability.
+    pub fn probed_by(self) -> ProbedBy {
+        self.row().probe
     }
 }
 
@@ -176,11 +184,12 @@ impl Requirement {
         {
             Ok(Requirement(s.to_string()))
         } else {
-            let known: Vec<&str> = {
-                let mut v: Vec<&str> = Capability::ALL.iter().map(|c| c.name()).collect();
-                v.push("toolchain");
-                v
-            };
+            let mut known: Vec<&str> = Capability::ALL.iter().map(|c| c.name()).collect();
+            for c in Capability::ALL {
+                if !known.contains(&c.family()) {
+                    known.push(c.family());
+                }
+            }
             Err(CapabilityError::UnknownRequirement {
                 name: s.to_string(),
                 known: known.join(", "),
@@ -252,6 +261,24 @@ impl Capabilities {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn table_rows_match_the_serde_spelling() {
+        // Suites and results.json spell a capability the serde way (kebab-case of the
+        // variant); the table's name must be the same word.
+        for &c in Capability::ALL {
+            assert_eq!(
+                serde_json::to_value(c).unwrap(),
+                serde_json::json!(c.name())
+            );
+            assert_eq!(c.name().parse::<Capability>(), Ok(c));
+        }
+        assert_eq!(Capability::ALL.len(), Capability::ROWS.len());
+        assert_eq!(Capability::ProducerFeature.name(), "producer-feature");
+        assert_eq!(Capability::Cccl.family(), "toolchain");
+        assert_eq!(Capability::Clang.family(), "clang");
+        assert_eq!(Capability::Gpu.probed_by(), ProbedBy::Driver);
+    }
 
     #[test]
     fn requirement_families_cover_members() {

@@ -678,10 +678,10 @@ fn abi(action: AbiCmd) -> i32 {
 fn xcall(action: XcallCmd) -> i32 {
     match action {
         XcallCmd::Check { files } => {
-            let (code, out, err) = crate::xcall::check::run(&files);
-            print!("{out}");
-            eprint!("{err}");
-            code
+            let checked = crate::xcall::check::run(&files);
+            print!("{}", checked.stdout());
+            eprint!("{}", checked.stderr());
+            checked.exit_code()
         }
     }
 }
@@ -864,7 +864,7 @@ fn bench(area: BenchArea, count: usize, tools: &ToolSettings, data: &crate::data
                 candidates as f64 / secs
             );
             print!("{}", crate::atomics::corpus::bench(data));
-            for producer in mapping::source::PRODUCERS {
+            for producer in mapping::source::producers() {
                 let cases = mapping::source::cases_for(producer);
                 let t0 = std::time::Instant::now();
                 let verdicts = mapping::run_batch(&tc, producer, &cases);

@@ -29,6 +29,7 @@ pub mod report;
 pub mod runner;
 pub mod suite;
 pub mod testkit;
+pub mod vocab;
 pub mod waivers;
 
 pub mod abi;

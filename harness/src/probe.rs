@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::backend::cuda::{self, CudaError, DriverInfo};
 use crate::backend::kmod::{self, KmodError};
 use crate::backend::toolchain::Toolchain;
-use crate::capability::{Capabilities, Capability, Missing};
+use crate::capability::{Capabilities, Capability, Missing, ProbedBy};
 
 /// Why no RDMA device can be listed.
 #[derive(Debug, thiserror::Error)]
@@ -152,38 +152,33 @@ pub fn probe(toolchain: &Toolchain) -> (Probe, Capabilities) {
     let mut caps = Capabilities::default();
     toolchain.fill_capabilities(&mut caps);
     let driver = cuda::probe();
-    caps.set(
-        Capability::Gpu,
-        match &driver {
-            Ok(d) => Ok(d
-                .gpus
-                .iter()
-                .map(|g| format!("{} (sm_{})", g.name, g.compute_capability.replace('.', "")))
-                .collect::<Vec<_>>()
-                .join(", ")),
-            Err(e) => Err(Missing::new(e)),
-        },
-    );
     let kmod = kmod::probe();
-    caps.set(
-        Capability::Kmod,
-        kmod.as_ref().map(Clone::clone).map_err(Missing::new),
-    );
-    caps.set(
-        Capability::Testprov,
-        kmod::probe_testprov().map_err(Missing::new),
-    );
     let rdma = rdma_devices();
-    caps.set(
-        Capability::Rdma,
-        match &rdma {
-            Ok(v) if !v.is_empty() => Ok(v.join(", ")),
-            Ok(_) => Err(Missing::new("no RDMA device found")),
-            Err(e) => Err(Missing::new(e)),
-        },
-    );
-    caps.set(Capability::Peermem, peermem(&driver, &rdma));
-    caps.set(Capability::Dmabuf, dmabuf(&driver, &rdma));
+    for &cap in Capability::ALL {
+        let state = match cap.probed_by() {
+            // Filled above from what the toolchain found; a case answers for its own.
+            ProbedBy::Toolchain | ProbedBy::Case => continue,
+            ProbedBy::Driver => match &driver {
+                Ok(d) => Ok(d
+                    .gpus
+                    .iter()
+                    .map(|g| format!("{} (sm_{})", g.name, g.compute_capability.replace('.', "")))
+                    .collect::<Vec<_>>()
+                    .join(", ")),
+                Err(e) => Err(Missing::new(e)),
+            },
+            ProbedBy::Kmod => kmod.as_ref().map(Clone::clone).map_err(Missing::new),
+            ProbedBy::Testprov => kmod::probe_testprov().map_err(Missing::new),
+            ProbedBy::Rdma => match &rdma {
+                Ok(v) if !v.is_empty() => Ok(v.join(", ")),
+                Ok(_) => Err(Missing::new("no RDMA device found")),
+                Err(e) => Err(Missing::new(e)),
+            },
+            ProbedBy::Peermem => peermem(&driver, &rdma),
+            ProbedBy::Dmabuf => dmabuf(&driver, &rdma),
+        };
+        caps.set(cap, state);
+    }
     let toolchain_json = toolchain
         .components()
         .iter()

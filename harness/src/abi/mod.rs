@@ -62,7 +62,7 @@ pub enum AbiCheck {
 }
 
 fn paramgen_producer(name: &str) -> Option<paramgen::Producer> {
-    crate::backend::producer::parse_in_view(name, &paramgen::PRODUCERS)
+    crate::backend::producer::parse_in_view(name, &paramgen::producers())
 }
 
 impl Check for AbiCheck {
@@ -120,7 +120,7 @@ impl Check for AbiCheck {
     }
 }
 
-/// What a run of an abi case would refuse (issue 10): an unknown §1.1 type, producer,
+/// What a run of an abi case would refuse: an unknown §1.1 type, producer,
 /// signature or position, an unreadable file, a `type:` the type file does not define.
 fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError>> {
     let mut errors = Vec::new();
@@ -174,7 +174,7 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
             position,
         } => {
             if paramgen_producer(producer).is_none() {
-                let names: Vec<&str> = paramgen::PRODUCERS.iter().map(|p| p.name()).collect();
+                let names: Vec<&str> = paramgen::producers().iter().map(|p| p.name()).collect();
                 errors.push(CaseError::new(
                     "producer",
                     producer,

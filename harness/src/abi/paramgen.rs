@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use crate::abi::lint::{decl_rules, Rule};
-use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
+use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::ptx::module::{FunctionKind, ParamDecl, PtxModule, PtxType};
 use crate::ptx::AddressSize;
 
@@ -406,21 +406,14 @@ pub fn signatures() -> Vec<Signature> {
     ]
 }
 
-/// Which of the two emitted functions of a signature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Variant {
-    /// External linkage: every producer must keep the table's form.
-    External,
-    /// Local (static / internal) function, called from the kernel.
-    Local,
-}
-
-impl Variant {
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::External => "external",
-            Variant::Local => "local",
-        }
+crate::vocab::vocabulary! {
+    /// Which of the two emitted functions of a signature.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum Variant {
+        /// External linkage: every producer must keep the table's form.
+        External = "external",
+        /// Local (static / internal) function, called from the kernel.
+        Local = "local",
     }
 }
 
@@ -676,19 +669,12 @@ pub fn nvvm_ir(sigs: &[Signature]) -> String {
     s
 }
 
-/// Where a declaration sits in the prototype.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Position {
-    Param,
-    Return,
-}
-
-impl Position {
-    pub fn name(self) -> &'static str {
-        match self {
-            Position::Param => "param",
-            Position::Return => "return",
-        }
+crate::vocab::vocabulary! {
+    /// Where a declaration sits in the prototype.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Position {
+        Param = "param",
+        Return = "return",
     }
 }
 
@@ -907,34 +893,50 @@ pub fn observe(module: &PtxModule, sigs: &[Signature]) -> Vec<Observation> {
 }
 
 pub use crate::backend::producer::Producer;
+use crate::backend::producer::{Language, Options, Source};
 
-/// This area's view of the producer vocabulary: the producers the signatures are written for.
-pub const PRODUCERS: [Producer; 3] = [Producer::Nvrtc, Producer::Clang, Producer::Libnvvm];
+/// The languages the signatures are written in (one source generator each).
+pub const LANGUAGES: [Language; 3] = [Language::CudaCpp, Language::C, Language::NvvmIr];
 
-/// The source `producer` compiles for `sigs`; `None` for a producer outside [`PRODUCERS`].
-pub fn source(producer: Producer, sigs: &[Signature]) -> Option<String> {
-    match producer {
-        Producer::Nvrtc => Some(nvrtc_source(sigs)),
-        Producer::Clang => Some(clang_source(sigs)),
-        Producer::Libnvvm => Some(nvvm_ir(sigs)),
-        _ => None,
+/// This area's view of the producer vocabulary: every producer that reads one of
+/// [`LANGUAGES`].
+pub fn producers() -> Vec<Producer> {
+    Producer::accepting(&LANGUAGES)
+}
+
+/// The source in `language` for `sigs`; `None` for a language the area does not write.
+pub fn source(language: Language, sigs: &[Signature]) -> Option<String> {
+    match language {
+        Language::CudaCpp => Some(nvrtc_source(sigs)),
+        Language::C => Some(clang_source(sigs)),
+        Language::NvvmIr => Some(nvvm_ir(sigs)),
+        Language::ClangCuda | Language::LlvmIr | Language::Ptx => None,
     }
 }
 
-/// Compile `sigs` to PTX with `producer` (one of [`PRODUCERS`]).
+/// What the area asks of each tool: relocatable device code (NVRTC), so that external device
+/// functions are kept; clang at `-O2`.
+const OPTIONS: Options<'static> = Options {
+    nvrtc: &["-rdc=true"],
+    clang: CLANG_ARGS,
+    nvvm: &[],
+    llc: &[],
+};
+
+/// Compile `sigs` to PTX with `producer` (one of [`producers`]).
 pub fn emit(producer: Producer, tc: &Toolchain, sigs: &[Signature]) -> Result<String, ToolError> {
-    let Some(src) = source(producer, sigs) else {
-        let e = crate::backend::producer::in_view(producer, "abi::paramgen", &PRODUCERS);
+    let Some(language) = producer.language_of(&LANGUAGES) else {
+        let e = crate::backend::producer::in_view(producer, "abi::paramgen", &producers());
         return Err(ToolError::Failed {
             tool: producer.name().to_string(),
             log: e.err().map(|e| e.to_string()).unwrap_or_default(),
         });
     };
-    match producer {
-        Producer::Nvrtc => tc.nvrtc(&src, "gpucts_paramgen.cu", NVRTC_OPTIONS),
-        Producer::Clang => tc.clang_ptx(&src, ClangLang::C, CLANG_ARGS),
-        _ => tc.nvvm(&src, NVVM_OPTIONS),
-    }
+    let text = source(language, sigs).unwrap_or_default();
+    let src = Source::new(language, &text)
+        .file_name("gpucts_paramgen.cu")
+        .options(OPTIONS);
+    producer.compile(tc, &src)
 }
 
 /// A Markdown table: one row per signature, one column per producer and variant, each cell
@@ -1001,6 +1003,7 @@ pub fn summary_table(sigs: &[Signature], results: &[(Producer, Vec<Observation>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::toolchain::ClangLang;
     use crate::capability::Capability;
     use std::collections::BTreeSet;
 
@@ -1187,7 +1190,7 @@ mod tests {
         let fingerprint = crate::probe::probe(&tc).0.fingerprint();
         let sigs = signatures();
         let mut results = Vec::new();
-        for p in PRODUCERS {
+        for p in producers() {
             if let Some(missing) = p.requires().into_iter().find(|c| !tc.has(*c)) {
                 crate::testkit::tool_missing(crate::testkit::Need::Tool, missing.name());
                 continue;

@@ -17,87 +17,39 @@ use crate::atomics::litmus::{
 };
 use crate::atomics::model;
 
-/// A test shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    Mp,
-    Sb,
-    Lb,
-    Iriw,
-    TwoPlusTwoW,
-    S,
-    R,
-    CoRR,
-    CoRW,
-    CoWR,
-    CoWW,
-    RmwAtomicity,
-    ReleaseSequence,
-}
-
-impl Shape {
-    pub const ALL: [Shape; 13] = [
-        Shape::Mp,
-        Shape::Sb,
-        Shape::Lb,
-        Shape::Iriw,
-        Shape::TwoPlusTwoW,
-        Shape::S,
-        Shape::R,
-        Shape::CoRR,
-        Shape::CoRW,
-        Shape::CoWR,
-        Shape::CoWW,
-        Shape::RmwAtomicity,
-        Shape::ReleaseSequence,
-    ];
-    pub fn name(self) -> &'static str {
-        match self {
-            Shape::Mp => "MP",
-            Shape::Sb => "SB",
-            Shape::Lb => "LB",
-            Shape::Iriw => "IRIW",
-            Shape::TwoPlusTwoW => "2+2W",
-            Shape::S => "S",
-            Shape::R => "R",
-            Shape::CoRR => "CoRR",
-            Shape::CoRW => "CoRW",
-            Shape::CoWR => "CoWR",
-            Shape::CoWW => "CoWW",
-            Shape::RmwAtomicity => "RMW",
-            Shape::ReleaseSequence => "RelSeq",
-        }
+crate::vocab::vocabulary! {
+    /// A test shape.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Shape {
+        Mp = "MP",
+        Sb = "SB",
+        Lb = "LB",
+        Iriw = "IRIW",
+        TwoPlusTwoW = "2+2W",
+        S = "S",
+        R = "R",
+        CoRR = "CoRR",
+        CoRW = "CoRW",
+        CoWR = "CoWR",
+        CoWW = "CoWW",
+        RmwAtomicity = "RMW",
+        ReleaseSequence = "RelSeq",
     }
 }
 
-/// How the shape's C++ atomics are mapped to PTX (ptx-interop 13.2 §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mapping {
-    /// `st.release` / `ld.acquire` / `atom.acq_rel`.
-    RelAcq,
-    /// seq_cst: `fence.sc; st.relaxed`, `fence.sc; ld.acquire`, `fence.sc; atom.acquire`.
-    Sc,
-    /// Fence-based: `fence.acq_rel; st.relaxed`, `ld.relaxed; fence.acq_rel`,
-    /// `fence.acq_rel; atom.relaxed; fence.acq_rel`.
-    Fence,
-    /// Everything `.relaxed`: the control.
-    Relaxed,
-}
-
-impl Mapping {
-    pub const ALL: [Mapping; 4] = [
-        Mapping::RelAcq,
-        Mapping::Sc,
-        Mapping::Fence,
-        Mapping::Relaxed,
-    ];
-    pub fn name(self) -> &'static str {
-        match self {
-            Mapping::RelAcq => "rel_acq",
-            Mapping::Sc => "sc",
-            Mapping::Fence => "fence",
-            Mapping::Relaxed => "relaxed",
-        }
+crate::vocab::vocabulary! {
+    /// How the shape's C++ atomics are mapped to PTX (ptx-interop 13.2 §4).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Mapping {
+        /// `st.release` / `ld.acquire` / `atom.acq_rel`.
+        RelAcq = "rel_acq",
+        /// seq_cst: `fence.sc; st.relaxed`, `fence.sc; ld.acquire`, `fence.sc; atom.acquire`.
+        Sc = "sc",
+        /// Fence-based: `fence.acq_rel; st.relaxed`, `ld.relaxed; fence.acq_rel`,
+        /// `fence.acq_rel; atom.relaxed; fence.acq_rel`.
+        Fence = "fence",
+        /// Everything `.relaxed`: the control.
+        Relaxed = "relaxed",
     }
 }
 
@@ -342,8 +294,8 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
 /// Every catalogue test with its parameters.
 pub fn entries() -> Vec<CatalogEntry> {
     let mut out = Vec::new();
-    for shape in Shape::ALL {
-        for mapping in Mapping::ALL {
+    for shape in Shape::ALL.iter().copied() {
+        for mapping in Mapping::ALL.iter().copied() {
             for scope in SCOPES {
                 for &placement in Placement::VARIANTS {
                     out.push(CatalogEntry {
@@ -372,8 +324,8 @@ fn parse_name(name: &str) -> Option<(Shape, Mapping, Scope, Placement)> {
         return None;
     }
     Some((
-        *Shape::ALL.iter().find(|x| x.name() == s)?,
-        *Mapping::ALL.iter().find(|x| x.name() == m)?,
+        Shape::parse(s)?,
+        Mapping::parse(m)?,
         *SCOPES.iter().find(|x| x.name() == sc)?,
         p.parse::<Placement>().ok()?,
     ))

@@ -21,7 +21,8 @@ use crate::area::{CaseContext, Check};
 use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 
-use mapping::source::{MappingCase, Producer};
+use crate::backend::producer::Language;
+use mapping::source::MappingCase;
 
 /// The `check:` vocabulary of `suites/atomics.yaml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -134,10 +135,14 @@ fn cache() -> &'static mapping::MappingCache {
 impl Check for AtomicsCheck {
     fn requires(&self) -> Vec<Capability> {
         match self {
-            AtomicsCheck::Mapping(MappingSpec(case)) => match case.producer {
-                Producer::Nvrtc => vec![Capability::Nvrtc, Capability::Cccl],
-                other => other.requires(),
-            },
+            AtomicsCheck::Mapping(MappingSpec(case)) => {
+                let mut caps = case.producer.requires();
+                // The CUDA C++ source includes libcu++'s <cuda/atomic>.
+                if mapping::source::language(case.producer) == Some(Language::CudaCpp) {
+                    caps.push(Capability::Cccl);
+                }
+                caps
+            }
             AtomicsCheck::Model { .. }
             | AtomicsCheck::Corpus { .. }
             | AtomicsCheck::Litmus { .. } => Vec::new(),
@@ -149,7 +154,7 @@ impl Check for AtomicsCheck {
         matches!(self, AtomicsCheck::Gpu { .. })
     }
 
-    /// Refused before the run (issue 10): a test name outside the catalogue, zero iterations,
+    /// Refused before the run: a test name outside the catalogue, zero iterations,
     /// an unknown corpus expectation, a litmus file that does not read, an outcome other than
     /// allowed or forbidden.
     fn validate(

@@ -14,40 +14,147 @@ use super::nvvm_ir;
 use crate::abi::random::random_batch;
 use crate::abi::render::render_c;
 use crate::abi::types::{Dialect, TypeDef};
-use crate::backend::producer::Producer;
-use crate::backend::toolchain::llc::llc_ptx;
+use crate::backend::producer::{Language, Options, Producer, Source};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 use crate::capability::Capability;
 
 /// Types per compilation.
 pub const BATCH: u64 = 25;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DebugProducer {
-    /// NVRTC `-G`: full DWARF.
-    NvrtcG,
-    /// NVRTC `-lineinfo`: `.file`/`.loc` only.
-    NvrtcLineinfo,
-    /// clang-19 `-g`, CUDA device code.
-    ClangG,
-    /// clang-19 `-g -emit-llvm`, then llc-19.
-    LlcG,
-    /// libNVVM `-g -opt=0` on NVVM IR with debug metadata (what NVRTC's `-G` is to CUDA).
-    NvvmG,
-    /// libNVVM `-g` at its default optimisation level (`-opt=3`).
-    NvvmGOpt,
+/// One debug flavour: a producer, the language it is given the kernels in, and the options
+/// that make it write debug information.
+#[derive(Debug)]
+struct Flavour {
+    /// The spelling in suites and case ids.
+    name: &'static str,
+    /// The producer's name in the one vocabulary ([`Producer::parse`]).
+    producer: &'static str,
+    language: Language,
+    debug: Options<'static>,
+    /// Whether it writes `.debug_info` (not only line tables).
+    full: bool,
+}
+
+const NO_OPTIONS: Options<'static> = Options {
+    nvrtc: &[],
+    clang: &[],
+    nvvm: &[],
+    llc: &[],
+};
+
+/// The flavours, one row each.
+static FLAVOURS: &[Flavour] = &[
+    // NVRTC `-G`: full DWARF.
+    Flavour {
+        name: "nvrtc_g",
+        producer: "nvrtc",
+        language: Language::CudaCpp,
+        debug: Options {
+            nvrtc: &["-std=c++17", "-G"],
+            ..NO_OPTIONS
+        },
+        full: true,
+    },
+    // NVRTC `-lineinfo`: `.file`/`.loc` only.
+    Flavour {
+        name: "nvrtc_lineinfo",
+        producer: "nvrtc",
+        language: Language::CudaCpp,
+        debug: Options {
+            nvrtc: &["-std=c++17", "-lineinfo"],
+            ..NO_OPTIONS
+        },
+        full: false,
+    },
+    // clang-19 `-g`, CUDA device code.
+    Flavour {
+        name: "clang_g",
+        producer: "clang",
+        language: Language::ClangCuda,
+        debug: Options {
+            clang: &["-g"],
+            ..NO_OPTIONS
+        },
+        full: true,
+    },
+    // llc-19 on the IR clang-19 writes with `-g -emit-llvm` (the debug metadata is clang's).
+    Flavour {
+        name: "llc_g",
+        producer: "llvm",
+        language: Language::LlvmIr,
+        debug: NO_OPTIONS,
+        full: true,
+    },
+    // libNVVM `-g -opt=0` on NVVM IR with debug metadata (what NVRTC's `-G` is to CUDA).
+    Flavour {
+        name: "nvvm_g",
+        producer: "libnvvm",
+        language: Language::NvvmIr,
+        debug: Options {
+            nvvm: &["-g", "-opt=0"],
+            ..NO_OPTIONS
+        },
+        full: true,
+    },
+    // libNVVM `-g` at its default optimisation level (`-opt=3`).
+    Flavour {
+        name: "nvvm_g_opt",
+        producer: "libnvvm",
+        language: Language::NvvmIr,
+        debug: Options {
+            nvvm: &["-g"],
+            ..NO_OPTIONS
+        },
+        full: true,
+    },
+];
+
+/// A producer's debug flavour ([`FLAVOURS`]); suites spell it `nvrtc_g`, `clang_g`, ...
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DebugProducer(u8);
+
+impl std::fmt::Debug for DebugProducer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for DebugProducer {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        DebugProducer::parse(&s).ok_or_else(|| {
+            let names: Vec<&str> = FLAVOURS.iter().map(|f| f.name).collect();
+            serde::de::Error::custom(format!(
+                "unknown variant `{s}`, expected one of {}",
+                names.join(", ")
+            ))
+        })
+    }
 }
 
 impl DebugProducer {
+    /// Every flavour whose producer is registered.
+    pub fn all() -> impl Iterator<Item = DebugProducer> {
+        (0..FLAVOURS.len())
+            .map(|i| DebugProducer(i as u8))
+            .filter(|f| Producer::parse(f.flavour().producer).is_some())
+    }
+
+    pub fn parse(s: &str) -> Option<DebugProducer> {
+        DebugProducer::all().find(|f| f.name() == s)
+    }
+
+    fn flavour(self) -> &'static Flavour {
+        &FLAVOURS[usize::from(self.0)]
+    }
+
+    pub fn name(self) -> &'static str {
+        self.flavour().name
+    }
+
     /// The compiler behind this debug flavour, in the one producer vocabulary.
     pub fn producer(self) -> Producer {
-        match self {
-            DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => Producer::Nvrtc,
-            DebugProducer::ClangG => Producer::Clang,
-            DebugProducer::LlcG => Producer::Llc,
-            DebugProducer::NvvmG | DebugProducer::NvvmGOpt => Producer::Libnvvm,
-        }
+        Producer::named(self.flavour().producer)
     }
 
     pub fn requires(self) -> Vec<Capability> {
@@ -58,7 +165,7 @@ impl DebugProducer {
 
     /// Whether the producer writes `.debug_info` (not only line tables).
     pub fn full(self) -> bool {
-        self != DebugProducer::NvrtcLineinfo
+        self.flavour().full
     }
 }
 
@@ -86,60 +193,53 @@ pub fn source(types: &[TypeDef], dialect: Dialect) -> String {
     s
 }
 
-/// libNVVM's options: the other producers' target, `-g` for full DWARF, and the
-/// optimisation level.
-fn nvvm_options(p: DebugProducer) -> &'static [&'static str] {
-    if p == DebugProducer::NvvmGOpt {
-        &["-arch=compute_90", "-g"]
-    } else {
-        &["-arch=compute_90", "-g", "-opt=0"]
-    }
-}
-
 /// The producer's PTX for batch `batch` of [`BATCH`] types, and how many types it has.
 fn compile(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<(String, usize), ToolError> {
-    if matches!(p, DebugProducer::NvvmG | DebugProducer::NvvmGOpt) {
+    let language = p.flavour().language;
+    if language == Language::NvvmIr {
         // libNVVM reads NVVM IR, not CUDA: its own generated types.
         let types = nvvm_ir::types(batch, BATCH as usize);
-        let ptx = tc.nvvm(&nvvm_ir::module(&types), nvvm_options(p))?;
+        let ptx = compile_src(tc, p, &nvvm_ir::module(&types))?;
         return Ok((ptx, types.len()));
     }
     let types = random_batch(batch * BATCH, BATCH as usize);
-    let dialect = match p {
-        DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => Dialect::Cuda,
+    let dialect = match language {
+        Language::CudaCpp => Dialect::Cuda,
         _ => Dialect::C,
     };
     Ok((compile_src(tc, p, &source(&types, dialect))?, types.len()))
 }
 
-fn compile_src(tc: &Toolchain, p: DebugProducer, src: &str) -> Result<String, ToolError> {
-    let arch = "--gpu-architecture=compute_90";
-    match p {
-        DebugProducer::NvrtcG => tc.nvrtc(src, "gpucts_dwarf.cu", &[arch, "-std=c++17", "-G"]),
-        DebugProducer::NvrtcLineinfo => {
-            tc.nvrtc(src, "gpucts_dwarf.cu", &[arch, "-std=c++17", "-lineinfo"])
-        }
-        DebugProducer::ClangG => tc.clang_ptx(src, ClangLang::Cuda, &["-g"]),
-        DebugProducer::LlcG => {
-            let ir = tc.clang_stdout(
-                src,
-                ClangLang::Cuda,
-                &[
-                    "--cuda-device-only",
-                    "--cuda-gpu-arch=sm_90",
-                    "-nocudainc",
-                    "-nocudalib",
-                    "-g",
-                    "-S",
-                    "-emit-llvm",
-                    "-o",
-                    "-",
-                ],
-            )?;
-            llc_ptx(tc, &ir, "sm_90", &[])
-        }
-        DebugProducer::NvvmG | DebugProducer::NvvmGOpt => tc.nvvm(src, nvvm_options(p)),
-    }
+/// Compile `text` (CUDA C++ for NVRTC, clang's CUDA otherwise, NVVM IR for libNVVM) with the
+/// flavour's producer and debug options; for the LLVM IR flavour, clang-19 first writes the
+/// IR with its debug metadata.
+fn compile_src(tc: &Toolchain, p: DebugProducer, text: &str) -> Result<String, ToolError> {
+    let flavour = p.flavour();
+    let ir;
+    let text = if flavour.language == Language::LlvmIr {
+        ir = tc.clang_stdout(
+            text,
+            ClangLang::Cuda,
+            &[
+                "--cuda-device-only",
+                "--cuda-gpu-arch=sm_90",
+                "-nocudainc",
+                "-nocudalib",
+                "-g",
+                "-S",
+                "-emit-llvm",
+                "-o",
+                "-",
+            ],
+        )?;
+        ir.as_str()
+    } else {
+        text
+    };
+    let src = Source::new(flavour.language, text)
+        .file_name("gpucts_dwarf.cu")
+        .options(flavour.debug);
+    p.producer().compile(tc, &src)
 }
 
 /// Why a producer's batch is not clean: the producer or ptxas failed, the output does not
@@ -160,7 +260,7 @@ pub enum BatchFindings {
 /// no finding; Err(findings) otherwise.
 pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<String, BatchFindings> {
     let (ptx, types) = compile(tc, p, batch).map_err(BatchFindings::Producer)?;
-    let name = format!("{p:?}-batch{batch}.ptx");
+    let name = format!("{}-batch{batch}.ptx", p.name());
     let r = check_ptx(&name, &ptx, Some(tc))?;
     let cubin = tc
         .ptxas(&ptx, "sm_90", &["-g"])
@@ -198,9 +298,9 @@ pub fn compile_kernel(tc: &Toolchain, p: DebugProducer) -> Result<String, ToolEr
     let body =
         "extern \"C\" __global__ void gpucts_dwarf_add(unsigned *p, unsigned a, unsigned b) {\n\
                 \x20 unsigned s = a + b;\n  p[threadIdx.x] = s * 2 + threadIdx.x;\n}\n";
-    let src = match p {
-        DebugProducer::NvrtcG | DebugProducer::NvrtcLineinfo => body.to_string(),
-        DebugProducer::NvvmG | DebugProducer::NvvmGOpt => nvvm_ir::add_kernel(),
+    let src = match p.flavour().language {
+        Language::CudaCpp => body.to_string(),
+        Language::NvvmIr => nvvm_ir::add_kernel(),
         _ => format!(
             "{CLANG_PRELUDE}{}",
             body.replace("threadIdx.x", "__nvvm_read_ptx_sreg_tid_x()")

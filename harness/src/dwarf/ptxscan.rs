@@ -14,23 +14,52 @@ pub const MAX_PTX_BYTES: usize = 64 << 20;
 pub const MAX_SECTION_BYTES: usize = 16 << 20;
 pub const MAX_SECTIONS: usize = 256;
 
-/// A DWARF address class of ptx-interop 13.2 §5.2 (`DW_AT_address_class`): the PTX state
-/// spaces ([`crate::ptx::instr::Space`], through [`AddressClass::of`]) plus the classes DWARF
-/// adds (code, special registers, surfaces, samplers, generic addresses).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum AddressClass {
-    Code,
-    Reg,
-    Sreg,
-    Const,
-    Global,
-    Local,
-    Param,
-    Shared,
-    Surf,
-    Tex,
-    Sampler,
-    Generic,
+/// The §5.2 table, one row per class: the variant, its `DW_AT_address_class` code and its
+/// name in the guide. Declares [`AddressClass`] with `ALL`, `address_class` and `code_name`.
+macro_rules! address_classes {
+    ($( $variant:ident = $code:literal, $name:literal; )+) => {
+        /// A DWARF address class of ptx-interop 13.2 §5.2 (`DW_AT_address_class`): the PTX
+        /// state spaces ([`crate::ptx::instr::Space`], through [`AddressClass::of`]) plus the
+        /// classes DWARF adds (code, special registers, surfaces, samplers, generic addresses).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum AddressClass {
+            $( $variant, )+
+        }
+
+        impl AddressClass {
+            /// Every class, in code order.
+            pub const ALL: &'static [AddressClass] = &[$(AddressClass::$variant),+];
+
+            /// The §5.2 code: ADDR_code_space 1 .. ADDR_generic_space 12.
+            pub fn address_class(self) -> u8 {
+                match self {
+                    $( AddressClass::$variant => $code, )+
+                }
+            }
+
+            /// The §5.2 code name.
+            pub fn code_name(self) -> &'static str {
+                match self {
+                    $( AddressClass::$variant => $name, )+
+                }
+            }
+        }
+    };
+}
+
+address_classes! {
+    Code = 1, "ADDR_code_space";
+    Reg = 2, "ADDR_reg_space";
+    Sreg = 3, "ADDR_sreg_space";
+    Const = 4, "ADDR_const_space";
+    Global = 5, "ADDR_global_space";
+    Local = 6, "ADDR_local_space";
+    Param = 7, "ADDR_param_space";
+    Shared = 8, "ADDR_shared_space";
+    Surf = 9, "ADDR_surf_space";
+    Tex = 10, "ADDR_tex_space";
+    Sampler = 11, "ADDR_tex_sampler_space";
+    Generic = 12, "ADDR_generic_space";
 }
 
 impl AddressClass {
@@ -45,57 +74,6 @@ impl AddressClass {
             Space::Const => AddressClass::Const,
         }
     }
-
-    /// The §5.2 table: ADDR_code_space 1 .. ADDR_generic_space 12.
-    pub fn address_class(self) -> u8 {
-        match self {
-            AddressClass::Code => 1,
-            AddressClass::Reg => 2,
-            AddressClass::Sreg => 3,
-            AddressClass::Const => 4,
-            AddressClass::Global => 5,
-            AddressClass::Local => 6,
-            AddressClass::Param => 7,
-            AddressClass::Shared => 8,
-            AddressClass::Surf => 9,
-            AddressClass::Tex => 10,
-            AddressClass::Sampler => 11,
-            AddressClass::Generic => 12,
-        }
-    }
-
-    /// The §5.2 code name.
-    pub fn code_name(self) -> &'static str {
-        match self {
-            AddressClass::Code => "ADDR_code_space",
-            AddressClass::Reg => "ADDR_reg_space",
-            AddressClass::Sreg => "ADDR_sreg_space",
-            AddressClass::Const => "ADDR_const_space",
-            AddressClass::Global => "ADDR_global_space",
-            AddressClass::Local => "ADDR_local_space",
-            AddressClass::Param => "ADDR_param_space",
-            AddressClass::Shared => "ADDR_shared_space",
-            AddressClass::Surf => "ADDR_surf_space",
-            AddressClass::Tex => "ADDR_tex_space",
-            AddressClass::Sampler => "ADDR_tex_sampler_space",
-            AddressClass::Generic => "ADDR_generic_space",
-        }
-    }
-
-    pub const ALL: [AddressClass; 12] = [
-        AddressClass::Code,
-        AddressClass::Reg,
-        AddressClass::Sreg,
-        AddressClass::Const,
-        AddressClass::Global,
-        AddressClass::Local,
-        AddressClass::Param,
-        AddressClass::Shared,
-        AddressClass::Surf,
-        AddressClass::Tex,
-        AddressClass::Sampler,
-        AddressClass::Generic,
-    ];
 
     pub fn from_class(c: u64) -> Option<AddressClass> {
         AddressClass::ALL

@@ -1185,14 +1185,14 @@ mod tests {
             .iter()
             .filter(|c| c.requires.contains(&Capability::Gpu))
             .collect();
-        // The suite's GPU cases: 46 printf conversions, 5 driver cases, 4 asserts (one per
+        // The suite's GPU cases: 46 printf conversions, 5 driver cases, 5 asserts (one per
         // producer), and the 33 probes through the driver JIT.
         let count = |prefix: &str| gpu.iter().filter(|c| c.id.starts_with(prefix)).count();
         assert_eq!(count("syscalls.gpu.printf."), 46);
-        assert_eq!(count("syscalls.gpu.assert."), 4);
-        assert_eq!(count("syscalls.gpu."), 55);
+        assert_eq!(count("syscalls.gpu.assert."), 5);
+        assert_eq!(count("syscalls.gpu."), 56);
         assert_eq!(count("syscalls.observe.jit."), 33);
-        assert_eq!(gpu.len(), 88);
+        assert_eq!(gpu.len(), 89);
         for case in gpu {
             let status = crate::runner::execute(case, &env).0.status;
             match &status {

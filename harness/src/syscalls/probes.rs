@@ -409,7 +409,7 @@ mod tests {
 
     #[test]
     fn guide_modules_are_clean() {
-        for call in Syscall::ALL {
+        for call in Syscall::ALL.iter().copied() {
             for addr in [AddressSize::A32, AddressSize::A64] {
                 let m = guide_module(call, addr, "sm_90");
                 assert_eq!(lint_source(&m, "g").unwrap(), vec![], "{m}");

@@ -30,25 +30,30 @@ use serde::Deserialize;
 use crate::abi::lint::syscalls::{call_sites, CallSite, Syscall, Val};
 use crate::abi::lint::{lint_source, Rule, Violation};
 use crate::area::{BatchCache, CaseContext};
-use crate::backend::toolchain::{ClangLang, Toolchain};
+use crate::backend::toolchain::Toolchain;
 use crate::outcome::CaseStatus;
 
-/// The producers of this area: its view of the one vocabulary (`backend::producer`); suites
-/// spell them `nvrtc`, `clang`, `libnvvm`, `llc` (ids unchanged).
 pub use crate::backend::producer::Producer;
+use crate::backend::producer::{Language, Options, Source};
 
-/// The producers whose printf / malloc / free / assert PTX this area compiles.
-pub const PRODUCERS: [Producer; 4] = [
-    Producer::Nvrtc,
-    Producer::Clang,
-    Producer::Libnvvm,
-    Producer::Llc,
+/// The languages the printf / malloc / free / assert programs are written in.
+pub const LANGUAGES: [Language; 4] = [
+    Language::CudaCpp,
+    Language::ClangCuda,
+    Language::NvvmIr,
+    Language::LlvmIr,
 ];
 
-/// Deserialize a producer of [`PRODUCERS`]; any other is an error naming the view.
+/// The producers whose printf / malloc / free / assert PTX this area compiles: every one that
+/// reads one of [`LANGUAGES`] (suites spell them `nvrtc`, `clang`, `libnvvm`, `llc`, ...).
+pub fn producers() -> Vec<Producer> {
+    Producer::accepting(&LANGUAGES)
+}
+
+/// Deserialize a producer of [`producers`]; any other is an error naming the view.
 pub fn producer_in_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Producer, D::Error> {
     let p = Producer::deserialize(d)?;
-    crate::backend::producer::in_view(p, "syscalls", &PRODUCERS).map_err(serde::de::Error::custom)
+    crate::backend::producer::in_view(p, "syscalls", &producers()).map_err(serde::de::Error::custom)
 }
 
 /// A program of the batch, named by the system calls it makes.
@@ -287,15 +292,15 @@ pub const ASSERT_FN: &str = "gpucts_assert";
 /// What the producer's `__assertfail` call is given as file and line, and a part of the
 /// function name it passes (NVRTC passes `__PRETTY_FUNCTION__`, the others the bare name).
 pub fn assert_site(producer: Producer) -> (String, u32, &'static str) {
-    match producer {
-        Producer::Nvrtc | Producer::Clang => {
-            let src = cuda_source(producer == Producer::Clang);
+    match producer.language_of(&LANGUAGES) {
+        Some(language @ (Language::CudaCpp | Language::ClangCuda)) => {
+            let src = source(language);
             let line = src
                 .lines()
                 .position(|l| l.contains(&format!("void {ASSERT_FN}(")))
                 .map_or(0, |i| i as u32 + 1);
-            let file = if producer == Producer::Nvrtc {
-                "gpucts_syscalls.cu"
+            let file = if language == Language::CudaCpp {
+                NVRTC_FILE
             } else {
                 // clang sees the toolchain's scratch file.
                 "input.cu"
@@ -304,7 +309,24 @@ pub fn assert_site(producer: Producer) -> (String, u32, &'static str) {
         }
         // The IR producers, and any producer outside the view (the suite reader refuses
         // those), see the IR file name.
-        _ => ("gpucts.ll".to_string(), 7, ASSERT_FN),
+        Some(Language::NvvmIr | Language::LlvmIr | Language::C | Language::Ptx) | None => {
+            ("gpucts.ll".to_string(), 7, ASSERT_FN)
+        }
+    }
+}
+
+/// The program name NVRTC is given (what its `__assertfail` calls pass as the file).
+const NVRTC_FILE: &str = "gpucts_syscalls.cu";
+
+/// The programs in `language`.
+fn source(language: Language) -> String {
+    match language {
+        Language::CudaCpp => cuda_source(false),
+        Language::ClangCuda => cuda_source(true),
+        // libNVVM's dialect has typed pointers, LLVM 19's opaque ones.
+        Language::NvvmIr => ir_source(true),
+        Language::LlvmIr => ir_source(false),
+        Language::C | Language::Ptx => String::new(),
     }
 }
 
@@ -488,28 +510,26 @@ pub enum LayoutError {
 }
 
 fn compile(tc: &Toolchain, producer: Producer) -> Result<String, BatchError> {
-    let r = match producer {
-        Producer::Nvrtc => tc.nvrtc(
-            &cuda_source(false),
-            "gpucts_syscalls.cu",
-            &["--gpu-architecture=compute_90"],
-        ),
-        Producer::Clang => tc.clang_ptx(&cuda_source(true), ClangLang::Cuda, &["-O2"]),
-        Producer::Libnvvm => tc.nvvm(&ir_source(true), crate::abi::paramgen::NVVM_OPTIONS),
-        Producer::Llc => {
-            crate::backend::toolchain::llc::llc_ptx(tc, &ir_source(false), "sm_90", &["-O2"])
-        }
-        other => {
-            let e = crate::backend::producer::in_view(other, "syscalls", &PRODUCERS);
-            return Err(BatchError::NoSource(
-                e.map_or_else(|e| e.to_string(), |p| format!("{p}: no source")),
-            ));
-        }
+    let Some(language) = producer.language_of(&LANGUAGES) else {
+        let e = crate::backend::producer::in_view(producer, "syscalls", &producers());
+        return Err(BatchError::NoSource(
+            e.map_or_else(|e| e.to_string(), |p| format!("{p}: no source")),
+        ));
     };
-    r.map_err(|source| BatchError::Rejected {
-        producer: producer.name(),
-        source,
-    })
+    let text = source(language);
+    let src = Source::new(language, &text)
+        .file_name(NVRTC_FILE)
+        .options(Options {
+            clang: &["-O2"],
+            llc: &["-O2"],
+            ..Options::default()
+        });
+    producer
+        .compile(tc, &src)
+        .map_err(|source| BatchError::Rejected {
+            producer: producer.name(),
+            source,
+        })
 }
 
 /// The batch of `producer`, compiled once per run.
@@ -736,7 +756,7 @@ mod tests {
     #[test]
     fn batches_compile_and_lint() {
         let tc = Toolchain::discover_system();
-        for p in PRODUCERS {
+        for p in producers() {
             crate::require!(p.requires().iter().all(|c| tc.has(*c)), p.name());
             let ptx = compile(&tc, p).unwrap();
             // Real producer output cut anywhere: the ch. 3 checks never panic.

@@ -752,39 +752,76 @@ pub fn check(files: &[PtxFile]) -> Result<Report, InputError> {
     Ok(report)
 }
 
-/// The command: print mismatches and unresolved functions; the exit status of the contract.
-pub fn run(paths: &[std::path::PathBuf]) -> (i32, String, String) {
+/// What `gpucts xcall check` found: the files compared and the report, or why they could not be.
+#[derive(Debug)]
+pub enum CheckRun {
+    /// Every file read and the calls compared with their definitions.
+    Compared { files: usize, report: Report },
+    /// Files that could not be read or that break the input rules (each with file and line).
+    Unusable(Vec<InputError>),
+}
+
+impl CheckRun {
+    /// The contract's exit status: 0 when every declaration and call site agrees with its
+    /// definition, 1 on a mismatch, 2 when the input was unusable.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            CheckRun::Compared { report, .. } if report.mismatches.is_empty() => 0,
+            CheckRun::Compared { .. } => 1,
+            CheckRun::Unusable(_) => 2,
+        }
+    }
+
+    /// The standard output: each mismatch and unresolved function, or the agreement summary.
+    pub fn stdout(&self) -> String {
+        let CheckRun::Compared { files, report } = self else {
+            return String::new();
+        };
+        let mut out = String::new();
+        for m in &report.mismatches {
+            out += &format!("{m}\n");
+        }
+        for u in &report.unresolved {
+            out += &format!("{u}\n");
+        }
+        if report.mismatches.is_empty() {
+            out += &format!(
+                "{files} files agree: {} declarations and call sites compared with their definitions\n",
+                report.compared
+            );
+        }
+        out
+    }
+
+    /// The standard error: one line per unusable input.
+    pub fn stderr(&self) -> String {
+        match self {
+            CheckRun::Unusable(errors) => errors.iter().map(|e| format!("{e}\n")).collect(),
+            CheckRun::Compared { .. } => String::new(),
+        }
+    }
+}
+
+/// The command: read the files and compare every call with its definition.
+pub fn run(paths: &[std::path::PathBuf]) -> CheckRun {
     let mut files = Vec::new();
-    let mut err = String::new();
+    let mut errors = Vec::new();
     for p in paths {
         match PtxFile::read(p) {
             Ok(f) => files.push(f),
-            Err(e) => err += &format!("{e}\n"),
+            Err(e) => errors.push(e),
         }
     }
-    if !err.is_empty() {
-        return (2, String::new(), err);
+    if !errors.is_empty() {
+        return CheckRun::Unusable(errors);
     }
-    let report = match check(&files) {
-        Ok(r) => r,
-        Err(e) => return (2, String::new(), format!("{e}\n")),
-    };
-    let mut out = String::new();
-    for m in &report.mismatches {
-        out += &format!("{m}\n");
+    match check(&files) {
+        Ok(report) => CheckRun::Compared {
+            files: files.len(),
+            report,
+        },
+        Err(e) => CheckRun::Unusable(vec![e]),
     }
-    for u in &report.unresolved {
-        out += &format!("{u}\n");
-    }
-    let code = if report.mismatches.is_empty() { 0 } else { 1 };
-    if code == 0 {
-        out += &format!(
-            "{} files agree: {} declarations and call sites compared with their definitions\n",
-            files.len(),
-            report.compared
-        );
-    }
-    (code, out, String::new())
 }
 
 #[cfg(test)]
@@ -806,6 +843,40 @@ mod tests {
             PtxFile::parse("caller.ptx", a)?,
             PtxFile::parse("other.ptx", b)?,
         ])
+    }
+
+    /// The command's exit status follows the contract: 0 agree, 1 mismatch, 2 unusable input.
+    #[test]
+    fn the_command_exits_by_the_contract() {
+        let d = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = d.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let callee = write("callee.ptx", CALLEE);
+        let good = write("good.ptx", &caller(".param .align 8 .b8[16]"));
+        let bad = write("bad.ptx", &caller(".param .b64"));
+        let agree = run(&[good, callee.clone()]);
+        assert_eq!(agree.exit_code(), 0);
+        assert!(
+            agree.stdout().starts_with("2 files agree: 2 declarations"),
+            "{}",
+            agree.stdout()
+        );
+        assert_eq!(agree.stderr(), "");
+        let differ = run(&[bad, callee.clone()]);
+        assert_eq!(differ.exit_code(), 1);
+        assert_eq!(differ.stdout().lines().count(), 2, "{}", differ.stdout());
+        let missing = d.path().join("absent.ptx");
+        let unusable = run(&[missing, callee]);
+        assert_eq!(unusable.exit_code(), 2);
+        assert_eq!(unusable.stdout(), "");
+        assert!(
+            unusable.stderr().contains("absent.ptx:0: cannot read"),
+            "{}",
+            unusable.stderr()
+        );
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod check;
 pub mod corpus;
 pub mod emit;
 pub mod gpu;
+pub mod mangle;
 pub mod sig;
 
 use std::collections::{BTreeMap, HashMap};
@@ -25,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 
 use crate::area::{BatchCache, CaseContext, Check};
-use crate::backend::producer::Producer;
+use crate::backend::producer::{Language, Options, Producer, Source};
 use crate::backend::toolchain::{LinkInputKind, ToolError, Toolchain};
 use crate::capability::Capability;
 use crate::cubin::Cubin;
@@ -33,16 +34,21 @@ use crate::outcome::CaseStatus;
 use sig::Role;
 use sig::Signature;
 
-/// This area's view of the producer vocabulary: the producers that generate both sides (the
-/// hand-written corpus only for its own signatures, [`corpus`]).
-pub const PRODUCERS: [Producer; 6] = [
-    Producer::Gpucts,
-    Producer::Nvrtc,
-    Producer::Clang,
-    Producer::Llc,
-    Producer::Libnvvm,
-    Producer::Corpus,
-];
+/// This area's view of the producer vocabulary: every producer that reads a language the
+/// batches are written in ([`emit::LANGUAGES`]), and the hand-written corpus (only for its own
+/// signatures, [`corpus`]), in registry order.
+pub fn producers() -> &'static [Producer] {
+    static VIEW: OnceLock<Vec<Producer>> = OnceLock::new();
+    VIEW.get_or_init(|| {
+        let mut v = Producer::accepting(&emit::LANGUAGES);
+        v.extend(Producer::hand_written());
+        v.sort();
+        v
+    })
+}
+
+/// The set of producers (bits in [`producers`] order) that can express a signature.
+pub type Mask = u32;
 
 /// The generated signatures the suite runs: seeds `0..SIGNATURES` (the corpus's follow).
 pub const SIGNATURES: u64 = 240;
@@ -51,17 +57,10 @@ pub const SIGNATURES: u64 = 240;
 pub const ARCH: &str = "sm_90";
 
 /// The oldest target each producer supports, measured with the installed tools (the unit
-/// test `oldest_targets_are_measured` repeats the measurement): NVRTC 12.9 and libNVVM 2.0
-/// reject compute_30/35/37 ("invalid value for --gpu-architecture", "-arch=compute_35 is an
-/// unsupported option") and take compute_50; clang-19 and llc-19 go down to sm_20 (clang:
-/// "unsupported CUDA gpu architecture: sm_10"; llc: "'sm_10' is not a recognized processor");
-/// gpucts's emitter writes PTX function calls, which need sm_20 (ptx-interop 13.2 ch. 2); the
-/// corpus declares `.target sm_50`.
+/// test `oldest_targets_are_measured` repeats the measurement; each producer's file says what
+/// its tool answers below it).
 pub fn oldest_target(p: Producer) -> &'static str {
-    match p {
-        Producer::Nvrtc | Producer::Libnvvm | Producer::Corpus => "sm_50",
-        Producer::Clang | Producer::Llc | Producer::Gpucts => "sm_20",
-    }
+    p.oldest_target()
 }
 
 /// The oldest target ptxas 12.9 and nvJitLink 12.9 accept ("Value 'sm_37' is not defined
@@ -103,11 +102,6 @@ impl Target {
         }
     }
 
-    /// `compute_90` for `sm_90`.
-    fn compute(self) -> String {
-        self.arch().replace("sm_", "compute_")
-    }
-
     /// Whether the target's batches hold signature `seed`.
     pub fn has(self, seed: u64) -> bool {
         match self {
@@ -130,7 +124,7 @@ impl Target {
     }
 
     /// The masks of the target's signatures.
-    fn masks(self) -> std::collections::BTreeSet<u8> {
+    fn masks(self) -> std::collections::BTreeSet<Mask> {
         all_signatures()
             .iter()
             .filter(|s| self.has(s.seed))
@@ -139,7 +133,7 @@ impl Target {
     }
 
     /// The target's signatures of mask `m`.
-    fn sigs(self, m: u8) -> Vec<&'static Signature> {
+    fn sigs(self, m: Mask) -> Vec<&'static Signature> {
         all_signatures()
             .iter()
             .filter(|s| mask(s) == m && self.has(s.seed))
@@ -147,20 +141,12 @@ impl Target {
     }
 }
 
-/// NVRTC options: relocatable device code, so externs stay unresolved until the link.
-pub const NVRTC_OPTIONS: &[&str] = &[
-    "--gpu-architecture=compute_90",
-    "--relocatable-device-code=true",
-    "-std=c++17",
-];
 /// NVRTC options but the architecture.
 const NVRTC_RDC: &[&str] = &["--relocatable-device-code=true", "-std=c++17"];
 /// clang-19 (CUDA device code) options.
 pub const CLANG_ARGS: &[&str] = &["-fgpu-rdc", "-O2", "-std=c++17"];
 /// llc-19 options.
 pub const LLC_ARGS: &[&str] = &["-O2"];
-/// libNVVM options.
-pub const NVVM_OPTIONS: &[&str] = &["-arch=compute_90"];
 
 /// The `check:` vocabulary of `suites/xcall.yaml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -213,7 +199,7 @@ impl Check for XcallCheck {
         matches!(self, XcallCheck::Gpu { .. })
     }
 
-    /// A seed outside the suite's signatures is refused before the run (issue 10): the
+    /// A seed outside the suite's signatures is refused before the run: the
     /// generated ones (0..SIGNATURES) or the hand-written corpus's, which are the only ones a
     /// pair with the corpus on one side can take.
     fn validate(
@@ -239,7 +225,7 @@ impl Check for XcallCheck {
                 callee,
                 seed,
             } => {
-                if *caller == Producer::Corpus || *callee == Producer::Corpus {
+                if caller.is_hand_written() || callee.is_hand_written() {
                     if !corpus::is_corpus(*seed) {
                         return refuse(
                             *seed,
@@ -270,7 +256,7 @@ impl Check for XcallCheck {
                 callee,
                 seed,
             } => pair_case(ctx.toolchain, *caller, *callee, *seed, Target::Oldest),
-            XcallCheck::Mangle { seed } => mangle_case(ctx.toolchain, *seed),
+            XcallCheck::Mangle { seed } => mangle::mangle_case(ctx.toolchain, *seed),
             XcallCheck::Gpu { caller, callee } => gpu::gpu_case(ctx, *caller, *callee),
         }
     }
@@ -279,16 +265,19 @@ impl Check for XcallCheck {
 /// The set of producers that can express a signature, as a bit mask over [`PRODUCERS`]:
 /// signatures are batched by it, so every extern in a caller batch has its callee in the
 /// callee batch of the same mask.
-pub fn mask(sig: &Signature) -> u8 {
-    PRODUCERS
+pub fn mask(sig: &Signature) -> Mask {
+    producers()
         .iter()
         .enumerate()
         .filter(|(_, p)| emit::expresses(**p, sig).is_ok())
-        .fold(0u8, |m, (i, _)| m | (1 << i))
+        .fold(0, |m, (i, _)| m | (1 << i))
 }
 
-fn bit(p: Producer) -> u8 {
-    PRODUCERS.iter().position(|q| *q == p).map_or(0, |i| 1 << i)
+fn bit(p: Producer) -> Mask {
+    producers()
+        .iter()
+        .position(|q| *q == p)
+        .map_or(0, |i| 1 << i)
 }
 
 /// The suite's signatures: the generated ones (seeds `0..SIGNATURES`), then the corpus's.
@@ -306,25 +295,30 @@ pub fn generated_signatures() -> &'static [Signature] {
     &all_signatures()[..SIGNATURES as usize]
 }
 
-/// What identifies the tool a producer runs, for the disk cache's key: name, version, path.
-fn tool_identity(tc: &Toolchain, p: Producer) -> String {
-    let cap = match p {
-        Producer::Gpucts | Producer::Corpus => return p.name().to_string(),
-        _ => p.capability(),
-    };
-    let c = cap.and_then(|c| tc.component(c));
-    let llc = match p {
-        Producer::Llc => crate::backend::toolchain::llc::llc_path(tc)
-            .map(|p| p.display().to_string())
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
-    format!(
-        "{} {} {} {llc}",
-        p.name(),
-        c.map_or("", |c| c.version.as_str()),
-        c.map_or(String::new(), |c| c.path.display().to_string())
-    )
+/// What the batches ask of each tool: relocatable device code, so externs stay unresolved
+/// until the link (NVRTC `--relocatable-device-code=true`, clang `-fgpu-rdc`); C++17; `-O2`.
+pub const OPTIONS: Options<'static> = Options {
+    nvrtc: NVRTC_RDC,
+    clang: CLANG_ARGS,
+    nvvm: &[],
+    llc: LLC_ARGS,
+};
+
+/// The area's options for the tool that reads `language`, as the disk cache's key spells them
+/// (a producer's own options are told apart by its name, which the key holds too).
+fn cache_options(language: Language, compute: &str) -> String {
+    let mut opts: Vec<String> = Vec::new();
+    match language {
+        Language::CudaCpp => {
+            opts.push(format!("--gpu-architecture={compute}"));
+            opts.extend(NVRTC_RDC.iter().map(|s| s.to_string()));
+        }
+        Language::ClangCuda | Language::C => opts.extend(CLANG_ARGS.iter().map(|s| s.to_string())),
+        Language::LlvmIr => opts.extend(LLC_ARGS.iter().map(|s| s.to_string())),
+        Language::NvvmIr => opts.push(format!("-arch={compute}")),
+        Language::Ptx => {}
+    }
+    opts.join(" ")
 }
 
 /// Compile one role's source with a producer for a target (through the disk cache).
@@ -335,53 +329,31 @@ pub fn compile(
     sigs: &[&Signature],
     target: Target,
 ) -> Result<String, ToolError> {
-    if p == Producer::Corpus {
+    if p.is_hand_written() {
         // Hand-written: every corpus signature in one module whatever the subset asked.
         return Ok(corpus::source(role));
     }
-    let Some(src) = emit::source(p, role, sigs) else {
+    let Some((language, text)) = emit::source(p, role, sigs) else {
         return Err(ToolError::Failed {
             tool: p.name().into(),
             log: "no generated source for this producer".into(),
         });
     };
     let arch = target.arch();
-    let compute = target.compute();
     let name = format!("xcall_{}.cu", role.name());
-    let nvrtc_arch = format!("--gpu-architecture={compute}");
-    let nvvm_arch = format!("-arch={compute}");
-    let mut opts: Vec<&str> = Vec::new();
-    match p {
-        Producer::Nvrtc => {
-            opts.push(&nvrtc_arch);
-            opts.extend_from_slice(NVRTC_RDC);
-        }
-        Producer::Clang => opts.extend_from_slice(CLANG_ARGS),
-        Producer::Llc => opts.extend_from_slice(LLC_ARGS),
-        Producer::Libnvvm => opts.push(&nvvm_arch),
-        _ => {}
-    }
-    let id = tool_identity(tc, p);
-    let joined = opts.join(" ");
+    let src = Source::new(language, &text)
+        .file_name(&name)
+        .arch(arch)
+        .options(OPTIONS);
+    let id = p.tool_identity(tc);
+    let joined = cache_options(language, &src.compute());
     let key: [&[u8]; 4] = [
         id.as_bytes(),
         arch.as_bytes(),
         joined.as_bytes(),
-        src.as_bytes(),
+        text.as_bytes(),
     ];
-    cache::run_text(&key, cache::Phase::Compile, || match p {
-        Producer::Nvrtc => tc.nvrtc(&src, &name, &opts),
-        Producer::Clang => tc.clang_ptx_for(
-            &src,
-            crate::backend::toolchain::ClangLang::Cuda,
-            arch,
-            &opts,
-        ),
-        Producer::Llc => crate::backend::toolchain::llc::llc_ptx(tc, &src, arch, &opts),
-        Producer::Libnvvm => tc.nvvm(&src, &opts),
-        // The reference emitter writes `.target sm_90`; the same PTX for another target.
-        _ => Ok(src.replace(".target sm_90\n", &format!(".target {arch}\n"))),
-    })
+    cache::run_text(&key, cache::Phase::Compile, || p.compile(tc, &src))
 }
 
 /// ptxas on a batch for `arch` (`-c`: relocatable, externs resolved at the link), through the
@@ -574,7 +546,7 @@ fn reassemble(
     Some((again, Ok(cubin)))
 }
 
-type BatchKey = (Producer, Role, u8, Target);
+type BatchKey = (Producer, Role, Mask, Target);
 
 fn batch_cache() -> &'static BatchCache<BatchKey, Batch> {
     static C: OnceLock<BatchCache<BatchKey, Batch>> = OnceLock::new();
@@ -586,7 +558,7 @@ pub fn batch(
     tc: &Toolchain,
     p: Producer,
     role: Role,
-    m: u8,
+    m: Mask,
     target: Target,
 ) -> Arc<OnceLock<Batch>> {
     batch_cache().get_or_compute(&(p, role, m, target), || {
@@ -597,7 +569,7 @@ pub fn batch(
         // GPUCTS_XCALL_DUMP=DIR keeps every batch's source and PTX for investigation.
         if let Some(dir) = &crate::config::RunConfig::environment().xcall_dump {
             let _ = std::fs::create_dir_all(dir);
-            if let Some(src) = emit::source(p, role, &sigs).filter(|_| p != Producer::Corpus) {
+            if let Some((_, src)) = emit::source(p, role, &sigs) {
                 let _ = std::fs::write(dir.join(format!("{name}.src")), src);
             }
             if let Ok(ptx) = &ptx {
@@ -666,7 +638,7 @@ pub enum PairError {
     StandIns(ToolError),
 }
 
-type PairCache = BatchCache<(Producer, Producer, u8, Target), Result<PairResult, PairError>>;
+type PairCache = BatchCache<(Producer, Producer, Mask, Target), Result<PairResult, PairError>>;
 
 fn pair_cache() -> &'static PairCache {
     static C: OnceLock<PairCache> = OnceLock::new();
@@ -678,7 +650,7 @@ pub fn pair(
     tc: &Toolchain,
     caller: Producer,
     callee: Producer,
-    m: u8,
+    m: Mask,
     target: Target,
 ) -> Arc<OnceLock<Result<PairResult, PairError>>> {
     pair_cache().get_or_compute(&(caller, callee, m, target), || {
@@ -768,21 +740,22 @@ fn first_lines(s: &str, n: usize) -> String {
     s.lines().take(n).collect::<Vec<_>>().join("\n")
 }
 
-/// The producers of [`PRODUCERS`] whose tools this machine has.
+/// The producers of [`producers`] whose tools this machine has.
 fn available(tc: &Toolchain) -> Vec<Producer> {
-    PRODUCERS
-        .into_iter()
+    producers()
+        .iter()
+        .copied()
         .filter(|p| p.requires().iter().all(|c| tc.has(*c)))
         .collect()
 }
 
-/// What the run's selected cases need (issue 17: a filtered run pays for what it runs):
+/// What the run's selected cases need (a filtered run pays for what it runs):
 /// the (caller, callee, mask, target) of every selected pair or oldest-target case and
 /// whether a mangling case is selected. `None` pairs: no selection was recorded, everything
 /// is wanted.
 #[derive(Debug)]
 struct Wanted {
-    pairs: Option<std::collections::HashSet<(Producer, Producer, u8, Target)>>,
+    pairs: Option<std::collections::HashSet<(Producer, Producer, Mask, Target)>>,
     mangle: bool,
 }
 
@@ -827,14 +800,14 @@ impl Wanted {
         }
     }
 
-    fn pair(&self, a: Producer, b: Producer, m: u8, t: Target) -> bool {
+    fn pair(&self, a: Producer, b: Producer, m: Mask, t: Target) -> bool {
         self.pairs
             .as_ref()
             .is_none_or(|s| s.contains(&(a, b, m, t)))
     }
 
     /// A batch is wanted when a wanted pair has `p` in that role for mask `m` and target `t`.
-    fn batch(&self, p: Producer, role: Role, m: u8, t: Target) -> bool {
+    fn batch(&self, p: Producer, role: Role, m: Mask, t: Target) -> bool {
         self.pairs.as_ref().is_none_or(|s| {
             s.iter().any(|&(a, b, mm, tt)| {
                 mm == m
@@ -850,11 +823,13 @@ impl Wanted {
 
 /// Whether the suite has cases for the ordered pair on mask `m`: both producers express the
 /// mask's signatures, and the corpus's signatures pair only with the corpus on one side.
-fn pair_runs(a: Producer, b: Producer, m: u8) -> bool {
-    let corpus = bit(Producer::Corpus);
+fn pair_runs(a: Producer, b: Producer, m: Mask) -> bool {
+    let corpus = Producer::hand_written()
+        .into_iter()
+        .fold(0, |m, p| m | bit(p));
     m & bit(a) != 0
         && m & bit(b) != 0
-        && (m & corpus == 0 || a == Producer::Corpus || b == Producer::Corpus)
+        && (m & corpus == 0 || a.is_hand_written() || b.is_hand_written())
 }
 
 /// Compute every batch, pair and mangling batch of the suite at once, on as many threads as
@@ -881,10 +856,7 @@ pub fn prefetch(tc: &Toolchain) {
                             continue;
                         }
                         // The PTX producers cost only their ptxas run.
-                        let weight = match p {
-                            Producer::Gpucts | Producer::Corpus => n,
-                            _ => 2 * n,
-                        };
+                        let weight = if p.capability().is_none() { n } else { 2 * n };
                         jobs.push((
                             weight,
                             format!("{p} {} m{m} {arch}", role.name()),
@@ -906,12 +878,15 @@ pub fn prefetch(tc: &Toolchain) {
                 }
             }
         }
-        if tc.has(Capability::Nvrtc) && tc.has(Capability::Clang) && wanted.mangle {
-            for p in [Producer::Nvrtc, Producer::Clang] {
+        let front_ends = mangle::front_ends().filter(|(a, b)| {
+            a.requires().iter().chain(&b.requires()).all(|c| tc.has(*c))
+        });
+        if let Some((a, b)) = front_ends.filter(|_| wanted.mangle) {
+            for p in [a, b] {
                 jobs.push((
                     SIGNATURES as usize,
                     format!("{p} mangle"),
-                    Box::new(move || drop(mangle_batch(tc, p))),
+                    Box::new(move || drop(mangle::batch(tc, p))),
                 ));
             }
         }
@@ -1051,103 +1026,6 @@ pub fn pair_case(
     }
 }
 
-/// Mangled names per seed from a PTX module: `_ZN13gpucts_mangle<len>xm<seed>...`.
-pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
-    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    let Ok(m) = crate::ptx::module::PtxModule::parse(ptx) else {
-        return out;
-    };
-    for f in m.functions.iter().filter(|f| f.is_definition) {
-        let Some(rest) = f.name.strip_prefix("_ZN13gpucts_mangle") else {
-            continue;
-        };
-        // <len>xm<seed>
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let Ok(len) = digits.parse::<usize>() else {
-            continue;
-        };
-        let Some(comp) = rest.get(digits.len()..digits.len() + len) else {
-            continue;
-        };
-        if let Some(seed) = comp.strip_prefix("xm").and_then(|s| s.parse().ok()) {
-            out.entry(seed).or_default().push(f.name.clone());
-        }
-    }
-    for v in out.values_mut() {
-        v.sort();
-    }
-    out
-}
-
-/// Why a producer gave no mangled names (its compilation failed).
-#[derive(Debug, thiserror::Error)]
-#[error("{producer}: {source}")]
-pub struct MangleError {
-    pub producer: &'static str,
-    pub source: ToolError,
-}
-
-type Mangled = Result<BTreeMap<u64, Vec<String>>, MangleError>;
-
-fn mangle_batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
-    static C: OnceLock<BatchCache<Producer, Mangled>> = OnceLock::new();
-    C.get_or_init(BatchCache::new).get_or_compute(&p, || {
-        let sigs: Vec<&Signature> = generated_signatures().iter().collect();
-        let src = emit::cpp_mangle(p, &sigs);
-        let id = tool_identity(tc, p);
-        let key: [&[u8]; 3] = [id.as_bytes(), b"mangle", src.as_bytes()];
-        let ptx = cache::run_text(&key, cache::Phase::Compile, || match p {
-            Producer::Nvrtc => tc.nvrtc(&src, "xcall_mangle.cu", NVRTC_OPTIONS),
-            _ => tc.clang_ptx(&src, crate::backend::toolchain::ClangLang::Cuda, CLANG_ARGS),
-        })
-        .map_err(|source| MangleError {
-            producer: p.describe(),
-            source,
-        })?;
-        Ok(mangled_names(&ptx))
-    })
-}
-
-/// NVRTC and clang-19 give the same declarations the same mangled names.
-pub fn mangle_case(tc: &Toolchain, seed: u64) -> CaseStatus {
-    // The two compilations side by side (not the whole suite's prefetch: a run selecting
-    // only mangling cases compiles nothing else).
-    let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| mangle_batch(tc, Producer::Nvrtc));
-        let b = mangle_batch(tc, Producer::Clang);
-        (a.join(), b)
-    });
-    let Ok(a) = a else {
-        return CaseStatus::error("the NVRTC mangling batch panicked");
-    };
-    let (a, b) = match (a.get(), b.get()) {
-        (Some(Ok(a)), Some(Ok(b))) => (a, b),
-        (Some(Err(e)), _) | (_, Some(Err(e))) => return CaseStatus::error(e),
-        _ => return CaseStatus::error("mangling batch not computed"),
-    };
-    let na = a.get(&seed).cloned().unwrap_or_default();
-    let nb = b.get(&seed).cloned().unwrap_or_default();
-    if na.is_empty() || nb.is_empty() {
-        return CaseStatus::fail(
-            format!("both producers emit gpucts_mangle::xm{seed}::f<{seed}>"),
-            format!("NVRTC: {na:?}, clang-19: {nb:?}"),
-        );
-    }
-    if na == nb {
-        CaseStatus::pass()
-    } else {
-        CaseStatus::fail_detail(
-            "the same Itanium mangled name from NVRTC and clang-19 (ptx-interop 13.2 ch. 7)",
-            format!("NVRTC: {}, clang-19: {}", na.join(" "), nb.join(" ")),
-            all_signatures()
-                .iter()
-                .find(|s| s.seed == seed)
-                .map(Signature::describe)
-                .unwrap_or_default(),
-        )
-    }
-}
-
 /// `gpucts bench xcall`: signatures linked per second over every ordered pair, from cold
 /// caches (this process compiles every batch, as the suite does: [`prefetch`]; the disk
 /// cache is off).
@@ -1245,8 +1123,8 @@ mod tests {
         let (mut raised, mut rejected, mut clang_returns) = (0, 0, 0);
         for s in generated_signatures() {
             // Signatures libNVVM cannot express skip (no waiver needed).
-            let byval =
-                emit::expresses(Producer::Libnvvm, s).is_ok() && s.params.iter().any(byval_below_4);
+            let byval = emit::expresses(Producer::named("libnvvm"), s).is_ok()
+                && s.params.iter().any(byval_below_4);
             for other in ["gpucts", "nvrtc", "llvm"] {
                 for id in [
                     format!("xcall.pair.{other}.libnvvm.{}", s.seed),
@@ -1306,6 +1184,11 @@ mod tests {
     /// corpus writes the §2.3 table, so a compiler's divergence shows against it as against
     /// the reference emitter (the first divergence in the file's order where two apply).
     /// The oldest-target cases carry only ptxas's rejection of libNVVM's indirect calls.
+    /// clang-19's CUDA front end, at any optimisation level.
+    fn clang_cuda(p: Producer) -> bool {
+        p.language_of(&emit::LANGUAGES) == Some(Language::ClangCuda)
+    }
+
     #[test]
     fn corpus_and_oldest_waivers_follow_the_rules() {
         let (waivers, fingerprint) = waiver_file(&["libnvvm", "nvrtc", "clang"]);
@@ -1314,7 +1197,21 @@ mod tests {
                 .find(id, Capability::ALL, &fingerprint)
                 .map(|w| w.waiver().id.clone())
         };
-        let (c, l) = (Producer::Corpus, Producer::Libnvvm);
+        let (c, l) = (Producer::named("corpus"), Producer::named("libnvvm"));
+        // The producers the suite pairs (its `xcall.self.<producer>.<seed>` ids), whose
+        // waivers these rules predict.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let suite =
+            crate::suite::load_file(&root.join("suites/xcall.yaml"), &crate::areas::all()).unwrap();
+        let in_suite: Vec<Producer> = producers()
+            .iter()
+            .copied()
+            .filter(|p| {
+                let prefix = format!("xcall.self.{}.", p.name());
+                suite.cases.iter().any(|k| k.id.starts_with(&prefix))
+            })
+            .collect();
+        assert_eq!(in_suite.len(), 6, "{in_suite:?}");
         let mut seen = std::collections::BTreeSet::new();
         for s in all_signatures()
             .iter()
@@ -1324,27 +1221,29 @@ mod tests {
             let floats = s.ret.iter().chain(&s.params).any(float);
             let over = s.ret.as_ref().is_some_and(attribute_aligned);
             let corpus_sig = corpus::is_corpus(s.seed);
-            let others: &[Producer] = if corpus_sig {
-                &PRODUCERS
-            } else {
-                &PRODUCERS[..5]
-            };
+            let generating: Vec<Producer> = in_suite
+                .iter()
+                .copied()
+                .filter(|p| !p.is_hand_written())
+                .collect();
+            let others: &[Producer] = if corpus_sig { &in_suite } else { &generating };
             for &o in others {
                 let pairs: Vec<(Producer, Producer)> = if corpus_sig {
                     vec![(c, o), (o, c)]
                 } else {
-                    PRODUCERS[..5].iter().map(|&b| (o, b)).collect()
+                    generating.iter().map(|&b| (o, b)).collect()
                 };
                 for (a, b) in pairs {
                     let nvvm = a == l || b == l;
-                    let compiler = !matches!(o, Producer::Gpucts | Producer::Corpus);
+                    // The compilers, not the table-literal emitters.
+                    let compiler = o.capability().is_some();
                     let proto = (a == l && byval && s.indirect && emit::expresses(l, s).is_ok())
                         .then_some("W-XCALL-LIBNVVM-CALLPROTOTYPE-ALIGN");
                     let want = if proto.is_some() {
                         proto
                     } else if nvvm && byval {
                         Some("W-XCALL-LIBNVVM-BYVAL-ALIGN4")
-                    } else if o == Producer::Clang && over {
+                    } else if clang_cuda(o) && over {
                         Some("W-XCALL-CLANG-RETURN-ALIGN")
                     } else if compiler && floats {
                         Some("W-XCALL-FLOAT-PARAMS-AS-BITS")
@@ -1374,12 +1273,15 @@ mod tests {
     /// newer of the two producers' and the linker's) is [`OLDEST`].
     #[test]
     fn every_pair_has_one_oldest_target() {
-        for a in PRODUCERS {
-            for b in PRODUCERS {
+        for &a in producers() {
+            for &b in producers() {
                 assert_eq!(pair_oldest(a, b), OLDEST, "{a} {b}");
             }
         }
-        assert_eq!(pair_oldest(Producer::Clang, Producer::Llc), OLDEST_LINKABLE);
+        assert_eq!(
+            pair_oldest(Producer::named("clang"), Producer::named("llvm")),
+            OLDEST_LINKABLE
+        );
     }
 
     /// The limits `oldest_target` records, measured again with the installed tools: each

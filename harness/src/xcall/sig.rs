@@ -13,19 +13,12 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Field, RecordKind, Scalar, Ty, TypeDef};
 
-/// Which half of a pair a batch holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Role {
-    Caller,
-    Callee,
-}
-
-impl Role {
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Caller => "caller",
-            Role::Callee => "callee",
-        }
+crate::vocab::vocabulary! {
+    /// Which half of a pair a batch holds.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Role {
+        Caller = "caller",
+        Callee = "callee",
     }
 }
 

@@ -30,15 +30,17 @@ use super::{Rule, Violation};
 use crate::ptx::instr::{parse_instruction, strip_comments, Instruction};
 use crate::ptx::module::{AddressSize, FunctionDecl, FunctionKind, ParamDecl, PtxModule, PtxType};
 
-/// The four system calls of ch. 3.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Syscall {
-    Vprintf,
-    Malloc,
-    Free,
-    #[serde(rename = "__assertfail")]
-    Assertfail,
+crate::vocab::vocabulary! {
+    /// The four system calls of ch. 3.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Syscall {
+        Vprintf = "vprintf",
+        Malloc = "malloc",
+        Free = "free",
+        #[serde(rename = "__assertfail")]
+        Assertfail = "__assertfail",
+    }
 }
 
 /// One parameter or return value of a ch. 3 prototype.
@@ -82,26 +84,6 @@ impl Slot {
 }
 
 impl Syscall {
-    pub const ALL: [Syscall; 4] = [
-        Syscall::Vprintf,
-        Syscall::Malloc,
-        Syscall::Free,
-        Syscall::Assertfail,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Syscall::Vprintf => "vprintf",
-            Syscall::Malloc => "malloc",
-            Syscall::Free => "free",
-            Syscall::Assertfail => "__assertfail",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Syscall> {
-        Syscall::ALL.into_iter().find(|s| s.name() == name)
-    }
-
     /// The clause a finding about this function cites.
     pub fn clause(self) -> &'static str {
         match self {
@@ -689,7 +671,7 @@ impl Flow<'_> {
                 line,
             };
         }
-        if Syscall::from_name(base).is_some() {
+        if Syscall::parse(base).is_some() {
             return Val::Func(base.to_string());
         }
         Val::Other
@@ -894,7 +876,7 @@ pub fn call_sites(src: &str) -> Vec<CallSite> {
                     } else {
                         target.clone()
                     };
-                    if let Some(call) = Syscall::from_name(&name) {
+                    if let Some(call) = Syscall::parse(&name) {
                         let param = |n: &String, flow: &Flow| {
                             let stored = flow.param_stores.get(n);
                             CallParam {
@@ -1166,7 +1148,7 @@ pub fn lint(module: &PtxModule, src: &str, file: &str) -> Vec<Violation> {
     let mut out = Vec::new();
     let mut seen: Vec<&FunctionDecl> = Vec::new();
     for f in &module.functions {
-        if let Some(call) = Syscall::from_name(&f.name) {
+        if let Some(call) = Syscall::parse(&f.name) {
             let same = |g: &&FunctionDecl| {
                 g.name == f.name
                     && g.kind == f.kind

@@ -20,44 +20,28 @@ pub mod graffiti;
 pub mod nvrtc;
 pub mod signedness;
 
-/// The offline oracles (graffiti needs a GPU and runs through the cuda backend; see
-/// [`graffiti`]). Deserializes from the names [`Oracle::name`] gives (`clang_dwarf` too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Oracle {
-    /// clang-19 `-fdump-record-layouts` for `nvptx64-nvidia-cuda`.
-    Clang,
-    /// The same for the 32-bit `nvptx-nvidia-cuda` target, against the engine at
-    /// `.address_size 32`.
-    #[serde(rename = "clang32")]
-    Clang32,
-    /// NVRTC evaluating `static_assert`s on sizeof, alignof and offsetof.
-    Nvrtc,
-    /// DWARF member locations in a cubin built by NVRTC `-G` and `ptxas -g`.
-    Dwarf,
-    /// DWARF member locations in a cubin built by clang-19 `-g` and `ptxas -g`.
-    ClangDwarf,
+crate::vocab::vocabulary! {
+    /// The offline oracles (graffiti needs a GPU and runs through the cuda backend; see
+    /// [`graffiti`]). Deserializes from the names [`Oracle::name`] gives (`clang_dwarf` too).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    pub enum Oracle {
+        /// clang-19 `-fdump-record-layouts` for `nvptx64-nvidia-cuda`.
+        Clang = "clang",
+        /// The same for the 32-bit `nvptx-nvidia-cuda` target, against the engine at
+        /// `.address_size 32`.
+        #[serde(rename = "clang32")]
+        Clang32 = "clang32",
+        /// NVRTC evaluating `static_assert`s on sizeof, alignof and offsetof.
+        Nvrtc = "nvrtc",
+        /// DWARF member locations in a cubin built by NVRTC `-G` and `ptxas -g`.
+        Dwarf = "dwarf",
+        /// DWARF member locations in a cubin built by clang-19 `-g` and `ptxas -g`.
+        ClangDwarf = "clang_dwarf",
+    }
 }
 
 impl Oracle {
-    pub const ALL: &'static [Oracle] = &[
-        Oracle::Clang,
-        Oracle::Clang32,
-        Oracle::Nvrtc,
-        Oracle::Dwarf,
-        Oracle::ClangDwarf,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Oracle::Clang => "clang",
-            Oracle::Clang32 => "clang32",
-            Oracle::Nvrtc => "nvrtc",
-            Oracle::Dwarf => "dwarf",
-            Oracle::ClangDwarf => "clang_dwarf",
-        }
-    }
-
     /// The tools the oracle runs.
     pub fn requires(self) -> &'static [Capability] {
         match self {

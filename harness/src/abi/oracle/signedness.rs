@@ -8,8 +8,7 @@
 use std::fmt::Write as _;
 
 use super::{Agreement, TypeResult};
-use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
-use crate::capability::Capability;
+use crate::backend::toolchain::{ToolError, Toolchain};
 
 /// (declaration spelling, expected value read back from an all-ones 3-bit field).
 const CASES: &[(&str, i32)] = &[
@@ -41,43 +40,47 @@ fn source() -> (String, Vec<usize>) {
 }
 
 pub use crate::backend::producer::Producer;
+use crate::backend::producer::{Language, Options, Source};
+
+/// The C++ dialects the probe is written in: both constant evaluators read the same body.
+pub const LANGUAGES: [Language; 2] = [Language::CudaCpp, Language::ClangCuda];
+
+/// clang-19 reads the probe without CUDA's headers: `__device__` is defined first, one line
+/// above the body.
+const CLANG_PRELUDE: &str = "#define __device__ __attribute__((device))\n";
 
 /// This oracle's view of the producer vocabulary: the C++ front ends whose constant evaluator
 /// it asks.
-pub const PRODUCERS: [Producer; 2] = [Producer::Nvrtc, Producer::Clang];
+pub fn producers() -> Vec<Producer> {
+    Producer::accepting(&LANGUAGES)
+}
 
 /// One result per (producer, plain type): `name` is `PRODUCER: TYPE f : 3`.
 pub fn check(tc: &Toolchain, producer: Producer) -> Result<Vec<TypeResult>, ToolError> {
-    let (src, lines) = source();
-    if let Err(e) = crate::backend::producer::in_view(producer, "the signedness oracle", &PRODUCERS)
-    {
+    let (body, lines) = source();
+    let Some(language) = producer.language_of(&LANGUAGES) else {
+        let e = crate::backend::producer::in_view(producer, "the signedness oracle", &producers());
         return Err(ToolError::Failed {
             tool: producer.name().to_string(),
-            log: e.to_string(),
+            log: e.err().map(|e| e.to_string()).unwrap_or_default(),
         });
-    }
-    let run = match producer {
-        Producer::Nvrtc => {
-            if !tc.has(Capability::Nvrtc) {
-                return Err(ToolError::NotAvailable(Capability::Nvrtc));
-            }
-            tc.nvrtc(
-                &src,
-                "gpucts_signedness.cu",
-                &["--gpu-architecture=compute_90", "-std=c++17"],
-            )
-            .map(drop)
-        }
-        _ => {
-            if !tc.has(Capability::Clang) {
-                return Err(ToolError::NotAvailable(Capability::Clang));
-            }
-            let src = format!("#define __device__ __attribute__((device))\n{src}");
-            tc.clang_ptx(&src, ClangLang::Cuda, &["-std=c++17"])
-                .map(drop)
-        }
     };
-    let shift = usize::from(producer == Producer::Clang);
+    if let Some(cap) = producer.capability().filter(|c| !tc.has(*c)) {
+        return Err(ToolError::NotAvailable(cap));
+    }
+    let (text, shift) = match language {
+        Language::ClangCuda => (format!("{CLANG_PRELUDE}{body}"), 1),
+        _ => (body, 0),
+    };
+    let options = Options {
+        nvrtc: &["-std=c++17"],
+        clang: &["-std=c++17"],
+        ..Options::default()
+    };
+    let src = Source::new(language, &text)
+        .file_name("gpucts_signedness.cu")
+        .options(options);
+    let run = producer.compile(tc, &src).map(drop);
     let log = match run {
         Ok(()) => String::new(),
         Err(ToolError::Failed { log, .. }) => log,
@@ -121,11 +124,13 @@ pub fn check(tc: &Toolchain, producer: Producer) -> Result<Vec<TypeResult>, Tool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::toolchain::ClangLang;
+    use crate::capability::Capability;
 
     #[test]
     fn plain_bit_fields_are_signed_in_every_producer() {
         let tc = Toolchain::discover_system();
-        for p in PRODUCERS {
+        for p in producers() {
             match check(&tc, p) {
                 Err(ToolError::NotAvailable(c)) => {
                     crate::testkit::tool_missing(crate::testkit::Need::Tool, c.name())

@@ -450,7 +450,7 @@ mod tests {
 
     fn case(operation: Operation, order: Order, scope: Scope) -> MappingCase {
         MappingCase {
-            producer: Producer::Nvrtc,
+            producer: Producer::named("nvrtc"),
             operation,
             order,
             scope,

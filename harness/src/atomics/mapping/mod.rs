@@ -14,7 +14,8 @@ pub mod table;
 use std::collections::HashMap;
 use std::fmt;
 
-use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
+use crate::backend::producer::{Language, Source};
+use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 use crate::ptx::instr::{function_body, function_names, Scope};
@@ -122,20 +123,19 @@ pub fn run_batch(
     producer: Producer,
     cases: &[MappingCase],
 ) -> Vec<(String, MappingOutcome)> {
-    let compile = |src: &str| -> Result<String, CompileError> {
-        let r = match producer {
-            Producer::Nvrtc => tc.nvrtc(src, "gpucts_mapping.cu", source::NVRTC_OPTIONS),
-            Producer::Clang => tc.clang_ptx(src, ClangLang::Cuda, source::CLANG_ARGS),
-            Producer::Llc => tc.clang_ptx(src, ClangLang::LlvmIr, source::CLANG_ARGS),
-            other => {
-                return Err(CompileError::Unavailable(
-                    crate::backend::producer::in_view(other, "atomics", &source::PRODUCERS)
-                        .err()
-                        .map(|e| e.to_string())
-                        .unwrap_or_default(),
-                ))
-            }
+    let compile = |text: &str| -> Result<String, CompileError> {
+        let Some(language) = source::language(producer) else {
+            return Err(CompileError::Unavailable(
+                crate::backend::producer::in_view(producer, "atomics", &source::producers())
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default(),
+            ));
         };
+        let src = Source::new(language, text)
+            .file_name("gpucts_mapping.cu")
+            .options(source::OPTIONS);
+        let r = producer.compile(tc, &src);
         r.map_err(|e| match e {
             ToolError::Failed { log, .. } => CompileError::Rejected(log),
             other => CompileError::Unavailable(other.to_string()),
@@ -150,7 +150,7 @@ pub fn run_batch(
 pub enum ProducerBroken {
     #[error("{producer} cannot compile even `{case}`: {log}")]
     Rejects {
-        producer: &'static str,
+        producer: String,
         case: String,
         log: String,
     },
@@ -173,21 +173,17 @@ pub fn run_batch_with(
     cases: &[MappingCase],
     compile: &dyn Fn(&str) -> Result<String, CompileError>,
 ) -> Vec<(String, MappingOutcome)> {
-    let gen: fn(&[MappingCase]) -> String = match producer {
-        Producer::Nvrtc => source::nvrtc_source,
-        Producer::Clang => source::clang_source,
-        Producer::Llc => source::llvm_ir_source,
-        other => {
-            let message = format!("producer `{other}` is not one atomics compiles with");
-            return cases
-                .iter()
-                .map(|c| {
-                    let message = message.clone();
-                    (c.id(), MappingOutcome::ToolFailed { message })
-                })
-                .collect();
-        }
+    let Some(language) = source::language(producer) else {
+        let message = format!("producer `{producer}` is not one atomics compiles with");
+        return cases
+            .iter()
+            .map(|c| {
+                let message = message.clone();
+                (c.id(), MappingOutcome::ToolFailed { message })
+            })
+            .collect();
     };
+    let gen = |cases: &[MappingCase]| source::source(language, cases);
     let mut outcomes: HashMap<MappingCase, MappingOutcome> = HashMap::new();
     let mut to_compile: Vec<MappingCase> = Vec::new();
 
@@ -215,7 +211,7 @@ pub fn run_batch_with(
     };
 
     // libcu++ has no preprocessor test for cluster scope: probe it once.
-    let cluster_missing = producer == Producer::Nvrtc
+    let cluster_missing = language == Language::CudaCpp
         && cases.iter().any(|c| c.scope == Scope::Cluster)
         && compile(&source::nvrtc_cluster_probe()).is_err();
     if cluster_missing {
@@ -257,7 +253,7 @@ pub fn run_batch_with(
             }
             // Split only if the producer compiles something at all.
             Err(CompileError::Rejected(_)) => match producer_works() {
-                Ok(()) => bisect(&to_compile, gen, compile, &mut compiled),
+                Ok(()) => bisect(&to_compile, &gen, compile, &mut compiled),
                 Err(message) => {
                     for c in &to_compile {
                         outcomes.insert(
@@ -272,6 +268,27 @@ pub fn run_batch_with(
         }
     }
 
+    judge(compiled, &mut outcomes);
+
+    cases
+        .iter()
+        .map(|c| {
+            let v = outcomes
+                .remove(c)
+                .unwrap_or_else(|| MappingOutcome::ToolFailed {
+                    message: "case was not compiled (duplicate in the batch?)".into(),
+                });
+            (c.id(), v)
+        })
+        .collect()
+}
+
+/// Each compiled group's outcomes: the producer's rejection, a tool that did not run, or each
+/// case's function checked against the chapter's rows.
+fn judge(
+    compiled: Vec<(Vec<MappingCase>, Result<String, CompileError>)>,
+    outcomes: &mut HashMap<MappingCase, MappingOutcome>,
+) {
     for (group, result) in compiled {
         match result {
             Err(CompileError::Rejected(log)) => {
@@ -316,18 +333,6 @@ pub fn run_batch_with(
             }
         }
     }
-
-    cases
-        .iter()
-        .map(|c| {
-            let v = outcomes
-                .remove(c)
-                .unwrap_or_else(|| MappingOutcome::ToolFailed {
-                    message: "case was not compiled (duplicate in the batch?)".into(),
-                });
-            (c.id(), v)
-        })
-        .collect()
 }
 
 /// Compile halves until each failing case stands alone: a producer that crashes on one
@@ -335,7 +340,7 @@ pub fn run_batch_with(
 #[allow(clippy::type_complexity)]
 fn bisect(
     cases: &[MappingCase],
-    gen: fn(&[MappingCase]) -> String,
+    gen: &dyn Fn(&[MappingCase]) -> String,
     compile: &dyn Fn(&str) -> Result<String, CompileError>,
     out: &mut Vec<(Vec<MappingCase>, Result<String, CompileError>)>,
 ) {
@@ -410,7 +415,7 @@ mod tests {
             ));
         }
         let mut ptx = String::from(".version 8.0\n.target sm_90\n.address_size 64\n");
-        for c in cases_for(Producer::Clang) {
+        for c in cases_for(Producer::named("clang")) {
             let f = c.function_name();
             if !src.contains(&format!(" {f}(")) || c.scope == Scope::Cluster {
                 continue;
@@ -449,29 +454,34 @@ mod tests {
 
     #[test]
     fn batch_isolates_crashing_cases_and_checks_the_rest() {
-        let cases = cases_for(Producer::Clang);
+        let cases = cases_for(Producer::named("clang"));
         let calls = std::cell::Cell::new(0);
         let compile = |s: &str| {
             calls.set(calls.get() + 1);
             fake_compile(s)
         };
-        let out = run_batch_with(Producer::Clang, &cases, &compile);
+        let out = run_batch_with(Producer::named("clang"), &cases, &compile);
         assert_eq!(out.len(), cases.len());
         let by_id: HashMap<String, MappingOutcome> = out.into_iter().collect();
-        let ld = case(Producer::Clang, Operation::Load, Order::SeqCst, Scope::Gpu);
+        let ld = case(
+            Producer::named("clang"),
+            Operation::Load,
+            Order::SeqCst,
+            Scope::Gpu,
+        );
         assert!(matches!(
             by_id[&ld.id()],
             MappingOutcome::ProducerRejected { .. }
         ));
         let add = case(
-            Producer::Clang,
+            Producer::named("clang"),
             Operation::Rmw(RmwOp::FetchAdd),
             Order::AcqRel,
             Scope::Cta,
         );
         assert!(by_id[&add.id()].is_conforming(), "{}", by_id[&add.id()]);
         let cl = case(
-            Producer::Clang,
+            Producer::named("clang"),
             Operation::Store,
             Order::Relaxed,
             Scope::Cluster,
@@ -491,7 +501,7 @@ mod tests {
     /// narrowing down.
     #[test]
     fn a_compiler_that_did_not_run_is_an_error_not_a_rejection() {
-        let cases = cases_for(Producer::Clang);
+        let cases = cases_for(Producer::named("clang"));
         let calls = std::cell::Cell::new(0);
         // The whole batch is rejected (a crashing case inside), one half then does not run.
         let compile = |s: &str| {
@@ -503,7 +513,7 @@ mod tests {
             }
             fake_compile(s)
         };
-        let out = run_batch_with(Producer::Clang, &cases, &compile);
+        let out = run_batch_with(Producer::named("clang"), &cases, &compile);
         let unavailable: Vec<&MappingOutcome> = out
             .iter()
             .map(|(_, v)| v)
@@ -525,8 +535,8 @@ mod tests {
                 "error: cannot open cuda/atomic".into(),
             ))
         };
-        let cases = cases_for(Producer::Nvrtc);
-        let out = run_batch_with(Producer::Nvrtc, &cases, &compile);
+        let cases = cases_for(Producer::named("nvrtc"));
+        let out = run_batch_with(Producer::named("nvrtc"), &cases, &compile);
         assert!(calls.get() <= 3);
         assert!(out
             .iter()
@@ -535,7 +545,12 @@ mod tests {
 
     #[test]
     fn statuses_name_the_evidence() {
-        let c = case(Producer::Clang, Operation::Load, Order::SeqCst, Scope::Gpu);
+        let c = case(
+            Producer::named("clang"),
+            Operation::Load,
+            Order::SeqCst,
+            Scope::Gpu,
+        );
         let s = MappingOutcome::ProducerRejected {
             log: "x\nfatal error: error in backend: Cannot select: AtomicLoad\n".into(),
         }
@@ -620,7 +635,8 @@ mod tests {
             // 12.9's libcu++ and clang-19's builtins have none) and clang's scoped fences.
             MappingOutcome::Unsupported { reason } => assert!(
                 c.scope == Scope::Cluster
-                    || (c.producer == Producer::Clang && c.operation == Operation::Fence),
+                    || (source::language(c.producer) == Some(Language::ClangCuda)
+                        && c.operation == Operation::Fence),
                 "{id}: unsupported ({reason})"
             ),
             MappingOutcome::ToolFailed { message } => panic!("{id}: {message}"),
@@ -639,9 +655,12 @@ mod tests {
             crate::waivers::Waivers::load(&root.join(crate::waivers::DEFAULT_FILE)).unwrap();
         let fingerprint = crate::probe::probe(&tc).0.fingerprint();
         for (producer, caps) in [
-            (Producer::Nvrtc, &[Capability::Nvrtc, Capability::Cccl][..]),
-            (Producer::Clang, &[Capability::Clang][..]),
-            (Producer::Llc, &[Capability::Clang][..]),
+            (
+                Producer::named("nvrtc"),
+                &[Capability::Nvrtc, Capability::Cccl][..],
+            ),
+            (Producer::named("clang"), &[Capability::Clang][..]),
+            (Producer::named("llvm"), &[Capability::Clang][..]),
         ] {
             if let Some(missing) = caps.iter().find(|c| !tc.has(**c)) {
                 crate::testkit::tool_missing(crate::testkit::Need::Tool, missing.name());
@@ -671,7 +690,7 @@ mod tests {
         let waivers =
             crate::waivers::Waivers::load(&root.join(crate::waivers::DEFAULT_FILE)).unwrap();
         let fingerprint = crate::probe::probe(&tc).0.fingerprint();
-        for producer in source::PRODUCERS {
+        for producer in source::producers() {
             let cases = cases_for(producer);
             let t = std::time::Instant::now();
             let out = run_batch(&tc, producer, &cases);
@@ -711,9 +730,14 @@ mod tests {
         crate::require!(tc.has(Capability::Nvrtc), "NVRTC");
         crate::require!(tc.has(Capability::Cccl), "libcu++ (cccl)");
         let cache = MappingCache::new();
-        let a = case(Producer::Nvrtc, Operation::Load, Order::Acquire, Scope::Cta);
+        let a = case(
+            Producer::named("nvrtc"),
+            Operation::Load,
+            Order::Acquire,
+            Scope::Cta,
+        );
         let b = case(
-            Producer::Nvrtc,
+            Producer::named("nvrtc"),
             Operation::Store,
             Order::Release,
             Scope::Sys,
@@ -722,10 +746,10 @@ mod tests {
         assert!(!matches!(va, MappingOutcome::ToolFailed { .. }), "{va}");
         let batch = cache
             .done
-            .get_or_compute(&Producer::Nvrtc, || panic!("the batch is cached"));
+            .get_or_compute(&Producer::named("nvrtc"), || panic!("the batch is cached"));
         assert_eq!(
             batch.get().map(|m| m.len()),
-            Some(cases_for(Producer::Nvrtc).len())
+            Some(cases_for(Producer::named("nvrtc")).len())
         );
         let vb = cache.outcome(&tc, &b);
         assert!(!matches!(vb, MappingOutcome::ToolFailed { .. }), "{vb}");

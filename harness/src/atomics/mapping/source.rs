@@ -9,19 +9,42 @@ use crate::ptx::instr::Scope;
 use super::table::{Operation, Order, RmwOp};
 
 pub use crate::backend::producer::Producer;
+use crate::backend::producer::{Language, Options};
 
-/// This area's view of the producer vocabulary: the producers whose atomics mappings it checks
-/// (the LLVM IR producer, spelled `llvm`, is driven through clang-19's NVPTX back end: every
-/// case is expressible in IR, so it separates front-end from back-end behaviour).
-pub const PRODUCERS: [Producer; 3] = [Producer::Nvrtc, Producer::Clang, Producer::Llc];
+/// The languages the cases are written in: libcu++ for NVRTC, clang's scoped atomic builtins,
+/// and LLVM IR atomics with `syncscope` (every case is expressible in IR, so the IR producer
+/// separates front-end from back-end behaviour).
+pub const LANGUAGES: [Language; 3] = [Language::CudaCpp, Language::ClangCuda, Language::LlvmIr];
+
+/// This area's view of the producer vocabulary: every producer that reads one of
+/// [`LANGUAGES`].
+pub fn producers() -> Vec<Producer> {
+    Producer::accepting(&LANGUAGES)
+}
+
+/// The language `p` is given the cases in (`None` outside the view).
+pub fn language(p: Producer) -> Option<Language> {
+    p.language_of(&LANGUAGES)
+}
 
 /// How this area's messages name a producer: the library or builtins it compiles.
-pub fn describe(p: Producer) -> &'static str {
-    match p {
-        Producer::Nvrtc => "libcu++ via NVRTC",
-        Producer::Clang => "clang-19 __scoped_atomic builtins",
-        Producer::Llc => "LLVM IR atomics via the clang-19 NVPTX backend",
-        other => other.describe(),
+pub fn describe(p: Producer) -> String {
+    let tool = p.tool();
+    match language(p) {
+        Some(Language::CudaCpp) => format!("libcu++ via {tool}"),
+        Some(Language::ClangCuda) => format!("{tool} __scoped_atomic builtins"),
+        Some(Language::LlvmIr) => format!("LLVM IR atomics via the {tool} NVPTX backend"),
+        _ => p.describe().to_string(),
+    }
+}
+
+/// The source of `cases` in `language`; empty for a language the area does not write.
+pub fn source(language: Language, cases: &[MappingCase]) -> String {
+    match language {
+        Language::CudaCpp => nvrtc_source(cases),
+        Language::ClangCuda => clang_source(cases),
+        Language::LlvmIr => llvm_ir_source(cases),
+        Language::C | Language::NvvmIr | Language::Ptx => String::new(),
     }
 }
 
@@ -54,7 +77,7 @@ impl MappingCase {
         let [p, op, order, scope] = parts[..] else {
             return None;
         };
-        let producer = *PRODUCERS.iter().find(|x| x.name() == p)?;
+        let producer = crate::backend::producer::parse_in_view(p, &producers())?;
         let operation = Operation::all().into_iter().find(|x| x.name() == op)?;
         let order = *operation
             .valid_orders()
@@ -93,7 +116,7 @@ impl MappingCase {
 /// cannot express (see [`unsupported_reason`]) are included: they report as unsupported.
 pub fn all_cases() -> Vec<MappingCase> {
     let mut v = Vec::new();
-    for producer in PRODUCERS {
+    for producer in producers() {
         v.extend(cases_for(producer));
     }
     v
@@ -119,16 +142,18 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
 /// Why the producer's source language cannot express a case whose function is absent from
 /// the PTX (the generated source guards such cases out rather than failing the batch).
 pub fn unsupported_reason(case: &MappingCase) -> String {
-    match (case.producer, case.scope, case.operation) {
-        (Producer::Nvrtc, Scope::Cluster, _) => {
+    match (language(case.producer), case.scope, case.operation) {
+        (Some(Language::CudaCpp), Scope::Cluster, _) => {
             "this libcu++ has no cuda::thread_scope_cluster".into()
         }
-        (Producer::Clang, Scope::Cluster, _) => {
+        (Some(Language::ClangCuda), Scope::Cluster, _) => {
             "this clang defines no __MEMORY_SCOPE_CLUSTR for __scoped_atomic builtins".into()
         }
-        (Producer::Clang, _, Operation::Fence) => "this clang has no __scoped_atomic_thread_fence \
+        (Some(Language::ClangCuda), _, Operation::Fence) => {
+            "this clang has no __scoped_atomic_thread_fence \
              builtin; only __atomic_thread_fence (system scope) exists"
-            .into(),
+                .into()
+        }
         _ => "the producer emitted no function for this case".into(),
     }
 }
@@ -161,12 +186,15 @@ pub fn nvrtc_cluster_probe() -> String {
         .into()
 }
 
-/// NVRTC options the NVRTC source needs (the toolchain adds the libcu++ include directory).
-/// `-rdc=true` keeps the unreferenced `extern "C"` device functions in the PTX.
-pub const NVRTC_OPTIONS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17", "-rdc=true"];
-
-/// clang arguments beyond the toolchain's CUDA device-only (or NVPTX target) defaults.
-pub const CLANG_ARGS: &[&str] = &["-O2", "-fno-crash-diagnostics"];
+/// What the sources need of each tool (the toolchain adds the libcu++ include directory to
+/// NVRTC's): `-rdc=true` keeps the unreferenced `extern "C"` device functions in the PTX; clang
+/// and llc at `-O2`.
+pub const OPTIONS: Options<'static> = Options {
+    nvrtc: &["-std=c++17", "-rdc=true"],
+    clang: &["-O2", "-fno-crash-diagnostics"],
+    nvvm: &[],
+    llc: &["-O2"],
+};
 
 fn llvm_order(o: Order) -> &'static str {
     match o {
@@ -388,7 +416,7 @@ mod tests {
     fn case_ids_are_stable_and_unique() {
         let all = all_cases();
         let c = MappingCase {
-            producer: Producer::Nvrtc,
+            producer: Producer::named("nvrtc"),
             operation: Operation::Rmw(RmwOp::FetchAdd),
             order: Order::Acquire,
             scope: Scope::Gpu,
@@ -410,13 +438,15 @@ mod tests {
             None
         );
         // (4 fence + 3 load + 3 store + 8 RMW x 5 orders) x 4 scopes, per producer.
-        assert_eq!(cases_for(Producer::Clang).len(), 200);
-        assert_eq!(all.len(), 600);
+        assert_eq!(cases_for(Producer::named("clang")).len(), 200);
+        // Four producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
+        // (scoped builtins), llvm (IR).
+        assert_eq!(all.len(), 800);
     }
 
     #[test]
     fn sources_name_each_case_once() {
-        let cases = cases_for(Producer::Nvrtc);
+        let cases = cases_for(Producer::named("nvrtc"));
         let src = nvrtc_source(&cases);
         for c in &cases {
             assert_eq!(
@@ -426,7 +456,7 @@ mod tests {
                 c.id()
             );
         }
-        let cases = cases_for(Producer::Clang);
+        let cases = cases_for(Producer::named("clang"));
         let src = clang_source(&cases);
         for c in &cases {
             let n = src.matches(&format!(" {}(", c.function_name())).count();
@@ -438,13 +468,13 @@ mod tests {
             };
             assert_eq!(n, want, "{}", c.id());
         }
-        let src = llvm_ir_source(&cases_for(Producer::Llc));
+        let src = llvm_ir_source(&cases_for(Producer::named("llvm")));
         assert!(src.contains(
             "cmpxchg ptr %p, i32 %e, i32 %d syncscope(\"block\") acq_rel acquire, align 4"
         ));
         assert!(src.contains("fence syncscope(\"cluster\") release\n"));
         assert!(src.contains("atomicrmw min ptr %p, i32 %v monotonic, align 4"));
-        let src = clang_source(&cases_for(Producer::Clang));
+        let src = clang_source(&cases_for(Producer::named("clang")));
         assert!(src.contains(
             "__scoped_atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE)"
         ));

@@ -21,44 +21,22 @@ use std::fmt;
 
 use crate::ptx::instr::{AtomOp, Scope, Sem};
 
-/// The read-modify-write operations the chapter's `atomic_<rmw op>` rows cover.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RmwOp {
-    FetchAdd,
-    Exchange,
-    CompareExchange,
-    FetchAnd,
-    FetchOr,
-    FetchXor,
-    FetchMin,
-    FetchMax,
+crate::vocab::vocabulary! {
+    /// The read-modify-write operations the chapter's `atomic_<rmw op>` rows cover.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum RmwOp {
+        FetchAdd = "fetch_add",
+        Exchange = "exchange",
+        CompareExchange = "compare_exchange",
+        FetchAnd = "fetch_and",
+        FetchOr = "fetch_or",
+        FetchXor = "fetch_xor",
+        FetchMin = "fetch_min",
+        FetchMax = "fetch_max",
+    }
 }
 
 impl RmwOp {
-    pub const ALL: [RmwOp; 8] = [
-        RmwOp::FetchAdd,
-        RmwOp::Exchange,
-        RmwOp::CompareExchange,
-        RmwOp::FetchAnd,
-        RmwOp::FetchOr,
-        RmwOp::FetchXor,
-        RmwOp::FetchMin,
-        RmwOp::FetchMax,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RmwOp::FetchAdd => "fetch_add",
-            RmwOp::Exchange => "exchange",
-            RmwOp::CompareExchange => "compare_exchange",
-            RmwOp::FetchAnd => "fetch_and",
-            RmwOp::FetchOr => "fetch_or",
-            RmwOp::FetchXor => "fetch_xor",
-            RmwOp::FetchMin => "fetch_min",
-            RmwOp::FetchMax => "fetch_max",
-        }
-    }
-
     /// The `atom` operation (`<rmw op>` in the chapter's tables).
     pub fn ptx_op(self) -> AtomOp {
         match self {
@@ -128,35 +106,19 @@ impl Operation {
     }
 }
 
-/// C++ memory orders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Order {
-    SeqCst,
-    AcqRel,
-    Acquire,
-    Release,
-    Relaxed,
+crate::vocab::vocabulary! {
+    /// C++ memory orders.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Order {
+        SeqCst = "seq_cst",
+        AcqRel = "acq_rel",
+        Acquire = "acquire",
+        Release = "release",
+        Relaxed = "relaxed",
+    }
 }
 
 impl Order {
-    pub const ALL: [Order; 5] = [
-        Order::SeqCst,
-        Order::AcqRel,
-        Order::Acquire,
-        Order::Release,
-        Order::Relaxed,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Order::SeqCst => "seq_cst",
-            Order::AcqRel => "acq_rel",
-            Order::Acquire => "acquire",
-            Order::Release => "release",
-            Order::Relaxed => "relaxed",
-        }
-    }
-
     /// The PTX `.sem` of the same name (seq_cst is `.sc`): the explicit conversion between the
     /// C++ and the PTX views of a memory order (ptx-interop 13.2 ch. 4 maps one onto the other).
     pub fn sem(self) -> Sem {
@@ -391,7 +353,7 @@ mod tests {
     // acq_rel above both, seq_cst on top (pairs written out here, not derived from code).
     #[test]
     fn order_converts_to_sem_and_keeps_the_cpp_strength_order() {
-        for o in Order::ALL {
+        for o in Order::ALL.iter().copied() {
             let ptx = if o == Order::SeqCst { "sc" } else { o.name() };
             assert_eq!(Sem::parse(ptx), Some(o.sem()), "{}", o.name());
         }
@@ -407,8 +369,8 @@ mod tests {
             (SeqCst, Release),
             (SeqCst, AcqRel),
         ];
-        for a in Order::ALL {
-            for b in Order::ALL {
+        for a in Order::ALL.iter().copied() {
+            for b in Order::ALL.iter().copied() {
                 let expect = a == b || stronger.contains(&(a, b));
                 assert_eq!(a.at_least(b), expect, "{} >= {}", a.name(), b.name());
             }
@@ -435,7 +397,7 @@ mod tests {
     #[test]
     fn every_valid_combination_has_a_row_and_invalid_ones_have_none() {
         for op in Operation::all() {
-            for order in Order::ALL {
+            for order in Order::ALL.iter().copied() {
                 let r = rows(op, order);
                 if op.valid_orders().contains(&order) {
                     assert!(!r.is_empty(), "{} {} has no row", op.name(), order.name());
@@ -505,7 +467,7 @@ mod tests {
     #[test]
     fn every_step_sem_is_one_its_instruction_accepts() {
         for op in Operation::all() {
-            for order in Order::ALL {
+            for order in Order::ALL.iter().copied() {
                 for m in rows(op, order) {
                     for s in &m.steps {
                         assert!(s.kind.accepts(s.sem), "{} {} {m}", op.name(), order.name());
