@@ -118,6 +118,14 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Which spec clauses the suites check, how strongly and where; with RESULTS (a
+    /// results.json or its report folder), what the cases did. Clauses no case checks first.
+    Coverage {
+        /// Print JSON: a list of clauses.
+        #[arg(long)]
+        json: bool,
+        results: Option<PathBuf>,
+    },
     /// Check suite files without running anything (default: every file in suites/).
     Validate {
         paths: Vec<PathBuf>,
@@ -430,6 +438,9 @@ pub fn main() -> i32 {
             with_data(&root, &corpora, |d| run(cli.run, d))
         }
         Some(Cmd::Probe { json }) => with_data(&root, &corpora, |d| probe(json, d)),
+        Some(Cmd::Coverage { json, results }) => with_data(&root, &corpora, |d| {
+            crate::coverage::cli(json, results.as_deref(), d)
+        }),
         Some(Cmd::Validate { paths, max_cases }) => {
             apply_max_cases(max_cases);
             with_data(&root, &corpora, |d| validate(paths, d))
