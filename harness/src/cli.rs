@@ -119,6 +119,14 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Which spec clauses the suites check, how strongly and where; with RESULTS (a
+    /// results.json or its report folder), what the cases did. Clauses no case checks first.
+    Coverage {
+        /// Print JSON: a list of clauses.
+        #[arg(long)]
+        json: bool,
+        results: Option<PathBuf>,
+    },
     /// Check suite files without running anything (default: every file in suites/).
     Validate {
         paths: Vec<PathBuf>,
@@ -445,6 +453,9 @@ pub fn main() -> i32 {
         Some(Cmd::Validate { paths, .. }) => {
             with_data(root, corpora, config, |d| validate(&paths, config, d))
         }
+        Some(Cmd::Coverage { json, results }) => with_data(root, corpora, config, |d| {
+            crate::coverage::cli(json, results.as_deref(), d)
+        }),
         Some(Cmd::Toolchain { action }) => toolchain(action, &tools),
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Xcall { action }) => xcall(action),

@@ -21,7 +21,37 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("dat3m", dat3m),
     ("dwarf_check", dwarf_check),
     ("prebuilt_manifest", prebuilt_manifest),
+    ("clause_catalogue", clause_catalogue),
 ];
+
+/// The clause catalogue (`suites/clauses/catalogue.yaml`): clauses or an error at
+/// `file:line:column`; then a citation looked up and coverage joined over a few case ids, so
+/// every glob is matched.
+pub fn clause_catalogue(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(c) = crate::clauses::Catalogue::parse(Path::new("catalogue.yaml"), text) {
+        let first = c
+            .clauses()
+            .first()
+            .map(|k| k.id.clone())
+            .unwrap_or_default();
+        let _ = c.check_citation(&format!("{first} (detail)"));
+        let cases = [
+            ("abi.params.clang.ptr.return", first.as_str()),
+            ("gpudirect.kmod.pin_unpin_aligned", "gpudirect-rdma §9 none"),
+            ("", ""),
+        ];
+        let verdicts = [(
+            "abi.params.clang.ptr.return".to_string(),
+            "pass".to_string(),
+        )]
+        .into_iter()
+        .collect();
+        let _ = crate::clauses::coverage(&c, cases, Some(&verdicts));
+    }
+}
 
 /// A prebuilt store's manifest.json (`gpucts --prebuilt DIR`): a manifest or an error at
 /// `manifest.json:line:column`.

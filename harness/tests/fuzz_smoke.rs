@@ -74,6 +74,7 @@ fn seeds(target: &str) -> (Vec<Input>, Vec<Input>) {
         }
         // Stores are generated, none is in the repository: a small one written by hand.
         "prebuilt_manifest" => files.push(r.join("harness/tests/fixtures/prebuilt-manifest.json")),
+        "clause_catalogue" => files.push(r.join("suites/clauses/catalogue.yaml")),
         other => panic!("no seeds for target {other}"),
     }
     files_under(&r.join("fuzz/corpus").join(target), None, false, &mut files);
@@ -388,6 +389,11 @@ fn dwarf_check() {
 #[test]
 fn prebuilt_manifest() {
     smoke("prebuilt_manifest");
+}
+
+#[test]
+fn clause_catalogue() {
+    smoke("clause_catalogue");
 }
 
 #[test]

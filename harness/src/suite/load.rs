@@ -105,7 +105,7 @@ pub fn suite_field_help(field: &str) -> Option<&'static str> {
         "defaults" => "`defaults:` is a mapping with `requires`, `timeout_s` and `isolate`",
         "cases" => "`cases:` is a list of case entries (id, clause, check, ...)",
         "id" => "`id:` is a dotted case id `<area>.group.case` of [A-Za-z0-9_+-] segments",
-        "clause" => "`clause:` is the spec clause the case checks, as text (e.g. `ptx-interop 13.2 §2.3`)",
+        "clause" => "`clause:` is the spec clause the case checks: an id of suites/clauses/catalogue.yaml, then ` (detail)` if any (e.g. `ptx-interop-13.2 §2.3 note A (lint)`)",
         "requires" => "`requires:` is a list of capability names (gpu, ptxas, nvrtc, clang, kmod, ...)",
         "timeout_s" => "`timeout_s:` is a number of seconds, above 0 and at most 86400",
         "isolate" => "`isolate:` is true or false",

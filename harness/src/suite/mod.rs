@@ -36,7 +36,8 @@ pub struct Case {
     pub id: String,
     /// The area this case belongs to (the suite file's `area:`).
     pub area: String,
-    /// The spec clause checked, e.g. `ptx-interop 13.2 §2.3 note A`.
+    /// The spec clause checked: a catalogue id ([`crate::clauses`]) and its detail, e.g.
+    /// `ptx-interop-13.2 §2.3 note A (lint on producer output)`.
     pub clause: String,
     /// Capabilities the entry lists plus those its check derives.
     pub requires: Vec<Capability>,

@@ -49,6 +49,7 @@ pub fn validate_cases(suites: &[LoadedSuite], root: &Path) -> Vec<SuiteError> {
                 }
             }
         }
+        out.extend(unknown_clauses(s, &lines, root));
         for ((line, column), (errors, more)) in per_entry {
             out.extend(errors);
             if more > 0 {
@@ -62,6 +63,72 @@ pub fn validate_cases(suites: &[LoadedSuite], root: &Path) -> Vec<SuiteError> {
         }
     }
     out
+}
+
+/// Cases whose `clause:` does not begin with an id of the clause catalogue
+/// ([`crate::clauses`]), each placed on its entry's `clause:` key (or on the table value the
+/// id came from), once per position. Every case of the data root's own `suites/` cites the
+/// catalogue; a suite elsewhere (a test's, a user's) is held to it where its clause names one
+/// of the catalogued specifications. No catalogue file under the root: nothing to check.
+fn unknown_clauses(s: &LoadedSuite, lines: &[&str], root: &Path) -> Vec<SuiteError> {
+    let catalogue = match crate::clauses::load_cached(root) {
+        Ok(c) => c,
+        Err(e) if e.line == 0 && !root.join(crate::clauses::CATALOGUE).exists() => return vec![],
+        Err(e) => {
+            return vec![SuiteError {
+                file: e.file,
+                line: e.line,
+                column: e.column,
+                message: e.message,
+            }]
+        }
+    };
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let shipped = canon(&s.file).starts_with(canon(&root.join("suites")));
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for case in &s.cases {
+        if !shipped && !crate::clauses::names_a_catalogued_spec(&case.clause) {
+            continue;
+        }
+        let Err(why) = catalogue.check_citation(&case.clause) else {
+            continue;
+        };
+        let (line, column) = place_clause(lines, (case.origin.line, case.origin.column), &case.clause);
+        if seen.insert((line, column)) {
+            out.push(SuiteError {
+                file: s.file.clone(),
+                line,
+                column,
+                message: format!("case `{}`: {why}", case.id),
+            });
+        }
+    }
+    out
+}
+
+/// Where the entry at `entry` writes the clause `cited`: the cited id where it stands written
+/// (a table row's value), else the entry's `clause:` key, else the entry.
+fn place_clause(lines: &[&str], entry: (u64, u64), cited: &str) -> (u64, u64) {
+    let id = crate::clauses::cited_id(cited);
+    let Some(first) = entry.0.checked_sub(1).and_then(|l| usize::try_from(l).ok()) else {
+        return entry;
+    };
+    let indent = entry.1.saturating_sub(1) as usize;
+    let mut key = None;
+    for (i, l) in lines.iter().enumerate().skip(first) {
+        let t = l.trim_start();
+        if i > first && !t.is_empty() && !t.starts_with('#') && l.len() - t.len() < indent {
+            break;
+        }
+        if let Some(b) = l.find(id) {
+            return (i as u64 + 1, column_of(l, b));
+        }
+        if key.is_none() {
+            key = find_key(l, "clause", 0).map(|b| (i as u64 + 1, column_of(l, b)));
+        }
+    }
+    key.unwrap_or(entry)
 }
 
 /// Character index → 1-based column.
