@@ -94,7 +94,8 @@ fn unknown_clauses(s: &LoadedSuite, lines: &[&str], root: &Path) -> Vec<SuiteErr
         let Err(why) = catalogue.check_citation(&case.clause) else {
             continue;
         };
-        let (line, column) = place_clause(lines, (case.origin.line, case.origin.column), &case.clause);
+        let (line, column) =
+            place_clause(lines, (case.origin.line, case.origin.column), &case.clause);
         if seen.insert((line, column)) {
             out.push(SuiteError {
                 file: s.file.clone(),

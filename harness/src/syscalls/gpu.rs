@@ -392,8 +392,15 @@ pub enum TruncationDivergence {
     NoOutput,
     #[error("line {line} is `{text}`, not a whole line that was printed")]
     NotWhole { line: u32, text: String },
-    #[error("line {line} is printed line {printed}, which was printed before line {after}")]
-    OutOfOrder { line: u32, printed: u32, after: u32 },
+    /// `kept` is the whole output as runs, so a report shows its shape (one rotation of a
+    /// circular buffer, or records interleaved).
+    #[error("line {line} is printed line {printed}, which was printed before line {after} (output: {kept})")]
+    OutOfOrder {
+        line: u32,
+        printed: u32,
+        after: u32,
+        kept: Kept,
+    },
     #[error("the last line arrived torn")]
     Torn,
     /// Nothing was dropped: the output did not overflow the FIFO.
@@ -438,6 +445,7 @@ pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDi
         return Err(TruncationDivergence::NoOutput);
     }
     let mut runs: Vec<(u32, u32)> = Vec::new();
+    let mut first_backwards = None;
     for (k, l) in captured.lines().enumerate() {
         let line = u32::try_from(k + 1).unwrap_or(u32::MAX);
         let printed = l
@@ -451,15 +459,20 @@ pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDi
             })?;
         match runs.last_mut() {
             Some((_, last)) if printed <= *last => {
-                return Err(TruncationDivergence::OutOfOrder {
-                    line,
-                    printed,
-                    after: *last,
-                })
+                first_backwards.get_or_insert((line, printed, *last));
+                runs.push((printed, printed));
             }
             Some((_, last)) if printed == *last + 1 => *last = printed,
             _ => runs.push((printed, printed)),
         }
+    }
+    if let Some((line, printed, after)) = first_backwards {
+        return Err(TruncationDivergence::OutOfOrder {
+            line,
+            printed,
+            after,
+            kept: Kept { runs },
+        });
     }
     if !captured.ends_with('\n') {
         return Err(TruncationDivergence::Torn);
@@ -1080,8 +1093,17 @@ mod tests {
             Err(TruncationDivergence::OutOfOrder {
                 line: 3,
                 printed: 97,
-                after: 97
+                after: 97,
+                kept: runs(&[(96, 97), (97, 97)]),
             })
+        );
+        // A rotation (newest lines first, then older ones) is reported with its whole shape.
+        let rotated = printed(80, 90) + &printed(20, 30);
+        let e = check_truncation(&rotated, 100).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "line 11 is printed line 20, which was printed before line 89 \
+             (output: printed lines 80..=89, 20..=29)"
         );
         let whole_but_torn = printed(90, 100).trim_end_matches('\n').to_string();
         assert_eq!(

@@ -5,7 +5,7 @@ use super::*;
 /// The DMA peer: `GPUCTS_P2P_PEER=dddd:bb:dd.f` (a NIC on a rig), else 0000:00:00.0, the host
 /// bridge every PC and the VM have.
 pub(super) fn peer() -> Step<(u32, u32, u32)> {
-    let Ok(s) = std::env::var("GPUCTS_P2P_PEER") else {
+    let Some(s) = crate::config::RunConfig::environment().p2p_peer.as_deref() else {
         return Ok((0, 0, 0));
     };
     let bad = || CaseStatus::error(format!("GPUCTS_P2P_PEER={s}: expected dddd:bb:dd.f"));

@@ -308,11 +308,14 @@ impl Ctx {
 struct UnknownFlavour(String);
 
 fn expected_tegra(reported: u32) -> Result<bool, UnknownFlavour> {
-    match std::env::var("GPUCTS_KMOD_FLAVOUR").as_deref() {
-        Ok("tegra") => Ok(true),
-        Ok("desktop") => Ok(false),
-        Ok(other) => Err(UnknownFlavour(other.to_string())),
-        Err(_) => Ok(reported == kmod::FLAVOUR_TEGRA),
+    match crate::config::RunConfig::environment()
+        .kmod_flavour
+        .as_deref()
+    {
+        Some("tegra") => Ok(true),
+        Some("desktop") => Ok(false),
+        Some(other) => Err(UnknownFlavour(other.to_string())),
+        None => Ok(reported == kmod::FLAVOUR_TEGRA),
     }
 }
 

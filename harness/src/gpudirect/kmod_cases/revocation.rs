@@ -211,8 +211,9 @@ pub(super) fn put_pages_callback_semantics(c: &Ctx) -> Step<Option<String>> {
 /// slowed every other round; each round's result must be consistent with the callbacks.
 pub(super) fn revoke_races_unpin(c: &Ctx) -> Step<Option<String>> {
     let tp = c.tp()?;
-    let iters: u32 = std::env::var("P2P_RACE_ITERS")
-        .ok()
+    let iters: u32 = crate::config::RunConfig::environment()
+        .p2p_race_iters
+        .as_deref()
         .and_then(|v| v.parse().ok())
         .filter(|&n| n > 0)
         .unwrap_or(if c.tegra { 1000 } else { 3000 });
