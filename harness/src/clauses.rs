@@ -217,6 +217,18 @@ impl Catalogue {
         Catalogue::parse(&path, &text)
     }
 
+    /// The catalogue built into this binary (the one its suites cite), read once; `None` only
+    /// if the build carried a catalogue that does not parse (the unit tests refuse that).
+    pub fn embedded() -> Option<&'static Catalogue> {
+        static EMBEDDED: std::sync::OnceLock<Option<Catalogue>> = std::sync::OnceLock::new();
+        EMBEDDED
+            .get_or_init(|| {
+                let text = std::str::from_utf8(crate::data::embedded_file(CATALOGUE)?).ok()?;
+                Catalogue::parse(Path::new(CATALOGUE), text).ok()
+            })
+            .as_ref()
+    }
+
     /// Parse catalogue text; `path` is only for messages.
     pub fn parse(path: &Path, text: &str) -> Result<Catalogue, CatalogueError> {
         let err = |line: u64, column: u64, message: String| CatalogueError {

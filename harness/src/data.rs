@@ -197,6 +197,13 @@ fn corpora_beside(root: &Path) -> Option<PathBuf> {
         .find(|p| p.is_dir())
 }
 
+/// The embedded contents of one file, by its path under the data root (`suites/...`).
+pub fn embedded_file(path: &str) -> Option<&'static [u8]> {
+    let (top, rest) = path.split_once('/')?;
+    let (_, dir) = EMBEDDED.iter().find(|(name, _)| *name == top)?;
+    dir.get_file(rest).map(|f| f.contents())
+}
+
 /// Every embedded file as (path relative to the data root, contents), in path order.
 pub fn embedded_files() -> Vec<(PathBuf, &'static [u8])> {
     fn walk(dir: &'static Dir<'static>, prefix: &Path, out: &mut Vec<(PathBuf, &'static [u8])>) {

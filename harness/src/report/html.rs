@@ -38,6 +38,108 @@ struct ClauseRow {
     cases: Vec<String>,
 }
 
+/// One clause of the catalogue against the run's cases.
+#[derive(Debug, Serialize)]
+struct CatalogueRow {
+    id: String,
+    summary: String,
+    /// `strong`, `weak`, `none`, `untestable` (the catalogue's judgement of the run's cases),
+    /// or `not in this run` (the catalogue lists cases, none of them in this run).
+    strength: &'static str,
+    untestable: Option<String>,
+    counts: Counts,
+    cases: Vec<String>,
+}
+
+/// The catalogue's clauses of one chapter (`ptx-interop-13.2 ch. 2`).
+#[derive(Debug, Serialize)]
+struct ChapterCoverage {
+    chapter: String,
+    clauses: Vec<CatalogueRow>,
+    /// Clauses with a case that ran (passed, failed, waived or flaky) here.
+    checked: usize,
+}
+
+/// The coverage section driven by the clause catalogue: the clauses no case checks first,
+/// then each chapter's clauses with what their cases did in this run.
+#[derive(Debug, Serialize, Default)]
+struct CatalogueCoverage {
+    gaps: Vec<CatalogueRow>,
+    chapters: Vec<ChapterCoverage>,
+}
+
+fn catalogue_coverage(
+    catalogue: &crate::clauses::Catalogue,
+    cases: &[StoredCase],
+) -> CatalogueCoverage {
+    let verdict: std::collections::HashMap<&str, VerdictName> =
+        cases.iter().map(|c| (c.id.as_str(), c.verdict)).collect();
+    let rows = crate::clauses::coverage(
+        catalogue,
+        cases.iter().map(|c| (c.id.as_str(), c.clause.as_str())),
+        None,
+    );
+    let mut out = CatalogueCoverage::default();
+    for c in rows {
+        let mut counts = Counts::default();
+        for k in &c.cases {
+            if let Some(v) = verdict.get(k.id.as_str()) {
+                counts.add(*v);
+            }
+        }
+        let in_catalogue = catalogue.get(&c.id);
+        let gap = in_catalogue.is_some_and(|k| k.cases.is_empty() && k.untestable.is_none());
+        // The catalogue lists cases this run did not select: not a gap, just not run here.
+        let strength = if c.strength == "none" && !gap {
+            "not in this run"
+        } else {
+            c.strength
+        };
+        let row = CatalogueRow {
+            id: c.id,
+            summary: c.summary,
+            strength,
+            untestable: c.untestable,
+            counts,
+            cases: shown_cases(c.cases.into_iter().map(|k| k.id).collect()),
+        };
+        if gap && row.cases.is_empty() {
+            out.gaps.push(row);
+            continue;
+        }
+        match out.chapters.iter_mut().find(|d| d.chapter == c.chapter) {
+            Some(d) => d.clauses.push(row),
+            None => out.chapters.push(ChapterCoverage {
+                chapter: c.chapter,
+                clauses: vec![row],
+                checked: 0,
+            }),
+        }
+    }
+    for d in &mut out.chapters {
+        d.checked = d.clauses.iter().filter(|c| ran(&c.counts)).count();
+    }
+    out
+}
+
+/// A clause's case ids as the page shows them: the first few, then how many more (a clause
+/// of the whole run can list thousands; `gpucts coverage --json` lists them all).
+fn shown_cases(mut ids: Vec<String>) -> Vec<String> {
+    const SHOWN: usize = 12;
+    if ids.len() > SHOWN {
+        let more = ids.len() - SHOWN;
+        ids.truncate(SHOWN);
+        ids.push(format!(
+            "… and {more} more (gpucts coverage --json RESULTS lists them)"
+        ));
+    }
+    ids
+}
+
+fn ran(c: &Counts) -> bool {
+    c.passed + c.failed + c.flaky + c.waived > 0
+}
+
 #[derive(Debug, Serialize)]
 struct DocCoverage {
     document: String,
@@ -167,6 +269,9 @@ struct Page {
     machine: Vec<Row>,
     toolchain: Vec<Row>,
     capabilities: Vec<Row>,
+    /// Clauses the catalogue holds (the shipped one, built into this binary).
+    catalogue: CatalogueCoverage,
+    /// Cited clauses the catalogue does not hold (results of an older gpucts, own suites).
     coverage: Vec<DocCoverage>,
     failures: Vec<FailureRow>,
     flaky: Vec<FlakyRow>,
@@ -324,11 +429,7 @@ fn coverage(cases: &[StoredCase]) -> Vec<DocCoverage> {
         }
     }
     for d in &mut docs {
-        d.checked = d
-            .clauses
-            .iter()
-            .filter(|c| c.counts.passed + c.counts.failed + c.counts.flaky + c.counts.waived > 0)
-            .count();
+        d.checked = d.clauses.iter().filter(|c| ran(&c.counts)).count();
     }
     docs
 }
@@ -690,7 +791,19 @@ pub fn render(
         machine,
         toolchain,
         capabilities,
-        coverage: coverage(&r.cases),
+        catalogue: crate::clauses::Catalogue::embedded()
+            .map(|cat| catalogue_coverage(cat, &r.cases))
+            .unwrap_or_default(),
+        coverage: coverage(
+            &r.cases
+                .iter()
+                .filter(|c| {
+                    crate::clauses::Catalogue::embedded()
+                        .is_none_or(|cat| cat.check_citation(&c.clause).is_err())
+                })
+                .cloned()
+                .collect::<Vec<_>>(),
+        ),
         failures,
         flaky,
         waivers: waivers(r),
@@ -810,5 +923,76 @@ mod tests {
             1,
             "{page}"
         );
+    }
+
+    /// The coverage section comes from the catalogue built into the binary: a case citing a
+    /// catalogued clause counts under that clause's chapter, the clauses no case checks are
+    /// listed first (the catalogue's own gaps, read here from the catalogue file), and a
+    /// clause the catalogue does not hold still shows, apart.
+    #[test]
+    fn coverage_section_follows_the_clause_catalogue() {
+        let cat = crate::clauses::Catalogue::embedded().expect("the shipped catalogue parses");
+        let case = |id: &str, clause: &str, verdict| StoredCase {
+            id: id.into(),
+            area: "abi".into(),
+            clause: clause.into(),
+            origin: String::new(),
+            status: CaseStatus::pass(),
+            verdict,
+            waiver: None,
+            duration_s: 0.0,
+            attempts: vec![],
+            node: None,
+        };
+        let cited = "ptx-interop-13.2 §1.1 sizes and alignments";
+        assert!(cat.get(cited).is_some());
+        let r = Results {
+            schema_version: 2,
+            gpucts_version: "0".into(),
+            fingerprint: Default::default(),
+            probe: None,
+            run: None,
+            figures: Default::default(),
+            nodes: vec![],
+            cases: vec![
+                case("my.a", &format!("{cited} (detail)"), VerdictName::Pass),
+                case("my.b", cited, VerdictName::Fail),
+                case("my.c", "my own clause 9", VerdictName::Pass),
+            ],
+        };
+        let cov = catalogue_coverage(cat, &r.cases);
+        let row = cov
+            .chapters
+            .iter()
+            .flat_map(|d| &d.clauses)
+            .find(|c| c.id == cited)
+            .expect("the cited clause has a row");
+        assert_eq!(row.cases, ["my.a", "my.b"]);
+        assert_eq!((row.counts.passed, row.counts.failed), (1, 1));
+        let gaps: Vec<&str> = cat
+            .clauses()
+            .iter()
+            .filter(|c| c.untestable.is_none() && c.cases.is_empty())
+            .map(|c| c.id.as_str())
+            .collect();
+        assert!(!gaps.is_empty());
+        let listed: Vec<&str> = cov.gaps.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            listed, gaps,
+            "the catalogue's gaps, and only they, come first"
+        );
+        let other = cov
+            .chapters
+            .iter()
+            .flat_map(|d| &d.clauses)
+            .find(|c| c.id == "ptx-interop-13.2 §1.1 pointer size")
+            .expect("a clause this run did not reach");
+        assert_eq!(other.strength, "not in this run");
+        let page = render(&r, None, None).unwrap();
+        let gaps_at = page.find("Clauses no case checks").expect("gaps heading");
+        let chapter_at = page.find(cited).expect("cited clause");
+        assert!(gaps_at < chapter_at);
+        assert!(page.contains("Cited clauses not in the catalogue"));
+        assert!(page.contains("my own clause 9"));
     }
 }
