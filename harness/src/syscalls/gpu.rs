@@ -392,15 +392,9 @@ pub enum TruncationDivergence {
     NoOutput,
     #[error("line {line} is `{text}`, not a whole line that was printed")]
     NotWhole { line: u32, text: String },
-    /// `kept` is the whole output as runs, so a report shows its shape (one rotation of a
-    /// circular buffer, or records interleaved).
-    #[error("line {line} is printed line {printed}, which was printed before line {after} (output: {kept})")]
-    OutOfOrder {
-        line: u32,
-        printed: u32,
-        after: u32,
-        kept: Kept,
-    },
+    /// A record printed once arrived twice. `kept` is the whole output as runs.
+    #[error("line {line} is printed line {printed}, which had already arrived (output: {kept})")]
+    Repeated { line: u32, printed: u32, kept: Kept },
     #[error("the last line arrived torn")]
     Torn,
     /// Nothing was dropped: the output did not overflow the FIFO.
@@ -433,11 +427,14 @@ impl std::fmt::Display for Kept {
 }
 
 /// Some output arrived but not all of it, and every line that arrived is a whole line the one
-/// thread printed, in the order it printed them: which records an overflowing FIFO loses is
-/// not specified (the CUDA C++ Programming Guide calls the buffer circular, older output
-/// overwritten, yet a driver may keep the last records in one run and the first ones, with a
-/// gap, in another), but a record is kept or lost whole, and one thread's records keep their
-/// order. (The FIFO holds
+/// thread printed, none twice: which records an overflowing FIFO loses, and in which order the
+/// kept ones arrive, is not specified (the CUDA C++ Programming Guide calls the buffer circular,
+/// older output overwritten). On an H100 (driver 580.159.04) most runs delivered a stale record
+/// from before the last wrap ahead of the newest ones (`1337, 3386..=4095`), so order is reported
+/// in `Kept`, not judged; a record is kept or lost whole and arrives at most once (10 of 41
+/// runs there broke print order; each of the 4 whose whole shape was recorded had one record
+/// twice: `1129, 3178, 1131..=4095` — a finding, not yet known to be the driver's or the
+/// capture's). (The FIFO holds
 /// printf records, format pointer and arguments, not rendered text, so the text that arrives
 /// may be longer than the FIFO.)
 pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDivergence> {
@@ -445,7 +442,8 @@ pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDi
         return Err(TruncationDivergence::NoOutput);
     }
     let mut runs: Vec<(u32, u32)> = Vec::new();
-    let mut first_backwards = None;
+    let mut seen = std::collections::HashSet::new();
+    let mut first_repeat = None;
     for (k, l) in captured.lines().enumerate() {
         let line = u32::try_from(k + 1).unwrap_or(u32::MAX);
         let printed = l
@@ -457,20 +455,18 @@ pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDi
                 line,
                 text: l.to_string(),
             })?;
+        if !seen.insert(printed) {
+            first_repeat.get_or_insert((line, printed));
+        }
         match runs.last_mut() {
-            Some((_, last)) if printed <= *last => {
-                first_backwards.get_or_insert((line, printed, *last));
-                runs.push((printed, printed));
-            }
             Some((_, last)) if printed == *last + 1 => *last = printed,
             _ => runs.push((printed, printed)),
         }
     }
-    if let Some((line, printed, after)) = first_backwards {
-        return Err(TruncationDivergence::OutOfOrder {
+    if let Some((line, printed)) = first_repeat {
+        return Err(TruncationDivergence::Repeated {
             line,
             printed,
-            after,
             kept: Kept { runs },
         });
     }
@@ -735,7 +731,7 @@ fn fifo_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
             kept.lines()
         )),
         Err(e) => CaseStatus::fail(
-            "some printed lines dropped, the rest whole and in the order printed",
+            "some printed lines dropped, the rest whole printed lines, none twice",
             e.to_string(),
         ),
     })
@@ -1090,20 +1086,24 @@ mod tests {
         let backwards = printed(96, 98) + &printed(97, 98);
         assert_eq!(
             check_truncation(&backwards, 100),
-            Err(TruncationDivergence::OutOfOrder {
+            Err(TruncationDivergence::Repeated {
                 line: 3,
                 printed: 97,
-                after: 97,
                 kept: runs(&[(96, 97), (97, 97)]),
             })
         );
-        // A rotation (newest lines first, then older ones) is reported with its whole shape.
-        let rotated = printed(80, 90) + &printed(20, 30);
-        let e = check_truncation(&rotated, 100).unwrap_err();
+        // Out of print order is not a divergence (the order after an overflow is not
+        // specified); the shape is reported. The H100's: a stale record before the newest.
+        let stale = fifo_line(29) + "\n" + &printed(78, 100);
+        let kept = check_truncation(&stale, 100).unwrap();
+        assert_eq!(kept.to_string(), "printed lines 29..=29, 78..=99");
+        assert_eq!(kept.lines(), 23);
+        // The H100's other shape: a record that arrives twice is one no FIFO printed.
+        let twice = fifo_line(29) + "\n" + &fifo_line(78) + "\n" + &printed(31, 100);
         assert_eq!(
-            e.to_string(),
-            "line 11 is printed line 20, which was printed before line 89 \
-             (output: printed lines 80..=89, 20..=29)"
+            check_truncation(&twice, 100).unwrap_err().to_string(),
+            "line 50 is printed line 78, which had already arrived \
+             (output: printed lines 29..=29, 78..=78, 31..=99)"
         );
         let whole_but_torn = printed(90, 100).trim_end_matches('\n').to_string();
         assert_eq!(
