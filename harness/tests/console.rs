@@ -11,18 +11,7 @@ use std::process::{Command, Output};
 
 /// Run a fixture suite with `extra` arguments, reports into `dir`.
 fn run(suite: &str, dir: &Path, extra: &[&str]) -> Output {
-    let junit = dir.join("junit.xml");
-    let suite = fixture(suite);
-    let mut args = vec![
-        "--suite",
-        suite.to_str().unwrap(),
-        "--toolchain",
-        "system",
-        "--junit",
-        junit.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    gpucts(&args)
+    common::run_fixture(suite, &dir.join("junit.xml"), extra)
 }
 
 fn text_waivers() -> String {

@@ -402,7 +402,7 @@ fn clause_key(clause: &str) -> (String, Vec<u64>, String) {
     (doc, nums, clause.to_string())
 }
 
-fn coverage(cases: &[StoredCase]) -> Vec<DocCoverage> {
+fn coverage<'a>(cases: impl IntoIterator<Item = &'a StoredCase>) -> Vec<DocCoverage> {
     type ClauseKey = (String, Vec<u64>, String);
     let mut by: BTreeMap<ClauseKey, (Counts, Vec<String>)> = BTreeMap::new();
     for c in cases {
@@ -794,16 +794,10 @@ pub fn render(
         catalogue: crate::clauses::Catalogue::embedded()
             .map(|cat| catalogue_coverage(cat, &r.cases))
             .unwrap_or_default(),
-        coverage: coverage(
-            &r.cases
-                .iter()
-                .filter(|c| {
-                    crate::clauses::Catalogue::embedded()
-                        .is_none_or(|cat| cat.check_citation(&c.clause).is_err())
-                })
-                .cloned()
-                .collect::<Vec<_>>(),
-        ),
+        coverage: coverage(r.cases.iter().filter(|c| {
+            crate::clauses::Catalogue::embedded()
+                .is_none_or(|cat| cat.check_citation(&c.clause).is_err())
+        })),
         failures,
         flaky,
         waivers: waivers(r),
