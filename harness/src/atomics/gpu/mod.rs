@@ -545,8 +545,7 @@ pub fn run_case(
 #[cfg(test)]
 mod tests;
 
-#[cfg(test)]
-mod emulate;
+pub mod emulate;
 
 /// Dat3M's listed tests (read in place) through the kernel generator: every kernel it writes
 /// assembles with ptxas (the independent check: PTX the GPU could load), every test it refuses

@@ -1,348 +1,21 @@
-//! Test-only: an interpreter for the PTX subset the generator emits, with a random
-//! thread-interleaving scheduler (sequentially consistent), so that the whole launch path —
-//! kernel parameters, role and address tables, spin barrier, result layout, decoding — runs
-//! without a GPU. Its outcomes must be sequentially consistent outcomes of the litmus test,
-//! computed independently by enumerating interleavings of the test itself.
+use std::collections::BTreeSet;
 
-use std::collections::{BTreeSet, HashMap};
-
-use rand::{Rng, SeedableRng};
-
-use super::kernel;
-use super::layout::{self, Geometry, Histogram, IterationPlan, StressParams};
+use super::*;
 use crate::atomics::catalog;
-use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Term};
-use crate::atomics::model;
+use crate::atomics::litmus::{AtomOp, Op, Operand, Term};
 
-struct Ins {
-    guard: Option<String>,
-    opcode: Vec<String>,
-    args: Vec<String>,
-}
-
-struct Program {
-    code: Vec<Ins>,
-    labels: HashMap<String, usize>,
-}
-
-fn parse(ptx: &str) -> Program {
-    let body = &ptx[ptx.find(")\n{").expect("entry body") + 3..];
-    let mut code = Vec::new();
-    let mut labels = HashMap::new();
-    for line in body.lines() {
-        let l = line.trim();
-        if l.is_empty() || l.starts_with("//") || l.starts_with(".reg") || l == "}" {
-            continue;
-        }
-        if let Some(label) = l.strip_suffix(':') {
-            labels.insert(label.to_string(), code.len());
-            continue;
-        }
-        // The crate's one instruction reader (ptx::instr) and literal grammar (ptx::literal).
-        let ins = crate::ptx::instr::parse_instruction(l, 0).expect("generated PTX parses");
-        let mut opcode = vec![ins.opcode];
-        opcode.extend(ins.modifiers);
-        code.push(Ins {
-            guard: ins.guard.map(|g| {
-                assert!(!g.negated, "the generator emits no negated guards");
-                g.predicate
-            }),
-            opcode,
-            args: ins.operands,
-        });
-    }
-    Program { code, labels }
-}
-
-struct Thread {
-    pc: usize,
-    regs: HashMap<String, u64>,
-    done: bool,
-    /// Waiting at `bar.sync` for this generation of its CTA's barrier to complete.
-    waiting: Option<u64>,
-    tid: u64,
-    ctaid: u64,
-}
-
-struct Machine<'a> {
-    prog: &'a Program,
-    mem: HashMap<u64, u32>,
-    params: HashMap<String, u64>,
-    ntid: u64,
-    /// Per CTA: threads arrived at the current `bar.sync`, and completed generations.
-    barrier: HashMap<u64, (u64, u64)>,
-}
-
-/// Where CTA c's shared memory starts in the emulator's one address space.
-fn shared_base(ctaid: u64) -> u64 {
-    (9 << 40) + (ctaid << 24)
-}
-
-impl Machine<'_> {
-    fn val(&self, t: &Thread, a: &str) -> u64 {
-        match a {
-            "%tid.x" => t.tid,
-            "%ctaid.x" => t.ctaid,
-            "%ntid.x" => self.ntid,
-            kernel::SMEM => shared_base(t.ctaid),
-            _ if a.starts_with('%') => *t.regs.get(a).unwrap_or_else(|| panic!("unset {a}")),
-            _ => crate::ptx::literal::parse_int(a).unwrap_or_else(|| panic!("operand {a}")),
-        }
-    }
-    fn addr(&self, t: &Thread, a: &str) -> u64 {
-        let inner = a.trim_start_matches('[').trim_end_matches(']');
-        match inner.split_once('+') {
-            Some((r, off)) => {
-                self.val(t, r.trim()) + crate::ptx::literal::parse_int(off.trim()).expect("offset")
-            }
-            None => self.val(t, inner),
-        }
-    }
-    /// Whether `t` may run: not waiting at a barrier its CTA has not completed.
-    fn runnable(&self, t: &Thread) -> bool {
-        match t.waiting {
-            None => true,
-            Some(generation) => self.barrier.get(&t.ctaid).is_some_and(|b| b.1 > generation),
-        }
-    }
-
-    /// One instruction of thread `t`.
-    fn step(&mut self, t: &mut Thread) {
-        if t.waiting.is_some() {
-            if !self.runnable(t) {
-                return;
-            }
-            t.waiting = None;
-        }
-        let ins = &self.prog.code[t.pc];
-        t.pc += 1;
-        if let Some(g) = &ins.guard {
-            if t.regs[g] == 0 {
-                return;
-            }
-        }
-        let op = ins.opcode[0].as_str();
-        let has = |m: &str| ins.opcode.iter().any(|x| x == m);
-        let a = &ins.args;
-        let set = |t: &mut Thread, v: u64| {
-            t.regs.insert(a[0].clone(), v);
-        };
-        match op {
-            "ld" if has("param") => {
-                let name = a[1].trim_matches(|c| c == '[' || c == ']');
-                let v = self.params[name];
-                set(t, v);
-            }
-            "ld" => {
-                let at = self.addr(t, &a[1]);
-                let v = u64::from(*self.mem.get(&at).unwrap_or(&0));
-                set(t, v);
-            }
-            "st" => {
-                let at = self.addr(t, &a[0]);
-                let v = self.val(t, &a[1]) as u32;
-                self.mem.insert(at, v);
-            }
-            "atom" | "red" => {
-                let (at, rest) = if op == "atom" {
-                    (self.addr(t, &a[1]), &a[2..])
-                } else {
-                    (self.addr(t, &a[0]), &a[1..])
-                };
-                let old = *self.mem.get(&at).unwrap_or(&0);
-                let b = self.val(t, &rest[0]) as u32;
-                let new = if has("add") {
-                    old.wrapping_add(b)
-                } else if has("exch") {
-                    b
-                } else if has("and") {
-                    old & b
-                } else if has("or") {
-                    old | b
-                } else if has("xor") {
-                    old ^ b
-                } else if has("min") {
-                    old.min(b)
-                } else if has("max") {
-                    old.max(b)
-                } else if has("cas") {
-                    if old == b {
-                        self.val(t, &rest[1]) as u32
-                    } else {
-                        old
-                    }
-                } else {
-                    panic!("rmw {:?}", ins.opcode)
-                };
-                self.mem.insert(at, new);
-                if op == "atom" {
-                    set(t, u64::from(old));
-                }
-            }
-            "fence" => {}
-            "cvta" | "mov" => {
-                let v = self.val(t, &a[1]);
-                set(t, v);
-            }
-            "mad" => {
-                let v = (self.val(t, &a[1]) * self.val(t, &a[2]) + self.val(t, &a[3])) as u32;
-                set(t, u64::from(v));
-            }
-            "mul" => {
-                let v = (self.val(t, &a[1]) as u32 as u64) * (self.val(t, &a[2]) as u32 as u64);
-                set(t, v);
-            }
-            "add" if has("s64") => {
-                let v = self.val(t, &a[1]).wrapping_add(self.val(t, &a[2]));
-                set(t, v);
-            }
-            "add" => {
-                let v = (self.val(t, &a[1]) as u32).wrapping_add(self.val(t, &a[2]) as u32);
-                set(t, u64::from(v));
-            }
-            "neg" => {
-                let v = (self.val(t, &a[1]) as u32).wrapping_neg();
-                set(t, u64::from(v));
-            }
-            "setp" => {
-                let (x, y) = (self.val(t, &a[1]) as u32, self.val(t, &a[2]) as u32);
-                let r = if has("eq") {
-                    x == y
-                } else if has("lt") {
-                    x < y
-                } else if has("ge") {
-                    x >= y
-                } else {
-                    panic!("setp {:?}", ins.opcode)
-                };
-                set(t, u64::from(r));
-            }
-            "bra" => t.pc = self.prog.labels[&a[0]],
-            "bar" => {
-                let ntid = self.ntid;
-                let b = self.barrier.entry(t.ctaid).or_insert((0, 0));
-                b.0 += 1;
-                if b.0 == ntid {
-                    *b = (0, b.1 + 1);
-                } else {
-                    t.waiting = Some(b.1);
-                }
-            }
-            "div" => {
-                let v = (self.val(t, &a[1]) as u32) / (self.val(t, &a[2]) as u32);
-                set(t, u64::from(v));
-            }
-            "sub" => {
-                let v = (self.val(t, &a[1]) as u32).wrapping_sub(self.val(t, &a[2]) as u32);
-                set(t, u64::from(v));
-            }
-            "ret" => t.done = true,
-            _ => panic!("the emulator lacks {:?}", ins.opcode),
-        }
-    }
-}
-
-const BASES: [(&str, u64); 7] = [
-    ("p_locs", 1 << 40),
-    ("p_results", 2 << 40),
-    ("p_roles", 3 << 40),
-    ("p_addrs", 4 << 40),
-    ("p_barrier", 5 << 40),
-    ("p_scratch", 6 << 40),
-    ("p_stress", 7 << 40),
-];
-
-fn load(mem: &mut HashMap<u64, u32>, base: u64, words: &[u32]) {
-    for (i, w) in words.iter().enumerate() {
-        mem.insert(base + 4 * i as u64, *w);
-    }
-}
-
-fn read(mem: &HashMap<u64, u32>, base: u64, n: usize) -> Vec<u32> {
-    (0..n as u64)
-        .map(|i| *mem.get(&(base + 4 * i)).unwrap_or(&0))
-        .collect()
-}
-
-/// One emulated launch: the histogram and the barrier-timeout count.
-/// `seed: None` runs threads one after another in global-id order, each to completion.
+/// One emulated launch of `test` (the generated kernel) under `g` and `plan`: the histogram
+/// and the barrier-timeout count.
 fn launch(
     test: &LitmusTest,
     g: &Geometry,
     plan: &IterationPlan,
     seed: Option<u64>,
 ) -> (Histogram, u32) {
-    let ptx = kernel::generate(test, g).unwrap();
-    let prog = parse(&ptx);
-    let t = layout::tables(g, plan);
-    let mut m = Machine {
-        prog: &prog,
-        mem: HashMap::new(),
-        params: BASES.iter().map(|(n, b)| (n.to_string(), *b)).collect(),
-        ntid: u64::from(g.params.workgroup_size),
-        barrier: HashMap::new(),
-    };
-    m.params
-        .insert("p_testing".into(), u64::from(t.testing_threads));
-    load(&mut m.mem, BASES[0].1, &g.initial_memory(&t.addrs));
-    load(&mut m.mem, BASES[2].1, &t.roles);
-    load(&mut m.mem, BASES[3].1, &t.addrs);
-    load(&mut m.mem, BASES[6].1, &t.stress_word);
-    let mut threads: Vec<Thread> = (0..g.total_threads())
-        .map(|i| Thread {
-            pc: 0,
-            regs: HashMap::new(),
-            done: false,
-            waiting: None,
-            tid: u64::from(i % g.params.workgroup_size),
-            ctaid: u64::from(i / g.params.workgroup_size),
-        })
-        .collect();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed.unwrap_or(0));
-    let mut live: Vec<usize> = (0..threads.len()).rev().collect();
-    let mut steps = 0u64;
-    while !live.is_empty() {
-        // A thread waiting at a barrier its CTA has not completed is passed over (in order
-        // without a seed: the last runnable one).
-        let mut k = match seed {
-            Some(_) => rng.random_range(0..live.len()),
-            None => live.len() - 1,
-        };
-        if !m.runnable(&threads[live[k]]) {
-            let runnable: Vec<usize> = (0..live.len())
-                .filter(|&k| m.runnable(&threads[live[k]]))
-                .collect();
-            assert!(!runnable.is_empty(), "every live thread waits at a barrier");
-            k = match seed {
-                Some(_) => runnable[rng.random_range(0..runnable.len())],
-                None => runnable[runnable.len() - 1],
-            };
-        }
-        let th = &mut threads[live[k]];
-        // A few instructions at a time, so that a thread's accesses sometimes run together.
-        for _ in 0..rng.random_range(1..4) {
-            if th.done {
-                break;
-            }
-            m.step(th);
-            steps += 1;
-        }
-        if th.done {
-            if seed.is_some() {
-                live.swap_remove(k);
-            } else {
-                live.remove(k);
-            }
-        }
-        assert!(steps < 200_000_000, "runaway emulation");
-    }
-    let n = g.instances() as usize;
-    let res = read(&m.mem, BASES[1].1, n * g.slots.len());
-    let mem = read(&m.mem, BASES[0].1, g.location_words());
-    let verdict = model::check(test);
-    let mut h = Histogram::new();
-    layout::decode(g, &verdict.terms, &t, &res, &mem, &mut h).unwrap();
-    (h, read(&m.mem, BASES[4].1, 2)[1])
+    let prog = parse(&kernel::generate(test, g).unwrap()).unwrap();
+    let terms = model::check(test).terms;
+    let l = launch_program(&prog, g, plan, &terms, seed).unwrap();
+    (l.histogram, l.timeouts)
 }
 
 /// Outcomes of `test` under sequential consistency, by enumerating every interleaving of
@@ -553,22 +226,6 @@ fn emulated_random_tuning_sets_stay_correct() {
     assert!(too_few <= 20, "{too_few} of 80 inputs did not fit");
 }
 
-/// Whether a test's threads fit a set's units (independently of `Geometry`): each thread of
-/// an `inter_cta` test in its own testing CTA, each of an `intra_cta` test in its own warp.
-/// `Err(units)` when they do not.
-pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
-    let units = if test.name.ends_with("inter_cta") {
-        p.testing_workgroups
-    } else {
-        p.workgroup_size / 32
-    };
-    if test.threads.len() as u32 <= units {
-        Ok(())
-    } else {
-        Err(units)
-    }
-}
-
 // With the locations of tests within one CTA in that CTA's shared memory (copied in, a
 // `bar.sync`, the test, a `bar.sync`, copied out), every instance still gives one sequentially
 // consistent outcome, decoded from the location buffer as before.
@@ -670,7 +327,7 @@ fn an_sc_machine_gives_passes_tagged_control_without_weak_outcomes() {
                     *histogram.entry(o).or_insert(0) += n;
                 }
             }
-            let report = super::RunReport {
+            let report = super::super::RunReport {
                 test: t.name.clone(),
                 launches: 3,
                 instances: histogram.values().sum(),
@@ -698,9 +355,9 @@ fn an_sc_machine_gives_passes_tagged_control_without_weak_outcomes() {
         );
         let (v, r) = run(&test, 1);
         let (cv, cr) = run(&control, 2);
-        let c = super::classify(&test, &v, &r.histogram);
-        let cc = super::classify(&control, &cv, &cr.histogram);
-        let status = super::judge(&v, &r, &c, Some((&cr, &cc)));
+        let c = super::super::classify(&test, &v, &r.histogram);
+        let cc = super::super::classify(&control, &cv, &cr.histogram);
+        let status = super::super::judge(&v, &r, &c, Some((&cr, &cc)));
         assert!(
             matches!(&status, CaseStatus::Pass { .. }),
             "{name}: {status:?}"
@@ -708,4 +365,22 @@ fn an_sc_machine_gives_passes_tagged_control_without_weak_outcomes() {
         assert_eq!(status.tags(), [CONTROL_WITHOUT_WEAK_OUTCOMES], "{name}");
         assert!(status.with_weak_controls_required().is_failure(), "{name}");
     }
+}
+
+// The public entry point: `launches` launches, each instance counted once, every outcome
+// sequentially consistent (the independent enumerator), and the same seed gives the same
+// histogram (a user's `--emulate` run is reproducible).
+#[test]
+fn emulate_counts_every_instance_of_every_launch() {
+    let test = catalog::by_name("SB.relaxed.gpu.inter_cta").unwrap();
+    let params = small();
+    let g = Geometry::new(&test, &params).unwrap();
+    let run = emulate(&test, &params, 3, 7).unwrap();
+    assert_eq!(run.launches, 3);
+    assert_eq!(run.instances, 3 * u64::from(g.instances()));
+    assert_eq!(run.histogram.values().sum::<u64>(), run.instances);
+    assert_eq!(run.barrier_timeouts, 0);
+    let sc = sc_outcomes(&test, &model::check(&test).terms);
+    assert!(run.histogram.keys().all(|o| sc.contains(o)), "{run:?}");
+    assert_eq!(emulate(&test, &params, 3, 7).unwrap(), run);
 }

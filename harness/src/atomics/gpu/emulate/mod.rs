@@ -1,0 +1,466 @@
+//! An interpreter for the PTX the kernel generator writes, with a random thread-interleaving
+//! scheduler (sequentially consistent), so that the whole launch path — kernel parameters,
+//! role and address tables, spin barrier, result layout, decoding — runs without a GPU
+//! (`gpucts litmus run --emulate`). It is a sequentially consistent machine: every outcome it
+//! gives must be one the PTX memory model allows, so a forbidden outcome from it is a bug in
+//! the generator, the tables or the model. It reads only the generator's subset of PTX and
+//! refuses anything else by name.
+
+use std::collections::HashMap;
+
+use rand::{Rng, SeedableRng};
+
+use super::kernel::{self, KernelError};
+use super::layout::{self, DecodeError, Geometry, GeometryError, Histogram, IterationPlan};
+use super::StressParams;
+use crate::atomics::litmus::LitmusTest;
+use crate::atomics::model;
+
+/// Instruction steps one emulated launch may take before it is called runaway: a kernel
+/// whose threads spin (a barrier that never completes, a loop without its cap) stops here
+/// with an error instead of hanging.
+pub const MAX_STEPS: u64 = 200_000_000;
+
+/// Why an emulated run has no histogram.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulateError {
+    #[error(transparent)]
+    Geometry(#[from] GeometryError),
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    /// The generated kernel uses an instruction or operand the emulator does not execute.
+    #[error("the emulator does not execute `{0}`")]
+    Unsupported(String),
+    #[error("the kernel reads register `{0}` before writing it")]
+    Unwritten(String),
+    #[error("every live thread waits at a barrier that cannot complete")]
+    Deadlock,
+    #[error("no thread finished within {MAX_STEPS} steps")]
+    Runaway,
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
+/// What emulated launches of one test gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Emulated {
+    /// Outcome (the values of the model's terms, in its order) → instances.
+    pub histogram: Histogram,
+    pub launches: u64,
+    pub instances: u64,
+    /// Testing threads that gave up waiting at the spin barrier.
+    pub barrier_timeouts: u64,
+    /// Instructions executed, all threads and launches.
+    pub steps: u64,
+}
+
+/// `launches` emulated launches of `test` under `params`, each with a random iteration plan
+/// and interleaving drawn from `seed`.
+pub fn emulate(
+    test: &LitmusTest,
+    params: &StressParams,
+    launches: u64,
+    seed: u64,
+) -> Result<Emulated, EmulateError> {
+    let g = Geometry::new(test, params)?;
+    let prog = parse(&kernel::generate(test, &g)?)?;
+    let terms = model::check(test).terms;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Emulated {
+        histogram: Histogram::new(),
+        launches,
+        instances: 0,
+        barrier_timeouts: 0,
+        steps: 0,
+    };
+    for _ in 0..launches {
+        let plan = IterationPlan::random(&g, &mut rng);
+        let run = launch_program(&prog, &g, &plan, &terms, Some(rng.random()))?;
+        for (o, n) in run.histogram {
+            *out.histogram.entry(o).or_insert(0) += n;
+        }
+        out.instances += u64::from(g.instances());
+        out.barrier_timeouts += u64::from(run.timeouts);
+        out.steps += run.steps;
+    }
+    Ok(out)
+}
+
+struct Ins {
+    guard: Option<String>,
+    opcode: Vec<String>,
+    args: Vec<String>,
+}
+
+struct Program {
+    code: Vec<Ins>,
+    labels: HashMap<String, usize>,
+}
+
+fn parse(ptx: &str) -> Result<Program, EmulateError> {
+    let start = ptx
+        .find(")\n{")
+        .ok_or_else(|| EmulateError::Unsupported("a kernel without an entry body".into()))?;
+    let mut code = Vec::new();
+    let mut labels = HashMap::new();
+    for line in ptx[start + 3..].lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with("//") || l.starts_with(".reg") || l == "}" {
+            continue;
+        }
+        if let Some(label) = l.strip_suffix(':') {
+            labels.insert(label.to_string(), code.len());
+            continue;
+        }
+        // The crate's one instruction reader (ptx::instr) and literal grammar (ptx::literal).
+        let ins = crate::ptx::instr::parse_instruction(l, 0)
+            .map_err(|_| EmulateError::Unsupported(l.to_string()))?;
+        if ins.guard.as_ref().is_some_and(|g| g.negated) {
+            return Err(EmulateError::Unsupported(l.to_string()));
+        }
+        let mut opcode = vec![ins.opcode];
+        opcode.extend(ins.modifiers);
+        code.push(Ins {
+            guard: ins.guard.map(|g| g.predicate),
+            opcode,
+            args: ins.operands,
+        });
+    }
+    for ins in &code {
+        if ins.opcode[0] == "bra" && !ins.args.first().is_some_and(|l| labels.contains_key(l)) {
+            return Err(EmulateError::Unsupported(format!("bra {:?}", ins.args)));
+        }
+    }
+    Ok(Program { code, labels })
+}
+
+struct Thread {
+    pc: usize,
+    regs: HashMap<String, u64>,
+    done: bool,
+    /// Waiting at `bar.sync` for this generation of its CTA's barrier to complete.
+    waiting: Option<u64>,
+    tid: u64,
+    ctaid: u64,
+}
+
+struct Machine<'a> {
+    prog: &'a Program,
+    mem: HashMap<u64, u32>,
+    params: HashMap<String, u64>,
+    ntid: u64,
+    /// Per CTA: threads arrived at the current `bar.sync`, and completed generations.
+    barrier: HashMap<u64, (u64, u64)>,
+}
+
+/// Where CTA c's shared memory starts in the emulator's one address space.
+fn shared_base(ctaid: u64) -> u64 {
+    (9 << 40) + (ctaid << 24)
+}
+
+fn unsupported(what: impl std::fmt::Debug) -> EmulateError {
+    EmulateError::Unsupported(format!("{what:?}"))
+}
+
+impl Machine<'_> {
+    fn val(&self, t: &Thread, a: &str) -> Result<u64, EmulateError> {
+        Ok(match a {
+            "%tid.x" => t.tid,
+            "%ctaid.x" => t.ctaid,
+            "%ntid.x" => self.ntid,
+            kernel::SMEM => shared_base(t.ctaid),
+            // The generator writes every register before reading it: a read of an unwritten
+            // one is a generator bug, not a value.
+            _ if a.starts_with('%') => *t
+                .regs
+                .get(a)
+                .ok_or_else(|| EmulateError::Unwritten(a.to_string()))?,
+            _ => crate::ptx::literal::parse_int(a).ok_or_else(|| unsupported(a))?,
+        })
+    }
+    fn addr(&self, t: &Thread, a: &str) -> Result<u64, EmulateError> {
+        let inner = a.trim_start_matches('[').trim_end_matches(']');
+        match inner.split_once('+') {
+            Some((r, off)) => {
+                let off =
+                    crate::ptx::literal::parse_int(off.trim()).ok_or_else(|| unsupported(a))?;
+                Ok(self.val(t, r.trim())?.wrapping_add(off))
+            }
+            None => self.val(t, inner),
+        }
+    }
+    /// Whether `t` may run: not waiting at a barrier its CTA has not completed.
+    fn runnable(&self, t: &Thread) -> bool {
+        match t.waiting {
+            None => true,
+            Some(generation) => self.barrier.get(&t.ctaid).is_some_and(|b| b.1 > generation),
+        }
+    }
+
+    /// One instruction of thread `t`.
+    fn step(&mut self, t: &mut Thread) -> Result<(), EmulateError> {
+        if t.waiting.is_some() {
+            if !self.runnable(t) {
+                return Ok(());
+            }
+            t.waiting = None;
+        }
+        let Some(ins) = self.prog.code.get(t.pc) else {
+            // Falling off the end of the body is the implicit `ret`.
+            t.done = true;
+            return Ok(());
+        };
+        t.pc += 1;
+        if let Some(g) = &ins.guard {
+            if self.val(t, g)? == 0 {
+                return Ok(());
+            }
+        }
+        let op = ins.opcode[0].as_str();
+        let has = |m: &str| ins.opcode.iter().any(|x| x == m);
+        let a = &ins.args;
+        let arg = |i: usize| {
+            a.get(i)
+                .map(String::as_str)
+                .ok_or_else(|| unsupported(&ins.opcode))
+        };
+        let v = |i: usize| -> Result<u64, EmulateError> { self.val(t, arg(i)?) };
+        let result: Option<u64> = match op {
+            "ld" if has("param") => {
+                let name = arg(1)?.trim_matches(|c| c == '[' || c == ']');
+                Some(*self.params.get(name).ok_or_else(|| unsupported(name))?)
+            }
+            "ld" => {
+                let at = self.addr(t, arg(1)?)?;
+                Some(u64::from(*self.mem.get(&at).unwrap_or(&0)))
+            }
+            "st" => {
+                let at = self.addr(t, arg(0)?)?;
+                let x = v(1)? as u32;
+                self.mem.insert(at, x);
+                None
+            }
+            "atom" | "red" => {
+                let (at, first) = if op == "atom" {
+                    (self.addr(t, arg(1)?)?, 2)
+                } else {
+                    (self.addr(t, arg(0)?)?, 1)
+                };
+                let old = *self.mem.get(&at).unwrap_or(&0);
+                let b = v(first)? as u32;
+                let new = if has("add") {
+                    old.wrapping_add(b)
+                } else if has("exch") {
+                    b
+                } else if has("and") {
+                    old & b
+                } else if has("or") {
+                    old | b
+                } else if has("xor") {
+                    old ^ b
+                } else if has("min") {
+                    old.min(b)
+                } else if has("max") {
+                    old.max(b)
+                } else if has("cas") {
+                    if old == b {
+                        v(first + 1)? as u32
+                    } else {
+                        old
+                    }
+                } else {
+                    return Err(unsupported(&ins.opcode));
+                };
+                self.mem.insert(at, new);
+                (op == "atom").then_some(u64::from(old))
+            }
+            "fence" => None,
+            "cvta" | "mov" => Some(v(1)?),
+            "mad" => Some(u64::from((v(1)? * v(2)? + v(3)?) as u32)),
+            "mul" => Some((v(1)? as u32 as u64) * (v(2)? as u32 as u64)),
+            "add" if has("s64") => Some(v(1)?.wrapping_add(v(2)?)),
+            "add" => Some(u64::from((v(1)? as u32).wrapping_add(v(2)? as u32))),
+            "neg" => Some(u64::from((v(1)? as u32).wrapping_neg())),
+            "setp" => {
+                let (x, y) = (v(1)? as u32, v(2)? as u32);
+                let r = if has("eq") {
+                    x == y
+                } else if has("lt") {
+                    x < y
+                } else if has("ge") {
+                    x >= y
+                } else {
+                    return Err(unsupported(&ins.opcode));
+                };
+                Some(u64::from(r))
+            }
+            "bra" => {
+                t.pc = self.prog.labels[arg(0)?];
+                None
+            }
+            "bar" => {
+                let ntid = self.ntid;
+                let b = self.barrier.entry(t.ctaid).or_insert((0, 0));
+                b.0 += 1;
+                if b.0 == ntid {
+                    *b = (0, b.1 + 1);
+                } else {
+                    t.waiting = Some(b.1);
+                }
+                None
+            }
+            "div" => {
+                let d = v(2)? as u32;
+                Some(u64::from((v(1)? as u32).checked_div(d).unwrap_or(0)))
+            }
+            "sub" => Some(u64::from((v(1)? as u32).wrapping_sub(v(2)? as u32))),
+            "ret" => {
+                t.done = true;
+                None
+            }
+            _ => return Err(unsupported(&ins.opcode)),
+        };
+        if let Some(x) = result {
+            let dst = arg(0)?.to_string();
+            t.regs.insert(dst, x);
+        }
+        Ok(())
+    }
+}
+
+const BASES: [(&str, u64); 7] = [
+    ("p_locs", 1 << 40),
+    ("p_results", 2 << 40),
+    ("p_roles", 3 << 40),
+    ("p_addrs", 4 << 40),
+    ("p_barrier", 5 << 40),
+    ("p_scratch", 6 << 40),
+    ("p_stress", 7 << 40),
+];
+
+fn load(mem: &mut HashMap<u64, u32>, base: u64, words: &[u32]) {
+    for (i, w) in words.iter().enumerate() {
+        mem.insert(base + 4 * i as u64, *w);
+    }
+}
+
+fn read(mem: &HashMap<u64, u32>, base: u64, n: usize) -> Vec<u32> {
+    (0..n as u64)
+        .map(|i| *mem.get(&(base + 4 * i)).unwrap_or(&0))
+        .collect()
+}
+
+/// One emulated launch.
+struct Launch {
+    histogram: Histogram,
+    /// Spin-barrier timeouts the kernel counted.
+    timeouts: u32,
+    steps: u64,
+}
+
+/// One emulated launch of the generated kernel `prog` for geometry `g` and plan `plan`.
+/// `seed: None` runs threads one after another in global-id order, each to completion.
+fn launch_program(
+    prog: &Program,
+    g: &Geometry,
+    plan: &IterationPlan,
+    terms: &[crate::atomics::litmus::Term],
+    seed: Option<u64>,
+) -> Result<Launch, EmulateError> {
+    let t = layout::tables(g, plan);
+    let mut m = Machine {
+        prog,
+        mem: HashMap::new(),
+        params: BASES.iter().map(|(n, b)| (n.to_string(), *b)).collect(),
+        ntid: u64::from(g.params.workgroup_size),
+        barrier: HashMap::new(),
+    };
+    m.params
+        .insert("p_testing".into(), u64::from(t.testing_threads));
+    load(&mut m.mem, BASES[0].1, &g.initial_memory(&t.addrs));
+    load(&mut m.mem, BASES[2].1, &t.roles);
+    load(&mut m.mem, BASES[3].1, &t.addrs);
+    load(&mut m.mem, BASES[6].1, &t.stress_word);
+    let mut threads: Vec<Thread> = (0..g.total_threads())
+        .map(|i| Thread {
+            pc: 0,
+            regs: HashMap::new(),
+            done: false,
+            waiting: None,
+            tid: u64::from(i % g.params.workgroup_size),
+            ctaid: u64::from(i / g.params.workgroup_size),
+        })
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed.unwrap_or(0));
+    let mut live: Vec<usize> = (0..threads.len()).rev().collect();
+    let mut steps = 0u64;
+    while !live.is_empty() {
+        // A thread waiting at a barrier its CTA has not completed is passed over (in order
+        // without a seed: the last runnable one).
+        let mut k = match seed {
+            Some(_) => rng.random_range(0..live.len()),
+            None => live.len() - 1,
+        };
+        if !m.runnable(&threads[live[k]]) {
+            let runnable: Vec<usize> = (0..live.len())
+                .filter(|&k| m.runnable(&threads[live[k]]))
+                .collect();
+            if runnable.is_empty() {
+                return Err(EmulateError::Deadlock);
+            }
+            k = match seed {
+                Some(_) => runnable[rng.random_range(0..runnable.len())],
+                None => runnable[runnable.len() - 1],
+            };
+        }
+        let th = &mut threads[live[k]];
+        // A few instructions at a time, so that a thread's accesses sometimes run together.
+        for _ in 0..rng.random_range(1..4) {
+            if th.done {
+                break;
+            }
+            m.step(th)?;
+            steps += 1;
+        }
+        if th.done {
+            if seed.is_some() {
+                live.swap_remove(k);
+            } else {
+                live.remove(k);
+            }
+        }
+        if steps >= MAX_STEPS {
+            return Err(EmulateError::Runaway);
+        }
+    }
+    let n = g.instances() as usize;
+    let res = read(&m.mem, BASES[1].1, n * g.slots.len());
+    let mem = read(&m.mem, BASES[0].1, g.location_words());
+    let mut histogram = Histogram::new();
+    layout::decode(g, terms, &t, &res, &mem, &mut histogram)?;
+    Ok(Launch {
+        histogram,
+        timeouts: read(&m.mem, BASES[4].1, 2)[1],
+        steps,
+    })
+}
+
+/// Whether a test's threads fit a set's units (independently of `Geometry`): each thread of
+/// an `inter_cta` test in its own testing CTA, each of an `intra_cta` test in its own warp.
+/// `Err(units)` when they do not.
+#[cfg(test)]
+pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
+    let units = if test.name.ends_with("inter_cta") {
+        p.testing_workgroups
+    } else {
+        p.workgroup_size / 32
+    };
+    if test.threads.len() as u32 <= units {
+        Ok(())
+    } else {
+        Err(units)
+    }
+}
+
+#[cfg(test)]
+mod tests;
