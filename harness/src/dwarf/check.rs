@@ -50,6 +50,8 @@ pub struct Report {
     pub classes_compared: usize,
     /// `.loc` directives found again in `.debug_line`.
     pub locs_found: usize,
+    /// FDEs of the back end's `.debug_frame` that name a function of the object.
+    pub fdes: usize,
 }
 
 /// A file that could not be read at all (exit 2): `file:line:col: what` or `file:offset`.
@@ -388,6 +390,14 @@ pub fn check_ptx(shown: &str, text: &str, tc: Option<&Toolchain>) -> Result<Repo
             &|reg| d.has_register(reg),
             &mut r.findings,
         );
+        // §5.1: "standard DWARF2 sections".
+        for x in super::forms::dwarf2_departures(&info.bytes, &abbrev.bytes) {
+            r.findings.push(Finding {
+                position: pos(x.offset),
+                clause: CLAUSE_SECTIONS,
+                message: x.message,
+            });
+        }
         for (off, cu, dir) in compile_units(&tree) {
             if !d
                 .files
@@ -490,6 +500,32 @@ pub fn line_rows(elf: &[u8]) -> Result<Vec<LineRow>, CubinError> {
 }
 
 /// Check an ELF object (a cubin).
+/// §5.1: the back end generates `.debug_frame`; in an object with `.debug_info` it is there,
+/// reads, and has an FDE for each function with code ([`super::frame`]).
+fn check_frames(shown: &str, e: &Elf<'_>, r: &mut Report) {
+    let Some(frames) = super::frame::frames(e) else {
+        r.findings.push(Finding {
+            position: format!("{shown}:0"),
+            clause: CLAUSE_SECTIONS,
+            message: "debug information without .debug_frame: the back end generates .debug_frame"
+                .into(),
+        });
+        return;
+    };
+    let f = super::frame::check(&frames);
+    r.fdes = f.fdes.iter().filter(|(s, _)| *s != "?").map(|x| x.1).sum();
+    for (at, message) in f.problems {
+        r.findings.push(Finding {
+            position: match at {
+                Some(off) => format!("{shown}:.debug_frame+{off:#x}"),
+                None => format!("{shown}:.debug_frame"),
+            },
+            clause: CLAUSE_SECTIONS,
+            message,
+        });
+    }
+}
+
 pub fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable> {
     let e = Elf::parse(bytes).map_err(|x| Unreadable(format!("{shown}: {x}")))?;
     let mut r = Report::default();
@@ -512,6 +548,7 @@ pub fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable> {
         return Ok(r);
     }
     if has_info {
+        check_frames(shown, &e, &mut r);
         let s = e.sections();
         let tree = read_tree(&s);
         let pos = |off: u64| format!("{shown}:.debug_info+{off:#x}");

@@ -238,6 +238,8 @@ impl Check for DwarfCheck {
 pub mod check;
 pub mod elf;
 pub mod emit;
+pub mod forms;
+pub mod frame;
 mod gpu;
 pub mod nvvm_ir;
 pub mod producers;

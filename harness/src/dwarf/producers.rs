@@ -288,8 +288,8 @@ pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<Strin
 
 fn note(r: &Report, c: &Report) -> String {
     format!(
-        "PTX: {} variables' address classes match their locations, {} .loc rows found; cubin: {} variables",
-        r.classes_compared, r.locs_found, c.classes_compared
+        "PTX: {} variables' address classes match their locations, {} .loc rows found; cubin: {} variables, {} FDEs in .debug_frame",
+        r.classes_compared, r.locs_found, c.classes_compared, c.fdes
     )
 }
 
