@@ -26,6 +26,7 @@ seed ptx_module "$root"/ptx-corpus/**/*.ptx
 seed dwarf_check "$root"/ptx-corpus/dwarf/**/*.ptx "$root"/ptx-corpus/**/*.ptx
 seed prebuilt_manifest "$root"/harness/tests/fixtures/prebuilt-manifest.json
 seed clause_catalogue "$root"/suites/clauses/*.yaml
+seed dwarf_frame "$root"/harness/tests/fixtures/debug-frame-64.bin
 # The instruction reader takes one statement: every distinct instruction line of the corpus.
 mkdir -p "$out/ptx_instr"
 cat "$root"/ptx-corpus/**/*.ptx 2>/dev/null |

@@ -20,6 +20,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("litmus_yaml", litmus_yaml),
     ("dat3m", dat3m),
     ("dwarf_check", dwarf_check),
+    ("dwarf_frame", dwarf_frame),
     ("prebuilt_manifest", prebuilt_manifest),
     ("clause_catalogue", clause_catalogue),
 ];
@@ -155,4 +156,17 @@ pub fn dat3m(data: &[u8]) {
 /// `dwarf check` input: PTX text or ELF bytes (no toolchain: the in-process checks only).
 pub fn dwarf_check(data: &[u8]) {
     let _ = crate::dwarf::check::check_bytes("fuzz", data, None);
+}
+
+/// The back end's `.debug_frame` reader and the DWARF 2 forms reader on arbitrary bytes (the
+/// ELF path of `dwarf_check` reaches them only through a well-formed cubin).
+pub fn dwarf_frame(data: &[u8]) {
+    let _ = crate::dwarf::frame::check(&crate::dwarf::frame::Frames {
+        bytes: data,
+        relocations: std::collections::BTreeMap::from([(20, "k".to_string())]),
+        code: std::collections::BTreeMap::from([("k".to_string(), 0x580)]),
+        address_size: 8,
+    });
+    let (info, abbrev) = data.split_at(data.len() / 2);
+    let _ = crate::dwarf::forms::dwarf2_departures(info, abbrev);
 }

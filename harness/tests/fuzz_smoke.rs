@@ -75,6 +75,7 @@ fn seeds(target: &str) -> (Vec<Input>, Vec<Input>) {
         // Stores are generated, none is in the repository: a small one written by hand.
         "prebuilt_manifest" => files.push(r.join("harness/tests/fixtures/prebuilt-manifest.json")),
         "clause_catalogue" => files.push(r.join("suites/clauses/catalogue.yaml")),
+        "dwarf_frame" => files.push(r.join("harness/tests/fixtures/debug-frame-64.bin")),
         other => panic!("no seeds for target {other}"),
     }
     files_under(&r.join("fuzz/corpus").join(target), None, false, &mut files);
@@ -384,6 +385,11 @@ fn dat3m() {
 #[test]
 fn dwarf_check() {
     smoke("dwarf_check");
+}
+
+#[test]
+fn dwarf_frame() {
+    smoke("dwarf_frame");
 }
 
 #[test]

@@ -472,4 +472,27 @@ mod tests {
             assert!(!r.problems.is_empty(), "cut at {n}: {r:?}");
         }
     }
+
+    // The 64-bit format with CIE version 3 and 32-bit ULEB register numbers, as the CUDA back
+    // end writes it: a section laid out by hand from DWARF 3 §7.23 (fuzz seed too).
+    #[test]
+    fn a_64_bit_cie_with_wide_registers_reads() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/debug-frame-64.bin"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        // The CIE: 12-byte initial length + its body; the FDE's location after its own
+        // 12-byte length and 8-byte CIE pointer.
+        let cie_len = 12 + u64::from_le_bytes(bytes[4..12].try_into().unwrap()) as usize;
+        let relocations = BTreeMap::from([(cie_len + 20, "k".to_string())]);
+        let r = check(&Frames {
+            bytes: &bytes,
+            relocations,
+            code: code(&[("k", 0x580)]),
+            address_size: 8,
+        });
+        assert_eq!(r.problems, []);
+        assert_eq!((r.cies, r.fdes.get("k")), (1, Some(&1)));
+    }
 }
