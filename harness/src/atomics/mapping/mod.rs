@@ -66,7 +66,7 @@ impl MappingOutcome {
             MappingOutcome::Diverges(m) => CaseStatus::fail_detail(
                 m.allowed.join(" | "),
                 m.emitted_text(),
-                format!("{}; {}", case.clause(), m.diagnosis),
+                format!("{}; expected row {}; {}", case.clause(), m.row, m.diagnosis),
             ),
             MappingOutcome::ProducerRejected { log } => CaseStatus::fail_detail(
                 allowed(),
