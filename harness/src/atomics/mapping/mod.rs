@@ -63,10 +63,12 @@ impl MappingOutcome {
         };
         match self {
             MappingOutcome::Conforms(m) => CaseStatus::pass_with(m.to_string()),
+            // The row leads the expected text; the detail keeps the form waivers' findings
+            // match (`<table clause>; <diagnosis>`).
             MappingOutcome::Diverges(m) => CaseStatus::fail_detail(
-                m.allowed.join(" | "),
+                format!("row {}: {}", m.row, m.allowed.join(" | ")),
                 m.emitted_text(),
-                format!("{}; expected row {}; {}", case.clause(), m.row, m.diagnosis),
+                format!("{}; {}", case.clause(), m.diagnosis),
             ),
             MappingOutcome::ProducerRejected { log } => CaseStatus::fail_detail(
                 allowed(),
