@@ -35,6 +35,11 @@ pub enum AtomicsCheck {
     /// verdict must be the one the mappings' soundness and the scope rules imply
     /// ([`catalog::expected_allowed`]).
     Model { test: String },
+    /// An alternative-mapping test (`MP.seq_cst_load.alt1.mixed.gpu.inter_cta`,
+    /// [`catalog::alternative`]): a shape the recommended mapping makes forbidden, with one of
+    /// the chapter's alternatives substituted in every thread or mixed with the recommended
+    /// mapping; the model must forbid its weak outcome too.
+    Alternative { test: String },
     /// A catalogue litmus test run on the GPU ([`gpu`]): no outcome outside the model's
     /// allowed set may appear; a forbidden test's relaxed control must show its weak outcome
     /// or the case carries a "stress has no teeth" warning.
@@ -144,6 +149,7 @@ impl Check for AtomicsCheck {
                 caps
             }
             AtomicsCheck::Model { .. }
+            | AtomicsCheck::Alternative { .. }
             | AtomicsCheck::Corpus { .. }
             | AtomicsCheck::Litmus { .. } => Vec::new(),
             AtomicsCheck::Gpu { .. } => vec![Capability::Gpu],
@@ -185,6 +191,22 @@ impl Check for AtomicsCheck {
             AtomicsCheck::Mapping(_) => {}
             AtomicsCheck::Model { test } if !in_catalogue(test) => errors.push(unknown_test(test)),
             AtomicsCheck::Model { .. } => {}
+            AtomicsCheck::Alternative { test } => {
+                static LISTED: OnceLock<std::collections::HashSet<String>> = OnceLock::new();
+                let listed = LISTED.get_or_init(|| {
+                    catalog::alternative_entries()
+                        .into_iter()
+                        .map(|e| e.test.name)
+                        .collect()
+                });
+                if !listed.contains(test) {
+                    errors.push(CaseError::new(
+                        "test",
+                        test.as_str(),
+                        format!("no alternative test named `{test}`; `test:` is <shape>.<row>.alt<n>.<all|mixed|mixed_rev>.<scope>.<placement> for a shape the recommended mapping makes forbidden and that uses the row, e.g. MP.release_store.alt1.all.gpu.inter_cta (`gpucts --suite atomics --list` lists them)"),
+                    ));
+                }
+            }
             AtomicsCheck::Gpu {
                 test,
                 iterations,
@@ -244,6 +266,7 @@ impl Check for AtomicsCheck {
                 cache().outcome(ctx.toolchain, case).to_status(case)
             }
             AtomicsCheck::Model { test } => model_case(test),
+            AtomicsCheck::Alternative { test } => alternative_case(test),
             AtomicsCheck::Gpu {
                 test,
                 iterations,
@@ -285,6 +308,56 @@ fn model_case(name: &str) -> CaseStatus {
             format!("weak outcome {}", word(expected)),
             format!("weak outcome {}", word(verdict.allowed)),
             model::report(&entry.test, &verdict),
+        )
+    }
+}
+
+/// An alternative test must be forbidden: the recommended mapping is sound (forbids what C++
+/// forbids, in scope) and the chapter lets any listed alternative replace it, in any thread.
+fn alternative_case(name: &str) -> CaseStatus {
+    let Some(entry) = catalog::alternative(name) else {
+        return CaseStatus::error(format!("no alternative test named `{name}`"));
+    };
+    if !entry.expected_forbidden() {
+        return CaseStatus::error(format!(
+            "`{name}`: the recommended mapping does not make this shape forbidden; no claim to check"
+        ));
+    }
+    let check = |t: &litmus::LitmusTest| {
+        model::try_check(t)
+            .map_err(|e| CaseStatus::error(format!("the checker gave no verdict: {e}")))
+    };
+    let (alt, rec) = match (check(&entry.test), check(&entry.recommended)) {
+        (Ok(a), Ok(r)) => (a, r),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let word = |allowed: bool| if allowed { "allowed" } else { "forbidden" };
+    if !alt.allowed && !rec.allowed {
+        let why = match alt.rejected.first() {
+            Some(r) => format!(", e.g. ruled out by {}", r.axiom),
+            None => String::new(),
+        };
+        CaseStatus::pass_with(format!(
+            "forbidden with {} ({}), as with the recommended mapping ({} candidates, {} consistent{why})",
+            entry.alternative.name(),
+            entry.alternative.clause_id(),
+            alt.candidates,
+            alt.consistent
+        ))
+    } else {
+        CaseStatus::fail_detail(
+            "weak outcome forbidden".to_string(),
+            format!(
+                "weak outcome {} with {} ({} with the recommended mapping)",
+                word(alt.allowed),
+                entry.alternative.name(),
+                word(rec.allowed)
+            ),
+            format!(
+                "{}\n{}",
+                model::report(&entry.test, &alt),
+                litmus::to_yaml(&entry.test).unwrap_or_default()
+            ),
         )
     }
 }
@@ -352,5 +425,78 @@ fn litmus_case(root: &std::path::Path, file: &str, expected: &ExpectedOutcome) -
             .outcome_text()
             .unwrap_or_else(|| "none".to_string());
         CaseStatus::fail_detail(expected.name(), got, checked.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn suite_cases() -> Vec<crate::suite::Case> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        crate::suite::load_file(&root.join("suites/atomics.yaml"), &crate::areas::all())
+            .unwrap()
+            .cases
+    }
+
+    // The suite lists exactly the alternative tests the catalogue builds (offline, each citing
+    // the clause of its alternative), and the mixed ones again on the GPU.
+    #[test]
+    fn the_suite_lists_every_alternative_test() {
+        let cases = suite_cases();
+        let entries = catalog::alternative_entries();
+        let want: BTreeSet<String> = entries
+            .iter()
+            .map(|e| format!("atomics.alternatives.{}", e.test.name))
+            .collect();
+        let got: BTreeSet<String> = cases
+            .iter()
+            .filter(|c| c.id.starts_with("atomics.alternatives."))
+            .map(|c| c.id.clone())
+            .collect();
+        assert_eq!(got, want);
+        for e in &entries {
+            let id = format!("atomics.alternatives.{}", e.test.name);
+            let c = cases.iter().find(|c| c.id == id).unwrap();
+            assert_eq!(
+                crate::clauses::cited_id(&c.clause),
+                e.alternative.clause_id(),
+                "{id}"
+            );
+        }
+        let want: BTreeSet<String> = entries
+            .iter()
+            .filter(|e| e.mix != catalog::Mix::All)
+            .map(|e| format!("atomics.gpu.alternatives.{}", e.test.name))
+            .collect();
+        let got: BTreeSet<String> = cases
+            .iter()
+            .filter(|c| c.id.starts_with("atomics.gpu.alternatives."))
+            .map(|c| c.id.clone())
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    // Each alternative case passes (the model forbids the weak outcome, as the chapter's
+    // interchangeability implies), and a name outside the list is an error, not a verdict.
+    #[test]
+    fn alternative_cases_pass_and_unknown_ones_are_errors() {
+        for e in catalog::alternative_entries() {
+            let s = alternative_case(&e.test.name);
+            assert!(
+                matches!(s, CaseStatus::Pass { .. }),
+                "{}: {s:?}",
+                e.test.name
+            );
+        }
+        assert!(matches!(
+            alternative_case("MP.release_store.alt1.all.cta.inter_cta"),
+            CaseStatus::Error { .. }
+        ));
+        assert!(matches!(
+            alternative_case("MP.nothing.alt1.all.gpu.inter_cta"),
+            CaseStatus::Error { .. }
+        ));
     }
 }

@@ -33,6 +33,8 @@ pub struct Matched {
     pub emitted: Vec<String>,
     /// The chapter's row it matched, written out for the case's scope.
     pub mapping: String,
+    /// That mapping's name, row and position (`seq_cst_load.alt1`).
+    pub name: String,
     pub clause: String,
     /// Readings applied: strengthened `.sem`, a stronger order's row, PTX ISA defaults.
     pub notes: Vec<String>,
@@ -42,8 +44,9 @@ impl fmt::Display for Matched {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` matches `{}` ({})",
+            "`{}` matches {} `{}` ({})",
             self.emitted.join(" "),
+            self.name,
             self.mapping,
             self.clause
         )?;
@@ -62,6 +65,10 @@ pub struct Mismatch {
     pub emitted: Vec<String>,
     /// Each allowed sequence for the case's scope, with its table.
     pub allowed: Vec<String>,
+    /// The row the case expected, with its recommended (or only) sequence for the case's
+    /// scope and its clause id: `seq_cst_load, recommended `fence.sc.gpu; ld.acquire.gpu;`
+    /// (ptx-interop-13.2 ch. 4 seq_cst atomic_load)`.
+    pub row: String,
     /// What differs from the closest row of the case's own table.
     pub diagnosis: String,
 }
@@ -89,6 +96,7 @@ impl fmt::Display for Mismatch {
             c.order.name(),
             c.scope.name()
         )?;
+        writeln!(f, "  expected row {}", self.row)?;
         writeln!(f, "  allowed ({}):", c.clause())?;
         for a in &self.allowed {
             writeln!(f, "    {a}")?;
@@ -117,22 +125,43 @@ pub fn check_case(case: &MappingCase, body: &[Instruction]) -> Result<Matched, M
             return Ok(Matched {
                 emitted: emitted.iter().map(written).collect(),
                 mapping: m.render(case.scope, rmw),
+                name: m.name(),
                 clause: m.clause.clone(),
                 notes,
             });
         }
     }
+    let row = table::Row {
+        order: case.order,
+        kind: case.operation.row_kind(),
+    };
+    let first = row.mappings().into_iter().next();
     Err(Mismatch {
         case: *case,
+        row: format!(
+            "{}, {} `{}` ({})",
+            row.name(),
+            if first.as_ref().is_some_and(|m| m.recommended) {
+                "recommended"
+            } else {
+                "only mapping"
+            },
+            first.map(|m| m.render(case.scope, rmw)).unwrap_or_default(),
+            row.clause_id()
+        ),
         emitted: emitted.iter().map(described).collect(),
         allowed: allowed
             .iter()
             .map(|m| {
                 format!(
-                    "{}  [{} table{}]",
+                    "{}  [{}{}]",
                     m.render(case.scope, rmw),
-                    m.order.name(),
-                    if m.recommended { ", recommended" } else { "" }
+                    m.name(),
+                    if m.order != case.order {
+                        ", a stronger order's row"
+                    } else {
+                        ""
+                    }
                 )
             })
             .collect(),
@@ -360,6 +389,8 @@ fn check_type(mem: &MemOp, step: &Step, rmw: Option<RmwOp>) -> Result<(), Access
 fn step_name(step: &Step, scope: Scope, rmw: Option<RmwOp>) -> String {
     let m = Mapping {
         order: table::Order::Relaxed,
+        kind: table::RowKind::Fence,
+        position: 0,
         steps: vec![*step],
         recommended: false,
         clause: String::new(),
@@ -588,5 +619,242 @@ mod tests {
         // Nothing emitted at all.
         let e = check_case(&rel, &body(&["ret"])).unwrap_err();
         assert_eq!(e.emitted_text(), "(no memory instruction)");
+    }
+
+    // Every "OR" alternative of the chapter's tables, written as a producer would emit it
+    // (hand-written PTX, types and operands included), is accepted and named by its row and
+    // position; the expected names and clause ids are transcribed from ptx-interop 13.2 ch. 4.
+    #[test]
+    fn accepts_every_alternative_by_name() {
+        use RmwOp::*;
+        let cases: [(Operation, Order, &[&str], &str); 8] = [
+            (
+                Operation::Load,
+                Order::SeqCst,
+                &[
+                    "fence.sc.gpu",
+                    "ld.relaxed.gpu.b32 %r1, [%rd1]",
+                    "fence.acquire.gpu",
+                ],
+                "seq_cst_load.alt1",
+            ),
+            (
+                Operation::Rmw(FetchAdd),
+                Order::SeqCst,
+                &[
+                    "fence.sc.gpu",
+                    "atom.relaxed.gpu.add.u32 %r1, [%rd1], %r2",
+                    "fence.acquire.gpu",
+                ],
+                "seq_cst_rmw.alt1",
+            ),
+            (
+                Operation::Store,
+                Order::Release,
+                &["fence.release.gpu", "st.relaxed.gpu.b32 [%rd1], %r1"],
+                "release_store.alt1",
+            ),
+            (
+                Operation::Rmw(Exchange),
+                Order::Release,
+                &[
+                    "fence.release.gpu",
+                    "atom.relaxed.gpu.exch.b32 %r1, [%rd1], %r2",
+                ],
+                "release_rmw.alt1",
+            ),
+            (
+                Operation::Load,
+                Order::Acquire,
+                &["ld.relaxed.gpu.b32 %r1, [%rd1]", "fence.acquire.gpu"],
+                "acquire_load.alt1",
+            ),
+            (
+                Operation::Rmw(FetchOr),
+                Order::Acquire,
+                &[
+                    "atom.relaxed.gpu.or.b32 %r1, [%rd1], %r2",
+                    "fence.acquire.gpu",
+                ],
+                "acquire_rmw.alt1",
+            ),
+            (
+                Operation::Rmw(CompareExchange),
+                Order::AcqRel,
+                &[
+                    "fence.release.gpu",
+                    "atom.acquire.gpu.cas.b32 %r1, [%rd1], %r2, %r3",
+                ],
+                "acq_rel_rmw.alt1",
+            ),
+            (
+                Operation::Rmw(FetchMax),
+                Order::AcqRel,
+                &[
+                    "fence.release.gpu",
+                    "atom.relaxed.gpu.max.s32 %r1, [%rd1], %r2",
+                    "fence.acquire.gpu",
+                ],
+                "acq_rel_rmw.alt2",
+            ),
+        ];
+        const CLAUSES: [(&str, &str); 7] = [
+            ("seq_cst_load", "seq_cst atomic_load"),
+            ("seq_cst_rmw", "seq_cst atomic_rmw"),
+            ("release_store", "release atomic_store"),
+            ("release_rmw", "release atomic_rmw"),
+            ("acquire_load", "acquire atomic_load"),
+            ("acquire_rmw", "acquire atomic_rmw"),
+            ("acq_rel_rmw", "acq_rel atomic_rmw"),
+        ];
+        for (op, order, lines, name) in cases {
+            let c = case(op, order, Scope::Gpu);
+            let m = check_case(&c, &body(lines)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(m.name, name);
+            assert!(m.notes.is_empty(), "{name}: {:?}", m.notes);
+            // The clause id: the row's, with the position after its "OR".
+            let (row, alt) = name.split_once('.').unwrap();
+            let clause = CLAUSES.iter().find(|(r, _)| *r == row).unwrap().1;
+            assert_eq!(
+                table::named(name).unwrap().clause_id(),
+                format!("ptx-interop-13.2 ch. 4 {clause} {alt}")
+            );
+        }
+        // The recommended sequences are named as such; a row without a choice is `only`.
+        let c = case(Operation::Load, Order::SeqCst, Scope::Cta);
+        let m = check_case(
+            &c,
+            &body(&["fence.sc.cta", "ld.acquire.cta.b32 %r1, [%rd1]"]),
+        )
+        .unwrap();
+        assert_eq!(m.name, "seq_cst_load.recommended");
+        let c = case(Operation::Store, Order::SeqCst, Scope::Cta);
+        let m = check_case(
+            &c,
+            &body(&["fence.sc.cta", "st.relaxed.cta.b32 [%rd1], %r1"]),
+        )
+        .unwrap();
+        assert_eq!(m.name, "seq_cst_store.only");
+    }
+
+    // The chapter's first note: the memory order parameter is monotonic, so each step of an
+    // alternative may carry a stronger order, and a stronger C++ order's row (or alternative)
+    // may stand in for a weaker one.
+    #[test]
+    fn accepts_strengthened_alternatives() {
+        // seq_cst_load.alt1 with its trailing acquire fence strengthened to acq_rel, and its
+        // load to acquire.
+        let ld = case(Operation::Load, Order::SeqCst, Scope::Sys);
+        let m = check_case(
+            &ld,
+            &body(&[
+                "fence.sc.sys",
+                "ld.acquire.sys.b32 %r1, [%rd1]",
+                "fence.acq_rel.sys",
+            ]),
+        )
+        .unwrap();
+        assert_eq!(m.name, "seq_cst_load.alt1");
+        assert_eq!(m.notes.len(), 2, "{m}");
+        // release_store.alt1 with its fence strengthened to acq_rel.
+        let st = case(Operation::Store, Order::Release, Scope::Cta);
+        let m = check_case(
+            &st,
+            &body(&["fence.acq_rel.cta", "st.relaxed.cta.b32 [%rd1], %r1"]),
+        )
+        .unwrap();
+        assert_eq!(m.name, "release_store.alt1");
+        // An acquire RMW written with acq_rel_rmw.alt2 (a stronger C++ order's alternative).
+        let rmw = case(Operation::Rmw(RmwOp::FetchAnd), Order::Acquire, Scope::Gpu);
+        let m = check_case(
+            &rmw,
+            &body(&[
+                "fence.release.gpu",
+                "atom.relaxed.gpu.and.b32 %r1, [%rd1], %r2",
+                "fence.acquire.gpu",
+            ]),
+        )
+        .unwrap();
+        // The acquire row's own alt1 is `atom.relaxed; fence.acquire` (2 steps); 3 steps
+        // match the acq_rel row's alt2.
+        assert_eq!(m.name, "acq_rel_rmw.alt2");
+        assert!(m.notes.iter().any(|n| n.contains("acq_rel row")), "{m}");
+    }
+
+    // Anything weaker than every mapping of the row (and of the stronger rows) is refused,
+    // and the refusal names the row it expected with its recommended form.
+    #[test]
+    fn rejects_weakened_alternatives_naming_the_row() {
+        let weakened: [(Operation, Order, &[&str], &str); 5] = [
+            // seq_cst_load.alt1 without its trailing acquire fence.
+            (
+                Operation::Load,
+                Order::SeqCst,
+                &["fence.sc.gpu", "ld.relaxed.gpu.b32 %r1, [%rd1]"],
+                "seq_cst_load, recommended `fence.sc.gpu; ld.acquire.gpu;` (ptx-interop-13.2 ch. 4 seq_cst atomic_load)",
+            ),
+            // acquire_load.alt1 with a release fence in place of the acquire one.
+            (
+                Operation::Load,
+                Order::Acquire,
+                &["ld.relaxed.gpu.b32 %r1, [%rd1]", "fence.release.gpu"],
+                "acquire_load, recommended `ld.acquire.gpu;` (ptx-interop-13.2 ch. 4 acquire atomic_load)",
+            ),
+            // acq_rel_rmw.alt1 with a relaxed atom: that is release_rmw.alt1, a weaker order.
+            (
+                Operation::Rmw(RmwOp::FetchAdd),
+                Order::AcqRel,
+                &[
+                    "fence.release.gpu",
+                    "atom.relaxed.gpu.add.u32 %r1, [%rd1], %r2",
+                ],
+                "acq_rel_rmw, recommended `atom.acq_rel.gpu.add;` (ptx-interop-13.2 ch. 4 acq_rel atomic_rmw)",
+            ),
+            // release_store.alt1 with the fence after the store.
+            (
+                Operation::Store,
+                Order::Release,
+                &["st.relaxed.gpu.b32 [%rd1], %r1", "fence.release.gpu"],
+                "release_store, recommended `st.release.gpu;` (ptx-interop-13.2 ch. 4 release atomic_store)",
+            ),
+            // seq_cst_rmw.alt1 with the leading fence weakened to acq_rel.
+            (
+                Operation::Rmw(RmwOp::Exchange),
+                Order::SeqCst,
+                &[
+                    "fence.acq_rel.gpu",
+                    "atom.relaxed.gpu.exch.b32 %r1, [%rd1], %r2",
+                    "fence.acquire.gpu",
+                ],
+                "seq_cst_rmw, recommended `fence.sc.gpu; atom.acquire.gpu.exch;` (ptx-interop-13.2 ch. 4 seq_cst atomic_rmw)",
+            ),
+        ];
+        for (op, order, lines, row) in weakened {
+            let c = case(op, order, Scope::Gpu);
+            let e = check_case(&c, &body(lines)).unwrap_err();
+            assert_eq!(e.row, row);
+            assert!(
+                e.to_string().contains(&format!("expected row {row}")),
+                "{e}"
+            );
+            // Every alternative of the row is listed as allowed.
+            let names: Vec<&str> = e
+                .allowed
+                .iter()
+                .filter_map(|a| a.split('[').nth(1))
+                .collect();
+            let alts = table::rows(op, order).len();
+            assert!(names.len() >= alts, "{e}");
+        }
+        // The runner's status carries the row too.
+        let c = case(Operation::Load, Order::Acquire, Scope::Gpu);
+        let e = check_case(&c, &body(&["ld.relaxed.gpu.b32 %r1, [%rd1]"])).unwrap_err();
+        match super::super::MappingOutcome::Diverges(e).to_status(&c) {
+            crate::outcome::CaseStatus::Fail { expected, .. } => assert!(
+                expected.starts_with("row acquire_load, recommended `ld.acquire.gpu;`"),
+                "{expected}"
+            ),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -63,8 +63,10 @@ impl MappingOutcome {
         };
         match self {
             MappingOutcome::Conforms(m) => CaseStatus::pass_with(m.to_string()),
+            // The row leads the expected text; the detail keeps the form waivers' findings
+            // match (`<table clause>; <diagnosis>`).
             MappingOutcome::Diverges(m) => CaseStatus::fail_detail(
-                m.allowed.join(" | "),
+                format!("row {}: {}", m.row, m.allowed.join(" | ")),
                 m.emitted_text(),
                 format!("{}; {}", case.clause(), m.diagnosis),
             ),

@@ -173,11 +173,122 @@ const fn step(kind: StepKind, sem: Sem) -> Step {
     Step { kind, sem }
 }
 
+/// The operation column of a row: the chapter has one row per API and order, and all
+/// `atomic_<rmw op>` share theirs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RowKind {
+    Fence,
+    Load,
+    Store,
+    Rmw,
+}
+
+impl RowKind {
+    pub const ALL: [RowKind; 4] = [RowKind::Fence, RowKind::Load, RowKind::Store, RowKind::Rmw];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RowKind::Fence => "fence",
+            RowKind::Load => "load",
+            RowKind::Store => "store",
+            RowKind::Rmw => "rmw",
+        }
+    }
+
+    /// The API of the chapter's first column as the clause catalogue spells it.
+    pub fn api(self) -> &'static str {
+        match self {
+            RowKind::Fence => "atomic_thread_fence",
+            RowKind::Load => "atomic_load",
+            RowKind::Store => "atomic_store",
+            RowKind::Rmw => "atomic_rmw",
+        }
+    }
+
+    /// A representative operation of the row (any `<rmw op>` stands for all of them).
+    pub fn operation(self) -> Operation {
+        match self {
+            RowKind::Fence => Operation::Fence,
+            RowKind::Load => Operation::Load,
+            RowKind::Store => Operation::Store,
+            RowKind::Rmw => Operation::Rmw(RmwOp::FetchAdd),
+        }
+    }
+}
+
+impl Operation {
+    pub fn row_kind(self) -> RowKind {
+        match self {
+            Operation::Fence => RowKind::Fence,
+            Operation::Load => RowKind::Load,
+            Operation::Store => RowKind::Store,
+            Operation::Rmw(_) => RowKind::Rmw,
+        }
+    }
+}
+
+/// One row of the chapter's tables: an API at a memory order (`seq_cst_load`,
+/// `acq_rel_rmw`, `release_fence`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Row {
+    pub order: Order,
+    pub kind: RowKind,
+}
+
+impl Row {
+    /// Every row the chapter has (15: 4 fences, 3 loads, 3 stores, 5 RMWs), table by table.
+    pub fn all() -> Vec<Row> {
+        let mut v = Vec::new();
+        for order in Order::ALL.iter().copied() {
+            for kind in RowKind::ALL {
+                if kind.operation().valid_orders().contains(&order) {
+                    v.push(Row { order, kind });
+                }
+            }
+        }
+        v
+    }
+
+    /// `seq_cst_load`, `acq_rel_rmw`.
+    pub fn name(self) -> String {
+        format!("{}_{}", self.order.name(), self.kind.name())
+    }
+
+    pub fn parse(name: &str) -> Option<Row> {
+        Row::all().into_iter().find(|r| r.name() == name)
+    }
+
+    /// The row's clause id in suites/clauses/catalogue.yaml
+    /// (`ptx-interop-13.2 ch. 4 seq_cst atomic_load`).
+    pub fn clause_id(self) -> String {
+        format!(
+            "ptx-interop-13.2 ch. 4 {} {}",
+            self.order.name(),
+            self.kind.api()
+        )
+    }
+
+    /// The row's mappings in the chapter's order, the recommended one first.
+    pub fn mappings(self) -> Vec<Mapping> {
+        rows(self.kind.operation(), self.order)
+    }
+
+    /// The mapping at `position` (0: the recommended or only one; n: the n-th "OR").
+    pub fn mapping(self, position: usize) -> Option<Mapping> {
+        self.mappings().into_iter().nth(position)
+    }
+}
+
 /// One allowed sequence.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mapping {
     /// The table the row is in (the order whose mapping this is).
     pub order: Order,
+    /// The row's operation column.
+    pub kind: RowKind,
+    /// Where the sequence stands in its row: 0 for the first (the one marked "(recommended)"
+    /// where the row has a choice), n for the n-th alternative after an "OR".
+    pub position: usize,
     pub steps: Vec<Step>,
     /// The chapter marks this alternative "(recommended)".
     pub recommended: bool,
@@ -186,6 +297,42 @@ pub struct Mapping {
 }
 
 impl Mapping {
+    pub fn row(&self) -> Row {
+        Row {
+            order: self.order,
+            kind: self.kind,
+        }
+    }
+
+    /// The mapping's own name, row and position: `seq_cst_load.recommended`,
+    /// `seq_cst_load.alt1`, `acq_rel_rmw.alt2`, `seq_cst_store.only` (a row without choice).
+    pub fn name(&self) -> String {
+        format!("{}.{}", self.row().name(), self.position_name())
+    }
+
+    /// `recommended`, `only` or `alt<n>`.
+    pub fn position_name(&self) -> String {
+        match self.position {
+            0 if self.recommended => "recommended".to_string(),
+            0 => "only".to_string(),
+            n => format!("alt{n}"),
+        }
+    }
+
+    /// The clause id this mapping implements: the row's id, with ` alt<n>` for an alternative
+    /// (`ptx-interop-13.2 ch. 4 acq_rel atomic_rmw alt2`).
+    pub fn clause_id(&self) -> String {
+        match self.position {
+            0 => self.row().clause_id(),
+            n => format!("{} alt{n}", self.row().clause_id()),
+        }
+    }
+
+    /// An alternative ("OR") of its row, not the row's first mapping.
+    pub fn is_alternative(&self) -> bool {
+        self.position > 0
+    }
+
     /// The sequence written out for a scope and (for RMW) an operation, in the chapter's form:
     /// `fence.sc.gpu; atom.acquire.gpu.add;`.
     pub fn render(&self, scope: Scope, rmw: Option<RmwOp>) -> String {
@@ -300,11 +447,32 @@ pub fn rows(op: Operation, order: Order) -> Vec<Mapping> {
         .enumerate()
         .map(|(i, steps)| Mapping {
             order,
+            kind: op.row_kind(),
+            position: i,
             steps,
             recommended: i == 0 && n > 1,
             clause: clause.clone(),
         })
         .collect()
+}
+
+/// Every alternative ("OR") of every row, in table order: the mappings the chapter allows
+/// besides each row's first.
+pub fn alternatives() -> Vec<Mapping> {
+    Row::all()
+        .into_iter()
+        .flat_map(|r| r.mappings())
+        .filter(Mapping::is_alternative)
+        .collect()
+}
+
+/// The mapping named `seq_cst_load.alt1` (see [`Mapping::name`]).
+pub fn named(name: &str) -> Option<Mapping> {
+    let (row, _) = name.split_once('.')?;
+    Row::parse(row)?
+        .mappings()
+        .into_iter()
+        .find(|m| m.name() == name)
 }
 
 /// Every sequence allowed for `(op, order)` with the C++-order strengthening: the rows of
@@ -488,5 +656,59 @@ mod tests {
         assert!(!Order::Acquire.at_least(Order::Release));
         let r = allowed(Operation::Rmw(RmwOp::Exchange), Order::Release).unwrap();
         assert!(r.iter().all(|m| m.order != Order::Acquire));
+    }
+
+    // The chapter's tables have 15 rows (seq_cst: fence, load, store, rmw; release: fence,
+    // store, rmw; acquire: fence, load, rmw; acq_rel: fence, rmw; relaxed: load, store, rmw)
+    // and 8 "OR" alternatives: one each for seq_cst load and rmw, release store and rmw,
+    // acquire load and rmw, two for acq_rel rmw. Counted from the chapter, not the code.
+    #[test]
+    fn rows_and_alternatives_are_named_by_row_and_position() {
+        let rows = Row::all();
+        assert_eq!(rows.len(), 15);
+        let names: Vec<String> = rows.iter().map(|r| r.name()).collect();
+        for n in [
+            "seq_cst_fence",
+            "seq_cst_load",
+            "seq_cst_store",
+            "seq_cst_rmw",
+            "acq_rel_fence",
+            "acq_rel_rmw",
+            "release_store",
+            "acquire_load",
+            "relaxed_rmw",
+        ] {
+            assert!(names.iter().any(|x| x == n), "{n}");
+            assert_eq!(Row::parse(n).map(|r| r.name()).as_deref(), Some(n));
+        }
+        assert!(Row::parse("release_load").is_none());
+        let alts: Vec<String> = alternatives().iter().map(|m| m.name()).collect();
+        assert_eq!(
+            alts,
+            [
+                "seq_cst_load.alt1",
+                "seq_cst_rmw.alt1",
+                "acq_rel_rmw.alt1",
+                "acq_rel_rmw.alt2",
+                "acquire_load.alt1",
+                "acquire_rmw.alt1",
+                "release_store.alt1",
+                "release_rmw.alt1",
+            ]
+        );
+        for n in &alts {
+            assert_eq!(named(n).map(|m| m.name()).as_ref(), Some(n));
+        }
+        assert_eq!(
+            named("seq_cst_load.recommended").unwrap().clause_id(),
+            "ptx-interop-13.2 ch. 4 seq_cst atomic_load"
+        );
+        assert_eq!(
+            named("acq_rel_rmw.alt2").unwrap().clause_id(),
+            "ptx-interop-13.2 ch. 4 acq_rel atomic_rmw alt2"
+        );
+        assert_eq!(named("relaxed_load.only").unwrap().steps.len(), 1);
+        assert!(named("relaxed_load.alt1").is_none());
+        assert!(named("seq_cst_load").is_none());
     }
 }
