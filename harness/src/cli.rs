@@ -327,7 +327,7 @@ enum LitmusCmd {
     Run {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Launches per test (default 100 on a GPU, 4 in the emulator).
+        /// Launches per test (default 100 on a GPU, 500 in the emulator).
         #[arg(long, value_name = "N")]
         iterations: Option<u64>,
         /// Stress parameters: a `litmus tune --json` record (its best set) or a JSON/YAML

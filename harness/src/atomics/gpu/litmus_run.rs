@@ -25,9 +25,9 @@ pub const EXIT_FORBIDDEN: i32 = 101;
 pub const EXIT_BAD_INPUT: i32 = 2;
 
 /// Launches per test under `--emulate` when `--iterations` is not given: with
-/// [`emulate_defaults`] about a second per catalogue-sized test in a release build (measured
-/// in docs/STATUS.md).
-pub const EMULATE_ITERATIONS: u64 = 4;
+/// [`emulate_defaults`] (64 instances a launch for 2 threads) about 76,000 instances per
+/// CPU-second in a release build, so a 2- to 4-thread test takes 0.4 to 1.5 s (docs/STATUS.md).
+pub const EMULATE_ITERATIONS: u64 = 500;
 
 /// Launches per test on the GPU when `--iterations` is not given (the suite's figure).
 pub const GPU_ITERATIONS: u64 = super::DEFAULT_ITERATIONS;
