@@ -188,6 +188,14 @@ fn bad_input_refusals_and_no_gpu_exit_2_and_every_file_is_reported() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(2));
+
+    // A directory without tests is bad input, not an empty success.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = gpucts(&["litmus", "run", empty.to_str().unwrap(), "--emulate"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("without .litmus"), "{stderr}");
 }
 
 /// A Dat3M test from the corpus, read in place: Release-acquire-pattern (NVlabs mixedproxy),

@@ -257,10 +257,17 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ArgError> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
+            let before = out.len();
             walk(p, &mut out).map_err(|e| ArgError::Files {
                 path: p.display().to_string(),
                 why: e.to_string(),
             })?;
+            if out.len() == before {
+                return Err(ArgError::Files {
+                    path: p.display().to_string(),
+                    why: "a directory without .litmus, .yaml or .yml files".into(),
+                });
+            }
         } else {
             // A missing file is that file's error, reported beside the others.
             out.push(p.clone());
@@ -980,8 +987,11 @@ pub fn command(req: &Request, print: &mut dyn FnMut(&str)) -> Result<i32, ArgErr
     // Check the user's parameters before any test runs: a bad key is the command's error.
     user(&StressParams::default())?;
     let mut head = format!(
-        "litmus run: {} files on {}, {iterations} launches each",
-        files.len(),
+        "litmus run: {} on {}, {iterations} launches each",
+        match files.len() {
+            1 => "1 file".to_string(),
+            n => format!("{n} files"),
+        },
         match engine.kind() {
             Engine::Gpu => "GPU 0",
             Engine::Emulator => "the PTX emulator",
