@@ -319,6 +319,31 @@ enum LitmusCmd {
         #[arg(long, value_name = "FILE")]
         json: Option<PathBuf>,
     },
+    /// Run litmus tests (YAML or Dat3M .litmus; a directory is walked) on GPU 0, or with
+    /// --emulate in the PTX emulator: each test's outcome histogram, every outcome marked
+    /// allowed or forbidden by the model, weak outcomes/s, instances/s. Exit 0; 101 when an
+    /// outcome the model forbids was seen; 2 for bad input, no GPU, or a test the generator
+    /// cannot express (the construct is named). docs/LITMUS.md describes the --json document.
+    Run {
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Launches per test (default 100 on a GPU, 500 in the emulator).
+        #[arg(long, value_name = "N")]
+        iterations: Option<u64>,
+        /// Stress parameters: a `litmus tune --json` record (its best set) or a JSON/YAML
+        /// object of StressParams keys.
+        #[arg(long, value_name = "F", conflicts_with = "stress")]
+        stress_file: Option<PathBuf>,
+        /// One stress parameter (a StressParams key), e.g. --stress stress_iterations=512.
+        #[arg(long, value_name = "KEY=VALUE")]
+        stress: Vec<String>,
+        /// Write every test's record as one JSON document.
+        #[arg(long, value_name = "F")]
+        json: Option<PathBuf>,
+        /// Run the generated kernels in the PTX emulator instead of a GPU.
+        #[arg(long)]
+        emulate: bool,
+    },
     /// Write the PTX kernel the GPU runner would launch for a test (YAML or Dat3M), under the
     /// suite's default stress parameters; no GPU needed. Exit 0, 2 for bad input or a test
     /// the generator cannot express (the construct is named).
@@ -719,6 +744,31 @@ fn litmus(action: LitmusCmd) -> i32 {
         LitmusCmd::Kernel { file, output } => {
             crate::atomics::gpu::kernel_command(file, output).map(|t| (t, EXIT_OK))
         }
+        LitmusCmd::Run {
+            files,
+            iterations,
+            stress_file,
+            stress,
+            json,
+            emulate,
+        } => {
+            use crate::atomics::gpu::litmus_run::{command, Request, StressSource};
+            let req = Request {
+                files: files.clone(),
+                iterations: *iterations,
+                stress: match (stress_file, stress.is_empty()) {
+                    (Some(f), _) => StressSource::File(f.clone()),
+                    (None, false) => StressSource::Pairs(stress.clone()),
+                    (None, true) => StressSource::Defaults,
+                },
+                json: json.clone(),
+                emulate: *emulate,
+            };
+            // Each test's report is printed as it finishes (a corpus run takes a while).
+            command(&req, &mut |t| print!("{t}"))
+                .map(|code| (String::new(), code))
+                .map_err(|e| e.to_string())
+        }
         LitmusCmd::Import { file } => litmus::import_file(file)
             .map(|t| (t, EXIT_OK))
             .map_err(|e| e.to_string()),
@@ -746,7 +796,7 @@ fn litmus(action: LitmusCmd) -> i32 {
     match r {
         Ok((text, code)) => {
             print!("{text}");
-            if !text.ends_with('\n') {
+            if !text.is_empty() && !text.ends_with('\n') {
                 println!();
             }
             code

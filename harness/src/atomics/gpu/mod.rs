@@ -11,6 +11,7 @@
 
 pub mod kernel;
 pub mod layout;
+pub mod litmus_run;
 pub mod tune;
 
 use std::fmt::Write as _;
