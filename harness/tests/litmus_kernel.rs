@@ -42,18 +42,20 @@ fn a_kernel_is_written_and_assembles_and_a_refusal_names_the_construct() {
         gpucts::testkit::tool_missing(gpucts::testkit::Need::Tool, "ptxas");
     }
 
-    // A barrier test: refused, exit 2, naming the instruction; nothing written.
+    // A barrier whose quorum (2) is fewer than its arrivals (3): a hardware barrier would
+    // leave the third waiting forever: refused, exit 2, naming the instruction; nothing
+    // written.
     let refused = dir.path().join("bar.ptx");
     let o = gpucts(&[
         "litmus",
         "kernel",
-        &litmus("mp-barrier-all.litmus"),
+        &litmus("mp-barrier-quorum.litmus"),
         "-o",
         refused.to_str().unwrap(),
     ]);
     let (_, stderr) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("`bar.cta.sync 1, 1, 3`"), "{stderr}");
+    assert!(stderr.contains("`bar.cta.sync 1, 1, 2`"), "{stderr}");
     assert!(!refused.exists());
 
     // Bad input: exit 2 with the file's position.

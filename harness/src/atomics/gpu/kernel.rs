@@ -10,12 +10,26 @@
 //!
 //! Parameters, in order: locations, results, roles, addrs, barrier (two words: arrival count,
 //! spin timeouts), scratch, stress words (all `.u64` device pointers), testing threads (`.u32`).
+//!
+//! Tests with labels, branches, jumps or barriers, and tests whose threads share some CTAs
+//! and not others, use the one-role-per-thread layout ([`super::layout::Dedicated`]): each
+//! thread branches to the code of its one role. There, a backward jump counts against
+//! [`LOOP_CAP`]: a thread that reaches it writes the instance's "did not terminate" slot and
+//! returns, so a spin loop never hangs the kernel and never yields a made-up outcome. A test
+//! barrier becomes `barrier.sync`/`barrier.arrive` (PTX ISA "bar, barrier": the non-aligned
+//! forms, since the 32 lanes of a warp play 32 instances and may diverge in spin loops) on a
+//! hardware barrier id of the instance's warp group, with count 32 x quorum.
+//!
+//! What a kernel cannot express is refused naming the construct and why
+//! ([`KernelError::Inexpressible`]).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::layout::{Geometry, StressPattern};
-use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Sem};
+use super::layout::{Dedicated, Geometry, StressPattern};
+use crate::atomics::litmus::{
+    AtomOp, BranchCond, LitmusTest, LocalOp, Op, Operand, Proxy, ProxyFenceKind, Sem,
+};
 
 /// The kernel's entry point.
 pub const KERNEL: &str = "gpucts_litmus";
@@ -27,6 +41,9 @@ pub const TARGET: &str = "sm_90";
 pub const SPIN_LIMIT: u32 = 1 << 20;
 /// The shared-memory array of a CTA's locations ([`Geometry::shared`]).
 pub const SMEM: &str = "gpucts_smem";
+/// Backward jumps one thread may take in the test's code before it stops and flags its
+/// instance "did not terminate within LOOP_CAP" ([`super::layout::DID_NOT_TERMINATE`]).
+pub const LOOP_CAP: u32 = 1 << 12;
 
 /// Why a litmus test has no GPU kernel: an operation (`at`: the test and the operation) the
 /// generator cannot emit as the test states it.
@@ -54,7 +71,36 @@ pub enum KernelError {
          barriers and proxies are checked by the model only)"
     )]
     NotGenerated { at: String, instr: String },
+    /// A construct no kernel of this runner can express, and why.
+    #[error("{at}: `{construct}`: {why}")]
+    Inexpressible {
+        at: String,
+        construct: String,
+        why: String,
+    },
 }
+
+fn inexpressible(at: &str, construct: impl Into<String>, why: impl Into<String>) -> KernelError {
+    KernelError::Inexpressible {
+        at: at.to_string(),
+        construct: construct.into(),
+        why: why.into(),
+    }
+}
+
+/// Why the proxy constructs have no kernel here.
+const SURFACE_WHY: &str = "the surface proxy needs a CUsurfObject whose storage is the \
+    location the test's generic accesses use; CUDA binds surfaces only to CUDA arrays, which \
+    have no generic address, and the runner binds none";
+const TEXTURE_WHY: &str = "the texture proxy needs a CUtexObject bound to the location buffer; \
+    the runner binds none";
+const CONSTANT_WHY: &str = "the constant proxy reads the .const bank, which the test's generic \
+    stores cannot reach (a kernel cannot store to constant memory)";
+const PROXY_FENCE_WHY: &str = "not a PTX instruction: PTX's fence.proxy takes .alias, .async \
+    and .tensormap only (ptxas 12.9: unknown modifier); the model's texture, surface and \
+    constant proxy fences have no instruction a kernel could emit";
+const ALIAS_WHY: &str = "a generic alias needs a second virtual mapping of the location's \
+    physical memory (cuMemMap); the runner maps the location buffer once";
 
 fn strong_q(
     sem: Sem,
@@ -129,6 +175,77 @@ fn space(g: &Geometry) -> &'static str {
     }
 }
 
+/// A test label as a kernel label of role `t` (labels are kernel-wide in PTX).
+fn label(t: usize, name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("L{t}_{clean}")
+}
+
+/// The PTX comparison of a test branch (signed, as the model compares 64-bit values; the
+/// test's constants fit 32 bits).
+fn setp_cmp(c: BranchCond) -> &'static str {
+    match c {
+        BranchCond::Eq => "eq",
+        BranchCond::Ne => "ne",
+        BranchCond::Lt => "lt",
+        BranchCond::Le => "le",
+        BranchCond::Gt => "gt",
+        BranchCond::Ge => "ge",
+    }
+}
+
+/// A backward jump's count against [`LOOP_CAP`]: past it, the thread goes to `CAP<t>`, or to
+/// `CAP<t>_<op>` when barriers follow the jump (there it arrives at them first).
+fn cap_check(t: usize, oi: usize, ops: &[Op]) -> String {
+    let target = if ops[oi + 1..]
+        .iter()
+        .any(|o| matches!(o, Op::Barrier { .. }))
+    {
+        format!("CAP{t}_{oi}")
+    } else {
+        format!("CAP{t}")
+    };
+    format!(
+        "add.u32 %k_iter, %k_iter, 1;\n\tsetp.ge.u32 %k_p, %k_iter, {LOOP_CAP};\n\t@%k_p bra {target};\n\t"
+    )
+}
+
+/// A test barrier as the hardware barrier of the instance's warp group ([`Dedicated`]):
+/// `barrier.sync` or `barrier.arrive` (`arrive`), count 32 x quorum.
+fn barrier_line(
+    g: &Geometry,
+    test: &LitmusTest,
+    t: usize,
+    op: &Op,
+    arrive: bool,
+    what: &str,
+) -> Result<String, KernelError> {
+    let d = g.dedicated.as_ref().ok_or_else(|| {
+        inexpressible(
+            what,
+            "bar",
+            "a barrier needs the one-role-per-thread layout",
+        )
+    })?;
+    let id = super::layout::barrier_id(&test.threads[t], op).ok_or_else(|| {
+        inexpressible(
+            what,
+            crate::atomics::litmus::dat3m::instr_text(op),
+            "the barrier id is not fixed before the test runs",
+        )
+    })?;
+    let idx = d.barrier_ids.iter().position(|&x| x == id).unwrap_or(0);
+    let q = barrier_quorum(test, t, op).unwrap_or(1);
+    Ok(format!(
+        "add.u32 %k_hw, %k_gb, {idx};\n\tbarrier.{} %k_hw, {};",
+        if arrive { "arrive" } else { "sync" },
+        32 * q
+    ))
+}
+
 fn thread_ops(
     g: &Geometry,
     test: &LitmusTest,
@@ -141,8 +258,24 @@ fn thread_ops(
             .map(|j| format!("[%a{t}_{j}]"))
             .ok_or_else(|| KernelError::UnknownLocation(loc.to_string()))
     };
-    for (oi, op) in test.threads[t].ops.iter().enumerate() {
+    let ops = &test.threads[t].ops;
+    let label_at = |name: &str| {
+        ops.iter()
+            .position(|o| matches!(o, Op::Label { name: n } if n == name))
+    };
+    for (oi, op) in ops.iter().enumerate() {
         let what = format!("`{}` P{t} op {}", test.name, oi + 1);
+        if let Some(loc) = op.loc() {
+            if let Some(l) = test.locations.iter().find(|l| l.name == loc) {
+                if l.alias.as_ref().is_some_and(|a| a.proxy == Proxy::Generic) {
+                    return Err(inexpressible(
+                        &what,
+                        format!("{loc} @ generic aliases {}", test.physical(loc)),
+                        ALIAS_WHY,
+                    ));
+                }
+            }
+        }
         let line = match op {
             Op::Ld {
                 reg,
@@ -232,7 +365,7 @@ fn thread_ops(
                 sem,
                 scope,
             } => {
-                if !matches!(sem, Sem::Relaxed | Sem::Release) {
+                if !matches!(sem, Sem::Relaxed | Sem::Release | Sem::AcqRel) {
                     return Err(KernelError::Semantics {
                         at: what.clone(),
                         instr: "red",
@@ -246,14 +379,26 @@ fn thread_ops(
                     });
                 }
                 let v = rmw_value(*op, val, t, regs, &what, out)?;
-                format!(
-                    "red.{}.{}{}.{} {}, {v};",
-                    sem.name(),
-                    scope.name(),
-                    space(g),
-                    rmw_suffix(*op),
-                    addr(loc)?
-                )
+                if *sem == Sem::AcqRel {
+                    // PTX's red takes .relaxed and .release only; an acq_rel reduction is the
+                    // same RMW as `atom.acq_rel` whose old value is dropped.
+                    format!(
+                        "atom.acq_rel.{}{}.{} %k_tmp, {}, {v};",
+                        scope.name(),
+                        space(g),
+                        rmw_suffix(*op),
+                        addr(loc)?
+                    )
+                } else {
+                    format!(
+                        "red.{}.{}{}.{} {}, {v};",
+                        sem.name(),
+                        scope.name(),
+                        space(g),
+                        rmw_suffix(*op),
+                        addr(loc)?
+                    )
+                }
             }
             Op::Fence { sem, scope } => {
                 if !matches!(sem, Sem::Sc | Sem::AcqRel | Sem::Acquire | Sem::Release) {
@@ -269,11 +414,81 @@ fn thread_ops(
                 let v = regs.operand(t, val, &what)?;
                 format!("mov.b32 {}, {v};", regs.var(t, reg))
             }
-            other => {
-                return Err(KernelError::NotGenerated {
-                    at: what.clone(),
-                    instr: crate::atomics::litmus::dat3m::instr_text(other),
-                })
+            Op::Local { op, reg, a, b } => {
+                let (a, b) = (regs.operand(t, a, &what)?, regs.operand(t, b, &what)?);
+                let d = regs.var(t, reg);
+                match op {
+                    LocalOp::Add => format!("add.s32 {d}, {a}, {b};"),
+                    LocalOp::Sub => format!("sub.s32 {d}, {a}, {b};"),
+                    LocalOp::Mul => format!("mul.lo.s32 {d}, {a}, {b};"),
+                    LocalOp::And => format!("and.b32 {d}, {a}, {b};"),
+                    LocalOp::Or => format!("or.b32 {d}, {a}, {b};"),
+                    LocalOp::Xor => format!("xor.b32 {d}, {a}, {b};"),
+                    // The model divides by zero to 0 (LocalOp::apply); PTX leaves it undefined.
+                    LocalOp::Div => format!(
+                        "setp.eq.s32 %k_p, {b}, 0;\n\tdiv.s32 {d}, {a}, {b};\n\t@%k_p mov.b32 {d}, 0;"
+                    ),
+                }
+            }
+            Op::Label { name } => {
+                let _ = writeln!(out, "{}:", label(t, name));
+                continue;
+            }
+            Op::Goto { target } => {
+                let at = label_at(target).ok_or_else(|| {
+                    inexpressible(
+                        &what,
+                        format!("goto {target}"),
+                        "no such label in this thread",
+                    )
+                })?;
+                let cap = if at <= oi {
+                    cap_check(t, oi, ops)
+                } else {
+                    String::new()
+                };
+                format!("{cap}bra {};", label(t, target))
+            }
+            Op::Branch { cond, a, b, target } => {
+                let at = label_at(target).ok_or_else(|| {
+                    inexpressible(
+                        &what,
+                        format!("{} {target}", cond.mnemonic()),
+                        "no such label in this thread",
+                    )
+                })?;
+                let cap = if at <= oi {
+                    cap_check(t, oi, ops)
+                } else {
+                    String::new()
+                };
+                let (a, b) = (regs.operand(t, a, &what)?, regs.operand(t, b, &what)?);
+                format!(
+                    "{cap}setp.{}.s32 %k_p, {a}, {b};\n\t@%k_p bra {};",
+                    setp_cmp(*cond),
+                    label(t, target)
+                )
+            }
+            Op::Barrier { arrive, .. } => barrier_line(g, test, t, op, *arrive, &what)?,
+            Op::ProxyFence { kind } => {
+                let construct = format!("fence.proxy.{}", kind.name());
+                if *kind == ProxyFenceKind::Alias {
+                    return Err(inexpressible(&what, construct, ALIAS_WHY));
+                }
+                return Err(inexpressible(&what, construct, PROXY_FENCE_WHY));
+            }
+            Op::ProxyLd { proxy, .. } | Op::ProxySt { proxy, .. } => {
+                let why = match proxy {
+                    Proxy::Surface => SURFACE_WHY,
+                    Proxy::Texture => TEXTURE_WHY,
+                    Proxy::Constant => CONSTANT_WHY,
+                    Proxy::Generic => ALIAS_WHY,
+                };
+                return Err(inexpressible(
+                    &what,
+                    crate::atomics::litmus::dat3m::instr_text(op),
+                    why,
+                ));
             }
         };
         let _ = writeln!(out, "\t{line}");
@@ -321,8 +536,382 @@ fn stress_loop(label: &str, iterations: u32, pattern: StressPattern, out: &mut S
     );
 }
 
+/// Arrivals at each (test CTA, barrier id): (thread, op index, arrive, quorum as written).
+type Arrivals = BTreeMap<(u32, i64), Vec<(usize, usize, bool, Option<i64>)>>;
+
+fn arrivals(test: &LitmusTest) -> Arrivals {
+    let mut m = Arrivals::new();
+    for (t, th) in test.threads.iter().enumerate() {
+        for (oi, op) in th.ops.iter().enumerate() {
+            if let (Op::Barrier { arrive, quorum, .. }, Some(id)) =
+                (op, super::layout::barrier_id(th, op))
+            {
+                let q = quorum
+                    .as_ref()
+                    .map(|q| super::layout::static_value(th, q).unwrap_or(i64::MIN));
+                m.entry((th.cta, id)).or_default().push((t, oi, *arrive, q));
+            }
+        }
+    }
+    m
+}
+
+/// The quorum of barrier `op` of thread `t` in test threads: as written, else every arrival
+/// at its id in its CTA.
+fn barrier_quorum(test: &LitmusTest, t: usize, op: &Op) -> Option<u32> {
+    let th = &test.threads[t];
+    let id = super::layout::barrier_id(th, op)?;
+    let all = arrivals(test);
+    let members = all.get(&(th.cta, id))?;
+    let q = members
+        .iter()
+        .find_map(|m| m.3)
+        .unwrap_or(members.len() as i64);
+    u32::try_from(q).ok()
+}
+
+/// Refuses the barriers a hardware barrier cannot run to completion in every execution. A
+/// hardware barrier waits, without a timeout, until its count of threads arrives; a phase that
+/// never fills hangs the kernel. So every barrier's id and quorum must be fixed before the
+/// test runs, the arrivals at each id of a CTA must be exactly its quorum (one phase: a
+/// later phase would mix the threads of several instances, or never fill), the threads must
+/// not branch (a thread stopped by the loop cap would leave its barrier waiting), and the
+/// order of ids across threads must let every phase fill.
+fn check_barriers(test: &LitmusTest) -> Result<(), KernelError> {
+    for (t, th) in test.threads.iter().enumerate() {
+        for (oi, op) in th.ops.iter().enumerate() {
+            if !matches!(op, Op::Barrier { .. }) {
+                continue;
+            }
+            let at = format!("`{}` P{t} op {}", test.name, oi + 1);
+            let text = crate::atomics::litmus::dat3m::instr_text(op);
+            // A barrier inside a loop would be reached a number of times the run decides; one
+            // that a forward branch jumps over, maybe never.
+            let jumps = th.ops.iter().enumerate().filter_map(|(j, o)| match o {
+                Op::Goto { target } | Op::Branch { target, .. } => th
+                    .ops
+                    .iter()
+                    .position(|l| matches!(l, Op::Label { name } if name == target))
+                    .map(|k| (j, k)),
+                _ => None,
+            });
+            for (j, k) in jumps {
+                if (k <= oi && oi < j) || (j < oi && oi < k) {
+                    return Err(inexpressible(
+                        &at,
+                        text,
+                        if k <= j {
+                            "a barrier inside a loop: the run decides how often it is reached, \
+                             and a hardware barrier's phase must fill exactly"
+                        } else {
+                            "a branch jumps over this barrier: a hardware barrier whose \
+                             arrivals the run decides may never fill and hang the kernel"
+                        },
+                    ));
+                }
+            }
+            if super::layout::barrier_id(th, op).is_none() {
+                return Err(inexpressible(
+                    &at,
+                    text,
+                    "the barrier id comes from a value read at run time: a hardware barrier \
+                     whose id the run decides may never fill and hang the kernel",
+                ));
+            }
+        }
+    }
+    let all = arrivals(test);
+    for ((cta, id), members) in &all {
+        let (t, oi, _, _) = members[0];
+        let at = format!("`{}` P{t} op {}", test.name, oi + 1);
+        let text = crate::atomics::litmus::dat3m::instr_text(&test.threads[t].ops[oi]);
+        let quorums: std::collections::BTreeSet<Option<i64>> =
+            members.iter().map(|m| m.3).collect();
+        if quorums.contains(&Some(i64::MIN)) || quorums.len() > 1 {
+            return Err(inexpressible(
+                &at,
+                text,
+                format!(
+                    "the arrivals at barrier {id} of CTA {cta} name different or run-time \
+                     quorums; a hardware barrier takes one thread count"
+                ),
+            ));
+        }
+        let k = members.len() as i64;
+        let q = members[0].3.unwrap_or(k);
+        if q != k {
+            return Err(inexpressible(
+                &at,
+                text,
+                format!(
+                    "{k} arrivals at barrier {id} of CTA {cta} with quorum {q}: a hardware \
+                     barrier phase fills with exactly its count, so the arrivals beyond a full \
+                     phase (or a phase that never fills) would wait forever"
+                ),
+            ));
+        }
+    }
+    // Every phase fills: run the threads' barrier sequences (one phase per id) to a fixpoint.
+    let seqs: Vec<Vec<((u32, i64), bool)>> = test
+        .threads
+        .iter()
+        .map(|th| {
+            th.ops
+                .iter()
+                .filter_map(|op| match op {
+                    Op::Barrier { arrive, .. } => {
+                        super::layout::barrier_id(th, op).map(|id| ((th.cta, id), *arrive))
+                    }
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let mut arrived: BTreeMap<(u32, i64), usize> = BTreeMap::new();
+    let mut pos = vec![0usize; seqs.len()];
+    let mut waiting: Vec<Option<(u32, i64)>> = vec![None; seqs.len()];
+    loop {
+        let mut moved = false;
+        for t in 0..seqs.len() {
+            if let Some(key) = waiting[t] {
+                if arrived.get(&key).copied().unwrap_or(0) == all[&key].len() {
+                    waiting[t] = None;
+                    moved = true;
+                }
+                continue;
+            }
+            if let Some(&(key, arrive)) = seqs[t].get(pos[t]) {
+                *arrived.entry(key).or_insert(0) += 1;
+                pos[t] += 1;
+                if !arrive {
+                    waiting[t] = Some(key);
+                }
+                moved = true;
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    if let Some(t) = (0..seqs.len()).find(|&t| waiting[t].is_some() || pos[t] < seqs[t].len()) {
+        let (cta, id) = waiting[t].unwrap_or(seqs[t][pos[t]].0);
+        return Err(inexpressible(
+            &format!("`{}` P{t}", test.name),
+            format!("bar.cta.sync {id}"),
+            format!("barrier {id} of CTA {cta} never fills in some order of the threads' barriers: the kernel would hang"),
+        ));
+    }
+    Ok(())
+}
+
+/// The kernel of the one-role-per-thread layout ([`Dedicated`]): each testing thread reads
+/// which role it plays and runs only that role's code.
+fn generate_dedicated(
+    test: &LitmusTest,
+    g: &Geometry,
+    d: &Dedicated,
+) -> Result<String, KernelError> {
+    check_barriers(test)?;
+    let roles = test.threads.len();
+    let (nl, ns) = (g.locations.len(), g.slots.len());
+    let mut regs = Regs {
+        vars: BTreeMap::new(),
+        consts: BTreeMap::new(),
+    };
+    for (t, r) in &g.slots {
+        if *t < roles {
+            regs.var(*t, r);
+        }
+    }
+    let mut bodies = Vec::new();
+    for t in 0..roles {
+        let mut b = String::new();
+        thread_ops(g, test, t, &mut regs, &mut b)?;
+        bodies.push(b);
+    }
+    let dnt = g.slot_of(
+        super::layout::DID_NOT_TERMINATE.0,
+        super::layout::DID_NOT_TERMINATE.1,
+    );
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "// gpucts litmus kernel for `{name}` (one role per thread: {ctas} CTAs, {warps} warps \
+         per group, {groups} groups per CTA; {roles} roles, {nl} locations)\n\
+         .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n\
+         .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
+         \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
+         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing\n)\n{{\n\
+         \t.reg .pred %k_p, %k_none;\n\
+         \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg, %k_iter, %k_gb, %k_hw;\n\
+         \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
+        name = test.name,
+        ctas = d.ctas,
+        warps = d.warps,
+        groups = d.groups,
+    );
+    let _ = writeln!(s, "\t.reg .b32 %v<{}>;", regs.vars.len().max(1));
+    let _ = writeln!(s, "\t.reg .b32 %c<{}>;", regs.consts.len().max(1));
+    for t in 0..roles {
+        let _ = writeln!(s, "\t.reg .b32 %k_inst{t};");
+        for j in 0..nl {
+            let _ = writeln!(s, "\t.reg .b64 %a{t}_{j};");
+        }
+    }
+    for (p, r) in [
+        ("p_locs", "%k_locs"),
+        ("p_results", "%k_results"),
+        ("p_roles", "%k_roles"),
+        ("p_addrs", "%k_addrs"),
+        ("p_barrier", "%k_barrier"),
+        ("p_scratch", "%k_scratch"),
+        ("p_stress", "%k_stress"),
+    ] {
+        let _ = writeln!(
+            s,
+            "\tld.param.u64 %k_w, [{p}];\n\tcvta.to.global.u64 {r}, %k_w;"
+        );
+    }
+    let _ = write!(
+        s,
+        "\tld.param.u32 %k_testing, [p_testing];\n\
+         \tmov.u32 %k_b, %ctaid.x;\n\tmov.u32 %k_l, %tid.x;\n\tmov.u32 %k_nt, %ntid.x;\n\
+         \tmad.lo.u32 %k_g, %k_b, %k_nt, %k_l;\n\
+         \t// this CTA's stress word\n\
+         \tmul.wide.u32 %k_w, %k_b, 4;\n\tadd.s64 %k_w, %k_stress, %k_w;\n\
+         \tld.global.u32 %k_sl, [%k_w];\n\tmul.wide.u32 %k_w, %k_sl, 4;\n\
+         \tadd.s64 %k_sa, %k_scratch, %k_w;\n\
+         \t// this thread's role: at most one entry of its row is an instance\n\
+         \tmul.wide.u32 %k_w, %k_g, {row};\n\tadd.s64 %k_ra, %k_roles, %k_w;\n",
+        row = 4 * roles,
+    );
+    for (t, th) in test.threads.iter().enumerate() {
+        for (r, k) in regs.vars.clone() {
+            if r.0 == t {
+                let init = th.regs.get(&r.1).copied().unwrap_or(0);
+                let _ = writeln!(s, "\tmov.b32 %v{k}, {};", init as u32);
+            }
+        }
+    }
+    for (v, k) in &regs.consts {
+        let _ = writeln!(s, "\tmov.b32 %c{k}, {v};");
+    }
+    for t in 0..roles {
+        let _ = writeln!(
+            s,
+            "\tld.global.u32 %k_inst{t}, [%k_ra+{}];\n\tsetp.ne.u32 %k_p, %k_inst{t}, {none};\n\t@%k_p bra ROLE{t};",
+            4 * t,
+            none = super::layout::NONE,
+        );
+    }
+    s.push_str("\tbra STRESS;\n");
+    let p = &g.params;
+    for (t, body) in bodies.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "ROLE{t}:\n\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_aa, %k_addrs, %k_w;",
+            4 * nl.max(1)
+        );
+        for j in 0..nl {
+            let _ = writeln!(
+                s,
+                "\tld.global.u32 %k_tmp, [%k_aa+{}];\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
+                 \tadd.s64 %a{t}_{j}, %k_locs, %k_w;",
+                4 * j
+            );
+        }
+        if !d.barrier_ids.is_empty() {
+            // The instance's warp group ((inst / 32) mod groups) owns hardware barriers
+            // 1 + group * ids .. 1 + (group + 1) * ids.
+            let _ = writeln!(
+                s,
+                "\tshr.u32 %k_gb, %k_inst{t}, 5;\n\trem.u32 %k_gb, %k_gb, {};\n\
+                 \tmul.lo.u32 %k_gb, %k_gb, {};\n\tadd.u32 %k_gb, %k_gb, 1;",
+                d.groups,
+                d.barrier_ids.len()
+            );
+        }
+        let _ = writeln!(s, "\tmov.u32 %k_iter, 0;\n\t// pre-stress");
+        stress_loop(
+            &format!("PRE{t}"),
+            p.pre_stress_iterations,
+            p.stress_pattern,
+            &mut s,
+        );
+        if p.barrier {
+            let _ = write!(
+                s,
+                "\t// spin barrier: every testing thread arrives before any starts\n\
+                 \tred.relaxed.gpu.global.add.u32 [%k_barrier], 1;\n\tmov.u32 %k_spin, 0;\n\
+                 SPIN{t}:\n\tld.relaxed.gpu.global.u32 %k_bar, [%k_barrier];\n\
+                 \tsetp.ge.u32 %k_p, %k_bar, %k_testing;\n\t@%k_p bra GO{t};\n\
+                 \tadd.u32 %k_spin, %k_spin, 1;\n\tsetp.lt.u32 %k_p, %k_spin, {SPIN_LIMIT};\n\
+                 \t@%k_p bra SPIN{t};\n\tred.relaxed.gpu.global.add.u32 [%k_barrier+4], 1;\nGO{t}:\n"
+            );
+        }
+        let _ = writeln!(s, "\t// P{t}");
+        s.push_str(body);
+        let _ = writeln!(
+            s,
+            "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;",
+            4 * ns.max(1)
+        );
+        for (k, (st, r)) in g.slots.iter().enumerate() {
+            if *st == t {
+                let v = regs.var(t, r);
+                let _ = writeln!(s, "\tst.global.u32 [%k_w+{}], {v};", 4 * k);
+            }
+        }
+        s.push_str("\tret;\n");
+        // A thread stopped at the cap after a loop still arrives at the barriers that follow
+        // the loop (without waiting), so the other threads' phases fill.
+        let ops = &test.threads[t].ops;
+        for (oi, op) in ops.iter().enumerate() {
+            let backward = match op {
+                Op::Goto { target } | Op::Branch { target, .. } => ops[..=oi]
+                    .iter()
+                    .any(|l| matches!(l, Op::Label { name } if name == target)),
+                _ => false,
+            };
+            if !backward
+                || !ops[oi + 1..]
+                    .iter()
+                    .any(|o| matches!(o, Op::Barrier { .. }))
+            {
+                continue;
+            }
+            let _ = writeln!(s, "CAP{t}_{oi}:");
+            for later in &ops[oi + 1..] {
+                if matches!(later, Op::Barrier { .. }) {
+                    let what = format!("`{}` P{t}", test.name);
+                    let line = barrier_line(g, test, t, later, true, &what)?;
+                    let _ = writeln!(s, "\t{line}");
+                }
+            }
+            let _ = writeln!(s, "\tbra CAP{t};");
+        }
+        if let Some(k) = dnt {
+            let _ = writeln!(
+                s,
+                "CAP{t}:\n\t// stopped at the loop cap: the instance did not terminate within {LOOP_CAP}\n\
+                 \tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;\n\
+                 \tmov.u32 %k_tmp, 1;\n\tst.global.u32 [%k_w+{}], %k_tmp;\n\tret;",
+                4 * ns.max(1),
+                4 * k
+            );
+        }
+    }
+    s.push_str("STRESS:\n");
+    stress_loop("STRESS_LOOP", p.stress_iterations, p.stress_pattern, &mut s);
+    s.push_str("\tret;\n}\n");
+    Ok(s)
+}
+
 /// The PTX module for `test` under `g`'s parameters.
 pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> {
+    if let Some(d) = &g.dedicated {
+        return generate_dedicated(test, g, d);
+    }
     let roles = test.threads.len();
     let (nl, ns) = (g.locations.len(), g.slots.len());
     let mut regs = Regs {

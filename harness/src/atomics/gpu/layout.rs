@@ -225,6 +225,104 @@ pub struct Geometry {
     /// The locations live in each CTA's shared memory ([`StressParams::intra_cta_shared`] for
     /// a test within one CTA).
     pub shared: bool,
+    /// One role per thread ([`Dedicated`]) instead of every testing thread playing every role
+    /// for different instances: for tests with control flow, barriers, or threads placed in
+    /// some CTAs together and in others apart.
+    pub dedicated: Option<Dedicated>,
+}
+
+/// The result slot of an instance that flags "did not terminate": written 1 by a thread that
+/// reached [`super::kernel::LOOP_CAP`] backward jumps (its thread index is no test thread's).
+pub const DID_NOT_TERMINATE: (usize, &str) = (usize::MAX, "%did_not_terminate");
+
+/// The one-role-per-thread layout. A test's threads are placed per its scope tree: the test's
+/// CTAs (`C` distinct `cta` values) map onto `C` hardware CTAs, and the threads of one test CTA
+/// onto distinct warps of it, one warp per thread, lane `i` of every such warp playing
+/// instance `i` of the group. A hardware CTA holds `groups` such warp groups; testing CTAs are
+/// taken `C` at a time. Each role is played by exactly one thread per instance, so a thread
+/// waiting for another (a spin loop, a barrier) waits only for threads that run their own
+/// role concurrently, never for one that must first finish another role.
+///
+/// Barriers: a test barrier `id` of warp group `w` is hardware barrier
+/// `1 + w * barrier_ids.len() + index(id)` (hardware barrier 0 stays the kernel's own), with
+/// thread count `32 * quorum` (each test thread is a whole warp); so each instance's threads
+/// synchronise with their own group only — together with the other 31 instances of the warp
+/// group, which run the same roles on disjoint locations and add no ordering between one
+/// instance's events that the test's barrier does not already give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dedicated {
+    /// Test CTA (0..ctas) of each role.
+    pub role_cta: Vec<u32>,
+    /// Warp of each role within its warp group (0..warps).
+    pub role_warp: Vec<u32>,
+    /// Distinct CTAs of the test.
+    pub ctas: u32,
+    /// Warps of one warp group: the most test threads one test CTA has.
+    pub warps: u32,
+    /// Warp groups per hardware CTA.
+    pub groups: u32,
+    /// The test's barrier ids (values), sorted; hardware ids per group are allotted in this
+    /// order.
+    pub barrier_ids: Vec<i64>,
+}
+
+/// Hardware named barriers per CTA (PTX ISA "bar, barrier": 16, ids 0..15); id 0 stays the
+/// kernel's own.
+pub const HW_BARRIERS: u32 = 16;
+
+/// The value of a register operand fixed before the test runs: the thread's initial value
+/// when no operation writes the register, or the one constant every `mov` into it writes.
+pub fn static_value(
+    thread: &crate::atomics::litmus::Thread,
+    o: &crate::atomics::litmus::Operand,
+) -> Option<i64> {
+    use crate::atomics::litmus::Operand;
+    match o {
+        Operand::Const(v) => Some(*v),
+        Operand::Reg(r) => {
+            let mut value = thread.regs.get(r).copied().unwrap_or(0);
+            let mut moved: Option<i64> = None;
+            for op in &thread.ops {
+                if op.dest() != Some(r.as_str()) {
+                    continue;
+                }
+                match op {
+                    Op::Mov {
+                        val: Operand::Const(c),
+                        ..
+                    } if moved.is_none_or(|m| m == *c) => moved = Some(*c),
+                    _ => return None,
+                }
+            }
+            if let Some(m) = moved {
+                // A register both initialised and moved to another value has two values.
+                if thread.regs.contains_key(r) && value != m {
+                    return None;
+                }
+                value = m;
+            }
+            Some(value)
+        }
+    }
+}
+
+/// The id a barrier operation names (its `id`, else its instance), when fixed.
+pub fn barrier_id(thread: &crate::atomics::litmus::Thread, op: &Op) -> Option<i64> {
+    match op {
+        Op::Barrier { instance, id, .. } => match id {
+            Some(o) => static_value(thread, o),
+            None => Some(*instance),
+        },
+        _ => None,
+    }
+}
+
+/// Whether a test needs the one-role-per-thread layout.
+fn needs_dedicated(test: &LitmusTest) -> bool {
+    test.threads
+        .iter()
+        .flat_map(|t| &t.ops)
+        .any(|o| o.is_control() || matches!(o, Op::Barrier { .. }))
 }
 
 /// Why a test or a parameter set has no launch geometry on the GPU runner.
@@ -343,13 +441,22 @@ impl Geometry {
         if let Some(&(what, value, max)) = bounded.iter().find(|(_, v, m)| v > m) {
             return Err(GeometryError::TooLarge { what, value, max });
         }
-        let placement = placement_of(test)?;
+        let (placement, mixed) = match placement_of(test) {
+            Ok(pl) => (pl, false),
+            Err(GeometryError::MixedCtas(_)) => (Placement::InterCta, true),
+            Err(e) => return Err(e),
+        };
         let roles = test.threads.len() as u32;
+        let dedicated = if mixed || needs_dedicated(test) {
+            Some(dedicated_of(test, p)?)
+        } else {
+            None
+        };
         let units = match placement {
             Placement::InterCta => p.testing_workgroups,
             Placement::IntraCta => p.workgroup_size / WARP,
         };
-        if roles > units {
+        if dedicated.is_none() && roles > units {
             return Err(GeometryError::TooFewUnits {
                 test: test.name.clone(),
                 roles,
@@ -382,9 +489,24 @@ impl Geometry {
                 if let Op::Ld { reg, .. } | Op::Atom { reg, .. } | Op::Mov { reg, .. } = op {
                     add(reg);
                 }
+                // Register arithmetic writes registers too (only tests in the
+                // one-role-per-thread layout have it among the catalogue's and corpus's).
+                if let Op::Local { reg, .. } = op {
+                    add(reg);
+                }
             }
         }
-        let shared = placement == Placement::IntraCta && p.intra_cta_shared;
+        if dedicated.is_some()
+            && test
+                .threads
+                .iter()
+                .flat_map(|t| &t.ops)
+                .any(|o| matches!(o, Op::Label { .. } | Op::Branch { .. } | Op::Goto { .. }))
+        {
+            slots.push((DID_NOT_TERMINATE.0, DID_NOT_TERMINATE.1.to_string()));
+        }
+        // The one-role-per-thread layout keeps its locations in global memory.
+        let shared = placement == Placement::IntraCta && p.intra_cta_shared && dedicated.is_none();
         if shared {
             let bytes = u64::from(p.workgroup_size)
                 * locations.len().max(1) as u64
@@ -402,12 +524,17 @@ impl Geometry {
             inits,
             slots,
             shared,
+            dedicated,
         })
     }
 
-    /// Test instances per launch: one per testing thread.
+    /// Test instances per launch: one per testing thread; in the one-role-per-thread layout,
+    /// 32 per warp group.
     pub fn instances(&self) -> u32 {
-        self.params.testing_workgroups * self.params.workgroup_size
+        match &self.dedicated {
+            None => self.params.testing_workgroups * self.params.workgroup_size,
+            Some(d) => (self.params.testing_workgroups / d.ctas) * d.groups * WARP,
+        }
     }
 
     pub fn total_threads(&self) -> u32 {
@@ -445,6 +572,68 @@ impl Geometry {
         }
         mem
     }
+}
+
+/// The one-role-per-thread placement of `test` under `p` ([`Dedicated`]).
+fn dedicated_of(test: &LitmusTest, p: &StressParams) -> Result<Dedicated, GeometryError> {
+    let ctas: Vec<u32> = test
+        .threads
+        .iter()
+        .map(|t| t.cta)
+        .collect::<std::collections::BTreeSet<u32>>()
+        .into_iter()
+        .collect();
+    let mut role_cta = Vec::new();
+    let mut role_warp = Vec::new();
+    let mut per_cta = vec![0u32; ctas.len()];
+    for t in &test.threads {
+        let c = ctas.iter().position(|&c| c == t.cta).unwrap_or(0);
+        role_cta.push(c as u32);
+        role_warp.push(per_cta[c]);
+        per_cta[c] += 1;
+    }
+    let warps = per_cta.iter().copied().max().unwrap_or(1).max(1);
+    let mut barrier_ids: Vec<i64> = Vec::new();
+    for t in &test.threads {
+        for o in &t.ops {
+            if let Some(id) = barrier_id(t, o) {
+                if !barrier_ids.contains(&id) {
+                    barrier_ids.push(id);
+                }
+            }
+        }
+    }
+    barrier_ids.sort_unstable();
+    let per_cta_warps = p.workgroup_size / WARP;
+    let mut groups = per_cta_warps / warps;
+    if !barrier_ids.is_empty() {
+        groups = groups.min((HW_BARRIERS - 1) / barrier_ids.len() as u32);
+    }
+    let name = || test.name.clone();
+    if groups == 0 {
+        return Err(GeometryError::TooFewUnits {
+            test: name(),
+            roles: warps,
+            units: per_cta_warps,
+            unit: "warps per CTA (one warp per thread of a test CTA)",
+        });
+    }
+    if (ctas.len() as u32) > p.testing_workgroups {
+        return Err(GeometryError::TooFewUnits {
+            test: name(),
+            roles: ctas.len() as u32,
+            units: p.testing_workgroups,
+            unit: "testing CTAs for its CTAs",
+        });
+    }
+    Ok(Dedicated {
+        role_cta,
+        role_warp,
+        ctas: ctas.len() as u32,
+        warps,
+        groups,
+        barrier_ids,
+    })
 }
 
 /// Intra- or inter-CTA from the test's threads: all in one CTA, or each in its own.
@@ -562,31 +751,58 @@ pub fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
     let r_n = g.roles as usize;
     let mut roles = vec![NONE; g.total_threads() as usize * r_n];
     let mut testing = 0;
-    for b in 0..p.max_workgroups {
-        let cta = plan.cta_of_block[b as usize];
-        if cta >= tw {
-            continue;
-        }
-        for l in 0..w {
-            let thread = (b * w + l) as usize;
-            testing += 1;
-            for r in 0..g.roles {
-                let inst = match g.placement {
-                    Placement::InterCta => {
-                        let c = (cta + r * plan.unit_offset) % tw;
-                        let local = (l.wrapping_mul(plan.local_mult) + r * plan.local_shift) % w;
-                        c * w + local
-                    }
-                    Placement::IntraCta => {
-                        let nw = w / WARP;
-                        let warp = (l / WARP + r * plan.unit_offset) % nw;
-                        let lane = ((l % WARP).wrapping_mul(plan.local_mult)
-                            + r * plan.local_shift)
-                            % WARP;
-                        cta * w + warp * WARP + lane
-                    }
+    if let Some(d) = &g.dedicated {
+        // Logical CTA L < H * C plays test CTA L / H of CTA group L % H; warp k of warp group
+        // gw plays the role placed in (test CTA, warp k); lanes permuted per test CTA.
+        let h_n = tw / d.ctas;
+        for b in 0..p.max_workgroups {
+            let cta = plan.cta_of_block[b as usize];
+            if cta >= h_n * d.ctas {
+                continue;
+            }
+            let (h, c) = (cta % h_n, cta / h_n);
+            for l in 0..w {
+                let (warp, lane) = (l / WARP, l % WARP);
+                let (gw, k) = (warp / d.warps, warp % d.warps);
+                if gw >= d.groups {
+                    continue;
+                }
+                let Some(r) = (0..r_n).find(|&r| d.role_cta[r] == c && d.role_warp[r] == k) else {
+                    continue;
                 };
-                roles[thread * r_n + r as usize] = inst;
+                let lane = (lane.wrapping_mul(plan.local_mult) + c * plan.local_shift) % WARP;
+                roles[(b * w + l) as usize * r_n + r] = (h * d.groups + gw) * WARP + lane;
+                testing += 1;
+            }
+        }
+    } else {
+        for b in 0..p.max_workgroups {
+            let cta = plan.cta_of_block[b as usize];
+            if cta >= tw {
+                continue;
+            }
+            for l in 0..w {
+                let thread = (b * w + l) as usize;
+                testing += 1;
+                for r in 0..g.roles {
+                    let inst = match g.placement {
+                        Placement::InterCta => {
+                            let c = (cta + r * plan.unit_offset) % tw;
+                            let local =
+                                (l.wrapping_mul(plan.local_mult) + r * plan.local_shift) % w;
+                            c * w + local
+                        }
+                        Placement::IntraCta => {
+                            let nw = w / WARP;
+                            let warp = (l / WARP + r * plan.unit_offset) % nw;
+                            let lane = ((l % WARP).wrapping_mul(plan.local_mult)
+                                + r * plan.local_shift)
+                                % WARP;
+                            cta * w + warp * WARP + lane
+                        }
+                    };
+                    roles[thread * r_n + r as usize] = inst;
+                }
             }
         }
     }
@@ -626,7 +842,9 @@ pub fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
 pub type Histogram = BTreeMap<Vec<i64>, u64>;
 
 /// Each instance's outcome: registers from the results buffer (`results[inst * S + slot]`),
-/// final memory values from the location buffer at the instance's addresses.
+/// final memory values from the location buffer at the instance's addresses. An instance one
+/// of whose threads stopped at the loop cap ([`DID_NOT_TERMINATE`]) has no outcome: it is
+/// counted apart, and the count is returned.
 pub fn decode(
     g: &Geometry,
     terms: &[Term],
@@ -634,7 +852,9 @@ pub fn decode(
     results: &[u32],
     memory: &[u32],
     into: &mut Histogram,
-) -> Result<(), DecodeError> {
+) -> Result<u64, DecodeError> {
+    let dnt = g.slot_of(DID_NOT_TERMINATE.0, DID_NOT_TERMINATE.1);
+    let mut did_not_terminate = 0;
     enum Src {
         Slot(usize),
         Loc(usize),
@@ -662,6 +882,10 @@ pub fn decode(
         });
     }
     for inst in 0..n {
+        if dnt.is_some_and(|k| results[inst * s_n + k] != 0) {
+            did_not_terminate += 1;
+            continue;
+        }
         let mut outcome = Vec::with_capacity(srcs.len());
         for s in &srcs {
             let word = match s {
@@ -676,7 +900,7 @@ pub fn decode(
         }
         *into.entry(outcome).or_default() += 1;
     }
-    Ok(())
+    Ok(did_not_terminate)
 }
 
 #[cfg(test)]
@@ -764,6 +988,68 @@ mod tests {
                 for _ in 0..20 {
                     let plan = IterationPlan::random(&g, &mut rng);
                     check_tables(&g, &tables(&g, &plan), &plan);
+                }
+            }
+        }
+    }
+
+    /// The one-role-per-thread layout, checked by brute force over the table: each thread
+    /// plays at most one role; each instance gets each role exactly once; roles of one test
+    /// CTA share a hardware CTA and sit in different warps; roles of different test CTAs sit
+    /// in different hardware CTAs; every instance's location words are its own.
+    #[test]
+    fn one_role_per_thread_follows_the_scope_tree() {
+        let test = crate::atomics::litmus::from_yaml(
+            "name: mixed\nthreads:\n\
+             - cta: 0\n  ops: [{st: {loc: x, val: 1}}]\n\
+             - cta: 0\n  ops: [{ld: {reg: r0, loc: x}}]\n\
+             - cta: 5\n  ops: [{ld: {reg: r1, loc: y}}]\n\
+             condition: 'exists (P1:r0 == 0)'\n",
+        )
+        .unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for (tw, w, max) in [(2, 64, 2), (4, 128, 6), (8, 256, 12)] {
+            let params = StressParams {
+                testing_workgroups: tw,
+                workgroup_size: w,
+                max_workgroups: max,
+                ..small()
+            };
+            let g = Geometry::new(&test, &params).unwrap();
+            let d = g
+                .dedicated
+                .clone()
+                .expect("mixed CTAs take one role per thread");
+            assert_eq!((d.ctas, d.warps), (2, 2));
+            for _ in 0..10 {
+                let plan = IterationPlan::random(&g, &mut rng);
+                let t = tables(&g, &plan);
+                let n = g.instances() as usize;
+                let mut at: Vec<Vec<Option<(u32, u32)>>> = vec![vec![None; 3]; n];
+                let mut testing = 0;
+                for thread in 0..g.total_threads() {
+                    let row = &t.roles[thread as usize * 3..][..3];
+                    let played: Vec<usize> = (0..3).filter(|&r| row[r] != NONE).collect();
+                    assert!(played.len() <= 1, "thread {thread} plays {played:?}");
+                    for r in played {
+                        testing += 1;
+                        let slot = &mut at[row[r] as usize][r];
+                        assert!(slot.is_none(), "instance {} role {r} twice", row[r]);
+                        *slot = Some((thread / w, (thread % w) / WARP));
+                    }
+                }
+                assert_eq!(testing, t.testing_threads);
+                for (inst, roles) in at.iter().enumerate() {
+                    let p: Vec<(u32, u32)> =
+                        roles.iter().map(|x| x.expect("role missing")).collect();
+                    assert_eq!(p[0].0, p[1].0, "instance {inst}: P0, P1 share test CTA 0");
+                    assert_ne!(p[0].1, p[1].1, "instance {inst}: P0, P1 in one warp");
+                    assert_ne!(p[0].0, p[2].0, "instance {inst}: P2 is in another CTA");
+                }
+                let mut words = std::collections::BTreeSet::new();
+                for &a in &t.addrs {
+                    assert!((a as usize) < g.location_words());
+                    assert!(words.insert(a), "word {a} shared");
                 }
             }
         }

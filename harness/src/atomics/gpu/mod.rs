@@ -549,14 +549,37 @@ mod tests;
 pub mod emulate;
 
 /// Dat3M's listed tests (read in place) through the kernel generator: every kernel it writes
-/// assembles with ptxas (the independent check: PTX the GPU could load), every test it refuses
-/// is refused by name, and it accepts at least the 50 of 264 it accepted when this test was
-/// written (issue 28 item 3's baseline; its target is 90 %).
+/// assembles with ptxas (the independent check: PTX the GPU could load) and, run in the
+/// emulator (a sequentially consistent machine), gives only outcomes the model allows (the
+/// independent oracle: `model::check`); every test it refuses is refused by name, and at
+/// least as many generate as when this test was last raised.
 #[cfg(test)]
 mod corpus_kernels {
     use super::*;
     use crate::backend::toolchain::Toolchain;
     use crate::capability::Capability;
+
+    /// The smallest launch that places `test`: as many testing CTAs and warps as its
+    /// placement needs, no stressing CTAs, little stress (the emulator runs every thread).
+    fn small_params(test: &LitmusTest) -> StressParams {
+        let g = layout::Geometry::new(test, &StressParams::default()).ok();
+        let (ctas, warps) = match g.as_ref().and_then(|g| g.dedicated.as_ref()) {
+            Some(d) => (d.ctas, d.warps),
+            None => match g.map(|g| g.placement) {
+                Some(layout::Placement::IntraCta) => (1, test.threads.len() as u32),
+                _ => (test.threads.len() as u32, 1),
+            },
+        };
+        let tw = ctas.max(1).next_power_of_two();
+        StressParams {
+            testing_workgroups: tw,
+            workgroup_size: (32 * warps.max(1)).next_power_of_two(),
+            max_workgroups: tw,
+            stress_iterations: 4,
+            pre_stress_iterations: 2,
+            ..StressParams::default()
+        }
+    }
 
     #[test]
     fn dat3m_kernels_assemble_or_are_refused_by_name() {
@@ -577,8 +600,10 @@ mod corpus_kernels {
             );
         }
         assert_eq!(listed.len(), 264, "the v6.0 and v7.5 lists name 264 tests");
+        let started = Instant::now();
         let (mut generated, mut refused) = (0, Vec::new());
-        for rel in &listed {
+        let (mut instances, mut unfinished) = (0u64, 0u64);
+        for (i, rel) in listed.iter().enumerate() {
             let test = crate::atomics::litmus::load_file(&dir.join(rel)).unwrap();
             let kernel = layout::Geometry::new(&test, &StressParams::default())
                 .map_err(|e| e.to_string())
@@ -587,6 +612,19 @@ mod corpus_kernels {
                 Ok(ptx) => {
                     tc.ptxas(&ptx, "sm_90", &[])
                         .unwrap_or_else(|e| panic!("{rel}: the generated kernel: {e}"));
+                    let verdict = model::check(&test);
+                    let run = emulate::emulate(&test, &small_params(&test), 1, i as u64)
+                        .unwrap_or_else(|e| panic!("{rel}: emulated: {e}"));
+                    for outcome in run.histogram.keys() {
+                        assert!(
+                            verdict.outcome_allowed(outcome),
+                            "{rel}: the emulator (sequentially consistent) gave {} {outcome:?}, \
+                             which the model forbids",
+                            outcome_text(&verdict.terms, outcome)
+                        );
+                    }
+                    instances += run.instances;
+                    unfinished += run.did_not_terminate;
                     generated += 1;
                 }
                 Err(why) => refused.push(format!("{rel}: {why}")),
@@ -599,11 +637,22 @@ mod corpus_kernels {
                 "a refusal that names nothing: {r}"
             );
         }
-        eprintln!("{generated} of {} generate and assemble", listed.len());
+        eprintln!(
+            "{generated} of {} generate, assemble and emulate ({instances} instances, \
+             {unfinished} did not terminate) in {:.1} s",
+            listed.len(),
+            started.elapsed().as_secs_f64()
+        );
         assert!(
-            generated >= 50,
+            generated >= FLOOR,
             "{generated} of 264; refused:\n{}",
             refused.join("\n")
         );
     }
+
+    /// Tests of the 264 that generate today. The others use constructs no kernel expresses
+    /// (the model's texture/surface/constant proxy fences, which PTX lacks; surface and
+    /// texture objects the runner does not bind; several GPUs) or barriers a hardware barrier
+    /// could not complete (docs/LITMUS.md).
+    const FLOOR: usize = 120;
 }

@@ -52,6 +52,9 @@ pub struct Emulated {
     pub barrier_timeouts: u64,
     /// Instructions executed, all threads and launches.
     pub steps: u64,
+    /// Instances one of whose threads stopped at the loop cap ("did not terminate within
+    /// [`kernel::LOOP_CAP`]"): not outcomes, and not in the histogram.
+    pub did_not_terminate: u64,
 }
 
 /// `launches` emulated launches of `test` under `params`, each with a random iteration plan
@@ -72,6 +75,7 @@ pub fn emulate(
         instances: 0,
         barrier_timeouts: 0,
         steps: 0,
+        did_not_terminate: 0,
     };
     for _ in 0..launches {
         let plan = IterationPlan::random(&g, &mut rng);
@@ -82,6 +86,7 @@ pub fn emulate(
         out.instances += u64::from(g.instances());
         out.barrier_timeouts += u64::from(run.timeouts);
         out.steps += run.steps;
+        out.did_not_terminate += run.did_not_terminate;
     }
     Ok(out)
 }
@@ -138,8 +143,8 @@ struct Thread {
     pc: usize,
     regs: HashMap<String, u64>,
     done: bool,
-    /// Waiting at `bar.sync` for this generation of its CTA's barrier to complete.
-    waiting: Option<u64>,
+    /// Waiting at a barrier (its id) for this generation of it to complete.
+    waiting: Option<(u64, u64)>,
     tid: u64,
     ctaid: u64,
 }
@@ -149,8 +154,9 @@ struct Machine<'a> {
     mem: HashMap<u64, u32>,
     params: HashMap<String, u64>,
     ntid: u64,
-    /// Per CTA: threads arrived at the current `bar.sync`, and completed generations.
-    barrier: HashMap<u64, (u64, u64)>,
+    /// Per (CTA, barrier id): threads arrived in the current phase, and completed phases
+    /// (PTX ISA "bar, barrier": a phase completes when its thread count has arrived).
+    barrier: HashMap<(u64, u64), (u64, u64)>,
 }
 
 /// Where CTA c's shared memory starts in the emulator's one address space.
@@ -193,7 +199,10 @@ impl Machine<'_> {
     fn runnable(&self, t: &Thread) -> bool {
         match t.waiting {
             None => true,
-            Some(generation) => self.barrier.get(&t.ctaid).is_some_and(|b| b.1 > generation),
+            Some((id, generation)) => self
+                .barrier
+                .get(&(t.ctaid, id))
+                .is_some_and(|b| b.1 > generation),
         }
     }
 
@@ -275,6 +284,19 @@ impl Machine<'_> {
                 (op == "atom").then_some(u64::from(old))
             }
             "fence" => None,
+            "mul" if has("lo") => Some(u64::from((v(1)? as u32).wrapping_mul(v(2)? as u32))),
+            "div" if has("s32") => {
+                let (x, y) = (v(1)? as u32 as i32, v(2)? as u32 as i32);
+                Some(u64::from(x.checked_div(y).unwrap_or(0) as u32))
+            }
+            "rem" => {
+                let d = v(2)? as u32;
+                Some(u64::from((v(1)? as u32).checked_rem(d).unwrap_or(0)))
+            }
+            "shr" => Some(u64::from((v(1)? as u32) >> (v(2)? as u32 & 31))),
+            "and" => Some(u64::from(v(1)? as u32 & v(2)? as u32)),
+            "or" => Some(u64::from(v(1)? as u32 | v(2)? as u32)),
+            "xor" => Some(u64::from(v(1)? as u32 ^ v(2)? as u32)),
             "cvta" | "mov" => Some(v(1)?),
             "mad" => Some(u64::from((v(1)? * v(2)? + v(3)?) as u32)),
             "mul" => Some((v(1)? as u32 as u64) * (v(2)? as u32 as u64)),
@@ -282,11 +304,25 @@ impl Machine<'_> {
             "add" => Some(u64::from((v(1)? as u32).wrapping_add(v(2)? as u32))),
             "neg" => Some(u64::from((v(1)? as u32).wrapping_neg())),
             "setp" => {
-                let (x, y) = (v(1)? as u32, v(2)? as u32);
+                // Unsigned or signed 32-bit comparison, as the type says.
+                let (x, y) = if has("s32") {
+                    (
+                        i64::from(v(1)? as u32 as i32),
+                        i64::from(v(2)? as u32 as i32),
+                    )
+                } else {
+                    (i64::from(v(1)? as u32), i64::from(v(2)? as u32))
+                };
                 let r = if has("eq") {
                     x == y
+                } else if has("ne") {
+                    x != y
                 } else if has("lt") {
                     x < y
+                } else if has("le") {
+                    x <= y
+                } else if has("gt") {
+                    x > y
                 } else if has("ge") {
                     x >= y
                 } else {
@@ -298,14 +334,21 @@ impl Machine<'_> {
                 t.pc = self.prog.labels[arg(0)?];
                 None
             }
-            "bar" => {
-                let ntid = self.ntid;
-                let b = self.barrier.entry(t.ctaid).or_insert((0, 0));
+            // `bar.sync a` (all the CTA's threads), `barrier.sync a, b` and
+            // `barrier.arrive a, b` (b threads; arrive does not wait).
+            "bar" | "barrier" => {
+                let id = v(0)?;
+                let count = if a.len() > 1 { v(1)? } else { self.ntid };
+                let arrive = has("arrive");
+                if !arrive && !has("sync") {
+                    return Err(unsupported(&ins.opcode));
+                }
+                let b = self.barrier.entry((t.ctaid, id)).or_insert((0, 0));
                 b.0 += 1;
-                if b.0 == ntid {
+                if b.0 == count {
                     *b = (0, b.1 + 1);
-                } else {
-                    t.waiting = Some(b.1);
+                } else if !arrive {
+                    t.waiting = Some((id, b.1));
                 }
                 None
             }
@@ -356,6 +399,7 @@ struct Launch {
     /// Spin-barrier timeouts the kernel counted.
     timeouts: u32,
     steps: u64,
+    did_not_terminate: u64,
 }
 
 /// One emulated launch of the generated kernel `prog` for geometry `g` and plan `plan`.
@@ -437,11 +481,12 @@ fn launch_program(
     let res = read(&m.mem, BASES[1].1, n * g.slots.len());
     let mem = read(&m.mem, BASES[0].1, g.location_words());
     let mut histogram = Histogram::new();
-    layout::decode(g, terms, &t, &res, &mem, &mut histogram)?;
+    let did_not_terminate = layout::decode(g, terms, &t, &res, &mem, &mut histogram)?;
     Ok(Launch {
         histogram,
         timeouts: read(&m.mem, BASES[4].1, 2)[1],
         steps,
+        did_not_terminate,
     })
 }
 

@@ -384,3 +384,89 @@ fn emulate_counts_every_instance_of_every_launch() {
     assert!(run.histogram.keys().all(|o| sc.contains(o)), "{run:?}");
     assert_eq!(emulate(&test, &params, 3, 7).unwrap(), run);
 }
+
+fn one_role_params() -> StressParams {
+    StressParams {
+        testing_workgroups: 2,
+        workgroup_size: 32,
+        max_workgroups: 2,
+        stress_iterations: 2,
+        pre_stress_iterations: 1,
+        ..StressParams::default()
+    }
+}
+
+/// A spin loop that waits for a store that no thread makes stops at the loop cap: every
+/// instance is counted "did not terminate", none becomes an outcome, and the launch ends.
+#[test]
+fn a_spin_that_never_ends_stops_at_the_cap_and_is_no_outcome() {
+    let test = crate::atomics::litmus::from_yaml(
+        "name: spin-forever\n\
+         threads:\n\
+         - cta: 0\n  ops:\n\
+         \x20 - label: {name: L}\n\
+         \x20 - ld: {reg: r0, loc: x, sem: relaxed, scope: gpu}\n\
+         \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
+         - cta: 1\n  ops:\n\
+         \x20 - st: {loc: y, val: 1}\n\
+         condition: 'exists (P0:r0 == 1)'\n",
+    )
+    .unwrap();
+    let run = emulate(&test, &one_role_params(), 1, 3).unwrap();
+    assert!(run.instances > 0);
+    assert_eq!(run.did_not_terminate, run.instances);
+    assert!(run.histogram.is_empty(), "{:?}", run.histogram);
+}
+
+/// Message passing with a spin on the flag: on a sequentially consistent machine the spin
+/// ends once the flag's store arrives, and the data store precedes it in program order, so
+/// the only outcome is r0 = 1, r1 = 1 (no instance stops at the cap).
+#[test]
+fn a_spin_ends_when_the_awaited_store_arrives() {
+    let test = crate::atomics::litmus::from_yaml(
+        "name: MP+spin\n\
+         threads:\n\
+         - cta: 0\n  ops:\n\
+         \x20 - st: {loc: x, val: 1}\n\
+         \x20 - st: {loc: y, val: 1, sem: release, scope: gpu}\n\
+         - cta: 1\n  ops:\n\
+         \x20 - label: {name: L}\n\
+         \x20 - ld: {reg: r0, loc: y, sem: acquire, scope: gpu}\n\
+         \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
+         \x20 - ld: {reg: r1, loc: x}\n\
+         condition: 'exists (P1:r0 == 1 /\\ P1:r1 == 0)'\n",
+    )
+    .unwrap();
+    let run = emulate(&test, &one_role_params(), 2, 5).unwrap();
+    assert_eq!(run.did_not_terminate, 0);
+    let only: Vec<&Vec<i64>> = run.histogram.keys().collect();
+    assert_eq!(only, vec![&vec![1, 1]], "{:?}", run.histogram);
+    assert_eq!(run.histogram[&vec![1, 1]], run.instances);
+}
+
+/// A barrier between a store and a load of another thread of the CTA: the load runs after
+/// the barrier completes, which is after the store (PTX ISA "bar, barrier"), so it reads 1.
+#[test]
+fn a_barrier_orders_a_store_before_another_threads_load() {
+    let test = crate::atomics::litmus::from_yaml(
+        "name: bar-MP\n\
+         threads:\n\
+         - cta: 0\n  ops:\n\
+         \x20 - st: {loc: x, val: 1}\n\
+         \x20 - barrier: {instance: 1}\n\
+         - cta: 0\n  ops:\n\
+         \x20 - barrier: {instance: 1}\n\
+         \x20 - ld: {reg: r0, loc: x}\n\
+         condition: 'exists (P1:r0 == 0)'\n",
+    )
+    .unwrap();
+    let params = StressParams {
+        testing_workgroups: 1,
+        workgroup_size: 64,
+        max_workgroups: 1,
+        ..one_role_params()
+    };
+    let run = emulate(&test, &params, 2, 9).unwrap();
+    assert!(run.instances > 0);
+    assert_eq!(run.histogram.keys().collect::<Vec<_>>(), vec![&vec![1]]);
+}
