@@ -1214,8 +1214,8 @@ static int peer_dma(int fd, uint64_t h, uint64_t offset, uint32_t len,
 /* Whether /dev/kmsg (opened at the end) gets a DMAR fault of this kind for
  * the page of addr from the peer, within a few seconds.
  */
-static int wait_dmar_fault(int kmsg, const struct peer *pr, const char *kind,
-			   uint64_t addr, char *seen, size_t seen_len)
+static int wait_dmar_fault_for(int kmsg, const struct peer *pr, const char *kind,
+			       uint64_t addr, char *seen, size_t seen_len, int max_tries)
 {
 	char want_dev[32], want_addr[40], rec[1024];
 	int tries;
@@ -1224,7 +1224,7 @@ static int wait_dmar_fault(int kmsg, const struct peer *pr, const char *kind,
 		 pr->devfn >> 3, pr->devfn & 7);
 	snprintf(want_addr, sizeof(want_addr), "fault addr 0x%llx",
 		 (unsigned long long)(addr & ~0xfffULL));
-	for (tries = 0; tries < 300; tries++) {
+	for (tries = 0; tries < max_tries; tries++) {
 		ssize_t n = read(kmsg, rec, sizeof(rec) - 1);
 
 		if (n < 0 && errno == EPIPE)
@@ -1243,6 +1243,100 @@ static int wait_dmar_fault(int kmsg, const struct peer *pr, const char *kind,
 			return 1;
 		}
 	}
+	return 0;
+}
+
+static int wait_dmar_fault(int kmsg, const struct peer *pr, const char *kind,
+			   uint64_t addr, char *seen, size_t seen_len)
+{
+	return wait_dmar_fault_for(kmsg, pr, kind, addr, seen, seen_len, 300);
+}
+
+struct inflight {
+	int gp;
+	uint64_t handle;
+	volatile int started, done, ret;
+};
+
+static void *inflight_read(void *arg)
+{
+	struct inflight *f = arg;
+
+	f->started = 1;
+	f->ret = peer_dma(f->gp, f->handle, 0, IOMMU_XFER, 0, 0, NULL);
+	f->done = 1;
+	return NULL;
+}
+
+/*
+ * §3.4 / §2.3: the callback waits for the peer's transfer in flight, and the
+ * pages are unmapped only after it returns: a free during edu's DMA read
+ * leaves the transfer whole (no DMAR fault, edu's buffer holds the source's
+ * bytes, copied out to a second allocation to be read).
+ */
+static int sc_iommu_free_waits_for_peer_dma(struct ctx *c)
+{
+	struct gpucts_p2p_dma_map d;
+	struct gpucts_p2p_pin pa, pb;
+	struct inflight f;
+	struct peer pr;
+	pthread_t t;
+	char seen[256];
+	uint64_t va, vb, dma[1] = { 0 }, k;
+	volatile uint64_t *w;
+	void *m;
+	int r, err, kmsg, tries, overlapped = 0;
+
+	r = iommu_peer(c, &pr);
+	if (r)
+		return r;
+	CHECK_OK(tp_alloc(c->tp, align_bytes, &vb, NULL), "alloc b");
+	CHECK_OK(gp_pin(c->gp, vb, align_bytes, 0, &pb), "pin b");
+	m = gp_mmap(c->gp, &pb, pb.pinned_length, &err);
+	CHECK(m, "mmap: %s", strerror(-err));
+	w = m;
+	CHECK_OK(dma_map_peer(c->gp, pb.handle, &pr, NULL, 0, &d), "DMA_MAP b for edu");
+	for (tries = 0; tries < 5 && !overlapped; tries++) {
+		CHECK_OK(tp_alloc(c->tp, align_bytes, &va, NULL), "alloc a");
+		CHECK_OK(gp_pin(c->gp, va, align_bytes, 0, &pa), "pin a");
+		CHECK_OK(dma_map_peer(c->gp, pa.handle, &pr, dma, 1, &d), "DMA_MAP a for edu");
+		kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		CHECK(kmsg >= 0, "open /dev/kmsg: %s", strerror(errno));
+		lseek(kmsg, 0, SEEK_END);
+		memset(&f, 0, sizeof(f));
+		f.gp = c->gp;
+		f.handle = pa.handle;
+		CHECK(!pthread_create(&t, NULL, inflight_read, &f), "pthread_create");
+		while (!f.started)
+			usleep(1000);
+		usleep(20000);	/* edu's transfer takes 100 ms of guest time */
+		overlapped = !f.done;
+		CHECK(tp_free(c->tp, va) == 1, "free fired no callback");
+		pthread_join(t, NULL);
+		if (f.ret == -ESTALE) {
+			overlapped = 0;	/* revoked before the transfer began: again */
+		} else {
+			CHECK(f.ret == 0, "PEER_DMA during the free: %s", strerror(-f.ret));
+			CHECK(!wait_dmar_fault_for(kmsg, &pr, "DMA", dma[0], seen, sizeof(seen), 50),
+			      "the transfer in flight faulted: %s", seen);
+		}
+		close(kmsg);
+		CHECK_OK(gp_unpin(c->gp, pa.handle, NULL), "unpin a");
+	}
+	CHECK(overlapped, "the free never overlapped the transfer in 5 tries");
+	/* edu's buffer -> b, whose own bytes differ from a's */
+	CHECK_OK(peer_dma(c->gp, pb.handle, 0, IOMMU_XFER, 0, GPUCTS_P2P_PEER_DMA_TO_MEM, NULL),
+		 "PEER_DMA edu -> b");
+	for (k = 0; k < IOMMU_XFER / 8; k++)
+		CHECK(w[k] == GPUCTS_TESTPROV_PATTERN(va + 8 * k),
+		      "word %llu: 0x%llx, the freed source held 0x%llx", (unsigned long long)k,
+		      (unsigned long long)w[k],
+		      (unsigned long long)GPUCTS_TESTPROV_PATTERN(va + 8 * k));
+	munmap(m, pb.pinned_length);
+	CHECK_OK(gp_unpin(c->gp, pb.handle, NULL), "unpin b");
+	tp_free(c->tp, vb);
+	CHECK(tp_stats(c->tp).dma_mappings == 0, "mappings left in the provider");
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
 	return 0;
 }
 
@@ -1606,6 +1700,7 @@ static const struct scenario scenarios[] = {
 	{ "iommu_iova_not_physical", sc_iommu_iova_not_physical },
 	{ "iommu_dma_roundtrip", sc_iommu_dma_roundtrip },
 	{ "iommu_stale_iova_faults_after_revoke", sc_iommu_stale_iova_faults_after_revoke },
+	{ "iommu_free_waits_for_peer_dma", sc_iommu_free_waits_for_peer_dma },
 };
 
 int main(int argc, char **argv)

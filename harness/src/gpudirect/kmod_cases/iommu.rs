@@ -98,6 +98,17 @@ impl Kmsg {
     /// peer at `addr`'s page, waited for up to 3 s:
     /// `DMAR: [DMA Write NO_PASID] Request device [bb:dd.f] fault addr 0x... [fault reason ...]`.
     fn dmar_fault(&mut self, peer: &Peer, kind: &str, addr: u64) -> Option<String> {
+        self.dmar_fault_within(peer, kind, addr, 300)
+    }
+
+    /// As [`Kmsg::dmar_fault`], waiting `tries` × 10 ms.
+    fn dmar_fault_within(
+        &mut self,
+        peer: &Peer,
+        kind: &str,
+        addr: u64,
+        tries: u32,
+    ) -> Option<String> {
         let (_, bus, devfn) = peer.addr;
         let dev = format!(
             "Request device [{bus:02x}:{:02x}.{}]",
@@ -106,7 +117,7 @@ impl Kmsg {
         );
         let at = format!("fault addr {:#x}", addr & !0xfff);
         let mut buf = [0u8; 1024];
-        for _ in 0..300 {
+        for _ in 0..tries {
             match self.0.read(&mut buf) {
                 Ok(n) if n > 0 => {
                     let rec = String::from_utf8_lossy(&buf[..n]);
@@ -388,4 +399,95 @@ pub(super) fn iommu_stale_iova_faults_after_revoke(c: &Ctx) -> Step<Option<Strin
         c.free(va)?;
     }
     Ok(write_fault)
+}
+
+/// §3.4 / §2.3: the callback waits for the peer's transfer in flight and the pages are unmapped
+/// only after it returns: a free during edu's DMA read leaves the transfer whole (no DMAR
+/// fault; edu's buffer holds the source's bytes, copied out to a second allocation to read).
+pub(super) fn iommu_free_waits_for_peer_dma(c: &Ctx) -> Step<Option<String>> {
+    needs_provider(c)?;
+    let peer = iommu_peer(c)?;
+    let a = c.a;
+    let vb = c.alloc(a)?;
+    let pb = call(c.pin(vb, a, 0), "PIN b")?;
+    let m = call(c.map(&pb, pb.pinned_length), "mmap b")?;
+    map_for(c, pb.handle, &peer, &mut [0u64; 1])?;
+    let mut source = None;
+    for _ in 0..5 {
+        let va = c.alloc(a)?;
+        let pa = call(c.pin(va, a, 0), "PIN a")?;
+        let mut dma = [0u64; 1];
+        map_for(c, pa.handle, &peer, &mut dma)?;
+        let mut kmsg = Kmsg::open()?;
+        let started = AtomicBool::new(false);
+        let done = AtomicBool::new(false);
+        let gp = &c.gp;
+        let (ret, overlapped, cbs) = std::thread::scope(|s| {
+            let t = s.spawn(|| {
+                started.store(true, Ordering::SeqCst);
+                let r = gp.peer_dma(pa.handle, 0, XFER, 0, 0);
+                done.store(true, Ordering::SeqCst);
+                r
+            });
+            while !started.load(Ordering::SeqCst) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            // edu's transfer takes 100 ms of guest time
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            let overlapped = !done.load(Ordering::SeqCst);
+            let cbs = c.free(va);
+            (t.join(), overlapped, cbs)
+        });
+        let ret = ret.map_err(|_| CaseStatus::error("the PEER_DMA thread panicked"))?;
+        let cbs = cbs?;
+        ensure!(
+            cbs.unwrap_or(1) == 1,
+            "the free fired the callback",
+            "{cbs:?}"
+        );
+        match ret {
+            // revoked before the transfer began: not the race; again
+            Err(Errno(libc::ESTALE)) => {}
+            r => {
+                call(r, "PEER_DMA during the free")?;
+                let fault = kmsg.dmar_fault_within(&peer, "DMA", dma[0], 50);
+                ensure!(
+                    fault.is_none(),
+                    "no DMAR fault for the transfer in flight",
+                    "{fault:?}"
+                );
+                if overlapped {
+                    source = Some(va);
+                }
+            }
+        }
+        unpin(c, pa.handle, "UNPIN a")?;
+        if source.is_some() {
+            break;
+        }
+    }
+    let Some(va) = source else {
+        return Err(CaseStatus::fail(
+            "a free overlapping edu's transfer",
+            "the transfer was never in flight at the free in 5 tries",
+        ));
+    };
+    // edu's buffer -> b, whose own bytes differ from a's
+    call(
+        c.gp.peer_dma(pb.handle, 0, XFER, 0, kmod::PEER_DMA_TO_MEM),
+        "PEER_DMA edu -> b",
+    )?;
+    for k in 0..u64::from(XFER) / 8 {
+        let want = testprov_pattern(va + 8 * k);
+        let got = m.read((8 * k) as usize);
+        ensure!(
+            got == Ok(want),
+            format!("the freed source's bytes {want:#x}, read whole before the unmapping"),
+            "word {k}: {got:?}"
+        );
+    }
+    drop(m);
+    unpin(c, pb.handle, "UNPIN b")?;
+    c.free(vb)?;
+    Ok(None)
 }

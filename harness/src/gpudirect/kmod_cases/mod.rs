@@ -65,6 +65,7 @@ pub enum Scenario {
     IommuIovaNotPhysical,
     IommuDmaRoundtrip,
     IommuStaleIovaFaultsAfterRevoke,
+    IommuFreeWaitsForPeerDma,
 }
 
 impl Scenario {
@@ -86,7 +87,10 @@ impl Scenario {
             | RevokedOnContextDestroy => vec![Capability::Kmod, Capability::Testprov],
             // edu behind intel-iommu, in ci/kmod-vm's guest (the case checks, and skips
             // naming what the machine lacks)
-            IommuIovaNotPhysical | IommuDmaRoundtrip | IommuStaleIovaFaultsAfterRevoke => {
+            IommuIovaNotPhysical
+            | IommuDmaRoundtrip
+            | IommuStaleIovaFaultsAfterRevoke
+            | IommuFreeWaitsForPeerDma => {
                 vec![Capability::Kmod, Capability::Testprov]
             }
             _ => vec![Capability::Kmod],
@@ -154,7 +158,10 @@ use errnos::{
     addresses_need_cap_sys_admin, bad_args, incompatible_version, injected_enomem,
     other_process_eacces,
 };
-use iommu::{iommu_dma_roundtrip, iommu_iova_not_physical, iommu_stale_iova_faults_after_revoke};
+use iommu::{
+    iommu_dma_roundtrip, iommu_free_waits_for_peer_dma, iommu_iova_not_physical,
+    iommu_stale_iova_faults_after_revoke,
+};
 use pinning::{
     get_version, mmap_cpu_access, page_table, pin_size_classes, pin_unaligned_rounded,
     pin_unpin_aligned, pin_zero_length, provider_rejects_unaligned,
@@ -483,6 +490,7 @@ fn run_scenario(sc: Scenario, c: &Ctx) -> Step<Option<String>> {
         IommuIovaNotPhysical => iommu_iova_not_physical(c),
         IommuDmaRoundtrip => iommu_dma_roundtrip(c),
         IommuStaleIovaFaultsAfterRevoke => iommu_stale_iova_faults_after_revoke(c),
+        IommuFreeWaitsForPeerDma => iommu_free_waits_for_peer_dma(c),
     }
 }
 
