@@ -27,6 +27,13 @@
  *    race that crashed R515-R535 drivers, §1.10; or always on Tegra, §4.4.3)
  *    the callback owns the page table and UNPIN waits for it to finish.
  *
+ * The peer: the module binds QEMU's edu device (PCI 1234:11e8) as a DMA
+ * peer standing in for a NIC.  PEER_DMA drives its DMA engine with the bus
+ * addresses nvidia_p2p_dma_map_pages returned, as a user of the pin (so the
+ * callback waits for the transfer) and under pin->dma_lock (so DMA_UNMAP
+ * cannot unmap under it).  Lock order: pin->dma_lock, gp_edu.lock,
+ * pin->lock.
+ *
  * The driver must not run the callback after put_pages has returned; this is
  * the fixed behaviour since R535.14 (§1.10) and what the test provider does.
  */
@@ -47,6 +54,11 @@
 #include <linux/pci.h>
 #include <linux/uaccess.h>
 #include <linux/version.h>
+#include <linux/dma-mapping.h>
+#include <linux/delay.h>
+#include <linux/jiffies.h>
+#include <linux/io.h>
+#include <linux/io-64-nonatomic-lo-hi.h>
 
 #include "nv-p2p.h"
 #include "gpucts_p2p.h"
@@ -81,6 +93,7 @@ struct gp_pin {
 	u64 va, len;		/* as passed to get_pages */
 	struct address_space *mapping;
 
+	struct mutex dma_lock;	/* PEER_DMA against DMA_UNMAP */
 	struct mutex lock;	/* the fields below */
 	enum gp_state state;
 	bool cb_ran;
@@ -102,6 +115,25 @@ struct gp_file {
 	struct xarray pins;	/* handle -> struct gp_pin */
 	struct address_space *mapping;
 };
+
+/* QEMU's edu device (docs/specs/edu.txt), the DMA peer */
+#define GP_EDU_ID		0x00
+#define GP_EDU_DMA_SRC		0x80
+#define GP_EDU_DMA_DST		0x88
+#define GP_EDU_DMA_CNT		0x90
+#define GP_EDU_DMA_CMD		0x98
+#define GP_EDU_CMD_RUN		0x1
+#define GP_EDU_CMD_TO_RAM	0x2	/* edu buffer -> bus address */
+#define GP_EDU_BUF		0x40000	/* the buffer in edu's address space */
+#define GP_EDU_DMA_BITS		28	/* edu's default dma_mask */
+#define GP_EDU_TIMEOUT_MS	2000	/* a transfer takes 100 ms of guest time */
+
+static struct {
+	struct mutex lock;	/* the engine: one transfer at a time */
+	struct pci_dev *pdev;	/* bound device, or NULL */
+	void __iomem *regs;
+	bool wedged;		/* a transfer never finished */
+} gp_edu = { .lock = __MUTEX_INITIALIZER(gp_edu.lock) };
 
 static DEFINE_IDA(gp_ida);
 /* handles alive in the module (GPUCTS_P2P_IOC_STATS): from PIN to release */
@@ -361,7 +393,39 @@ static long gp_ioc_version(void __user *argp)
 #endif
 	if (capable(CAP_SYS_ADMIN))
 		v.caps |= GPUCTS_P2P_CAP_ADDRESSES;
+	mutex_lock(&gp_edu.lock);
+	if (gp_edu.pdev && !gp_edu.wedged)
+		v.caps |= GPUCTS_P2P_CAP_PEER_DMA;
+	mutex_unlock(&gp_edu.lock);
 	return copy_to_user(argp, &v, sizeof(v)) ? -EFAULT : 0;
+}
+
+/*
+ * gpudirect §1.10: get_pages no longer accepts a NULL callback.  Ask with
+ * one; a driver that accepts it could never revoke the pin, so the pages go
+ * straight back and the caller learns it from -EPROTO.
+ */
+static long gp_pin_no_callback(const struct gpucts_p2p_pin *arg, u64 va, u64 len)
+{
+	struct nvidia_p2p_page_table *pt = NULL;
+	int ret;
+
+#ifdef GPUCTS_TEGRA
+	ret = nvidia_p2p_get_pages(va, len, &pt, NULL, NULL);
+#else
+	ret = nvidia_p2p_get_pages(arg->p2p_token, arg->va_space_token, va, len,
+				   &pt, NULL, NULL);
+#endif
+	if (ret)
+		return ret;
+#ifdef GPUCTS_TEGRA
+	ret = nvidia_p2p_put_pages(pt);
+#else
+	ret = nvidia_p2p_put_pages(arg->p2p_token, arg->va_space_token, va, pt);
+#endif
+	if (ret)
+		pr_err("gpucts_p2p: put_pages of a NULL-callback pin: %d\n", ret);
+	return -EPROTO;
 }
 
 static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
@@ -374,6 +438,9 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 	if (copy_from_user(&arg, argp, sizeof(arg)))
 		return -EFAULT;
 	if (arg.flags & ~GPUCTS_P2P_PIN_FLAGS)
+		return -EINVAL;
+	if ((arg.flags & GPUCTS_P2P_PIN_NO_CALLBACK) &&
+	    (arg.flags & GPUCTS_P2P_PIN_PERSISTENT))
 		return -EINVAL;
 	if (!arg.length || arg.va + arg.length < arg.va)
 		return -EINVAL;
@@ -395,6 +462,8 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 		start = round_down(start, GP_ALIGN);
 		end = round_up(end, GP_ALIGN);
 	}
+	if (arg.flags & GPUCTS_P2P_PIN_NO_CALLBACK)
+		return gp_pin_no_callback(&arg, start, end - start);
 
 	pin = kzalloc(sizeof(*pin), GFP_KERNEL);
 	if (!pin)
@@ -413,6 +482,7 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 	pin->va = start;
 	pin->len = end - start;
 	pin->mapping = gf->mapping;
+	mutex_init(&pin->dma_lock);
 	mutex_init(&pin->lock);
 	pin->state = GP_PINNED;
 	atomic_set(&pin->users, 0);
@@ -676,6 +746,8 @@ static long gp_ioc_dma_unmap(struct gp_file *gf, void __user *argp)
 	ret = gp_get_user(pin);
 	if (ret)
 		goto out_put;
+	/* a peer transfer using the mapping finishes first */
+	mutex_lock(&pin->dma_lock);
 	mutex_lock(&pin->lock);
 	dma = pin->dma;
 	peer = pin->peer;
@@ -687,6 +759,7 @@ static long gp_ioc_dma_unmap(struct gp_file *gf, void __user *argp)
 		ret = gp_dma_unmap(pin, peer, pin->pt, dma);
 		pci_dev_put(peer);
 	}
+	mutex_unlock(&pin->dma_lock);
 	gp_put_user(pin);
 out_put:
 	gp_pin_put(pin);
@@ -727,6 +800,139 @@ static long gp_ioc_stats(void __user *argp)
 	return copy_to_user(argp, &st, sizeof(st)) ? -EFAULT : 0;
 }
 
+/* One transfer of edu's engine; gp_edu.lock held, a device bound. */
+static int gp_edu_transfer(u64 bus, u32 len, u32 peer_off, bool to_mem)
+{
+	unsigned long deadline;
+	u64 buf = GP_EDU_BUF + peer_off;
+
+	lockdep_assert_held(&gp_edu.lock);
+	if (gp_edu.wedged)
+		return -EIO;
+	writeq(to_mem ? buf : bus, gp_edu.regs + GP_EDU_DMA_SRC);
+	writeq(to_mem ? bus : buf, gp_edu.regs + GP_EDU_DMA_DST);
+	writeq(len, gp_edu.regs + GP_EDU_DMA_CNT);
+	writeq(GP_EDU_CMD_RUN | (to_mem ? GP_EDU_CMD_TO_RAM : 0),
+	       gp_edu.regs + GP_EDU_DMA_CMD);
+	deadline = jiffies + msecs_to_jiffies(GP_EDU_TIMEOUT_MS);
+	while (readq(gp_edu.regs + GP_EDU_DMA_CMD) & GP_EDU_CMD_RUN) {
+		if (time_after(jiffies, deadline)) {
+			/* it may still touch the address: never reuse it */
+			gp_edu.wedged = true;
+			return -ETIMEDOUT;
+		}
+		usleep_range(2000, 4000);
+	}
+	return 0;
+}
+
+/* Whether [bus, bus + len) is addressable by the bound edu device. */
+static bool gp_edu_reaches(u64 bus, u32 len)
+{
+	u64 mask = dma_get_mask(&gp_edu.pdev->dev);
+
+	return bus <= mask && len - 1 <= mask - bus;
+}
+
+static long gp_peer_dma_raw(struct gpucts_p2p_peer_dma *arg)
+{
+	bool to_mem = arg->flags & GPUCTS_P2P_PEER_DMA_TO_MEM;
+	long ret;
+
+	mutex_lock(&gp_edu.lock);
+	ret = -ENODEV;
+	if (!gp_edu.pdev)
+		goto out;
+	ret = -ERANGE;
+	if (!gp_edu_reaches(arg->offset, arg->length))
+		goto out;
+	pr_notice("gpucts_p2p: raw peer DMA %s bus address 0x%llx, %u bytes\n",
+		  to_mem ? "write to" : "read from", arg->offset, arg->length);
+	ret = gp_edu_transfer(arg->offset, arg->length, arg->peer_offset, to_mem);
+	arg->bus_addr = arg->offset;
+out:
+	mutex_unlock(&gp_edu.lock);
+	return ret;
+}
+
+/* The engine on the handle's mapping, as a user of the pin. */
+static long gp_peer_dma_pin(struct gp_pin *pin, struct gpucts_p2p_peer_dma *arg)
+{
+	bool to_mem = arg->flags & GPUCTS_P2P_PEER_DMA_TO_MEM;
+	struct nvidia_p2p_dma_mapping *dma;
+	struct pci_dev *peer;
+	u64 psize, idx, within;
+	long ret;
+
+	mutex_lock(&pin->dma_lock);
+	mutex_lock(&gp_edu.lock);
+	mutex_lock(&pin->lock);
+	dma = pin->dma;
+	peer = pin->peer;
+	mutex_unlock(&pin->lock);
+	ret = -ENODEV;
+	if (!gp_edu.pdev || !dma || peer != gp_edu.pdev)
+		goto out;
+	ret = -EPROTO;
+	if (!NVIDIA_P2P_DMA_MAPPING_VERSION_COMPATIBLE(dma))
+		goto out;
+	ret = -ERANGE;
+	psize = gp_page_bytes(dma->page_size_type);
+	if (!psize || arg->offset >= pin->len ||
+	    arg->length > pin->len - arg->offset)
+		goto out;
+	idx = div64_u64(arg->offset, psize);
+	within = arg->offset - idx * psize;
+	if (idx >= dma->entries || arg->length > psize - within)
+		goto out;
+	arg->bus_addr = dma->dma_addresses[idx] + within;
+	if (!gp_edu_reaches(arg->bus_addr, arg->length))
+		goto out;
+	ret = gp_edu_transfer(arg->bus_addr, arg->length, arg->peer_offset,
+			      to_mem);
+out:
+	mutex_unlock(&gp_edu.lock);
+	mutex_unlock(&pin->dma_lock);
+	return ret;
+}
+
+static long gp_ioc_peer_dma(struct gp_file *gf, void __user *argp)
+{
+	struct gpucts_p2p_peer_dma arg;
+	struct gp_pin *pin;
+	long ret;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.pad || (arg.flags & ~GPUCTS_P2P_PEER_DMA_FLAGS) || !arg.length ||
+	    arg.peer_offset >= GPUCTS_P2P_PEER_BUF_SIZE ||
+	    arg.length >= GPUCTS_P2P_PEER_BUF_SIZE - arg.peer_offset)
+		return -EINVAL;
+	if (arg.flags & GPUCTS_P2P_PEER_DMA_RAW) {
+		if (arg.handle)
+			return -EINVAL;
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+		ret = gp_peer_dma_raw(&arg);
+	} else {
+		pin = gp_lookup(gf, arg.handle);
+		if (IS_ERR(pin))
+			return PTR_ERR(pin);
+		/* a user: a revoked pin never reaches the engine, and the
+		 * callback waits for the transfer (gpudirect §2.3)
+		 */
+		ret = gp_get_user(pin);
+		if (!ret) {
+			ret = gp_peer_dma_pin(pin, &arg);
+			gp_put_user(pin);
+		}
+		gp_pin_put(pin);
+	}
+	if (ret)
+		return ret;
+	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
 static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct gp_file *gf = file->private_data;
@@ -749,6 +955,8 @@ static long gp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return gp_ioc_events(gf, argp);
 	case GPUCTS_P2P_IOC_STATS:
 		return gp_ioc_stats(argp);
+	case GPUCTS_P2P_IOC_PEER_DMA:
+		return gp_ioc_peer_dma(gf, argp);
 	default:
 		return -ENOTTY;
 	}
@@ -900,17 +1108,109 @@ static struct miscdevice gp_misc = {
 	.mode = 0666,
 };
 
+/* ---- the DMA peer: QEMU's edu device ---- */
+
+static int gp_edu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	void __iomem *regs;
+	int ret;
+
+	ret = pci_enable_device_mem(pdev);
+	if (ret)
+		return ret;
+	ret = pci_request_regions(pdev, "gpucts_p2p");
+	if (ret)
+		goto err_disable;
+	/* edu clamps addresses to 28 bits: the IOMMU must allocate below */
+	ret = dma_set_mask_and_coherent(&pdev->dev,
+					DMA_BIT_MASK(GP_EDU_DMA_BITS));
+	if (ret)
+		goto err_release;
+	regs = pci_iomap(pdev, 0, 0);
+	if (!regs) {
+		ret = -ENOMEM;
+		goto err_release;
+	}
+	if ((ioread32(regs + GP_EDU_ID) & 0xff) != 0xed) {
+		ret = -ENODEV;
+		goto err_unmap;
+	}
+	mutex_lock(&gp_edu.lock);
+	ret = gp_edu.pdev ? -EBUSY : 0;	/* one peer is enough */
+	if (!ret) {
+		pci_set_master(pdev);
+		gp_edu.pdev = pdev;
+		gp_edu.regs = regs;
+		gp_edu.wedged = false;
+	}
+	mutex_unlock(&gp_edu.lock);
+	if (ret)
+		goto err_unmap;
+	dev_info(&pdev->dev, "gpucts_p2p: DMA peer, %d-bit DMA mask\n",
+		 GP_EDU_DMA_BITS);
+	return 0;
+
+err_unmap:
+	pci_iounmap(pdev, regs);
+err_release:
+	pci_release_regions(pdev);
+err_disable:
+	pci_disable_device(pdev);
+	return ret;
+}
+
+static void gp_edu_remove(struct pci_dev *pdev)
+{
+	void __iomem *regs = NULL;
+
+	mutex_lock(&gp_edu.lock);
+	if (gp_edu.pdev == pdev) {
+		regs = gp_edu.regs;
+		gp_edu.pdev = NULL;
+		gp_edu.regs = NULL;
+	}
+	mutex_unlock(&gp_edu.lock);
+	if (!regs)
+		return;		/* probe refused it */
+	pci_clear_master(pdev);
+	pci_iounmap(pdev, regs);
+	pci_release_regions(pdev);
+	pci_disable_device(pdev);
+}
+
+static const struct pci_device_id gp_edu_ids[] = {
+	{ PCI_DEVICE(GPUCTS_P2P_PEER_VENDOR, GPUCTS_P2P_PEER_DEVICE) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, gp_edu_ids);
+
+static struct pci_driver gp_edu_driver = {
+	.name = "gpucts_p2p",
+	.id_table = gp_edu_ids,
+	.probe = gp_edu_probe,
+	.remove = gp_edu_remove,
+};
+
 static int __init gp_init(void)
 {
+	int ret;
+
 	pr_info("gpucts_p2p: interface %u.%u, %s flavour\n",
 		GPUCTS_P2P_VERSION_MAJOR, GPUCTS_P2P_VERSION_MINOR,
 		GP_FLAVOUR == GPUCTS_P2P_FLAVOUR_TEGRA ? "tegra" : "desktop");
-	return misc_register(&gp_misc);
+	ret = pci_register_driver(&gp_edu_driver);
+	if (ret)
+		return ret;
+	ret = misc_register(&gp_misc);
+	if (ret)
+		pci_unregister_driver(&gp_edu_driver);
+	return ret;
 }
 
 static void __exit gp_exit(void)
 {
 	misc_deregister(&gp_misc);
+	pci_unregister_driver(&gp_edu_driver);
 	ida_destroy(&gp_ida);
 }
 

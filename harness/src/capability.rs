@@ -113,6 +113,10 @@ capabilities! {
     /// producer-feature` does.
     ProducerFeature = "producer-feature", family: "producer-feature", probe: Case,
         hint: "needs a producer version that can express the case";
+    /// ci/kmod-vm's guest peer: QEMU's edu device behind QEMU's intel-iommu, bound by the
+    /// companion module (the gpudirect.kmod.iommu_* cases).
+    IommuPeer = "iommu-peer", family: "iommu-peer", probe: Case,
+        hint: "run ci/kmod-vm (QEMU 7.2+: -device intel-iommu, -device edu)";
     /// A public corpus under `../shared/corpora/` (read in place, never copied).
     Corpus = "corpus", family: "corpus", probe: Case,
         hint: "needs the public corpora checked out at ../shared/corpora/";
@@ -291,7 +295,7 @@ mod tests {
             Requirement::parse("warp-drive").unwrap_err().to_string(),
             "unknown capability `warp-drive` (known: gpu, ptxas, nvrtc, nvjitlink, libnvvm, \
              nvdisasm, cuobjdump, cccl, clang, kmod, rdma, testprov, peermem, dmabuf, \
-             producer-feature, corpus, toolchain)"
+             producer-feature, iommu-peer, corpus, toolchain)"
         );
         assert_eq!(
             "warp-drive".parse::<Capability>(),

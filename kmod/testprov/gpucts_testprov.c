@@ -10,6 +10,12 @@
  * behind.  At unload it prints the pins never released, which the VM runner
  * checks.
  *
+ * DMA mappings go through the kernel DMA API for the peer device
+ * (dma_map_page per GPU page), so with a translating IOMMU the addresses in
+ * nvidia_p2p_dma_mapping are IOVAs of that device, not physical addresses
+ * (gpudirect §4.3, dma_map_pages), and unmapping them takes the device's
+ * access away.
+ *
  * Revocation model: a revoked pin stays registered (state TP_REVOKING) until
  * its callback has returned, so a put_pages racing the free finds it and
  * waits for the callback instead of touching the freed page table, and no
@@ -30,6 +36,8 @@
 #include <linux/uaccess.h>
 #include <linux/sched.h>
 #include <linux/io.h>
+#include <linux/pci.h>
+#include <linux/dma-mapping.h>
 
 #include "nv-p2p.h"
 #include "gpucts_testprov.h"
@@ -66,6 +74,7 @@ struct tp_pin {
 	struct kref ref;
 	struct completion done;		/* callback returned */
 	struct tp_alloc *alloc;
+	unsigned int first;		/* index of the first pinned page in alloc */
 	u64 va, len;
 	struct nvidia_p2p_page_table *pt;	/* NULL once freed */
 	unsigned long pt_key;		/* pt as given out; compared, never read */
@@ -81,7 +90,10 @@ struct tp_dma {
 	struct list_head node;		/* pin->dmas */
 	struct nvidia_p2p_dma_mapping m;
 	struct tp_pin *pin;
-	const void *peer;
+	const void *peer;		/* as the caller passed it */
+	struct device *dev;		/* the peer's device, referenced */
+	enum dma_data_direction dir;
+	unsigned int mapped;		/* entries mapped with dma_map_page */
 };
 
 static DEFINE_MUTEX(tp_lock);
@@ -129,9 +141,21 @@ static void tp_free_pt(struct nvidia_p2p_page_table *pt)
 	kfree(pt);
 }
 
+static void tp_dma_unmap_entries(struct tp_dma *d)
+{
+	unsigned int i;
+
+	for (i = 0; i < d->mapped; i++)
+		dma_unmap_page(d->dev, d->m.dma_addresses[i], TP_PAGE_SIZE, d->dir);
+	d->mapped = 0;
+}
+
+/* Unmaps for the peer before forgetting: the device loses access here. */
 static void tp_free_dma(struct tp_dma *d)
 {
 	list_del(&d->node);
+	tp_dma_unmap_entries(d);
+	put_device(d->dev);
 	kvfree(d->m.dma_addresses);
 	kfree(d);
 }
@@ -256,6 +280,7 @@ static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
 	init_completion(&pin->done);
 	INIT_LIST_HEAD(&pin->dmas);
 	pin->alloc = a;
+	pin->first = first;
 	a->refs++;
 	pin->va = va;
 	pin->len = len;
@@ -333,14 +358,16 @@ static int tp_put_pages(u64 va, struct nvidia_p2p_page_table *pt, bool persisten
 #endif
 }
 
-static int tp_dma_map(const void *peer, struct nvidia_p2p_page_table *pt,
+static int tp_dma_map(const void *peer, struct device *dev,
+		      enum dma_data_direction dir,
+		      struct nvidia_p2p_page_table *pt,
 		      struct nvidia_p2p_dma_mapping **out)
 {
 	struct tp_pin *pin;
 	struct tp_dma *d;
 	unsigned int i;
 
-	if (!peer || !pt || !out)
+	if (!peer || !dev || !pt || !out)
 		return -EINVAL;
 	d = kzalloc(sizeof(*d), GFP_KERNEL);
 	if (!d)
@@ -358,9 +385,27 @@ static int tp_dma_map(const void *peer, struct nvidia_p2p_page_table *pt,
 		kfree(d);
 		return -ENOMEM;
 	}
-	/* no IOMMU translation: bus address == physical (gpudirect §2.4) */
-	for (i = 0; i < pt->entries; i++)
-		d->m.dma_addresses[i] = pt->pages[i]->physical_address;
+	d->dev = get_device(dev);
+	d->dir = dir;
+	/*
+	 * The peer's view of each page: an IOVA behind a translating IOMMU,
+	 * the physical address without one (gpudirect §2.4, §4.3).
+	 */
+	for (i = 0; i < pt->entries; i++) {
+		dma_addr_t a = dma_map_page(dev, pin->alloc->pages[pin->first + i],
+					    0, TP_PAGE_SIZE, dir);
+
+		if (dma_mapping_error(dev, a)) {
+			tp_dma_unmap_entries(d);
+			put_device(d->dev);
+			mutex_unlock(&tp_lock);
+			kvfree(d->m.dma_addresses);
+			kfree(d);
+			return -ENOMEM;
+		}
+		d->m.dma_addresses[i] = a;
+		d->mapped = i + 1;
+	}
 	d->m.version = NVIDIA_P2P_DMA_MAPPING_VERSION;
 	d->m.page_size_type = TP_PAGE_SIZE_TYPE;
 	d->m.entries = pt->entries;
@@ -434,7 +479,11 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 			     struct nvidia_p2p_page_table *page_table,
 			     struct nvidia_p2p_dma_mapping **dma_mapping)
 {
-	return tp_dma_map(peer, page_table, dma_mapping);
+	if (!peer)
+		return -EINVAL;
+	/* the desktop signature has no direction: the peer may read and write */
+	return tp_dma_map(peer, &peer->dev, DMA_BIDIRECTIONAL, page_table,
+			  dma_mapping);
 }
 EXPORT_SYMBOL(nvidia_p2p_dma_map_pages);
 
@@ -468,7 +517,7 @@ int nvidia_p2p_dma_map_pages(struct device *dev,
 {
 	if (!valid_dma_direction(direction))
 		return -EINVAL;
-	return tp_dma_map(dev, page_table, dma_mapping);
+	return tp_dma_map(dev, dev, direction, page_table, dma_mapping);
 }
 EXPORT_SYMBOL(nvidia_p2p_dma_map_pages);
 

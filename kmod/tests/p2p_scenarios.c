@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -481,6 +482,17 @@ static int sc_two_pins_one_revoked(struct ctx *c)
 	return 0;
 }
 
+static int sysfs_line(const char *dir, const char *file, char *buf, size_t n);
+
+/* Whether an IOMMU translates for the PCI device (its group's domain is DMA or DMA-FQ). */
+static int peer_translated(const char *bdf)
+{
+	char buf[64];
+
+	return !sysfs_line(bdf, "iommu_group/type", buf, sizeof(buf)) &&
+	       !strncmp(buf, "DMA", 3);
+}
+
 static int sc_dma_map_unmap(struct ctx *c)
 {
 	struct gpucts_p2p_dma_map d;
@@ -503,9 +515,16 @@ static int sc_dma_map_unmap(struct ctx *c)
 	      d.compatible, d.entries);
 	CHECK(d.page_size_type == t.page_size_type, "page size type %u vs %u",
 	      d.page_size_type, t.page_size_type);
-	/* the provider models an identity IOMMU (§2.4): bus == physical */
-	CHECK(dma[0] == phys[0] && dma[1] == phys[1], "dma 0x%llx vs phys 0x%llx",
-	      (unsigned long long)dma[0], (unsigned long long)phys[0]);
+	/* the provider maps through the DMA API: bus == physical unless an IOMMU
+	 * translates for the peer (§2.4, §4.3)
+	 */
+	if (peer_translated("0000:00:00.0"))
+		CHECK(dma[0] != phys[0] && dma[1] != phys[1],
+		      "IOMMU-translated peer got physical addresses 0x%llx",
+		      (unsigned long long)dma[0]);
+	else
+		CHECK(dma[0] == phys[0] && dma[1] == phys[1], "dma 0x%llx vs phys 0x%llx",
+		      (unsigned long long)dma[0], (unsigned long long)phys[0]);
 	CHECK(tp_stats(c->tp).dma_mappings == 1, "provider holds %u mappings",
 	      tp_stats(c->tp).dma_mappings);
 	CHECK_OK(gp_events(c->gp, p.handle, &e), "EVENTS");
@@ -1081,6 +1100,571 @@ static int sc_put_pages_callback_semantics(struct ctx *c)
 	return 0;
 }
 
+/* ---------------------------------------------------------------- */
+/*
+ * The IOMMU scenarios: QEMU's edu device is the peer (the companion binds
+ * it), behind QEMU's intel-iommu.  edu's DMA mask is 28 bits and its buffer
+ * 4096 bytes (QEMU docs/specs/edu.txt); a DMAR fault is reported by the
+ * guest's intel-iommu driver as
+ *   "DMAR: [DMA Write NO_PASID] Request device [bb:dd.f] fault addr 0x..."
+ * with the faulting page's address.
+ */
+#define EDU_DMA_MASK	((1ULL << 28) - 1)
+#define IOMMU_XFER	1024	/* bytes per transfer: TCG is slow, keep it small */
+
+/* 1 from a scenario: skipped, reason says what the VM lacks */
+#define SKIP(...) do { snprintf(reason, sizeof(reason), __VA_ARGS__); return 1; } while (0)
+
+struct peer {
+	char bdf[32];
+	unsigned int domain, bus, devfn;
+};
+
+static int sysfs_line(const char *dir, const char *file, char *buf, size_t n)
+{
+	char path[512];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/%s", dir, file);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	ok = fgets(buf, (int)n, f) != NULL;
+	fclose(f);
+	if (!ok)
+		return -1;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+/*
+ * The edu device, bound by the companion and translated by an IOMMU: 0, or
+ * 1 (skip: the VM lacks edu or intel-iommu), or -1 (fail).
+ */
+static int iommu_peer(struct ctx *c, struct peer *pr)
+{
+	struct gpucts_p2p_version v;
+	struct dirent *de;
+	char buf[64];
+	unsigned int dev, fn;
+	int found = 0;
+	DIR *d;
+
+	d = opendir("/sys/bus/pci/devices");
+	CHECK(d, "opendir /sys/bus/pci/devices: %s", strerror(errno));
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (sysfs_line(de->d_name, "vendor", buf, sizeof(buf)) ||
+		    strtoul(buf, NULL, 16) != GPUCTS_P2P_PEER_VENDOR)
+			continue;
+		if (sysfs_line(de->d_name, "device", buf, sizeof(buf)) ||
+		    strtoul(buf, NULL, 16) != GPUCTS_P2P_PEER_DEVICE)
+			continue;
+		snprintf(pr->bdf, sizeof(pr->bdf), "%.31s", de->d_name);
+		found = 1;
+	}
+	closedir(d);
+	if (!found)
+		SKIP("capability edu: no QEMU edu device (PCI 1234:11e8) in the VM");
+	CHECK(sscanf(pr->bdf, "%x:%x:%x.%x", &pr->domain, &pr->bus, &dev, &fn) == 4,
+	      "PCI address %s", pr->bdf);
+	pr->devfn = dev << 3 | fn;
+	if (sysfs_line(pr->bdf, "iommu_group/type", buf, sizeof(buf)))
+		SKIP("capability intel-iommu: %s is in no IOMMU group", pr->bdf);
+	/* DMA or DMA-FQ translate; identity (pass-through) does not */
+	if (strncmp(buf, "DMA", 3))
+		SKIP("capability intel-iommu: the IOMMU domain of %s is %s", pr->bdf, buf);
+	CHECK_OK(xioctl(c->gp, GPUCTS_P2P_IOC_GET_VERSION, &v), "GET_VERSION");
+	CHECK(v.minor >= 2 && (v.caps & GPUCTS_P2P_CAP_PEER_DMA),
+	      "edu at %s but the companion reports no DMA peer (minor %u caps %#x)",
+	      pr->bdf, v.minor, v.caps);
+	return 0;
+}
+
+static int dma_map_peer(int fd, uint64_t h, const struct peer *pr, uint64_t *addrs,
+			uint32_t n, struct gpucts_p2p_dma_map *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->handle = h;
+	d->pci_domain = pr->domain;
+	d->pci_bus = pr->bus;
+	d->pci_devfn = pr->devfn;
+	d->direction = 0;	/* Tegra: bidirectional */
+	d->addrs_ptr = (uintptr_t)addrs;
+	d->addrs_count = n;
+	return xioctl(fd, GPUCTS_P2P_IOC_DMA_MAP, d);
+}
+
+static int peer_dma(int fd, uint64_t h, uint64_t offset, uint32_t len,
+		    uint32_t peer_offset, uint32_t flags, uint64_t *bus)
+{
+	struct gpucts_p2p_peer_dma p = {
+		.handle = h, .offset = offset, .length = len,
+		.peer_offset = peer_offset, .flags = flags,
+	};
+	int r = xioctl(fd, GPUCTS_P2P_IOC_PEER_DMA, &p);
+
+	if (!r && bus)
+		*bus = p.bus_addr;
+	return r;
+}
+
+/* Whether /dev/kmsg (opened at the end) gets a DMAR fault of this kind for
+ * the page of addr from the peer, within a few seconds.
+ */
+static int wait_dmar_fault_for(int kmsg, const struct peer *pr, const char *kind,
+			       uint64_t addr, char *seen, size_t seen_len, int max_tries)
+{
+	char want_dev[32], want_addr[40], rec[1024];
+	int tries;
+
+	snprintf(want_dev, sizeof(want_dev), "Request device [%02x:%02x.%u]", pr->bus,
+		 pr->devfn >> 3, pr->devfn & 7);
+	snprintf(want_addr, sizeof(want_addr), "fault addr 0x%llx",
+		 (unsigned long long)(addr & ~0xfffULL));
+	for (tries = 0; tries < max_tries; tries++) {
+		ssize_t n = read(kmsg, rec, sizeof(rec) - 1);
+
+		if (n < 0 && errno == EPIPE)
+			continue;	/* overwritten records: read on */
+		if (n <= 0) {
+			usleep(10000);
+			continue;
+		}
+		rec[n] = 0;
+		if (strstr(rec, "DMAR: [") && strstr(rec, kind) &&
+		    strstr(rec, want_dev) && strstr(rec, want_addr)) {
+			const char *msg = strchr(rec, ';');
+
+			snprintf(seen, seen_len, "%.200s", msg ? msg + 1 : rec);
+			seen[strcspn(seen, "\n")] = 0;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int wait_dmar_fault(int kmsg, const struct peer *pr, const char *kind,
+			   uint64_t addr, char *seen, size_t seen_len)
+{
+	return wait_dmar_fault_for(kmsg, pr, kind, addr, seen, seen_len, 300);
+}
+
+struct inflight {
+	int gp;
+	uint64_t handle;
+	volatile int started, done, ret;
+};
+
+static void *inflight_read(void *arg)
+{
+	struct inflight *f = arg;
+
+	f->started = 1;
+	f->ret = peer_dma(f->gp, f->handle, 0, IOMMU_XFER, 0, 0, NULL);
+	f->done = 1;
+	return NULL;
+}
+
+/*
+ * §3.4 / §2.3: the callback waits for the peer's transfer in flight, and the
+ * pages are unmapped only after it returns: a free during edu's DMA read
+ * leaves the transfer whole (no DMAR fault, edu's buffer holds the source's
+ * bytes, copied out to a second allocation to be read).
+ */
+static int sc_iommu_free_waits_for_peer_dma(struct ctx *c)
+{
+	struct gpucts_p2p_dma_map d;
+	struct gpucts_p2p_pin pa, pb;
+	struct inflight f;
+	struct peer pr;
+	pthread_t t;
+	char seen[256];
+	uint64_t va, vb, dma[1] = { 0 }, k;
+	volatile uint64_t *w;
+	void *m;
+	int r, err, kmsg, tries, overlapped = 0;
+
+	r = iommu_peer(c, &pr);
+	if (r)
+		return r;
+	CHECK_OK(tp_alloc(c->tp, align_bytes, &vb, NULL), "alloc b");
+	CHECK_OK(gp_pin(c->gp, vb, align_bytes, 0, &pb), "pin b");
+	m = gp_mmap(c->gp, &pb, pb.pinned_length, &err);
+	CHECK(m, "mmap: %s", strerror(-err));
+	w = m;
+	CHECK_OK(dma_map_peer(c->gp, pb.handle, &pr, NULL, 0, &d), "DMA_MAP b for edu");
+	for (tries = 0; tries < 5 && !overlapped; tries++) {
+		CHECK_OK(tp_alloc(c->tp, align_bytes, &va, NULL), "alloc a");
+		CHECK_OK(gp_pin(c->gp, va, align_bytes, 0, &pa), "pin a");
+		CHECK_OK(dma_map_peer(c->gp, pa.handle, &pr, dma, 1, &d), "DMA_MAP a for edu");
+		kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		CHECK(kmsg >= 0, "open /dev/kmsg: %s", strerror(errno));
+		lseek(kmsg, 0, SEEK_END);
+		memset(&f, 0, sizeof(f));
+		f.gp = c->gp;
+		f.handle = pa.handle;
+		CHECK(!pthread_create(&t, NULL, inflight_read, &f), "pthread_create");
+		while (!f.started)
+			usleep(1000);
+		usleep(20000);	/* edu's transfer takes 100 ms of guest time */
+		overlapped = !f.done;
+		CHECK(tp_free(c->tp, va) == 1, "free fired no callback");
+		pthread_join(t, NULL);
+		if (f.ret == -ESTALE) {
+			overlapped = 0;	/* revoked before the transfer began: again */
+		} else {
+			CHECK(f.ret == 0, "PEER_DMA during the free: %s", strerror(-f.ret));
+			CHECK(!wait_dmar_fault_for(kmsg, &pr, "DMA", dma[0], seen, sizeof(seen), 50),
+			      "the transfer in flight faulted: %s", seen);
+		}
+		close(kmsg);
+		CHECK_OK(gp_unpin(c->gp, pa.handle, NULL), "unpin a");
+	}
+	CHECK(overlapped, "the free never overlapped the transfer in 5 tries");
+	/* edu's buffer -> b, whose own bytes differ from a's */
+	CHECK_OK(peer_dma(c->gp, pb.handle, 0, IOMMU_XFER, 0, GPUCTS_P2P_PEER_DMA_TO_MEM, NULL),
+		 "PEER_DMA edu -> b");
+	for (k = 0; k < IOMMU_XFER / 8; k++)
+		CHECK(w[k] == GPUCTS_TESTPROV_PATTERN(va + 8 * k),
+		      "word %llu: 0x%llx, the freed source held 0x%llx", (unsigned long long)k,
+		      (unsigned long long)w[k],
+		      (unsigned long long)GPUCTS_TESTPROV_PATTERN(va + 8 * k));
+	munmap(m, pb.pinned_length);
+	CHECK_OK(gp_unpin(c->gp, pb.handle, NULL), "unpin b");
+	tp_free(c->tp, vb);
+	CHECK(tp_stats(c->tp).dma_mappings == 0, "mappings left in the provider");
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
+	return 0;
+}
+
+static int sc_iommu_iova_not_physical(struct ctx *c)
+{
+	struct gpucts_p2p_page_table t;
+	struct gpucts_p2p_dma_map d;
+	struct gpucts_p2p_pin p;
+	struct peer pr;
+	uint64_t va, phys[2] = { 0 }, dma[2] = { 0 };
+	int r, i;
+
+	r = iommu_peer(c, &pr);
+	if (r)
+		return r;
+	CHECK_OK(tp_alloc(c->tp, 2 * align_bytes, &va, NULL), "alloc");
+	CHECK_OK(gp_pin(c->gp, va, 2 * align_bytes, 0, &p), "pin");
+	CHECK_OK(gp_pt(c->gp, p.handle, &t, phys, 2), "PAGE_TABLE");
+	CHECK_OK(dma_map_peer(c->gp, p.handle, &pr, dma, 2, &d), "DMA_MAP for edu");
+	CHECK(d.compatible == 1 && d.entries == 2, "compatible %u entries %u",
+	      d.compatible, d.entries);
+	for (i = 0; i < 2; i++) {
+		/* §4.3: dma_map_pages gives the peer's I/O addresses */
+		CHECK(dma[i] != phys[i], "entry %d: bus address 0x%llx is the physical address",
+		      i, (unsigned long long)dma[i]);
+		CHECK(dma[i] + align_bytes - 1 <= EDU_DMA_MASK,
+		      "entry %d: IOVA 0x%llx beyond edu's 28-bit DMA mask", i,
+		      (unsigned long long)dma[i]);
+		CHECK(!(dma[i] & 0xfff), "entry %d: IOVA 0x%llx not page aligned", i,
+		      (unsigned long long)dma[i]);
+	}
+	CHECK(dma[0] != dma[1], "both entries at IOVA 0x%llx", (unsigned long long)dma[0]);
+	CHECK(tp_stats(c->tp).dma_mappings == 1, "provider holds %u mappings",
+	      tp_stats(c->tp).dma_mappings);
+	CHECK_OK(gp_unpin(c->gp, p.handle, NULL), "unpin");
+	CHECK(tp_stats(c->tp).dma_mappings == 0, "unpin left the mapping");
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
+	tp_free(c->tp, va);
+	return 0;
+}
+
+static int sc_iommu_dma_roundtrip(struct ctx *c)
+{
+	struct gpucts_p2p_dma_map d;
+	struct gpucts_p2p_dma_unmap du;
+	struct gpucts_p2p_pin p;
+	struct peer pr;
+	const uint64_t src = 512, dst = align_bytes + 256;
+	uint64_t va, dma[2] = { 0 }, bus, k;
+	volatile uint64_t *w;
+	void *m;
+	int r, err;
+
+	r = iommu_peer(c, &pr);
+	if (r)
+		return r;
+	CHECK_OK(tp_alloc(c->tp, 2 * align_bytes, &va, NULL), "alloc");
+	CHECK_OK(gp_pin(c->gp, va, 2 * align_bytes, 0, &p), "pin");
+	m = gp_mmap(c->gp, &p, p.pinned_length, &err);
+	CHECK(m, "mmap: %s", strerror(-err));
+	w = m;
+	CHECK_OK(dma_map_peer(c->gp, p.handle, &pr, dma, 2, &d), "DMA_MAP for edu");
+	/* memory -> edu's buffer (a DMA read through the IOMMU) ... */
+	CHECK_OK(peer_dma(c->gp, p.handle, src, IOMMU_XFER, 8, 0, &bus), "PEER_DMA to edu");
+	CHECK(bus == dma[0] + src, "engine given 0x%llx, mapping says 0x%llx",
+	      (unsigned long long)bus, (unsigned long long)(dma[0] + src));
+	/* ... and back into the other GPU page (a DMA write) */
+	CHECK_OK(peer_dma(c->gp, p.handle, dst, IOMMU_XFER, 8, GPUCTS_P2P_PEER_DMA_TO_MEM, &bus),
+		 "PEER_DMA from edu");
+	CHECK(bus == dma[1] + 256, "engine given 0x%llx, mapping says 0x%llx",
+	      (unsigned long long)bus, (unsigned long long)(dma[1] + 256));
+	/* the provider's fill pattern of the source bytes, now at the destination */
+	for (k = 0; k < IOMMU_XFER / 8; k++) {
+		uint64_t got = w[dst / 8 + k], want = GPUCTS_TESTPROV_PATTERN(va + src + 8 * k);
+
+		CHECK(got == want, "word %llu after the round trip: 0x%llx, source held 0x%llx",
+		      (unsigned long long)k, (unsigned long long)got, (unsigned long long)want);
+	}
+	/* nothing beside the destination changed, the source neither */
+	CHECK(w[dst / 8 - 1] == GPUCTS_TESTPROV_PATTERN(va + dst - 8), "word before the copy");
+	CHECK(w[(dst + IOMMU_XFER) / 8] == GPUCTS_TESTPROV_PATTERN(va + dst + IOMMU_XFER),
+	      "word after the copy");
+	if (check_pattern(m, va, align_bytes))
+		return -1;
+	/* the engine's limits, refused before it runs */
+	CHECK_ERR(peer_dma(c->gp, p.handle, align_bytes - 8, 16, 0, 0, NULL), ERANGE,
+		  "transfer across two page-table entries");
+	CHECK_ERR(peer_dma(c->gp, p.handle, 2 * align_bytes, 8, 0, 0, NULL), ERANGE,
+		  "transfer past the pinned range");
+	CHECK_ERR(peer_dma(c->gp, p.handle, 0, 96, 4000, 0, NULL), EINVAL,
+		  "transfer reaching the end of edu's buffer");
+	CHECK_ERR(peer_dma(c->gp, p.handle, 0, 8, 0, GPUCTS_P2P_PEER_DMA_RAW, NULL), EINVAL,
+		  "RAW with a handle");
+	du.handle = p.handle;
+	CHECK_OK(xioctl(c->gp, GPUCTS_P2P_IOC_DMA_UNMAP, &du), "DMA_UNMAP");
+	CHECK_ERR(peer_dma(c->gp, p.handle, 0, 8, 0, 0, NULL), ENODEV, "PEER_DMA unmapped");
+	munmap(m, p.pinned_length);
+	CHECK_OK(gp_unpin(c->gp, p.handle, NULL), "unpin");
+	CHECK(tp_stats(c->tp).dma_mappings == 0, "mapping left in the provider");
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
+	tp_free(c->tp, va);
+	return 0;
+}
+
+/*
+ * After revocation the module refuses the handle, and a peer that kept a
+ * revoked IOVA is stopped by the IOMMU: the fault is logged and the pages,
+ * still held by a second pin, keep their bytes.  Desktop: the second pin is
+ * persistent and the free revokes the first (§1.10, §2.3); Tegra (no
+ * persistent API): both are ordinary and the first is revoked by its
+ * put_pages, which fires the callback there (§4.4.3).
+ */
+static int sc_iommu_stale_iova_faults_after_revoke(struct ctx *c)
+{
+	struct gpucts_p2p_dma_map d;
+	struct gpucts_p2p_events e;
+	struct gpucts_p2p_unpin u;
+	struct gpucts_p2p_pin keep, rev;
+	struct peer pr;
+	char seen[256];
+	uint64_t va, dma[2] = { 0 }, k;
+	volatile uint64_t *w;
+	void *m;
+	int r, err, kmsg;
+
+	r = iommu_peer(c, &pr);
+	if (r)
+		return r;
+	CHECK_OK(tp_alloc(c->tp, 2 * align_bytes, &va, NULL), "alloc");
+	CHECK_OK(gp_pin(c->gp, va, 2 * align_bytes, tegra ? 0 : GPUCTS_P2P_PIN_PERSISTENT,
+			&keep), "pin that keeps the pages");
+	m = gp_mmap(c->gp, &keep, keep.pinned_length, &err);
+	CHECK(m, "mmap: %s", strerror(-err));
+	w = m;
+	CHECK_OK(gp_pin(c->gp, va, 2 * align_bytes, 0, &rev), "pin to revoke");
+	CHECK_OK(dma_map_peer(c->gp, rev.handle, &pr, dma, 2, &d), "DMA_MAP for edu");
+	/* edu's buffer now holds page 0's bytes, not page 1's */
+	CHECK_OK(peer_dma(c->gp, rev.handle, 0, IOMMU_XFER, 0, 0, NULL), "PEER_DMA to edu");
+
+	kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	CHECK(kmsg >= 0, "open /dev/kmsg: %s", strerror(errno));
+	lseek(kmsg, 0, SEEK_END);
+	if (!tegra) {
+		CHECK(tp_free(c->tp, va) == 1, "free fired no callback for the ordinary pin");
+		CHECK_OK(gp_events(c->gp, rev.handle, &e), "EVENTS");
+		CHECK(e.state == GPUCTS_P2P_STATE_REVOKED && e.callbacks == 1,
+		      "state %u callbacks %u", e.state, e.callbacks);
+		/* the module issues no DMA for a revoked handle */
+		CHECK_ERR(peer_dma(c->gp, rev.handle, 0, 8, 0, GPUCTS_P2P_PEER_DMA_TO_MEM, NULL),
+			  ESTALE, "PEER_DMA on the revoked handle");
+	} else {
+		CHECK_OK(gp_unpin(c->gp, rev.handle, &u), "unpin");
+		CHECK(u.result == GPUCTS_P2P_UNPIN_REVOKED_DURING && u.callbacks == 1,
+		      "result %u callbacks %u", u.result, u.callbacks);
+		CHECK_ERR(peer_dma(c->gp, rev.handle, 0, 8, 0, GPUCTS_P2P_PEER_DMA_TO_MEM, NULL),
+			  ENOENT, "PEER_DMA on the released handle");
+	}
+	CHECK(tp_stats(c->tp).dma_mappings == 0, "the IOVAs are still mapped");
+	/* a peer still holding the IOVAs: write page 0's bytes to page 1, read page 0 */
+	CHECK_OK(peer_dma(c->gp, 0, dma[1], IOMMU_XFER, 0,
+			  GPUCTS_P2P_PEER_DMA_RAW | GPUCTS_P2P_PEER_DMA_TO_MEM, NULL),
+		 "raw PEER_DMA write to the revoked IOVA");
+	r = wait_dmar_fault(kmsg, &pr, "DMA Write", dma[1], seen, sizeof(seen));
+	if (r)
+		printf("# iommu: %s\n", seen);
+	CHECK(r, "no DMAR fault logged for the write to revoked IOVA 0x%llx",
+	      (unsigned long long)dma[1]);
+	CHECK_OK(peer_dma(c->gp, 0, dma[0], IOMMU_XFER, 2048, GPUCTS_P2P_PEER_DMA_RAW, NULL),
+		 "raw PEER_DMA read from the revoked IOVA");
+	r = wait_dmar_fault(kmsg, &pr, "DMA Read", dma[0], seen, sizeof(seen));
+	close(kmsg);
+	if (r)
+		printf("# iommu: %s\n", seen);
+	CHECK(r, "no DMAR fault logged for the read from revoked IOVA 0x%llx",
+	      (unsigned long long)dma[0]);
+	/* no page took the write: page 1 holds its own fill pattern, every word */
+	for (k = 0; k < IOMMU_XFER / 8; k++) {
+		uint64_t got = w[align_bytes / 8 + k];
+
+		CHECK(got == GPUCTS_TESTPROV_PATTERN(va + align_bytes + 8 * k),
+		      "word %llu of page 1 changed to 0x%llx after the faulted write",
+		      (unsigned long long)k, (unsigned long long)got);
+	}
+	if (check_pattern(m, va, 2 * align_bytes))
+		return -1;
+	munmap(m, keep.pinned_length);
+	CHECK_OK(gp_unpin(c->gp, keep.handle, &u), "unpin the keeping pin");
+	CHECK(u.result == (tegra ? GPUCTS_P2P_UNPIN_REVOKED_DURING : GPUCTS_P2P_UNPIN_PUT),
+	      "result %u", u.result);
+	if (tegra)
+		tp_free(c->tp, va);
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
+	return 0;
+}
+
+/* ---------------------------------------------------------------- */
+/* The driver's contract, modelled by the provider (gpudirect §1.10, §2.3, §3.2). */
+
+/* §1.10: get_pages no longer accepts a NULL callback (both flavours). */
+static int sc_get_pages_null_callback_refused(struct ctx *c)
+{
+	struct gpucts_p2p_pin p;
+	uint32_t pins = tp_stats(c->tp).pins;
+	uint64_t va;
+
+	CHECK_OK(tp_alloc(c->tp, align_bytes, &va, NULL), "alloc");
+	CHECK_ERR(gp_pin(c->gp, va, align_bytes, GPUCTS_P2P_PIN_NO_CALLBACK, &p), EINVAL,
+		  "get_pages with a NULL callback");
+	CHECK(tp_stats(c->tp).pins == pins, "provider holds %u pins, %u before",
+	      tp_stats(c->tp).pins, pins);
+	CHECK_ERR(gp_pin(c->gp, va, align_bytes,
+			 GPUCTS_P2P_PIN_NO_CALLBACK | GPUCTS_P2P_PIN_PERSISTENT, &p), EINVAL,
+		  "NO_CALLBACK with PERSISTENT");
+	/* an ordinary pin of the same range still works */
+	CHECK_OK(gp_pin(c->gp, va, align_bytes, 0, &p), "pin with the callback");
+	CHECK_OK(gp_unpin(c->gp, p.handle, NULL), "unpin");
+	CHECK(tp_free(c->tp, va) == 0, "free after unpin fired a callback");
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
+	return 0;
+}
+
+/* A freed VA is no longer mapped: get_pages refuses it, nothing is pinned. */
+static int sc_pin_of_freed_va_einval(struct ctx *c)
+{
+	struct gpucts_p2p_pin p;
+	uint32_t pins = tp_stats(c->tp).pins;
+	uint64_t va;
+
+	CHECK_OK(tp_alloc(c->tp, 2 * align_bytes, &va, NULL), "alloc");
+	CHECK(tp_free(c->tp, va) == 0, "free of an unpinned allocation fired callbacks");
+	CHECK_ERR(gp_pin(c->gp, va, 2 * align_bytes, 0, &p), EINVAL, "pin of the freed VA");
+	CHECK_ERR(gp_pin(c->gp, va + align_bytes, align_bytes, 0, &p), EINVAL,
+		  "pin inside the freed VA");
+	CHECK(tp_stats(c->tp).pins == pins, "provider holds %u pins, %u before",
+	      tp_stats(c->tp).pins, pins);
+	return 0;
+}
+
+/*
+ * Two pins over the same GPU pages share them (§3.2: pinning maps BAR pages;
+ * the overlap is the same pages in both page tables); releasing the smaller
+ * one leaves the larger intact, overlap included.
+ */
+static int sc_overlapping_pins_partial_unpin(struct ctx *c)
+{
+	struct gpucts_p2p_page_table ta, tb;
+	struct gpucts_p2p_events e;
+	struct gpucts_p2p_unpin u;
+	struct gpucts_p2p_pin a, b;
+	uint64_t va, pa[3] = { 0 }, pb[1] = { 0 };
+	uint32_t pins = tp_stats(c->tp).pins;
+	void *m;
+	int err;
+
+	CHECK_OK(tp_alloc(c->tp, 3 * align_bytes, &va, NULL), "alloc");
+	CHECK_OK(gp_pin(c->gp, va, 3 * align_bytes, 0, &a), "pin of 3 pages");
+	CHECK_OK(gp_pin(c->gp, va + align_bytes, align_bytes, 0, &b), "pin of the middle page");
+	CHECK(tp_stats(c->tp).pins == pins + 2, "provider holds %u pins",
+	      tp_stats(c->tp).pins);
+	CHECK_OK(gp_pt(c->gp, a.handle, &ta, pa, 3), "PAGE_TABLE a");
+	CHECK_OK(gp_pt(c->gp, b.handle, &tb, pb, 1), "PAGE_TABLE b");
+	CHECK(ta.entries == 3 && tb.entries == 1, "entries %u and %u", ta.entries, tb.entries);
+	CHECK(pb[0] == pa[1], "the overlap is page 0x%llx in one table, 0x%llx in the other",
+	      (unsigned long long)pb[0], (unsigned long long)pa[1]);
+	m = gp_mmap(c->gp, &a, a.pinned_length, &err);
+	CHECK(m, "mmap: %s", strerror(-err));
+	CHECK_OK(gp_unpin(c->gp, b.handle, &u), "unpin of the middle page");
+	/* desktop put_pages fires no callback; Tegra's fires b's only (§4.4.3) */
+	CHECK(u.result == (tegra ? GPUCTS_P2P_UNPIN_REVOKED_DURING : GPUCTS_P2P_UNPIN_PUT) &&
+	      u.callbacks == (tegra ? 1u : 0u), "result %u callbacks %u", u.result, u.callbacks);
+	CHECK_OK(gp_events(c->gp, a.handle, &e), "EVENTS a");
+	CHECK(e.state == GPUCTS_P2P_STATE_PINNED && e.callbacks == 0 && e.zaps == 0,
+	      "the larger pin: state %u callbacks %u zaps %u", e.state, e.callbacks, e.zaps);
+	CHECK(tp_stats(c->tp).pins == pins + 1, "provider holds %u pins after the partial unpin",
+	      tp_stats(c->tp).pins);
+	if (check_pattern(m, va, 3 * align_bytes))
+		return -1;
+	munmap(m, a.pinned_length);
+	CHECK_OK(gp_unpin(c->gp, a.handle, NULL), "unpin of 3 pages");
+	CHECK(tp_free(c->tp, va) == 0, "free after both unpins fired callbacks");
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
+	return 0;
+}
+
+/*
+ * §2.3: the callback also runs when the context owning the memory goes
+ * (cuCtxDestroy), not only on cuMemFree.  The provider's context is an open
+ * /dev/gpucts_testprov: closing it destroys every allocation of it.
+ */
+static int sc_revoked_on_context_destroy(struct ctx *c)
+{
+	struct gpucts_p2p_events e;
+	struct gpucts_p2p_unpin u;
+	struct gpucts_p2p_pin p, q;
+	uint64_t va, vb, word;
+	uint32_t allocs = tp_stats(c->tp).allocs;
+	void *m;
+	int ctx2, err;
+
+	ctx2 = open_tp();
+	CHECK(ctx2 >= 0, "open a second provider context: %s", strerror(errno));
+	CHECK_OK(tp_alloc(ctx2, align_bytes, &va, NULL), "alloc in the context");
+	CHECK_OK(tp_alloc(ctx2, align_bytes, &vb, NULL), "second alloc in the context");
+	CHECK_OK(gp_pin(c->gp, va, align_bytes, 0, &p), "pin a");
+	CHECK_OK(gp_pin(c->gp, vb, align_bytes, 0, &q), "pin b");
+	m = gp_mmap(c->gp, &p, p.pinned_length, &err);
+	CHECK(m, "mmap: %s", strerror(-err));
+	CHECK(!read_word(m, &word) && word == GPUCTS_TESTPROV_PATTERN(va), "first word 0x%llx",
+	      (unsigned long long)word);
+	close(ctx2);	/* the context goes, with both allocations */
+	CHECK_OK(gp_events(c->gp, p.handle, &e), "EVENTS a");
+	CHECK(e.state == GPUCTS_P2P_STATE_REVOKED && e.callbacks == 1 && e.zaps == 1,
+	      "a: state %u callbacks %u zaps %u", e.state, e.callbacks, e.zaps);
+	CHECK_OK(gp_events(c->gp, q.handle, &e), "EVENTS b");
+	CHECK(e.state == GPUCTS_P2P_STATE_REVOKED && e.callbacks == 1,
+	      "b: state %u callbacks %u", e.state, e.callbacks);
+	CHECK(read_word(m, &word), "the mapping still reads after the context was destroyed");
+	munmap(m, p.pinned_length);
+	CHECK_OK(gp_unpin(c->gp, p.handle, &u), "unpin a");
+	CHECK(u.result == GPUCTS_P2P_UNPIN_REVOKED, "a: result %u", u.result);
+	CHECK_OK(gp_unpin(c->gp, q.handle, &u), "unpin b");
+	CHECK(u.result == GPUCTS_P2P_UNPIN_REVOKED, "b: result %u", u.result);
+	CHECK(tp_stats(c->tp).allocs == allocs, "the context's allocations kept: %u, %u before",
+	      tp_stats(c->tp).allocs, allocs);
+	CHECK(tp_stats(c->tp).violations == 0, "violations");
+	return 0;
+}
+
 struct scenario {
 	const char *name;
 	int (*fn)(struct ctx *c);
@@ -1109,6 +1693,14 @@ static const struct scenario scenarios[] = {
 	{ "revoke_with_ioctls_in_flight", sc_revoke_with_ioctls_in_flight },
 	{ "process_killed_with_pins", sc_process_killed_with_pins },
 	{ "fd_closed_with_mapping_open", sc_fd_closed_with_mapping },
+	{ "get_pages_null_callback_refused", sc_get_pages_null_callback_refused },
+	{ "pin_of_freed_va_einval", sc_pin_of_freed_va_einval },
+	{ "overlapping_pins_partial_unpin", sc_overlapping_pins_partial_unpin },
+	{ "revoked_on_context_destroy", sc_revoked_on_context_destroy },
+	{ "iommu_iova_not_physical", sc_iommu_iova_not_physical },
+	{ "iommu_dma_roundtrip", sc_iommu_dma_roundtrip },
+	{ "iommu_stale_iova_faults_after_revoke", sc_iommu_stale_iova_faults_after_revoke },
+	{ "iommu_free_waits_for_peer_dma", sc_iommu_free_waits_for_peer_dma },
 };
 
 int main(int argc, char **argv)
@@ -1146,7 +1738,10 @@ int main(int argc, char **argv)
 				 strerror(stats_err));
 			r = -1;
 		}
-		if (r) {
+		if (r > 0) {
+			/* KTAP skip: the VM lacks what the scenario needs */
+			printf("ok %zu %s # SKIP %s\n", i + 1, scenarios[i].name, reason);
+		} else if (r) {
 			printf("not ok %zu %s # %s\n", i + 1, scenarios[i].name, reason);
 			failed++;
 		} else {

@@ -11,6 +11,8 @@ pub const DEVICE: &str = "/dev/gpucts";
 pub const VERSION_MAJOR: u32 = 1;
 /// Minor version that added `GPUCTS_P2P_IOC_STATS`.
 pub const VERSION_MINOR_STATS: u32 = 1;
+/// Minor version that added `GPUCTS_P2P_IOC_PEER_DMA` and `CAP_PEER_DMA`.
+pub const VERSION_MINOR_PEER_DMA: u32 = 2;
 /// The test provider's control node (`kmod/testprov/gpucts_testprov.h`).
 pub const TESTPROV_DEVICE: &str = "/dev/gpucts_testprov";
 /// `GPUCTS_TESTPROV_MAX_ALLOC`: the largest single fake allocation.
@@ -20,8 +22,17 @@ pub const FLAVOUR_DESKTOP: u32 = 0;
 pub const FLAVOUR_TEGRA: u32 = 1;
 pub const CAP_PERSISTENT: u32 = 1 << 0;
 pub const CAP_ADDRESSES: u32 = 1 << 1;
+pub const CAP_PEER_DMA: u32 = 1 << 2;
+/// The DMA peer the module binds: QEMU's edu device.
+pub const PEER_VENDOR: u32 = 0x1234;
+pub const PEER_DEVICE: u32 = 0x11e8;
+pub const PEER_BUF_SIZE: u32 = 4096;
+pub const PEER_DMA_TO_MEM: u32 = 1 << 0;
+pub const PEER_DMA_RAW: u32 = 1 << 1;
 pub const PIN_PERSISTENT: u32 = 1 << 0;
 pub const PIN_EXACT: u32 = 1 << 1;
+/// UAPI 1.2: get_pages with a NULL free callback (gpudirect §1.10 says it is refused).
+pub const PIN_NO_CALLBACK: u32 = 1 << 2;
 pub const EV_INCOMPATIBLE: u32 = 1 << 8;
 pub const EV_DMA_MAPPED: u32 = 1 << 9;
 /// `enum nvidia_p2p_page_size_type` (gpudirect §4.3).
@@ -123,6 +134,19 @@ pub struct Stats {
     pub pad: u32,
 }
 
+/// `struct gpucts_p2p_peer_dma` (UAPI minor 2).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PeerDma {
+    pub handle: u64,
+    pub offset: u64,
+    pub length: u32,
+    pub peer_offset: u32,
+    pub flags: u32,
+    pub pad: u32,
+    pub bus_addr: u64,
+}
+
 /// Linux `_IOC` encoding (x86-64, arm64).
 pub const fn ioc_typed(dir: u64, ty: u8, nr: u64, size: usize) -> u64 {
     (dir << 30) | ((size as u64) << 16) | ((ty as u64) << 8) | nr
@@ -141,6 +165,7 @@ pub const IOC_EVENTS: u64 = ioc(READ | WRITE, 0x06, std::mem::size_of::<Events>(
 pub const IOC_DMA_MAP: u64 = ioc(READ | WRITE, 0x04, std::mem::size_of::<DmaMap>());
 pub const IOC_DMA_UNMAP: u64 = ioc(WRITE, 0x05, std::mem::size_of::<DmaUnmap>());
 pub const IOC_STATS: u64 = ioc(READ, 0x07, std::mem::size_of::<Stats>());
+pub const IOC_PEER_DMA: u64 = ioc(READ | WRITE, 0x08, std::mem::size_of::<PeerDma>());
 
 /// An errno from the module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -324,6 +349,29 @@ impl Device {
         let mut d = DmaUnmap { handle };
         // SAFETY: IOC_DMA_UNMAP takes a `DmaUnmap`.
         unsafe { self.ioctl(IOC_DMA_UNMAP, &mut d) }
+    }
+
+    /// PEER_DMA (UAPI 1.2): the peer's engine copies `length` bytes between its buffer at
+    /// `peer_offset` and pinned byte `offset` of `handle` (with `PEER_DMA_RAW`: bus address
+    /// `offset`, handle 0); the bus address the engine was given.
+    pub fn peer_dma(
+        &self,
+        handle: u64,
+        offset: u64,
+        length: u32,
+        peer_offset: u32,
+        flags: u32,
+    ) -> Result<u64, Errno> {
+        let mut p = PeerDma {
+            handle,
+            offset,
+            length,
+            peer_offset,
+            flags,
+            ..Default::default()
+        };
+        // SAFETY: IOC_PEER_DMA takes a `PeerDma`.
+        unsafe { self.ioctl(IOC_PEER_DMA, &mut p) }.map(|()| p.bus_addr)
     }
 
     /// Handles alive in the whole module (UAPI 1.1); `ENOTTY` from a 1.0 module.
@@ -758,6 +806,8 @@ mod tests {
         assert_eq!(std::mem::size_of::<DmaUnmap>(), 8);
         assert_eq!(std::mem::size_of::<Stats>(), 8);
         assert_eq!(IOC_DMA_MAP, 0xc038_4704);
+        assert_eq!(std::mem::size_of::<PeerDma>(), 40);
+        assert_eq!(IOC_PEER_DMA, 0xc028_4708);
         assert_eq!(IOC_DMA_UNMAP, 0x4008_4705);
         assert_eq!(IOC_STATS, 0x8008_4707);
         let header = std::fs::read_to_string(concat!(
@@ -772,6 +822,7 @@ mod tests {
             "0xc0404703",
             "0xc0184706",
             "0xc0384704",
+            "0xc0284708",
             "0x40084705",
             "0x80084707",
         ] {

@@ -45,7 +45,7 @@
 
 /* Interface version: a major bump breaks compatibility, a minor adds calls. */
 #define GPUCTS_P2P_VERSION_MAJOR	1
-#define GPUCTS_P2P_VERSION_MINOR	1
+#define GPUCTS_P2P_VERSION_MINOR	2
 
 /* Which nvidia_p2p_* signatures the module was built against. */
 #define GPUCTS_P2P_FLAVOUR_DESKTOP	0	/* gpudirect §4.3 */
@@ -56,6 +56,10 @@
 #define GPUCTS_P2P_CAP_PERSISTENT	(1U << 0)
 /* the caller has CAP_SYS_ADMIN and may read physical/DMA addresses */
 #define GPUCTS_P2P_CAP_ADDRESSES	(1U << 1)
+/* (minor 2) a peer with a DMA engine is bound: QEMU's edu device, PCI
+ * GPUCTS_P2P_PEER_VENDOR:GPUCTS_P2P_PEER_DEVICE; PEER_DMA drives it
+ */
+#define GPUCTS_P2P_CAP_PEER_DMA		(1U << 2)
 
 /*
  * GPUCTS_P2P_IOC_GET_VERSION: never fails except -EFAULT.
@@ -74,8 +78,14 @@ struct gpucts_p2p_version {
 #define GPUCTS_P2P_PIN_PERSISTENT	(1U << 0)
 /* pass va/length to the provider unrounded, to observe its alignment check */
 #define GPUCTS_P2P_PIN_EXACT		(1U << 1)
+/* (minor 2) call get_pages with a NULL free callback, to observe the driver
+ * refusing it (gpudirect §1.10); a driver that accepts it gets the pages
+ * back at once with put_pages and the ioctl answers -EPROTO
+ */
+#define GPUCTS_P2P_PIN_NO_CALLBACK	(1U << 2)
 #define GPUCTS_P2P_PIN_FLAGS		(GPUCTS_P2P_PIN_PERSISTENT | \
-					 GPUCTS_P2P_PIN_EXACT)
+					 GPUCTS_P2P_PIN_EXACT | \
+					 GPUCTS_P2P_PIN_NO_CALLBACK)
 
 /*
  * GPUCTS_P2P_IOC_PIN: nvidia_p2p_get_pages (with the module's free callback)
@@ -84,12 +94,15 @@ struct gpucts_p2p_version {
  *
  * Errors:
  *  -EINVAL   length is 0; va + length overflows; unknown flags; non-zero
- *            pad; tokens non-zero on Tegra (the Tegra API has none)
+ *            pad; tokens non-zero on Tegra (the Tegra API has none);
+ *            NO_CALLBACK with PERSISTENT
  *  -EOPNOTSUPP  PERSISTENT on a module without the persistent API (Tegra)
  *  -ENOSPC   too many handles
  *  -ENOMEM   the module could not allocate its bookkeeping
  *  any error returned by the provider's get_pages, unchanged (e.g. -EINVAL
- *  for a range it does not map or an unaligned EXACT range, -ENOMEM)
+ *  for a range it does not map or an unaligned EXACT range, or for a NULL
+ *  callback (NO_CALLBACK, §1.10), -ENOMEM)
+ *  -EPROTO   NO_CALLBACK and the driver accepted the NULL callback
  *
  * A page table whose version fails NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE
  * still yields a handle (so PAGE_TABLE can report the version), but no other
@@ -234,6 +247,52 @@ struct gpucts_p2p_stats {
 	__u32 pad;		/* out: zero */
 };
 
+/*
+ * GPUCTS_P2P_IOC_PEER_DMA (minor 2): the peer's DMA engine copies between
+ * its own buffer and memory, the way a NIC does RDMA to GPU memory.  The
+ * peer is QEMU's edu device (docs/specs/edu.txt: a 4096-byte buffer, a
+ * 28-bit DMA mask), bound by the module; a handle must be DMA_MAPped for it.
+ *
+ * Without PEER_DMA_RAW the engine is given the bus address that the
+ * handle's nvidia_p2p_dma_mapping holds for pinned byte `offset`, and the
+ * transfer runs while the handle is in use, so the free callback waits for
+ * it (gpudirect §2.3) and a revoked handle never reaches the engine (ESTALE).
+ * With PEER_DMA_RAW (CAP_SYS_ADMIN, handle 0) `offset` is a bus address
+ * given to the engine as is: a peer that kept an address after it was
+ * revoked.  The module logs it ("gpucts_p2p: raw peer DMA ... bus address
+ * 0x..."), so an IOMMU fault it causes can be told from an unexpected one.
+ *
+ * Errors, in this order: -EINVAL (pad, unknown flags, length 0,
+ *         peer_offset + length >= GPUCTS_P2P_PEER_BUF_SIZE, RAW with a
+ *         handle), -EPERM (RAW without CAP_SYS_ADMIN), -ENOENT, -EACCES,
+ *         -ESTALE, -ENODEV (no peer bound, or the handle has no DMA mapping
+ *         for it), -EPROTO (incompatible DMA mapping), -ERANGE (the bytes
+ *         leave the pinned range or one page-table entry, or the bus
+ *         addresses exceed the peer's DMA mask), -ETIMEDOUT (the engine did
+ *         not finish; it is not used again), -EIO (an engine that timed out).
+ * The last byte of the buffer is never used: QEMU 7.2's edu refuses a
+ * transfer that ends at the buffer's end.
+ */
+#define GPUCTS_P2P_PEER_VENDOR		0x1234
+#define GPUCTS_P2P_PEER_DEVICE		0x11e8
+#define GPUCTS_P2P_PEER_BUF_SIZE	4096
+/* gpucts_p2p_peer_dma.flags */
+/* peer buffer -> memory (the peer writes); otherwise memory -> peer buffer */
+#define GPUCTS_P2P_PEER_DMA_TO_MEM	(1U << 0)
+#define GPUCTS_P2P_PEER_DMA_RAW		(1U << 1)
+#define GPUCTS_P2P_PEER_DMA_FLAGS	(GPUCTS_P2P_PEER_DMA_TO_MEM | \
+					 GPUCTS_P2P_PEER_DMA_RAW)
+
+struct gpucts_p2p_peer_dma {
+	__u64 handle;		/* in: 0 with PEER_DMA_RAW */
+	__u64 offset;		/* in: byte in the pinned range; RAW: bus address */
+	__u32 length;		/* in: bytes */
+	__u32 peer_offset;	/* in: byte in the peer's buffer */
+	__u32 flags;		/* in: GPUCTS_P2P_PEER_DMA_* */
+	__u32 pad;		/* in: zero */
+	__u64 bus_addr;		/* out: the address the engine was given */
+};
+
 #define GPUCTS_P2P_IOC_MAGIC		'G'
 #define GPUCTS_P2P_IOC_GET_VERSION	_IOR(GPUCTS_P2P_IOC_MAGIC, 0x00, struct gpucts_p2p_version)
 #define GPUCTS_P2P_IOC_PIN		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x01, struct gpucts_p2p_pin)
@@ -243,6 +302,7 @@ struct gpucts_p2p_stats {
 #define GPUCTS_P2P_IOC_DMA_UNMAP	_IOW(GPUCTS_P2P_IOC_MAGIC, 0x05, struct gpucts_p2p_dma_unmap)
 #define GPUCTS_P2P_IOC_EVENTS		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x06, struct gpucts_p2p_events)
 #define GPUCTS_P2P_IOC_STATS		_IOR(GPUCTS_P2P_IOC_MAGIC, 0x07, struct gpucts_p2p_stats)
+#define GPUCTS_P2P_IOC_PEER_DMA		_IOWR(GPUCTS_P2P_IOC_MAGIC, 0x08, struct gpucts_p2p_peer_dma)
 
 /*
  * Resulting numbers (x86_64, arm64) and structure sizes, for bindings that
@@ -251,6 +311,7 @@ struct gpucts_p2p_stats {
  *   UNPIN       0xc0184702 (24)   PAGE_TABLE 0xc0404703 (64)
  *   DMA_MAP     0xc0384704 (56)   DMA_UNMAP  0x40084705 (8)
  *   EVENTS      0xc0184706 (24)   STATS      0x80084707 (8)
+ *   PEER_DMA    0xc0284708 (40)
  */
 
 #endif /* _UAPI_GPUCTS_P2P_H */

@@ -20,6 +20,17 @@ pub(super) fn peer() -> Step<(u32, u32, u32)> {
     Ok((h(dom)?, h(bus)?, dev << 3 | func))
 }
 
+/// Whether an IOMMU translates for the PCI device (its group's domain type is DMA or DMA-FQ,
+/// not identity), from sysfs.
+pub(super) fn translated((dom, bus, devfn): (u32, u32, u32)) -> bool {
+    std::fs::read_to_string(format!(
+        "/sys/bus/pci/devices/{dom:04x}:{bus:02x}:{:02x}.{}/iommu_group/type",
+        devfn >> 3,
+        devfn & 7
+    ))
+    .is_ok_and(|t| t.trim().starts_with("DMA"))
+}
+
 /// A PCI bus number no device of domain 0 sits on (from sysfs), for ENODEV.
 pub(super) fn absent_bus() -> u32 {
     let used: Vec<u32> = std::fs::read_dir("/sys/bus/pci/devices")
@@ -66,14 +77,25 @@ pub(super) fn dma_map_unmap(c: &Ctx) -> Step<Option<String>> {
         t.page_size_type
     );
     if c.mem.prov().is_some() {
-        // the provider models an identity IOMMU (§2.4): bus address == physical
-        ensure!(
-            dma[..2] == phys[..2],
-            "bus addresses equal physical (identity IOMMU of the provider)",
-            "dma {:#x?} vs phys {:#x?}",
-            &dma[..2],
-            &phys[..2]
-        );
+        // the provider maps through the kernel DMA API: the physical address unless an IOMMU
+        // translates for the peer (§2.4; §4.3 dma_map_pages gives the peer's I/O addresses)
+        if translated(peer) {
+            ensure!(
+                dma[0] != phys[0] && dma[1] != phys[1],
+                "IOVAs for a peer behind a translating IOMMU",
+                "dma {:#x?} vs phys {:#x?}",
+                &dma[..2],
+                &phys[..2]
+            );
+        } else {
+            ensure!(
+                dma[..2] == phys[..2],
+                "bus addresses equal physical (no translating IOMMU for the peer)",
+                "dma {:#x?} vs phys {:#x?}",
+                &dma[..2],
+                &phys[..2]
+            );
+        }
     } else {
         ensure!(
             dma[0] != 0 && dma[1] != 0,
