@@ -221,3 +221,40 @@ fn a_dat3m_test_runs_in_the_emulator() {
         "{stdout}"
     );
 }
+
+/// A spin on a location no thread writes never ends (the test is independent of the engine:
+/// y stays 0, so `r0 != 1` holds forever): every instance stops at the kernel's loop cap, is
+/// counted as not terminating, and none becomes an outcome.
+#[test]
+fn a_spin_that_never_ends_is_counted_not_terminating() {
+    let dir = tmp("litmus-run-spin");
+    let spin = write(
+        dir.path(),
+        "spin.yaml",
+        "name: spin-forever\nthreads:\n- cta: 0\n  ops:\n  - label: {name: L}\n  - ld: {reg: r0, loc: x, sem: relaxed, scope: gpu}\n  - branch: {cond: ne, a: r0, b: 1, target: L}\n- cta: 1\n  ops:\n  - st: {loc: y, val: 1}\ncondition: 'exists (P0:r0 == 1)'\n",
+    );
+    let out = dir.path().join("run.json");
+    let o = gpucts(&[
+        "litmus",
+        "run",
+        spin.to_str().unwrap(),
+        "--emulate",
+        "--iterations",
+        "1",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let t = &json(&out)[0];
+    let instances = t["instances"].as_u64().unwrap();
+    assert!(instances > 0, "{t}");
+    assert_eq!(t["did_not_terminate"].as_u64(), Some(instances), "{t}");
+    assert_eq!(t["outcomes"].as_array().map(Vec::len), Some(0), "{t}");
+    assert!(
+        stdout.contains(&format!(
+            "{instances} instances did not terminate within 4096 loop iterations"
+        )),
+        "{stdout}"
+    );
+}

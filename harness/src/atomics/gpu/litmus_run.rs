@@ -287,6 +287,8 @@ pub struct Seen {
     /// The whole run of the test: kernel generation (and JIT), launches, copies, decoding.
     pub end_to_end: Duration,
     pub barrier_timeouts: u64,
+    /// Instances a thread of which stopped at the kernel's loop cap: no outcome.
+    pub did_not_terminate: u64,
 }
 
 /// Why an engine gave no histogram: the test is one it cannot express (a refusal, naming the
@@ -345,6 +347,7 @@ impl Runner for Gpu {
                 kernel_time: Some(r.kernel_time),
                 end_to_end: start.elapsed(),
                 barrier_timeouts: r.barrier_timeouts,
+                did_not_terminate: r.did_not_terminate,
             }),
             Err(e @ (RunError::Geometry(_) | RunError::Kernel(_))) => {
                 Err(NotRun::Refused(e.to_string()))
@@ -380,6 +383,7 @@ impl Runner for Emulator {
                 kernel_time: None,
                 end_to_end: start.elapsed(),
                 barrier_timeouts: e.barrier_timeouts,
+                did_not_terminate: e.did_not_terminate,
             }),
             Err(
                 e @ (EmulateError::Geometry(_)
@@ -487,6 +491,8 @@ pub struct TestRecord {
     pub weak_per_second_end_to_end: Option<f64>,
     pub seconds_end_to_end: Option<f64>,
     pub barrier_timeouts: u64,
+    /// Instances that did not terminate within the loop cap (no outcome recorded for them).
+    pub did_not_terminate: u64,
 }
 
 impl TestRecord {
@@ -516,6 +522,7 @@ impl TestRecord {
             weak_per_second_end_to_end: None,
             seconds_end_to_end: None,
             barrier_timeouts: 0,
+            did_not_terminate: 0,
         }
     }
 
@@ -741,6 +748,7 @@ pub fn record(
         weak_per_second_end_to_end: rate(weak_seen, seen.end_to_end),
         seconds_end_to_end: Some(seen.end_to_end.as_secs_f64()),
         barrier_timeouts: seen.barrier_timeouts,
+        did_not_terminate: seen.did_not_terminate,
     }
 }
 
@@ -840,11 +848,20 @@ pub fn render(r: &TestRecord) -> String {
         r.weak_seen,
         rate_text(r.weak_per_second_end_to_end),
         rate_text(r.instances_per_second_end_to_end),
-        if r.barrier_timeouts > 0 {
-            format!("; {} spin-barrier timeouts", r.barrier_timeouts)
-        } else {
-            String::new()
-        }
+        [
+            (r.barrier_timeouts > 0)
+                .then(|| format!("; {} spin-barrier timeouts", r.barrier_timeouts)),
+            (r.did_not_terminate > 0).then(|| {
+                format!(
+                    "; {} instances did not terminate within {} loop iterations",
+                    r.did_not_terminate,
+                    super::kernel::LOOP_CAP
+                )
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<String>()
     );
     s
 }
@@ -1073,6 +1090,7 @@ mod tests {
             kernel_time: None,
             end_to_end: Duration::from_millis(10),
             barrier_timeouts: 0,
+            did_not_terminate: 0,
         }
     }
 

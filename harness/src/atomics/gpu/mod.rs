@@ -56,6 +56,9 @@ pub struct RunReport {
     pub histogram: Histogram,
     /// Testing threads that gave up on the spin barrier (the CTAs were not co-resident).
     pub barrier_timeouts: u64,
+    /// Instances a thread of which stopped at the loop cap ([`kernel::LOOP_CAP`]): not
+    /// outcomes, counted apart.
+    pub did_not_terminate: u64,
 }
 
 /// A histogram judged against the model.
@@ -346,6 +349,7 @@ pub fn run(
         terms: verdict.terms.clone(),
         histogram: Histogram::new(),
         barrier_timeouts: 0,
+        did_not_terminate: 0,
     };
     let start = Instant::now();
     for _ in 0..iterations {
@@ -393,7 +397,8 @@ pub fn run(
         let bar = session.copy_u32_to_host(barrier.ptr, 2).map_err(e)?;
         report.barrier_timeouts += u64::from(bar[1]);
         let host = Instant::now();
-        layout::decode(&g, &verdict.terms, &t, &res, &mem, &mut report.histogram)?;
+        report.did_not_terminate +=
+            layout::decode(&g, &verdict.terms, &t, &res, &mem, &mut report.histogram)?;
         report.host_time += host.elapsed();
         report.launches += 1;
         report.instances += n as u64;
@@ -444,6 +449,7 @@ pub fn judge_seen(
             terms: verdict.terms.clone(),
             histogram: hist.iter().cloned().collect(),
             barrier_timeouts: 0,
+            did_not_terminate: 0,
         };
         if let Some((o, _)) = hist.iter().find(|(o, _)| o.len() != verdict.terms.len()) {
             return Err(format!(

@@ -199,6 +199,7 @@ fn report(name: &str, terms: Vec<Term>, hist: &[(Vec<i64>, u64)]) -> RunReport {
         terms,
         histogram: hist.iter().cloned().collect(),
         barrier_timeouts: 0,
+        did_not_terminate: 0,
     }
 }
 

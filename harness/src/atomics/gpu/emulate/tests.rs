@@ -339,6 +339,7 @@ fn an_sc_machine_gives_passes_tagged_control_without_weak_outcomes() {
                 terms: verdict.terms.clone(),
                 histogram,
                 barrier_timeouts: 0,
+                did_not_terminate: 0,
             };
             (verdict, report)
         };
