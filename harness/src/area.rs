@@ -6,9 +6,12 @@
 //! it on them. The runner knows nothing of what a check does; an area knows nothing of how it is
 //! scheduled.
 
+use std::any::Any;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 
@@ -23,6 +26,8 @@ use crate::outcome::CaseStatus;
 pub struct CaseContext<'a> {
     /// The run's settings (command line and environment).
     pub config: &'a RunConfig,
+    /// The run's selection and batches.
+    pub scope: &'a RunScope,
     pub id: &'a str,
     pub caps: &'a Capabilities,
     pub toolchain: &'a Toolchain,
@@ -37,22 +42,57 @@ pub struct CaseContext<'a> {
     pub compile_only: bool,
     /// The figures the case measured ([`CaseContext::record`]); the runner returns them with
     /// the case's status.
-    pub figures: std::sync::Mutex<Vec<Figure>>,
+    pub figures: Mutex<Vec<Figure>>,
+    /// What the case did with batches ([`BatchUser`]); the runner charges its share.
+    batch_use: Mutex<BatchUse>,
 }
 
-impl CaseContext<'_> {
+impl<'a> CaseContext<'a> {
+    /// A context for case `id` of the run `scope`, with no scratch directory or corpora and
+    /// not compile-only (set the public fields for those).
+    pub fn new(
+        config: &'a RunConfig,
+        scope: &'a RunScope,
+        id: &'a str,
+        caps: &'a Capabilities,
+        toolchain: &'a Toolchain,
+        root: &'a Path,
+    ) -> CaseContext<'a> {
+        CaseContext {
+            config,
+            scope,
+            id,
+            caps,
+            toolchain,
+            scratch: PathBuf::new(),
+            root,
+            corpora: None,
+            compile_only: false,
+            figures: Mutex::new(Vec::new()),
+            batch_use: Mutex::new(BatchUse::default()),
+        }
+    }
+
+    /// Whether a batch computation includes member `id` ([`RunScope::batch_member`]); the
+    /// case itself always is.
+    pub fn batch_member(&self, id: &str) -> bool {
+        id == self.id || self.scope.batch_member(id)
+    }
+
+    /// What the case did with batches so far, taken out.
+    pub fn take_batch_use(&self) -> BatchUse {
+        std::mem::take(&mut *lock(&self.batch_use))
+    }
+
     /// Record a figure this case measured (litmus histograms, rates): it is reported with the
     /// case's result, under the case's id.
     pub fn record(&self, figure: Figure) {
-        self.figures
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(figure);
+        lock(&self.figures).push(figure);
     }
 
     /// The figures recorded so far, taken out.
     pub fn take_figures(&self) -> Vec<Figure> {
-        std::mem::take(&mut *self.figures.lock().unwrap_or_else(|e| e.into_inner()))
+        std::mem::take(&mut *lock(&self.figures))
     }
 }
 
@@ -236,100 +276,180 @@ impl std::fmt::Debug for Areas {
     }
 }
 
-/// The case ids this run selected, set by the runner before any case runs (`None`: no
-/// selection was made, e.g. a unit test; every member counts as selected). A batch
-/// computation compiles only selected members, so a filtered run pays for what it runs.
-static SELECTED: std::sync::RwLock<Option<Arc<std::collections::HashSet<String>>>> =
-    std::sync::RwLock::new(None);
-
-/// Record the run's selection (the runner calls this once, before the cases run).
-pub fn set_selected(ids: impl IntoIterator<Item = String>) {
-    let set: std::collections::HashSet<String> = ids.into_iter().collect();
-    *SELECTED.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(set));
+/// What one run's cases share besides its settings: the run's selection, the batches computed
+/// for it and how long each took. The runner makes one per run (`runner::RunEnv::scope`), so
+/// two runs in one process neither see each other's selection nor read each other's batches
+/// (a batch computed for one selection lacks the members another selects).
+#[derive(Default)]
+pub struct RunScope {
+    /// The ids the run selected (`None`: no selection was made, e.g. `gpucts prebuild` or a
+    /// unit test; every member counts as selected).
+    selected: Option<HashSet<String>>,
+    /// Batches are computed whole whatever the selection: replaying a prebuilt store, a batch
+    /// of the selected members only would be an input the store lacks.
+    whole_batches: bool,
+    /// Each [`BatchCache`]'s slots for this run, by the cache's id.
+    caches: Mutex<HashMap<u64, Arc<dyn Any + Send + Sync>>>,
+    /// How long each batch took to compute, once.
+    costs: Mutex<HashMap<BatchToken, Duration>>,
 }
 
-/// Whether the run selected case `id` (true when no selection was recorded).
-pub fn is_selected(id: &str) -> bool {
-    match &*SELECTED.read().unwrap_or_else(|e| e.into_inner()) {
-        Some(set) => set.contains(id),
-        None => true,
+impl RunScope {
+    /// A scope with no selection: every batch member counts as selected.
+    pub fn new() -> RunScope {
+        RunScope::default()
+    }
+
+    /// A scope for a run that selected `ids`; `whole_batches`: compute every batch with all its
+    /// members anyway (see [`RunScope::batch_member`]).
+    pub fn selecting(ids: impl IntoIterator<Item = String>, whole_batches: bool) -> RunScope {
+        RunScope {
+            selected: Some(ids.into_iter().collect()),
+            whole_batches,
+            ..RunScope::default()
+        }
+    }
+
+    /// Whether the run selected case `id` (true when no selection was made).
+    pub fn is_selected(&self, id: &str) -> bool {
+        self.selected.as_ref().is_none_or(|s| s.contains(id))
+    }
+
+    /// The run's selected ids, when a selection was made: which batches a run needs at all.
+    pub fn selected_ids(&self) -> Option<&HashSet<String>> {
+        self.selected.as_ref()
+    }
+
+    /// Whether a batch computation includes member `id`: a selected one (a filtered run
+    /// compiles what it runs), or every member when batches are computed whole.
+    pub fn batch_member(&self, id: &str) -> bool {
+        self.whole_batches || self.is_selected(id)
+    }
+
+    /// The time batch `token` took to compute in this run.
+    pub fn batch_cost(&self, token: &BatchToken) -> Option<Duration> {
+        lock(&self.costs).get(token).copied()
+    }
+
+    /// This run's slots of cache `id`.
+    fn slots<K, V>(&self, id: u64) -> Arc<Slots<K, V>>
+    where
+        K: Send + 'static,
+        V: Send + Sync + 'static,
+    {
+        let mut caches = lock(&self.caches);
+        let any = caches
+            .entry(id)
+            .or_insert_with(|| Arc::new(Slots::<K, V>::default()) as Arc<dyn Any + Send + Sync>);
+        match Arc::clone(any).downcast::<Slots<K, V>>() {
+            Ok(slots) => slots,
+            // Ids are never reused, so one id has one key and value type.
+            Err(_) => unreachable!("batch cache {id} used with two types"),
+        }
     }
 }
 
-/// The run's selected ids, when a selection was recorded.
-pub fn selected_ids() -> Option<Arc<std::collections::HashSet<String>>> {
-    SELECTED.read().unwrap_or_else(|e| e.into_inner()).clone()
+impl std::fmt::Debug for RunScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunScope")
+            .field("selected", &self.selected.as_ref().map(HashSet::len))
+            .field("whole_batches", &self.whole_batches)
+            .field("caches", &lock(&self.caches).len())
+            .finish()
+    }
 }
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+type Slots<K, V> = Mutex<HashMap<K, Arc<OnceLock<V>>>>;
 
 /// Identifies one batch (a key of one [`BatchCache`]) for the run's time accounting.
 pub type BatchToken = (u64, u64);
 
-/// What one thread's case did with batches: the time it spent inside
-/// [`BatchCache::get_or_compute`] (computing or waiting) and the batches it used.
+/// What one case did with batches: the time it spent inside [`BatchCache::get_or_compute`]
+/// (computing or waiting) and the batches it used.
 #[derive(Debug, Default, Clone)]
 pub struct BatchUse {
-    pub in_batches: std::time::Duration,
+    pub in_batches: Duration,
     pub batches: Vec<BatchToken>,
 }
 
-thread_local! {
-    static BATCH_USE: std::cell::RefCell<BatchUse> = std::cell::RefCell::new(BatchUse::default());
+/// Who asks a [`BatchCache`] for a batch: a case (its wait is accounted to it, and it shares
+/// the batch's cost) or the run itself (a prefetch on the cases' behalf: nothing accounted).
+pub trait BatchUser: Sync {
+    /// The run the batch belongs to.
+    fn run_scope(&self) -> &RunScope;
+    /// The user spent `spent` inside the computation of batch `token` (or waiting for it).
+    fn used(&self, _token: BatchToken, _spent: Duration) {}
 }
 
-/// How long each batch took to compute, once.
-static BATCH_COST: std::sync::Mutex<
-    Option<std::collections::HashMap<BatchToken, std::time::Duration>>,
-> = std::sync::Mutex::new(None);
-
-/// This thread's batch use since the last call (the runner calls it before and after a case).
-pub fn take_batch_use() -> BatchUse {
-    BATCH_USE.with(|u| std::mem::take(&mut *u.borrow_mut()))
+impl BatchUser for RunScope {
+    fn run_scope(&self) -> &RunScope {
+        self
+    }
 }
 
-/// The time batch `token` took to compute, when it was computed in this process.
-pub fn batch_cost(token: &BatchToken) -> Option<std::time::Duration> {
-    BATCH_COST
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|m| m.get(token).copied())
+impl BatchUser for CaseContext<'_> {
+    fn run_scope(&self) -> &RunScope {
+        self.scope
+    }
+
+    fn used(&self, token: BatchToken, spent: Duration) {
+        let mut u = lock(&self.batch_use);
+        u.in_batches += spent;
+        if !u.batches.contains(&token) {
+            u.batches.push(token);
+        }
+    }
 }
 
-/// Results computed once per key and shared by every case that needs them (a batch of random
-/// types compiled together, a producer's whole output). Different keys compute in parallel;
-/// cases waiting on the same key block until it is ready. The runner charges a batch's compute
-/// time once, spread over the cases that used it ([`take_batch_use`], [`batch_cost`]), rather
-/// than to every case that waited for it.
+/// Results computed once per key and run and shared by every case of the run that needs them
+/// (a batch of random types compiled together, a producer's whole output). Different keys
+/// compute in parallel; cases waiting on the same key block until it is ready. The values live
+/// in the run's [`RunScope`]: a `BatchCache` is a name for them, kept in a `static`. The runner
+/// charges a batch's compute time once, spread over the cases that used it
+/// ([`CaseContext::take_batch_use`], [`RunScope::batch_cost`]), rather than to every case that
+/// waited for it.
 pub struct BatchCache<K, V> {
     id: u64,
-    slots: std::sync::Mutex<std::collections::HashMap<K, Arc<OnceLock<V>>>>,
+    types: std::marker::PhantomData<fn() -> (K, V)>,
 }
 
-use std::sync::OnceLock;
-
-impl<K: std::hash::Hash + Eq + Clone, V> BatchCache<K, V> {
+impl<K, V> BatchCache<K, V>
+where
+    K: std::hash::Hash + Eq + Clone + Send + 'static,
+    V: Send + Sync + 'static,
+{
     pub fn new() -> Self {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         BatchCache {
             id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-            slots: std::sync::Mutex::new(std::collections::HashMap::new()),
+            types: std::marker::PhantomData,
         }
     }
 
-    /// How many keys have been asked for.
-    pub fn len(&self) -> usize {
-        self.slots.lock().map(|s| s.len()).unwrap_or(0)
+    /// How many keys the run has asked for.
+    pub fn len(&self, scope: &RunScope) -> usize {
+        lock(&scope.slots::<K, V>(self.id)).len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    pub fn is_empty(&self, scope: &RunScope) -> bool {
+        self.len(scope) == 0
     }
 
-    /// The value for `key`, computing it on first use. Compute only the selected members of
-    /// the batch ([`is_selected`]).
-    pub fn get_or_compute(&self, key: &K, compute: impl FnOnce() -> V) -> Arc<OnceLock<V>> {
+    /// The value for `key` in `user`'s run, computing it on first use. Compute only the
+    /// members the run includes ([`RunScope::batch_member`]).
+    pub fn get_or_compute(
+        &self,
+        user: &(impl BatchUser + ?Sized),
+        key: &K,
+        compute: impl FnOnce() -> V,
+    ) -> Arc<OnceLock<V>> {
         use std::hash::BuildHasher;
-        let t0 = std::time::Instant::now();
+        let t0 = Instant::now();
+        let scope = user.run_scope();
         // A fixed-key hasher: the token only has to tell this cache's keys apart.
         let token: BatchToken = (
             self.id,
@@ -337,39 +457,32 @@ impl<K: std::hash::Hash + Eq + Clone, V> BatchCache<K, V> {
                 .hash_one(key),
         );
         let slot = {
-            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let slots = scope.slots::<K, V>(self.id);
+            let mut slots = lock(&slots);
             Arc::clone(slots.entry(key.clone()).or_default())
         };
         slot.get_or_init(|| {
-            let c0 = std::time::Instant::now();
+            let c0 = Instant::now();
             let v = compute();
-            BATCH_COST
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert_with(Default::default)
-                .insert(token, c0.elapsed());
+            lock(&scope.costs).insert(token, c0.elapsed());
             v
         });
-        let spent = t0.elapsed();
-        BATCH_USE.with(|u| {
-            let mut u = u.borrow_mut();
-            u.in_batches += spent;
-            if !u.batches.contains(&token) {
-                u.batches.push(token);
-            }
-        });
+        user.used(token, t0.elapsed());
         slot
     }
 }
 
 impl<K, V> std::fmt::Debug for BatchCache<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.slots.lock().map(|s| s.len()).unwrap_or(0);
-        write!(f, "BatchCache({n} keys)")
+        write!(f, "BatchCache({})", self.id)
     }
 }
 
-impl<K: std::hash::Hash + Eq + Clone, V> Default for BatchCache<K, V> {
+impl<K, V> Default for BatchCache<K, V>
+where
+    K: std::hash::Hash + Eq + Clone + Send + 'static,
+    V: Send + Sync + 'static,
+{
     fn default() -> Self {
         Self::new()
     }
@@ -382,25 +495,74 @@ mod tests {
 
     #[test]
     fn batch_cache_computes_each_key_once_across_threads() {
-        let cache: Arc<BatchCache<u32, u32>> = Arc::new(BatchCache::new());
-        let calls = Arc::new(AtomicUsize::new(0));
-        let handles: Vec<_> = (0..8)
-            .map(|i| {
-                let (cache, calls) = (Arc::clone(&cache), Arc::clone(&calls));
-                std::thread::spawn(move || {
-                    let slot = cache.get_or_compute(&(i % 2), || {
-                        calls.fetch_add(1, Ordering::SeqCst);
-                        std::thread::sleep(std::time::Duration::from_millis(20));
-                        (i % 2) * 10
-                    });
-                    *slot.get().unwrap()
+        let cache: BatchCache<u32, u32> = BatchCache::new();
+        let scope = RunScope::new();
+        let calls = AtomicUsize::new(0);
+        let got: Vec<u32> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8u32)
+                .map(|i| {
+                    let (cache, calls, scope) = (&cache, &calls, &scope);
+                    s.spawn(move || {
+                        let slot = cache.get_or_compute(scope, &(i % 2), || {
+                            calls.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(Duration::from_millis(20));
+                            (i % 2) * 10
+                        });
+                        *slot.get().unwrap()
+                    })
                 })
-            })
-            .collect();
-        let got: Vec<u32> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
         assert_eq!(calls.load(Ordering::SeqCst), 2);
         for (i, v) in got.iter().enumerate() {
             assert_eq!(*v, (i as u32 % 2) * 10);
         }
+        assert_eq!(cache.len(&scope), 2);
+    }
+
+    /// One cache, two runs: each run computes its own value for a key (a batch computed for
+    /// one run's selection is never read by another), and a case of each run is charged only
+    /// its own run's batch.
+    #[test]
+    fn each_run_computes_its_own_batches() {
+        let cache: BatchCache<&'static str, usize> = BatchCache::new();
+        let (first, second) = (
+            RunScope::selecting(["a.one".to_string()], false),
+            RunScope::selecting(["a.one".to_string(), "a.two".to_string()], false),
+        );
+        let members = ["a.one", "a.two", "a.three"];
+        let compute = |scope: &RunScope| {
+            *cache
+                .get_or_compute(scope, &"a", || {
+                    members.iter().filter(|m| scope.batch_member(m)).count()
+                })
+                .get()
+                .unwrap()
+        };
+        assert_eq!(compute(&first), 1);
+        assert_eq!(compute(&second), 2);
+        assert_eq!(compute(&first), 1, "the first run keeps its value");
+        // Batches computed whole (a prebuilt store's replay) take every member.
+        assert_eq!(compute(&RunScope::selecting([], true)), 3);
+        assert_eq!(compute(&RunScope::new()), 3);
+
+        let (config, caps, tc) = (
+            RunConfig::default(),
+            Capabilities::default(),
+            Toolchain::default(),
+        );
+        let ctx = CaseContext::new(&config, &second, "a.two", &caps, &tc, Path::new("."));
+        assert_eq!(*cache.get_or_compute(&ctx, &"a", || 99).get().unwrap(), 2);
+        let used = ctx.take_batch_use();
+        assert_eq!(used.batches.len(), 1);
+        assert!(second.batch_cost(&used.batches[0]).is_some());
+        // The same token in the first run has the first run's cost, recorded apart.
+        assert!(first.batch_cost(&used.batches[0]).is_some());
+        assert!(ctx.take_batch_use().batches.is_empty(), "taken out");
+        // The case is a member of its own batch, selected or not.
+        let third = RunScope::selecting([], false);
+        let ctx = CaseContext::new(&config, &third, "a.three", &caps, &tc, Path::new("."));
+        assert!(ctx.batch_member("a.three") && !ctx.batch_member("a.one"));
     }
 }

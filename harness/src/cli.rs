@@ -964,11 +964,11 @@ fn child_case(
         error(format!("no case `{id}` in {}", file.display()));
         return EXIT_USAGE;
     };
-    // A child runs one case: its batches compute that case's member only.
-    crate::area::set_selected([id.to_string()]);
     let tc = Toolchain::discover_with(tools.clone());
     let (_, caps) = crate::probe::probe(&tc);
-    let executed = runner::run_in_process(case, config, &caps, &tc, data, scratch);
+    // A child runs one case: its batches compute that case's member only.
+    let scope = runner::run_scope(std::slice::from_ref(case), &Default::default(), &tc);
+    let executed = runner::run_in_process(case, config, &scope, &caps, &tc, data, scratch);
     let written = match result {
         Some(path) => runner::child::write_result(path, &executed),
         None => serde_json::to_string(&executed)
@@ -1075,7 +1075,10 @@ fn prebuild(
         .iter()
         .map(|t| (t.name().to_string(), clang.version.clone()))
         .collect();
-    let store = match prebuilt::Store::create(&args.output, &tools, &versions) {
+    let ptxas = toolchain
+        .component(Capability::Ptxas)
+        .map(|c| c.version.as_str());
+    let store = match prebuilt::Store::create(&args.output, &tools, &versions, ptxas) {
         Ok(s) => s,
         Err(e) => {
             error(e);
@@ -1252,8 +1255,10 @@ fn run(
     );
 
     let mut reports = report::run::ReportSink::new(paths, record, fingerprint.clone());
+    let scope = runner::run_scope(&cases, &selection, &toolchain);
     let env = Arc::new(RunEnv {
         config: config.clone(),
+        scope,
         resources: runner::Resources::new(),
         caps,
         toolchain,

@@ -243,3 +243,117 @@ fn prebuilt_usage_errors_exit_2_naming_the_problem() {
     let o = gpucts_env(&["prebuild", "--prebuilt", e, "-o", e], &[]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// A stand-in ptxas on `PATH` (first, so discovery takes it): `--version` says `version`;
+/// on PTX that clang-19 wrote (LLVM's NVPTX back end) it rejects the function whose
+/// definition comes first, as a newer ptxas rejecting a construct would, naming its line the
+/// way ptxas does; any other input goes to the real ptxas.
+fn fake_ptxas(bin: &Path, real: &Path, version: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let script = format!(
+        r#"#!/bin/sh
+if [ "$1" = "--version" ]; then
+  echo "ptxas: NVIDIA (R) Ptx optimizing assembler"
+  echo "Cuda compilation tools, release 13.0, V{version}"
+  exit 0
+fi
+for a in "$@"; do case "$a" in *.ptx) input="$a";; esac; done
+if grep -q "LLVM NVPTX" "$input"; then
+  line=$(grep -n "^.visible .entry\|^.visible .func\|^.func\|^.entry" "$input" | head -1 | cut -d: -f1)
+  echo "ptxas $input, line $((line + 1)); error   : Feature 'stand-in' not supported here" >&2
+  echo "ptxas fatal   : Ptx assembly aborted due to errors" >&2
+  exit 255
+fi
+exec "{real}" "$@"
+"#,
+        real = real.display()
+    );
+    let path = bin.join("ptxas");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A rig whose ptxas rejects functions the build machine's accepted: xcall compiles the batch
+/// again without them, an input the store never recorded. Each case of the batch is then an
+/// error naming the store, the missing input and both ptxas versions (from the manifest),
+/// not the seeds' failures of a batch replayed without its reassembly. The run also keeps its
+/// selection with `--prebuilt`: it computes the one pair it runs (3 jobs), not every batch.
+#[test]
+fn a_rig_whose_ptxas_differs_gets_an_error_naming_the_store() {
+    let tc = Toolchain::discover_system();
+    gpucts::require!(
+        tc.has(Capability::Clang) && tc.has(Capability::Ptxas) && tc.has(Capability::Nvjitlink),
+        "clang-19, ptxas and nvJitLink"
+    );
+    let real = tc.component(Capability::Ptxas).unwrap();
+    let store = tmp("prebuilt-ptxas");
+    let reports = tmp("prebuilt-ptxas-reports");
+    let dir = store.path().join("store");
+    let d = dir.to_str().unwrap();
+    let case = "xcall.pair.clang.gpucts.0";
+    let off = Path::new("0");
+    let o = gpucts_env(
+        &["prebuild", "--suite", "xcall", "--exact", case, "-o", d],
+        &[],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "prebuild: {out}\n{err}");
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["ptxas"], real.version.as_str(), "{manifest}");
+
+    // The same ptxas: the store answers every input.
+    let (code, same, log) = run(
+        reports.path(),
+        "same",
+        &["--prebuilt", d, "--suite", "xcall", "--exact", case],
+        &[
+            ("GPUCTS_HIDE_TOOLS", Path::new("clang")),
+            ("GPUCTS_XCALL_CACHE", off),
+        ],
+    );
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        ["pass", "waived"].contains(&same[case].0.as_str()),
+        "{case}: {:?}",
+        same[case]
+    );
+
+    let bin = tmp("prebuilt-ptxas-bin");
+    fake_ptxas(bin.path(), &real.path, "13.0.48");
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (code, other, log) = run(
+        reports.path(),
+        "other",
+        &["--prebuilt", d, "--suite", "xcall", "--exact", case],
+        &[
+            ("GPUCTS_HIDE_TOOLS", Path::new("clang")),
+            ("GPUCTS_XCALL_CACHE", off),
+            ("GPUCTS_XCALL_TIMES", Path::new("1")),
+            ("PATH", Path::new(&path)),
+        ],
+    );
+    assert_eq!(code, Some(101), "{log}");
+    let (verdict, status) = &other[case];
+    assert_eq!(verdict, "fail", "{status}");
+    for part in [
+        "\"status\":\"error\"",
+        "compiling the batch again without them did not run",
+        "no prebuilt output for this input in",
+        d,
+        &format!("prebuilt where ptxas {} ran", real.version),
+        "this machine's ptxas is 13.0.48",
+    ] {
+        assert!(status.contains(part), "`{part}` not in {status}");
+    }
+    let jobs = log
+        .lines()
+        .find_map(|l| l.split_once(" jobs on ").map(|(a, _)| a))
+        .and_then(|a| a.rsplit(' ').next())
+        .unwrap_or_else(|| panic!("no jobs line: {log}"));
+    assert_eq!(jobs, "3", "{log}");
+}

@@ -59,17 +59,18 @@ pub fn random_type(ctx: &CaseContext, oracle: Oracle, seed: u64) -> CaseStatus {
     static CACHE: std::sync::OnceLock<BatchCache<(&'static str, u64), BatchVerdicts>> =
         std::sync::OnceLock::new();
     let start = seed - seed % oracle::BATCH as u64;
-    let slot = CACHE
-        .get_or_init(BatchCache::new)
-        .get_or_compute(&(oracle.name(), start), || {
-            oracle::check_batch(
-                oracle,
-                ctx.toolchain,
-                &random::random_batch(start, oracle::BATCH),
-            )
-            .map(|rs| rs.into_iter().map(|r| (r.name, r.verdict)).collect())
-            .map_err(CaseInputError::from)
-        });
+    let slot =
+        CACHE
+            .get_or_init(BatchCache::new)
+            .get_or_compute(ctx, &(oracle.name(), start), || {
+                oracle::check_batch(
+                    oracle,
+                    ctx.toolchain,
+                    &random::random_batch(start, oracle::BATCH),
+                )
+                .map(|rs| rs.into_iter().map(|r| (r.name, r.verdict)).collect())
+                .map_err(CaseInputError::from)
+            });
     let name = random::random_type(seed).name;
     match slot.get() {
         Some(Ok(verdicts)) => match verdicts.get(&name) {
@@ -93,6 +94,7 @@ pub fn types_file(ctx: &CaseContext, oracle: Oracle, file: &str, only: Option<&s
     // Nested types are judged with the type that holds them, so the whole file is compiled
     // once per oracle and each case reads its type's verdict.
     let slot = CACHE.get_or_init(BatchCache::new).get_or_compute(
+        ctx,
         &(oracle.name(), file.to_string()),
         || {
             let text = std::fs::read_to_string(&path).map_err(|e| CaseInputError::Read {
@@ -142,7 +144,7 @@ pub fn param_passing(
         std::sync::OnceLock::new();
     let slot = CACHE
         .get_or_init(BatchCache::new)
-        .get_or_compute(&producer.name(), || {
+        .get_or_compute(ctx, &producer.name(), || {
             let sigs = paramgen::signatures();
             let ptx = paramgen::emit(producer, ctx.toolchain, &sigs)?;
             let module = PtxModule::parse(&ptx).map_err(|e| {

@@ -262,9 +262,7 @@ impl Check for AtomicsCheck {
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
-            AtomicsCheck::Mapping(MappingSpec(case)) => {
-                cache().outcome(ctx.toolchain, case).to_status(case)
-            }
+            AtomicsCheck::Mapping(MappingSpec(case)) => cache().outcome(ctx, case).to_status(case),
             AtomicsCheck::Model { test } => model_case(test),
             AtomicsCheck::Alternative { test } => alternative_case(test),
             AtomicsCheck::Gpu {

@@ -93,7 +93,7 @@ fn round_trip(ctx: &CaseContext, seed: u64) -> CaseStatus {
     let batch = seed / roundtrip::BATCH;
     let slot = CACHE
         .get_or_init(BatchCache::new)
-        .get_or_compute(&batch, || roundtrip::run_batch(ctx.toolchain, batch));
+        .get_or_compute(ctx, &batch, || roundtrip::run_batch(ctx.toolchain, batch));
     match slot.get() {
         Some(Ok(v)) => match v.get(&seed) {
             Some(Ok(note)) => CaseStatus::pass_with(note.clone()),

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use super::{Executed, RunEnv};
 use crate::backend::process::{Ending, RunError};
+use crate::backend::toolchain::process::signal_name;
 use crate::outcome::CaseStatus;
 
 /// The most of a child's output kept in a report.
@@ -28,20 +29,6 @@ fn tail(s: &str) -> String {
         start += 1;
     }
     format!("[... {} bytes cut ...]\n{}", start, &s[start..])
-}
-
-fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGILL => "SIGILL",
-        libc::SIGFPE => "SIGFPE",
-        _ => return format!("signal {sig}"),
-    };
-    format!("{name} (signal {sig})")
 }
 
 /// Called first in an isolated child: the kernel kills it when the parent run dies (a

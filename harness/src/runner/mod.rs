@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use libtest_mimic::{Completion, Failed, Trial};
 use serde::Serialize;
 
-use crate::area::{CaseContext, Resource};
+use crate::area::{BatchUse, CaseContext, Resource, RunScope};
 use crate::backend::toolchain::{tempfile_dir, Toolchain};
 use crate::capability::{Capabilities, Capability, Requirement};
 use crate::config::RunConfig;
@@ -119,6 +119,8 @@ pub fn resources_of(case: &Case) -> Vec<Resource> {
 pub struct RunEnv {
     /// The run's settings (command line and environment).
     pub config: RunConfig,
+    /// The run's selection and the batches its cases compute ([`run_scope`]).
+    pub scope: RunScope,
     /// The shared resources cases declare, one lock each.
     pub resources: Resources,
     pub caps: Capabilities,
@@ -140,6 +142,7 @@ impl RunEnv {
     pub fn empty(data: &crate::data::DataRoot) -> RunEnv {
         RunEnv {
             config: RunConfig::default(),
+            scope: RunScope::new(),
             resources: Resources::new(),
             caps: Default::default(),
             toolchain: Toolchain::default(),
@@ -219,6 +222,21 @@ impl Selection {
     }
 }
 
+/// The scope of a run of `cases` under `selection` ([`RunEnv::scope`]): its selected ids, so
+/// batch computations compile only what runs. Replaying a prebuilt store, a batch's members
+/// are all computed anyway, as `gpucts prebuild` computed them (a batch of the selected
+/// members only would be an input the store lacks); which batches are needed still follows
+/// the selection.
+pub fn run_scope(cases: &[Case], selection: &Selection, toolchain: &Toolchain) -> RunScope {
+    RunScope::selecting(
+        cases
+            .iter()
+            .filter(|c| selection.selects(&c.id))
+            .map(|c| c.id.clone()),
+        toolchain.prebuilt().is_some(),
+    )
+}
+
 /// Print the selected cases, libtest's way (`id: test`), running nothing.
 pub fn list(cases: Vec<Case>, data: &crate::data::DataRoot, selection: &Selection) {
     let mut args = selection.arguments();
@@ -245,10 +263,10 @@ impl RunOutcome {
 }
 
 /// Run the selected cases and collect their results, telling the console for
-/// `selection.format` and then each of `sinks` what happens. Only the selected cases
-/// are recorded as the run's selection (`area::set_selected`), so batch computations compile
-/// only what runs; each case's duration counts its share of a batch's compute time once
-/// (spread over the cases that used the batch) instead of the time it waited for it.
+/// `selection.format` and then each of `sinks` what happens. Batches are computed in
+/// `env.scope` (made by [`run_scope`] for the same selection); each case's duration counts
+/// its share of a batch's compute time once (spread over the cases that used the batch)
+/// instead of the time it waited for it.
 pub fn run(
     cases: Vec<Case>,
     env: Arc<RunEnv>,
@@ -261,12 +279,6 @@ pub fn run(
         .filter(|c| selection.selects(&c.id))
         .collect();
     let filtered_out = total - selected.len();
-    // Replaying a prebuilt store, batches are compiled whole, as `gpucts prebuild` compiled
-    // them: a batch of the selected members only would be an input the store lacks (and a
-    // lookup costs nothing).
-    if env.toolchain.prebuilt().is_none() {
-        crate::area::set_selected(selected.iter().map(|c| c.id.clone()));
-    }
     let ids: Vec<&str> = selected.iter().map(|c| c.id.as_str()).collect();
     // The console first: its closing lines come before what the other sinks write.
     let mut console = console::for_format(selection.format);
@@ -281,7 +293,7 @@ pub fn run(
         .unwrap_or(1)
         .clamp(1, selected.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let used: Mutex<Vec<(String, crate::area::BatchUse)>> = Mutex::new(Vec::new());
+    let used: Mutex<Vec<(String, BatchUse)>> = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
@@ -308,6 +320,7 @@ pub fn run(
     charge_batches(
         &mut results,
         &used.into_inner().unwrap_or_else(|e| e.into_inner()),
+        &env.scope,
     );
     results.sort_by(|a, b| a.id.cmp(&b.id));
     sinks.send(sink::Event::RunFinished {
@@ -327,7 +340,7 @@ pub fn run(
 /// Replace the time each case spent inside batch computations (computing, or waiting for
 /// another case's) by its share of each batch it used: the batch's compute time divided by
 /// the number of cases that used it. Each batch is thus charged once in all.
-fn charge_batches(results: &mut [CaseResult], used: &[(String, crate::area::BatchUse)]) {
+fn charge_batches(results: &mut [CaseResult], used: &[(String, BatchUse)], scope: &RunScope) {
     let mut members: std::collections::HashMap<crate::area::BatchToken, usize> =
         std::collections::HashMap::new();
     for (_, u) in used {
@@ -335,7 +348,7 @@ fn charge_batches(results: &mut [CaseResult], used: &[(String, crate::area::Batc
             *members.entry(*t).or_default() += 1;
         }
     }
-    let by_id: std::collections::HashMap<&str, &crate::area::BatchUse> =
+    let by_id: std::collections::HashMap<&str, &BatchUse> =
         used.iter().map(|(id, u)| (id.as_str(), u)).collect();
     for r in results.iter_mut() {
         let Some(u) = by_id.get(r.id.as_str()) else {
@@ -348,7 +361,7 @@ fn charge_batches(results: &mut [CaseResult], used: &[(String, crate::area::Batc
             .batches
             .iter()
             .filter_map(|t| {
-                let cost = crate::area::batch_cost(t)?;
+                let cost = scope.batch_cost(t)?;
                 Some(cost.as_secs_f64() / members.get(t).copied().unwrap_or(1).max(1) as f64)
             })
             .sum();
@@ -357,8 +370,7 @@ fn charge_batches(results: &mut [CaseResult], used: &[(String, crate::area::Batc
 }
 
 /// Run one case (with its reruns) and judge it; also what it did with batches.
-fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
-    let _ = crate::area::take_batch_use();
+fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, BatchUse) {
     let t0 = Instant::now();
     let mut waited = Duration::ZERO;
     // The parent applies `--require-weak-controls` to what a case (or its child) reported, so
@@ -374,14 +386,14 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, crate::area::BatchUse) {
             e
         }
     };
-    let first = required(execute(case, env));
+    let (first, first_waited, batch_use) = execute(case, env);
+    let first = required((first, first_waited));
     let (last, attempts) = rerun::with_reruns(first, env.config.rerun_failures, || {
         required(rerun::fresh_child(case, env))
     });
     let Executed { status, figures } = last;
     // The case's own time: waiting for the GPU while other cases used it is not.
     let duration_s = t0.elapsed().saturating_sub(waited).as_secs_f64();
-    let batch_use = crate::area::take_batch_use();
     // Waivers excuse what they name: a failure with any other finding fails, and says which.
     // Every attempt counts: a crash or another finding before a known failure is not hidden
     // by the last attempt's being known.
@@ -447,12 +459,13 @@ pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&str>
 pub fn run_in_process(
     case: &Case,
     config: &RunConfig,
+    scope: &RunScope,
     caps: &Capabilities,
     toolchain: &Toolchain,
     data: &crate::data::DataRoot,
     scratch: Option<&std::path::Path>,
 ) -> Executed {
-    run_check(case, config, caps, toolchain, data, scratch, false)
+    run_check(case, config, scope, caps, toolchain, data, scratch, false).0
 }
 
 /// Run a case's compilations only, in this process (`gpucts prebuild`; see
@@ -460,45 +473,45 @@ pub fn run_in_process(
 pub fn compile_in_process(
     case: &Case,
     config: &RunConfig,
+    scope: &RunScope,
     caps: &Capabilities,
     toolchain: &Toolchain,
     data: &crate::data::DataRoot,
 ) -> CaseStatus {
-    run_check(case, config, caps, toolchain, data, None, true).status
+    run_check(case, config, scope, caps, toolchain, data, None, true)
+        .0
+        .status
 }
 
+/// Run the check; also what it did with batches.
+#[allow(clippy::too_many_arguments)]
 fn run_check(
     case: &Case,
     config: &RunConfig,
+    scope: &RunScope,
     caps: &Capabilities,
     toolchain: &Toolchain,
     data: &crate::data::DataRoot,
     scratch: Option<&std::path::Path>,
     compile_only: bool,
-) -> Executed {
+) -> (Executed, BatchUse) {
     let owned = match scratch {
         Some(_) => None,
         None => match tempfile_dir() {
             Ok(d) => Some(d),
             Err(e) => {
-                return CaseStatus::error(format!("cannot create a scratch directory: {e}")).into()
+                let status = CaseStatus::error(format!("cannot create a scratch directory: {e}"));
+                return (status.into(), BatchUse::default());
             }
         },
     };
     let scratch = scratch
         .map(|p| p.to_path_buf())
         .or_else(|| owned.as_ref().map(|d| d.path().to_path_buf()));
-    let ctx = CaseContext {
-        config,
-        id: &case.id,
-        caps,
-        toolchain,
-        scratch: scratch.unwrap_or_default(),
-        root: &data.path,
-        corpora: data.corpora.as_deref(),
-        compile_only,
-        figures: Mutex::new(Vec::new()),
-    };
+    let mut ctx = CaseContext::new(config, scope, &case.id, caps, toolchain, &data.path);
+    ctx.scratch = scratch.unwrap_or_default();
+    ctx.corpora = data.corpora.as_deref();
+    ctx.compile_only = compile_only;
     let status = match std::panic::catch_unwind(AssertUnwindSafe(|| case.check.run(&ctx))) {
         Ok(s) => s,
         Err(p) => {
@@ -510,19 +523,22 @@ fn run_check(
             CaseStatus::error(format!("the check panicked: {msg}"))
         }
     };
-    Executed {
+    let executed = Executed {
         status,
         figures: ctx.take_figures(),
-    }
+    };
+    (executed, ctx.take_batch_use())
 }
 
 /// Run a case's check, or skip it naming the first capability it needs that this machine
-/// lacks; also how long it waited for its shared resources.
-pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration) {
+/// lacks; also how long it waited for its shared resources and what it did with batches (in
+/// this process: an isolated child's batches are its own).
+pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration, BatchUse) {
     if let Some((capability, reason)) = env.caps.first_missing(&case.requires) {
         return (
             CaseStatus::Skip { capability, reason }.into(),
             Duration::ZERO,
+            BatchUse::default(),
         );
     }
     // A rig replaying prebuilt clang outputs runs the clang cases the build machine prebuilt.
@@ -537,24 +553,29 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration) {
                         store.dir().display()
                     ),
                 );
-                return (skip.into(), Duration::ZERO);
+                return (skip.into(), Duration::ZERO, BatchUse::default());
             }
         }
     }
     let (_held, waited) = env.resources.hold(&resources_of(case));
-    let executed = if case.isolate {
-        child::run_isolated(env, &case.file, &case.id, case.timeout)
+    let (executed, used) = if case.isolate {
+        (
+            child::run_isolated(env, &case.file, &case.id, case.timeout),
+            BatchUse::default(),
+        )
     } else {
-        run_in_process(
+        run_check(
             case,
             &env.config,
+            &env.scope,
             &env.caps,
             &env.toolchain,
             &env.data,
             None,
+            false,
         )
     };
-    (executed, waited)
+    (executed, waited, used)
 }
 
 /// libtest-mimic trials for the cases (the `--list` output); each records its [`CaseResult`]
@@ -664,6 +685,64 @@ impl Tally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two runs in one process, one after the other and side by side, each see their own
+    /// selection: a shared batch computes exactly the members its run selected (the
+    /// selftest batch counts them). A run-wide selection (one set for the process) would give
+    /// the later run the earlier one's batch, or the two runs one selection.
+    #[test]
+    fn runs_in_one_process_keep_their_own_selection() {
+        let dir = tempfile::tempdir().unwrap();
+        let members = ["one", "two", "three", "four"].map(|m| format!("selftest.batch.a.{m}"));
+        let mut yaml = String::from("area: selftest\ndescription: a shared batch\ncases:\n");
+        for m in &members {
+            yaml += &format!(
+                "  - id: {m}\n    clause: ptx-interop 13.2 §1.1\n    check: {{batch: \
+                 {{key: a, member_ms: 1, members: [{}]}}}}\n",
+                members.join(", ")
+            );
+        }
+        let file = dir.path().join("batch.yaml");
+        std::fs::write(&file, yaml).unwrap();
+        let cases = crate::suite::load_file(&file, &crate::areas::all())
+            .unwrap()
+            .cases;
+        let data = crate::data::DataRoot::at(dir.path());
+        // The note of each case a run of `filter` ran: how many members its batch computed.
+        let run_of = |filter: &str, exact: bool| {
+            let selection = Selection {
+                filter: Some(filter.to_string()),
+                exact,
+                jobs: Some(2),
+                format: Format::Terse,
+                ..Selection::default()
+            };
+            let mut env = RunEnv::empty(&data);
+            env.scope = run_scope(&cases, &selection, &env.toolchain);
+            let outcome = run(cases.clone(), Arc::new(env), &selection, &mut []);
+            outcome
+                .results
+                .into_iter()
+                .map(|r| match r.status {
+                    CaseStatus::Pass { note, .. } => (r.id, note.unwrap_or_default()),
+                    other => panic!("{}: {other:?}", r.id),
+                })
+                .collect::<Vec<_>>()
+        };
+        let computed = |n: usize| format!("batch a: {n} member(s) computed");
+        let one = run_of("selftest.batch.a.one", true);
+        assert_eq!(one, [(members[0].clone(), computed(1))]);
+        let all = run_of("selftest.batch.a.", false);
+        assert_eq!(all.len(), 4);
+        assert!(all.iter().all(|(_, n)| *n == computed(4)), "{all:?}");
+        let (one, all) = std::thread::scope(|s| {
+            let one = s.spawn(|| run_of("selftest.batch.a.two", true));
+            let all = s.spawn(|| run_of("selftest.batch.a.", false));
+            (one.join().unwrap(), all.join().unwrap())
+        });
+        assert_eq!(one, [(members[1].clone(), computed(1))]);
+        assert!(all.iter().all(|(_, n)| *n == computed(4)), "{all:?}");
+    }
 
     #[test]
     fn observations_are_told_by_their_id() {

@@ -56,6 +56,8 @@ pub fn prebuild(
     });
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    // The batches these cases need, each compiled whole: the input a rig's run replays.
+    let scope = crate::area::RunScope::selecting(clang.iter().map(|c| c.id.clone()), true);
     std::thread::scope(|s| {
         for _ in 0..jobs.max(1) {
             s.spawn(|| loop {
@@ -70,8 +72,9 @@ pub fn prebuild(
                 let verdict = match caps.first_missing(&needed) {
                     Some((cap, why)) => Err((false, format!("{cap} missing here: {why}"))),
                     None => {
-                        match crate::runner::compile_in_process(case, config, caps, toolchain, data)
-                        {
+                        match crate::runner::compile_in_process(
+                            case, config, &scope, caps, toolchain, data,
+                        ) {
                             s if s.is_compiled_only() => Ok(()),
                             CaseStatus::Pass { .. } | CaseStatus::Fail { .. } => Ok(()),
                             // A device check that stopped at its device (not at its compilations)
@@ -153,8 +156,9 @@ mod tests {
         assert!(done.errors.is_empty(), "{:?}", done.errors);
         assert!(done.not_prebuilt.is_empty(), "{:?}", done.not_prebuilt);
         assert_eq!(done.compiled.len(), cases.len());
+        let scope = crate::area::RunScope::new();
         for c in &cases {
-            let s = crate::runner::compile_in_process(c, &config, &caps, &tc, &data);
+            let s = crate::runner::compile_in_process(c, &config, &scope, &caps, &tc, &data);
             assert!(s.is_compiled_only(), "{}: {s:?}", c.id);
         }
     }

@@ -174,11 +174,8 @@ impl Check for SelftestCheck {
                     std::sync::OnceLock::new();
                 let slot = CACHE
                     .get_or_init(crate::area::BatchCache::new)
-                    .get_or_compute(key, || {
-                        let n = members
-                            .iter()
-                            .filter(|m| *m == ctx.id || crate::area::is_selected(m))
-                            .count();
+                    .get_or_compute(ctx, key, || {
+                        let n = members.iter().filter(|m| ctx.batch_member(m)).count();
                         std::thread::sleep(std::time::Duration::from_millis(
                             member_ms.saturating_mul(n as u64),
                         ));

@@ -3,7 +3,7 @@
 //! for values that go together, like a type and its size), minus the combinations listed under
 //! `exclude:`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
@@ -187,6 +187,27 @@ pub fn expand_limited(
     exclude: &[BTreeMap<String, Value>],
     limit: u64,
 ) -> Result<Vec<Params>, MatrixError> {
+    check_size(matrix, table, limit)?;
+    let table_keys: BTreeSet<&String> = table.iter().flat_map(|r| r.keys()).collect();
+    check_id_keys(id_template, matrix, table, &table_keys)?;
+    let axes = axis_values(id_template, matrix)?;
+    for ex in exclude {
+        for k in ex.keys() {
+            if !matrix.contains_key(k) && !table_keys.contains(k) {
+                return Err(MatrixError::UnknownExcludeKey(k.clone()));
+            }
+        }
+    }
+    let out = product(table, &axes);
+    apply_excludes(out, exclude)
+}
+
+/// The expansion's size (table rows × every axis) is at most `limit`; no axis is empty.
+fn check_size(
+    matrix: &BTreeMap<String, Axis>,
+    table: &[Params],
+    limit: u64,
+) -> Result<(), MatrixError> {
     let mut total: Option<u128> = Some(table.len().max(1) as u128);
     for (key, axis) in matrix {
         let n = axis_len(axis);
@@ -196,17 +217,24 @@ pub fn expand_limited(
         total = total.and_then(|t| t.checked_mul(n));
     }
     match total {
-        Some(t) if t <= u128::from(limit) => {}
-        _ => {
-            return Err(MatrixError::TooLarge {
-                actual: total,
-                limit,
-            })
-        }
+        Some(t) if t <= u128::from(limit) => Ok(()),
+        _ => Err(MatrixError::TooLarge {
+            actual: total,
+            limit,
+        }),
     }
-    let table_keys: std::collections::BTreeSet<&String> =
-        table.iter().flat_map(|r| r.keys()).collect();
-    for k in &table_keys {
+}
+
+/// A key is the matrix's or the table's, not both; every placeholder of the id names one, and
+/// a table key the id names is in every row, as a scalar (so the id reads well; other table
+/// values may be lists or maps, substituted whole).
+fn check_id_keys(
+    id_template: &str,
+    matrix: &BTreeMap<String, Axis>,
+    table: &[Params],
+    table_keys: &BTreeSet<&String>,
+) -> Result<(), MatrixError> {
+    for k in table_keys {
         if matrix.contains_key(*k) {
             return Err(MatrixError::KeyInBoth((*k).clone()));
         }
@@ -225,8 +253,6 @@ pub fn expand_limited(
             });
         }
     }
-    // Table values may be lists or maps (substituted whole); those named in the id must be
-    // scalars so the id reads well.
     let id_keys = placeholders(id_template);
     for (i, row) in table.iter().enumerate() {
         for (k, v) in row {
@@ -238,12 +264,21 @@ pub fn expand_limited(
             }
         }
     }
+    Ok(())
+}
+
+/// Each axis's values, in the matrix's key order: every axis is named in the id, and its
+/// values are scalars.
+fn axis_values(
+    id_template: &str,
+    matrix: &BTreeMap<String, Axis>,
+) -> Result<Vec<(String, Vec<Value>)>, MatrixError> {
     let mut axes: Vec<(String, Vec<Value>)> = Vec::new();
     for (key, axis) in matrix {
         if !id_template.contains(&format!("{{{key}}}")) {
             return Err(MatrixError::KeyNotInId(key.clone()));
         }
-        // The size was checked above, so the range is at most `limit` values.
+        // The size was checked first, so the range is at most `limit` values.
         let values: Vec<Value> = match axis {
             Axis::List(v) => v.clone(),
             Axis::Range { range: [lo, hi] } => (*lo..*hi).map(Value::from).collect(),
@@ -258,19 +293,18 @@ pub fn expand_limited(
         }
         axes.push((key.clone(), values));
     }
-    for ex in exclude {
-        for k in ex.keys() {
-            if !matrix.contains_key(k) && !table_keys.contains(k) {
-                return Err(MatrixError::UnknownExcludeKey(k.clone()));
-            }
-        }
-    }
+    Ok(axes)
+}
+
+/// Every table row (or one empty row) with every combination of the axes' values, the last
+/// axis varying fastest.
+fn product(table: &[Params], axes: &[(String, Vec<Value>)]) -> Vec<Params> {
     let mut out: Vec<Params> = if table.is_empty() {
         vec![Params::new()]
     } else {
         table.to_vec()
     };
-    for (key, values) in &axes {
+    for (key, values) in axes {
         let mut next = Vec::with_capacity(out.len() * values.len());
         for partial in &out {
             for v in values {
@@ -281,6 +315,15 @@ pub fn expand_limited(
         }
         out = next;
     }
+    out
+}
+
+/// `out` without the combinations `exclude` lists; every exclude must remove something, and
+/// something must remain.
+fn apply_excludes(
+    mut out: Vec<Params>,
+    exclude: &[BTreeMap<String, Value>],
+) -> Result<Vec<Params>, MatrixError> {
     // Excludes grouped by the keys they name, each group a hash set of value tuples: one
     // lookup per group per case, so 100k cases × 50k excludes is 100k × (distinct key sets)
     // lookups, not 5·10^9 comparisons.

@@ -887,7 +887,7 @@ fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
 }
 
 fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, GpuCaseError> {
-    let slot = producers::batch(ctx.toolchain, producer);
+    let slot = producers::batch(ctx, producer);
     let b = match slot.get() {
         Some(Ok(b)) => b,
         Some(Err(e)) => return Err(GpuCaseError::Batch(e.to_string())),

@@ -533,12 +533,12 @@ fn compile(tc: &Toolchain, producer: Producer) -> Result<String, BatchError> {
 }
 
 /// The batch of `producer`, compiled once per run.
-pub fn batch(tc: &Toolchain, producer: Producer) -> Arc<OnceLock<Result<Batch, BatchError>>> {
+pub fn batch(ctx: &CaseContext, producer: Producer) -> Arc<OnceLock<Result<Batch, BatchError>>> {
     static CACHE: OnceLock<BatchCache<Producer, Result<Batch, BatchError>>> = OnceLock::new();
     CACHE
         .get_or_init(BatchCache::new)
-        .get_or_compute(&producer, || {
-            let ptx = compile(tc, producer)?;
+        .get_or_compute(ctx, &producer, || {
+            let ptx = compile(ctx.toolchain, producer)?;
             let findings = lint_source(&ptx, &format!("{}.ptx", producer.name())).map_err(|e| {
                 BatchError::Unreadable {
                     producer: producer.name(),
@@ -559,7 +559,7 @@ fn with_batch(
     producer: Producer,
     f: impl FnOnce(&Batch) -> CaseStatus,
 ) -> CaseStatus {
-    let slot = batch(ctx.toolchain, producer);
+    let slot = batch(ctx, producer);
     match slot.get() {
         Some(Ok(b)) => f(b),
         Some(Err(e)) => CaseStatus::error(e),

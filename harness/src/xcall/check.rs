@@ -8,7 +8,7 @@
 //! defined in none of the files are listed, not failed; the ch. 3 system calls (`vprintf`,
 //! `malloc`, `free`, `__assertfail`) are the driver's and are not listed.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
 
@@ -623,33 +623,9 @@ fn known(decls: &[ParamDecl]) -> Vec<Option<ParamDecl>> {
 /// Check a set of parsed files against each other. Two non-weak definitions of one function
 /// in different files are an input error (the link would fail with a duplicate symbol).
 pub fn check(files: &[PtxFile]) -> Result<Report, InputError> {
-    let mut defs: BTreeMap<&str, Def> = BTreeMap::new();
-    for file in files {
-        for f in file.module.functions.iter().filter(|f| f.is_definition) {
-            if let Some(prev) = defs.get(f.name.as_str()) {
-                if !(f.linkage.is_weak && prev.f.linkage.is_weak) {
-                    return Err(InputError {
-                        file: file.name.clone(),
-                        line: f.line,
-                        message: format!(
-                            "function `{}` defined twice (first at {}:{}); only .weak definitions may repeat",
-                            f.name, prev.file, prev.f.line
-                        ),
-                    });
-                }
-                continue;
-            }
-            defs.insert(
-                &f.name,
-                Def {
-                    file: &file.name,
-                    f,
-                },
-            );
-        }
-    }
+    let defs = definitions(files)?;
     let mut report = Report::default();
-    let mut listed = std::collections::BTreeSet::new();
+    let mut listed = BTreeSet::new();
     let mut unresolved = |report: &mut Report, file: &str, line: u32, name: &str| {
         if !SYSCALLS.contains(&name) && listed.insert((file.to_string(), name.to_string())) {
             report.unresolved.push(Unresolved {
@@ -679,39 +655,8 @@ pub fn check(files: &[PtxFile]) -> Result<Report, InputError> {
         }
         for c in &file.calls {
             let proto = c.prototype.as_ref().and_then(|p| file.prototypes.get(p));
-            // An indirect call against its own prototype.
             if let Some(p) = proto {
-                let pname = c.prototype.as_deref().unwrap_or("");
-                if c.args.len() != p.params.len() {
-                    report.mismatches.push(Mismatch {
-                        file: file.name.clone(),
-                        line: c.line,
-                        function: format!("(indirect, .callprototype {pname})"),
-                        message: format!(
-                            "caller passes {} parameters, prototype (line {}) declares {}",
-                            c.args.len(),
-                            p.line,
-                            p.params.len()
-                        ),
-                    });
-                } else {
-                    for (k, (a, b)) in c.args.iter().zip(&p.params).enumerate() {
-                        if let Some(a) = a.as_ref().filter(|a| !agree(a, b)) {
-                            report.mismatches.push(Mismatch {
-                                file: file.name.clone(),
-                                line: c.line,
-                                function: format!("(indirect, .callprototype {pname})"),
-                                message: format!(
-                                    "parameter {}: caller passes {}, prototype (line {}) declares {}",
-                                    k + 1,
-                                    show(a),
-                                    p.line,
-                                    show(b)
-                                ),
-                            });
-                        }
-                    }
-                }
+                against_prototype(&mut report.mismatches, file, c, p);
             }
             let Some(target) = &c.target else { continue };
             match defs.get(target.as_str()) {
@@ -750,6 +695,69 @@ pub fn check(files: &[PtxFile]) -> Result<Report, InputError> {
         .sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     report.mismatches.dedup();
     Ok(report)
+}
+
+/// Every function defined in `files`, by name, with the file defining it; a name defined twice
+/// is an error unless both definitions are `.weak`.
+fn definitions(files: &[PtxFile]) -> Result<BTreeMap<&str, Def<'_>>, InputError> {
+    let mut defs: BTreeMap<&str, Def> = BTreeMap::new();
+    for file in files {
+        for f in file.module.functions.iter().filter(|f| f.is_definition) {
+            if let Some(prev) = defs.get(f.name.as_str()) {
+                if !(f.linkage.is_weak && prev.f.linkage.is_weak) {
+                    return Err(InputError {
+                        file: file.name.clone(),
+                        line: f.line,
+                        message: format!(
+                            "function `{}` defined twice (first at {}:{}); only .weak definitions may repeat",
+                            f.name, prev.file, prev.f.line
+                        ),
+                    });
+                }
+                continue;
+            }
+            defs.insert(
+                &f.name,
+                Def {
+                    file: &file.name,
+                    f,
+                },
+            );
+        }
+    }
+    Ok(defs)
+}
+
+/// An indirect call against its own `.callprototype`: as many arguments as it declares, each
+/// agreeing with its parameter.
+fn against_prototype(out: &mut Vec<Mismatch>, file: &PtxFile, c: &CallSite, p: &Prototype) {
+    let pname = c.prototype.as_deref().unwrap_or("");
+    let mismatch = |message: String| Mismatch {
+        file: file.name.clone(),
+        line: c.line,
+        function: format!("(indirect, .callprototype {pname})"),
+        message,
+    };
+    if c.args.len() != p.params.len() {
+        out.push(mismatch(format!(
+            "caller passes {} parameters, prototype (line {}) declares {}",
+            c.args.len(),
+            p.line,
+            p.params.len()
+        )));
+        return;
+    }
+    for (k, (a, b)) in c.args.iter().zip(&p.params).enumerate() {
+        if let Some(a) = a.as_ref().filter(|a| !agree(a, b)) {
+            out.push(mismatch(format!(
+                "parameter {}: caller passes {}, prototype (line {}) declares {}",
+                k + 1,
+                show(a),
+                p.line,
+                show(b)
+            )));
+        }
+    }
 }
 
 /// What `gpucts xcall check` found: the files compared and the report, or why they could not be.

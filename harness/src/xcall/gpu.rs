@@ -178,24 +178,27 @@ pub fn judge(sig: &Signature, rec: &[u8], out: &[u8]) -> Result<(), ByteMismatch
     Ok(())
 }
 
+/// `gpucts prebuild`: the batches this pair links on the GPU, compiled (and so recorded)
+/// without one.
+fn compile_only(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
+    for m in super::Target::Current.masks() {
+        if super::pair_runs(caller, callee, m) {
+            for (p, role) in [(caller, Role::Caller), (callee, Role::Callee)] {
+                let batch = super::batch(ctx, ctx.toolchain, p, role, m, super::Target::Current);
+                if batch.get().is_none() {
+                    return CaseStatus::error("batch not computed");
+                }
+            }
+        }
+    }
+    CaseStatus::compiled_only()
+}
+
 /// Run every signature of the pair on the GPU; one case per pair (a child process).
 pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
     let tc = ctx.toolchain;
     if ctx.compile_only {
-        // The batches this pair links on the GPU, compiled (and so recorded) without one.
-        for m in super::Target::Current.masks() {
-            if super::pair_runs(caller, callee, m) {
-                for (p, role) in [(caller, Role::Caller), (callee, Role::Callee)] {
-                    if super::batch(tc, p, role, m, super::Target::Current)
-                        .get()
-                        .is_none()
-                    {
-                        return CaseStatus::error("batch not computed");
-                    }
-                }
-            }
-        }
-        return CaseStatus::compiled_only();
+        return compile_only(ctx, caller, callee);
     }
     let session = match Session::open(0) {
         Ok(s) => s,
@@ -210,8 +213,8 @@ pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseSt
             skipped += sigs.iter().filter(|s| super::mask(s) == m).count();
             continue;
         }
-        let a = super::batch(tc, caller, Role::Caller, m, super::Target::Current);
-        let b = super::batch(tc, callee, Role::Callee, m, super::Target::Current);
+        let a = super::batch(ctx, tc, caller, Role::Caller, m, super::Target::Current);
+        let b = super::batch(ctx, tc, callee, Role::Callee, m, super::Target::Current);
         let (Some(a), Some(b)) = (a.get(), b.get()) else {
             return CaseStatus::error("batch not computed");
         };

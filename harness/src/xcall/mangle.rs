@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use super::sig::Signature;
 use super::{all_signatures, cache, emit, generated_signatures, OPTIONS};
-use crate::area::BatchCache;
+use crate::area::{BatchCache, BatchUser, CaseContext};
 use crate::backend::producer::{Language, Producer, Source};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::outcome::CaseStatus;
@@ -57,9 +57,9 @@ pub(super) fn front_ends() -> Option<(Producer, Producer)> {
     Some((first(Language::CudaCpp)?, first(Language::ClangCuda)?))
 }
 
-pub(super) fn batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
+pub(super) fn batch(user: &dyn BatchUser, tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
     static C: OnceLock<BatchCache<Producer, Mangled>> = OnceLock::new();
-    C.get_or_init(BatchCache::new).get_or_compute(&p, || {
+    C.get_or_init(BatchCache::new).get_or_compute(user, &p, || {
         let sigs: Vec<&Signature> = generated_signatures().iter().collect();
         let text = emit::cpp_mangle(p, &sigs);
         let language = p
@@ -81,15 +81,16 @@ pub(super) fn batch(tc: &Toolchain, p: Producer) -> Arc<OnceLock<Mangled>> {
 }
 
 /// NVRTC and clang-19 give the same declarations the same mangled names.
-pub fn mangle_case(tc: &Toolchain, seed: u64) -> CaseStatus {
+pub fn mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
+    let tc = ctx.toolchain;
     // The two compilations side by side (not the whole suite's prefetch: a run selecting
     // only mangling cases compiles nothing else).
     let Some((nvrtc, clang)) = front_ends() else {
         return CaseStatus::error("no two C++ front ends are registered");
     };
     let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| batch(tc, nvrtc));
-        let b = batch(tc, clang);
+        let a = scope.spawn(|| batch(ctx, tc, nvrtc));
+        let b = batch(ctx, tc, clang);
         (a.join(), b)
     });
     let Ok(a) = a else {

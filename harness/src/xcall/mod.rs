@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 
-use crate::area::{BatchCache, CaseContext, Check};
+use crate::area::{BatchCache, BatchUser, CaseContext, Check, RunScope};
 use crate::backend::producer::{Language, Options, Producer, Source};
 use crate::backend::toolchain::{LinkInputKind, ToolError, Toolchain};
 use crate::capability::Capability;
@@ -250,13 +250,13 @@ impl Check for XcallCheck {
                 caller,
                 callee,
                 seed,
-            } => pair_case(ctx.toolchain, *caller, *callee, *seed, Target::Current),
+            } => pair_case(ctx, *caller, *callee, *seed, Target::Current),
             XcallCheck::Oldest {
                 caller,
                 callee,
                 seed,
-            } => pair_case(ctx.toolchain, *caller, *callee, *seed, Target::Oldest),
-            XcallCheck::Mangle { seed } => mangle::mangle_case(ctx.toolchain, *seed),
+            } => pair_case(ctx, *caller, *callee, *seed, Target::Oldest),
+            XcallCheck::Mangle { seed } => mangle::mangle_case(ctx, *seed),
             XcallCheck::Gpu { caller, callee } => gpu::gpu_case(ctx, *caller, *callee),
         }
     }
@@ -395,6 +395,41 @@ pub enum CubinError {
         producer: &'static str,
         source: Arc<BatchFailure>,
     },
+    /// ptxas rejected the functions of some seeds, and compiling the batch again without them
+    /// did not run to an answer (a prebuilt store lacking that input, a killed compiler): the
+    /// other seeds are unjudged, not failed.
+    #[error(
+        "ptxas rejected the functions of seed(s) {seeds:?} in {batch}; compiling the batch again \
+         without them did not run: {source}{why}"
+    )]
+    Reassembly {
+        batch: String,
+        seeds: Vec<u64>,
+        source: Arc<ToolError>,
+        /// What the store's manifest says of the ptxas it was prebuilt with, when replaying.
+        why: String,
+    },
+}
+
+impl CubinError {
+    /// The tool run that did not give an answer on the input, when that is why there is no
+    /// cubin: a case meeting it is an error of the run, never a failure a waiver could excuse.
+    pub fn did_not_run(&self) -> Option<&ToolError> {
+        let unanswered = |e: &ToolError| {
+            !matches!(
+                e,
+                ToolError::Failed { .. } | ToolError::UnknownTarget { .. }
+            )
+        };
+        match self {
+            CubinError::Reassembly { source, .. } => Some(source),
+            CubinError::Ptxas(e) => Some(&**e).filter(|e| unanswered(e)),
+            CubinError::Producer { source, .. } => match &**source {
+                BatchFailure::Tool(e) => Some(e).filter(|e| unanswered(e)),
+                BatchFailure::Rejected { .. } => None,
+            },
+        }
+    }
 }
 
 /// Why a pair's batches did not link into one cubin (each pair case fails on it).
@@ -524,9 +559,13 @@ pub fn seeds_at_error_lines(
     (!out.is_empty()).then_some(out)
 }
 
+/// A batch's relocatable cubin, or why there is none.
+type Assembled = Result<Vec<u8>, CubinError>;
+
 /// ptxas rejected the functions of signatures `bad` in a batch: compile the batch again
-/// without them and assemble that. `None` when the rest still fails (the whole batch then
-/// fails as before).
+/// without them and assemble that. `Ok(None)` when a tool refuses the rest (the whole batch
+/// then fails as before); an error when a tool did not answer (replaying a prebuilt store:
+/// the build machine's ptxas rejected other functions, so it never compiled this input).
 fn reassemble(
     tc: &Toolchain,
     p: Producer,
@@ -535,15 +574,49 @@ fn reassemble(
     rejected: &BTreeMap<u64, String>,
     bad: &BTreeMap<u64, String>,
     target: Target,
-) -> Option<(String, Result<Vec<u8>, CubinError>)> {
+) -> Result<Option<(String, Assembled)>, ToolError> {
     let rest: Vec<&Signature> = sigs
         .iter()
         .copied()
         .filter(|s| !rejected.contains_key(&s.seed) && !bad.contains_key(&s.seed))
         .collect();
-    let again = compile(tc, p, role, &rest, target).ok()?;
-    let cubin = assemble(tc, &again, target.arch()).ok()?;
-    Some((again, Ok(cubin)))
+    let refused = |e: ToolError| match e {
+        ToolError::Failed { .. } | ToolError::UnknownTarget { .. } => Ok(None),
+        e => Err(e),
+    };
+    let again = match compile(tc, p, role, &rest, target) {
+        Ok(ptx) => ptx,
+        Err(e) => return refused(e),
+    };
+    match assemble(tc, &again, target.arch()) {
+        Ok(cubin) => Ok(Some((again, Ok(cubin)))),
+        Err(e) => refused(e),
+    }
+}
+
+/// Why a replayed recompilation may be missing from the store: the ptxas the store was
+/// prebuilt with against this machine's (empty when not replaying or the same).
+fn store_ptxas_note(tc: &Toolchain) -> String {
+    let Some(store) = tc.replaying() else {
+        return String::new();
+    };
+    let here = tc
+        .component(Capability::Ptxas)
+        .map_or("none", |c| c.version.as_str());
+    match store.ptxas() {
+        Some(built) if built == here => String::new(),
+        Some(built) => format!(
+            "; the store {} was prebuilt where ptxas {built} ran and this machine's ptxas is \
+             {here}, which rejects other functions, so the build machine never compiled this \
+             input: run `gpucts prebuild` with ptxas {here}",
+            store.dir().display()
+        ),
+        None => format!(
+            "; the store {} does not say which ptxas it was prebuilt with (this machine's is \
+             {here})",
+            store.dir().display()
+        ),
+    }
 }
 
 type BatchKey = (Producer, Role, Mask, Target);
@@ -553,15 +626,17 @@ fn batch_cache() -> &'static BatchCache<BatchKey, Batch> {
     C.get_or_init(BatchCache::new)
 }
 
-/// The batch of `p` for `role` over the target's signatures of mask `m` (computed once).
+/// The batch of `p` for `role` over the target's signatures of mask `m` (computed once per
+/// run).
 pub fn batch(
+    user: &dyn BatchUser,
     tc: &Toolchain,
     p: Producer,
     role: Role,
     m: Mask,
     target: Target,
 ) -> Arc<OnceLock<Batch>> {
-    batch_cache().get_or_compute(&(p, role, m, target), || {
+    batch_cache().get_or_compute(user, &(p, role, m, target), || {
         let sigs = target.sigs(m);
         let arch = target.arch();
         let name = format!("{}-{}-m{m}-{arch}.ptx", p.name(), role.name());
@@ -584,12 +659,21 @@ pub fn batch(
                     .as_ref()
                     .err()
                     .and_then(|e| seeds_at_error_lines(&name, &ptx, &e.to_string(), &sigs));
-                match bad.and_then(|bad| {
-                    reassemble(tc, p, role, &sigs, &rejected, &bad, target)
-                        .map(|(a, c)| (a, c, bad))
+                match bad.map(|bad| {
+                    let again = reassemble(tc, p, role, &sigs, &rejected, &bad, target);
+                    (again, bad)
                 }) {
-                    Some(again) => again,
-                    None => (ptx, cubin, BTreeMap::new()),
+                    Some((Ok(Some((a, c))), bad)) => (a, c, bad),
+                    Some((Err(e), bad)) => {
+                        let failed = CubinError::Reassembly {
+                            batch: name.clone(),
+                            seeds: bad.keys().copied().collect(),
+                            source: Arc::new(e),
+                            why: store_ptxas_note(tc),
+                        };
+                        (ptx, Err(failed), BTreeMap::new())
+                    }
+                    Some((Ok(None), _)) | None => (ptx, cubin, BTreeMap::new()),
                 }
             }
             Err(failure) => (
@@ -645,18 +729,19 @@ fn pair_cache() -> &'static PairCache {
     C.get_or_init(BatchCache::new)
 }
 
-/// Check and link one pair's batches of mask `m` for a target (once).
+/// Check and link one pair's batches of mask `m` for a target (once per run).
 pub fn pair(
+    user: &dyn BatchUser,
     tc: &Toolchain,
     caller: Producer,
     callee: Producer,
     m: Mask,
     target: Target,
 ) -> Arc<OnceLock<Result<PairResult, PairError>>> {
-    pair_cache().get_or_compute(&(caller, callee, m, target), || {
+    pair_cache().get_or_compute(user, &(caller, callee, m, target), || {
         let arch = target.arch();
-        let a = batch(tc, caller, Role::Caller, m, target);
-        let b = batch(tc, callee, Role::Callee, m, target);
+        let a = batch(user, tc, caller, Role::Caller, m, target);
+        let b = batch(user, tc, callee, Role::Callee, m, target);
         let (Some(a), Some(b)) = (a.get(), b.get()) else {
             return Err(PairError::BatchNotComputed);
         };
@@ -760,8 +845,8 @@ struct Wanted {
 }
 
 impl Wanted {
-    fn from_selection() -> Wanted {
-        let Some(ids) = crate::area::selected_ids() else {
+    fn from_selection(scope: &RunScope) -> Wanted {
+        let Some(ids) = scope.selected_ids() else {
             return Wanted {
                 pairs: None,
                 mangle: true,
@@ -835,13 +920,14 @@ fn pair_runs(a: Producer, b: Producer, m: Mask) -> bool {
 /// Compute every batch, pair and mangling batch of the suite at once, on as many threads as
 /// the machine has (at most 4), largest batches first: cases then only read results. The
 /// runner's threads would otherwise wait together on the one batch the next case needs, so
-/// the compilations would run one at a time. Runs once per process.
-pub fn prefetch(tc: &Toolchain) {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
+/// the compilations would run one at a time. Runs once per run, on the run's behalf: the
+/// batches' costs are charged to the cases that read them, not to the case that waited here.
+pub fn prefetch(scope: &RunScope, tc: &Toolchain) {
+    static DONE: OnceLock<BatchCache<(), ()>> = OnceLock::new();
+    DONE.get_or_init(BatchCache::new).get_or_compute(scope, &(), || {
         let t0 = std::time::Instant::now();
         let producers = available(tc);
-        let wanted = Wanted::from_selection();
+        let wanted = Wanted::from_selection(scope);
         type Job<'a> = Box<dyn Fn() + Send + Sync + 'a>;
         let mut jobs: Vec<(usize, String, Job)> = Vec::new();
         let mut pair_jobs: Vec<(usize, String, Job)> = Vec::new();
@@ -860,7 +946,7 @@ pub fn prefetch(tc: &Toolchain) {
                         jobs.push((
                             weight,
                             format!("{p} {} m{m} {arch}", role.name()),
-                            Box::new(move || drop(batch(tc, p, role, m, target))),
+                            Box::new(move || drop(batch(scope, tc, p, role, m, target))),
                         ));
                     }
                 }
@@ -872,7 +958,7 @@ pub fn prefetch(tc: &Toolchain) {
                         pair_jobs.push((
                             0,
                             format!("pair {a} {b} m{m} {arch}"),
-                            Box::new(move || drop(pair(tc, a, b, m, target))),
+                            Box::new(move || drop(pair(scope, tc, a, b, m, target))),
                         ));
                     }
                 }
@@ -886,7 +972,7 @@ pub fn prefetch(tc: &Toolchain) {
                 jobs.push((
                     SIGNATURES as usize,
                     format!("{p} mangle"),
-                    Box::new(move || drop(mangle::batch(tc, p))),
+                    Box::new(move || drop(mangle::batch(scope, tc, p))),
                 ));
             }
         }
@@ -935,7 +1021,7 @@ pub fn prefetch(tc: &Toolchain) {
 /// results. The oldest-target case judges assembly and the link; the agreement of the
 /// prototypes is the pair case's (the same declarations, compiled for sm_90).
 pub fn pair_case(
-    tc: &Toolchain,
+    ctx: &CaseContext,
     caller: Producer,
     callee: Producer,
     seed: u64,
@@ -960,11 +1046,12 @@ pub fn pair_case(
         }
     }
     let arch = target.arch();
-    prefetch(tc);
+    let tc = ctx.toolchain;
+    prefetch(ctx.scope, tc);
     let m = mask(sig);
     debug_assert!(m & bit(caller) != 0 && m & bit(callee) != 0);
     for (p, role) in [(caller, Role::Caller), (callee, Role::Callee)] {
-        let b = batch(tc, p, role, m, target);
+        let b = batch(ctx, tc, p, role, m, target);
         if let Some(log) = b.get().and_then(|b| b.rejected.get(&seed)) {
             return CaseStatus::fail_findings(
                 format!(
@@ -989,8 +1076,17 @@ pub fn pair_case(
                 log_lines(log),
             );
         }
+        if let Some(e) = b.get().and_then(|b| b.cubin.as_ref().err()) {
+            if e.did_not_run().is_some() {
+                return CaseStatus::error(format!(
+                    "the {} {} batch for {arch}: {e}",
+                    p.describe(),
+                    role.name()
+                ));
+            }
+        }
     }
-    let slot = pair(tc, caller, callee, m, target);
+    let slot = pair(ctx, tc, caller, callee, m, target);
     let r = match slot.get() {
         Some(Ok(r)) => r,
         Some(Err(e)) => return CaseStatus::error(e),
@@ -1033,7 +1129,8 @@ pub fn bench(tc: &Toolchain) -> String {
     cache::disable();
     let t0 = std::time::Instant::now();
     // As the suite does: every batch, pair and mangling batch on the machine's threads.
-    prefetch(tc);
+    let scope = RunScope::new();
+    prefetch(&scope, tc);
     let mut linked = 0usize;
     let mut pairs = std::collections::BTreeSet::new();
     let producers = available(tc);
@@ -1043,7 +1140,7 @@ pub fn bench(tc: &Toolchain) -> String {
             for &callee in &producers {
                 for &m in masks.iter().filter(|m| pair_runs(caller, callee, **m)) {
                     pairs.insert((caller, callee));
-                    if let Some(Ok(r)) = pair(tc, caller, callee, m, target).get() {
+                    if let Some(Ok(r)) = pair(&scope, tc, caller, callee, m, target).get() {
                         if let Ok(names) = &r.linked {
                             linked += target
                                 .sigs(m)

@@ -376,15 +376,17 @@ impl MappingCache {
 
     /// The outcome of `case`, compiling its producer's whole batch on first use. Producers'
     /// batches compile in parallel; cases of one producer wait for its batch.
-    pub fn outcome(&self, tc: &Toolchain, case: &MappingCase) -> MappingOutcome {
+    pub fn outcome(&self, ctx: &crate::area::CaseContext, case: &MappingCase) -> MappingOutcome {
         // Only the run's selected cases of the producer (a filtered run compiles what it
-        // runs); `is_selected` is true for every case when no selection was made.
-        let slot = self.done.get_or_compute(&case.producer, || {
+        // runs); every case is a member when the run made no selection.
+        let slot = self.done.get_or_compute(ctx, &case.producer, || {
             let members: Vec<MappingCase> = cases_for(case.producer)
                 .into_iter()
-                .filter(|c| c == case || crate::area::is_selected(&c.id()))
+                .filter(|c| c == case || ctx.batch_member(&c.id()))
                 .collect();
-            run_batch(tc, case.producer, &members).into_iter().collect()
+            run_batch(ctx.toolchain, case.producer, &members)
+                .into_iter()
+                .collect()
         });
         slot.get()
             .and_then(|per| per.get(&case.id()).cloned())
@@ -732,6 +734,8 @@ mod tests {
         crate::require!(tc.has(Capability::Nvrtc), "NVRTC");
         crate::require!(tc.has(Capability::Cccl), "libcu++ (cccl)");
         let cache = MappingCache::new();
+        let (config, scope, caps) = Default::default();
+        let ctx = crate::area::CaseContext::new(&config, &scope, "t", &caps, &tc, ".".as_ref());
         let a = case(
             Producer::named("nvrtc"),
             Operation::Load,
@@ -744,18 +748,20 @@ mod tests {
             Order::Release,
             Scope::Sys,
         );
-        let va = cache.outcome(&tc, &a);
+        let va = cache.outcome(&ctx, &a);
         assert!(!matches!(va, MappingOutcome::ToolFailed { .. }), "{va}");
         let batch = cache
             .done
-            .get_or_compute(&Producer::named("nvrtc"), || panic!("the batch is cached"));
+            .get_or_compute(&ctx, &Producer::named("nvrtc"), || {
+                panic!("the batch is cached")
+            });
         assert_eq!(
             batch.get().map(|m| m.len()),
             Some(cases_for(Producer::named("nvrtc")).len())
         );
-        let vb = cache.outcome(&tc, &b);
+        let vb = cache.outcome(&ctx, &b);
         assert!(!matches!(vb, MappingOutcome::ToolFailed { .. }), "{vb}");
-        assert_eq!(cache.outcome(&tc, &a), va);
-        assert_eq!(cache.done.len(), 1);
+        assert_eq!(cache.outcome(&ctx, &a), va);
+        assert_eq!(cache.done.len(&scope), 1);
     }
 }

@@ -42,6 +42,16 @@ pub enum ToolError {
     /// The tool ran past its limit and was killed with everything it started.
     #[error("{tool} did not finish within {after_s:.0} s and was killed")]
     Timeout { tool: String, after_s: f64 },
+    /// A signal from outside ended the tool (the OOM killer's SIGKILL, a TERM or INT not from
+    /// gpucts): what the machine did, not the tool's answer on the input. Never kept as a
+    /// rejection (a prebuilt store, the disk caches), and a case meeting it is an error. (A
+    /// tool that crashes on its input, e.g. SIGABRT, answered: that is [`ToolError::Failed`].)
+    #[error("{tool} was killed by {signal}, not by gpucts: stopped from outside (the OOM killer, an operator), not a verdict on the input{}", stderr_tail(log))]
+    Killed {
+        tool: String,
+        signal: String,
+        log: String,
+    },
     /// Replaying a prebuilt store (`--prebuilt DIR`) that has no output for this input.
     #[error(
         "{tool}: no prebuilt output for this input in {} (key {key}): the store was made for \
@@ -55,6 +65,18 @@ pub enum ToolError {
     },
     #[error("{0}")]
     Io(#[from] std::io::Error),
+}
+
+/// The last lines of what a killed tool wrote, for its error.
+fn stderr_tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    match lines.len() {
+        0 => String::new(),
+        n => format!(
+            "; its last output: {}",
+            lines[n.saturating_sub(3)..].join(" | ")
+        ),
+    }
 }
 
 impl ToolError {
@@ -875,6 +897,71 @@ mod tests {
             tc.nvrtc("", "x.cu", &[]),
             Err(ToolError::NotAvailable(Capability::Nvrtc))
         ));
+    }
+
+    /// A clang-19 that the OOM killer ends (a script that sends itself SIGKILL stands in for
+    /// it) while `gpucts prebuild` records: the run is `Killed` naming the signal, and the
+    /// store keeps nothing, so a rig would not replay the kill as clang refusing the input.
+    /// A clang that refuses (exit 1) is kept as the rejection it is.
+    #[test]
+    fn a_killed_clang_is_not_recorded_as_a_rejection() {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = tempfile::tempdir().unwrap();
+        let fake = |name: &str, body: &str| {
+            let path = bin.path().join(name);
+            std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path
+        };
+        let killed = fake(
+            "clang-killed",
+            "echo 'LLVM ERROR: out of memory' >&2\nkill -KILL $$",
+        );
+        let refusing = fake("clang-refusing", "echo \"error: expected ';'\" >&2\nexit 1");
+        let store_dir = tempfile::tempdir().unwrap();
+        let version = "clang version 19.1.7 (fake)";
+        let versions = [("clang-19".to_string(), version.to_string())].into();
+        let store = prebuilt::Store::create(
+            store_dir.path(),
+            &[prebuilt::Tool::Clang].into(),
+            &versions,
+            None,
+        )
+        .unwrap();
+        let mode = Arc::new(prebuilt::Mode::Record(store));
+        let with_clang = |path: &Path| {
+            let mut tc = Toolchain::default().recording_into(Arc::clone(&mode));
+            tc.found.insert(
+                Capability::Clang,
+                Component {
+                    path: path.to_path_buf(),
+                    version: version.to_string(),
+                    origin: Origin::System,
+                },
+            );
+            tc
+        };
+        let source = "int f(int x) { return x; }";
+        match with_clang(&killed).clang_ptx(source, ClangLang::C, &["-O2"]) {
+            Err(ToolError::Killed { signal, log, .. }) => {
+                assert_eq!(signal, "SIGKILL (signal 9)");
+                assert!(log.contains("out of memory"), "{log}");
+            }
+            other => panic!("expected a kill: {other:?}"),
+        }
+        let prebuilt::Mode::Record(store) = &*mode else {
+            unreachable!()
+        };
+        assert_eq!(store.finish([]).unwrap().outputs, 0, "the kill was kept");
+        assert!(matches!(
+            with_clang(&refusing).clang_ptx(source, ClangLang::C, &["-O2"]),
+            Err(ToolError::Failed { .. })
+        ));
+        assert_eq!(
+            store.finish([]).unwrap().outputs,
+            1,
+            "the refusal was not kept"
+        );
     }
 
     /// ptxas, when present, assembles a minimal module and rejects a malformed one.

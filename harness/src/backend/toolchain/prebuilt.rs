@@ -15,6 +15,12 @@
 //! manifest, origin `prebuilt`; each clang/llc run becomes a lookup, and an input not in the
 //! store is an error naming the store (never a silent different answer). Cases the build
 //! machine could not prebuild (`manifest.json` lists those it did) skip, naming the store.
+//!
+//! What ptxas rejects decides some inputs: xcall compiles a batch again without the functions
+//! ptxas refused. The manifest records the build machine's ptxas, so a rig whose ptxas refuses
+//! others, and so asks for inputs the store lacks, is told both versions. A tool stopped from
+//! outside (the OOM killer) gave no answer and is not kept. Prebuilds writing one store at
+//! once take turns at the manifest and merge what is there ([`Store::finish`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
@@ -31,6 +37,8 @@ use super::ToolError;
 pub const FORMAT: &str = "gpucts-prebuilt-1";
 /// The manifest's file name in a store.
 pub const MANIFEST: &str = "manifest.json";
+/// The lock file prebuilds finishing into one store take in turn ([`Store::finish`]).
+const LOCK: &str = "manifest.lock";
 /// Largest manifest read (a full prebuild lists ~10,000 case ids: well under 1 MiB).
 const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 /// Largest single output, compressed on disk and decompressed (the biggest clang output of the
@@ -83,6 +91,11 @@ pub struct Manifest {
     pub gpucts: String,
     /// Each recorded tool's name and version (`clang-19` -> `Debian clang version 19.1.7`).
     pub tools: BTreeMap<String, String>,
+    /// The build machine's ptxas version: which functions its ptxas rejected decided which
+    /// batches xcall compiled again without them (inputs the store then holds), so a rig whose
+    /// ptxas rejects others asks for inputs the store lacks. `None`: no ptxas there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ptxas: Option<String>,
     /// Outputs in `outputs/`.
     pub outputs: usize,
     /// The cases whose compilations all ran (and were recorded) on the build machine.
@@ -178,12 +191,19 @@ impl Store {
         })
     }
 
-    /// Create (or add to) `dir` for recording `tools`, whose versions are `versions`. A store
-    /// that holds another version of a tool is refused: one store, one toolchain.
+    /// The build machine's ptxas version (replay: where the store was made).
+    pub fn ptxas(&self) -> Option<String> {
+        self.lock().ptxas.clone()
+    }
+
+    /// Create (or add to) `dir` for recording `tools`, whose versions are `versions`, on a
+    /// machine whose ptxas is `ptxas`. A store that holds another version of a tool, or was
+    /// made with another ptxas, is refused: one store, one toolchain.
     pub fn create(
         dir: &Path,
         tools: &BTreeSet<Tool>,
         versions: &BTreeMap<String, String>,
+        ptxas: Option<&str>,
     ) -> Result<Store, StoreError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -196,25 +216,21 @@ impl Store {
                 format: FORMAT.into(),
                 gpucts: env!("CARGO_PKG_VERSION").into(),
                 tools: BTreeMap::new(),
+                ptxas: None,
                 outputs: 0,
                 cases: BTreeSet::new(),
             }
         };
-        for (tool, version) in versions {
-            match manifest.tools.get(tool) {
-                Some(v) if v != version => {
-                    return Err(StoreError::Unusable {
-                        dir: dir.to_path_buf(),
-                        what: format!(
-                            "holds outputs of {tool} `{v}`; this machine's is `{version}`: use another directory"
-                        ),
-                    })
-                }
-                _ => {
-                    manifest.tools.insert(tool.clone(), version.clone());
-                }
-            }
-        }
+        let ours = Manifest {
+            tools: versions.clone(),
+            ptxas: ptxas.map(str::to_string),
+            cases: BTreeSet::new(),
+            ..manifest.clone()
+        };
+        merge(&mut manifest, &ours).map_err(|what| StoreError::Unusable {
+            dir: dir.to_path_buf(),
+            what,
+        })?;
         let outputs = dir.join("outputs");
         std::fs::create_dir_all(&outputs).map_err(io(&outputs))?;
         Ok(Store {
@@ -226,7 +242,25 @@ impl Store {
     }
 
     /// Add `cases` to the manifest and write it (atomically: a reader sees the old or the new).
+    /// Prebuilds finishing into one store take turns (a lock file) and each merges what is on
+    /// disk then, so one never drops another's cases.
     pub fn finish(&self, cases: impl IntoIterator<Item = String>) -> Result<Manifest, StoreError> {
+        let lock_path = self.dir.join(LOCK);
+        let _turn = FileLock::take(&lock_path).map_err(|source| StoreError::Io {
+            path: lock_path.clone(),
+            source,
+        })?;
+        let on_disk = self.dir.join(MANIFEST);
+        if on_disk.is_file() {
+            let theirs = Store::open(&self.dir)?.manifest();
+            let mut m = self.lock();
+            let ours = m.clone();
+            *m = theirs;
+            merge(&mut m, &ours).map_err(|what| StoreError::Unusable {
+                dir: self.dir.clone(),
+                what: format!("another prebuild wrote this store meanwhile: {what}"),
+            })?;
+        }
         let outputs = self.outputs();
         let n = std::fs::read_dir(&outputs)
             .map_err(|source| StoreError::Io {
@@ -313,6 +347,62 @@ impl Store {
                 source,
             })?;
         write_atomically(&self.outputs(), &self.path_of(key, ext), &packed)
+    }
+}
+
+/// Add `ours` (this machine's tools and ptxas, the cases it compiled) to `into` (what the store
+/// holds); another version of a tool or of ptxas is refused.
+fn merge(into: &mut Manifest, ours: &Manifest) -> Result<(), String> {
+    for (tool, version) in &ours.tools {
+        match into.tools.get(tool) {
+            Some(v) if v != version => {
+                return Err(format!(
+                    "holds outputs of {tool} `{v}`; this machine's is `{version}`: use another directory"
+                ))
+            }
+            _ => {
+                into.tools.insert(tool.clone(), version.clone());
+            }
+        }
+    }
+    match (&into.ptxas, &ours.ptxas) {
+        (Some(theirs), Some(mine)) if theirs != mine => {
+            return Err(format!(
+                "was prebuilt where ptxas {theirs} ran; this machine's is {mine}: the batches \
+                 xcall compiles again without what ptxas rejects differ: use another directory"
+            ))
+        }
+        (None, Some(mine)) => into.ptxas = Some(mine.clone()),
+        _ => {}
+    }
+    into.cases.extend(ours.cases.iter().cloned());
+    Ok(())
+}
+
+/// An exclusive `flock(2)` on a file, released when dropped (the descriptor closes): other
+/// processes, and other descriptors in this one, wait for it.
+struct FileLock {
+    _held: std::fs::File,
+}
+
+impl FileLock {
+    fn take(path: &Path) -> std::io::Result<FileLock> {
+        use std::os::fd::AsRawFd as _;
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        loop {
+            // SAFETY: flock(2) on a descriptor this function owns; no memory is passed.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(FileLock { _held: f });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
     }
 }
 
@@ -461,7 +551,13 @@ mod tests {
     #[test]
     fn a_store_replays_what_it_recorded_and_refuses_what_it_did_not() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::create(dir.path(), &[Tool::Clang].into(), &versions()).unwrap();
+        let store = Store::create(
+            dir.path(),
+            &[Tool::Clang].into(),
+            &versions(),
+            Some("12.9.86"),
+        )
+        .unwrap();
         let ok = key(Tool::Clang, "v", &["a"]);
         let bad = key(Tool::Clang, "v", &["b"]);
         store.record(&ok, &Ok("ptx text".into())).unwrap();
@@ -505,17 +601,84 @@ mod tests {
         assert!(matches!(replay.lookup(&ok), Some(Err(ToolError::Io(_)))));
     }
 
+    /// Two prebuilds writing one store at once (threads here; processes take the same lock):
+    /// both opened it before either finished, and the manifest ends with every case of both.
+    /// Without the lock and the merge, the second to finish would write the manifest it read
+    /// at the start plus its own cases, dropping the first's.
+    #[test]
+    fn concurrent_prebuilds_keep_every_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let stores: Vec<Store> = (0..4)
+            .map(|_| {
+                Store::create(
+                    dir.path(),
+                    &[Tool::Clang].into(),
+                    &versions(),
+                    Some("12.9.86"),
+                )
+                .unwrap()
+            })
+            .collect();
+        let start = std::sync::Barrier::new(stores.len());
+        std::thread::scope(|s| {
+            for (i, store) in stores.iter().enumerate() {
+                let start = &start;
+                s.spawn(move || {
+                    let k = key(Tool::Clang, "v", &[&i.to_string()]);
+                    store.record(&k, &Ok(format!("ptx {i}"))).unwrap();
+                    start.wait();
+                    for round in 0..5 {
+                        store.finish([format!("abi.{i}.{round}")]).unwrap();
+                    }
+                });
+            }
+        });
+        let m = Store::open(dir.path()).unwrap().manifest();
+        let want: BTreeSet<String> = (0..4)
+            .flat_map(|i| (0..5).map(move |r| format!("abi.{i}.{r}")))
+            .collect();
+        assert_eq!(m.cases, want);
+        assert_eq!(m.outputs, 4);
+        assert_eq!(m.ptxas.as_deref(), Some("12.9.86"));
+        assert_eq!(m.tools, versions());
+    }
+
     #[test]
     fn a_store_of_another_toolchain_or_version_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        Store::create(dir.path(), &[Tool::Clang].into(), &versions())
-            .unwrap()
-            .finish([])
-            .unwrap();
+        Store::create(
+            dir.path(),
+            &[Tool::Clang].into(),
+            &versions(),
+            Some("12.9.86"),
+        )
+        .unwrap()
+        .finish([])
+        .unwrap();
         let other: BTreeMap<String, String> =
             [("clang-19".to_string(), "clang version 19.1.0".to_string())].into();
-        let e = Store::create(dir.path(), &[Tool::Clang].into(), &other).unwrap_err();
+        let e =
+            Store::create(dir.path(), &[Tool::Clang].into(), &other, Some("12.9.86")).unwrap_err();
         assert!(e.to_string().contains("use another directory"), "{e}");
+        // Another ptxas rejects other functions: xcall's recompilations would be other inputs.
+        let e = Store::create(
+            dir.path(),
+            &[Tool::Clang].into(),
+            &versions(),
+            Some("13.0.48"),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("prebuilt where ptxas 12.9.86 ran"),
+            "{e}"
+        );
+        assert!(Store::create(
+            dir.path(),
+            &[Tool::Clang].into(),
+            &versions(),
+            Some("12.9.86")
+        )
+        .is_ok());
 
         let path = dir.path().join(MANIFEST);
         let text = std::fs::read_to_string(&path).unwrap();

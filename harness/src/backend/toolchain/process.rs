@@ -13,7 +13,31 @@ use crate::backend::process::{run, run_uncaptured, Ending, Finished, RunError};
 /// The limit for a `--version` probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The tool's outcome as a toolchain result: a run past the limit is a [`ToolError::Timeout`].
+/// A signal's name and number (`SIGKILL (signal 9)`).
+pub fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGINT => "SIGINT",
+        _ => return format!("signal {sig}"),
+    };
+    format!("{name} (signal {sig})")
+}
+
+/// Signals that end a process from outside (the OOM killer's SIGKILL, an operator's TERM,
+/// INT or HUP): the tool was stopped, it did not answer. A crash signal (SIGABRT from an LLVM
+/// "Cannot select", SIGSEGV) is raised by the tool itself on its input, deterministically,
+/// and stays its answer: a failure, kept like any other rejection.
+const STOPPED_FROM_OUTSIDE: [i32; 4] = [libc::SIGKILL, libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+
+/// The tool's outcome as a toolchain result: a run past the limit is a [`ToolError::Timeout`],
+/// one stopped from outside ([`STOPPED_FROM_OUTSIDE`]) a [`ToolError::Killed`]: neither is the
+/// tool's answer.
 fn within(
     finished: Result<Finished, RunError>,
     tool: &str,
@@ -24,6 +48,16 @@ fn within(
         return Err(ToolError::Timeout {
             tool: tool.to_string(),
             after_s: timeout.as_secs_f64(),
+        });
+    }
+    if let Ending::Signalled(sig) = f.ending {
+        if !STOPPED_FROM_OUTSIDE.contains(&sig) {
+            return Ok(f);
+        }
+        return Err(ToolError::Killed {
+            tool: tool.to_string(),
+            signal: signal_name(sig),
+            log: String::from_utf8_lossy(&f.stderr).into_owned(),
         });
     }
     Ok(f)
@@ -73,6 +107,49 @@ mod tests {
             panic!("expected a timeout: {r:?}")
         };
         assert_eq!((tool.as_str(), after_s), ("sh", 0.3));
+    }
+
+    /// A tool the kernel kills (the OOM killer sends SIGKILL) did not answer: its run is
+    /// `Killed` naming the signal, not a failure the callers would read as a rejection.
+    #[test]
+    fn a_tool_killed_by_a_signal_is_not_a_failure() {
+        let r = output_within(
+            Command::new("sh")
+                .arg("-c")
+                .arg("echo 'out of memory soon' >&2; kill -KILL $$"),
+            "sh",
+            Duration::from_secs(30),
+        );
+        let Err(ToolError::Killed { tool, signal, log }) = r else {
+            panic!("expected a kill: {r:?}")
+        };
+        assert_eq!(
+            (tool.as_str(), signal.as_str()),
+            ("sh", "SIGKILL (signal 9)")
+        );
+        assert_eq!(log, "out of memory soon\n");
+        // A tool that aborts on its input (llc-19's "Cannot select" raises SIGABRT) answered:
+        // its non-zero status goes to the caller, which reads the refusal.
+        let o = output_within(
+            Command::new("sh")
+                .arg("-c")
+                .arg("echo 'LLVM ERROR: Cannot select' >&2; kill -ABRT $$"),
+            "sh",
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        use std::os::unix::process::ExitStatusExt as _;
+        assert_eq!(o.status.signal(), Some(libc::SIGABRT));
+        assert_eq!(o.stderr, b"LLVM ERROR: Cannot select\n");
+        // An exit code, even one a shell reports for a killed child (128 + 9), is the
+        // tool's own answer.
+        let o = output_within(
+            Command::new("sh").arg("-c").arg("exit 137"),
+            "sh",
+            Duration::from_secs(30),
+        )
+        .unwrap();
+        assert_eq!(o.status.code(), Some(137));
     }
 
     #[test]
