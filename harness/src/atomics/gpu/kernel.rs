@@ -750,38 +750,10 @@ fn generate_dedicated(
         warps = d.warps,
         groups = d.groups,
     );
-    let _ = writeln!(s, "\t.reg .b32 %v<{}>;", regs.vars.len().max(1));
-    let _ = writeln!(s, "\t.reg .b32 %c<{}>;", regs.consts.len().max(1));
-    for t in 0..roles {
-        let _ = writeln!(s, "\t.reg .b32 %k_inst{t};");
-        for j in 0..nl {
-            let _ = writeln!(s, "\t.reg .b64 %a{t}_{j};");
-        }
-    }
-    for (p, r) in [
-        ("p_locs", "%k_locs"),
-        ("p_results", "%k_results"),
-        ("p_roles", "%k_roles"),
-        ("p_addrs", "%k_addrs"),
-        ("p_barrier", "%k_barrier"),
-        ("p_scratch", "%k_scratch"),
-        ("p_stress", "%k_stress"),
-    ] {
-        let _ = writeln!(
-            s,
-            "\tld.param.u64 %k_w, [{p}];\n\tcvta.to.global.u64 {r}, %k_w;"
-        );
-    }
+    prologue_common(&mut s, &regs, roles, nl);
     let _ = write!(
         s,
-        "\tld.param.u32 %k_testing, [p_testing];\n\
-         \tmov.u32 %k_b, %ctaid.x;\n\tmov.u32 %k_l, %tid.x;\n\tmov.u32 %k_nt, %ntid.x;\n\
-         \tmad.lo.u32 %k_g, %k_b, %k_nt, %k_l;\n\
-         \t// this CTA's stress word\n\
-         \tmul.wide.u32 %k_w, %k_b, 4;\n\tadd.s64 %k_w, %k_stress, %k_w;\n\
-         \tld.global.u32 %k_sl, [%k_w];\n\tmul.wide.u32 %k_w, %k_sl, 4;\n\
-         \tadd.s64 %k_sa, %k_scratch, %k_w;\n\
-         \t// this thread's role: at most one entry of its row is an instance\n\
+        "\t// this thread's role: at most one entry of its row is an instance\n\
          \tmul.wide.u32 %k_w, %k_g, {row};\n\tadd.s64 %k_ra, %k_roles, %k_w;\n",
         row = 4 * roles,
     );
@@ -971,38 +943,10 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
             "\t.reg .b32 %k_slab, %k_cw, %k_cv;\n\t.reg .b64 %k_sm, %k_cg, %k_cs;"
         );
     }
-    let _ = writeln!(s, "\t.reg .b32 %v<{}>;", regs.vars.len().max(1));
-    let _ = writeln!(s, "\t.reg .b32 %c<{}>;", regs.consts.len().max(1));
-    for t in 0..roles {
-        let _ = writeln!(s, "\t.reg .b32 %k_inst{t};");
-        for j in 0..nl {
-            let _ = writeln!(s, "\t.reg .b64 %a{t}_{j};");
-        }
-    }
-    for (p, r) in [
-        ("p_locs", "%k_locs"),
-        ("p_results", "%k_results"),
-        ("p_roles", "%k_roles"),
-        ("p_addrs", "%k_addrs"),
-        ("p_barrier", "%k_barrier"),
-        ("p_scratch", "%k_scratch"),
-        ("p_stress", "%k_stress"),
-    ] {
-        let _ = writeln!(
-            s,
-            "\tld.param.u64 %k_w, [{p}];\n\tcvta.to.global.u64 {r}, %k_w;"
-        );
-    }
+    prologue_common(&mut s, &regs, roles, nl);
     let _ = write!(
         s,
-        "\tld.param.u32 %k_testing, [p_testing];\n\
-         \tmov.u32 %k_b, %ctaid.x;\n\tmov.u32 %k_l, %tid.x;\n\tmov.u32 %k_nt, %ntid.x;\n\
-         \tmad.lo.u32 %k_g, %k_b, %k_nt, %k_l;\n\
-         \t// this CTA's stress word\n\
-         \tmul.wide.u32 %k_w, %k_b, 4;\n\tadd.s64 %k_w, %k_stress, %k_w;\n\
-         \tld.global.u32 %k_sl, [%k_w];\n\tmul.wide.u32 %k_w, %k_sl, 4;\n\
-         \tadd.s64 %k_sa, %k_scratch, %k_w;\n\
-         \t// this thread's roles\n\
+        "\t// this thread's roles\n\
          \tmul.wide.u32 %k_w, %k_g, {row};\n\tadd.s64 %k_ra, %k_roles, %k_w;\n\
          \tld.global.u32 %k_inst0, [%k_ra];\n\
          \tsetp.eq.u32 %k_none, %k_inst0, {none};\n\t@%k_none bra STRESS;\n",
@@ -1098,4 +1042,42 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
     stress_loop("STRESS_LOOP", p.stress_iterations, p.stress_pattern, &mut s);
     s.push_str("\tret;\n}\n");
     Ok(s)
+}
+
+/// The part of the prologue both layouts share: register declarations for the test's
+/// registers, constants and per-role addresses, the kernel parameters in global space, this
+/// thread's ids and its CTA's stress word.
+fn prologue_common(s: &mut String, regs: &Regs, roles: usize, nl: usize) {
+    let _ = writeln!(s, "\t.reg .b32 %v<{}>;", regs.vars.len().max(1));
+    let _ = writeln!(s, "\t.reg .b32 %c<{}>;", regs.consts.len().max(1));
+    for t in 0..roles {
+        let _ = writeln!(s, "\t.reg .b32 %k_inst{t};");
+        for j in 0..nl {
+            let _ = writeln!(s, "\t.reg .b64 %a{t}_{j};");
+        }
+    }
+    for (p, r) in [
+        ("p_locs", "%k_locs"),
+        ("p_results", "%k_results"),
+        ("p_roles", "%k_roles"),
+        ("p_addrs", "%k_addrs"),
+        ("p_barrier", "%k_barrier"),
+        ("p_scratch", "%k_scratch"),
+        ("p_stress", "%k_stress"),
+    ] {
+        let _ = writeln!(
+            s,
+            "\tld.param.u64 %k_w, [{p}];\n\tcvta.to.global.u64 {r}, %k_w;"
+        );
+    }
+    let _ = write!(
+        s,
+        "\tld.param.u32 %k_testing, [p_testing];\n\
+         \tmov.u32 %k_b, %ctaid.x;\n\tmov.u32 %k_l, %tid.x;\n\tmov.u32 %k_nt, %ntid.x;\n\
+         \tmad.lo.u32 %k_g, %k_b, %k_nt, %k_l;\n\
+         \t// this CTA's stress word\n\
+         \tmul.wide.u32 %k_w, %k_b, 4;\n\tadd.s64 %k_w, %k_stress, %k_w;\n\
+         \tld.global.u32 %k_sl, [%k_w];\n\tmul.wide.u32 %k_w, %k_sl, 4;\n\
+         \tadd.s64 %k_sa, %k_scratch, %k_w;\n"
+    );
 }
