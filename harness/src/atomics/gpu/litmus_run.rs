@@ -920,23 +920,16 @@ pub fn run_files(
                     let params = params_of(&test)?;
                     match engine.run(&test, &verdict, &params, iterations, 1) {
                         Ok(seen) => record(file, &test, &verdict, engine.kind(), &params, &seen),
-                        Err(NotRun::Refused(why)) => {
+                        Err(not_run) => {
+                            let (status, why) = match not_run {
+                                NotRun::Refused(why) => (Status::Refused, why),
+                                NotRun::Error(why) => (Status::Error, why),
+                            };
                             let mut r = TestRecord::not_run(
                                 file,
                                 Some(test.name.clone()),
                                 engine.kind(),
-                                Status::Refused,
-                                why,
-                            );
-                            r.params = Some(params);
-                            r
-                        }
-                        Err(NotRun::Error(why)) => {
-                            let mut r = TestRecord::not_run(
-                                file,
-                                Some(test.name.clone()),
-                                engine.kind(),
-                                Status::Error,
+                                status,
                                 why,
                             );
                             r.params = Some(params);

@@ -96,15 +96,7 @@ pub(super) fn overlapping_pins_partial_unpin(c: &Ctx) -> Step<Option<String>> {
         u.result,
         u.callbacks
     );
-    let e = call(c.gp.events(big.handle), "EVENTS big")?;
-    ensure!(
-        e.state == kmod::STATE_PINNED && e.callbacks == 0 && e.zaps == 0,
-        "the big pin untouched",
-        "state {}, {} callbacks, {} zaps",
-        e.state,
-        e.callbacks,
-        e.zaps
-    );
+    untouched(c, big.handle, "EVENTS big", "the big pin untouched")?;
     let now = call(tp.stats(), "testprov STATS")?.pins;
     ensure!(now == pins + 1, "one pin left", "{now} pins, {pins} before");
     check_pattern(&m, va, 3 * a)?;

@@ -141,6 +141,21 @@ macro_rules! ensure {
     };
 }
 
+/// A pin nothing may have touched: still pinned, no free callback, no zap (its EVENTS,
+/// read as `what`).
+fn untouched(c: &Ctx, handle: u64, what: &str, expected: &str) -> Step<()> {
+    let e = call(c.gp.events(handle), what)?;
+    ensure!(
+        e.state == kmod::STATE_PINNED && e.callbacks == 0 && e.zaps == 0,
+        expected,
+        "state {}, {} callbacks, {} zaps",
+        e.state,
+        e.callbacks,
+        e.zaps
+    );
+    Ok(())
+}
+
 mod contract;
 mod dma;
 mod errnos;

@@ -145,15 +145,7 @@ pub(super) fn two_pins_one_revoked(c: &Ctx) -> Step<Option<String>> {
         "state {}",
         e.state
     );
-    let e = call(c.gp.events(pb.handle), "EVENTS b")?;
-    ensure!(
-        e.state == kmod::STATE_PINNED && e.callbacks == 0 && e.zaps == 0,
-        "b untouched",
-        "state {}, {} callbacks, {} zaps",
-        e.state,
-        e.callbacks,
-        e.zaps
-    );
+    untouched(c, pb.handle, "EVENTS b", "b untouched")?;
     check_pattern(&mb, vb, a)?;
     drop(mb);
     let u = unpin(c, pa.handle, "UNPIN a")?;

@@ -166,15 +166,12 @@ pub(super) fn fork_exit_with_live_pins(c: &Ctx) -> Step<Option<String>> {
         "{}",
         describe_wait(st)
     );
-    let e = call(c.gp.events(p.handle), "EVENTS")?;
-    ensure!(
-        e.state == kmod::STATE_PINNED && e.callbacks == 0 && e.zaps == 0,
+    untouched(
+        c,
+        p.handle,
+        "EVENTS",
         "the parent's pin untouched by the children's exits",
-        "state {}, {} callbacks, {} zaps",
-        e.state,
-        e.callbacks,
-        e.zaps
-    );
+    )?;
     check_pattern(&m, va, 2 * a)?;
     if let Some(s) = c.stats() {
         ensure!(s.pins == 1, "1 pin", "{} pins", s.pins);
