@@ -137,9 +137,10 @@ fn bad_input_is_a_finding_or_exit_2_with_a_position() {
     );
 }
 
-/// The closing summary counts what the files hold: the six hand-written negative files carry
-/// one defect each (the dangling label is two findings: the reference and the location), five
-/// of them a resolvable location; a garbage file is unreadable.
+/// The closing summary counts what the files hold: the eight hand-written files carry one defect
+/// each except `conforming` (none; the dangling label is two findings: the reference and the
+/// location), seven of them a resolvable location (all but the dangling label); a garbage file
+/// is unreadable.
 #[test]
 fn summary_counts_files_comparisons_and_findings() {
     let neg = root().join("ptx-corpus/dwarf/negative");
@@ -148,13 +149,13 @@ fn summary_counts_files_comparisons_and_findings() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 6);
+    assert_eq!(files.len(), 8);
     let refs: Vec<&std::path::Path> = files.iter().map(|p| p.as_path()).collect();
     let (code, out, err) = run(&refs);
     assert_eq!(code, 1, "{out}{err}");
-    assert_eq!(out.lines().count(), 6, "{out}");
+    assert_eq!(out.lines().count(), 8, "{out}");
     assert!(
-        err.contains("6 files (0 unreadable), 5 variables' address classes compared with their locations, 6 findings"),
+        err.contains("8 files (0 unreadable), 7 variables' address classes compared with their locations, 8 findings"),
         "{err}"
     );
     let dir = tempfile::tempdir().unwrap();
