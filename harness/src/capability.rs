@@ -91,6 +91,10 @@ capabilities! {
     /// clang-19 / llc-19 with the NVPTX target.
     Clang = "clang", family: "clang", probe: Toolchain,
         hint: "run `apt-get install clang-19 llvm-19`";
+    /// The host's C++ compiler, g++: an Itanium C++ ABI reference independent of the CUDA
+    /// producers (ptx-interop 13.2 ch. 7 names).
+    #[serde(rename = "g++")]
+    Gxx = "g++", family: "g++", probe: Toolchain, hint: "run `apt-get install g++`";
     /// The gpucts companion module's device node, `/dev/gpucts`.
     Kmod = "kmod", family: "kmod", probe: Kmod,
         hint: "build and load kmod/ (see kmod/README.md)";
@@ -294,7 +298,7 @@ mod tests {
         assert_eq!(
             Requirement::parse("warp-drive").unwrap_err().to_string(),
             "unknown capability `warp-drive` (known: gpu, ptxas, nvrtc, nvjitlink, libnvvm, \
-             nvdisasm, cuobjdump, cccl, clang, kmod, rdma, testprov, peermem, dmabuf, \
+             nvdisasm, cuobjdump, cccl, clang, g++, kmod, rdma, testprov, peermem, dmabuf, \
              producer-feature, iommu-peer, corpus, toolchain)"
         );
         assert_eq!(

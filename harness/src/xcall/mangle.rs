@@ -1,6 +1,8 @@
 //! Itanium mangling across the C++ front ends (ptx-interop 13.2 ch. 7): NVRTC and clang-19
 //! compile the same declarations of every generated signature, and their mangled names must
-//! be the same.
+//! be the same. The host's g++ is a third reference, independent of both CUDA front ends: it
+//! compiles the same declarations for the host under the same Itanium C++ ABI, and NVRTC's
+//! device names must equal its host names.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -14,12 +16,31 @@ use crate::outcome::CaseStatus;
 
 /// Mangled names per seed from a PTX module: `_ZN13gpucts_mangle<len>xm<seed>...`.
 pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
-    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     let Ok(m) = crate::ptx::module::PtxModule::parse(ptx) else {
-        return out;
+        return BTreeMap::new();
     };
-    for f in m.functions.iter().filter(|f| f.is_definition) {
-        let Some(rest) = f.name.strip_prefix("_ZN13gpucts_mangle") else {
+    by_seed(
+        m.functions
+            .iter()
+            .filter(|f| f.is_definition)
+            .map(|f| f.name.as_str()),
+    )
+}
+
+/// Mangled names per seed from g++'s assembly: the labels of the functions it defined
+/// (`_ZN13gpucts_mangle...:` at the start of a line).
+pub fn host_mangled_names(asm: &str) -> BTreeMap<u64, Vec<String>> {
+    by_seed(asm.lines().filter_map(|l| {
+        l.strip_suffix(':')
+            .filter(|n| n.starts_with("_ZN13gpucts_mangle") && !n.contains(char::is_whitespace))
+    }))
+}
+
+/// The names of `gpucts_mangle::xm<seed>::...` functions, by seed.
+fn by_seed<'a>(names: impl Iterator<Item = &'a str>) -> BTreeMap<u64, Vec<String>> {
+    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for name in names {
+        let Some(rest) = name.strip_prefix("_ZN13gpucts_mangle") else {
             continue;
         };
         // <len>xm<seed>
@@ -31,7 +52,7 @@ pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
             continue;
         };
         if let Some(seed) = comp.strip_prefix("xm").and_then(|s| s.parse().ok()) {
-            out.entry(seed).or_default().push(f.name.clone());
+            out.entry(seed).or_default().push(name.to_string());
         }
     }
     for v in out.values_mut() {
@@ -121,5 +142,89 @@ pub fn mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
                 .map(Signature::describe)
                 .unwrap_or_default(),
         )
+    }
+}
+
+/// g++'s names for the declarations clang-19 compiles (the clang flavour defines the CUDA
+/// keywords and types itself, so it is plain C++ to g++, which ignores the device attributes).
+fn host_batch(user: &dyn BatchUser, tc: &Toolchain) -> Arc<OnceLock<Mangled>> {
+    static C: OnceLock<BatchCache<(), Mangled>> = OnceLock::new();
+    C.get_or_init(BatchCache::new)
+        .get_or_compute(user, &(), || {
+            let Some((_, clang)) = front_ends() else {
+                return Ok(BTreeMap::new());
+            };
+            let sigs: Vec<&Signature> = generated_signatures().iter().collect();
+            let asm = tc
+                .gxx_assembly(&emit::cpp_mangle(clang, &sigs))
+                .map_err(|source| MangleError {
+                    producer: "g++",
+                    source,
+                })?;
+            Ok(host_mangled_names(&asm))
+        })
+}
+
+/// NVRTC's device names for signature `seed` are the host g++'s names for the same
+/// declarations (one Itanium C++ ABI, ptx-interop 13.2 ch. 7).
+pub fn host_mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
+    let tc = ctx.toolchain;
+    let Some((nvrtc, _)) = front_ends() else {
+        return CaseStatus::error("no CUDA C++ front end is registered");
+    };
+    let (a, b) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| batch(ctx, tc, nvrtc));
+        let b = host_batch(ctx, tc);
+        (a.join(), b)
+    });
+    let Ok(a) = a else {
+        return CaseStatus::error("the NVRTC mangling batch panicked");
+    };
+    let (a, b) = match (a.get(), b.get()) {
+        (Some(Ok(a)), Some(Ok(b))) => (a, b),
+        (Some(Err(e)), _) | (_, Some(Err(e))) => return CaseStatus::error(e),
+        _ => return CaseStatus::error("mangling batch not computed"),
+    };
+    let device = a.get(&seed).cloned().unwrap_or_default();
+    let host = b.get(&seed).cloned().unwrap_or_default();
+    if device.is_empty() || host.is_empty() {
+        return CaseStatus::fail(
+            format!("NVRTC and g++ both define gpucts_mangle::xm{seed}::f<{seed}>"),
+            format!("NVRTC: {device:?}, g++: {host:?}"),
+        );
+    }
+    if device == host {
+        CaseStatus::pass()
+    } else {
+        CaseStatus::fail_detail(
+            "NVRTC's device name is the host's Itanium name for the same declaration (ptx-interop 13.2 ch. 7; g++ as the reference)",
+            format!("NVRTC: {}, g++: {}", device.join(" "), host.join(" ")),
+            all_signatures()
+                .iter()
+                .find(|s| s.seed == seed)
+                .map(Signature::describe)
+                .unwrap_or_default(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // g++'s assembly of an explicit instantiation, as GNU as reads it (a COMDAT group, a weak
+    // symbol, the label): the label is the name; directives naming it are not.
+    #[test]
+    fn host_names_are_the_function_labels() {
+        let asm = "\t.section\t.text._ZN13gpucts_mangle3xm71fILi7EEEvi,\"axG\",@progbits,_ZN13gpucts_mangle3xm71fILi7EEEvi,comdat\n\
+                   \t.weak\t_ZN13gpucts_mangle3xm71fILi7EEEvi\n\
+                   _ZN13gpucts_mangle3xm71fILi7EEEvi:\n\
+                   .LFB0:\n\
+                   _ZN5other1fEv:\n";
+        let names = host_mangled_names(asm);
+        assert_eq!(
+            names,
+            BTreeMap::from([(7, vec!["_ZN13gpucts_mangle3xm71fILi7EEEvi".to_string()])])
+        );
     }
 }

@@ -161,6 +161,8 @@ pub enum XcallCheck {
     },
     /// NVRTC and clang-19 mangle the C++ declarations of signature `seed` identically.
     Mangle { seed: u64 },
+    /// NVRTC's device names for signature `seed` are the host g++'s names.
+    MangleHost { seed: u64 },
     /// On a GPU: every signature of the pair linked by the driver's JIT linker, launched,
     /// and the bytes received and returned compared with what was sent.
     Gpu { caller: Producer, callee: Producer },
@@ -183,6 +185,7 @@ impl Check for XcallCheck {
                 v
             }
             XcallCheck::Mangle { .. } => vec![Capability::Nvrtc, Capability::Clang],
+            XcallCheck::MangleHost { .. } => vec![Capability::Nvrtc, Capability::Gxx],
             XcallCheck::Gpu { caller, callee } => {
                 let mut v = vec![Capability::Gpu];
                 v.extend(caller.requires());
@@ -237,7 +240,9 @@ impl Check for XcallCheck {
                 }
                 Ok(())
             }
-            XcallCheck::Mangle { seed } if *seed >= SIGNATURES => {
+            XcallCheck::Mangle { seed } | XcallCheck::MangleHost { seed }
+                if *seed >= SIGNATURES =>
+            {
                 refuse(*seed, format!("0..{SIGNATURES}"))
             }
             _ => Ok(()),
@@ -257,6 +262,7 @@ impl Check for XcallCheck {
                 seed,
             } => pair_case(ctx, *caller, *callee, *seed, Target::Oldest),
             XcallCheck::Mangle { seed } => mangle::mangle_case(ctx, *seed),
+            XcallCheck::MangleHost { seed } => mangle::host_mangle_case(ctx, *seed),
             XcallCheck::Gpu { caller, callee } => gpu::gpu_case(ctx, *caller, *callee),
         }
     }

@@ -105,6 +105,8 @@ pub enum ComponentError {
     ClangDoesNotRun { path: PathBuf, source: ToolError },
     #[error("{} lacks the NVPTX target", path.display())]
     NoNvptxTarget { path: PathBuf },
+    #[error("g++ not found on PATH")]
+    GxxNotFound,
 }
 
 /// Input kinds for [`Toolchain::nvjitlink`].
@@ -327,6 +329,14 @@ impl Toolchain {
             }
             Err(e) => {
                 tc.missing.insert(Capability::Clang, e.to_string());
+            }
+        }
+        match find_gxx() {
+            Ok(c) => {
+                tc.found.insert(Capability::Gxx, c);
+            }
+            Err(e) => {
+                tc.missing.insert(Capability::Gxx, e.to_string());
             }
         }
         let hidden = tc.settings.hide.clone();
@@ -681,6 +691,26 @@ impl Toolchain {
         )
     }
 
+    /// The host's g++ on C++ `source`: the assembly it writes (`-S`), warnings off (the
+    /// sources carry CUDA attributes g++ ignores).
+    pub fn gxx_assembly(&self, source: &str) -> Result<String, ToolError> {
+        let gxx = self.path(Capability::Gxx)?;
+        let dir = tempfile_dir()?;
+        let input = dir.path().join("input.cpp");
+        std::fs::write(&input, source)?;
+        let mut cmd = Command::new(gxx);
+        cmd.args(["-x", "c++", "-std=c++17", "-w", "-S", "-o", "-"])
+            .arg(&input);
+        let out = process::output_within(&mut cmd, "g++", self.tool_timeout())?;
+        if !out.status.success() {
+            return Err(ToolError::failed(
+                "g++",
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
     fn run_clang(&self, source: &str, lang: ClangLang, args: &[&str]) -> Result<String, ToolError> {
         let clang = self.path(Capability::Clang)?;
         let dir = tempfile_dir()?;
@@ -716,6 +746,7 @@ fn describe(cap: Capability) -> &'static str {
         Capability::Cuobjdump => "cuobjdump",
         Capability::Cccl => "libcu++ headers (cuda/atomic)",
         Capability::Clang => "clang-19",
+        Capability::Gxx => "g++",
         _ => "component",
     }
 }
@@ -809,6 +840,32 @@ fn version_of(cap: Capability, path: &Path) -> Result<String, ComponentError> {
         }
         _ => Ok(String::new()),
     }
+}
+
+/// The host's g++ and its version (the first line of `g++ --version`).
+fn find_gxx() -> Result<Component, ComponentError> {
+    let path = which("g++").ok_or(ComponentError::GxxNotFound)?;
+    let out = process::output_within(
+        Command::new(&path).arg("--version"),
+        "g++",
+        process::PROBE_TIMEOUT,
+    )?;
+    let version = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string();
+    if version.is_empty() {
+        return Err(ComponentError::VersionOutput(
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ));
+    }
+    Ok(Component {
+        path,
+        version,
+        origin: Origin::System,
+    })
 }
 
 fn find_clang() -> Result<Component, ComponentError> {
