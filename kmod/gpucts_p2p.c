@@ -36,6 +36,15 @@
  *
  * The driver must not run the callback after put_pages has returned; this is
  * the fixed behaviour since R535.14 (§1.10) and what the test provider does.
+ *
+ * Who may pin: /dev/gpucts is created with mode dev_mode (0660 by default,
+ * so root's group unless a udev rule names another), and with dev_gid set
+ * open() also requires membership of that group (or CAP_DAC_OVERRIDE).
+ * Pinned pages are charged to the pinning process's mm->pinned_vm against
+ * RLIMIT_MEMLOCK, exactly as RDMA's ib_umem_get does (CAP_IPC_LOCK
+ * bypasses the limit; beyond it PIN fails with ENOMEM, ib_umem's and
+ * mlock(2)'s errno); the charge goes when the pages go back: at put_pages,
+ * in the free callback, or when the pin is released, once (pin->charged).
  */
 #include <linux/module.h>
 #include <linux/miscdevice.h>
@@ -48,6 +57,10 @@
 #include <linux/idr.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/cred.h>
+#include <linux/moduleparam.h>
 #include <linux/wait.h>
 #include <linux/completion.h>
 #include <linux/capability.h>
@@ -92,6 +105,8 @@ struct gp_pin {
 	struct pid *owner;	/* thread group that pinned */
 	u64 va, len;		/* as passed to get_pages */
 	struct address_space *mapping;
+	struct mm_struct *mm;	/* charged (mmgrab'd), or NULL */
+	atomic64_t charged;	/* pages charged to mm->pinned_vm */
 
 	struct mutex dma_lock;	/* PEER_DMA against DMA_UNMAP */
 	struct mutex lock;	/* the fields below */
@@ -135,14 +150,62 @@ static struct {
 	bool wedged;		/* a transfer never finished */
 } gp_edu = { .lock = __MUTEX_INITIALIZER(gp_edu.lock) };
 
+static ushort dev_mode = 0660;
+module_param(dev_mode, ushort, 0444);
+MODULE_PARM_DESC(dev_mode, "permission bits of /dev/gpucts (default 0660)");
+
+static int dev_gid = -1;
+module_param(dev_gid, int, 0444);
+MODULE_PARM_DESC(dev_gid,
+		 "group that may open /dev/gpucts besides CAP_DAC_OVERRIDE (default -1: the node's mode alone decides)");
+
 static DEFINE_IDA(gp_ida);
 /* handles alive in the module (GPUCTS_P2P_IOC_STATS): from PIN to release */
 static atomic_t gp_live_handles = ATOMIC_INIT(0);
+
+/*
+ * Charge the pin's pages to the caller's locked-memory limit, as ib_umem_get
+ * does: mm->pinned_vm against RLIMIT_MEMLOCK unless CAP_IPC_LOCK.
+ */
+static int gp_charge(struct gp_pin *pin)
+{
+	struct mm_struct *mm = current->mm;
+	u64 npages = (pin->len >> PAGE_SHIFT) + !!(pin->len & ~PAGE_MASK);
+	u64 limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	s64 pinned;
+
+	if (!mm)
+		return -EINVAL;
+	if (npages > S64_MAX / 2)
+		return -ENOMEM;
+	pinned = atomic64_add_return(npages, &mm->pinned_vm);
+	if ((u64)pinned > limit && !capable(CAP_IPC_LOCK)) {
+		atomic64_sub(npages, &mm->pinned_vm);
+		return -ENOMEM;
+	}
+	mmgrab(mm);
+	pin->mm = mm;
+	atomic64_set(&pin->charged, npages);
+	return 0;
+}
+
+/* Give the charge back; the first caller does, later ones find nothing. */
+static void gp_uncharge(struct gp_pin *pin)
+{
+	s64 npages = atomic64_xchg(&pin->charged, 0);
+
+	if (npages)
+		atomic64_sub(npages, &pin->mm->pinned_vm);
+}
 
 static void gp_pin_release(struct kref *ref)
 {
 	struct gp_pin *pin = container_of(ref, struct gp_pin, ref);
 
+	if (pin->mm) {
+		gp_uncharge(pin);
+		mmdrop(pin->mm);
+	}
 	put_pid(pin->owner);
 	ida_free(&gp_ida, pin->handle);
 	kfree(pin);
@@ -254,6 +317,7 @@ static void gp_free_callback(void *data)
 			pr_err("gpucts_p2p: handle %u: free_page_table: %d\n",
 			       pin->handle, ret);
 	}
+	gp_uncharge(pin);	/* the pages went back to the driver */
 	complete_all(&pin->cb_done);
 	gp_pin_put(pin);	/* the registration reference */
 }
@@ -351,6 +415,8 @@ wait_cb:
 	/* after UNPIN the callback has finished: nothing touches the file */
 	if (revoked)
 		wait_for_completion(&pin->cb_done);
+	/* put_pages returned (or the callback freed the pages) */
+	gp_uncharge(pin);
 	mutex_lock(&pin->lock);
 	pin->state = GP_RELEASED;
 	out->callbacks = pin->callbacks;
@@ -489,6 +555,12 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 	atomic_set(&pin->vmas, 0);
 	init_waitqueue_head(&pin->users_wq);
 	init_completion(&pin->cb_done);
+	atomic64_set(&pin->charged, 0);
+
+	/* before get_pages: the callback may uncharge as soon as it is registered */
+	ret = gp_charge(pin);
+	if (ret)
+		goto err_free;
 
 	/*
 	 * The callback may run as soon as the driver has registered the pin,
@@ -508,13 +580,8 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 					   pin->va, pin->len, &pin->pt,
 					   gp_free_callback, pin);
 #endif
-	if (ret) {
-		put_pid(pin->owner);
-		ida_free(&gp_ida, id);
-		kfree(pin);
-		atomic_dec(&gp_live_handles);
-		return ret;
-	}
+	if (ret)
+		goto err_free;
 
 	/* gpudirect §4.3: check the version before any other field */
 	if (!gp_get_user(pin)) {
@@ -547,6 +614,17 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 		return -EFAULT;
 	}
 	return 0;
+
+err_free:
+	if (pin->mm) {
+		gp_uncharge(pin);
+		mmdrop(pin->mm);
+	}
+	put_pid(pin->owner);
+	ida_free(&gp_ida, id);
+	kfree(pin);
+	atomic_dec(&gp_live_handles);
+	return ret;
 }
 
 static long gp_ioc_unpin(struct gp_file *gf, void __user *argp)
@@ -1064,8 +1142,13 @@ static int gp_mmap(struct file *file, struct vm_area_struct *vma)
 
 static int gp_open(struct inode *inode, struct file *file)
 {
-	struct gp_file *gf = kzalloc(sizeof(*gf), GFP_KERNEL);
+	struct gp_file *gf;
 
+	/* with dev_gid set, the group decides even if the node's mode is wider */
+	if (dev_gid >= 0 && !in_group_p(make_kgid(&init_user_ns, dev_gid)) &&
+	    !capable(CAP_DAC_OVERRIDE))
+		return -EACCES;
+	gf = kzalloc(sizeof(*gf), GFP_KERNEL);
 	if (!gf)
 		return -ENOMEM;
 	xa_init(&gf->pins);
@@ -1105,7 +1188,7 @@ static struct miscdevice gp_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = "gpucts",
 	.fops = &gp_fops,
-	.mode = 0666,
+	/* .mode: dev_mode, set in gp_init */
 };
 
 /* ---- the DMA peer: QEMU's edu device ---- */
@@ -1198,6 +1281,16 @@ static int __init gp_init(void)
 	pr_info("gpucts_p2p: interface %u.%u, %s flavour\n",
 		GPUCTS_P2P_VERSION_MAJOR, GPUCTS_P2P_VERSION_MINOR,
 		GP_FLAVOUR == GPUCTS_P2P_FLAVOUR_TEGRA ? "tegra" : "desktop");
+	if (dev_mode & ~0777) {
+		pr_err("gpucts_p2p: dev_mode %#o: permission bits only\n",
+		       dev_mode);
+		return -EINVAL;
+	}
+	if (dev_gid >= 0 && !gid_valid(make_kgid(&init_user_ns, dev_gid))) {
+		pr_err("gpucts_p2p: dev_gid %d is not a valid group\n", dev_gid);
+		return -EINVAL;
+	}
+	gp_misc.mode = dev_mode;
 	ret = pci_register_driver(&gp_edu_driver);
 	if (ret)
 		return ret;

@@ -24,7 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <grp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -661,15 +664,20 @@ static int sc_other_process_eacces(struct ctx *c)
 	return 0;
 }
 
-static int drop_cap_sys_admin(void)
+static int drop_cap(int cap)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
 
 	if (syscall(SYS_capget, &h, d))
 		return -1;
-	d[CAP_SYS_ADMIN / 32].effective &= ~(1U << (CAP_SYS_ADMIN % 32));
+	d[cap / 32].effective &= ~(1U << (cap % 32));
 	return syscall(SYS_capset, &h, d) ? -1 : 0;
+}
+
+static int drop_cap_sys_admin(void)
+{
+	return drop_cap(CAP_SYS_ADMIN);
 }
 
 static int sc_addresses_need_cap_sys_admin(struct ctx *c)
@@ -1670,6 +1678,115 @@ struct scenario {
 	int (*fn)(struct ctx *c);
 };
 
+/*
+ * The node admits no one outside its owner and group (gpucts_p2p.h: mode
+ * 0660 by default): a process with another uid and gid, no supplementary
+ * groups, gets EACCES from open(2), as path_resolution(7) rules.
+ */
+static int sc_dev_node_unprivileged_eacces(struct ctx *c)
+{
+	struct stat st;
+	pid_t pid;
+	int ws;
+
+	(void)c;
+	CHECK(stat(GPUCTS_P2P_DEVICE_PATH, &st) == 0, "stat: %s", strerror(errno));
+	CHECK(S_ISCHR(st.st_mode), "not a character device: %o", st.st_mode);
+	CHECK((st.st_mode & 0007) == 0, "others may access the node: mode %03o",
+	      st.st_mode & 0777);
+	CHECK(st.st_uid != 65534 && st.st_gid != 65534,
+	      "the node belongs to nobody/nogroup (%u:%u)", st.st_uid, st.st_gid);
+	pid = fork();
+	if (pid == 0) {
+		int fd;
+
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		if (geteuid() != 65534 || getegid() != 65534)
+			_exit(11);
+		fd = open_gp();
+		if (fd >= 0)
+			_exit(1);
+		_exit(errno == EACCES ? 0 : 2);
+	}
+	CHECK(pid > 0, "fork");
+	CHECK(waitpid(pid, &ws, 0) == pid && WIFEXITED(ws), "child died");
+	CHECK(WEXITSTATUS(ws) == 0,
+	      "unprivileged open: step %d (1 opened, 2 not EACCES, 10 setresuid, 11 ids)",
+	      WEXITSTATUS(ws));
+	return 0;
+}
+
+/*
+ * Pins are charged to RLIMIT_MEMLOCK as RDMA's ib_umem_get charges them
+ * (mm->pinned_vm; CAP_IPC_LOCK exempt; ENOMEM beyond, as mlock(2)), and the
+ * charge goes back on every path: unpin, revocation (the free callback),
+ * release of the file.  A fresh process starts with nothing charged.
+ */
+static int sc_pin_charged_to_memlock(struct ctx *c)
+{
+	pid_t pid;
+	int ws;
+
+	pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = { 2 * align_bytes, 2 * align_bytes };
+		struct gpucts_p2p_pin p, pa, pb;
+		struct gpucts_p2p_unpin u;
+		uint64_t a, b, big;
+		int gp = open_gp(), tp = open_tp();
+
+		if (gp < 0 || tp < 0 || tp_alloc(tp, 2 * align_bytes, &a, NULL) ||
+		    tp_alloc(tp, 2 * align_bytes, &b, NULL) ||
+		    tp_alloc(tp, 4 * align_bytes, &big, NULL) ||
+		    setrlimit(RLIMIT_MEMLOCK, &rl))
+			_exit(20);
+		/* CAP_IPC_LOCK: beyond the limit all the same */
+		if (gp_pin(gp, big, 4 * align_bytes, 0, &p) ||
+		    gp_unpin(gp, p.handle, NULL))
+			_exit(1);
+		if (drop_cap(CAP_IPC_LOCK))
+			_exit(21);
+		/* up to the limit, then one page beyond it */
+		if (gp_pin(gp, a, 2 * align_bytes, 0, &pa))
+			_exit(2);
+		if (gp_pin(gp, b, align_bytes, 0, &pb) != -ENOMEM)
+			_exit(3);
+		if (tp_stats(tp).pins != 1)
+			_exit(4);	/* the provider was asked anyway */
+		if (gp_pin(gp, big, 4 * align_bytes, 0, &p) != -ENOMEM)
+			_exit(5);
+		/* unpin gives the charge back */
+		if (gp_unpin(gp, pa.handle, NULL) ||
+		    gp_pin(gp, b, 2 * align_bytes, 0, &pb))
+			_exit(6);
+		/* so does revocation, before the revoked handle is unpinned */
+		if (tp_free(tp, b) != 1 || gp_pin(gp, a, 2 * align_bytes, 0, &pa))
+			_exit(7);
+		if (gp_unpin(gp, pb.handle, &u) || u.result != GPUCTS_P2P_UNPIN_REVOKED)
+			_exit(8);
+		if (gp_pin(gp, big, align_bytes, 0, &p) != -ENOMEM)
+			_exit(9);
+		/* and closing the file with the pin held */
+		close(gp);
+		gp = open_gp();
+		if (gp < 0 || gp_pin(gp, a, 2 * align_bytes, 0, &pa) ||
+		    gp_unpin(gp, pa.handle, NULL))
+			_exit(10);
+		if (stats_err)
+			_exit(22);
+		_exit(0);	/* exit frees the allocations */
+	}
+	CHECK(pid > 0, "fork");
+	CHECK(waitpid(pid, &ws, 0) == pid && WIFEXITED(ws), "child died");
+	CHECK(WEXITSTATUS(ws) == 0,
+	      "child step %d failed (1 CAP_IPC_LOCK bypass, 2 pin to the limit, 3/5 ENOMEM beyond, 4 provider asked, 6 unpin, 7 revocation, 8 revoked unpin, 9 limit still held, 10 release, 20-22 setup)",
+	      WEXITSTATUS(ws));
+	CHECK(tp_stats(c->tp).pins == 0, "the child's pins survived its exit");
+	return 0;
+}
+
 static const struct scenario scenarios[] = {
 	{ "get_version", sc_version },
 	{ "pin_unpin_aligned", sc_pin_unpin_aligned },
@@ -1701,6 +1818,8 @@ static const struct scenario scenarios[] = {
 	{ "iommu_dma_roundtrip", sc_iommu_dma_roundtrip },
 	{ "iommu_stale_iova_faults_after_revoke", sc_iommu_stale_iova_faults_after_revoke },
 	{ "iommu_free_waits_for_peer_dma", sc_iommu_free_waits_for_peer_dma },
+	{ "dev_node_unprivileged_eacces", sc_dev_node_unprivileged_eacces },
+	{ "pin_charged_to_memlock", sc_pin_charged_to_memlock },
 };
 
 int main(int argc, char **argv)

@@ -98,7 +98,11 @@ struct gpucts_p2p_version {
  *            NO_CALLBACK with PERSISTENT
  *  -EOPNOTSUPP  PERSISTENT on a module without the persistent API (Tegra)
  *  -ENOSPC   too many handles
- *  -ENOMEM   the module could not allocate its bookkeeping
+ *  -ENOMEM   the module could not allocate its bookkeeping; or the pinned
+ *            range (in CPU pages) would take the process's pinned memory
+ *            beyond RLIMIT_MEMLOCK without CAP_IPC_LOCK (the pages are
+ *            charged as RDMA's ib_umem_get charges them, to mm->pinned_vm,
+ *            and uncharged at unpin, revocation or release)
  *  any error returned by the provider's get_pages, unchanged (e.g. -EINVAL
  *  for a range it does not map or an unaligned EXACT range, or for a NULL
  *  callback (NO_CALLBACK, §1.10), -ENOMEM)

@@ -1,5 +1,6 @@
 //! The UAPI's argument checks and privileges: exact errnos in the header's check order, other
-//! processes' handles, CAP_SYS_ADMIN for addresses, injected failures, version mismatches.
+//! processes' handles, CAP_SYS_ADMIN for addresses, injected failures, version mismatches,
+//! who may open the node, and pins charged to RLIMIT_MEMLOCK.
 
 use super::dma::peer;
 use super::*;
@@ -167,8 +168,14 @@ pub(super) struct CapData {
 }
 pub(super) const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 pub(super) const CAP_SYS_ADMIN: u32 = 21;
+pub(super) const CAP_IPC_LOCK: u32 = 14;
 
 pub(super) fn drop_cap_sys_admin() -> bool {
+    drop_cap(CAP_SYS_ADMIN)
+}
+
+/// Drop `cap` from the effective set (capabilities(7) numbering).
+pub(super) fn drop_cap(cap: u32) -> bool {
     let mut h = CapHeader {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
@@ -179,7 +186,7 @@ pub(super) fn drop_cap_sys_admin() -> bool {
         if libc::syscall(libc::SYS_capget, &mut h as *mut CapHeader, d.as_mut_ptr()) != 0 {
             return false;
         }
-        d[(CAP_SYS_ADMIN / 32) as usize].effective &= !(1 << (CAP_SYS_ADMIN % 32));
+        d[(cap / 32) as usize].effective &= !(1 << (cap % 32));
         libc::syscall(libc::SYS_capset, &mut h as *mut CapHeader, d.as_ptr()) == 0
     }
 }
@@ -297,5 +304,168 @@ pub(super) fn incompatible_version(c: &Ctx) -> Step<Option<String>> {
     );
     unpin(c, p.handle, "UNPIN")?;
     c.free(va)?;
+    Ok(None)
+}
+
+fn need_root(why: &str) -> Step<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(CaseStatus::error(format!("needs root ({why})")));
+    }
+    Ok(())
+}
+
+/// nobody/nogroup: a uid and gid outside any group the node may be given.
+const NOBODY: u32 = 65534;
+
+/// The node admits only its owner and group (the module's default mode is 0660, a udev rule
+/// names the group): a process with another uid and gid and no supplementary groups gets
+/// EACCES from open(2), as path_resolution(7) rules.
+pub(super) fn dev_node_unprivileged_eacces(_c: &Ctx) -> Step<Option<String>> {
+    need_root("to become another user")?;
+    let meta = std::fs::metadata(kmod::DEVICE)
+        .map_err(|e| CaseStatus::error(format!("stat {}: {e}", kmod::DEVICE)))?;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    ensure!(
+        meta.file_type().is_char_device(),
+        "a character device",
+        "{:?}",
+        meta.file_type()
+    );
+    ensure!(
+        meta.mode() & 0o007 == 0,
+        "no permission bits for others",
+        "mode {:03o}",
+        meta.mode() & 0o777
+    );
+    ensure!(
+        meta.uid() != NOBODY && meta.gid() != NOBODY,
+        "the node is not nobody's or nogroup's",
+        "{}:{}",
+        meta.uid(),
+        meta.gid()
+    );
+    let st = fork_wait(|| {
+        // SAFETY: credential system calls on this (child) process only.
+        unsafe {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(NOBODY, NOBODY, NOBODY) != 0
+                || libc::setresuid(NOBODY, NOBODY, NOBODY) != 0
+            {
+                return 10;
+            }
+            if libc::geteuid() != NOBODY || libc::getegid() != NOBODY {
+                return 11;
+            }
+        }
+        match open_gp_raw() {
+            Ok(_) => 1,
+            Err(Errno(e)) if e == libc::EACCES => 0,
+            Err(_) => 2,
+        }
+    })?;
+    ensure!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "open as nobody:nogroup without groups: EACCES",
+        "child: {} (1 opened, 2 another errno, 10 setresuid, 11 ids)",
+        describe_wait(st)
+    );
+    Ok(None)
+}
+
+/// Pins are charged to RLIMIT_MEMLOCK as RDMA's ib_umem_get charges them (mm->pinned_vm,
+/// CAP_IPC_LOCK exempt, ENOMEM beyond it as mlock(2)), and the charge goes back on every
+/// path: unpin, revocation (the free callback), release of the file. A forked process starts
+/// with nothing charged.
+pub(super) fn pin_charged_to_memlock(c: &Ctx) -> Step<Option<String>> {
+    c.tp()?;
+    need_root("to pin beyond RLIMIT_MEMLOCK with CAP_IPC_LOCK, then drop it")?;
+    let a = c.a;
+    let st = fork_wait(|| {
+        let (Ok(gp), Ok(tp)) = (open_gp_raw(), open_tp_raw()) else {
+            return 20;
+        };
+        let (gp, tp) = (Device::from_fd(gp), TestProv::from_fd(tp));
+        let (Ok(va), Ok(vb), Ok(big)) = (tp.alloc(2 * a), tp.alloc(2 * a), tp.alloc(4 * a)) else {
+            return 20;
+        };
+        let rl = libc::rlimit {
+            rlim_cur: 2 * a,
+            rlim_max: 2 * a,
+        };
+        // SAFETY: a valid rlimit for this (child) process.
+        if unsafe { libc::setrlimit(libc::RLIMIT_MEMLOCK, &rl) } != 0 {
+            return 20;
+        }
+        let enomem = Some(Errno(libc::ENOMEM));
+        // CAP_IPC_LOCK: beyond the limit all the same
+        match gp.pin(big.va, 4 * a, 0) {
+            Ok(p) if gp.unpin(p.handle).is_ok() => {}
+            _ => return 1,
+        }
+        if !drop_cap(CAP_IPC_LOCK) {
+            return 21;
+        }
+        // up to the limit, then beyond it
+        let Ok(pa) = gp.pin(va.va, 2 * a, 0) else {
+            return 2;
+        };
+        if gp.pin(vb.va, a, 0).err() != enomem {
+            return 3;
+        }
+        match tp.stats() {
+            Ok(s) if s.pins == 1 => {}
+            _ => return 4,
+        }
+        if gp.pin(big.va, 4 * a, 0).err() != enomem {
+            return 5;
+        }
+        // unpin gives the charge back
+        if gp.unpin(pa.handle).is_err() {
+            return 6;
+        }
+        let Ok(pb) = gp.pin(vb.va, 2 * a, 0) else {
+            return 6;
+        };
+        // so does revocation, before the revoked handle is unpinned
+        if tp.free(vb.va) != Ok(1) {
+            return 7;
+        }
+        if gp.pin(va.va, 2 * a, 0).is_err() {
+            return 7;
+        }
+        match gp.unpin(pb.handle) {
+            Ok(u) if u.result == kmod::UNPIN_REVOKED => {}
+            _ => return 8,
+        }
+        if gp.pin(big.va, a, 0).err() != enomem {
+            return 9;
+        }
+        // and closing the file with the pin held
+        drop(gp);
+        let Ok(gp) = open_gp_raw() else { return 10 };
+        let gp = Device::from_fd(gp);
+        match gp.pin(va.va, 2 * a, 0) {
+            Ok(p) if gp.unpin(p.handle).is_ok() => {}
+            _ => return 10,
+        }
+        0 // exit frees the allocations
+    })?;
+    ensure!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "pins charged to RLIMIT_MEMLOCK: ENOMEM beyond, the charge back at unpin, revocation, close",
+        "child: {} (1 CAP_IPC_LOCK bypass, 2 pin to the limit, 3/5 ENOMEM beyond, 4 provider \
+         asked, 6 unpin, 7 revocation, 8 revoked unpin, 9 limit still held, 10 release, 20/21 \
+         setup)",
+        describe_wait(st)
+    );
+    if let Some(s) = c.stats() {
+        ensure!(
+            s.pins == 0,
+            "the child's pins released at its exit",
+            "{} pins",
+            s.pins
+        );
+    }
     Ok(None)
 }

@@ -66,6 +66,8 @@ pub enum Scenario {
     IommuDmaRoundtrip,
     IommuStaleIovaFaultsAfterRevoke,
     IommuFreeWaitsForPeerDma,
+    DevNodeUnprivilegedEacces,
+    PinChargedToMemlock,
 }
 
 impl Scenario {
@@ -84,7 +86,8 @@ impl Scenario {
             | GetPagesNullCallbackRefused
             | PinOfFreedVaEinval
             | OverlappingPinsPartialUnpin
-            | RevokedOnContextDestroy => vec![Capability::Kmod, Capability::Testprov],
+            | RevokedOnContextDestroy
+            | PinChargedToMemlock => vec![Capability::Kmod, Capability::Testprov],
             // edu behind intel-iommu, in ci/kmod-vm's guest (the case checks, and skips
             // naming what the machine lacks)
             IommuIovaNotPhysical
@@ -170,8 +173,8 @@ use contract::{
 };
 use dma::{dma_map_unmap, dma_mapping_freed_by_callback};
 use errnos::{
-    addresses_need_cap_sys_admin, bad_args, incompatible_version, injected_enomem,
-    other_process_eacces,
+    addresses_need_cap_sys_admin, bad_args, dev_node_unprivileged_eacces, incompatible_version,
+    injected_enomem, other_process_eacces, pin_charged_to_memlock,
 };
 use iommu::{
     iommu_dma_roundtrip, iommu_free_waits_for_peer_dma, iommu_iova_not_physical,
@@ -490,6 +493,8 @@ fn run_scenario(sc: Scenario, c: &Ctx) -> Step<Option<String>> {
         BadIoctlArgsExactErrnos => bad_args(c),
         OtherProcessHandleEacces => other_process_eacces(c),
         AddressesNeedCapSysAdmin => addresses_need_cap_sys_admin(c),
+        DevNodeUnprivilegedEacces => dev_node_unprivileged_eacces(c),
+        PinChargedToMemlock => pin_charged_to_memlock(c),
         InjectedEnomem => injected_enomem(c),
         IncompatiblePageTableVersion => incompatible_version(c),
         PutPagesCallbackSemantics => put_pages_callback_semantics(c),
