@@ -104,18 +104,33 @@ pub(super) fn batch(user: &dyn BatchUser, tc: &Toolchain, p: Producer) -> Arc<On
 /// NVRTC and clang-19 give the same declarations the same mangled names.
 pub fn mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
     let tc = ctx.toolchain;
-    // The two compilations side by side (not the whole suite's prefetch: a run selecting
-    // only mangling cases compiles nothing else).
     let Some((nvrtc, clang)) = front_ends() else {
         return CaseStatus::error("no two C++ front ends are registered");
     };
+    compare_names(
+        seed,
+        ("NVRTC", || batch(ctx, tc, nvrtc)),
+        ("clang-19", || batch(ctx, tc, clang)),
+        "the same Itanium mangled name from NVRTC and clang-19 (ptx-interop 13.2 ch. 7)",
+    )
+}
+
+/// The names two manglers gave signature `seed`'s declarations, compared. The two batches
+/// are computed side by side (not the whole suite's prefetch: a run selecting only mangling
+/// cases compiles nothing else).
+fn compare_names(
+    seed: u64,
+    (a_name, a): (&str, impl FnOnce() -> Arc<OnceLock<Mangled>> + Send),
+    (b_name, b): (&str, impl FnOnce() -> Arc<OnceLock<Mangled>>),
+    expected: &str,
+) -> CaseStatus {
     let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| batch(ctx, tc, nvrtc));
-        let b = batch(ctx, tc, clang);
+        let a = scope.spawn(a);
+        let b = b();
         (a.join(), b)
     });
     let Ok(a) = a else {
-        return CaseStatus::error("the NVRTC mangling batch panicked");
+        return CaseStatus::error(format!("the {a_name} mangling batch panicked"));
     };
     let (a, b) = match (a.get(), b.get()) {
         (Some(Ok(a)), Some(Ok(b))) => (a, b),
@@ -126,16 +141,16 @@ pub fn mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
     let nb = b.get(&seed).cloned().unwrap_or_default();
     if na.is_empty() || nb.is_empty() {
         return CaseStatus::fail(
-            format!("both producers emit gpucts_mangle::xm{seed}::f<{seed}>"),
-            format!("NVRTC: {na:?}, clang-19: {nb:?}"),
+            format!("{a_name} and {b_name} both define gpucts_mangle::xm{seed}::f<{seed}>"),
+            format!("{a_name}: {na:?}, {b_name}: {nb:?}"),
         );
     }
     if na == nb {
         CaseStatus::pass()
     } else {
         CaseStatus::fail_detail(
-            "the same Itanium mangled name from NVRTC and clang-19 (ptx-interop 13.2 ch. 7)",
-            format!("NVRTC: {}, clang-19: {}", na.join(" "), nb.join(" ")),
+            expected,
+            format!("{a_name}: {}, {b_name}: {}", na.join(" "), nb.join(" ")),
             all_signatures()
                 .iter()
                 .find(|s| s.seed == seed)
@@ -172,40 +187,12 @@ pub fn host_mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
     let Some((nvrtc, _)) = front_ends() else {
         return CaseStatus::error("no CUDA C++ front end is registered");
     };
-    let (a, b) = std::thread::scope(|scope| {
-        let a = scope.spawn(|| batch(ctx, tc, nvrtc));
-        let b = host_batch(ctx, tc);
-        (a.join(), b)
-    });
-    let Ok(a) = a else {
-        return CaseStatus::error("the NVRTC mangling batch panicked");
-    };
-    let (a, b) = match (a.get(), b.get()) {
-        (Some(Ok(a)), Some(Ok(b))) => (a, b),
-        (Some(Err(e)), _) | (_, Some(Err(e))) => return CaseStatus::error(e),
-        _ => return CaseStatus::error("mangling batch not computed"),
-    };
-    let device = a.get(&seed).cloned().unwrap_or_default();
-    let host = b.get(&seed).cloned().unwrap_or_default();
-    if device.is_empty() || host.is_empty() {
-        return CaseStatus::fail(
-            format!("NVRTC and g++ both define gpucts_mangle::xm{seed}::f<{seed}>"),
-            format!("NVRTC: {device:?}, g++: {host:?}"),
-        );
-    }
-    if device == host {
-        CaseStatus::pass()
-    } else {
-        CaseStatus::fail_detail(
-            "NVRTC's device name is the host's Itanium name for the same declaration (ptx-interop 13.2 ch. 7; g++ as the reference)",
-            format!("NVRTC: {}, g++: {}", device.join(" "), host.join(" ")),
-            all_signatures()
-                .iter()
-                .find(|s| s.seed == seed)
-                .map(Signature::describe)
-                .unwrap_or_default(),
-        )
-    }
+    compare_names(
+        seed,
+        ("NVRTC", || batch(ctx, tc, nvrtc)),
+        ("g++", || host_batch(ctx, tc)),
+        "NVRTC's device name is the host's Itanium name for the same declaration (ptx-interop 13.2 ch. 7; g++ as the reference)",
+    )
 }
 
 #[cfg(test)]
