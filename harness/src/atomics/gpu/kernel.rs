@@ -757,17 +757,7 @@ fn generate_dedicated(
          \tmul.wide.u32 %k_w, %k_g, {row};\n\tadd.s64 %k_ra, %k_roles, %k_w;\n",
         row = 4 * roles,
     );
-    for (t, th) in test.threads.iter().enumerate() {
-        for (r, k) in regs.vars.clone() {
-            if r.0 == t {
-                let init = th.regs.get(&r.1).copied().unwrap_or(0);
-                let _ = writeln!(s, "\tmov.b32 %v{k}, {};", init as u32);
-            }
-        }
-    }
-    for (v, k) in &regs.consts {
-        let _ = writeln!(s, "\tmov.b32 %c{k}, {v};");
-    }
+    initial_registers(&mut s, test, &regs);
     for t in 0..roles {
         let _ = writeln!(
             s,
@@ -996,17 +986,7 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
         }
     }
     // Initial registers (default 0) and constants.
-    for (t, th) in test.threads.iter().enumerate() {
-        for (r, k) in regs.vars.clone() {
-            if r.0 == t {
-                let init = th.regs.get(&r.1).copied().unwrap_or(0);
-                let _ = writeln!(s, "\tmov.b32 %v{k}, {};", init as u32);
-            }
-        }
-    }
-    for (v, k) in &regs.consts {
-        let _ = writeln!(s, "\tmov.b32 %c{k}, {v};");
-    }
+    initial_registers(&mut s, test, &regs);
     let p = &g.params;
     let _ = writeln!(s, "\t// pre-stress");
     stress_loop("PRE", p.pre_stress_iterations, p.stress_pattern, &mut s);
@@ -1080,4 +1060,15 @@ fn prologue_common(s: &mut String, regs: &Regs, roles: usize, nl: usize) {
          \tld.global.u32 %k_sl, [%k_w];\n\tmul.wide.u32 %k_w, %k_sl, 4;\n\
          \tadd.s64 %k_sa, %k_scratch, %k_w;\n"
     );
+}
+
+/// Each test register's initial value (default 0) and each constant, into its PTX register.
+fn initial_registers(s: &mut String, test: &LitmusTest, regs: &Regs) {
+    for ((t, r), k) in &regs.vars {
+        let init = test.threads[*t].regs.get(r).copied().unwrap_or(0);
+        let _ = writeln!(s, "\tmov.b32 %v{k}, {};", init as u32);
+    }
+    for (v, k) in &regs.consts {
+        let _ = writeln!(s, "\tmov.b32 %c{k}, {v};");
+    }
 }
