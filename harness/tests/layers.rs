@@ -6,7 +6,7 @@
 //! with its own submodules) form no cycle either (`any_level_has_no_import_cycle`); a parent
 //! and its children may use each other (a `mod.rs` re-exporting a child is the parent's API).
 //!
-//! Below the harness sit the workspace's own crates (`crates/*`: the PTX reader): each is a
+//! Below the harness sit the workspace's own crates (`crates/*`: the PTX reader, the results.json schema): each is a
 //! default member (so a plain `cargo test` tests it), depends on no crate above it (never on
 //! the harness), and its modules form no cycle at any level either.
 
