@@ -908,7 +908,14 @@ fn bench(area: BenchArea, count: usize, tools: &ToolSettings, data: &crate::data
             println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);
             print!("{}", crate::abi::oracle::bench(&tc, count));
         }
-        BenchArea::Xcall => print!("{}", crate::xcall::bench(&tc)),
+        BenchArea::Xcall => {
+            // The tools' rate: no output answered from the disk cache.
+            let cold = Toolchain::discover_with(ToolSettings {
+                output_cache: false,
+                ..tools.clone()
+            });
+            print!("{}", crate::xcall::bench(&cold))
+        }
         BenchArea::Atomics => {
             use crate::atomics::{catalog, mapping, model};
             let tests = catalog::catalog();
@@ -1085,8 +1092,6 @@ fn prebuild(
             return EXIT_USAGE;
         }
     };
-    // Recording needs the tools to run: xcall's compile cache would answer from an earlier run.
-    crate::xcall::cache::disable();
     let mode = Arc::new(prebuilt::Mode::Record(store));
     let toolchain = toolchain.recording_into(Arc::clone(&mode));
     let Some(store) = toolchain.recording() else {

@@ -5,33 +5,26 @@
 //! different compiler, option or source is a different key. Producer rejections (`Failed`
 //! with the tool's log) are kept too; timeouts and I/O errors are not.
 //!
-//! `GPUCTS_XCALL_CACHE=off` (or `0`) turns it off; `gpucts bench xcall` runs without it, so its
-//! rate stays the compile-and-link rate.
+//! The toolchain's settings say whether it is on (`ToolSettings::output_cache`):
+//! `GPUCTS_XCALL_CACHE=off` (or `0`) turns it off, and so do a toolchain recording a prebuilt
+//! store and `gpucts bench xcall`'s (its rate stays the compile-and-link rate).
 
 use std::io::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
-use crate::backend::toolchain::ToolError;
+use crate::backend::toolchain::{ToolError, Toolchain};
 
-static DISABLED: AtomicBool = AtomicBool::new(false);
-
-/// Turn the cache off for this process (bench).
-pub fn disable() {
-    DISABLED.store(true, Ordering::Relaxed);
-}
-
-fn dir() -> Option<PathBuf> {
-    // Recording a prebuilt store needs the tools to run: a cache hit would record nothing.
-    // (`gpucts prebuild` disables it.)
-    let config = crate::config::RunConfig::environment();
-    if DISABLED.load(Ordering::Relaxed) || !config.xcall_cache {
+/// Where `tc`'s outputs are kept, when its settings allow a cache.
+fn dir(tc: &Toolchain) -> Option<PathBuf> {
+    let settings = tc.settings();
+    if !settings.output_cache {
         return None;
     }
-    config.cache_root.as_ref().map(|r| r.join("xcall-v1"))
+    settings.cache_root.as_ref().map(|r| r.join("xcall-v1"))
 }
 
 /// The phases whose time the suite reports (`GPUCTS_XCALL_TIMES=1`).
@@ -99,14 +92,15 @@ pub fn key(parts: &[&[u8]]) -> String {
     hex::encode(h.finalize())
 }
 
-/// The cached result of the run keyed by `parts`, else run `f` (charged to `phase`) and keep
-/// its output or its tool's rejection.
+/// The cached result of `tc`'s run keyed by `parts`, else run `f` (charged to `phase`) and
+/// keep its output or its tool's rejection.
 pub fn run(
+    tc: &Toolchain,
     parts: &[&[u8]],
     phase: Phase,
     f: impl FnOnce() -> Result<Vec<u8>, ToolError>,
 ) -> Result<Vec<u8>, ToolError> {
-    run_in(dir(), parts, phase, f)
+    run_in(dir(tc), parts, phase, f)
 }
 
 fn run_in(
@@ -156,11 +150,12 @@ fn run_in(
 
 /// [`run`] for a text output.
 pub fn run_text(
+    tc: &Toolchain,
     parts: &[&[u8]],
     phase: Phase,
     f: impl FnOnce() -> Result<String, ToolError>,
 ) -> Result<String, ToolError> {
-    let bytes = run(parts, phase, || f().map(String::into_bytes))?;
+    let bytes = run(tc, parts, phase, || f().map(String::into_bytes))?;
     String::from_utf8(bytes).map_err(|e| ToolError::Failed {
         tool: "xcall cache".into(),
         log: format!("a cached output is not UTF-8: {e}"),
@@ -212,5 +207,40 @@ mod tests {
         assert!(to.is_err());
         let again = run_in(dir(), &parts, Phase::Ptxas, || Ok(b"ran".to_vec())).unwrap();
         assert_eq!(again, b"ran".to_vec());
+    }
+
+    /// The toolchain's settings decide: with `output_cache` on, a second run is a hit; off
+    /// (a recording or benchmarking toolchain), every run runs its tool.
+    #[test]
+    fn the_toolchain_settings_switch_the_cache() {
+        use crate::backend::toolchain::ToolSettings;
+        let root = tempfile::tempdir().unwrap();
+        let settings = |output_cache| ToolSettings {
+            cache_root: Some(root.path().to_path_buf()),
+            output_cache,
+            ..ToolSettings::default()
+        };
+        let runs = AtomicUsize::new(0);
+        let tool = || {
+            runs.fetch_add(1, Ordering::Relaxed);
+            Ok(b"out".to_vec())
+        };
+        let parts: [&[u8]; 1] = [b"settings test"];
+        let cold = Toolchain::discover_with(settings(false));
+        run(&cold, &parts, Phase::Compile, tool).unwrap();
+        run(&cold, &parts, Phase::Compile, tool).unwrap();
+        assert_eq!(
+            runs.load(Ordering::Relaxed),
+            2,
+            "off: the tool ran each time"
+        );
+        let warm = Toolchain::discover_with(settings(true));
+        run(&warm, &parts, Phase::Compile, tool).unwrap();
+        run(&warm, &parts, Phase::Compile, tool).unwrap();
+        assert_eq!(
+            runs.load(Ordering::Relaxed),
+            3,
+            "on: the second run was a hit"
+        );
     }
 }

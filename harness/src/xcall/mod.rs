@@ -359,7 +359,7 @@ pub fn compile(
         joined.as_bytes(),
         text.as_bytes(),
     ];
-    cache::run_text(&key, cache::Phase::Compile, || p.compile(tc, &src))
+    cache::run_text(tc, &key, cache::Phase::Compile, || p.compile(tc, &src))
 }
 
 /// ptxas on a batch for `arch` (`-c`: relocatable, externs resolved at the link), through the
@@ -370,7 +370,9 @@ fn assemble(tc: &Toolchain, ptx: &str, arch: &str) -> Result<Vec<u8>, ToolError>
         .map(|c| format!("ptxas {} {}", c.version, c.path.display()))
         .unwrap_or_default();
     let key: [&[u8]; 4] = [id.as_bytes(), arch.as_bytes(), b"-c", ptx.as_bytes()];
-    cache::run(&key, cache::Phase::Ptxas, || tc.ptxas(ptx, arch, &["-c"]))
+    cache::run(tc, &key, cache::Phase::Ptxas, || {
+        tc.ptxas(ptx, arch, &["-c"])
+    })
 }
 
 /// One producer's compiled batch for one role and mask.
@@ -1129,10 +1131,9 @@ pub fn pair_case(
 }
 
 /// `gpucts bench xcall`: signatures linked per second over every ordered pair, from cold
-/// caches (this process compiles every batch, as the suite does: [`prefetch`]; the disk
-/// cache is off).
+/// caches (this process compiles every batch, as the suite does: [`prefetch`]; the caller
+/// passes a toolchain without the disk cache, `ToolSettings::output_cache` off).
 pub fn bench(tc: &Toolchain) -> String {
-    cache::disable();
     let t0 = std::time::Instant::now();
     // As the suite does: every batch, pair and mangling batch on the machine's threads.
     let scope = RunScope::new();

@@ -204,6 +204,10 @@ pub struct ToolSettings {
     pub cache_root: Option<PathBuf>,
     /// `--prebuilt DIR` (replay) or `gpucts prebuild` (record).
     pub prebuilt: Option<Arc<prebuilt::Mode>>,
+    /// Whether a check may answer a tool run from a disk cache of that tool's earlier output
+    /// for the same input (`GPUCTS_XCALL_CACHE`). Off while recording a prebuilt store (a hit
+    /// would record nothing) and for benches that measure the tools.
+    pub output_cache: bool,
 }
 
 impl Default for ToolSettings {
@@ -221,6 +225,7 @@ impl ToolSettings {
             cuda_roots: config.cuda_roots.clone(),
             cache_root: config.cache_root.clone(),
             prebuilt,
+            output_cache: config.xcall_cache,
         }
     }
 
@@ -398,6 +403,8 @@ impl Toolchain {
     /// prebuild`: discovery first finds the clang-19 whose version the store is made for).
     pub fn recording_into(mut self, store: Arc<prebuilt::Mode>) -> Toolchain {
         self.settings.prebuilt = Some(store);
+        // Recording needs the tools to run: a cached output would record nothing.
+        self.settings.output_cache = false;
         self
     }
 
