@@ -273,7 +273,45 @@ fn worst(vs: &[VerdictName]) -> &'static str {
         .unwrap_or("pass")
 }
 
-fn atomics(r: &Results) -> Vec<AtomicsGrid> {
+/// Measured cells of one GPU: case key (shape, mapping, scope, placement) -> what was seen.
+type Cells = BTreeMap<[String; 4], Measured>;
+
+/// The values each key component takes in a run, in the catalogue's order.
+#[derive(Default)]
+struct Axes {
+    shapes: Vec<String>,
+    mappings: Vec<String>,
+    scopes: Vec<String>,
+    placements: Vec<String>,
+}
+
+impl Axes {
+    fn of(r: &Results) -> Axes {
+        let mut a = Axes::default();
+        for k in r.cases.iter().filter_map(|c| atomics_key(&c.id)) {
+            note(&mut a.shapes, k[0].clone());
+            note(&mut a.mappings, k[1].clone());
+            note(&mut a.scopes, k[2].clone());
+            note(&mut a.placements, k[3].clone());
+        }
+        // The catalogue's order (suites/atomics.yaml): message passing first, coherence last.
+        order_by(
+            &mut a.shapes,
+            &[
+                "MP", "SB", "LB", "IRIW", "2+2W", "S", "R", "CoRR", "CoRW", "CoWR", "CoWW", "RMW",
+                "RelSeq",
+            ],
+        );
+        order_by(&mut a.mappings, &["rel_acq", "sc", "fence", "relaxed"]);
+        order_by(&mut a.scopes, &["cta", "cluster", "gpu", "sys"]);
+        order_by(&mut a.placements, &["intra_cta", "inter_cta", "shared"]);
+        a
+    }
+}
+
+/// Each GPU's nodes and measured cells: the figures of every `atomics.gpu` case, with the
+/// case's verdict and control tag.
+fn measured_by_gpu(r: &Results) -> BTreeMap<String, (Vec<String>, Cells)> {
     // The GPU each figure key was measured on: its node's, or the run's.
     let gpu_of = |node: Option<&str>| -> String {
         let fp = match node.and_then(|n| r.nodes.iter().find(|x| x.name == n)) {
@@ -294,18 +332,7 @@ fn atomics(r: &Results) -> Vec<AtomicsGrid> {
             ((c.node.as_deref(), c.id.as_str()), (c.verdict, tagged))
         })
         .collect();
-    // GPU -> (nodes, case key -> measured).
-    type Cells = BTreeMap<[String; 4], Measured>;
     let mut by_gpu: BTreeMap<String, (Vec<String>, Cells)> = BTreeMap::new();
-    let (mut shapes, mut mappings, mut scopes, mut placements) = (vec![], vec![], vec![], vec![]);
-    for c in &r.cases {
-        if let Some(k) = atomics_key(&c.id) {
-            note(&mut shapes, k[0].clone());
-            note(&mut mappings, k[1].clone());
-            note(&mut scopes, k[2].clone());
-            note(&mut placements, k[3].clone());
-        }
-    }
     for (key, figs) in &r.figures {
         let (node, id) = match key.split_once('/') {
             Some((n, id)) => (Some(n), id),
@@ -317,137 +344,146 @@ fn atomics(r: &Results) -> Vec<AtomicsGrid> {
             note(nodes, n.to_string());
         }
         let m = cells.entry(k).or_default();
-        // A case records its own run's histogram and two rates (controls record none).
-        if let Some(Figure::Histogram { bins, .. }) =
-            figs.iter().find(|f| matches!(f, Figure::Histogram { .. }))
-        {
-            m.weak += bins.iter().filter(|b| b.weak).map(|b| b.count).sum::<u64>();
-            m.total += bins.iter().map(|b| b.count).sum::<u64>();
-        }
-        for f in figs {
-            if let Figure::Scalar { name, value, .. } = f {
-                if name.ends_with(" weak outcomes/s") {
-                    m.weak_rates.push(value.median);
-                } else if name.ends_with(" instances/s") {
-                    m.instance_rates.push(value.median);
-                }
-            }
-        }
+        m.add_figures(figs);
         if let Some((v, tagged)) = verdicts.get(&(node, id)) {
             m.verdicts.push(*v);
             m.control_without_weak |= tagged;
         }
     }
-    // The catalogue's order (suites/atomics.yaml): message passing first, coherence last.
-    order_by(
-        &mut shapes,
-        &[
-            "MP", "SB", "LB", "IRIW", "2+2W", "S", "R", "CoRR", "CoRW", "CoWR", "CoWW", "RMW",
-            "RelSeq",
-        ],
-    );
-    order_by(&mut mappings, &["rel_acq", "sc", "fence", "relaxed"]);
-    order_by(&mut scopes, &["cta", "cluster", "gpu", "sys"]);
-    order_by(&mut placements, &["intra_cta", "inter_cta", "shared"]);
     by_gpu
+}
+
+impl Measured {
+    /// A case records its own run's histogram and two rates (controls record none).
+    fn add_figures(&mut self, figs: &[Figure]) {
+        if let Some(Figure::Histogram { bins, .. }) =
+            figs.iter().find(|f| matches!(f, Figure::Histogram { .. }))
+        {
+            self.weak += bins.iter().filter(|b| b.weak).map(|b| b.count).sum::<u64>();
+            self.total += bins.iter().map(|b| b.count).sum::<u64>();
+        }
+        for f in figs {
+            if let Figure::Scalar { name, value, .. } = f {
+                if name.ends_with(" weak outcomes/s") {
+                    self.weak_rates.push(value.median);
+                } else if name.ends_with(" instances/s") {
+                    self.instance_rates.push(value.median);
+                }
+            }
+        }
+    }
+
+    /// The grid cell of case key `k`.
+    fn cell(self, k: &[String; 4]) -> Cell {
+        let frac = if self.total > 0 {
+            self.weak as f64 / self.total as f64
+        } else {
+            f64::NAN
+        };
+        let case = if k[3] == "shared" {
+            format!("atomics.gpu.shared.{}.{}.{}.intra_cta", k[0], k[1], k[2])
+        } else {
+            format!("atomics.gpu.{}", k.join("."))
+        };
+        Cell {
+            case,
+            verdict: worst(&self.verdicts),
+            weak_fraction: if frac.is_nan() {
+                "–".into()
+            } else {
+                percent(frac)
+            },
+            weak_rate: si(median(self.weak_rates)),
+            instance_rate: si(median(self.instance_rates)),
+            shade: shade(frac),
+            weak_seen: self.weak > 0,
+            control_without_weak: self.control_without_weak,
+        }
+    }
+}
+
+fn atomics(r: &Results) -> Vec<AtomicsGrid> {
+    let axes = Axes::of(r);
+    measured_by_gpu(r)
         .into_iter()
-        .map(|(gpu, (nodes, mut cells))| {
-            let keys: Vec<[String; 4]> = cells.keys().cloned().collect();
-            let used = |i: usize, x: &String| keys.iter().any(|k| &k[i] == x);
-            let columns: Vec<Column> = placements
-                .iter()
-                .filter(|p| used(3, p))
-                .flat_map(|p| {
-                    scopes
-                        .iter()
-                        .filter(|s| keys.iter().any(|k| k[3] == **p && k[2] == **s))
-                        .map(move |s| Column {
-                            placement: p.clone(),
-                            scope: s.clone(),
-                        })
-                })
-                .collect();
-            let mut spans: Vec<Span> = Vec::new();
-            for c in &columns {
-                match spans.last_mut() {
-                    Some(s) if s.name == c.placement => s.span += 1,
-                    _ => spans.push(Span {
-                        name: c.placement.clone(),
-                        span: 1,
-                    }),
-                }
-            }
-            let (mut measured, mut weak_seen, mut failed, mut control_without_weak) = (0, 0, 0, 0);
-            let mut rows = Vec::new();
-            for shape in shapes.iter().filter(|s| used(0, s)) {
-                let maps: Vec<&String> = mappings
-                    .iter()
-                    .filter(|m| keys.iter().any(|k| &k[0] == shape && &k[1] == *m))
-                    .collect();
-                for (i, mapping) in maps.iter().enumerate() {
-                    let cells_row = columns
-                        .iter()
-                        .map(|col| {
-                            let k = [
-                                shape.clone(),
-                                (*mapping).clone(),
-                                col.scope.clone(),
-                                col.placement.clone(),
-                            ];
-                            let m = cells.remove(&k)?;
-                            let frac = if m.total > 0 {
-                                m.weak as f64 / m.total as f64
-                            } else {
-                                f64::NAN
-                            };
-                            let verdict = worst(&m.verdicts);
-                            measured += 1;
-                            weak_seen += usize::from(m.weak > 0);
-                            failed += usize::from(verdict == "fail");
-                            control_without_weak += usize::from(m.control_without_weak);
-                            let case = if k[3] == "shared" {
-                                format!("atomics.gpu.shared.{}.{}.{}.intra_cta", k[0], k[1], k[2])
-                            } else {
-                                format!("atomics.gpu.{}", k.join("."))
-                            };
-                            Some(Cell {
-                                case,
-                                verdict,
-                                weak_fraction: if frac.is_nan() {
-                                    "–".into()
-                                } else {
-                                    percent(frac)
-                                },
-                                weak_rate: si(median(m.weak_rates)),
-                                instance_rate: si(median(m.instance_rates)),
-                                shade: shade(frac),
-                                weak_seen: m.weak > 0,
-                                control_without_weak: m.control_without_weak,
-                            })
-                        })
-                        .collect();
-                    rows.push(GridRow {
-                        shape: shape.clone(),
-                        shape_span: if i == 0 { maps.len() } else { 0 },
-                        mapping: (*mapping).clone(),
-                        cells: cells_row,
-                    });
-                }
-            }
-            AtomicsGrid {
-                gpu,
-                nodes,
-                measured,
-                weak_seen,
-                failed,
-                control_without_weak,
-                placements: spans,
-                columns,
-                rows,
-            }
-        })
+        .map(|(gpu, (nodes, cells))| grid(gpu, nodes, cells, &axes))
         .filter(|g| g.measured > 0)
         .collect()
+}
+
+/// One GPU's grid: a row per shape and mapping, a column per placement and scope measured.
+fn grid(gpu: String, nodes: Vec<String>, mut cells: Cells, axes: &Axes) -> AtomicsGrid {
+    let keys: Vec<[String; 4]> = cells.keys().cloned().collect();
+    let used = |i: usize, x: &String| keys.iter().any(|k| &k[i] == x);
+    let columns: Vec<Column> = axes
+        .placements
+        .iter()
+        .filter(|p| used(3, p))
+        .flat_map(|p| {
+            axes.scopes
+                .iter()
+                .filter(|s| keys.iter().any(|k| k[3] == **p && k[2] == **s))
+                .map(move |s| Column {
+                    placement: p.clone(),
+                    scope: s.clone(),
+                })
+        })
+        .collect();
+    let mut spans: Vec<Span> = Vec::new();
+    for c in &columns {
+        match spans.last_mut() {
+            Some(s) if s.name == c.placement => s.span += 1,
+            _ => spans.push(Span {
+                name: c.placement.clone(),
+                span: 1,
+            }),
+        }
+    }
+    let mut g = AtomicsGrid {
+        gpu,
+        nodes,
+        measured: 0,
+        weak_seen: 0,
+        failed: 0,
+        control_without_weak: 0,
+        placements: spans,
+        columns: Vec::new(),
+        rows: Vec::new(),
+    };
+    for shape in axes.shapes.iter().filter(|s| used(0, s)) {
+        let maps: Vec<&String> = axes
+            .mappings
+            .iter()
+            .filter(|m| keys.iter().any(|k| &k[0] == shape && &k[1] == *m))
+            .collect();
+        for (i, mapping) in maps.iter().enumerate() {
+            let row_cells = columns
+                .iter()
+                .map(|col| {
+                    let k = [
+                        shape.clone(),
+                        (*mapping).clone(),
+                        col.scope.clone(),
+                        col.placement.clone(),
+                    ];
+                    let cell = cells.remove(&k)?.cell(&k);
+                    g.measured += 1;
+                    g.weak_seen += usize::from(cell.weak_seen);
+                    g.failed += usize::from(cell.verdict == "fail");
+                    g.control_without_weak += usize::from(cell.control_without_weak);
+                    Some(cell)
+                })
+                .collect();
+            g.rows.push(GridRow {
+                shape: shape.clone(),
+                shape_span: if i == 0 { maps.len() } else { 0 },
+                mapping: (*mapping).clone(),
+                cells: row_cells,
+            });
+        }
+    }
+    g.columns = columns;
+    g
 }
 
 /// The verdicts of the cases under `prefix`, keyed by (row, column) from the id's components
@@ -570,6 +606,119 @@ mod tests {
             shade(1e-4) < shade(1e-2),
             "stronger shade for more weak outcomes"
         );
+    }
+
+    /// A run's atomics grid, built from a hand-written results set: rows per shape and
+    /// mapping in the catalogue's order, columns per placement and scope that were measured,
+    /// each cell the case's weak fraction from its histogram and its verdict, tallies per GPU.
+    #[test]
+    fn atomics_grid_from_figures_and_verdicts() {
+        use crate::figures::{Bin, Spread};
+        let case = |id: &str, verdict: VerdictName, status: crate::outcome::CaseStatus| {
+            serde_json::from_value::<crate::report::results::StoredCase>(serde_json::json!({
+                "id": id, "area": "atomics", "clause": "c", "status": status,
+                "verdict": verdict, "duration_s": 0.0
+            }))
+            .unwrap()
+        };
+        let control = crate::outcome::ControlRun {
+            test: "MP_relaxed".into(),
+            instances: 100,
+            weak: 0,
+        };
+        let hist = |weak: u64, strong: u64| {
+            vec![
+                Figure::Histogram {
+                    name: "outcomes".into(),
+                    bins: vec![
+                        Bin {
+                            label: "weak".into(),
+                            count: weak,
+                            weak: true,
+                        },
+                        Bin {
+                            label: "sc".into(),
+                            count: strong,
+                            weak: false,
+                        },
+                    ],
+                },
+                Figure::Scalar {
+                    name: "t weak outcomes/s".into(),
+                    unit: "1/s".into(),
+                    better: None,
+                    value: Spread::exact(2.0),
+                },
+            ]
+        };
+        let mut r: crate::report::results::Results = serde_json::from_value(serde_json::json!({
+            "gpucts_version": "0", "fingerprint": {"gpu": "H100"}, "cases": []
+        }))
+        .unwrap();
+        let pass = crate::outcome::CaseStatus::pass;
+        r.cases = vec![
+            case("atomics.gpu.SB.sc.gpu.inter_cta", VerdictName::Pass, pass()),
+            case(
+                "atomics.gpu.MP.rel_acq.cta.intra_cta",
+                VerdictName::Pass,
+                crate::outcome::CaseStatus::pass_beside_control("n", control),
+            ),
+            case(
+                "atomics.gpu.MP.relaxed.gpu.inter_cta",
+                VerdictName::Pass,
+                pass(),
+            ),
+            case(
+                "atomics.gpu.MP.rel_acq.gpu.inter_cta",
+                VerdictName::Fail,
+                crate::outcome::CaseStatus::fail("0", "1"),
+            ),
+        ];
+        r.figures
+            .insert("atomics.gpu.SB.sc.gpu.inter_cta".into(), hist(0, 10));
+        r.figures
+            .insert("atomics.gpu.MP.rel_acq.cta.intra_cta".into(), hist(0, 8));
+        r.figures
+            .insert("atomics.gpu.MP.relaxed.gpu.inter_cta".into(), hist(1, 3));
+        r.figures
+            .insert("atomics.gpu.MP.rel_acq.gpu.inter_cta".into(), hist(2, 2));
+        let grids = atomics(&r);
+        assert_eq!(grids.len(), 1);
+        let g = &grids[0];
+        assert_eq!(g.gpu, "H100");
+        assert_eq!(
+            (g.measured, g.weak_seen, g.failed, g.control_without_weak),
+            (4, 2, 1, 1)
+        );
+        let cols: Vec<(&str, &str)> = g
+            .columns
+            .iter()
+            .map(|c| (c.placement.as_str(), c.scope.as_str()))
+            .collect();
+        assert_eq!(cols, [("intra_cta", "cta"), ("inter_cta", "gpu")]);
+        let rows: Vec<(&str, &str, usize)> = g
+            .rows
+            .iter()
+            .map(|r| (r.shape.as_str(), r.mapping.as_str(), r.shape_span))
+            .collect();
+        assert_eq!(
+            rows,
+            [("MP", "rel_acq", 2), ("MP", "relaxed", 0), ("SB", "sc", 1)]
+        );
+        let mp_rel_acq = &g.rows[0].cells;
+        let intra = mp_rel_acq[0].as_ref().unwrap();
+        assert!(intra.control_without_weak && !intra.weak_seen);
+        let inter = mp_rel_acq[1].as_ref().unwrap();
+        assert_eq!(
+            (inter.verdict, inter.weak_fraction.as_str()),
+            ("fail", "50 %")
+        );
+        assert_eq!(inter.case, "atomics.gpu.MP.rel_acq.gpu.inter_cta");
+        assert!(
+            g.rows[1].cells[0].is_none(),
+            "MP relaxed was not run at cta"
+        );
+        assert_eq!(g.rows[1].cells[1].as_ref().unwrap().weak_fraction, "25 %");
     }
 
     #[test]
