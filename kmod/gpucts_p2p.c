@@ -316,8 +316,8 @@ static void gp_free_callback(void *data)
 	struct nvidia_p2p_page_table *pt;
 	struct pci_dev *peer;
 	struct gp_pin *pin;
-	bool ok;
-	u64 word;
+	bool ok, probe_ok;
+	u64 word, probe;
 	int ret;
 
 	xa_lock(&gp_regs);
@@ -339,8 +339,8 @@ static void gp_free_callback(void *data)
 		/* a driver may revoke a registration once only */
 		mutex_unlock(&pin->lock);
 		atomic_inc(&gp_stray_callbacks);
-		pr_warn_ratelimited("gpucts_p2p: handle %u: second free callback ignored\n",
-				    pin->handle);
+		pr_err("gpucts_p2p: handle %u: free callback ran twice\n",
+		       pin->handle);
 		gp_pin_put(pin);
 		return;
 	}
@@ -348,10 +348,12 @@ static void gp_free_callback(void *data)
 	if (pin->state == GP_PINNED)
 		pin->state = GP_REVOKED;
 	pt = pin->pt;
+	probe_ok = pin->probe_ok;
+	probe = pin->probe;
 	mutex_unlock(&pin->lock);
 
 	/* §2.3: the driver unmaps only after we return: the pages are still there */
-	ok = pin->probe_ok && gp_probe_word(pt, &word) && word == pin->probe;
+	ok = probe_ok && gp_probe_word(pt, &word) && word == probe;
 	mutex_lock(&pin->lock);
 	pin->cb_saw_pages = ok;
 	mutex_unlock(&pin->lock);
