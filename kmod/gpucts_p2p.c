@@ -34,8 +34,12 @@
  * cannot unmap under it).  Lock order: pin->dma_lock, gp_edu.lock,
  * pin->lock.
  *
- * The driver must not run the callback after put_pages has returned; this is
- * the fixed behaviour since R535.14 (§1.10) and what the test provider does.
+ * The driver should not run the callback after put_pages has returned (the
+ * fixed behaviour since R535.14, §1.10), but drivers before R560 could call
+ * it for a registration that had ended (nvidia-peermem logs "detected
+ * invalid context").  So the callback's data is not the pin but a
+ * registration number, looked up in gp_regs: a callback for a number no
+ * longer there touches nothing and is counted (STATS.stray_callbacks).
  *
  * Who may pin: /dev/gpucts is created with mode dev_mode (0660 by default,
  * so root's group unless a udev rule names another), and with dev_gid set
@@ -72,6 +76,8 @@
 #include <linux/jiffies.h>
 #include <linux/io.h>
 #include <linux/io-64-nonatomic-lo-hi.h>
+#include <linux/highmem.h>
+#include <linux/ioport.h>
 
 #include "nv-p2p.h"
 #include "gpucts_p2p.h"
@@ -101,6 +107,7 @@ enum gp_state {
 struct gp_pin {
 	struct kref ref;
 	u32 handle;
+	u32 reg;		/* registration number, the callback's data */
 	u32 flags;		/* GPUCTS_P2P_PIN_* */
 	struct pid *owner;	/* thread group that pinned */
 	u64 va, len;		/* as passed to get_pages */
@@ -114,6 +121,9 @@ struct gp_pin {
 	bool cb_ran;
 	bool compatible;
 	bool dma_busy;		/* DMA_MAP in progress */
+	bool probe_ok;		/* probe holds the first pinned word */
+	bool cb_saw_pages;	/* the callback read the same word */
+	u64 probe;
 	u32 callbacks;
 	u32 zaps;
 	struct nvidia_p2p_page_table *pt;
@@ -160,6 +170,10 @@ MODULE_PARM_DESC(dev_gid,
 		 "group that may open /dev/gpucts besides CAP_DAC_OVERRIDE (default -1: the node's mode alone decides)");
 
 static DEFINE_IDA(gp_ida);
+/* registration number -> pin, while the driver may call the callback */
+static DEFINE_XARRAY_ALLOC1(gp_regs);
+static u32 gp_reg_next;
+static atomic_t gp_stray_callbacks = ATOMIC_INIT(0);
 /* handles alive in the module (GPUCTS_P2P_IOC_STATS): from PIN to release */
 static atomic_t gp_live_handles = ATOMIC_INIT(0);
 
@@ -268,27 +282,80 @@ static void gp_zap(struct gp_pin *pin)
 	mutex_unlock(&pin->lock);
 }
 
+/*
+ * The first pinned word, where the page is RAM the kernel maps (the test
+ * provider's pages); false for BAR memory, which is never read here.
+ */
+static bool gp_probe_word(const struct nvidia_p2p_page_table *pt, u64 *word)
+{
+	unsigned long pfn;
+	void *va;
+
+	if (!pt || !pt->entries || !pt->pages || !pt->pages[0])
+		return false;
+	pfn = PHYS_PFN(pt->pages[0]->physical_address);
+	if (!pfn_valid(pfn) || !page_is_ram(pfn))
+		return false;
+	va = kmap_local_page(pfn_to_page(pfn));
+	*word = READ_ONCE(*(u64 *)(va + offset_in_page(pt->pages[0]->physical_address)));
+	kunmap_local(va);
+	return true;
+}
+
+/* The registration's end: later callbacks for it find nothing. */
+static void gp_end_registration(struct gp_pin *pin)
+{
+	xa_erase(&gp_regs, pin->reg);
+}
+
 /* gpudirect §2.3, §3.4: runs when the driver revokes the pages. */
 static void gp_free_callback(void *data)
 {
-	struct gp_pin *pin = data;
+	unsigned long reg = (unsigned long)data;
 	struct nvidia_p2p_dma_mapping *dma;
 	struct nvidia_p2p_page_table *pt;
 	struct pci_dev *peer;
+	struct gp_pin *pin;
+	bool ok, probe_ok;
+	u64 word, probe;
 	int ret;
+
+	xa_lock(&gp_regs);
+	pin = xa_load(&gp_regs, reg);
+	if (pin && !kref_get_unless_zero(&pin->ref))
+		pin = NULL;
+	xa_unlock(&gp_regs);
+	if (!pin) {
+		/* an ended registration: its pin may be gone, touch nothing */
+		atomic_inc(&gp_stray_callbacks);
+		pr_warn_ratelimited("gpucts_p2p: free callback for ended registration %lu ignored\n",
+				    reg);
+		return;
+	}
 
 	mutex_lock(&pin->lock);
 	pin->callbacks++;
 	if (pin->cb_ran) {
 		/* a driver may revoke a registration once only */
 		mutex_unlock(&pin->lock);
+		atomic_inc(&gp_stray_callbacks);
 		pr_err("gpucts_p2p: handle %u: free callback ran twice\n",
 		       pin->handle);
+		gp_pin_put(pin);
 		return;
 	}
 	pin->cb_ran = true;
 	if (pin->state == GP_PINNED)
 		pin->state = GP_REVOKED;
+	pt = pin->pt;
+	probe_ok = pin->probe_ok;
+	probe = pin->probe;
+	mutex_unlock(&pin->lock);
+
+	/* §2.3: the driver unmaps only after we return: the pages are still there */
+	ok = probe_ok && gp_probe_word(pt, &word) && word == probe;
+	mutex_lock(&pin->lock);
+	pin->cb_saw_pages = ok;
 	mutex_unlock(&pin->lock);
 
 	gp_zap(pin);
@@ -318,8 +385,10 @@ static void gp_free_callback(void *data)
 			       pin->handle, ret);
 	}
 	gp_uncharge(pin);	/* the pages went back to the driver */
+	gp_end_registration(pin);
 	complete_all(&pin->cb_done);
 	gp_pin_put(pin);	/* the registration reference */
+	gp_pin_put(pin);	/* the lookup's */
 }
 
 static int gp_dma_unmap(struct gp_pin *pin, struct pci_dev *peer,
@@ -406,6 +475,7 @@ static void gp_unpin(struct gp_pin *pin, struct gpucts_p2p_unpin *out)
 	}
 	if (!revoked) {
 		out->result = GPUCTS_P2P_UNPIN_PUT;
+		gp_end_registration(pin);
 		gp_pin_put(pin);	/* the registration reference */
 	} else {
 		out->result = GPUCTS_P2P_UNPIN_REVOKED_DURING;
@@ -548,6 +618,15 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 	pin->va = start;
 	pin->len = end - start;
 	pin->mapping = gf->mapping;
+	ret = xa_alloc_cyclic(&gp_regs, &pin->reg, pin, xa_limit_32b,
+			      &gp_reg_next, GFP_KERNEL);
+	if (ret < 0) {
+		ida_free(&gp_ida, id);
+		put_pid(pin->owner);
+		kfree(pin);
+		atomic_dec(&gp_live_handles);
+		return ret;
+	}
 	mutex_init(&pin->dma_lock);
 	mutex_init(&pin->lock);
 	pin->state = GP_PINNED;
@@ -568,7 +647,7 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 	 */
 #ifdef GPUCTS_TEGRA
 	ret = nvidia_p2p_get_pages(pin->va, pin->len, &pin->pt,
-				   gp_free_callback, pin);
+				   gp_free_callback, (void *)(unsigned long)pin->reg);
 #else
 #ifdef NVIDIA_P2P_CAP_GET_PAGES_PERSISTENT_API
 	if (arg.flags & GPUCTS_P2P_PIN_PERSISTENT)
@@ -578,7 +657,8 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 #endif
 		ret = nvidia_p2p_get_pages(arg.p2p_token, arg.va_space_token,
 					   pin->va, pin->len, &pin->pt,
-					   gp_free_callback, pin);
+					   gp_free_callback,
+					   (void *)(unsigned long)pin->reg);
 #endif
 	if (ret)
 		goto err_free;
@@ -586,9 +666,13 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 	/* gpudirect §4.3: check the version before any other field */
 	if (!gp_get_user(pin)) {
 		bool ok = NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE(pin->pt);
+		u64 word = 0;
+		bool probed = ok && gp_probe_word(pin->pt, &word);
 
 		mutex_lock(&pin->lock);
 		pin->compatible = ok;
+		pin->probe = word;
+		pin->probe_ok = probed;
 		mutex_unlock(&pin->lock);
 		gp_put_user(pin);
 	}
@@ -616,6 +700,7 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 	return 0;
 
 err_free:
+	gp_end_registration(pin);
 	if (pin->mm) {
 		gp_uncharge(pin);
 		mmdrop(pin->mm);
@@ -771,6 +856,18 @@ static long gp_ioc_dma_map(struct gp_file *gf, void __user *argp)
 #else
 	ret = nvidia_p2p_dma_map_pages(peer, pin->pt, &dma);
 #endif
+	/*
+	 * gpudirect §4.3: no other field of a mapping whose version fails the
+	 * check may be read; it is given back before anyone can see it.  We
+	 * are still a user, so the callback waits for this.
+	 */
+	if (!ret && !NVIDIA_P2P_DMA_MAPPING_VERSION_COMPATIBLE(dma)) {
+		ret = gp_dma_unmap(pin, peer, pin->pt, dma);
+		if (ret)
+			pr_err("gpucts_p2p: handle %u: dma_unmap_pages: %d\n",
+			       pin->handle, (int)ret);
+		ret = -EPROTO;
+	}
 	mutex_lock(&pin->lock);
 	pin->dma_busy = false;
 	if (!ret) {
@@ -783,18 +880,14 @@ static long gp_ioc_dma_map(struct gp_file *gf, void __user *argp)
 
 	/* still a user: the callback cannot free the mapping under us */
 	arg.version = dma->version;
-	arg.compatible = NVIDIA_P2P_DMA_MAPPING_VERSION_COMPATIBLE(dma);
-	arg.page_size_type = 0;
-	arg.entries = 0;
-	if (arg.compatible) {
-		arg.page_size_type = dma->page_size_type;
-		arg.entries = dma->entries;
-		if (arg.addrs_ptr) {
-			ret = gp_copy_addrs(arg.addrs_ptr, arg.addrs_count,
-					    dma->dma_addresses, NULL, dma->entries);
-			if (ret)
-				goto out_user;	/* stays mapped; DMA_UNMAP it */
-		}
+	arg.compatible = 1;
+	arg.page_size_type = dma->page_size_type;
+	arg.entries = dma->entries;
+	if (arg.addrs_ptr) {
+		ret = gp_copy_addrs(arg.addrs_ptr, arg.addrs_count,
+				    dma->dma_addresses, NULL, dma->entries);
+		if (ret)
+			goto out_user;	/* stays mapped; DMA_UNMAP it */
 	}
 	ret = copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
 	goto out_user;
@@ -863,6 +956,8 @@ static long gp_ioc_events(struct gp_file *gf, void __user *argp)
 		arg.flags |= GPUCTS_P2P_EV_INCOMPATIBLE;
 	if (pin->dma)
 		arg.flags |= GPUCTS_P2P_EV_DMA_MAPPED;
+	if (pin->cb_saw_pages)
+		arg.flags |= GPUCTS_P2P_EV_CB_SAW_PAGES;
 	arg.zaps = pin->zaps;
 	mutex_unlock(&pin->lock);
 	gp_pin_put(pin);
@@ -873,6 +968,7 @@ static long gp_ioc_stats(void __user *argp)
 {
 	struct gpucts_p2p_stats st = {
 		.handles = (u32)atomic_read(&gp_live_handles),
+		.stray_callbacks = (u32)atomic_read(&gp_stray_callbacks),
 	};
 
 	return copy_to_user(argp, &st, sizeof(st)) ? -EFAULT : 0;
@@ -1305,6 +1401,7 @@ static void __exit gp_exit(void)
 	misc_deregister(&gp_misc);
 	pci_unregister_driver(&gp_edu_driver);
 	ida_destroy(&gp_ida);
+	xa_destroy(&gp_regs);
 }
 
 module_init(gp_init);

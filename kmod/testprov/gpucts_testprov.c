@@ -16,6 +16,16 @@
  * (gpudirect §4.3, dma_map_pages), and unmapping them takes the device's
  * access away.
  *
+ * Ownership (gpudirect §2.6): without tokens only the process that allocated
+ * the memory (its mm) may pin it, another gets -EINVAL (the range is not in
+ * its VA space); with tokens they must be the allocation's, and then the
+ * caller is not checked further.
+ *
+ * The driver unmaps only after the callback returns (gpudirect §2.3): a
+ * revoked pin's pages and DMA mappings stay as they are while the callback
+ * runs; the pages go back (and are poisoned with page_poison) only after
+ * tp_finish_revoke.
+ *
  * Revocation model: a revoked pin stays registered (state TP_REVOKING) until
  * its callback has returned, so a put_pages racing the free finds it and
  * waits for the callback instead of touching the freed page table, and no
@@ -35,6 +45,7 @@
 #include <linux/random.h>
 #include <linux/uaccess.h>
 #include <linux/sched.h>
+#include <linux/sched/mm.h>
 #include <linux/io.h>
 #include <linux/pci.h>
 #include <linux/dma-mapping.h>
@@ -56,9 +67,18 @@
 #define TP_VA_BASE		0x7f1000000000ULL
 #define TP_VA_GAP		(2ULL << 20)
 
+/* an open control file: the "CUDA context" its allocations belong to */
+struct tp_file {
+	u64 p2p_token;			/* random, never 0 */
+	u32 va_space_token;
+};
+
 struct tp_alloc {
 	struct list_head node;
 	void *owner;			/* struct file that allocated it */
+	struct mm_struct *mm;		/* process that allocated it (mmgrab'd) */
+	u64 p2p_token;
+	u32 va_space_token;
 	u64 va, len;
 	unsigned int npages;
 	struct page **pages;		/* each TP_PAGE_SIZE, physically contiguous */
@@ -77,6 +97,13 @@ struct tp_pin {
 	unsigned int first;		/* index of the first pinned page in alloc */
 	u64 va, len;
 	struct nvidia_p2p_page_table *pt;	/* NULL once freed */
+	/*
+	 * What free_page_table left of pt: the structure, poisoned, kept
+	 * until the pin leaves tp_pins, so that no new page table can get
+	 * its address (pt_key) while a put_pages racing the callback may
+	 * still look it up.
+	 */
+	struct nvidia_p2p_page_table *pt_husk;
 	unsigned long pt_key;		/* pt as given out; compared, never read */
 	void (*cb)(void *data);
 	void *data;
@@ -102,6 +129,16 @@ static LIST_HEAD(tp_pins);
 static u64 tp_next_va = TP_VA_BASE;
 static u8 tp_uuid[16];
 static u32 tp_inj_enomem, tp_inj_bad_version, tp_put_delay_us;	/* tp_lock */
+static struct gpucts_testprov_mode tp_mode;			/* tp_lock */
+static atomic_t tp_next_va_space = ATOMIC_INIT(0);
+
+/* a callback owed to a registration that has ended (MODE.stray_callbacks) */
+struct tp_stray {
+	struct list_head node;
+	void (*cb)(void *data);
+	void *data;
+};
+static LIST_HEAD(tp_strays);					/* tp_lock */
 static atomic64_t tp_callbacks = ATOMIC64_INIT(0);
 static atomic64_t tp_violations = ATOMIC64_INIT(0);
 
@@ -119,6 +156,8 @@ static void tp_alloc_put_locked(struct tp_alloc *a)
 	if (--a->refs)
 		return;
 	list_del(&a->node);
+	if (a->mm)
+		mmdrop(a->mm);
 	for (i = 0; i < a->npages; i++)
 		if (a->pages[i])
 			__free_pages(a->pages[i], TP_PAGE_ORDER);
@@ -182,6 +221,40 @@ static struct tp_dma *tp_find_dma_locked(const struct nvidia_p2p_dma_mapping *m)
 	return NULL;
 }
 
+/* MODE.stray_callbacks: remember the ended registration's callback; tp_lock */
+static void tp_owe_stray_locked(struct tp_pin *pin)
+{
+	struct tp_stray *st;
+
+	lockdep_assert_held(&tp_lock);
+	if (!tp_mode.stray_callbacks || !pin->cb)
+		return;
+	st = kzalloc(sizeof(*st), GFP_KERNEL);
+	if (!st)
+		return;
+	tp_mode.stray_callbacks--;
+	st->cb = pin->cb;
+	st->data = pin->data;
+	list_add_tail(&st->node, &tp_strays);
+}
+
+/* Call the callbacks owed to ended registrations, no lock held. */
+static void tp_fire_strays(void)
+{
+	struct tp_stray *st, *tmp;
+	LIST_HEAD(fire);
+
+	mutex_lock(&tp_lock);
+	list_splice_init(&tp_strays, &fire);
+	mutex_unlock(&tp_lock);
+	list_for_each_entry_safe(st, tmp, &fire, node) {
+		pr_info("gpucts_testprov: callback of an ended registration (injected)\n");
+		st->cb(st->data);
+		list_del(&st->node);
+		kfree(st);
+	}
+}
+
 /* Called once the callback of a revoked pin returned: check what it did. */
 static void tp_finish_revoke(struct tp_pin *pin)
 {
@@ -198,8 +271,11 @@ static void tp_finish_revoke(struct tp_pin *pin)
 		tp_free_dma(d);
 	}
 	list_del(&pin->node);
+	kfree(pin->pt_husk);
+	pin->pt_husk = NULL;
 	tp_alloc_put_locked(pin->alloc);
 	pin->cb_task = NULL;
+	tp_owe_stray_locked(pin);
 	mutex_unlock(&tp_lock);
 	complete_all(&pin->done);
 	kref_put(&pin->ref, tp_pin_release);
@@ -212,8 +288,20 @@ static void tp_run_callback(struct tp_pin *pin)
 	tp_finish_revoke(pin);
 }
 
+/*
+ * gpudirect §2.6: with tokens they must be the allocation's; without, the
+ * caller must be the process that allocated it.
+ */
+static bool tp_may_pin(const struct tp_alloc *a, u64 p2p_token, u32 va_space_token)
+{
+	if (p2p_token || va_space_token)
+		return p2p_token == a->p2p_token && va_space_token == a->va_space_token;
+	return current->mm == a->mm;
+}
+
 static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
-			void (*cb)(void *data), void *data, bool persistent)
+			void (*cb)(void *data), void *data, bool persistent,
+			u64 p2p_token, u32 va_space_token)
 {
 	struct nvidia_p2p_page_table *pt;
 	struct nvidia_p2p_page *pages;
@@ -221,8 +309,10 @@ static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
 	struct tp_pin *pin;
 	unsigned int n, first, i;
 	bool bad_version = false;
+	u32 version, delay;
 	int ret;
 
+	tp_fire_strays();
 	if (!out || (!persistent && !cb))	/* no NULL callback, §1.10 */
 		return -EINVAL;
 	if (!len || len > GPUCTS_TESTPROV_MAX_ALLOC ||
@@ -239,6 +329,9 @@ static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
 		tp_inj_bad_version--;
 		bad_version = true;
 	}
+	version = tp_mode.pt_version ? tp_mode.pt_version :
+				       NVIDIA_P2P_PAGE_TABLE_VERSION;
+	delay = tp_mode.get_delay_us;
 	mutex_unlock(&tp_lock);
 
 	n = len >> TP_PAGE_SHIFT;
@@ -260,9 +353,30 @@ static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
 			break;
 		}
 	}
+	if (!ret && !tp_may_pin(a, p2p_token, va_space_token))
+		ret = -EINVAL;	/* not in the caller's VA space, §2.6 */
 	if (ret) {
 		mutex_unlock(&tp_lock);
 		goto err_free;
+	}
+	if (delay) {
+		/*
+		 * A free may come now: the allocation is held, not pinned.  If
+		 * it was freed meanwhile this get_pages fails and drops its own
+		 * reference once, leaving the pages to the free (the double
+		 * free of the VA range fixed in the open driver).
+		 */
+		a->refs++;
+		mutex_unlock(&tp_lock);
+		usleep_range(delay, delay + 10);
+		mutex_lock(&tp_lock);
+		if (a->freed) {
+			tp_alloc_put_locked(a);	/* ours, once */
+			mutex_unlock(&tp_lock);
+			ret = -EINVAL;
+			goto err_free;
+		}
+		a->refs--;
 	}
 	first = (va - a->va) >> TP_PAGE_SHIFT;
 	for (i = 0; i < n; i++) {
@@ -271,7 +385,7 @@ static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
 	}
 	/* a major version this caller cannot know */
 	pt->version = bad_version ? NVIDIA_P2P_PAGE_TABLE_VERSION + 0x10000 :
-				    NVIDIA_P2P_PAGE_TABLE_VERSION;
+				    version;
 	pt->page_size = TP_PAGE_SIZE_TYPE;
 	pt->entries = n;
 	pt->gpu_uuid = tp_uuid;
@@ -351,6 +465,7 @@ static int tp_put_pages(u64 va, struct nvidia_p2p_page_table *pt, bool persisten
 	}
 	list_del(&pin->node);
 	tp_alloc_put_locked(pin->alloc);
+	tp_owe_stray_locked(pin);
 	mutex_unlock(&tp_lock);
 	tp_free_pt(pin->pt);
 	kref_put(&pin->ref, tp_pin_release);
@@ -406,7 +521,8 @@ static int tp_dma_map(const void *peer, struct device *dev,
 		d->m.dma_addresses[i] = a;
 		d->mapped = i + 1;
 	}
-	d->m.version = NVIDIA_P2P_DMA_MAPPING_VERSION;
+	d->m.version = tp_mode.dma_version ? tp_mode.dma_version :
+					     NVIDIA_P2P_DMA_MAPPING_VERSION;
 	d->m.page_size_type = TP_PAGE_SIZE_TYPE;
 	d->m.entries = pt->entries;
 	d->pin = pin;
@@ -441,9 +557,8 @@ int nvidia_p2p_get_pages(uint64_t p2p_token, uint32_t va_space_token,
 			 struct nvidia_p2p_page_table **page_table,
 			 void (*free_callback)(void *data), void *data)
 {
-	/* tokens are deprecated (§2.6); any value names the caller's VA space */
 	return tp_get_pages(virtual_address, length, page_table, free_callback,
-			    data, false);
+			    data, false, p2p_token, va_space_token);
 }
 EXPORT_SYMBOL(nvidia_p2p_get_pages);
 
@@ -461,7 +576,8 @@ int nvidia_p2p_get_pages_persistent(uint64_t virtual_address, uint64_t length,
 {
 	if (flags)
 		return -EINVAL;
-	return tp_get_pages(virtual_address, length, page_table, NULL, NULL, true);
+	return tp_get_pages(virtual_address, length, page_table, NULL, NULL, true,
+			    0, 0);
 }
 EXPORT_SYMBOL(nvidia_p2p_get_pages_persistent);
 
@@ -499,8 +615,9 @@ int nvidia_p2p_get_pages(u64 virtual_address, u64 length,
 			 struct nvidia_p2p_page_table **page_table,
 			 void (*free_callback)(void *data), void *data)
 {
+	/* no tokens on Tegra: the owning process only */
 	return tp_get_pages(virtual_address, length, page_table, free_callback,
-			    data, false);
+			    data, false, 0, 0);
 }
 EXPORT_SYMBOL(nvidia_p2p_get_pages);
 
@@ -546,8 +663,15 @@ int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 		return -EINVAL;
 	}
 	pin->pt = NULL;
+	/* the entries go now; a caller reading them after this finds none */
+	if (page_table->pages)
+		kvfree(page_table->pages[0]);
+	kvfree(page_table->pages);
+	page_table->pages = NULL;
+	page_table->entries = 0;
+	page_table->version = 0;
+	pin->pt_husk = page_table;
 	mutex_unlock(&tp_lock);
-	tp_free_pt(page_table);
 	return 0;
 }
 EXPORT_SYMBOL(nvidia_p2p_free_page_table);
@@ -612,6 +736,12 @@ static long tp_ioc_alloc(struct file *file, void __user *argp)
 	}
 	a->owner = file;
 	a->refs = 1;
+	a->p2p_token = ((struct tp_file *)file->private_data)->p2p_token;
+	a->va_space_token = ((struct tp_file *)file->private_data)->va_space_token;
+	if (current->mm) {
+		mmgrab(current->mm);
+		a->mm = current->mm;
+	}
 
 	mutex_lock(&tp_lock);
 	a->va = tp_next_va;
@@ -687,6 +817,45 @@ static long tp_ioc_free(struct file *file, void __user *argp)
 	return 0;
 }
 
+static long tp_ioc_tokens(struct file *file, void __user *argp)
+{
+	struct gpucts_testprov_tokens arg;
+	struct tp_alloc *a;
+	int ret = -EINVAL;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.pad)
+		return -EINVAL;
+	mutex_lock(&tp_lock);
+	list_for_each_entry(a, &tp_allocs, node) {
+		if (a->owner == file && !a->freed && a->va == arg.va) {
+			arg.p2p_token = a->p2p_token;
+			arg.va_space_token = a->va_space_token;
+			ret = 0;
+			break;
+		}
+	}
+	mutex_unlock(&tp_lock);
+	if (ret)
+		return ret;
+	return copy_to_user(argp, &arg, sizeof(arg)) ? -EFAULT : 0;
+}
+
+static long tp_ioc_mode(void __user *argp)
+{
+	struct gpucts_testprov_mode arg;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.get_delay_us > 100000)
+		return -EINVAL;
+	mutex_lock(&tp_lock);
+	tp_mode = arg;
+	mutex_unlock(&tp_lock);
+	return 0;
+}
+
 static long tp_ioc_inject(void __user *argp)
 {
 	struct gpucts_testprov_inject arg;
@@ -748,9 +917,28 @@ static long tp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return tp_ioc_inject(argp);
 	case GPUCTS_TESTPROV_IOC_STATS:
 		return tp_ioc_stats(argp);
+	case GPUCTS_TESTPROV_IOC_MODE:
+		return tp_ioc_mode(argp);
+	case GPUCTS_TESTPROV_IOC_TOKENS:
+		return tp_ioc_tokens(file, argp);
 	default:
 		return -ENOTTY;
 	}
+}
+
+static int tp_open(struct inode *inode, struct file *file)
+{
+	struct tp_file *tf = kzalloc(sizeof(*tf), GFP_KERNEL);
+
+	if (!tf)
+		return -ENOMEM;
+	/* §2.6: the p2p token is random so it cannot be guessed */
+	do {
+		get_random_bytes(&tf->p2p_token, sizeof(tf->p2p_token));
+	} while (!tf->p2p_token);
+	tf->va_space_token = atomic_inc_return(&tp_next_va_space);
+	file->private_data = tf;
+	return 0;
 }
 
 /* The owning process went away: its GPU memory is freed (gpudirect §2.3). */
@@ -772,11 +960,13 @@ static int tp_release(struct inode *inode, struct file *file)
 		}
 	}
 	mutex_unlock(&tp_lock);
+	kfree(file->private_data);
 	return 0;
 }
 
 static const struct file_operations tp_fops = {
 	.owner = THIS_MODULE,
+	.open = tp_open,
 	.unlocked_ioctl = tp_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.release = tp_release,
@@ -817,12 +1007,20 @@ static void __exit tp_exit(void)
 			tp_free_dma(d);
 		list_del(&p->node);
 		tp_free_pt(p->pt);
+		kfree(p->pt_husk);
 		tp_alloc_put_locked(p->alloc);
 		kfree(p);
 	}
 	list_for_each_entry_safe(a, atmp, &tp_allocs, node) {
 		a->refs = 1;
 		tp_alloc_put_locked(a);
+	}
+	/* owed callbacks of a module that is gone: never called */
+	while (!list_empty(&tp_strays)) {
+		struct tp_stray *st = list_first_entry(&tp_strays, struct tp_stray, node);
+
+		list_del(&st->node);
+		kfree(st);
 	}
 	mutex_unlock(&tp_lock);
 }

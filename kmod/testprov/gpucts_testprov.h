@@ -8,6 +8,11 @@
  * file frees it, firing the free callbacks of pins on it, as an exiting CUDA
  * process does (gpudirect §2.3).  Each 64-bit word at GPU VA x initially
  * holds GPUCTS_TESTPROV_PATTERN(x), so CPU mappings can be checked.
+ *
+ * Ownership (gpudirect §2.6): get_pages with both tokens zero pins only for
+ * the process that allocated the memory; another process gets -EINVAL, as
+ * the range is not in its VA space.  With tokens, the tokens must be the
+ * allocation's (TOKENS), and then any process may pin.
  */
 #ifndef _UAPI_GPUCTS_TESTPROV_H
 #define _UAPI_GPUCTS_TESTPROV_H
@@ -55,13 +60,52 @@ struct gpucts_testprov_stats {
 	__u64 violations;	/* API misuse seen (also printed at unload) */
 };
 
+/*
+ * MODE: how the provider behaves from now on; all zero is how it loads.
+ * -EINVAL (a delay above 100000 us)
+ */
+struct gpucts_testprov_mode {
+	__u32 pt_version;	/* non-zero: the version page tables carry
+				 * (NVIDIA_P2P_PAGE_TABLE_VERSION otherwise)
+				 */
+	__u32 dma_version;	/* non-zero: the version DMA mappings carry
+				 * (NVIDIA_P2P_DMA_MAPPING_VERSION otherwise)
+				 */
+	__u32 get_delay_us;	/* get_pages sleeps this long between finding
+				 * the allocation and registering the pin,
+				 * the provider's lock dropped, so a free can
+				 * come in between
+				 */
+	__u32 stray_callbacks;	/* the next N released registrations get
+				 * their callback once more, at the next
+				 * get_pages, after put_pages returned (what
+				 * drivers before R560 could do)
+				 */
+};
+
+/*
+ * TOKENS: the allocation's tokens, as cuPointerGetAttribute(
+ * CU_POINTER_ATTRIBUTE_P2P_TOKENS) gives them (gpudirect §2.6): the same for
+ * every allocation of one open file (the "context"), p2p_token random.
+ * -EINVAL (pad, va not an allocation of this file)
+ */
+struct gpucts_testprov_tokens {
+	__u64 va;		/* in */
+	__u64 p2p_token;	/* out */
+	__u32 va_space_token;	/* out */
+	__u32 pad;		/* in: zero */
+};
+
 #define GPUCTS_TESTPROV_IOC_ALLOC	_IOWR('g', 0x01, struct gpucts_testprov_alloc)
 #define GPUCTS_TESTPROV_IOC_FREE	_IOWR('g', 0x02, struct gpucts_testprov_free)
 #define GPUCTS_TESTPROV_IOC_INJECT	_IOW('g', 0x03, struct gpucts_testprov_inject)
 #define GPUCTS_TESTPROV_IOC_STATS	_IOR('g', 0x04, struct gpucts_testprov_stats)
+#define GPUCTS_TESTPROV_IOC_MODE	_IOW('g', 0x05, struct gpucts_testprov_mode)
+#define GPUCTS_TESTPROV_IOC_TOKENS	_IOWR('g', 0x06, struct gpucts_testprov_tokens)
 
 /* Numbers and sizes: ALLOC 0xc0206701 (32), FREE 0xc0106702 (16),
- * INJECT 0x40106703 (16), STATS 0x80206704 (32).
+ * INJECT 0x40106703 (16), STATS 0x80206704 (32), MODE 0x40106705 (16),
+ * TOKENS 0xc0186706 (24).
  */
 
 #endif /* _UAPI_GPUCTS_TESTPROV_H */

@@ -13,6 +13,9 @@ pub const VERSION_MAJOR: u32 = 1;
 pub const VERSION_MINOR_STATS: u32 = 1;
 /// Minor version that added `GPUCTS_P2P_IOC_PEER_DMA` and `CAP_PEER_DMA`.
 pub const VERSION_MINOR_PEER_DMA: u32 = 2;
+/// Minor version that added `STATS.stray_callbacks`, `EV_CB_SAW_PAGES` and DMA_MAP's
+/// `EPROTO` for an incompatible DMA mapping.
+pub const VERSION_MINOR_REGISTRATIONS: u32 = 3;
 /// The test provider's control node (`kmod/testprov/gpucts_testprov.h`).
 pub const TESTPROV_DEVICE: &str = "/dev/gpucts_testprov";
 /// `GPUCTS_TESTPROV_MAX_ALLOC`: the largest single fake allocation.
@@ -35,6 +38,8 @@ pub const PIN_EXACT: u32 = 1 << 1;
 pub const PIN_NO_CALLBACK: u32 = 1 << 2;
 pub const EV_INCOMPATIBLE: u32 = 1 << 8;
 pub const EV_DMA_MAPPED: u32 = 1 << 9;
+/// The free callback found the first pinned word unchanged: not unmapped yet (§2.3).
+pub const EV_CB_SAW_PAGES: u32 = 1 << 10;
 /// `enum nvidia_p2p_page_size_type` (gpudirect §4.3).
 pub const PAGE_SIZE_4KB: u32 = 0;
 pub const PAGE_SIZE_64KB: u32 = 1;
@@ -131,7 +136,8 @@ pub struct DmaUnmap {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stats {
     pub handles: u32,
-    pub pad: u32,
+    /// Minor 3: free callbacks for a registration that had ended, ignored.
+    pub stray_callbacks: u32,
 }
 
 /// `struct gpucts_p2p_peer_dma` (UAPI minor 2).
@@ -428,6 +434,25 @@ impl Device {
         unsafe { self.ioctl(IOC_PIN, &mut p) }.map(|()| p)
     }
 
+    /// PIN with the desktop API's tokens (gpudirect §2.6).
+    pub fn pin_tokens(
+        &self,
+        va: u64,
+        length: u64,
+        p2p_token: u64,
+        va_space_token: u32,
+    ) -> Result<Pin, Errno> {
+        let mut p = Pin {
+            va,
+            length,
+            p2p_token,
+            va_space_token,
+            ..Default::default()
+        };
+        // SAFETY: IOC_PIN takes a `Pin`.
+        unsafe { self.ioctl(IOC_PIN, &mut p) }.map(|()| p)
+    }
+
     pub fn unpin(&self, handle: u64) -> Result<Unpin, Errno> {
         let mut u = Unpin {
             handle,
@@ -654,10 +679,32 @@ pub struct TpStats {
     pub violations: u64,
 }
 
+/// `struct gpucts_testprov_mode`: how the provider behaves from now on (zeros: as loaded).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TpMode {
+    pub pt_version: u32,
+    pub dma_version: u32,
+    pub get_delay_us: u32,
+    pub stray_callbacks: u32,
+}
+
+/// `struct gpucts_testprov_tokens`: an allocation's tokens (gpudirect §2.6).
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TpTokens {
+    pub va: u64,
+    pub p2p_token: u64,
+    pub va_space_token: u32,
+    pub pad: u32,
+}
+
 pub const TP_IOC_ALLOC: u64 = ioc_typed(READ | WRITE, b'g', 0x01, std::mem::size_of::<TpAlloc>());
 pub const TP_IOC_FREE: u64 = ioc_typed(READ | WRITE, b'g', 0x02, std::mem::size_of::<TpFree>());
 pub const TP_IOC_INJECT: u64 = ioc_typed(WRITE, b'g', 0x03, std::mem::size_of::<TpInject>());
 pub const TP_IOC_STATS: u64 = ioc_typed(READ, b'g', 0x04, std::mem::size_of::<TpStats>());
+pub const TP_IOC_MODE: u64 = ioc_typed(WRITE, b'g', 0x05, std::mem::size_of::<TpMode>());
+pub const TP_IOC_TOKENS: u64 = ioc_typed(READ | WRITE, b'g', 0x06, std::mem::size_of::<TpTokens>());
 
 /// `GPUCTS_TESTPROV_PATTERN(va)`: what the provider stores in the word at fake GPU VA `va`.
 pub const fn testprov_pattern(va: u64) -> u64 {
@@ -731,6 +778,23 @@ impl TestProv {
         };
         // SAFETY: `i` is the `TpInject` TP_IOC_INJECT encodes.
         unsafe { self.ioctl(TP_IOC_INJECT, &mut i) }
+    }
+
+    /// Set the provider's behaviour (versions it reports, get_pages delay, stray callbacks).
+    pub fn mode(&self, m: TpMode) -> Result<(), Errno> {
+        let mut m = m;
+        // SAFETY: `m` is the `TpMode` TP_IOC_MODE encodes.
+        unsafe { self.ioctl(TP_IOC_MODE, &mut m) }
+    }
+
+    /// The tokens of an allocation of this descriptor.
+    pub fn tokens(&self, va: u64) -> Result<TpTokens, Errno> {
+        let mut t = TpTokens {
+            va,
+            ..Default::default()
+        };
+        // SAFETY: `t` is the `TpTokens` TP_IOC_TOKENS encodes.
+        unsafe { self.ioctl(TP_IOC_TOKENS, &mut t) }.map(|()| t)
     }
 
     pub fn stats(&self) -> Result<TpStats, Errno> {
@@ -842,6 +906,10 @@ mod tests {
         assert_eq!(TP_IOC_FREE, 0xc010_6702);
         assert_eq!(TP_IOC_INJECT, 0x4010_6703);
         assert_eq!(TP_IOC_STATS, 0x8020_6704);
+        assert_eq!(std::mem::size_of::<TpMode>(), 16);
+        assert_eq!(std::mem::size_of::<TpTokens>(), 24);
+        assert_eq!(TP_IOC_MODE, 0x4010_6705);
+        assert_eq!(TP_IOC_TOKENS, 0xc018_6706);
         let header = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../kmod/testprov/gpucts_testprov.h"
@@ -852,6 +920,8 @@ mod tests {
             "0xc0106702",
             "0x40106703",
             "0x80206704",
+            "0x40106705",
+            "0xc0186706",
             "0x9e3779b97f4a7c15",
         ] {
             assert!(header.contains(n), "header lists {n}");

@@ -45,7 +45,7 @@
 
 /* Interface version: a major bump breaks compatibility, a minor adds calls. */
 #define GPUCTS_P2P_VERSION_MAJOR	1
-#define GPUCTS_P2P_VERSION_MINOR	2
+#define GPUCTS_P2P_VERSION_MINOR	3
 
 /* Which nvidia_p2p_* signatures the module was built against. */
 #define GPUCTS_P2P_FLAVOUR_DESKTOP	0	/* gpudirect §4.3 */
@@ -183,7 +183,10 @@ struct gpucts_p2p_page_table {
  *         devfn > 255), -ENOENT, -EACCES, -ESTALE, -EPERM (addrs_ptr without
  *         CAP_SYS_ADMIN), -EPROTO (incompatible page table), -ENODEV (no such
  *         PCI device), -EBUSY (already mapped), the provider's error
- *         unchanged, -EFAULT (addrs_ptr; the mapping stays, DMA_UNMAP it).
+ *         unchanged, -EPROTO (minor 3: the mapping's version fails
+ *         NVIDIA_P2P_DMA_MAPPING_VERSION_COMPATIBLE: no other field of it
+ *         is read and it is unmapped again), -EFAULT (addrs_ptr; the
+ *         mapping stays, DMA_UNMAP it).
  */
 struct gpucts_p2p_dma_map {
 	__u64 handle;		/* in */
@@ -217,6 +220,12 @@ struct gpucts_p2p_dma_unmap {
 /* gpucts_p2p_events.flags (besides the GPUCTS_P2P_PIN_* it was made with) */
 #define GPUCTS_P2P_EV_INCOMPATIBLE	(1U << 8)  /* page table version refused */
 #define GPUCTS_P2P_EV_DMA_MAPPED	(1U << 9)
+/* (minor 3) the free callback found the first pinned word as it was at pin
+ * time: the driver had not unmapped the pages yet (gpudirect §2.3).  Only
+ * where the pages are RAM the module can read (the test provider); never
+ * set for BAR memory.
+ */
+#define GPUCTS_P2P_EV_CB_SAW_PAGES	(1U << 10)
 
 /*
  * GPUCTS_P2P_IOC_EVENTS: what happened to a handle; works on revoked handles
@@ -248,7 +257,11 @@ struct gpucts_p2p_events {
  */
 struct gpucts_p2p_stats {
 	__u32 handles;		/* out */
-	__u32 pad;		/* out: zero */
+	__u32 stray_callbacks;	/* out (minor 3; zero before): free callbacks
+				 * for a registration that had already ended
+				 * (after put_pages returned, or a second
+				 * time), ignored without touching it
+				 */
 };
 
 /*

@@ -166,3 +166,248 @@ pub(super) fn revoked_on_context_destroy(c: &Ctx) -> Step<Option<String>> {
     );
     Ok(None)
 }
+
+/// §2.6: "When no tokens are used, the NVIDIA driver limits the Kernel API to the process
+/// which owns the memory allocation": another process, with its own descriptor, gets the
+/// driver's EINVAL (the range is not in its VA space); the owner pins.
+pub(super) fn pin_without_tokens_owner_only(c: &Ctx) -> Step<Option<String>> {
+    let a = c.a;
+    let tp = c.tp()?;
+    let pins = call(tp.stats(), "testprov STATS")?.pins;
+    let va = c.alloc(a)?;
+    let st = fork_wait(|| {
+        let Ok(fd) = open_gp_raw() else { return 1 };
+        let gp = Device::from_fd(fd);
+        match gp.pin(va, a, 0) {
+            Err(Errno(libc::EINVAL)) => 0,
+            _ => 2,
+        }
+    })?;
+    ensure!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "another process's PIN without tokens: EINVAL",
+        "child: {} (1: open, 2: not EINVAL)",
+        describe_wait(st)
+    );
+    let now = call(tp.stats(), "testprov STATS")?.pins;
+    ensure!(
+        now == pins,
+        "nothing pinned for the other process",
+        "{now} pins, {pins} before"
+    );
+    let p = call(c.pin(va, a, 0), "the owner's PIN")?;
+    unpin(c, p.handle, "the owner's UNPIN")?;
+    c.free(va)?;
+    Ok(None)
+}
+
+/// §2.6: with the allocation's tokens any process may pin ("doesn't perform any additional
+/// checks"); with other tokens nobody may. Tegra's API has no tokens (§4.4.2): refused.
+pub(super) fn pin_with_tokens_must_match(c: &Ctx) -> Step<Option<String>> {
+    let a = c.a;
+    let tp = c.tp()?;
+    let pins = call(tp.stats(), "testprov STATS")?.pins;
+    let va = c.alloc(2 * a)?;
+    let tk = call(tp.tokens(va), "testprov TOKENS")?;
+    ensure!(
+        tk.p2p_token != 0 && tk.va_space_token != 0,
+        "non-zero tokens",
+        "{:#x}/{}",
+        tk.p2p_token,
+        tk.va_space_token
+    );
+    if c.tegra {
+        want_errno(
+            c.gp.pin_tokens(va, a, tk.p2p_token, tk.va_space_token),
+            libc::EINVAL,
+            "PIN with tokens on Tegra",
+        )?;
+        c.free(va)?;
+        return Ok(Some("Tegra: no tokens API".into()));
+    }
+    want_errno(
+        c.gp.pin_tokens(va, a, tk.p2p_token ^ 1, tk.va_space_token),
+        libc::EINVAL,
+        "PIN with a wrong p2p_token",
+    )?;
+    want_errno(
+        c.gp.pin_tokens(va, a, tk.p2p_token, tk.va_space_token + 1),
+        libc::EINVAL,
+        "PIN with a wrong va_space_token",
+    )?;
+    let st = fork_wait(|| {
+        let Ok(fd) = open_gp_raw() else { return 1 };
+        let gp = Device::from_fd(fd);
+        let Ok(q) = gp.pin_tokens(va, 2 * a, tk.p2p_token, tk.va_space_token) else {
+            return 2;
+        };
+        match gp.page_table(q.handle) {
+            Ok(t) if t.entries == 2 => {}
+            _ => return 3,
+        }
+        match gp.unpin(q.handle) {
+            Ok(u) if u.result == kmod::UNPIN_PUT => 0,
+            _ => 4,
+        }
+    })?;
+    ensure!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "another process pins with the tokens, reads 2 entries, unpins",
+        "child: {} (2: PIN, 3: PAGE_TABLE, 4: UNPIN)",
+        describe_wait(st)
+    );
+    let now = call(tp.stats(), "testprov STATS")?.pins;
+    ensure!(
+        now == pins,
+        "nothing left pinned",
+        "{now} pins, {pins} before"
+    );
+    c.free(va)?;
+    Ok(None)
+}
+
+/// §2.3: "The corresponding mapped memory areas will only be unmapped by the NVIDIA driver
+/// after returning from the callback": the module's callback reads the first pinned word
+/// and finds it as it was at pin time (`EV_CB_SAW_PAGES`).
+pub(super) fn unmap_only_after_callback_returns(c: &Ctx) -> Step<Option<String>> {
+    let a = c.a;
+    c.tp()?;
+    let va = c.alloc(2 * a)?;
+    let p = call(c.pin(va, a, 0), "PIN")?;
+    let q = call(c.pin(va + a, a, 0), "PIN 2")?;
+    let e = call(c.gp.events(p.handle), "EVENTS before")?;
+    ensure!(
+        e.flags & kmod::EV_CB_SAW_PAGES == 0,
+        "no flag before a callback",
+        "flags {:#x}",
+        e.flags
+    );
+    let cbs = c.free(va)?;
+    ensure!(cbs == Some(2), "2 callbacks", "{cbs:?}");
+    for (h, n) in [(p.handle, "first"), (q.handle, "second")] {
+        let e = call(c.gp.events(h), "EVENTS")?;
+        ensure!(
+            e.state == kmod::STATE_REVOKED
+                && e.callbacks == 1
+                && e.flags & kmod::EV_CB_SAW_PAGES != 0,
+            "revoked once, the callback saw the pinned word",
+            "{n}: state {}, {} callbacks, flags {:#x}",
+            e.state,
+            e.callbacks,
+            e.flags
+        );
+        let u = unpin(c, h, "UNPIN")?;
+        ensure!(
+            u.result == kmod::UNPIN_REVOKED,
+            "UNPIN_REVOKED",
+            "{n}: {}",
+            u.result
+        );
+    }
+    Ok(None)
+}
+
+/// NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE (§4.3, the header's macros): the same major with
+/// a newer minor is used; an older minor is refused and no other field is read.
+pub(super) fn page_table_minor_version_injection(c: &Ctx) -> Step<Option<String>> {
+    let a = c.a;
+    let tp = c.tp()?;
+    let va = c.alloc(a)?;
+    let newer = kmod::TpMode {
+        pt_version: 0x0001_0003,
+        ..Default::default()
+    };
+    call(tp.mode(newer), "testprov MODE")?;
+    let r = (|| {
+        let p = call(c.pin(va, a, 0), "PIN with minor 3")?;
+        let t = call(c.gp.page_table(p.handle), "PAGE_TABLE")?;
+        ensure!(
+            t.version == 0x0001_0003 && t.compatible == 1 && t.entries == 1,
+            "version 0x10003 compatible, 1 entry",
+            "version {:#x}, compatible {}, {} entries",
+            t.version,
+            t.compatible,
+            t.entries
+        );
+        let m = call(c.map(&p, a), "mmap")?;
+        check_pattern(&m, va, a)?;
+        drop(m);
+        unpin(c, p.handle, "UNPIN")?;
+        call(
+            tp.mode(kmod::TpMode {
+                pt_version: 0x0001_0001,
+                ..Default::default()
+            }),
+            "testprov MODE",
+        )?;
+        let p = call(c.pin(va, a, 0), "PIN with minor 1")?;
+        let t = call(c.gp.page_table(p.handle), "PAGE_TABLE")?;
+        let e = call(c.gp.events(p.handle), "EVENTS")?;
+        let mm = c.map(&p, a).err();
+        unpin(c, p.handle, "UNPIN")?;
+        ensure!(
+            t.compatible == 0 && t.entries == 0 && e.flags & kmod::EV_INCOMPATIBLE != 0,
+            "minor 1 incompatible, no field read",
+            "compatible {}, {} entries, flags {:#x}",
+            t.compatible,
+            t.entries,
+            e.flags
+        );
+        ensure!(mm == Some(Errno(libc::EPROTO)), "mmap EPROTO", "{mm:?}");
+        Ok(())
+    })();
+    call(tp.mode(kmod::TpMode::default()), "testprov MODE reset")?;
+    r?;
+    c.free(va)?;
+    Ok(None)
+}
+
+/// NVIDIA_P2P_DMA_MAPPING_VERSION_COMPATIBLE: a newer minor is used; another major or an
+/// older minor is refused with EPROTO and the mapping given back.
+pub(super) fn dma_mapping_version_injection(c: &Ctx) -> Step<Option<String>> {
+    let a = c.a;
+    let tp = c.tp()?;
+    let peer = super::dma::peer()?;
+    let va = c.alloc(a)?;
+    let p = call(c.pin(va, a, 0), "PIN")?;
+    let mode = |v| kmod::TpMode {
+        dma_version: v,
+        ..Default::default()
+    };
+    let r = (|| {
+        call(tp.mode(mode(0x0002_0004)), "testprov MODE")?;
+        let d = call(c.gp.dma_map(p.handle, peer, 0, None), "DMA_MAP minor 4")?;
+        ensure!(
+            d.version == 0x0002_0004 && d.compatible == 1 && d.entries == 1,
+            "minor 4 compatible, 1 entry",
+            "version {:#x}, compatible {}, {} entries",
+            d.version,
+            d.compatible,
+            d.entries
+        );
+        call(c.gp.dma_unmap(p.handle), "DMA_UNMAP")?;
+        for v in [0x0003_0003u32, 0x0001_0003, 0x0002_0002] {
+            call(tp.mode(mode(v)), "testprov MODE")?;
+            want_errno(
+                c.gp.dma_map(p.handle, peer, 0, None),
+                libc::EPROTO,
+                &format!("DMA_MAP of version {v:#x}"),
+            )?;
+            let s = call(tp.stats(), "testprov STATS")?;
+            let e = call(c.gp.events(p.handle), "EVENTS")?;
+            ensure!(
+                s.dma_mappings == 0 && e.flags & kmod::EV_DMA_MAPPED == 0,
+                "the refused mapping given back",
+                "version {v:#x}: {} mappings, flags {:#x}",
+                s.dma_mappings,
+                e.flags
+            );
+        }
+        Ok(())
+    })();
+    call(tp.mode(kmod::TpMode::default()), "testprov MODE reset")?;
+    r?;
+    unpin(c, p.handle, "UNPIN")?;
+    c.free(va)?;
+    Ok(None)
+}

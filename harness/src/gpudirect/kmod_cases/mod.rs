@@ -68,6 +68,19 @@ pub enum Scenario {
     IommuFreeWaitsForPeerDma,
     DevNodeUnprivilegedEacces,
     PinChargedToMemlock,
+    PinWithoutTokensOwnerOnly,
+    PinWithTokensMustMatch,
+    UnmapOnlyAfterCallbackReturns,
+    PageTableMinorVersionInjection,
+    DmaMappingVersionInjection,
+    GetPagesRacesFreeOfVa,
+    StrayCallbackInvalidContextIgnored,
+    InvalidationRacesTeardown,
+    CloseWithoutUnmap,
+    #[serde(rename = "unaligned_length_0x10008_on_64k_pages")]
+    UnalignedLength0x10008On64kPages,
+    FdPassingHandlesStayWithPinner,
+    ChildThreadPinsAndUnpins,
 }
 
 impl Scenario {
@@ -87,7 +100,15 @@ impl Scenario {
             | PinOfFreedVaEinval
             | OverlappingPinsPartialUnpin
             | RevokedOnContextDestroy
-            | PinChargedToMemlock => vec![Capability::Kmod, Capability::Testprov],
+            | PinChargedToMemlock
+            | PinWithoutTokensOwnerOnly
+            | PinWithTokensMustMatch
+            | UnmapOnlyAfterCallbackReturns
+            | PageTableMinorVersionInjection
+            | DmaMappingVersionInjection
+            | GetPagesRacesFreeOfVa
+            | StrayCallbackInvalidContextIgnored
+            | InvalidationRacesTeardown => vec![Capability::Kmod, Capability::Testprov],
             // edu behind intel-iommu, in ci/kmod-vm's guest (the case checks, and skips
             // naming what the machine lacks)
             IommuIovaNotPhysical
@@ -162,19 +183,26 @@ fn untouched(c: &Ctx, handle: u64, what: &str, expected: &str) -> Step<()> {
 mod contract;
 mod dma;
 mod errnos;
+mod field;
 mod iommu;
 mod pinning;
 mod revocation;
 mod teardown;
 
 use contract::{
-    get_pages_null_callback_refused, overlapping_pins_partial_unpin, pin_of_freed_va_einval,
-    revoked_on_context_destroy,
+    dma_mapping_version_injection, get_pages_null_callback_refused, overlapping_pins_partial_unpin,
+    page_table_minor_version_injection, pin_of_freed_va_einval, pin_with_tokens_must_match,
+    pin_without_tokens_owner_only, revoked_on_context_destroy, unmap_only_after_callback_returns,
 };
 use dma::{dma_map_unmap, dma_mapping_freed_by_callback};
 use errnos::{
     addresses_need_cap_sys_admin, bad_args, dev_node_unprivileged_eacces, incompatible_version,
     injected_enomem, other_process_eacces, pin_charged_to_memlock,
+};
+use field::{
+    child_thread_pins_and_unpins, close_without_unmap, fd_passing_handles_stay_with_pinner,
+    get_pages_races_free_of_va, invalidation_races_teardown,
+    stray_callback_invalid_context_ignored, unaligned_length_0x10008_on_64k_pages,
 };
 use iommu::{
     iommu_dma_roundtrip, iommu_free_waits_for_peer_dma, iommu_iova_not_physical,
@@ -511,6 +539,18 @@ fn run_scenario(sc: Scenario, c: &Ctx) -> Step<Option<String>> {
         IommuDmaRoundtrip => iommu_dma_roundtrip(c),
         IommuStaleIovaFaultsAfterRevoke => iommu_stale_iova_faults_after_revoke(c),
         IommuFreeWaitsForPeerDma => iommu_free_waits_for_peer_dma(c),
+        PinWithoutTokensOwnerOnly => pin_without_tokens_owner_only(c),
+        PinWithTokensMustMatch => pin_with_tokens_must_match(c),
+        UnmapOnlyAfterCallbackReturns => unmap_only_after_callback_returns(c),
+        PageTableMinorVersionInjection => page_table_minor_version_injection(c),
+        DmaMappingVersionInjection => dma_mapping_version_injection(c),
+        GetPagesRacesFreeOfVa => get_pages_races_free_of_va(c),
+        StrayCallbackInvalidContextIgnored => stray_callback_invalid_context_ignored(c),
+        InvalidationRacesTeardown => invalidation_races_teardown(c),
+        CloseWithoutUnmap => close_without_unmap(c),
+        UnalignedLength0x10008On64kPages => unaligned_length_0x10008_on_64k_pages(c),
+        FdPassingHandlesStayWithPinner => fd_passing_handles_stay_with_pinner(c),
+        ChildThreadPinsAndUnpins => child_thread_pins_and_unpins(c),
     }
 }
 
