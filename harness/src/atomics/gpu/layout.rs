@@ -453,7 +453,9 @@ impl Geometry {
             None
         };
         let units = match placement {
-            Placement::InterCta => p.testing_workgroups,
+            Placement::InterCta | Placement::IntraCluster | Placement::InterCluster => {
+                p.testing_workgroups
+            }
             Placement::IntraCta => p.workgroup_size / WARP,
         };
         if dedicated.is_none() && roles > units {
@@ -462,7 +464,9 @@ impl Geometry {
                 roles,
                 units,
                 unit: match placement {
-                    Placement::InterCta => "testing CTAs",
+                    Placement::InterCta | Placement::IntraCluster | Placement::InterCluster => {
+                        "testing CTAs"
+                    }
                     Placement::IntraCta => "warps per CTA",
                 },
             });
@@ -709,7 +713,9 @@ impl IterationPlan {
             plan.cta_of_block.swap(i, j);
         }
         let units = match g.placement {
-            Placement::InterCta => p.testing_workgroups,
+            Placement::InterCta | Placement::IntraCluster | Placement::InterCluster => {
+                p.testing_workgroups
+            }
             Placement::IntraCta => p.workgroup_size / WARP,
         };
         // Roles r and s sit (r - s) * offset units apart; that is never a multiple of `units`
@@ -721,7 +727,9 @@ impl IterationPlan {
         };
         plan.unit_offset = rng.random_range(1..=max_off.max(1));
         let local_n = match g.placement {
-            Placement::InterCta => p.workgroup_size,
+            Placement::InterCta | Placement::IntraCluster | Placement::InterCluster => {
+                p.workgroup_size
+            }
             Placement::IntraCta => WARP,
         };
         plan.local_mult = rng.random_range(0..local_n / 2) * 2 + 1;
@@ -786,7 +794,7 @@ pub fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
                 testing += 1;
                 for r in 0..g.roles {
                     let inst = match g.placement {
-                        Placement::InterCta => {
+                        Placement::InterCta | Placement::IntraCluster | Placement::InterCluster => {
                             let c = (cta + r * plan.unit_offset) % tw;
                             let local =
                                 (l.wrapping_mul(plan.local_mult) + r * plan.local_shift) % w;
@@ -946,7 +954,7 @@ mod tests {
             for a in 0..r_n {
                 for b in a + 1..r_n {
                     match g.placement {
-                        Placement::InterCta => {
+                        Placement::InterCta | Placement::IntraCluster | Placement::InterCluster => {
                             assert_ne!(at[a].0, at[b].0, "instance {inst}: roles share a CTA")
                         }
                         Placement::IntraCta => {
