@@ -1,7 +1,8 @@
 //! The litmus coverage catalogue: the standard shapes (MP, SB, LB, IRIW, 2+2W, S, R, CoRR,
 //! CoRW, CoWR, CoWW, RMW atomicity, release sequence), each written with the C++ → PTX
-//! mappings of ptx-interop 13.2 §4, at cta, gpu and sys scope, with the threads in one CTA or
-//! each in its own CTA.
+//! mappings of ptx-interop 13.2 §4, at cta, gpu and sys scope with the threads in one CTA or
+//! each in its own CTA, and at cluster scope with the threads in different CTAs of one thread
+//! block cluster or each in its own cluster.
 //!
 //! Names are `SHAPE.MAPPING.SCOPE.PLACEMENT`, e.g. `MP.rel_acq.gpu.inter_cta`. Every test's
 //! condition is `exists` of the shape's weak outcome. No verdict is stored here: whether the
@@ -56,6 +57,32 @@ crate::vocab::vocabulary! {
 pub use crate::atomics::litmus::Placement;
 
 pub const SCOPES: [Scope; 3] = [Scope::Cta, Scope::Gpu, Scope::Sys];
+
+/// The placements of the catalogue's cta, gpu and sys scope tests.
+pub const CTA_PLACEMENTS: [Placement; 2] = [Placement::IntraCta, Placement::InterCta];
+/// The placements of the catalogue's cluster scope tests: the threads in different CTAs of one
+/// cluster (in scope) or in different clusters (out of scope: the controls).
+pub const CLUSTER_PLACEMENTS: [Placement; 2] = [Placement::IntraCluster, Placement::InterCluster];
+
+/// The placements the catalogue lists at `scope`.
+pub fn placements_at(scope: Scope) -> [Placement; 2] {
+    match scope {
+        Scope::Cluster => CLUSTER_PLACEMENTS,
+        _ => CTA_PLACEMENTS,
+    }
+}
+
+/// Whether every thread of a test placed with `placement` is inside the scope instance of
+/// every other thread's `scope` operations (PTX ISA "Scope": `.cta` is the threads of one CTA,
+/// `.cluster` those of one cluster, `.gpu` those of one device, `.sys` all threads), from the
+/// ISA's definitions rather than the model's scope tree.
+pub fn in_scope(scope: Scope, placement: Placement) -> bool {
+    match scope {
+        Scope::Cta => placement == Placement::IntraCta,
+        Scope::Cluster => matches!(placement, Placement::IntraCta | Placement::IntraCluster),
+        Scope::Gpu | Scope::Sys => true,
+    }
+}
 
 /// One catalogue test with what it was generated from.
 #[derive(Debug, Clone)]
@@ -246,18 +273,13 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
                     }
                 }
             }
+            // Within one CTA, each thread in its own warp.
+            let (cta, cluster, warp) = placement.place(i as u32);
             Thread {
-                cta: match placement {
-                    Placement::IntraCta => 0,
-                    Placement::InterCta => i as u32,
-                },
-                cluster: None,
+                cta,
+                cluster,
                 gpu: 0,
-                // Within one CTA, each thread in its own warp.
-                warp: match placement {
-                    Placement::IntraCta => Some(i as u32),
-                    Placement::InterCta => None,
-                },
+                warp,
                 regs: BTreeMap::new(),
                 ops,
             }
@@ -271,10 +293,7 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
             shape.name(),
             mapping.name(),
             scope.name(),
-            match placement {
-                Placement::IntraCta => "all threads in one CTA",
-                Placement::InterCta => "each thread in its own CTA",
-            }
+            placement.describe()
         )),
         locations: locs
             .into_iter()
@@ -291,20 +310,27 @@ pub fn build(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement)
     }
 }
 
-/// Every catalogue test with its parameters.
+/// Every catalogue test with its parameters: cta, gpu and sys scope first (in the order they
+/// had before cluster scope was added), then cluster scope.
 pub fn entries() -> Vec<CatalogEntry> {
     let mut out = Vec::new();
-    for shape in Shape::ALL.iter().copied() {
-        for mapping in Mapping::ALL.iter().copied() {
-            for scope in SCOPES {
-                for &placement in Placement::VARIANTS {
-                    out.push(CatalogEntry {
-                        shape,
-                        mapping,
-                        scope,
-                        placement,
-                        test: build(shape, mapping, scope, placement),
-                    });
+    let scopes = [
+        (SCOPES.as_slice(), CTA_PLACEMENTS),
+        (&[Scope::Cluster][..], CLUSTER_PLACEMENTS),
+    ];
+    for (scopes, placements) in scopes {
+        for shape in Shape::ALL.iter().copied() {
+            for mapping in Mapping::ALL.iter().copied() {
+                for &scope in scopes {
+                    for placement in placements {
+                        out.push(CatalogEntry {
+                            shape,
+                            mapping,
+                            scope,
+                            placement,
+                            test: build(shape, mapping, scope, placement),
+                        });
+                    }
                 }
             }
         }
@@ -323,12 +349,17 @@ fn parse_name(name: &str) -> Option<(Shape, Mapping, Scope, Placement)> {
     if it.next().is_some() {
         return None;
     }
-    Some((
-        Shape::parse(s)?,
-        Mapping::parse(m)?,
-        *SCOPES.iter().find(|x| x.name() == sc)?,
-        p.parse::<Placement>().ok()?,
-    ))
+    let scope = *[Scope::Cta, Scope::Cluster, Scope::Gpu, Scope::Sys]
+        .iter()
+        .find(|x| x.name() == sc)?;
+    let placement = p.parse::<Placement>().ok()?;
+    // The listed placements of the scope, and cta scope across the CTAs of one cluster (the
+    // cluster tests' control: cta scope does not include the other CTAs).
+    let control = scope == Scope::Cta && placement == Placement::IntraCluster;
+    if !placements_at(scope).contains(&placement) && !control {
+        return None;
+    }
+    Some((Shape::parse(s)?, Mapping::parse(m)?, scope, placement))
 }
 
 /// A catalogue test, or an alternative-mapping test ([`alternative`]), by its name.
@@ -343,7 +374,9 @@ pub fn by_name(name: &str) -> Option<LitmusTest> {
 /// control: the same shape whose weak outcome the model
 /// allows, so that a GPU run of the control shows whether the stress can produce weak
 /// behaviour at all. Tried in order: relaxed at the same scope and placement, then relaxed at
-/// cta scope across CTAs (not morally strong). `None` when the test is allowed, or when no
+/// cta scope across CTAs (not morally strong) — for a cluster placement, across the CTAs of
+/// one cluster, so that the control runs in the same launch shape. `None` when the test is
+/// allowed, or when no
 /// variant's outcome is allowed (e.g. nothing weakens a single-location order in one thread).
 pub fn control_for(name: &str) -> Option<String> {
     let (s, sc, p, test) = match parse_name(name) {
@@ -356,9 +389,14 @@ pub fn control_for(name: &str) -> Option<String> {
     if model::check(&test).allowed {
         return None;
     }
+    let across = if p.is_cluster() {
+        Placement::IntraCluster
+    } else {
+        Placement::InterCta
+    };
     [
         (Mapping::Relaxed, sc, p),
-        (Mapping::Relaxed, Scope::Cta, Placement::InterCta),
+        (Mapping::Relaxed, Scope::Cta, across),
     ]
     .into_iter()
     .map(|(m, sc, p)| build(s, m, sc, p))
@@ -510,8 +548,7 @@ impl AlternativeEntry {
     /// inside the operations' scope it forbids what C++ forbids ([`cpp_forbids`]), and the
     /// chapter makes the alternatives interchangeable with it.
     pub fn expected_forbidden(&self) -> bool {
-        let in_scope = self.scope != Scope::Cta || self.placement == Placement::IntraCta;
-        in_scope && cpp_forbids(self.shape, self.program().cpp_orders())
+        in_scope(self.scope, self.placement) && cpp_forbids(self.shape, self.program().cpp_orders())
     }
 }
 
@@ -634,10 +671,7 @@ pub fn build_alternative(
                 Mix::MixedRev => "in the even-numbered threads",
             },
             scope.name(),
-            match placement {
-                Placement::IntraCta => "all threads in one CTA",
-                Placement::InterCta => "each thread in its own CTA",
-            }
+            placement.describe()
         )),
         threads: mapped(true)?,
         ..base.clone()
@@ -731,7 +765,8 @@ mod tests {
     #[test]
     fn names_are_unique_and_resolve() {
         let all = entries();
-        assert_eq!(all.len(), 13 * 4 * 3 * 2);
+        // 13 shapes x 4 mappings x (3 scopes x 2 CTA placements + cluster x 2 placements).
+        assert_eq!(all.len(), 13 * 4 * 4 * 2);
         let mut names: Vec<&str> = all.iter().map(|e| e.test.name.as_str()).collect();
         names.sort();
         names.dedup();
@@ -756,6 +791,48 @@ mod tests {
             assert!(!model::check(&within).allowed, "{}", within.name);
         }
         assert!(!model::check(&by_name("MP.rel_acq.gpu.inter_cta").unwrap()).allowed);
+    }
+
+    // PTX ISA "Scope" and "Morally strong": `.cluster` includes every thread of the cluster,
+    // so release/acquire at cluster scope between CTAs of one cluster synchronises (MP's weak
+    // outcome is forbidden, as at gpu scope); threads of different clusters are outside it,
+    // the operations are not morally strong, and the weak outcome is allowed.
+    #[test]
+    fn mp_cluster_scope_within_and_across_clusters() {
+        for m in [Mapping::RelAcq, Mapping::Sc, Mapping::Fence] {
+            let within = build(Shape::Mp, m, Scope::Cluster, Placement::IntraCluster);
+            assert_eq!(within.threads[0].cluster, within.threads[1].cluster);
+            assert_ne!(within.threads[0].cta, within.threads[1].cta);
+            assert!(!model::check(&within).allowed, "{}", within.name);
+            let across = build(Shape::Mp, m, Scope::Cluster, Placement::InterCluster);
+            assert_ne!(across.threads[0].cluster, across.threads[1].cluster);
+            assert!(model::check(&across).allowed, "{}", across.name);
+            // cta scope across the CTAs of one cluster: not morally strong either.
+            let cta = build(Shape::Mp, m, Scope::Cta, Placement::IntraCluster);
+            assert!(model::check(&cta).allowed, "{}", cta.name);
+        }
+        // Coherence of relaxed strong accesses holds among the CTAs of a cluster at cluster
+        // scope, not across clusters.
+        assert!(!model::check(&by_name("CoRR.relaxed.cluster.intra_cluster").unwrap()).allowed);
+        assert!(model::check(&by_name("CoRR.relaxed.cluster.inter_cluster").unwrap()).allowed);
+        // Only the listed placements of a scope resolve (and cta scope across a cluster's
+        // CTAs, the controls).
+        assert!(by_name("MP.rel_acq.cluster.inter_cta").is_none());
+        assert!(by_name("MP.rel_acq.gpu.intra_cluster").is_none());
+        assert!(by_name("MP.relaxed.cta.intra_cluster").is_some());
+    }
+
+    #[test]
+    fn cluster_tests_have_cluster_controls() {
+        assert_eq!(
+            control_for("MP.rel_acq.cluster.intra_cluster").as_deref(),
+            Some("MP.relaxed.cluster.intra_cluster")
+        );
+        assert_eq!(
+            control_for("CoRR.relaxed.cluster.intra_cluster").as_deref(),
+            Some("CoRR.relaxed.cta.intra_cluster")
+        );
+        assert_eq!(control_for("MP.rel_acq.cluster.inter_cluster"), None);
     }
 
     #[test]
@@ -813,10 +890,10 @@ pub fn cpp_forbids(shape: Shape, mapping: Mapping) -> bool {
 /// The verdict the catalogue entry must get from the PTX model, from sources independent of
 /// the checker: inside the operations' scope, the chapter's mappings are sound (ptx-interop
 /// 13.2 ch. 4 cites Lustig et al., ASPLOS'19), so PTX allows exactly what C++ allows for these
-/// shapes; cta scope across CTAs is not morally strong, so every weak outcome is allowed.
+/// shapes ([`in_scope`]); cta scope across CTAs, or cluster scope across clusters, is not
+/// morally strong, so every weak outcome is allowed.
 pub fn expected_allowed(e: &CatalogEntry) -> bool {
-    let in_scope = e.scope != Scope::Cta || e.placement == Placement::IntraCta;
-    if in_scope {
+    if in_scope(e.scope, e.placement) {
         !cpp_forbids(e.shape, e.mapping)
     } else {
         true
@@ -839,8 +916,7 @@ mod verdict_matrix {
     #[test]
     fn in_scope_verdicts_match_cpp() {
         for e in entries() {
-            let in_scope = e.scope != Scope::Cta || e.placement == Placement::IntraCta;
-            if !in_scope {
+            if !in_scope(e.scope, e.placement) {
                 continue;
             }
             let allowed = model::check(&e.test).allowed;
@@ -848,14 +924,39 @@ mod verdict_matrix {
         }
     }
 
-    // The morally-strong definition: cta-scoped operations in different CTAs are not morally
-    // strong with each other, so nothing synchronises, no coherence or atomicity between the
-    // threads is promised, and every weak outcome is allowed.
+    // The morally-strong definition: cta-scoped operations in different CTAs (cluster-scoped
+    // ones in different clusters) are not morally strong with each other, so nothing
+    // synchronises, no coherence or atomicity between the threads is promised, and every weak
+    // outcome is allowed.
     #[test]
-    fn cta_scope_across_ctas_allows_every_weak_outcome() {
+    fn out_of_scope_placements_allow_every_weak_outcome() {
+        let mut n = 0;
         for e in entries() {
-            if e.scope == Scope::Cta && e.placement == Placement::InterCta {
+            if matches!(
+                (e.scope, e.placement),
+                (Scope::Cta, Placement::InterCta) | (Scope::Cluster, Placement::InterCluster)
+            ) {
                 assert!(model::check(&e.test).allowed, "{}", e.test.name);
+                n += 1;
+            }
+        }
+        assert_eq!(n, 2 * 13 * 4);
+    }
+
+    // At cluster scope within one cluster the verdicts are those of gpu scope across CTAs:
+    // both scopes include every thread of the test.
+    #[test]
+    fn cluster_scope_within_a_cluster_matches_gpu_scope() {
+        for shape in Shape::ALL.iter().copied() {
+            for m in Mapping::ALL.iter().copied() {
+                let c = build(shape, m, Scope::Cluster, Placement::IntraCluster);
+                let g = build(shape, m, Scope::Gpu, Placement::InterCta);
+                assert_eq!(
+                    model::check(&c).allowed_outcomes,
+                    model::check(&g).allowed_outcomes,
+                    "{}",
+                    c.name
+                );
             }
         }
     }

@@ -588,6 +588,76 @@ impl Session {
         })
     }
 
+    /// Launch `f` with thread block clusters of `cluster` CTAs along x
+    /// (`cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`); the grid must be a
+    /// multiple of `cluster`. Asynchronous, as [`Session::launch`].
+    ///
+    /// # Safety
+    /// As for [`Session::launch`].
+    pub unsafe fn launch_cluster(
+        &self,
+        f: Function<'_>,
+        cfg: LaunchConfig,
+        cluster: u32,
+        args: &[KernelArg],
+    ) -> Result<(), DriverCallError> {
+        let mut storage: Vec<u64> = args
+            .iter()
+            .map(|a| match *a {
+                KernelArg::Ptr(p) => p,
+                KernelArg::U64(v) => v,
+                KernelArg::U32(v) => u64::from(v),
+            })
+            .collect();
+        let mut ptrs: Vec<*mut std::ffi::c_void> = storage
+            .iter_mut()
+            .map(|v| v as *mut u64 as *mut std::ffi::c_void)
+            .collect();
+        // SAFETY: a plain C struct of integers, for which all-zero bytes are a valid value;
+        // the cluster dimension is then written into the union member its id selects.
+        let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 {
+            x: cluster,
+            y: 1,
+            z: 1,
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: cfg.grid,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: cfg.block,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: cfg.shared_bytes,
+            hStream: std::ptr::null_mut(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: `config`, `attr`, `storage` and `ptrs` outlive the call; argument count and
+        // sizes match the kernel's parameters (this function's contract).
+        check("cuLaunchKernelEx", unsafe {
+            sys::cuLaunchKernelEx(&config, f.raw, ptrs.as_mut_ptr(), std::ptr::null_mut())
+        })
+    }
+
+    /// The device's compute capability (major, minor).
+    pub fn compute_capability(&self) -> Result<(i32, i32), DriverCallError> {
+        let get = |attr| {
+            let mut v = 0;
+            // SAFETY: out-pointer to a live local; a device attribute query.
+            check("cuDeviceGetAttribute", unsafe {
+                sys::cuDeviceGetAttribute(&mut v, attr, self.dev)
+            })
+            .map(|()| v)
+        };
+        use sys::CUdevice_attribute as A;
+        Ok((
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            get(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ))
+    }
+
     /// Wait for all work of the context; a kernel fault surfaces here.
     pub fn synchronize(&self) -> Result<(), DriverCallError> {
         // SAFETY: no arguments; a context is current.

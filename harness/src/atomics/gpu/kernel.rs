@@ -165,13 +165,14 @@ impl Regs {
     }
 }
 
-/// The test's operations of thread `t` as PTX lines, addresses in `%a<t>_<j>`.
-/// The state space of the test's locations.
+/// The state space of the test's locations: in a cluster launch, shared memory is reached
+/// through the `.shared::cluster` window (PTX ISA "Distributed shared memory": the other CTAs'
+/// shared memory, and the thread's own, at the addresses `mapa` gives).
 fn space(g: &Geometry) -> &'static str {
-    if g.shared {
-        ".shared"
-    } else {
-        ".global"
+    match (g.shared, g.cluster > 1) {
+        (false, _) => ".global",
+        (true, false) => ".shared",
+        (true, true) => ".shared::cluster",
     }
 }
 
@@ -246,6 +247,229 @@ fn barrier_line(
     ))
 }
 
+/// The address operand of location `loc` for role `t`.
+fn addr(g: &Geometry, t: usize, loc: &str) -> Result<String, KernelError> {
+    g.location_index(loc)
+        .map(|j| format!("[%a{t}_{j}]"))
+        .ok_or_else(|| KernelError::UnknownLocation(loc.to_string()))
+}
+
+fn semantics(at: &str, instr: &'static str, sem: Sem, allowed: &[Sem]) -> Result<(), KernelError> {
+    if allowed.contains(&sem) {
+        Ok(())
+    } else {
+        Err(KernelError::Semantics {
+            at: at.to_string(),
+            instr,
+            sem: sem.name().to_string(),
+        })
+    }
+}
+
+/// The line of a memory operation (`ld`, `st`, `atom`, `red`); `None` for any other.
+fn memory_line(
+    g: &Geometry,
+    op: &Op,
+    t: usize,
+    regs: &mut Regs,
+    what: &str,
+    out: &mut String,
+) -> Result<Option<String>, KernelError> {
+    Ok(Some(match op {
+        Op::Ld {
+            reg,
+            loc,
+            sem,
+            scope,
+        } => {
+            semantics(what, "ld", *sem, &[Sem::Weak, Sem::Relaxed, Sem::Acquire])?;
+            format!(
+                "ld{}{}.u32 {}, {};",
+                strong_q(*sem, *scope, what)?,
+                space(g),
+                regs.var(t, reg),
+                addr(g, t, loc)?
+            )
+        }
+        Op::St {
+            loc,
+            val,
+            sem,
+            scope,
+        } => {
+            semantics(what, "st", *sem, &[Sem::Weak, Sem::Relaxed, Sem::Release])?;
+            format!(
+                "st{}{}.u32 {}, {};",
+                strong_q(*sem, *scope, what)?,
+                space(g),
+                addr(g, t, loc)?,
+                regs.operand(t, val, what)?
+            )
+        }
+        Op::Atom {
+            op,
+            reg,
+            loc,
+            val,
+            cmp,
+            sem,
+            scope,
+        } => {
+            let rmw = [Sem::Relaxed, Sem::Acquire, Sem::Release, Sem::AcqRel];
+            semantics(what, "atom", *sem, &rmw)?;
+            let v = rmw_value(*op, val, t, regs, what, out)?;
+            let head = format!(
+                "atom.{}.{}{}.{} {}, {}",
+                sem.name(),
+                scope.name(),
+                space(g),
+                rmw_suffix(*op),
+                regs.var(t, reg),
+                addr(g, t, loc)?
+            );
+            match (op, cmp) {
+                (AtomOp::Cas, Some(c)) => format!("{head}, {}, {v};", regs.operand(t, c, what)?),
+                (AtomOp::Cas, None) => {
+                    return Err(KernelError::CasWithoutCompare { at: what.into() })
+                }
+                _ => format!("{head}, {v};"),
+            }
+        }
+        Op::Red {
+            op,
+            loc,
+            val,
+            sem,
+            scope,
+        } => {
+            semantics(
+                what,
+                "red",
+                *sem,
+                &[Sem::Relaxed, Sem::Release, Sem::AcqRel],
+            )?;
+            if matches!(op, AtomOp::Exch | AtomOp::Cas) {
+                return Err(KernelError::NoRed {
+                    at: what.into(),
+                    op: op.name().to_string(),
+                });
+            }
+            let v = rmw_value(*op, val, t, regs, what, out)?;
+            // PTX's red takes .relaxed and .release only; an acq_rel reduction is the same RMW
+            // as `atom.acq_rel` whose old value is dropped.
+            let (instr, dst) = if *sem == Sem::AcqRel {
+                ("atom", "%k_tmp, ")
+            } else {
+                ("red", "")
+            };
+            format!(
+                "{instr}.{}.{}{}.{} {dst}{}, {v};",
+                sem.name(),
+                scope.name(),
+                space(g),
+                rmw_suffix(*op),
+                addr(g, t, loc)?
+            )
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// The line of a register operation (`mov`, arithmetic); `None` for any other.
+fn register_line(
+    op: &Op,
+    t: usize,
+    regs: &mut Regs,
+    what: &str,
+) -> Result<Option<String>, KernelError> {
+    Ok(Some(match op {
+        Op::Mov { reg, val } => {
+            let v = regs.operand(t, val, what)?;
+            format!("mov.b32 {}, {v};", regs.var(t, reg))
+        }
+        Op::Local { op, reg, a, b } => {
+            let (a, b) = (regs.operand(t, a, what)?, regs.operand(t, b, what)?);
+            let d = regs.var(t, reg);
+            match op {
+                LocalOp::Add => format!("add.s32 {d}, {a}, {b};"),
+                LocalOp::Sub => format!("sub.s32 {d}, {a}, {b};"),
+                LocalOp::Mul => format!("mul.lo.s32 {d}, {a}, {b};"),
+                LocalOp::And => format!("and.b32 {d}, {a}, {b};"),
+                LocalOp::Or => format!("or.b32 {d}, {a}, {b};"),
+                LocalOp::Xor => format!("xor.b32 {d}, {a}, {b};"),
+                // The model divides by zero to 0 (LocalOp::apply); PTX leaves it undefined.
+                LocalOp::Div => format!(
+                    "setp.eq.s32 %k_p, {b}, 0;\n\tdiv.s32 {d}, {a}, {b};\n\t@%k_p mov.b32 {d}, 0;"
+                ),
+            }
+        }
+        _ => return Ok(None),
+    }))
+}
+
+/// The refusal of a proxy operation (no kernel of this runner expresses one).
+fn proxy_refusal(op: &Op, what: &str) -> Option<KernelError> {
+    match op {
+        Op::ProxyFence { kind } => {
+            let construct = format!("fence.proxy.{}", kind.name());
+            let why = if *kind == ProxyFenceKind::Alias {
+                ALIAS_WHY
+            } else {
+                PROXY_FENCE_WHY
+            };
+            Some(inexpressible(what, construct, why))
+        }
+        Op::ProxyLd { proxy, .. } | Op::ProxySt { proxy, .. } => {
+            let why = match proxy {
+                Proxy::Surface => SURFACE_WHY,
+                Proxy::Texture => TEXTURE_WHY,
+                Proxy::Constant => CONSTANT_WHY,
+                Proxy::Generic => ALIAS_WHY,
+            };
+            let text = crate::atomics::litmus::dat3m::instr_text(op);
+            Some(inexpressible(what, text, why))
+        }
+        _ => None,
+    }
+}
+
+/// A jump (`goto`, or a branch with its comparison) of role `t` at op `oi`; a backward one
+/// counts against [`LOOP_CAP`].
+fn jump_line(
+    test: &LitmusTest,
+    t: usize,
+    oi: usize,
+    regs: &mut Regs,
+    what: &str,
+) -> Result<Option<String>, KernelError> {
+    let ops = &test.threads[t].ops;
+    let (target, construct) = match &ops[oi] {
+        Op::Goto { target } => (target, format!("goto {target}")),
+        Op::Branch { cond, target, .. } => (target, format!("{} {target}", cond.mnemonic())),
+        _ => return Ok(None),
+    };
+    let at = ops
+        .iter()
+        .position(|o| matches!(o, Op::Label { name: n } if n == target))
+        .ok_or_else(|| inexpressible(what, construct, "no such label in this thread"))?;
+    let cap = if at <= oi {
+        cap_check(t, oi, ops)
+    } else {
+        String::new()
+    };
+    Ok(Some(match &ops[oi] {
+        Op::Branch { cond, a, b, .. } => {
+            let (a, b) = (regs.operand(t, a, what)?, regs.operand(t, b, what)?);
+            format!(
+                "{cap}setp.{}.s32 %k_p, {a}, {b};\n\t@%k_p bra {};",
+                setp_cmp(*cond),
+                label(t, target)
+            )
+        }
+        _ => format!("{cap}bra {};", label(t, target)),
+    }))
+}
+
 fn thread_ops(
     g: &Geometry,
     test: &LitmusTest,
@@ -253,17 +477,7 @@ fn thread_ops(
     regs: &mut Regs,
     out: &mut String,
 ) -> Result<(), KernelError> {
-    let addr = |loc: &str| -> Result<String, KernelError> {
-        g.location_index(loc)
-            .map(|j| format!("[%a{t}_{j}]"))
-            .ok_or_else(|| KernelError::UnknownLocation(loc.to_string()))
-    };
-    let ops = &test.threads[t].ops;
-    let label_at = |name: &str| {
-        ops.iter()
-            .position(|o| matches!(o, Op::Label { name: n } if n == name))
-    };
-    for (oi, op) in ops.iter().enumerate() {
+    for (oi, op) in test.threads[t].ops.iter().enumerate() {
         let what = format!("`{}` P{t} op {}", test.name, oi + 1);
         if let Some(loc) = op.loc() {
             if let Some(l) = test.locations.iter().find(|l| l.name == loc) {
@@ -276,219 +490,31 @@ fn thread_ops(
                 }
             }
         }
+        if let Some(e) = proxy_refusal(op, &what) {
+            return Err(e);
+        }
         let line = match op {
-            Op::Ld {
-                reg,
-                loc,
-                sem,
-                scope,
-            } => {
-                if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Acquire) {
-                    return Err(KernelError::Semantics {
-                        at: what.clone(),
-                        instr: "ld",
-                        sem: sem.name().to_string(),
-                    });
-                }
-                format!(
-                    "ld{}{}.u32 {}, {};",
-                    strong_q(*sem, *scope, &what)?,
-                    space(g),
-                    regs.var(t, reg),
-                    addr(loc)?
-                )
-            }
-            Op::St {
-                loc,
-                val,
-                sem,
-                scope,
-            } => {
-                if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Release) {
-                    return Err(KernelError::Semantics {
-                        at: what.clone(),
-                        instr: "st",
-                        sem: sem.name().to_string(),
-                    });
-                }
-                format!(
-                    "st{}{}.u32 {}, {};",
-                    strong_q(*sem, *scope, &what)?,
-                    space(g),
-                    addr(loc)?,
-                    regs.operand(t, val, &what)?
-                )
-            }
-            Op::Atom {
-                op,
-                reg,
-                loc,
-                val,
-                cmp,
-                sem,
-                scope,
-            } => {
-                if !matches!(
-                    sem,
-                    Sem::Relaxed | Sem::Acquire | Sem::Release | Sem::AcqRel
-                ) {
-                    return Err(KernelError::Semantics {
-                        at: what.clone(),
-                        instr: "atom",
-                        sem: sem.name().to_string(),
-                    });
-                }
-                let v = rmw_value(*op, val, t, regs, &what, out)?;
-                let head = format!(
-                    "atom.{}.{}{}.{} {}, {}",
-                    sem.name(),
-                    scope.name(),
-                    space(g),
-                    rmw_suffix(*op),
-                    regs.var(t, reg),
-                    addr(loc)?
-                );
-                match (op, cmp) {
-                    (AtomOp::Cas, Some(c)) => {
-                        format!("{head}, {}, {v};", regs.operand(t, c, &what)?)
-                    }
-                    (AtomOp::Cas, None) => {
-                        return Err(KernelError::CasWithoutCompare { at: what.clone() })
-                    }
-                    _ => format!("{head}, {v};"),
-                }
-            }
-            Op::Red {
-                op,
-                loc,
-                val,
-                sem,
-                scope,
-            } => {
-                if !matches!(sem, Sem::Relaxed | Sem::Release | Sem::AcqRel) {
-                    return Err(KernelError::Semantics {
-                        at: what.clone(),
-                        instr: "red",
-                        sem: sem.name().to_string(),
-                    });
-                }
-                if matches!(op, AtomOp::Exch | AtomOp::Cas) {
-                    return Err(KernelError::NoRed {
-                        at: what.clone(),
-                        op: op.name().to_string(),
-                    });
-                }
-                let v = rmw_value(*op, val, t, regs, &what, out)?;
-                if *sem == Sem::AcqRel {
-                    // PTX's red takes .relaxed and .release only; an acq_rel reduction is the
-                    // same RMW as `atom.acq_rel` whose old value is dropped.
-                    format!(
-                        "atom.acq_rel.{}{}.{} %k_tmp, {}, {v};",
-                        scope.name(),
-                        space(g),
-                        rmw_suffix(*op),
-                        addr(loc)?
-                    )
-                } else {
-                    format!(
-                        "red.{}.{}{}.{} {}, {v};",
-                        sem.name(),
-                        scope.name(),
-                        space(g),
-                        rmw_suffix(*op),
-                        addr(loc)?
-                    )
-                }
-            }
             Op::Fence { sem, scope } => {
-                if !matches!(sem, Sem::Sc | Sem::AcqRel | Sem::Acquire | Sem::Release) {
-                    return Err(KernelError::Semantics {
-                        at: what.clone(),
-                        instr: "fence",
-                        sem: sem.name().to_string(),
-                    });
-                }
+                let fences = [Sem::Sc, Sem::AcqRel, Sem::Acquire, Sem::Release];
+                semantics(&what, "fence", *sem, &fences)?;
                 format!("fence.{}.{};", sem.name(), scope.name())
-            }
-            Op::Mov { reg, val } => {
-                let v = regs.operand(t, val, &what)?;
-                format!("mov.b32 {}, {v};", regs.var(t, reg))
-            }
-            Op::Local { op, reg, a, b } => {
-                let (a, b) = (regs.operand(t, a, &what)?, regs.operand(t, b, &what)?);
-                let d = regs.var(t, reg);
-                match op {
-                    LocalOp::Add => format!("add.s32 {d}, {a}, {b};"),
-                    LocalOp::Sub => format!("sub.s32 {d}, {a}, {b};"),
-                    LocalOp::Mul => format!("mul.lo.s32 {d}, {a}, {b};"),
-                    LocalOp::And => format!("and.b32 {d}, {a}, {b};"),
-                    LocalOp::Or => format!("or.b32 {d}, {a}, {b};"),
-                    LocalOp::Xor => format!("xor.b32 {d}, {a}, {b};"),
-                    // The model divides by zero to 0 (LocalOp::apply); PTX leaves it undefined.
-                    LocalOp::Div => format!(
-                        "setp.eq.s32 %k_p, {b}, 0;\n\tdiv.s32 {d}, {a}, {b};\n\t@%k_p mov.b32 {d}, 0;"
-                    ),
-                }
             }
             Op::Label { name } => {
                 let _ = writeln!(out, "{}:", label(t, name));
                 continue;
             }
-            Op::Goto { target } => {
-                let at = label_at(target).ok_or_else(|| {
-                    inexpressible(
-                        &what,
-                        format!("goto {target}"),
-                        "no such label in this thread",
-                    )
-                })?;
-                let cap = if at <= oi {
-                    cap_check(t, oi, ops)
-                } else {
-                    String::new()
-                };
-                format!("{cap}bra {};", label(t, target))
-            }
-            Op::Branch { cond, a, b, target } => {
-                let at = label_at(target).ok_or_else(|| {
-                    inexpressible(
-                        &what,
-                        format!("{} {target}", cond.mnemonic()),
-                        "no such label in this thread",
-                    )
-                })?;
-                let cap = if at <= oi {
-                    cap_check(t, oi, ops)
-                } else {
-                    String::new()
-                };
-                let (a, b) = (regs.operand(t, a, &what)?, regs.operand(t, b, &what)?);
-                format!(
-                    "{cap}setp.{}.s32 %k_p, {a}, {b};\n\t@%k_p bra {};",
-                    setp_cmp(*cond),
-                    label(t, target)
-                )
-            }
             Op::Barrier { arrive, .. } => barrier_line(g, test, t, op, *arrive, &what)?,
-            Op::ProxyFence { kind } => {
-                let construct = format!("fence.proxy.{}", kind.name());
-                if *kind == ProxyFenceKind::Alias {
-                    return Err(inexpressible(&what, construct, ALIAS_WHY));
-                }
-                return Err(inexpressible(&what, construct, PROXY_FENCE_WHY));
-            }
-            Op::ProxyLd { proxy, .. } | Op::ProxySt { proxy, .. } => {
-                let why = match proxy {
-                    Proxy::Surface => SURFACE_WHY,
-                    Proxy::Texture => TEXTURE_WHY,
-                    Proxy::Constant => CONSTANT_WHY,
-                    Proxy::Generic => ALIAS_WHY,
+            _ => {
+                let line = match memory_line(g, op, t, regs, &what, out)? {
+                    Some(l) => Some(l),
+                    None => register_line(op, t, regs, &what)?,
                 };
-                return Err(inexpressible(
-                    &what,
-                    crate::atomics::litmus::dat3m::instr_text(op),
-                    why,
-                ));
+                match line {
+                    Some(l) => l,
+                    None => jump_line(test, t, oi, regs, &what)?.ok_or_else(|| {
+                        inexpressible(&what, format!("{op:?}"), "not an operation of a kernel")
+                    })?,
+                }
             }
         };
         let _ = writeln!(out, "\t{line}");
@@ -750,7 +776,7 @@ fn generate_dedicated(
         warps = d.warps,
         groups = d.groups,
     );
-    prologue_common(&mut s, &regs, roles, nl);
+    prologue_common(&mut s, &regs, roles, nl, 1);
     let _ = write!(
         s,
         "\t// this thread's role: at most one entry of its row is an instance\n\
@@ -890,50 +916,9 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
         let _ = writeln!(test_body, "\t// P{t}");
         thread_ops(g, test, t, &mut regs, &mut test_body)?;
     }
-    let mut results = String::new();
-    for t in 0..roles {
-        let _ = writeln!(
-            results,
-            "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;",
-            4 * ns.max(1)
-        );
-        for (s, (st, r)) in g.slots.iter().enumerate() {
-            if *st == t {
-                let v = regs.var(t, r);
-                let _ = writeln!(results, "\tst.global.u32 [%k_w+{}], {v};", 4 * s);
-            }
-        }
-    }
-
     let mut s = String::new();
-    let _ = write!(
-        s,
-        "// gpucts litmus kernel for `{name}` ({place:?}, {roles} roles, {nl} locations)\n\
-         .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n{smem}\
-         .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
-         \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
-         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing\n)\n{{\n\
-         \t.reg .pred %k_p, %k_none;\n\
-         \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg;\n\
-         \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
-        name = test.name,
-        place = g.placement,
-        smem = if g.shared {
-            format!(
-                ".shared .align 4 .b32 {SMEM}[{}];\n\n",
-                g.cta_location_words()
-            )
-        } else {
-            String::new()
-        },
-    );
-    if g.shared {
-        let _ = writeln!(
-            s,
-            "\t.reg .b32 %k_slab, %k_cw, %k_cv;\n\t.reg .b64 %k_sm, %k_cg, %k_cs;"
-        );
-    }
-    prologue_common(&mut s, &regs, roles, nl);
+    header(&mut s, test, g);
+    prologue_common(&mut s, &regs, roles, nl, g.cluster);
     let _ = write!(
         s,
         "\t// this thread's roles\n\
@@ -944,47 +929,9 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
         none = super::layout::NONE,
     );
     if g.shared {
-        // This CTA's block of locations: the words of the instances it holds (all of its
-        // threads test, and every instance it plays sits in it), copied into shared memory.
-        let _ = write!(
-            s,
-            "\t// the CTA's locations into shared memory\n\
-             \tdiv.u32 %k_slab, %k_inst0, {w};\n\tmul.lo.u32 %k_slab, %k_slab, {cw};\n\
-             \tmov.u64 %k_sm, {SMEM};\n\tmov.u32 %k_cw, %k_l;\n\
-             SMEM_IN:\n\tsetp.ge.u32 %k_p, %k_cw, {cw};\n\t@%k_p bra SMEM_IN_DONE;\n\
-             \tadd.u32 %k_tmp, %k_slab, %k_cw;\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
-             \tadd.s64 %k_cg, %k_locs, %k_w;\n\tld.global.u32 %k_cv, [%k_cg];\n\
-             \tmul.wide.u32 %k_w, %k_cw, 4;\n\tadd.s64 %k_cs, %k_sm, %k_w;\n\
-             \tst.shared.u32 [%k_cs], %k_cv;\n\tadd.u32 %k_cw, %k_cw, %k_nt;\n\tbra SMEM_IN;\n\
-             SMEM_IN_DONE:\n\tbar.sync 0;\n",
-            w = g.params.workgroup_size,
-            cw = g.cta_location_words(),
-        );
+        copy_in(&mut s, g);
     }
-    for t in 0..roles {
-        if t > 0 {
-            let _ = writeln!(s, "\tld.global.u32 %k_inst{t}, [%k_ra+{}];", 4 * t);
-        }
-        let _ = writeln!(
-            s,
-            "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_aa, %k_addrs, %k_w;",
-            4 * nl.max(1)
-        );
-        for j in 0..nl {
-            // In shared memory a location is its word's offset in the CTA's block.
-            let (sub, base) = if g.shared {
-                ("\tsub.u32 %k_tmp, %k_tmp, %k_slab;\n", "%k_sm")
-            } else {
-                ("", "%k_locs")
-            };
-            let _ = writeln!(
-                s,
-                "\tld.global.u32 %k_tmp, [%k_aa+{}];\n{sub}\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
-                 \tadd.s64 %a{t}_{j}, {base}, %k_w;",
-                4 * j
-            );
-        }
-    }
+    role_addresses(&mut s, g, roles, nl);
     // Initial registers (default 0) and constants.
     initial_registers(&mut s, test, &regs);
     let p = &g.params;
@@ -1002,21 +949,21 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
         );
     }
     s.push_str(&test_body);
-    s.push_str(&results);
-    if g.shared {
-        // Final values back to the location buffer, once every thread of the CTA is done.
-        let _ = write!(
+    for t in 0..roles {
+        let _ = writeln!(
             s,
-            "\t// the CTA's final values back to the location buffer\n\tbar.sync 0;\n\
-             \tmov.u32 %k_cw, %k_l;\n\
-             SMEM_OUT:\n\tsetp.ge.u32 %k_p, %k_cw, {cw};\n\t@%k_p bra SMEM_OUT_DONE;\n\
-             \tmul.wide.u32 %k_w, %k_cw, 4;\n\tadd.s64 %k_cs, %k_sm, %k_w;\n\
-             \tld.shared.u32 %k_cv, [%k_cs];\n\
-             \tadd.u32 %k_tmp, %k_slab, %k_cw;\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
-             \tadd.s64 %k_cg, %k_locs, %k_w;\n\tst.global.u32 [%k_cg], %k_cv;\n\
-             \tadd.u32 %k_cw, %k_cw, %k_nt;\n\tbra SMEM_OUT;\nSMEM_OUT_DONE:\n",
-            cw = g.cta_location_words(),
+            "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;",
+            4 * ns.max(1)
         );
+        for (k, (st, r)) in g.slots.iter().enumerate() {
+            if *st == t {
+                let v = regs.var(t, r);
+                let _ = writeln!(s, "\tst.global.u32 [%k_w+{}], {v};", 4 * k);
+            }
+        }
+    }
+    if g.shared {
+        copy_out(&mut s, g);
     }
     s.push_str("\tret;\nSTRESS:\n");
     stress_loop("STRESS_LOOP", p.stress_iterations, p.stress_pattern, &mut s);
@@ -1024,10 +971,158 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
     Ok(s)
 }
 
+/// The module header, the entry's parameters and the kernel's own registers. A cluster launch
+/// is `.explicitcluster` (PTX ISA "Cluster dimension directives": the cluster dimensions must
+/// be given at launch; the runner launches with the cluster-dimension attribute).
+fn header(s: &mut String, test: &LitmusTest, g: &Geometry) {
+    let _ = write!(
+        s,
+        "// gpucts litmus kernel for `{name}` ({place:?}, {roles} roles, {nl} locations{cl})\n\
+         .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n{smem}\
+         .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
+         \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
+         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing\n)\n{cluster}{{\n\
+         \t.reg .pred %k_p, %k_none;\n\
+         \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg;\n\
+         \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
+        name = test.name,
+        place = g.placement,
+        roles = test.threads.len(),
+        nl = g.locations.len(),
+        cl = if g.cluster > 1 {
+            format!(", clusters of {} CTAs", g.cluster)
+        } else {
+            String::new()
+        },
+        cluster = if g.cluster > 1 {
+            ".explicitcluster\n"
+        } else {
+            ""
+        },
+        smem = if g.shared {
+            format!(
+                ".shared .align 4 .b32 {SMEM}[{}];\n\n",
+                g.cta_location_words()
+            )
+        } else {
+            String::new()
+        },
+    );
+    if g.shared {
+        let own = if g.cluster > 1 { ", %k_own" } else { "" };
+        let _ = writeln!(
+            s,
+            "\t.reg .b32 %k_slab, %k_cw, %k_cv{own};\n\t.reg .b64 %k_sm, %k_cg, %k_cs;"
+        );
+    }
+}
+
+/// The CTA's block of locations (the words of the instances it holds: all of its threads
+/// test, and every instance whose P0 it plays sits in it) copied into its shared memory, then
+/// a barrier: `bar.sync` within a CTA; in a cluster, `barrier.cluster.arrive` (release) and
+/// `barrier.cluster.wait` (acquire), so that every CTA of the cluster has its block in place,
+/// and has started, before any reaches into it (PTX ISA "Distributed shared memory": a CTA's
+/// shared memory may be accessed only while it runs).
+fn copy_in(s: &mut String, g: &Geometry) {
+    let _ = write!(
+        s,
+        "\t// the CTA's locations into shared memory\n\
+         \tdiv.u32 %k_slab, %k_inst0, {w};\n\tmul.lo.u32 %k_slab, %k_slab, {cw};\n\
+         \tmov.u64 %k_sm, {SMEM};\n\tmov.u32 %k_cw, %k_l;\n\
+         SMEM_IN:\n\tsetp.ge.u32 %k_p, %k_cw, {cw};\n\t@%k_p bra SMEM_IN_DONE;\n\
+         \tadd.u32 %k_tmp, %k_slab, %k_cw;\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
+         \tadd.s64 %k_cg, %k_locs, %k_w;\n\tld.global.u32 %k_cv, [%k_cg];\n\
+         \tmul.wide.u32 %k_w, %k_cw, 4;\n\tadd.s64 %k_cs, %k_sm, %k_w;\n\
+         \tst.shared.u32 [%k_cs], %k_cv;\n\tadd.u32 %k_cw, %k_cw, %k_nt;\n\tbra SMEM_IN;\n\
+         SMEM_IN_DONE:\n{barrier}",
+        w = g.params.workgroup_size,
+        cw = g.cta_location_words(),
+        barrier = sync_line(g),
+    );
+}
+
+/// The barrier around the shared-memory copies: the CTA's, or the cluster's.
+fn sync_line(g: &Geometry) -> &'static str {
+    if g.cluster > 1 {
+        "\tbarrier.cluster.arrive;\n\tbarrier.cluster.wait;\n"
+    } else {
+        "\tbar.sync 0;\n"
+    }
+}
+
+/// Final values back to the location buffer, once every thread of the CTA (of the cluster:
+/// those reaching into this CTA's shared memory) is done.
+fn copy_out(s: &mut String, g: &Geometry) {
+    let _ = write!(
+        s,
+        "\t// the CTA's final values back to the location buffer\n{barrier}\
+         \tmov.u32 %k_cw, %k_l;\n\
+         SMEM_OUT:\n\tsetp.ge.u32 %k_p, %k_cw, {cw};\n\t@%k_p bra SMEM_OUT_DONE;\n\
+         \tmul.wide.u32 %k_w, %k_cw, 4;\n\tadd.s64 %k_cs, %k_sm, %k_w;\n\
+         \tld.shared.u32 %k_cv, [%k_cs];\n\
+         \tadd.u32 %k_tmp, %k_slab, %k_cw;\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
+         \tadd.s64 %k_cg, %k_locs, %k_w;\n\tst.global.u32 [%k_cg], %k_cv;\n\
+         \tadd.u32 %k_cw, %k_cw, %k_nt;\n\tbra SMEM_OUT;\nSMEM_OUT_DONE:\n",
+        barrier = sync_line(g),
+        cw = g.cta_location_words(),
+    );
+}
+
+/// Each role's instance and the addresses of its locations, `%a<t>_<j>`: in the location
+/// buffer; in shared memory, the word's offset in its CTA's block; in a cluster's distributed
+/// shared memory, that offset in the block of the CTA playing the instance's P0 (logical CTA
+/// `inst / workgroup_size`, whose rank in its cluster is that number mod the cluster size, as
+/// the tables keep ranks), mapped into that CTA with `mapa`.
+fn role_addresses(s: &mut String, g: &Geometry, roles: usize, nl: usize) {
+    let (w, cw) = (g.params.workgroup_size, g.cta_location_words());
+    for t in 0..roles {
+        if t > 0 {
+            let _ = writeln!(s, "\tld.global.u32 %k_inst{t}, [%k_ra+{}];", 4 * t);
+        }
+        let _ = writeln!(
+            s,
+            "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_aa, %k_addrs, %k_w;",
+            4 * nl.max(1)
+        );
+        for j in 0..nl {
+            let (sub, base, map) = match (g.shared, g.cluster > 1) {
+                (false, _) => (String::new(), "%k_locs", String::new()),
+                (true, false) => (
+                    "\tsub.u32 %k_tmp, %k_tmp, %k_slab;\n".into(),
+                    "%k_sm",
+                    String::new(),
+                ),
+                (true, true) => (
+                    format!(
+                        "\tdiv.u32 %k_own, %k_inst{t}, {w};\n\tmul.lo.u32 %k_cv, %k_own, {cw};\n\
+                         \tsub.u32 %k_tmp, %k_tmp, %k_cv;\n"
+                    ),
+                    "%k_sm",
+                    format!(
+                        "\trem.u32 %k_own, %k_own, {c};\n\
+                         \tmapa.shared::cluster.u64 %a{t}_{j}, %a{t}_{j}, %k_own;\n",
+                        c = g.cluster
+                    ),
+                ),
+            };
+            let _ = write!(
+                s,
+                "\tld.global.u32 %k_tmp, [%k_aa+{}];\n{sub}\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
+                 \tadd.s64 %a{t}_{j}, {base}, %k_w;\n{map}",
+                4 * j
+            );
+        }
+    }
+}
+
 /// The part of the prologue both layouts share: register declarations for the test's
 /// registers, constants and per-role addresses, the kernel parameters in global space, this
 /// thread's ids and its CTA's stress word.
-fn prologue_common(s: &mut String, regs: &Regs, roles: usize, nl: usize) {
+///
+/// In a cluster launch the thread's block is found from its cluster's id and its rank in it
+/// (`%clusterid.x`, `%cluster_ctarank`, PTX ISA "Special registers"), the numbering the
+/// tables place roles by, so that roles meant for one cluster run in one.
+fn prologue_common(s: &mut String, regs: &Regs, roles: usize, nl: usize, cluster: u32) {
     let _ = writeln!(s, "\t.reg .b32 %v<{}>;", regs.vars.len().max(1));
     let _ = writeln!(s, "\t.reg .b32 %c<{}>;", regs.consts.len().max(1));
     for t in 0..roles {
@@ -1050,10 +1145,18 @@ fn prologue_common(s: &mut String, regs: &Regs, roles: usize, nl: usize) {
             "\tld.param.u64 %k_w, [{p}];\n\tcvta.to.global.u64 {r}, %k_w;"
         );
     }
+    let block = if cluster > 1 {
+        format!(
+            "\tmov.u32 %k_b, %clusterid.x;\n\tmov.u32 %k_tmp, %cluster_ctarank;\n\
+             \tmad.lo.u32 %k_b, %k_b, {cluster}, %k_tmp;\n"
+        )
+    } else {
+        "\tmov.u32 %k_b, %ctaid.x;\n".to_string()
+    };
     let _ = write!(
         s,
-        "\tld.param.u32 %k_testing, [p_testing];\n\
-         \tmov.u32 %k_b, %ctaid.x;\n\tmov.u32 %k_l, %tid.x;\n\tmov.u32 %k_nt, %ntid.x;\n\
+        "\tld.param.u32 %k_testing, [p_testing];\n{block}\
+         \tmov.u32 %k_l, %tid.x;\n\tmov.u32 %k_nt, %ntid.x;\n\
          \tmad.lo.u32 %k_g, %k_b, %k_nt, %k_l;\n\
          \t// this CTA's stress word\n\
          \tmul.wide.u32 %k_w, %k_b, 4;\n\tadd.s64 %k_w, %k_stress, %k_w;\n\

@@ -4,7 +4,11 @@
 //! All the shuffling is decided here on the host, per iteration, and handed to the kernel as
 //! tables, so that the placement rules can be checked without a GPU: every instance gets each
 //! of the test's threads exactly once; `inter_cta` puts them in different CTAs, `intra_cta` in
-//! one CTA and different warps (as the catalogue's placement says, thread i in warp i).
+//! one CTA and different warps (as the catalogue's placement says, thread i in warp i),
+//! `intra_cluster` in different CTAs of one thread block cluster, `inter_cluster` in different
+//! clusters. A cluster launch tiles the grid with clusters of [`Geometry::cluster`] CTAs along
+//! x: hardware block `b` is CTA `b % cluster` (its `%cluster_ctarank`) of cluster
+//! `b / cluster` (its `%clusterid.x`); the shuffle moves whole clusters and keeps ranks.
 
 use std::collections::BTreeMap;
 
@@ -67,6 +71,12 @@ pub struct StressParams {
     /// across CTAs. Shared memory is where GPU litmus studies saw weak behaviour inside a
     /// workgroup (Alglave et al., ASPLOS'15; GPUHarbor's workgroup-memory tests).
     pub intra_cta_shared: bool,
+    /// Tests placed within one cluster keep each instance's locations in the shared memory of
+    /// the CTA playing its P0 (copied in before the test and back after it, with a cluster
+    /// barrier on each side); the other CTAs reach them through distributed shared memory
+    /// (`mapa` and `.shared::cluster` accesses, PTX ISA "Distributed shared memory"). Ignored
+    /// for other placements.
+    pub cluster_shared: bool,
 }
 
 /// What each stressing thread does to its stress line per iteration: the two accesses of
@@ -161,6 +171,7 @@ impl Default for StressParams {
             barrier: true,
             mem_stride: 1,
             intra_cta_shared: false,
+            cluster_shared: false,
         }
     }
 }
@@ -203,6 +214,7 @@ impl StressParams {
             barrier: rng.random_bool(0.5),
             mem_stride: rng.random_range(1..=most_stride),
             intra_cta_shared,
+            cluster_shared: false,
         }
     }
 }
@@ -229,6 +241,24 @@ pub struct Geometry {
     /// for different instances: for tests with control flow, barriers, or threads placed in
     /// some CTAs together and in others apart.
     pub dedicated: Option<Dedicated>,
+    /// CTAs per thread block cluster of the launch ([`cluster_size`]); 1 for a launch without
+    /// clusters.
+    pub cluster: u32,
+}
+
+/// Most CTAs of a cluster a launch may ask for without opting in to a non-portable size
+/// (CUDA: 8 on every sm_90 part).
+pub const MAX_PORTABLE_CLUSTER: u32 = 8;
+
+/// CTAs per cluster for a test of `roles` threads placed with `placement`: within one cluster,
+/// the next power of two that holds every thread's CTA; across clusters, 2 (the smallest
+/// cluster launch, so that the hardware runs in its cluster mode); 1 otherwise.
+pub fn cluster_size(placement: Placement, roles: u32) -> u32 {
+    match placement {
+        Placement::IntraCluster => roles.max(2).next_power_of_two(),
+        Placement::InterCluster => 2,
+        Placement::IntraCta | Placement::InterCta => 1,
+    }
 }
 
 /// The result slot of an instance that flags "did not terminate": written 1 by a thread that
@@ -352,8 +382,9 @@ pub enum GeometryError {
     SharedLocation { test: String, location: String },
     #[error("`{0}`: the GPU runner uses one GPU")]
     SeveralGpus(String),
-    #[error("`{0}`: clusters of several CTAs are not launched by the GPU runner")]
-    Clusters(String),
+    #[error("`{0}`: {1}")]
+    Clusters(String, &'static str),
+
     #[error("`{0}`: threads sharing a warp are not placed by the GPU runner")]
     SharedWarp(String),
     #[error("`{0}`: threads must all share one CTA or each have their own")]
@@ -452,18 +483,35 @@ impl Geometry {
         } else {
             None
         };
-        let units = match placement {
-            Placement::InterCta => p.testing_workgroups,
-            Placement::IntraCta => p.workgroup_size / WARP,
-        };
-        if dedicated.is_none() && roles > units {
+        let cluster = cluster_size(placement, roles);
+        if cluster > 1 {
+            if dedicated.is_some() {
+                return Err(GeometryError::Clusters(
+                    test.name.clone(),
+                    "a cluster test with control flow or barriers is not placed by the GPU runner",
+                ));
+            }
+            // Both powers of two: fewer testing CTAs than one cluster holds.
+            if !p.testing_workgroups.is_multiple_of(cluster) {
+                return Err(GeometryError::TooFewUnits {
+                    test: test.name.clone(),
+                    roles: cluster,
+                    units: p.testing_workgroups,
+                    unit: "testing CTAs for one cluster",
+                });
+            }
+        }
+        let units = units_of(placement, p, cluster);
+        if cluster > MAX_PORTABLE_CLUSTER || (dedicated.is_none() && roles > units) {
             return Err(GeometryError::TooFewUnits {
                 test: test.name.clone(),
                 roles,
                 units,
                 unit: match placement {
-                    Placement::InterCta => "testing CTAs",
                     Placement::IntraCta => "warps per CTA",
+                    Placement::InterCta => "testing CTAs",
+                    Placement::IntraCluster => "CTAs per cluster (at most 8)",
+                    Placement::InterCluster => "testing clusters",
                 },
             });
         }
@@ -506,7 +554,12 @@ impl Geometry {
             slots.push((DID_NOT_TERMINATE.0, DID_NOT_TERMINATE.1.to_string()));
         }
         // The one-role-per-thread layout keeps its locations in global memory.
-        let shared = placement == Placement::IntraCta && p.intra_cta_shared && dedicated.is_none();
+        let shared = dedicated.is_none()
+            && match placement {
+                Placement::IntraCta => p.intra_cta_shared,
+                Placement::IntraCluster => p.cluster_shared,
+                Placement::InterCta | Placement::InterCluster => false,
+            };
         if shared {
             let bytes = u64::from(p.workgroup_size)
                 * locations.len().max(1) as u64
@@ -516,8 +569,11 @@ impl Geometry {
                 return Err(GeometryError::SharedTooLarge { bytes });
             }
         }
+        // Clusters tile the grid: the stressing CTAs beyond the last whole cluster are dropped.
+        let mut params = params.clone();
+        params.max_workgroups -= params.max_workgroups % cluster;
         Ok(Geometry {
-            params: params.clone(),
+            params,
             placement,
             roles,
             locations,
@@ -525,6 +581,7 @@ impl Geometry {
             slots,
             shared,
             dedicated,
+            cluster,
         })
     }
 
@@ -636,14 +693,44 @@ fn dedicated_of(test: &LitmusTest, p: &StressParams) -> Result<Dedicated, Geomet
     })
 }
 
-/// Intra- or inter-CTA from the test's threads: all in one CTA, or each in its own.
+/// Units an instance's roles are spread over: testing CTAs (`inter_cta`), warps of a CTA
+/// (`intra_cta`), CTAs of a cluster (`intra_cluster`), testing clusters (`inter_cluster`).
+fn units_of(placement: Placement, p: &StressParams, cluster: u32) -> u32 {
+    match placement {
+        Placement::IntraCta => p.workgroup_size / WARP,
+        Placement::InterCta => p.testing_workgroups,
+        Placement::IntraCluster => cluster,
+        Placement::InterCluster => p.testing_workgroups / cluster,
+    }
+}
+
+/// The placement of the test's threads: all in one CTA, or each in its own; with clusters
+/// named (`cluster:` on some thread), each in its own CTA, all in one cluster or each in its
+/// own.
 pub fn placement_of(test: &LitmusTest) -> Result<Placement, GeometryError> {
     let t = &test.threads;
     if t.iter().any(|th| th.gpu != 0) {
         return Err(GeometryError::SeveralGpus(test.name.clone()));
     }
-    if t.iter().any(|th| th.cluster.is_some_and(|c| c != th.cta)) {
-        return Err(GeometryError::Clusters(test.name.clone()));
+    if t.iter().any(|th| th.cluster.is_some()) {
+        let ctas: std::collections::BTreeSet<u32> = t.iter().map(|th| th.cta).collect();
+        let clusters: std::collections::BTreeSet<u32> =
+            t.iter().map(|th| th.effective_cluster()).collect();
+        return if ctas.len() != t.len() {
+            Err(GeometryError::Clusters(
+                test.name.clone(),
+                "threads of a cluster test must each have their own CTA",
+            ))
+        } else if clusters.len() == 1 && t.len() > 1 {
+            Ok(Placement::IntraCluster)
+        } else if clusters.len() == t.len() {
+            Ok(Placement::InterCluster)
+        } else {
+            Err(GeometryError::Clusters(
+                test.name.clone(),
+                "threads must all share one cluster or each have their own",
+            ))
+        };
     }
     let ctas: std::collections::BTreeSet<u32> = t.iter().map(|th| th.cta).collect();
     if ctas.len() == 1 && t.len() > 1 {
@@ -704,14 +791,18 @@ impl IterationPlan {
         if rng.random_range(0..100) >= p.shuffle_pct {
             return plan;
         }
-        for i in (1..plan.cta_of_block.len()).rev() {
+        // Whole clusters move, each CTA keeping its rank (a launch's clusters tile the grid;
+        // without clusters, each CTA is its own).
+        let c = g.cluster;
+        let mut order: Vec<u32> = (0..p.max_workgroups / c).collect();
+        for i in (1..order.len()).rev() {
             let j = rng.random_range(0..=i);
-            plan.cta_of_block.swap(i, j);
+            order.swap(i, j);
         }
-        let units = match g.placement {
-            Placement::InterCta => p.testing_workgroups,
-            Placement::IntraCta => p.workgroup_size / WARP,
-        };
+        plan.cta_of_block = (0..p.max_workgroups)
+            .map(|b| order[(b / c) as usize] * c + b % c)
+            .collect();
+        let units = units_of(g.placement, p, c);
         // Roles r and s sit (r - s) * offset units apart; that is never a multiple of `units`
         // when (roles - 1) * offset < units.
         let max_off = if g.roles > 1 {
@@ -721,7 +812,9 @@ impl IterationPlan {
         };
         plan.unit_offset = rng.random_range(1..=max_off.max(1));
         let local_n = match g.placement {
-            Placement::InterCta => p.workgroup_size,
+            Placement::InterCta | Placement::IntraCluster | Placement::InterCluster => {
+                p.workgroup_size
+            }
             Placement::IntraCta => WARP,
         };
         plan.local_mult = rng.random_range(0..local_n / 2) * 2 + 1;
@@ -786,8 +879,8 @@ pub fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
                 testing += 1;
                 for r in 0..g.roles {
                     let inst = match g.placement {
-                        Placement::InterCta => {
-                            let c = (cta + r * plan.unit_offset) % tw;
+                        Placement::InterCta | Placement::IntraCluster | Placement::InterCluster => {
+                            let c = role_cta(g, cta, r, plan.unit_offset);
                             let local =
                                 (l.wrapping_mul(plan.local_mult) + r * plan.local_shift) % w;
                             c * w + local
@@ -835,6 +928,19 @@ pub fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
         addrs,
         stress_word: plan.stress_word.clone(),
         testing_threads: testing,
+    }
+}
+
+/// The logical CTA that plays role `r` of the instances of logical CTA `cta` (whose role 0 it
+/// plays), roles `offset` units apart: across CTAs, `offset` CTAs on; within a cluster, the
+/// CTA `offset` ranks on in the same cluster; across clusters, the CTA of the same rank
+/// `offset` clusters on.
+fn role_cta(g: &Geometry, cta: u32, r: u32, offset: u32) -> u32 {
+    let (tw, c) = (g.params.testing_workgroups, g.cluster);
+    match g.placement {
+        Placement::IntraCluster => cta - cta % c + (cta % c + r * offset) % c,
+        Placement::InterCluster => ((cta / c + r * offset) % (tw / c)) * c + cta % c,
+        Placement::IntraCta | Placement::InterCta => (cta + r * offset) % tw,
     }
 }
 
@@ -953,6 +1059,14 @@ mod tests {
                             assert_eq!(at[a].0, at[b].0, "instance {inst}: roles in two CTAs");
                             assert_ne!(at[a].1 / WARP, at[b].1 / WARP, "roles share a warp");
                         }
+                        // A launch's clusters tile the grid: block b is in cluster b / size.
+                        Placement::IntraCluster => {
+                            assert_ne!(at[a].0, at[b].0, "instance {inst}: roles share a CTA");
+                            assert_eq!(at[a].0 / g.cluster, at[b].0 / g.cluster, "two clusters");
+                        }
+                        Placement::InterCluster => {
+                            assert_ne!(at[a].0 / g.cluster, at[b].0 / g.cluster, "one cluster");
+                        }
                     }
                 }
             }
@@ -975,6 +1089,10 @@ mod tests {
             "IRIW.relaxed.cta.intra_cta",
             "RelSeq.rel_acq.gpu.intra_cta",
             "CoRR.relaxed.sys.inter_cta",
+            "MP.rel_acq.cluster.intra_cluster",
+            "IRIW.sc.cluster.intra_cluster",
+            "RelSeq.rel_acq.cluster.inter_cluster",
+            "IRIW.relaxed.cluster.inter_cluster",
         ] {
             let test = catalog::by_name(name).unwrap();
             for stride in [1, 3] {

@@ -332,7 +332,8 @@ pub fn run(
         .buffer(params.max_workgroups as usize * 4)
         .map_err(e)?;
     let cfg = LaunchConfig {
-        grid: params.max_workgroups,
+        // The geometry's launch: a cluster launch drops a partial cluster of stressing CTAs.
+        grid: g.params.max_workgroups,
         block: params.workgroup_size,
         shared_bytes: 0,
     };
@@ -381,7 +382,17 @@ pub fn run(
         ];
         // SAFETY: `kernel::generate` declares exactly these parameters: seven `.param .u64`
         // buffer addresses, then `.param .u32 p_testing`.
-        let launch = unsafe { session.launch_timed(f, cfg, &args) }.map_err(e)?;
+        let launch = if g.cluster > 1 {
+            let start = Instant::now();
+            // SAFETY: as above; the kernel is `.explicitcluster` and the grid a multiple of
+            // the cluster size (`Geometry::new` checks it).
+            unsafe { session.launch_cluster(f, cfg, g.cluster, &args) }.map_err(e)?;
+            session.synchronize().map_err(e)?;
+            start.elapsed()
+        } else {
+            // SAFETY: as above.
+            unsafe { session.launch_timed(f, cfg, &args) }.map_err(e)?
+        };
         report.kernel_time += launch;
         // A test without registers (2+2W) has nothing in the results buffer to copy.
         let res = if g.slots.is_empty() {
@@ -509,6 +520,24 @@ pub fn run_case(
         Ok(s) => s,
         Err(e) => return (CaseStatus::error(e), Vec::new()),
     };
+    // Thread block clusters (and `.shared::cluster`, `mapa`, `barrier.cluster`) need sm_90.
+    let clustered = [Some(test), control]
+        .into_iter()
+        .flatten()
+        .any(|t| t.threads.iter().any(|th| th.cluster.is_some()));
+    if clustered {
+        match session.compute_capability() {
+            Ok((major, minor)) if major < 9 => {
+                let why = format!("thread block clusters need sm_90; GPU 0 is sm_{major}{minor}");
+                return (
+                    CaseStatus::skip(crate::capability::Capability::Gpu, why),
+                    Vec::new(),
+                );
+            }
+            Ok(_) => {}
+            Err(e) => return (CaseStatus::error(e.to_string()), Vec::new()),
+        }
+    }
     let mut figures = Vec::new();
     let context_time = opened.elapsed();
     let mut go = || -> Result<CaseStatus, RunError> {

@@ -53,11 +53,44 @@ pub enum Placement {
     IntraCta,
     /// Thread i in CTA i.
     InterCta,
+    /// Thread i in CTA i, all of them in one thread block cluster (cluster 0): the CTAs of one
+    /// cluster, which `.cluster` scope includes (PTX ISA "Scope": the set of all threads in
+    /// the same cluster as the current thread).
+    IntraCluster,
+    /// Thread i in CTA i of cluster i: threads in different clusters, which `.cluster` scope
+    /// does not include.
+    InterCluster,
 }
 
 impl Placement {
     pub fn name(self) -> &'static str {
         self.into()
+    }
+
+    /// Whether the placement puts its threads in thread block clusters of several CTAs.
+    pub fn is_cluster(self) -> bool {
+        matches!(self, Placement::IntraCluster | Placement::InterCluster)
+    }
+
+    /// Thread `i`'s CTA, cluster and warp under this placement (the catalogue's and the
+    /// GPU runner's one reading of it).
+    pub fn place(self, i: u32) -> (u32, Option<u32>, Option<u32>) {
+        match self {
+            Placement::IntraCta => (0, None, Some(i)),
+            Placement::InterCta => (i, None, None),
+            Placement::IntraCluster => (i, Some(0), None),
+            Placement::InterCluster => (i, Some(i), None),
+        }
+    }
+
+    /// How a description says where the threads run.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Placement::IntraCta => "all threads in one CTA",
+            Placement::InterCta => "each thread in its own CTA",
+            Placement::IntraCluster => "each thread in its own CTA, all in one cluster",
+            Placement::InterCluster => "each thread in its own cluster",
+        }
     }
 }
 

@@ -499,7 +499,10 @@ fn vocabulary_names_round_trip() {
     let fences: Vec<&str> = ProxyFenceKind::VARIANTS.iter().map(|k| k.name()).collect();
     assert_eq!(fences, ["texture", "surface", "constant", "alias"]);
     let placements: Vec<&str> = Placement::VARIANTS.iter().map(|p| p.name()).collect();
-    assert_eq!(placements, ["intra_cta", "inter_cta"]);
+    assert_eq!(
+        placements,
+        ["intra_cta", "inter_cta", "intra_cluster", "inter_cluster"]
+    );
     assert_eq!(Quantifier::NotExists.keyword(), "~exists");
     for &c in BranchCond::VARIANTS {
         assert_eq!(BranchCond::from_mnemonic(c.mnemonic()), Some(c));

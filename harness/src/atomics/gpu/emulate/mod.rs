@@ -5,6 +5,13 @@
 //! gives must be one the PTX memory model allows, so a forbidden outcome from it is a bug in
 //! the generator, the tables or the model. It reads only the generator's subset of PTX and
 //! refuses anything else by name.
+//!
+//! Thread block clusters: a launch with clusters of `c` CTAs tiles the grid along x, so CTA
+//! `b` is rank `b % c` (`%cluster_ctarank`) of cluster `b / c` (`%clusterid.x`); every CTA's
+//! shared memory lives in the one address space, `mapa` moves a shared address to the same
+//! offset in another CTA of the cluster, and `.shared::cluster` accesses go wherever their
+//! address points (PTX ISA "Distributed shared memory"). `barrier.cluster.arrive` /
+//! `barrier.cluster.wait` is a split barrier of every thread of the cluster.
 
 use std::collections::HashMap;
 
@@ -103,8 +110,11 @@ struct Program {
 }
 
 fn parse(ptx: &str) -> Result<Program, EmulateError> {
+    // The body opens after the parameter list and any directives (`.explicitcluster`).
     let start = ptx
-        .find(")\n{")
+        .find(".entry")
+        .and_then(|e| ptx[e..].find(")\n").map(|p| e + p))
+        .and_then(|p| ptx[p..].find("\n{").map(|b| p + b - 1))
         .ok_or_else(|| EmulateError::Unsupported("a kernel without an entry body".into()))?;
     let mut code = Vec::new();
     let mut labels = HashMap::new();
@@ -143,8 +153,11 @@ struct Thread {
     pc: usize,
     regs: HashMap<String, u64>,
     done: bool,
-    /// Waiting at a barrier (its id) for this generation of it to complete.
-    waiting: Option<(u64, u64)>,
+    /// Waiting at a barrier (its key in [`Machine::barrier`]) for this generation of it to
+    /// complete.
+    waiting: Option<((u64, u64), u64)>,
+    /// Arrived at its cluster's barrier, in this generation, and not yet waited.
+    arrived: Option<u64>,
     tid: u64,
     ctaid: u64,
 }
@@ -154,14 +167,96 @@ struct Machine<'a> {
     mem: HashMap<u64, u32>,
     params: HashMap<String, u64>,
     ntid: u64,
+    /// CTAs per cluster (1: a launch without clusters).
+    cluster: u64,
     /// Per (CTA, barrier id): threads arrived in the current phase, and completed phases
-    /// (PTX ISA "bar, barrier": a phase completes when its thread count has arrived).
+    /// (PTX ISA "bar, barrier": a phase completes when its thread count has arrived). A
+    /// cluster's barrier is keyed ([`CLUSTER_BARRIER`] | cluster id, 0).
     barrier: HashMap<(u64, u64), (u64, u64)>,
 }
 
 /// Where CTA c's shared memory starts in the emulator's one address space.
 fn shared_base(ctaid: u64) -> u64 {
-    (9 << 40) + (ctaid << 24)
+    SHARED + (ctaid << SHARED_BITS)
+}
+
+const SHARED: u64 = 9 << 40;
+const SHARED_BITS: u32 = 24;
+/// The barrier-table key bit of a cluster barrier (no CTA id comes near it).
+const CLUSTER_BARRIER: u64 = 1 << 63;
+
+#[cfg(test)]
+thread_local! {
+    /// A deliberately wrong distributed-shared-memory mapping (every `mapa` keeps the
+    /// thread's own CTA), which the tests must catch.
+    pub(crate) static MAPA_TO_SELF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `mapa`: shared address `a` of some CTA of the cluster of CTA `ctaid`, moved to the same
+/// offset in the CTA of rank `rank` of that cluster.
+fn mapa(a: u64, ctaid: u64, rank: u64, cluster: u64) -> Result<u64, EmulateError> {
+    let offset = a.wrapping_sub(SHARED);
+    if a < SHARED || offset >> SHARED_BITS >= (1 << 16) || rank >= cluster {
+        return Err(unsupported(format!("mapa of {a:#x} to rank {rank}")));
+    }
+    #[cfg(test)]
+    if MAPA_TO_SELF.with(|m| m.get()) {
+        return Ok(a);
+    }
+    let within = offset & ((1 << SHARED_BITS) - 1);
+    Ok(shared_base(ctaid - ctaid % cluster + rank) + within)
+}
+
+/// The new value of an `atom`/`red` whose opcode modifiers are `has`; `c` the swap value of a
+/// `cas` (read only for it).
+fn rmw(
+    has: &dyn Fn(&str) -> bool,
+    old: u32,
+    b: u32,
+    c: &dyn Fn() -> Result<u32, EmulateError>,
+) -> Result<Option<u32>, EmulateError> {
+    Ok(Some(if has("add") {
+        old.wrapping_add(b)
+    } else if has("exch") {
+        b
+    } else if has("and") {
+        old & b
+    } else if has("or") {
+        old | b
+    } else if has("xor") {
+        old ^ b
+    } else if has("min") {
+        old.min(b)
+    } else if has("max") {
+        old.max(b)
+    } else if has("cas") {
+        if old == b {
+            c()?
+        } else {
+            old
+        }
+    } else {
+        return Ok(None);
+    }))
+}
+
+/// A `setp` comparison: unsigned or signed 32-bit, as the type says.
+fn compare(has: &dyn Fn(&str) -> bool, x: u64, y: u64) -> Option<bool> {
+    let (x, y) = if has("s32") {
+        (i64::from(x as u32 as i32), i64::from(y as u32 as i32))
+    } else {
+        (i64::from(x as u32), i64::from(y as u32))
+    };
+    type Cmp = fn(&i64, &i64) -> bool;
+    let cmps: [(&str, Cmp); 6] = [
+        ("eq", i64::eq),
+        ("ne", i64::ne),
+        ("lt", i64::lt),
+        ("le", i64::le),
+        ("gt", i64::gt),
+        ("ge", i64::ge),
+    ];
+    cmps.iter().find(|(m, _)| has(m)).map(|(_, f)| f(&x, &y))
 }
 
 fn unsupported(what: impl std::fmt::Debug) -> EmulateError {
@@ -174,6 +269,9 @@ impl Machine<'_> {
             "%tid.x" => t.tid,
             "%ctaid.x" => t.ctaid,
             "%ntid.x" => self.ntid,
+            "%cluster_ctarank" => t.ctaid % self.cluster,
+            "%clusterid.x" => t.ctaid / self.cluster,
+            "%cluster_nctarank" => self.cluster,
             kernel::SMEM => shared_base(t.ctaid),
             // The generator writes every register before reading it: a read of an unwritten
             // one is a generator bug, not a value.
@@ -199,10 +297,7 @@ impl Machine<'_> {
     fn runnable(&self, t: &Thread) -> bool {
         match t.waiting {
             None => true,
-            Some((id, generation)) => self
-                .barrier
-                .get(&(t.ctaid, id))
-                .is_some_and(|b| b.1 > generation),
+            Some((key, generation)) => self.barrier.get(&key).is_some_and(|b| b.1 > generation),
         }
     }
 
@@ -256,30 +351,9 @@ impl Machine<'_> {
                     (self.addr(t, arg(0)?)?, 1)
                 };
                 let old = *self.mem.get(&at).unwrap_or(&0);
-                let b = v(first)? as u32;
-                let new = if has("add") {
-                    old.wrapping_add(b)
-                } else if has("exch") {
-                    b
-                } else if has("and") {
-                    old & b
-                } else if has("or") {
-                    old | b
-                } else if has("xor") {
-                    old ^ b
-                } else if has("min") {
-                    old.min(b)
-                } else if has("max") {
-                    old.max(b)
-                } else if has("cas") {
-                    if old == b {
-                        v(first + 1)? as u32
-                    } else {
-                        old
-                    }
-                } else {
-                    return Err(unsupported(&ins.opcode));
-                };
+                let swap = || v(first + 1).map(|x| x as u32);
+                let new = rmw(&has, old, v(first)? as u32, &swap)?
+                    .ok_or_else(|| unsupported(&ins.opcode))?;
                 self.mem.insert(at, new);
                 (op == "atom").then_some(u64::from(old))
             }
@@ -303,32 +377,13 @@ impl Machine<'_> {
             "add" if has("s64") => Some(v(1)?.wrapping_add(v(2)?)),
             "add" => Some(u64::from((v(1)? as u32).wrapping_add(v(2)? as u32))),
             "neg" => Some(u64::from((v(1)? as u32).wrapping_neg())),
-            "setp" => {
-                // Unsigned or signed 32-bit comparison, as the type says.
-                let (x, y) = if has("s32") {
-                    (
-                        i64::from(v(1)? as u32 as i32),
-                        i64::from(v(2)? as u32 as i32),
-                    )
-                } else {
-                    (i64::from(v(1)? as u32), i64::from(v(2)? as u32))
-                };
-                let r = if has("eq") {
-                    x == y
-                } else if has("ne") {
-                    x != y
-                } else if has("lt") {
-                    x < y
-                } else if has("le") {
-                    x <= y
-                } else if has("gt") {
-                    x > y
-                } else if has("ge") {
-                    x >= y
-                } else {
-                    return Err(unsupported(&ins.opcode));
-                };
-                Some(u64::from(r))
+            "setp" => Some(u64::from(
+                compare(&has, v(1)?, v(2)?).ok_or_else(|| unsupported(&ins.opcode))?,
+            )),
+            "mapa" => Some(mapa(v(1)?, t.ctaid, v(2)?, self.cluster)?),
+            "barrier" if has("cluster") => {
+                self.cluster_barrier(t, has("arrive"), has("wait"))?;
+                None
             }
             "bra" => {
                 t.pc = self.prog.labels[arg(0)?];
@@ -337,19 +392,11 @@ impl Machine<'_> {
             // `bar.sync a` (all the CTA's threads), `barrier.sync a, b` and
             // `barrier.arrive a, b` (b threads; arrive does not wait).
             "bar" | "barrier" => {
-                let id = v(0)?;
                 let count = if a.len() > 1 { v(1)? } else { self.ntid };
-                let arrive = has("arrive");
-                if !arrive && !has("sync") {
+                if !has("arrive") && !has("sync") {
                     return Err(unsupported(&ins.opcode));
                 }
-                let b = self.barrier.entry((t.ctaid, id)).or_insert((0, 0));
-                b.0 += 1;
-                if b.0 == count {
-                    *b = (0, b.1 + 1);
-                } else if !arrive {
-                    t.waiting = Some((id, b.1));
-                }
+                self.cta_barrier(t, v(0)?, count, has("arrive"));
                 None
             }
             "div" => {
@@ -368,6 +415,52 @@ impl Machine<'_> {
             t.regs.insert(dst, x);
         }
         Ok(())
+    }
+}
+
+impl Machine<'_> {
+    /// `bar.sync id`, `barrier.sync id, count`, `barrier.arrive id, count`: the thread counts in
+    /// the current phase of its CTA's barrier `id` and, unless it only arrives, waits for the
+    /// phase to complete.
+    fn cta_barrier(&mut self, t: &mut Thread, id: u64, count: u64, arrive: bool) {
+        let b = self.barrier.entry((t.ctaid, id)).or_insert((0, 0));
+        b.0 += 1;
+        if b.0 == count {
+            *b = (0, b.1 + 1);
+        } else if !arrive {
+            t.waiting = Some(((t.ctaid, id), b.1));
+        }
+    }
+
+    /// `barrier.cluster.arrive` (counts the thread in the current phase of its cluster's
+    /// barrier) and `barrier.cluster.wait` (waits for that phase to complete): a phase
+    /// completes when every thread of the cluster's CTAs has arrived (PTX ISA
+    /// "barrier.cluster").
+    fn cluster_barrier(
+        &mut self,
+        t: &mut Thread,
+        arrive: bool,
+        wait: bool,
+    ) -> Result<(), EmulateError> {
+        let key = (CLUSTER_BARRIER | (t.ctaid / self.cluster), 0);
+        match (arrive, wait, t.arrived) {
+            (true, false, None) => {
+                let count = self.cluster * self.ntid;
+                let b = self.barrier.entry(key).or_insert((0, 0));
+                t.arrived = Some(b.1);
+                b.0 += 1;
+                if b.0 == count {
+                    *b = (0, b.1 + 1);
+                }
+                Ok(())
+            }
+            (false, true, Some(generation)) => {
+                t.arrived = None;
+                t.waiting = Some((key, generation));
+                Ok(())
+            }
+            _ => Err(unsupported("barrier.cluster out of arrive/wait order")),
+        }
     }
 }
 
@@ -417,6 +510,7 @@ fn launch_program(
         mem: HashMap::new(),
         params: BASES.iter().map(|(n, b)| (n.to_string(), *b)).collect(),
         ntid: u64::from(g.params.workgroup_size),
+        cluster: u64::from(g.cluster),
         barrier: HashMap::new(),
     };
     m.params
@@ -431,6 +525,7 @@ fn launch_program(
             regs: HashMap::new(),
             done: false,
             waiting: None,
+            arrived: None,
             tid: u64::from(i % g.params.workgroup_size),
             ctaid: u64::from(i / g.params.workgroup_size),
         })
@@ -497,6 +592,17 @@ fn launch_program(
 pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
     let units = if test.name.ends_with("inter_cta") {
         p.testing_workgroups
+    } else if test.name.ends_with("intra_cluster") {
+        // One cluster (the threads' count, to a power of two, at least 2) of testing CTAs.
+        let cluster = (test.threads.len() as u32).max(2).next_power_of_two();
+        return if p.testing_workgroups < cluster {
+            Err(p.testing_workgroups)
+        } else {
+            Ok(())
+        };
+    } else if test.name.ends_with("inter_cluster") {
+        // Clusters of two CTAs.
+        p.testing_workgroups / 2
     } else {
         p.workgroup_size / 32
     };

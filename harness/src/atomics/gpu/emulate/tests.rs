@@ -153,6 +153,9 @@ fn small() -> StressParams {
 fn emulated_launches_give_sequentially_consistent_outcomes() {
     let mut checked = 0;
     for e in catalog::entries() {
+        if e.placement.is_cluster() {
+            continue;
+        }
         let test = e.test;
         let g = Geometry::new(&test, &small()).unwrap();
         let terms = model::check(&test).terms;
@@ -238,6 +241,9 @@ fn emulated_shared_memory_launches_stay_correct() {
     };
     let mut checked = 0;
     for e in catalog::entries() {
+        if e.placement.is_cluster() {
+            continue;
+        }
         let test = e.test;
         let g = Geometry::new(&test, &params).unwrap();
         if !g.shared {
@@ -470,4 +476,162 @@ fn a_barrier_orders_a_store_before_another_threads_load() {
     let run = emulate(&test, &params, 2, 9).unwrap();
     assert!(run.instances > 0);
     assert_eq!(run.histogram.keys().collect::<Vec<_>>(), vec![&vec![1]]);
+}
+
+/// A launch shape every cluster test fits: 8 testing CTAs (two clusters of 4, or four of 2)
+/// of one warp, and one stressing cluster.
+fn cluster_params(cluster_shared: bool) -> StressParams {
+    StressParams {
+        testing_workgroups: 8,
+        workgroup_size: 32,
+        max_workgroups: 12,
+        cluster_shared,
+        mem_stride: 2,
+        ..small()
+    }
+}
+
+/// Whether an emulated launch of `test` gives only outcomes the model allows (and every
+/// instance one outcome); `Err` with the first other outcome.
+fn cluster_launch_allowed(
+    test: &LitmusTest,
+    params: &StressParams,
+    seed: u64,
+) -> Result<(), String> {
+    let g = Geometry::new(test, params).unwrap();
+    let v = model::check(test);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let plan = IterationPlan::random(&g, &mut rng);
+    let (h, timeouts) = launch(test, &g, &plan, Some(seed));
+    assert_eq!(timeouts, 0, "{}", test.name);
+    if h.values().sum::<u64>() != u64::from(g.instances()) {
+        return Err(format!(
+            "{}: {h:?} is not one outcome per instance",
+            test.name
+        ));
+    }
+    match h.keys().find(|o| !v.allowed_outcomes.contains(*o)) {
+        Some(o) => Err(format!(
+            "{}: outcome {o:?} not allowed by the model",
+            test.name
+        )),
+        None => Ok(()),
+    }
+}
+
+// Every cluster catalogue kernel (threads in the CTAs of one cluster, or in different
+// clusters; locations in global memory, and, within a cluster, in the P0 CTA's shared memory
+// reached through `mapa` and `.shared::cluster`) emulates to outcomes the model allows only,
+// one per instance, on shuffled plans (clusters moved whole).
+#[test]
+fn cluster_kernels_emulate_to_allowed_outcomes() {
+    let (mut global, mut dsmem) = (0, 0);
+    for (k, e) in catalog::entries().into_iter().enumerate() {
+        if !e.placement.is_cluster() {
+            continue;
+        }
+        cluster_launch_allowed(&e.test, &cluster_params(false), k as u64).unwrap();
+        global += 1;
+        let params = cluster_params(true);
+        if Geometry::new(&e.test, &params).unwrap().shared {
+            let ptx = kernel::generate(&e.test, &Geometry::new(&e.test, &params).unwrap()).unwrap();
+            assert!(ptx.contains("mapa.shared::cluster.u64") && ptx.contains(".shared::cluster."));
+            cluster_launch_allowed(&e.test, &params, k as u64).unwrap();
+            dsmem += 1;
+        }
+    }
+    assert_eq!((global, dsmem), (104, 52));
+}
+
+// Mutation check: with `mapa` wrongly keeping each thread in its own CTA's shared memory, the
+// threads of one instance no longer meet on the same locations, and the cluster tests above
+// see it (an outcome the model forbids, or instances without one).
+#[test]
+fn a_wrong_distributed_shared_memory_mapping_is_caught() {
+    MAPA_TO_SELF.with(|m| m.set(true));
+    let mut caught = 0;
+    for name in [
+        "MP.rel_acq.cluster.intra_cluster",
+        "SB.sc.cluster.intra_cluster",
+        "CoRR.relaxed.cluster.intra_cluster",
+        "RMW.rel_acq.cluster.intra_cluster",
+    ] {
+        let t = catalog::by_name(name).unwrap();
+        if (0..4).any(|seed| cluster_launch_allowed(&t, &cluster_params(true), seed).is_err()) {
+            caught += 1;
+        }
+    }
+    MAPA_TO_SELF.with(|m| m.set(false));
+    assert!(caught >= 1, "no cluster test saw the wrong mapping");
+    eprintln!("a wrong DSMEM mapping caught by {caught} of 4 tests");
+}
+
+// The cluster registers and `mapa` by hand: CTA b of a launch with clusters of 4 is rank b % 4
+// of cluster b / 4 (PTX ISA "Special registers": %cluster_ctarank, %clusterid), and `mapa`
+// keeps the offset while moving to the named rank of the same cluster.
+#[test]
+fn cluster_registers_and_mapa_follow_the_grid_tiling() {
+    let t = Thread {
+        pc: 0,
+        regs: HashMap::new(),
+        done: false,
+        waiting: None,
+        arrived: None,
+        tid: 0,
+        ctaid: 6,
+    };
+    let prog = Program {
+        code: Vec::new(),
+        labels: HashMap::new(),
+    };
+    let m = Machine {
+        prog: &prog,
+        mem: HashMap::new(),
+        params: HashMap::new(),
+        ntid: 32,
+        cluster: 4,
+        barrier: HashMap::new(),
+    };
+    assert_eq!(m.val(&t, "%cluster_ctarank").unwrap(), 2);
+    assert_eq!(m.val(&t, "%clusterid.x").unwrap(), 1);
+    let a = m.val(&t, kernel::SMEM).unwrap() + 12;
+    // Rank 0 of cluster 1 is CTA 4.
+    assert_eq!(mapa(a, 6, 0, 4).unwrap(), shared_base(4) + 12);
+    assert_eq!(mapa(a, 6, 2, 4).unwrap(), a);
+    assert!(mapa(a, 6, 4, 4).is_err());
+    assert!(mapa(5, 6, 0, 4).is_err());
+}
+
+// The generated cluster kernels assemble for sm_90 with ptxas: `.explicitcluster`,
+// `%clusterid.x` / `%cluster_ctarank`, `mapa.shared::cluster`, `.shared::cluster` accesses and
+// `barrier.cluster` (the independent check that the GPU could load them).
+#[test]
+fn cluster_kernels_assemble_with_ptxas() {
+    let tc = crate::backend::toolchain::Toolchain::discover_system();
+    let dsmem = StressParams {
+        cluster_shared: true,
+        ..StressParams::default()
+    };
+    let mut kernels = Vec::new();
+    for e in catalog::entries() {
+        if !e.placement.is_cluster() {
+            continue;
+        }
+        for p in [StressParams::default(), dsmem.clone()] {
+            let g = Geometry::new(&e.test, &p).unwrap();
+            if p.cluster_shared && !g.shared {
+                continue;
+            }
+            let ptx = kernel::generate(&e.test, &g).unwrap();
+            assert!(ptx.contains(".explicitcluster") && ptx.contains("%cluster_ctarank"));
+            kernels.push((e.test.name.clone(), ptx));
+        }
+    }
+    assert_eq!(kernels.len(), 104 + 52);
+    crate::require!(tc.has(crate::capability::Capability::Ptxas), "ptxas");
+    for (name, ptx) in &kernels {
+        if let Err(err) = tc.ptxas(ptx, kernel::TARGET, &[]) {
+            panic!("{name}: {err}\n{ptx}");
+        }
+    }
 }
