@@ -26,6 +26,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::count::{self, OutcomeSpace};
 use super::layout::{Dedicated, Geometry, StressPattern};
 use crate::atomics::litmus::{
     AtomOp, BranchCond, LitmusTest, LocalOp, Op, Operand, Proxy, ProxyFenceKind, Sem,
@@ -71,6 +72,9 @@ pub enum KernelError {
          barriers and proxies are checked by the model only)"
     )]
     NotGenerated { at: String, instr: String },
+    /// The counting kernel cannot read an outcome's term.
+    #[error(transparent)]
+    Count(#[from] count::CountError),
     /// A construct no kernel of this runner can express, and why.
     #[error("{at}: `{construct}`: {why}")]
     Inexpressible {
@@ -710,6 +714,7 @@ fn generate_dedicated(
     test: &LitmusTest,
     g: &Geometry,
     d: &Dedicated,
+    counting: Option<&OutcomeSpace>,
 ) -> Result<String, KernelError> {
     check_barriers(test)?;
     let roles = test.threads.len();
@@ -741,7 +746,7 @@ fn generate_dedicated(
          .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n\
          .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
          \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
-         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing\n)\n{{\n\
+         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing{cp}\n)\n{{\n\
          \t.reg .pred %k_p, %k_none;\n\
          \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg, %k_iter, %k_gb, %k_hw;\n\
          \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
@@ -749,8 +754,12 @@ fn generate_dedicated(
         ctas = d.ctas,
         warps = d.warps,
         groups = d.groups,
+        cp = if counting.is_some() { count::PARAM } else { "" },
     );
     prologue_common(&mut s, &regs, roles, nl);
+    if counting.is_some() {
+        s.push_str(count::prologue());
+    }
     let _ = write!(
         s,
         "\t// this thread's role: at most one entry of its row is an instance\n\
@@ -824,6 +833,10 @@ fn generate_dedicated(
                 let _ = writeln!(s, "\tst.global.u32 [%k_w+{}], {v};", 4 * k);
             }
         }
+        if let Some(space) = counting {
+            let inst = format!("%k_inst{t}");
+            s.push_str(&count::count_code(g, space, &inst, &format!("D{t}"), true)?);
+        }
         s.push_str("\tret;\n");
         // A thread stopped at the cap after a loop still arrives at the barriers that follow
         // the loop (without waiting), so the other threads' phases fill.
@@ -857,10 +870,15 @@ fn generate_dedicated(
                 s,
                 "CAP{t}:\n\t// stopped at the loop cap: the instance did not terminate within {LOOP_CAP}\n\
                  \tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;\n\
-                 \tmov.u32 %k_tmp, 1;\n\tst.global.u32 [%k_w+{}], %k_tmp;\n\tret;",
+                 \tmov.u32 %k_tmp, 1;\n\tst.global.u32 [%k_w+{}], %k_tmp;",
                 4 * ns.max(1),
                 4 * k
             );
+            if let Some(space) = counting {
+                let inst = format!("%k_inst{t}");
+                s.push_str(&count::count_code(g, space, &inst, &format!("C{t}"), true)?);
+            }
+            s.push_str("\tret;\n");
         }
     }
     s.push_str("STRESS:\n");
@@ -871,8 +889,26 @@ fn generate_dedicated(
 
 /// The PTX module for `test` under `g`'s parameters.
 pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> {
+    generate_with(test, g, None)
+}
+
+/// The PTX module for `test` under `g`'s parameters that counts outcomes on the device
+/// ([`super::count`]): one more parameter, `p_counts`, after `p_testing`.
+pub fn generate_counting(
+    test: &LitmusTest,
+    g: &Geometry,
+    space: &OutcomeSpace,
+) -> Result<String, KernelError> {
+    generate_with(test, g, Some(space))
+}
+
+fn generate_with(
+    test: &LitmusTest,
+    g: &Geometry,
+    counting: Option<&OutcomeSpace>,
+) -> Result<String, KernelError> {
     if let Some(d) = &g.dedicated {
-        return generate_dedicated(test, g, d);
+        return generate_dedicated(test, g, d, counting);
     }
     let roles = test.threads.len();
     let (nl, ns) = (g.locations.len(), g.slots.len());
@@ -912,7 +948,7 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
          .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n{smem}\
          .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
          \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
-         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing\n)\n{{\n\
+         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing{cp}\n)\n{{\n\
          \t.reg .pred %k_p, %k_none;\n\
          \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg;\n\
          \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
@@ -926,6 +962,7 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
         } else {
             String::new()
         },
+        cp = if counting.is_some() { count::PARAM } else { "" },
     );
     if g.shared {
         let _ = writeln!(
@@ -934,6 +971,9 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
         );
     }
     prologue_common(&mut s, &regs, roles, nl);
+    if counting.is_some() {
+        s.push_str(count::prologue());
+    }
     let _ = write!(
         s,
         "\t// this thread's roles\n\
@@ -1003,6 +1043,12 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
     }
     s.push_str(&test_body);
     s.push_str(&results);
+    if let (Some(space), false) = (counting, g.shared) {
+        for t in 0..roles {
+            let inst = format!("%k_inst{t}");
+            s.push_str(&count::count_code(g, space, &inst, &format!("R{t}"), true)?);
+        }
+    }
     if g.shared {
         // Final values back to the location buffer, once every thread of the CTA is done.
         let _ = write!(
@@ -1017,6 +1063,12 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
              \tadd.u32 %k_cw, %k_cw, %k_nt;\n\tbra SMEM_OUT;\nSMEM_OUT_DONE:\n",
             cw = g.cta_location_words(),
         );
+        if let Some(space) = counting {
+            // The CTA's copy back is done once every thread passes the barrier; each
+            // instance has one role-0 thread, in this CTA.
+            s.push_str("\tbar.sync 0;\n");
+            s.push_str(&count::count_code(g, space, "%k_inst0", "S", false)?);
+        }
     }
     s.push_str("\tret;\nSTRESS:\n");
     stress_loop("STRESS_LOOP", p.stress_iterations, p.stress_pattern, &mut s);

@@ -509,3 +509,6 @@ pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
 
 #[cfg(test)]
 mod tests;
+
+mod count;
+pub use count::{emulate_counting, launch_counting, CountedLaunch};
