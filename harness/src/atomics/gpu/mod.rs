@@ -9,6 +9,7 @@
 //! case passes tagged `control-without-weak-outcomes` (a failure under
 //! `--require-weak-controls`), with a note starting "warning: stress has no teeth".
 
+pub mod batch;
 pub mod count;
 pub mod kernel;
 pub mod layout;

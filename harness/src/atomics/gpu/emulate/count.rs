@@ -341,3 +341,152 @@ fn counting_kernels_assemble() {
         }
     }
 }
+
+/// Where part `k` of a batch has its buffers: the single-test bases, moved by 16 GiB a part.
+fn part_base(base: u64, k: usize) -> u64 {
+    base + ((k as u64) << 34)
+}
+
+/// One emulated launch of `batch` (each part under its plan in `plans`): each part's
+/// counted launch, as [`launch_counting`] gives one test's.
+pub fn launch_batch(
+    batch: &crate::atomics::gpu::batch::Batch,
+    plans: &[IterationPlan],
+    seed: Option<u64>,
+) -> Result<Vec<CountedLaunch>, EmulateError> {
+    let prog = parse(&batch.ptx)?;
+    let mut params = Vec::new();
+    let mut buffers = Vec::new();
+    let mut tables = Vec::new();
+    for (k, (part, plan)) in batch.parts.iter().zip(plans).enumerate() {
+        let t = layout::tables(&part.geometry, plan);
+        let (p, b) = litmus_buffers(&t, &part.geometry.initial_memory(&t.addrs));
+        for (name, v) in p {
+            let v = if name == "p_testing" {
+                v
+            } else {
+                part_base(v, k)
+            };
+            params.push((format!("{name}_b{k}"), v));
+        }
+        buffers.extend(b.into_iter().map(|(base, w)| (part_base(base, k), w)));
+        tables.push(t);
+    }
+    let bufs: Vec<(u64, &[u32])> = buffers.iter().map(|(b, w)| (*b, w.as_slice())).collect();
+    let mut m = machine(&prog, batch.block, &params, &bufs);
+    let steps = run_threads(&mut m, batch.grid * batch.block, seed)?;
+    let mut out = Vec::new();
+    for (k, (part, t)) in batch.parts.iter().zip(&tables).enumerate() {
+        let (g, space) = (&part.geometry, &part.space);
+        let n = g.instances() as usize;
+        let counts = part_base(COUNTS_BASE, k);
+        let head = read(&m.mem, counts, space.head_words());
+        let over = head[space.overflow_word()] as usize;
+        let log = read(
+            &m.mem,
+            counts + 4 * space.log_word(n) as u64,
+            over * space.terms.len(),
+        );
+        let mut device = Histogram::new();
+        let device_dnt = space
+            .decode(&head, &log, &mut device)
+            .map_err(|e| EmulateError::Unsupported(e.to_string()))?;
+        let res = read(&m.mem, part_base(BASES[1].1, k), n * g.slots.len());
+        let mem = read(&m.mem, part_base(BASES[0].1, k), g.location_words());
+        let mut host = Histogram::new();
+        let host_dnt = layout::decode(g, &space.terms, t, &res, &mem, &mut host)?;
+        out.push(CountedLaunch {
+            device,
+            device_dnt,
+            host,
+            host_dnt,
+            overflow: over as u64,
+            timeouts: read(&m.mem, part_base(BASES[4].1, k), 2)[1],
+            steps,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+    use crate::atomics::catalog;
+    use crate::atomics::gpu::batch;
+
+    fn params(shared: bool) -> StressParams {
+        StressParams {
+            testing_workgroups: 4,
+            workgroup_size: 128,
+            max_workgroups: 5,
+            stress_iterations: 4,
+            pre_stress_iterations: 2,
+            stress_target_lines: 2,
+            stress_line_size: 4,
+            intra_cta_shared: shared,
+            ..StressParams::default()
+        }
+    }
+
+    // Catalogue tests of every shape, in global and shared memory, plus a one-role-per-thread
+    // test with a spin loop, in one launch: each part gets its own instances, only outcomes
+    // the model allows for its own test, and counters equal to the host decoding of its
+    // buffers.
+    #[test]
+    fn a_batch_gives_each_test_its_own_allowed_outcomes() {
+        let spin = crate::atomics::litmus::from_yaml(
+            "name: MP+spin\n\
+             threads:\n\
+             - cta: 0\n  ops:\n\
+             \x20 - st: {loc: x, val: 1}\n\
+             \x20 - st: {loc: y, val: 1, sem: release, scope: gpu}\n\
+             - cta: 1\n  ops:\n\
+             \x20 - label: {name: L}\n\
+             \x20 - ld: {reg: r0, loc: y, sem: acquire, scope: gpu}\n\
+             \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
+             \x20 - ld: {reg: r1, loc: x}\n\
+             condition: 'exists (P1:r0 == 1 /\\ P1:r1 == 0)'\n",
+        )
+        .unwrap();
+        let mut tests = vec![spin];
+        let mut shapes = std::collections::BTreeSet::new();
+        for e in catalog::entries() {
+            // One test per shape and placement keeps the launch small.
+            let shape = e.test.name.split('.').next().unwrap_or("").to_string();
+            if shapes.insert((shape, e.test.name.ends_with("inter_cta"))) {
+                tests.push(e.test);
+            }
+        }
+        let mut prepared = Vec::new();
+        for (i, t) in tests.iter().enumerate() {
+            let g = Geometry::new(t, &params(i % 2 == 0)).unwrap();
+            let v = model::check(t);
+            let space = OutcomeSpace::new(t, &v.terms);
+            prepared.push((t, g, space, v));
+        }
+        let refs: Vec<_> = prepared.iter().map(|(t, g, s, _)| (*t, g, s)).collect();
+        let b = batch::generate(&refs).unwrap();
+        assert!(b.parts.len() >= 20, "{} tests", b.parts.len());
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let plans: Vec<IterationPlan> = b
+            .parts
+            .iter()
+            .map(|p| IterationPlan::random(&p.geometry, &mut rng))
+            .collect();
+        let runs = launch_batch(&b, &plans, Some(11)).unwrap();
+        for ((t, g, _, v), run) in prepared.iter().zip(&runs) {
+            let at = &t.name;
+            assert_eq!(
+                run.device.values().sum::<u64>() + run.device_dnt,
+                u64::from(g.instances()),
+                "{at}"
+            );
+            assert!(
+                run.device.keys().all(|o| v.outcome_allowed(o)),
+                "{at}: {run:?}"
+            );
+            assert_eq!(run.device, run.host, "{at}");
+            assert_eq!(run.timeouts, 0, "{at}");
+        }
+    }
+}
