@@ -347,14 +347,17 @@ fn part_base(base: u64, k: usize) -> u64 {
     base + ((k as u64) << 34)
 }
 
-/// One emulated launch of `batch` (each part under its plan in `plans`): each part's
-/// counted launch, as [`launch_counting`] gives one test's.
-pub fn launch_batch(
+/// Memory (address → word) after a launch, each part's tables, and the steps taken.
+type Ran = (HashMap<u64, u32>, Vec<layout::Tables>, u64);
+
+/// The memory of one emulated launch of `batch` (part k under `plans[k]`), each part's
+/// tables, and the steps taken.
+fn run_batch_machine(
+    prog: &Program,
     batch: &crate::atomics::gpu::batch::Batch,
     plans: &[IterationPlan],
     seed: Option<u64>,
-) -> Result<Vec<CountedLaunch>, EmulateError> {
-    let prog = parse(&batch.ptx)?;
+) -> Result<Ran, EmulateError> {
     let mut params = Vec::new();
     let mut buffers = Vec::new();
     let mut tables = Vec::new();
@@ -373,39 +376,131 @@ pub fn launch_batch(
         tables.push(t);
     }
     let bufs: Vec<(u64, &[u32])> = buffers.iter().map(|(b, w)| (*b, w.as_slice())).collect();
-    let mut m = machine(&prog, batch.block, &params, &bufs);
+    let mut m = machine(prog, batch.block, &params, &bufs);
     let steps = run_threads(&mut m, batch.grid * batch.block, seed)?;
+    Ok((m.mem, tables, steps))
+}
+
+/// Part k's counts in the memory of a batch launch, read as the GPU path reads them.
+fn part_counts(
+    mem: &HashMap<u64, u32>,
+    part: &crate::atomics::gpu::batch::Part,
+    k: usize,
+) -> crate::atomics::gpu::worker::PartCounts {
+    let space = &part.space;
+    let n = part.geometry.instances() as usize;
+    let counts = part_base(COUNTS_BASE, k);
+    let head = read(mem, counts, space.head_words());
+    let over = head[space.overflow_word()] as usize;
+    let log = read(
+        mem,
+        counts + 4 * space.log_word(n) as u64,
+        over * space.terms.len(),
+    );
+    crate::atomics::gpu::worker::PartCounts {
+        head,
+        log,
+        timeouts: read(mem, part_base(BASES[4].1, k), 2)[1],
+    }
+}
+
+/// One emulated launch of `batch` (each part under its plan in `plans`): each part's
+/// counted launch, as [`launch_counting`] gives one test's.
+pub fn launch_batch(
+    batch: &crate::atomics::gpu::batch::Batch,
+    plans: &[IterationPlan],
+    seed: Option<u64>,
+) -> Result<Vec<CountedLaunch>, EmulateError> {
+    let prog = parse(&batch.ptx)?;
+    let (mem, tables, steps) = run_batch_machine(&prog, batch, plans, seed)?;
     let mut out = Vec::new();
     for (k, (part, t)) in batch.parts.iter().zip(&tables).enumerate() {
         let (g, space) = (&part.geometry, &part.space);
         let n = g.instances() as usize;
-        let counts = part_base(COUNTS_BASE, k);
-        let head = read(&m.mem, counts, space.head_words());
-        let over = head[space.overflow_word()] as usize;
-        let log = read(
-            &m.mem,
-            counts + 4 * space.log_word(n) as u64,
-            over * space.terms.len(),
-        );
+        let c = part_counts(&mem, part, k);
         let mut device = Histogram::new();
         let device_dnt = space
-            .decode(&head, &log, &mut device)
+            .decode(&c.head, &c.log, &mut device)
             .map_err(|e| EmulateError::Unsupported(e.to_string()))?;
-        let res = read(&m.mem, part_base(BASES[1].1, k), n * g.slots.len());
-        let mem = read(&m.mem, part_base(BASES[0].1, k), g.location_words());
+        let res = read(&mem, part_base(BASES[1].1, k), n * g.slots.len());
+        let locs = read(&mem, part_base(BASES[0].1, k), g.location_words());
         let mut host = Histogram::new();
-        let host_dnt = layout::decode(g, &space.terms, t, &res, &mem, &mut host)?;
+        let host_dnt = layout::decode(g, &space.terms, t, &res, &locs, &mut host)?;
         out.push(CountedLaunch {
             device,
             device_dnt,
             host,
             host_dnt,
-            overflow: over as u64,
-            timeouts: read(&m.mem, part_base(BASES[4].1, k), 2)[1],
+            overflow: u64::from(c.head[space.overflow_word()]),
+            timeouts: c.timeouts,
             steps,
         });
     }
     Ok(out)
+}
+
+/// The GPU worker's executor on the emulator ([`crate::atomics::gpu::worker::Executor`]):
+/// each launch interleaves threads at random from its own seed; the launch time is the
+/// emulator's wall time.
+#[derive(Debug)]
+pub struct EmulatorExecutor {
+    rng: rand_chacha::ChaCha8Rng,
+    /// Kernels parsed ("compiled"), for tests of the worker's cache.
+    pub loads: u64,
+    /// Instructions executed over all launches.
+    pub steps: u64,
+}
+
+impl EmulatorExecutor {
+    pub fn new(seed: u64) -> EmulatorExecutor {
+        EmulatorExecutor {
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
+            loads: 0,
+            steps: 0,
+        }
+    }
+}
+
+/// A kernel parsed by the emulator.
+pub struct EmulatedModule(Program);
+
+impl std::fmt::Debug for EmulatedModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EmulatedModule({} instructions)", self.0.code.len())
+    }
+}
+
+impl crate::atomics::gpu::worker::Executor for EmulatorExecutor {
+    type Module = EmulatedModule;
+
+    fn load(&mut self, ptx: &str) -> Result<EmulatedModule, crate::atomics::gpu::RunError> {
+        self.loads += 1;
+        Ok(EmulatedModule(parse(ptx)?))
+    }
+
+    fn launch(
+        &mut self,
+        module: &EmulatedModule,
+        batch: &crate::atomics::gpu::batch::Batch,
+        plans: &[IterationPlan],
+    ) -> Result<
+        (
+            Vec<crate::atomics::gpu::worker::PartCounts>,
+            std::time::Duration,
+        ),
+        crate::atomics::gpu::RunError,
+    > {
+        let t0 = std::time::Instant::now();
+        let (mem, _, steps) = run_batch_machine(&module.0, batch, plans, Some(self.rng.random()))?;
+        self.steps += steps;
+        let counts = batch
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(k, p)| part_counts(&mem, p, k))
+            .collect();
+        Ok((counts, t0.elapsed()))
+    }
 }
 
 #[cfg(test)]

@@ -511,4 +511,7 @@ pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
 mod tests;
 
 mod count;
-pub use count::{emulate_counting, launch_batch, launch_counting, CountedLaunch};
+pub use count::{
+    emulate_counting, launch_batch, launch_counting, CountedLaunch, EmulatedModule,
+    EmulatorExecutor,
+};
