@@ -330,7 +330,217 @@ pub fn atomics(o: Options) -> Vec<BenchBlock> {
         secs: elapsed(t0),
     }];
     blocks.push(gpu_host(o));
+    blocks.push(gpu_worker_emulated(o));
+    blocks.push(gpu_worker());
     blocks
+}
+
+/// One worker run's figures: end to end (wall, from the first job's preparation to the last
+/// report) and per kernel-second, with the launches' packing.
+fn worker_figures(
+    label: &str,
+    stats: &crate::atomics::gpu::worker::Stats,
+    wall: f64,
+    tests: usize,
+) -> (String, Vec<Figure>) {
+    let kernel = stats.kernel_time.as_secs_f64().max(1e-12);
+    let e2e = stats.instances as f64 / wall.max(1e-12);
+    let per_kernel = stats.instances as f64 / kernel;
+    let per_launch = stats.instances as f64 / (stats.launches.max(1)) as f64;
+    let text = format!(
+        "  {label}: {tests} tests, {} instances in {:.2} s: {e2e:.3e} instances/s end to end, \
+         {per_kernel:.3e} per kernel-second; {} launches, {per_launch:.0} instances and up to \
+         {} tests per launch; {} kernels compiled, {} from the cache\n",
+        stats.instances,
+        wall,
+        stats.launches,
+        stats.max_tests_per_launch,
+        stats.compiled,
+        stats.cached
+    );
+    let figures = vec![
+        Figure::Scalar {
+            name: format!("{label} instances/s end to end"),
+            unit: "instances/s".into(),
+            better: Some(Better::Higher),
+            value: Spread::exact(e2e),
+        },
+        Figure::Scalar {
+            name: format!("{label} instances per kernel-second"),
+            unit: "instances/s".into(),
+            better: Some(Better::Higher),
+            value: Spread::exact(per_kernel),
+        },
+    ];
+    (text, figures)
+}
+
+/// The litmus path on the PTX emulator, before and after the GPU worker: each catalogue test
+/// alone with host-side decoding (`emulate`), then all of them through the worker (counting
+/// kernels, batches). Small launches (what the emulator runs quickly); the figures exercise
+/// the worker's path in CI and compare the two paths on one machine, not a GPU's rates.
+fn gpu_worker_emulated(o: Options) -> BenchBlock {
+    use crate::atomics::catalog;
+    use crate::atomics::gpu::emulate::{self, EmulatorExecutor};
+    use crate::atomics::gpu::layout::StressParams;
+    use crate::atomics::gpu::worker::{Job, Worker};
+    let t0 = Instant::now();
+    let params = StressParams {
+        testing_workgroups: 4,
+        workgroup_size: 128,
+        max_workgroups: 5,
+        stress_iterations: 4,
+        pre_stress_iterations: 2,
+        stress_target_lines: 2,
+        stress_line_size: 4,
+        ..StressParams::default()
+    };
+    const TESTS: usize = 16;
+    const LAUNCHES: u64 = 2;
+    let tests: Vec<_> = catalog::catalog().into_iter().take(TESTS).collect();
+    let mut text = format!(
+        "atomics: litmus launches in the PTX emulator, {TESTS} catalogue tests x {LAUNCHES} launches, {} repetitions\n",
+        o.reps
+    );
+    let (mut before, mut after) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for rep in 0..o.reps {
+        let run = Instant::now();
+        let mut instances = 0;
+        for (i, t) in tests.iter().enumerate() {
+            if let Ok(e) = emulate::emulate(t, &params, LAUNCHES, (rep * TESTS + i) as u64) {
+                instances += e.instances;
+            }
+        }
+        before.push(instances as f64 / elapsed(run));
+        let jobs: Vec<Job> = tests
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Job {
+                test: t.clone(),
+                params: params.clone(),
+                launches: LAUNCHES,
+                budget: None,
+                seed: (rep * TESTS + i) as u64,
+            })
+            .collect();
+        let mut w = Worker::new(EmulatorExecutor::new(rep as u64));
+        let run = Instant::now();
+        let failed = w.run(&jobs).iter().filter(|r| r.is_err()).count();
+        let wall = elapsed(run);
+        after.push(w.stats.instances as f64 / wall.max(1e-12));
+        if failed > 0 {
+            text += &format!("  {failed} jobs failed in the worker\n");
+        }
+        last = Some((w.stats, wall));
+    }
+    let mut figures = Vec::new();
+    if let (Some(b), Some(a)) = (Spread::of(&before), Spread::of(&after)) {
+        text += &format!(
+            "  one test per launch, host decoding: {:.3e} / {:.3e} / {:.3e} instances/s\n  \
+             worker (device counting, batches):   {:.3e} / {:.3e} / {:.3e} instances/s\n",
+            b.min, b.median, b.max, a.min, a.median, a.max
+        );
+        figures.push(Figure::Scalar {
+            name: "emulated instances/s, one test per launch".into(),
+            unit: "instances/s".into(),
+            better: Some(Better::Higher),
+            value: b,
+        });
+    }
+    if let Some((stats, wall)) = last {
+        let (t, f) = worker_figures("emulated worker", &stats, wall, TESTS);
+        text += &t;
+        figures.extend(f);
+    }
+    BenchBlock {
+        name: "atomics.gpu_worker.emulated".into(),
+        what: "bench: GPU litmus worker on the PTX emulator (device counting, several tests per launch)"
+            .into(),
+        skipped: None,
+        figures,
+        text,
+        secs: elapsed(t0),
+    }
+}
+
+/// The `atomics.gpu.*` cases' tests through the GPU worker on GPU 0, one submission: the 312
+/// catalogue tests and the 156 in shared memory (as the suite runs them, default stress,
+/// 100 launches each), packed into batches. End-to-end instances/s (targets: the 468 in
+/// under 30 s, 1e8 instances/s) and per kernel-second, measured in the same run.
+fn gpu_worker() -> BenchBlock {
+    use crate::atomics::catalog;
+    use crate::atomics::gpu::layout::{Geometry, StressParams};
+    use crate::atomics::gpu::worker::{CudaExecutor, Job, Worker};
+    use crate::atomics::gpu::DEFAULT_ITERATIONS;
+    let name = "atomics.gpu_worker";
+    let what = "bench: the 468 atomics.gpu.* tests through the GPU worker on GPU 0";
+    let t0 = Instant::now();
+    let executor = match CudaExecutor::open() {
+        Ok(e) => e,
+        Err(e) => {
+            return BenchBlock::skip(
+                name,
+                what,
+                crate::capability::Capability::Gpu,
+                format!("no CUDA GPU 0 for the worker: {e}"),
+            )
+        }
+    };
+    let mut jobs = Vec::new();
+    for t in catalog::catalog() {
+        for shared in [false, true] {
+            let params = StressParams {
+                intra_cta_shared: shared,
+                ..StressParams::default()
+            };
+            if shared && !Geometry::new(&t, &params).is_ok_and(|g| g.shared) {
+                continue;
+            }
+            jobs.push(Job {
+                test: t.clone(),
+                params,
+                launches: DEFAULT_ITERATIONS,
+                budget: None,
+                seed: jobs.len() as u64,
+            });
+        }
+    }
+    let mut w = Worker::new(executor);
+    let run = Instant::now();
+    let results = w.run(&jobs);
+    let wall = elapsed(run);
+    let failed: Vec<String> = results
+        .iter()
+        .zip(&jobs)
+        .filter_map(|(r, j)| r.as_ref().err().map(|e| format!("{}: {e}", j.test.name)))
+        .collect();
+    let mut text = format!(
+        "atomics: {} tests through the GPU worker on GPU 0\n",
+        jobs.len()
+    );
+    let (t, figures) = worker_figures("GPU worker", &w.stats, wall, jobs.len());
+    text += &t;
+    text += &format!(
+        "  targets: 468 tests in < 30 s ({}), >= 1e8 instances/s end to end ({})\n",
+        if wall < 30.0 { "met" } else { "missed" },
+        if w.stats.instances as f64 / wall.max(1e-12) >= 1e8 {
+            "met"
+        } else {
+            "missed"
+        }
+    );
+    for f in failed.iter().take(10) {
+        text += &format!("  failed: {f}\n");
+    }
+    BenchBlock {
+        name: name.into(),
+        what: what.into(),
+        skipped: None,
+        figures,
+        text,
+        secs: elapsed(t0),
+    }
 }
 
 /// The host's share of a GPU litmus launch, without a GPU: per launch, a shuffled plan, the

@@ -156,8 +156,11 @@ impl Check for AtomicsCheck {
         }
     }
 
+    /// GPU cases run in-process on the run's one GPU worker (`gpu::worker`: one context
+    /// for the run); `isolate: true` in a suite still gives a case its own child, context
+    /// and worker.
     fn isolate(&self) -> bool {
-        matches!(self, AtomicsCheck::Gpu { .. })
+        false
     }
 
     /// Refused before the run: a test name outside the catalogue, zero iterations,

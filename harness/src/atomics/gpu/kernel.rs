@@ -26,6 +26,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::count::{self, OutcomeSpace};
 use super::layout::{Dedicated, Geometry, StressPattern};
 use crate::atomics::litmus::{
     AtomOp, BranchCond, LitmusTest, LocalOp, Op, Operand, Proxy, ProxyFenceKind, Sem,
@@ -71,6 +72,9 @@ pub enum KernelError {
          barriers and proxies are checked by the model only)"
     )]
     NotGenerated { at: String, instr: String },
+    /// The counting kernel cannot read an outcome's term.
+    #[error(transparent)]
+    Count(#[from] count::CountError),
     /// A construct no kernel of this runner can express, and why.
     #[error("{at}: `{construct}`: {why}")]
     Inexpressible {
@@ -736,6 +740,7 @@ fn generate_dedicated(
     test: &LitmusTest,
     g: &Geometry,
     d: &Dedicated,
+    counting: Option<&OutcomeSpace>,
 ) -> Result<String, KernelError> {
     check_barriers(test)?;
     let roles = test.threads.len();
@@ -767,7 +772,7 @@ fn generate_dedicated(
          .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n\
          .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
          \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
-         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing\n)\n{{\n\
+         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing{cp}\n)\n{{\n\
          \t.reg .pred %k_p, %k_none;\n\
          \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg, %k_iter, %k_gb, %k_hw;\n\
          \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
@@ -775,8 +780,12 @@ fn generate_dedicated(
         ctas = d.ctas,
         warps = d.warps,
         groups = d.groups,
+        cp = if counting.is_some() { count::PARAM } else { "" },
     );
     prologue_common(&mut s, &regs, roles, nl, 1);
+    if counting.is_some() {
+        s.push_str(count::prologue());
+    }
     let _ = write!(
         s,
         "\t// this thread's role: at most one entry of its row is an instance\n\
@@ -850,6 +859,10 @@ fn generate_dedicated(
                 let _ = writeln!(s, "\tst.global.u32 [%k_w+{}], {v};", 4 * k);
             }
         }
+        if let Some(space) = counting {
+            let inst = format!("%k_inst{t}");
+            s.push_str(&count::count_code(g, space, &inst, &format!("D{t}"), true)?);
+        }
         s.push_str("\tret;\n");
         // A thread stopped at the cap after a loop still arrives at the barriers that follow
         // the loop (without waiting), so the other threads' phases fill.
@@ -883,10 +896,15 @@ fn generate_dedicated(
                 s,
                 "CAP{t}:\n\t// stopped at the loop cap: the instance did not terminate within {LOOP_CAP}\n\
                  \tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;\n\
-                 \tmov.u32 %k_tmp, 1;\n\tst.global.u32 [%k_w+{}], %k_tmp;\n\tret;",
+                 \tmov.u32 %k_tmp, 1;\n\tst.global.u32 [%k_w+{}], %k_tmp;",
                 4 * ns.max(1),
                 4 * k
             );
+            if let Some(space) = counting {
+                let inst = format!("%k_inst{t}");
+                s.push_str(&count::count_code(g, space, &inst, &format!("C{t}"), true)?);
+            }
+            s.push_str("\tret;\n");
         }
     }
     s.push_str("STRESS:\n");
@@ -897,8 +915,26 @@ fn generate_dedicated(
 
 /// The PTX module for `test` under `g`'s parameters.
 pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> {
+    generate_with(test, g, None)
+}
+
+/// The PTX module for `test` under `g`'s parameters that counts outcomes on the device
+/// ([`super::count`]): one more parameter, `p_counts`, after `p_testing`.
+pub fn generate_counting(
+    test: &LitmusTest,
+    g: &Geometry,
+    space: &OutcomeSpace,
+) -> Result<String, KernelError> {
+    generate_with(test, g, Some(space))
+}
+
+fn generate_with(
+    test: &LitmusTest,
+    g: &Geometry,
+    counting: Option<&OutcomeSpace>,
+) -> Result<String, KernelError> {
     if let Some(d) = &g.dedicated {
-        return generate_dedicated(test, g, d);
+        return generate_dedicated(test, g, d, counting);
     }
     let roles = test.threads.len();
     let (nl, ns) = (g.locations.len(), g.slots.len());
@@ -917,8 +953,11 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
         thread_ops(g, test, t, &mut regs, &mut test_body)?;
     }
     let mut s = String::new();
-    header(&mut s, test, g);
+    header(&mut s, test, g, counting.is_some());
     prologue_common(&mut s, &regs, roles, nl, g.cluster);
+    if counting.is_some() {
+        s.push_str(count::prologue());
+    }
     let _ = write!(
         s,
         "\t// this thread's roles\n\
@@ -962,8 +1001,20 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
             }
         }
     }
+    if let (Some(space), false) = (counting, g.shared) {
+        for t in 0..roles {
+            let inst = format!("%k_inst{t}");
+            s.push_str(&count::count_code(g, space, &inst, &format!("R{t}"), true)?);
+        }
+    }
     if g.shared {
         copy_out(&mut s, g);
+        if let Some(space) = counting {
+            // The CTA's copy back is done once every thread passes the barrier; each
+            // instance has one role-0 thread, in this CTA.
+            s.push_str("\tbar.sync 0;\n");
+            s.push_str(&count::count_code(g, space, "%k_inst0", "S", false)?);
+        }
     }
     s.push_str("\tret;\nSTRESS:\n");
     stress_loop("STRESS_LOOP", p.stress_iterations, p.stress_pattern, &mut s);
@@ -973,15 +1024,16 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
 
 /// The module header, the entry's parameters and the kernel's own registers. A cluster launch
 /// is `.explicitcluster` (PTX ISA "Cluster dimension directives": the cluster dimensions must
-/// be given at launch; the runner launches with the cluster-dimension attribute).
-fn header(s: &mut String, test: &LitmusTest, g: &Geometry) {
+/// be given at launch; the runner launches with the cluster-dimension attribute). `counting`
+/// adds the outcome counters' parameter.
+fn header(s: &mut String, test: &LitmusTest, g: &Geometry, counting: bool) {
     let _ = write!(
         s,
         "// gpucts litmus kernel for `{name}` ({place:?}, {roles} roles, {nl} locations{cl})\n\
          .version {PTX_VERSION}\n.target {TARGET}\n.address_size 64\n\n{smem}\
          .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
          \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
-         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing\n)\n{cluster}{{\n\
+         \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing{cp}\n)\n{cluster}{{\n\
          \t.reg .pred %k_p, %k_none;\n\
          \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg;\n\
          \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
@@ -994,6 +1046,7 @@ fn header(s: &mut String, test: &LitmusTest, g: &Geometry) {
         } else {
             String::new()
         },
+        cp = if counting { count::PARAM } else { "" },
         cluster = if g.cluster > 1 {
             ".explicitcluster\n"
         } else {

@@ -9,10 +9,13 @@
 //! case passes tagged `control-without-weak-outcomes` (a failure under
 //! `--require-weak-controls`), with a note starting "warning: stress has no teeth".
 
+pub mod batch;
+pub mod count;
 pub mod kernel;
 pub mod layout;
 pub mod litmus_run;
 pub mod tune;
+pub mod worker;
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -277,6 +280,13 @@ pub enum RunError {
     /// The model checker gave the control test no verdict.
     #[error(transparent)]
     Model(#[from] model::ModelError),
+    #[error(transparent)]
+    Count(#[from] count::CountError),
+    /// A batch of the GPU worker failed (its first error, as text).
+    #[error("{0}")]
+    Worker(String),
+    #[error(transparent)]
+    Emulate(#[from] emulate::EmulateError),
 }
 
 /// `gpucts litmus kernel FILE -o OUT`: the PTX module the GPU runner would launch for the test
@@ -435,7 +445,77 @@ pub fn gpu_case(
         );
     };
     let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
-    run_case(&test, control.as_ref(), iterations, params)
+    run_case_with(&test, control.as_ref(), iterations, params, worker::submit)
+}
+
+/// Run `test` (and `control` when the test is forbidden) as one batch of `submit` (the run's
+/// GPU worker, [`worker::submit`], or an emulated one) and judge it as [`run_case`] does: the
+/// control runs beside the test in the same launches, and counts only when the test is
+/// forbidden and showed no forbidden outcome.
+pub fn run_case_with(
+    test: &LitmusTest,
+    control: Option<&LitmusTest>,
+    iterations: u64,
+    params: &StressParams,
+    submit: impl FnOnce(Vec<worker::Job>) -> Vec<Result<RunReport, String>>,
+) -> (CaseStatus, Vec<crate::figures::Figure>) {
+    let verdict = match model::try_check(test) {
+        Ok(v) => v,
+        Err(e) => {
+            return (
+                CaseStatus::error(format!("the checker gave no verdict: {e}")),
+                Vec::new(),
+            )
+        }
+    };
+    let job = |t: &LitmusTest, seed| worker::Job {
+        test: t.clone(),
+        params: params.clone(),
+        launches: iterations,
+        budget: Some(RUN_BUDGET),
+        seed,
+    };
+    let mut jobs = vec![job(test, 1)];
+    let control = control.filter(|_| !verdict.allowed);
+    if let Some(c) = control {
+        jobs.push(job(c, 2));
+    }
+    let mut reports = submit(jobs).into_iter();
+    let report = match reports.next() {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return (CaseStatus::error(e), Vec::new()),
+        None => {
+            return (
+                CaseStatus::error("the GPU worker gave no report"),
+                Vec::new(),
+            )
+        }
+    };
+    let classified = classify(test, &verdict, &report.histogram);
+    let figures = figures_of(test, &report);
+    if verdict.allowed || !classified.forbidden.is_empty() {
+        return (judge(&verdict, &report, &classified, None), figures);
+    }
+    let control = match (control, reports.next()) {
+        (Some(ct), Some(Ok(cr))) => match model::try_check(ct) {
+            Ok(cv) => {
+                let cc = classify(ct, &cv, &cr.histogram);
+                Some((cr, cc))
+            }
+            Err(e) => return (CaseStatus::error(e.to_string()), figures),
+        },
+        (Some(_), Some(Err(e))) => return (CaseStatus::error(e), figures),
+        _ => None,
+    };
+    (
+        judge(
+            &verdict,
+            &report,
+            &classified,
+            control.as_ref().map(|(r, c)| (r, c)),
+        ),
+        figures,
+    )
 }
 
 /// Judge outcome counts already seen for catalogue test `name` and, for a forbidden test, its

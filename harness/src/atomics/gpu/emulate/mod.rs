@@ -615,3 +615,9 @@ pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
 
 #[cfg(test)]
 mod tests;
+
+mod count;
+pub use count::{
+    emulate_counting, launch_batch, launch_counting, CountedLaunch, EmulatedModule,
+    EmulatorExecutor,
+};

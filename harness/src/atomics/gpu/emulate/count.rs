@@ -1,0 +1,591 @@
+//! Emulated launches of the counting kernel ([`kernel::generate_counting`]): the exact PTX the
+//! GPU worker launches, with its `p_counts` buffer, read back as the GPU path reads it (the
+//! counters, then the overflow log). Each launch also decodes the same run's result and
+//! location buffers on the host ([`layout::decode`]) so that the two can be compared.
+
+use super::*;
+use crate::atomics::gpu::count::OutcomeSpace;
+
+/// Where the counts buffer starts in the emulator's address space (the other buffers:
+/// [`BASES`]).
+pub(crate) const COUNTS_BASE: u64 = 8 << 40;
+
+/// A machine for one launch of `prog` with `threads` threads in CTAs of `ntid`, its parameters
+/// named and its buffers loaded.
+pub(crate) fn machine<'a>(
+    prog: &'a Program,
+    ntid: u32,
+    params: &[(String, u64)],
+    buffers: &[(u64, &[u32])],
+) -> Machine<'a> {
+    let mut m = Machine {
+        prog,
+        mem: HashMap::new(),
+        params: params.iter().cloned().collect(),
+        ntid: u64::from(ntid),
+        // Counting launches are of CTAs without clusters (the batch planner takes no
+        // cluster test).
+        cluster: 1,
+        barrier: HashMap::new(),
+    };
+    for (base, words) in buffers {
+        load(&mut m.mem, *base, words);
+    }
+    m
+}
+
+/// Run every thread of `m` to completion (`threads` in all, CTAs of `m.ntid`), interleaved at
+/// random from `seed` (`None`: one after another in global-id order); the steps taken.
+pub(crate) fn run_threads(
+    m: &mut Machine<'_>,
+    threads: u32,
+    seed: Option<u64>,
+) -> Result<u64, EmulateError> {
+    let ntid = m.ntid;
+    let mut threads: Vec<Thread> = (0..u64::from(threads))
+        .map(|i| Thread {
+            pc: 0,
+            regs: HashMap::new(),
+            done: false,
+            waiting: None,
+            tid: i % ntid,
+            ctaid: i / ntid,
+            arrived: None,
+        })
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed.unwrap_or(0));
+    let mut live: Vec<usize> = (0..threads.len()).rev().collect();
+    let mut steps = 0u64;
+    while !live.is_empty() {
+        let mut k = match seed {
+            Some(_) => rng.random_range(0..live.len()),
+            None => live.len() - 1,
+        };
+        if !m.runnable(&threads[live[k]]) {
+            let runnable: Vec<usize> = (0..live.len())
+                .filter(|&k| m.runnable(&threads[live[k]]))
+                .collect();
+            if runnable.is_empty() {
+                return Err(EmulateError::Deadlock);
+            }
+            k = match seed {
+                Some(_) => runnable[rng.random_range(0..runnable.len())],
+                None => runnable[runnable.len() - 1],
+            };
+        }
+        let th = &mut threads[live[k]];
+        for _ in 0..rng.random_range(1..4) {
+            if th.done {
+                break;
+            }
+            m.step(th)?;
+            steps += 1;
+        }
+        if th.done {
+            if seed.is_some() {
+                live.swap_remove(k);
+            } else {
+                live.remove(k);
+            }
+        }
+        if steps >= MAX_STEPS {
+            return Err(EmulateError::Runaway);
+        }
+    }
+    Ok(steps)
+}
+
+/// What one emulated launch of a counting kernel gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CountedLaunch {
+    /// From the device's counters and overflow log.
+    pub device: Histogram,
+    pub device_dnt: u64,
+    /// From the same run's result and location buffers, decoded on the host.
+    pub host: Histogram,
+    pub host_dnt: u64,
+    /// Entries of the overflow log (outcomes outside the space's domain).
+    pub overflow: u64,
+    pub timeouts: u32,
+    pub steps: u64,
+}
+
+/// Kernel parameters (name, value) and buffers (base, words) in the emulator's space.
+pub(crate) type Setup = (Vec<(String, u64)>, Vec<(u64, Vec<u32>)>);
+
+/// The kernel parameters and the buffers of one litmus launch in the emulator's space.
+pub(crate) fn litmus_buffers(t: &layout::Tables, image: &[u32]) -> Setup {
+    let mut params: Vec<(String, u64)> = BASES.iter().map(|(n, b)| (n.to_string(), *b)).collect();
+    params.push(("p_testing".into(), u64::from(t.testing_threads)));
+    params.push(("p_counts".into(), COUNTS_BASE));
+    let buffers = vec![
+        (BASES[0].1, image.to_vec()),
+        (BASES[2].1, t.roles.clone()),
+        (BASES[3].1, t.addrs.clone()),
+        (BASES[6].1, t.stress_word.clone()),
+    ];
+    (params, buffers)
+}
+
+/// One emulated launch of `ptx` (a counting kernel for `g` and `space`) under `plan`.
+pub fn launch_counting(
+    ptx: &str,
+    g: &Geometry,
+    space: &OutcomeSpace,
+    plan: &IterationPlan,
+    seed: Option<u64>,
+) -> Result<CountedLaunch, EmulateError> {
+    let prog = parse(ptx)?;
+    let t = layout::tables(g, plan);
+    let (params, buffers) = litmus_buffers(&t, &g.initial_memory(&t.addrs));
+    let bufs: Vec<(u64, &[u32])> = buffers.iter().map(|(b, w)| (*b, w.as_slice())).collect();
+    let mut m = machine(&prog, g.params.workgroup_size, &params, &bufs);
+    let steps = run_threads(&mut m, g.total_threads(), seed)?;
+    let n = g.instances() as usize;
+    let head = read(&m.mem, COUNTS_BASE, space.head_words());
+    let over = head[space.overflow_word()] as usize;
+    let log = read(
+        &m.mem,
+        COUNTS_BASE + 4 * space.log_word(n) as u64,
+        over * space.terms.len(),
+    );
+    let mut device = Histogram::new();
+    let device_dnt = space
+        .decode(&head, &log, &mut device)
+        .map_err(|e| EmulateError::Unsupported(e.to_string()))?;
+    let res = read(&m.mem, BASES[1].1, n * g.slots.len());
+    let mem = read(&m.mem, BASES[0].1, g.location_words());
+    let mut host = Histogram::new();
+    let host_dnt = layout::decode(g, &space.terms, &t, &res, &mem, &mut host)?;
+    Ok(CountedLaunch {
+        device,
+        device_dnt,
+        host,
+        host_dnt,
+        overflow: over as u64,
+        timeouts: read(&m.mem, BASES[4].1, 2)[1],
+        steps,
+    })
+}
+
+/// [`emulate`] through the counting kernel: `launches` launches of `test`, the histogram from
+/// the device's counters.
+pub fn emulate_counting(
+    test: &LitmusTest,
+    params: &StressParams,
+    launches: u64,
+    seed: u64,
+) -> Result<Emulated, EmulateError> {
+    let g = Geometry::new(test, params)?;
+    let space = OutcomeSpace::new(test, &model::check(test).terms);
+    let ptx = kernel::generate_counting(test, &g, &space)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Emulated {
+        histogram: Histogram::new(),
+        launches,
+        instances: 0,
+        barrier_timeouts: 0,
+        steps: 0,
+        did_not_terminate: 0,
+    };
+    for _ in 0..launches {
+        let plan = IterationPlan::random(&g, &mut rng);
+        let run = launch_counting(&ptx, &g, &space, &plan, Some(rng.random()))?;
+        for (o, n) in run.device {
+            *out.histogram.entry(o).or_insert(0) += n;
+        }
+        out.instances += u64::from(g.instances());
+        out.barrier_timeouts += u64::from(run.timeouts);
+        out.steps += run.steps;
+        out.did_not_terminate += run.device_dnt;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::atomics::catalog;
+
+    fn small(shared: bool) -> StressParams {
+        StressParams {
+            testing_workgroups: 4,
+            workgroup_size: 128,
+            max_workgroups: 6,
+            stress_iterations: 6,
+            pre_stress_iterations: 2,
+            stress_target_lines: 2,
+            stress_line_size: 4,
+            intra_cta_shared: shared,
+            mem_stride: if shared { 2 } else { 1 },
+            ..StressParams::default()
+        }
+    }
+
+    /// One counting launch of `test`: the counters (with the log) sum to the instances, every
+    /// outcome they give is one the model allows (the independent oracle), and they equal the
+    /// host's decoding of the same run's buffers.
+    fn check(test: &LitmusTest, params: &StressParams, seed: u64) -> CountedLaunch {
+        let g = Geometry::new(test, params).unwrap();
+        let verdict = model::check(test);
+        let space = OutcomeSpace::new(test, &verdict.terms);
+        let ptx = kernel::generate_counting(test, &g, &space).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let plan = IterationPlan::random(&g, &mut rng);
+        let run = launch_counting(&ptx, &g, &space, &plan, Some(seed)).unwrap();
+        let at = &test.name;
+        assert_eq!(
+            run.device.values().sum::<u64>() + run.device_dnt,
+            u64::from(g.instances()),
+            "{at}"
+        );
+        for o in run.device.keys() {
+            assert!(verdict.outcome_allowed(o), "{at}: {o:?} is forbidden");
+        }
+        assert_eq!(run.device, run.host, "{at}");
+        assert_eq!(run.device_dnt, run.host_dnt, "{at}");
+        run
+    }
+
+    // Every catalogue test, in global memory and (those within a CTA) in shared memory.
+    #[test]
+    fn device_counters_equal_the_host_decoding_of_the_same_run() {
+        let (mut global, mut shared) = (0, 0);
+        for (i, e) in catalog::entries().into_iter().enumerate() {
+            check(&e.test, &small(false), i as u64);
+            global += 1;
+            if Geometry::new(&e.test, &small(true)).unwrap().shared {
+                check(&e.test, &small(true), 1000 + i as u64);
+                shared += 1;
+            }
+        }
+        assert_eq!((global, shared), (312, 156));
+    }
+
+    // An outcome outside the domain reaches the overflow log with its values: `or`s of 3 and
+    // 5 into an initial 40 end at 47, which no constant of the test names.
+    #[test]
+    fn values_outside_the_domain_are_logged_whole() {
+        let test = crate::atomics::litmus::from_yaml(
+            "name: two-ors\n\
+             locations: [{name: x, init: 40}]\n\
+             threads:\n\
+             - cta: 0\n  ops:\n\
+             \x20 - red: {op: or, loc: x, val: 3, sem: relaxed, scope: gpu}\n\
+             - cta: 1\n  ops:\n\
+             \x20 - red: {op: or, loc: x, val: 5, sem: relaxed, scope: gpu}\n\
+             condition: 'exists (x == 47)'\n",
+        )
+        .unwrap();
+        let params = StressParams {
+            testing_workgroups: 2,
+            workgroup_size: 32,
+            max_workgroups: 2,
+            ..small(false)
+        };
+        let run = check(&test, &params, 4);
+        // 40 | 3 | 5 = 47 in any order (the model's only outcome).
+        assert_eq!(run.device.keys().collect::<Vec<_>>(), vec![&vec![47]]);
+        let space = OutcomeSpace::new(&test, &model::check(&test).terms);
+        assert!(!space.domain.contains(&47), "{:?}", space.domain);
+        let g = Geometry::new(&test, &params).unwrap();
+        assert_eq!(run.overflow, u64::from(g.instances()));
+    }
+
+    // The one-role-per-thread layout: a spin that never ends is counted "did not terminate"
+    // on the device, by the last of the instance's roles to arrive.
+    #[test]
+    fn did_not_terminate_is_counted_on_the_device() {
+        let test = crate::atomics::litmus::from_yaml(
+            "name: spin-forever\n\
+             threads:\n\
+             - cta: 0\n  ops:\n\
+             \x20 - label: {name: L}\n\
+             \x20 - ld: {reg: r0, loc: x, sem: relaxed, scope: gpu}\n\
+             \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
+             - cta: 1\n  ops:\n\
+             \x20 - st: {loc: y, val: 1}\n\
+             condition: 'exists (P0:r0 == 1)'\n",
+        )
+        .unwrap();
+        let params = StressParams {
+            testing_workgroups: 2,
+            workgroup_size: 32,
+            max_workgroups: 2,
+            stress_iterations: 2,
+            pre_stress_iterations: 1,
+            ..StressParams::default()
+        };
+        let run = check(&test, &params, 9);
+        assert_eq!(run.device_dnt, 32);
+        assert!(run.device.is_empty());
+    }
+}
+
+/// The counting kernels of the catalogue assemble (ptxas: the independent check that the GPU
+/// could load the PTX the emulator ran).
+#[cfg(test)]
+#[test]
+fn counting_kernels_assemble() {
+    use crate::backend::toolchain::Toolchain;
+    use crate::capability::Capability;
+    let tc = Toolchain::discover_system();
+    crate::require!(tc.has(Capability::Ptxas), "ptxas");
+    for e in crate::atomics::catalog::entries() {
+        for shared in [false, true] {
+            let params = StressParams {
+                intra_cta_shared: shared,
+                ..StressParams::default()
+            };
+            let g = Geometry::new(&e.test, &params).unwrap();
+            let space = OutcomeSpace::new(&e.test, &model::check(&e.test).terms);
+            let ptx = kernel::generate_counting(&e.test, &g, &space).unwrap();
+            tc.ptxas(&ptx, kernel::TARGET, &[])
+                .unwrap_or_else(|err| panic!("{}: {err}", e.test.name));
+        }
+    }
+}
+
+/// Where part `k` of a batch has its buffers: the single-test bases, moved by 16 GiB a part.
+fn part_base(base: u64, k: usize) -> u64 {
+    base + ((k as u64) << 34)
+}
+
+/// Memory (address → word) after a launch, each part's tables, and the steps taken.
+type Ran = (HashMap<u64, u32>, Vec<layout::Tables>, u64);
+
+/// The memory of one emulated launch of `batch` (part k under `plans[k]`), each part's
+/// tables, and the steps taken.
+fn run_batch_machine(
+    prog: &Program,
+    batch: &crate::atomics::gpu::batch::Batch,
+    plans: &[IterationPlan],
+    seed: Option<u64>,
+) -> Result<Ran, EmulateError> {
+    let mut params = Vec::new();
+    let mut buffers = Vec::new();
+    let mut tables = Vec::new();
+    for (k, (part, plan)) in batch.parts.iter().zip(plans).enumerate() {
+        let t = layout::tables(&part.geometry, plan);
+        let (p, b) = litmus_buffers(&t, &part.geometry.initial_memory(&t.addrs));
+        for (name, v) in p {
+            let v = if name == "p_testing" {
+                v
+            } else {
+                part_base(v, k)
+            };
+            params.push((format!("{name}_b{k}"), v));
+        }
+        buffers.extend(b.into_iter().map(|(base, w)| (part_base(base, k), w)));
+        tables.push(t);
+    }
+    let bufs: Vec<(u64, &[u32])> = buffers.iter().map(|(b, w)| (*b, w.as_slice())).collect();
+    let mut m = machine(prog, batch.block, &params, &bufs);
+    let steps = run_threads(&mut m, batch.grid * batch.block, seed)?;
+    Ok((m.mem, tables, steps))
+}
+
+/// Part k's counts in the memory of a batch launch, read as the GPU path reads them.
+fn part_counts(
+    mem: &HashMap<u64, u32>,
+    part: &crate::atomics::gpu::batch::Part,
+    k: usize,
+) -> crate::atomics::gpu::worker::PartCounts {
+    let space = &part.space;
+    let n = part.geometry.instances() as usize;
+    let counts = part_base(COUNTS_BASE, k);
+    let head = read(mem, counts, space.head_words());
+    let over = head[space.overflow_word()] as usize;
+    let log = read(
+        mem,
+        counts + 4 * space.log_word(n) as u64,
+        over * space.terms.len(),
+    );
+    crate::atomics::gpu::worker::PartCounts {
+        head,
+        log,
+        timeouts: read(mem, part_base(BASES[4].1, k), 2)[1],
+    }
+}
+
+/// One emulated launch of `batch` (each part under its plan in `plans`): each part's
+/// counted launch, as [`launch_counting`] gives one test's.
+pub fn launch_batch(
+    batch: &crate::atomics::gpu::batch::Batch,
+    plans: &[IterationPlan],
+    seed: Option<u64>,
+) -> Result<Vec<CountedLaunch>, EmulateError> {
+    let prog = parse(&batch.ptx)?;
+    let (mem, tables, steps) = run_batch_machine(&prog, batch, plans, seed)?;
+    let mut out = Vec::new();
+    for (k, (part, t)) in batch.parts.iter().zip(&tables).enumerate() {
+        let (g, space) = (&part.geometry, &part.space);
+        let n = g.instances() as usize;
+        let c = part_counts(&mem, part, k);
+        let mut device = Histogram::new();
+        let device_dnt = space
+            .decode(&c.head, &c.log, &mut device)
+            .map_err(|e| EmulateError::Unsupported(e.to_string()))?;
+        let res = read(&mem, part_base(BASES[1].1, k), n * g.slots.len());
+        let locs = read(&mem, part_base(BASES[0].1, k), g.location_words());
+        let mut host = Histogram::new();
+        let host_dnt = layout::decode(g, &space.terms, t, &res, &locs, &mut host)?;
+        out.push(CountedLaunch {
+            device,
+            device_dnt,
+            host,
+            host_dnt,
+            overflow: u64::from(c.head[space.overflow_word()]),
+            timeouts: c.timeouts,
+            steps,
+        });
+    }
+    Ok(out)
+}
+
+/// The GPU worker's executor on the emulator ([`crate::atomics::gpu::worker::Executor`]):
+/// each launch interleaves threads at random from its own seed; the launch time is the
+/// emulator's wall time.
+#[derive(Debug)]
+pub struct EmulatorExecutor {
+    rng: rand_chacha::ChaCha8Rng,
+    /// Kernels parsed ("compiled"), for tests of the worker's cache.
+    pub loads: u64,
+    /// Instructions executed over all launches.
+    pub steps: u64,
+}
+
+impl EmulatorExecutor {
+    pub fn new(seed: u64) -> EmulatorExecutor {
+        EmulatorExecutor {
+            rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
+            loads: 0,
+            steps: 0,
+        }
+    }
+}
+
+/// A kernel parsed by the emulator.
+pub struct EmulatedModule(Program);
+
+impl std::fmt::Debug for EmulatedModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EmulatedModule({} instructions)", self.0.code.len())
+    }
+}
+
+impl crate::atomics::gpu::worker::Executor for EmulatorExecutor {
+    type Module = EmulatedModule;
+
+    fn load(&mut self, ptx: &str) -> Result<EmulatedModule, crate::atomics::gpu::RunError> {
+        self.loads += 1;
+        Ok(EmulatedModule(parse(ptx)?))
+    }
+
+    fn launch(
+        &mut self,
+        module: &EmulatedModule,
+        batch: &crate::atomics::gpu::batch::Batch,
+        plans: &[IterationPlan],
+    ) -> Result<
+        (
+            Vec<crate::atomics::gpu::worker::PartCounts>,
+            std::time::Duration,
+        ),
+        crate::atomics::gpu::RunError,
+    > {
+        let t0 = std::time::Instant::now();
+        let (mem, _, steps) = run_batch_machine(&module.0, batch, plans, Some(self.rng.random()))?;
+        self.steps += steps;
+        let counts = batch
+            .parts
+            .iter()
+            .enumerate()
+            .map(|(k, p)| part_counts(&mem, p, k))
+            .collect();
+        Ok((counts, t0.elapsed()))
+    }
+}
+
+#[cfg(test)]
+mod batch_tests {
+    use super::*;
+    use crate::atomics::catalog;
+    use crate::atomics::gpu::batch;
+
+    fn params(shared: bool) -> StressParams {
+        StressParams {
+            testing_workgroups: 4,
+            workgroup_size: 128,
+            max_workgroups: 5,
+            stress_iterations: 4,
+            pre_stress_iterations: 2,
+            stress_target_lines: 2,
+            stress_line_size: 4,
+            intra_cta_shared: shared,
+            ..StressParams::default()
+        }
+    }
+
+    // Catalogue tests of every shape, in global and shared memory, plus a one-role-per-thread
+    // test with a spin loop, in one launch: each part gets its own instances, only outcomes
+    // the model allows for its own test, and counters equal to the host decoding of its
+    // buffers.
+    #[test]
+    fn a_batch_gives_each_test_its_own_allowed_outcomes() {
+        let spin = crate::atomics::litmus::from_yaml(
+            "name: MP+spin\n\
+             threads:\n\
+             - cta: 0\n  ops:\n\
+             \x20 - st: {loc: x, val: 1}\n\
+             \x20 - st: {loc: y, val: 1, sem: release, scope: gpu}\n\
+             - cta: 1\n  ops:\n\
+             \x20 - label: {name: L}\n\
+             \x20 - ld: {reg: r0, loc: y, sem: acquire, scope: gpu}\n\
+             \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
+             \x20 - ld: {reg: r1, loc: x}\n\
+             condition: 'exists (P1:r0 == 1 /\\ P1:r1 == 0)'\n",
+        )
+        .unwrap();
+        let mut tests = vec![spin];
+        let mut shapes = std::collections::BTreeSet::new();
+        for e in catalog::entries() {
+            // One test per shape and placement keeps the launch small.
+            let shape = e.test.name.split('.').next().unwrap_or("").to_string();
+            if shapes.insert((shape, e.test.name.ends_with("inter_cta"))) {
+                tests.push(e.test);
+            }
+        }
+        let mut prepared = Vec::new();
+        for (i, t) in tests.iter().enumerate() {
+            let g = Geometry::new(t, &params(i % 2 == 0)).unwrap();
+            let v = model::check(t);
+            let space = OutcomeSpace::new(t, &v.terms);
+            prepared.push((t, g, space, v));
+        }
+        let refs: Vec<_> = prepared.iter().map(|(t, g, s, _)| (*t, g, s)).collect();
+        let b = batch::generate(&refs).unwrap();
+        assert!(b.parts.len() >= 20, "{} tests", b.parts.len());
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let plans: Vec<IterationPlan> = b
+            .parts
+            .iter()
+            .map(|p| IterationPlan::random(&p.geometry, &mut rng))
+            .collect();
+        let runs = launch_batch(&b, &plans, Some(11)).unwrap();
+        for ((t, g, _, v), run) in prepared.iter().zip(&runs) {
+            let at = &t.name;
+            assert_eq!(
+                run.device.values().sum::<u64>() + run.device_dnt,
+                u64::from(g.instances()),
+                "{at}"
+            );
+            assert!(
+                run.device.keys().all(|o| v.outcome_allowed(o)),
+                "{at}: {run:?}"
+            );
+            assert_eq!(run.device, run.host, "{at}");
+            assert_eq!(run.timeouts, 0, "{at}");
+        }
+    }
+}
