@@ -117,6 +117,32 @@ pub const PROBES: &[IsaProbe] = &[
         body: entry!("\tld.global.v8.f64 {%fd1,%fd2,%fd3,%fd4,%fd5,%fd6,%fd7,%fd8}, [%rd1];\n"),
         isa: Verdict::Refuses(TOO_LARGE),
         rule: "ISA 8.8 ld: .v8 only of 32-bit elements (256 bits at most)" },
+    // §1.4 and §2.3 note E: a texture or surface handle crosses a call as a .b64 and the
+    // callee reads through it (tex, suld, sust); a handle returned as .b64 is used by the
+    // caller. (ptxas 12.9 takes the handle out of a .texref/.surfref only with `mov.u64`:
+    // `mov.b64` is refused with "Indirect access to texture requires .u64 type".)
+    IsaProbe { id: "handle_b64_param_tex_suld_sust", version: "8.5", target: "sm_90", address_size: 64,
+        body: ".global .texref t;\n.global .surfref s;\n\
+.visible .func (.param .b32 r) sample(.param .b64 h, .param .b64 sf)\n{\n\t.reg .b64 %rd<3>;\n\t.reg .f32 %f<9>;\n\t.reg .b32 %r<5>;\n\
+\tld.param.b64 %rd1, [h];\n\tld.param.b64 %rd2, [sf];\n\tmov.f32 %f5, 0f00000000;\n\
+\ttex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd1, {%f5, %f5}];\n\tmov.u32 %r2, 0;\n\
+\tsuld.b.2d.b32.trap {%r1}, [%rd2, {%r2, %r2}];\n\tsust.b.2d.b32.trap [%rd2, {%r2, %r2}], {%r1};\n\
+\tcvt.rzi.s32.f32 %r3, %f1;\n\tadd.s32 %r4, %r3, %r1;\n\tst.param.b32 [r], %r4;\n\tret;\n}\n\
+.visible .entry k(.param .u64 o)\n{\n\t.reg .b64 %rd<4>;\n\t.reg .b32 %r<2>;\n\tmov.u64 %rd1, t;\n\tmov.u64 %rd2, s;\n\
+\t{\n\t.param .b64 p0;\n\tst.param.b64 [p0], %rd1;\n\t.param .b64 p1;\n\tst.param.b64 [p1], %rd2;\n\
+\t.param .b32 r0;\n\tcall.uni (r0), sample, (p0, p1);\n\tld.param.b32 %r1, [r0];\n\t}\n\
+\tld.param.u64 %rd3, [o];\n\tst.global.u32 [%rd3], %r1;\n\tret;\n}\n",
+        isa: Verdict::Accepts,
+        rule: "§2.3 note E, §1.4: handles pass to functions as .b64 and carry what tex, suld and sust need" },
+    IsaProbe { id: "handle_b64_returned", version: "8.5", target: "sm_90", address_size: 64,
+        body: ".visible .func (.param .b64 r) pass(.param .b64 h)\n{\n\t.reg .b64 %rd<2>;\n\
+\tld.param.b64 %rd1, [h];\n\tst.param.b64 [r], %rd1;\n\tret;\n}\n\
+.visible .entry k(.param .texref t, .param .u64 o)\n{\n\t.reg .b64 %rd<4>;\n\t.reg .f32 %f<9>;\n\tmov.u64 %rd1, t;\n\
+\t{\n\t.param .b64 p0;\n\tst.param.b64 [p0], %rd1;\n\t.param .b64 r0;\n\tcall.uni (r0), pass, (p0);\n\tld.param.b64 %rd2, [r0];\n\t}\n\
+\tmov.f32 %f5, 0f00000000;\n\ttex.2d.v4.f32.f32 {%f1, %f2, %f3, %f4}, [%rd2, {%f5, %f5}];\n\
+\tld.param.u64 %rd3, [o];\n\tst.global.f32 [%rd3], %f1;\n\tret;\n}\n",
+        isa: Verdict::Accepts,
+        rule: "§2.3 note E, §1.4: a handle is returned from a function as .b64 and used by the caller" },
     // ch. 3: the 32-bit forms.
     IsaProbe { id: "address_size_32_sm90", version: "8.5", target: "sm_90", address_size: 32,
         body: ".visible .entry k()\n{\n\tret;\n}\n", isa: Verdict::Accepts,
