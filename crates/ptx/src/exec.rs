@@ -572,6 +572,22 @@ impl Machine {
                 }
                 self.set(operand(0)?, v, line)?;
             }
+            "bfi" => {
+                // PTX ISA `bfi`: d = b with bits [pos, pos+len) replaced by a's low bits.
+                let bits = type_bits(ty).ok_or_else(|| Self::unsupported(ins))?;
+                let a = self.get(operand(1)?, bits, line)?;
+                let mut v = self.get(operand(2)?, bits, line)?;
+                let pos = self.get(operand(3)?, 32, line)? & 0xff;
+                let len = self.get(operand(4)?, 32, line)? & 0xff;
+                let msb = u64::from(bits) - 1;
+                for i in 0..len {
+                    if pos + i > msb {
+                        break;
+                    }
+                    v = (v & !(1 << (pos + i))) | (((a >> i) & 1) << (pos + i));
+                }
+                self.set(operand(0)?, v, line)?;
+            }
             "selp" => {
                 let bits = type_bits(ty).ok_or_else(|| Self::unsupported(ins))?;
                 let p = self.get(operand(3)?, 1, line)?;

@@ -62,6 +62,12 @@ pub enum AbiCheck {
     /// A module of [`isa_probes::PROBES`] against ptxas: the PTX ISA's verdict (§1.1 shared
     /// and local address widths, §1.2 vector forms, ch. 3 32-bit forms).
     IsaProbe { probe: String },
+    /// §1.3: a producer's code reads every bit field of [`bitfield_values::FIELDS`] back with
+    /// the table's sign and range (executed with the PTX interpreter).
+    BitFieldValues {
+        #[serde(deserialize_with = "bitfield_values::producer_in_view")]
+        producer: crate::backend::producer::Producer,
+    },
 }
 
 fn paramgen_producer(name: &str) -> Option<paramgen::Producer> {
@@ -81,6 +87,7 @@ impl Check for AbiCheck {
             AbiCheck::Lint { .. } | AbiCheck::LintCorpus { .. } => Vec::new(),
             AbiCheck::Graffiti { .. } => vec![Capability::Gpu, Capability::Nvrtc],
             AbiCheck::IsaProbe { .. } => vec![Capability::Ptxas],
+            AbiCheck::BitFieldValues { producer } => producer.requires(),
         }
     }
 
@@ -124,6 +131,7 @@ impl Check for AbiCheck {
                 Some(p) => isa_probes::case(ctx, p),
                 None => CaseStatus::error(format!("unknown probe `{probe}`")),
             },
+            AbiCheck::BitFieldValues { producer } => bitfield_values::case(ctx, *producer),
         }
     }
 }
@@ -236,6 +244,7 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
                 ));
             }
         }
+        AbiCheck::BitFieldValues { .. } => {}
         AbiCheck::Graffiti { seed_start, count } => {
             if seed_start.saturating_add(*count) >= crate::area::MAX_SEED {
                 errors.push(CaseError::new(
@@ -255,6 +264,7 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
     crate::area::problems(errors)
 }
 
+pub mod bitfield_values;
 mod cases;
 pub mod graffiti_gpu;
 pub mod isa_probes;
