@@ -8,6 +8,7 @@
 
 #![warn(missing_debug_implementations)]
 
+pub mod exec;
 pub mod instr;
 pub mod lexer;
 pub mod literal;

@@ -59,6 +59,15 @@ pub enum AbiCheck {
     /// The graffiti oracle on a GPU: random types `r<seed_start>..` (`count` of them) written
     /// member by member by an NVRTC-compiled kernel, bytes compared with the engine.
     Graffiti { seed_start: u64, count: u64 },
+    /// A module of [`isa_probes::PROBES`] against ptxas: the PTX ISA's verdict (§1.1 shared
+    /// and local address widths, §1.2 vector forms, ch. 3 32-bit forms).
+    IsaProbe { probe: String },
+    /// §1.3: a producer's code reads every bit field of [`bitfield_values::FIELDS`] back with
+    /// the table's sign and range (executed with the PTX interpreter).
+    BitFieldValues {
+        #[serde(deserialize_with = "bitfield_values::producer_in_view")]
+        producer: crate::backend::producer::Producer,
+    },
 }
 
 fn paramgen_producer(name: &str) -> Option<paramgen::Producer> {
@@ -77,6 +86,8 @@ impl Check for AbiCheck {
                 .unwrap_or_default(),
             AbiCheck::Lint { .. } | AbiCheck::LintCorpus { .. } => Vec::new(),
             AbiCheck::Graffiti { .. } => vec![Capability::Gpu, Capability::Nvrtc],
+            AbiCheck::IsaProbe { .. } => vec![Capability::Ptxas],
+            AbiCheck::BitFieldValues { producer } => producer.requires(),
         }
     }
 
@@ -116,6 +127,11 @@ impl Check for AbiCheck {
             AbiCheck::Graffiti { seed_start, count } => {
                 graffiti_gpu::graffiti_case(ctx, *seed_start, *count)
             }
+            AbiCheck::IsaProbe { probe } => match isa_probes::probe(probe) {
+                Some(p) => isa_probes::case(ctx, p),
+                None => CaseStatus::error(format!("unknown probe `{probe}`")),
+            },
+            AbiCheck::BitFieldValues { producer } => bitfield_values::case(ctx, *producer),
         }
     }
 }
@@ -215,6 +231,20 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
                 ));
             }
         }
+        AbiCheck::IsaProbe { probe } => {
+            if isa_probes::probe(probe).is_none() {
+                let ids: Vec<&str> = isa_probes::PROBES.iter().map(|p| p.id).collect();
+                errors.push(CaseError::new(
+                    "probe",
+                    probe,
+                    format!(
+                        "unknown probe `{probe}`; `probe:` is one of {}",
+                        ids.join(", ")
+                    ),
+                ));
+            }
+        }
+        AbiCheck::BitFieldValues { .. } => {}
         AbiCheck::Graffiti { seed_start, count } => {
             if seed_start.saturating_add(*count) >= crate::area::MAX_SEED {
                 errors.push(CaseError::new(
@@ -234,8 +264,10 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
     crate::area::problems(errors)
 }
 
+pub mod bitfield_values;
 mod cases;
 pub mod graffiti_gpu;
+pub mod isa_probes;
 
 pub mod layout;
 pub mod oracle;

@@ -7,6 +7,7 @@
 //!   assert, linted, and the vprintf argument buffer each builds against one documented layout;
 //! - [`gpu`]: the driver's behaviour (printf formatting and limits, the malloc heap, assert).
 
+pub mod charsize;
 pub mod gpu;
 pub mod probes;
 pub mod producers;
@@ -49,6 +50,11 @@ pub enum SyscallsCheck {
         producer: producers::Producer,
         mix: usize,
     },
+    /// Every `__assertfail` call in a producer's assert program passes charSize 1.
+    AssertCharSize {
+        #[serde(deserialize_with = "producers::producer_in_view")]
+        producer: producers::Producer,
+    },
     /// The driver's behaviour on a GPU.
     Gpu { case: gpu::GpuCase },
 }
@@ -80,7 +86,8 @@ impl Check for SyscallsCheck {
                 ProbeTool::Jit => vec![Capability::Gpu],
             },
             SyscallsCheck::ProducerLint { producer, .. }
-            | SyscallsCheck::VprintfLayout { producer, .. } => producer.requires(),
+            | SyscallsCheck::VprintfLayout { producer, .. }
+            | SyscallsCheck::AssertCharSize { producer } => producer.requires(),
             SyscallsCheck::Gpu { case } => case.requires(),
         }
     }
@@ -202,6 +209,7 @@ impl Check for SyscallsCheck {
             SyscallsCheck::VprintfLayout { producer, mix } => {
                 producers::layout_case(ctx, *producer, *mix)
             }
+            SyscallsCheck::AssertCharSize { producer } => charsize::case(ctx, *producer),
             SyscallsCheck::Gpu { case } => gpu::run(ctx, case),
         }
     }

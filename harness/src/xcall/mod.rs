@@ -19,6 +19,7 @@ pub mod emit;
 pub mod gpu;
 pub mod mangle;
 pub mod sig;
+pub mod values;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
@@ -173,6 +174,21 @@ pub enum XcallCheck {
         callee: Producer,
         seed: u64,
     },
+    /// What one producer's code puts into a call's `.param`s, executed offline
+    /// ([`values`]: §2.3 notes A and B).
+    Values {
+        #[serde(deserialize_with = "values::producer_in_view")]
+        producer: Producer,
+        subject: values::Subject,
+    },
+    /// A caller of one producer run against a callee of another through narrow integers
+    /// both ways and pointers to each state space ([`values::pair`]).
+    ValuesPair {
+        #[serde(deserialize_with = "values::producer_in_view")]
+        caller: Producer,
+        #[serde(deserialize_with = "values::producer_in_view")]
+        callee: Producer,
+    },
 }
 
 impl Check for XcallCheck {
@@ -185,6 +201,12 @@ impl Check for XcallCheck {
                 v
             }
             XcallCheck::Mangle { .. } => vec![Capability::Nvrtc, Capability::Clang],
+            XcallCheck::Values { producer, .. } => producer.requires(),
+            XcallCheck::ValuesPair { caller, callee } => {
+                let mut v = caller.requires();
+                v.extend(callee.requires());
+                v
+            }
             XcallCheck::MangleHost { .. } => vec![Capability::Nvrtc, Capability::Gxx],
             XcallCheck::Gpu { caller, callee } => {
                 let mut v = vec![Capability::Gpu];
@@ -264,6 +286,10 @@ impl Check for XcallCheck {
             XcallCheck::Mangle { seed } => mangle::mangle_case(ctx, *seed),
             XcallCheck::MangleHost { seed } => mangle::host_mangle_case(ctx, *seed),
             XcallCheck::Gpu { caller, callee } => gpu::gpu_case(ctx, *caller, *callee),
+            XcallCheck::Values { producer, subject } => {
+                values::producer_case(ctx, *producer, *subject)
+            }
+            XcallCheck::ValuesPair { caller, callee } => values::pair_case(ctx, *caller, *callee),
         }
     }
 }
