@@ -98,28 +98,44 @@ struct RawMapping {
     operation: String,
     order: String,
     scope: String,
+    /// The object's state space and type (`global`/`shared`/`generic`, `s32`..`f64`); both
+    /// or neither (then `int` on `.global`).
+    #[serde(default)]
+    space: Option<String>,
+    #[serde(default, rename = "type")]
+    ty: Option<String>,
 }
 
 /// A `mapping:` check naming no case of the mapping table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "no mapping case for producer `{producer}`, operation `{operation}`, order `{order}`, scope `{scope}` \
-     (producers: nvrtc, clang, llvm; an order must be valid for the operation in C++)"
+    "no mapping case for producer `{producer}`, operation `{operation}`, order `{order}`, scope `{scope}`{object} \
+     (producers: nvrtc, clang, llvm; an order must be valid for the operation in C++, the operation \
+     defined on the type; space and type are given both or neither, `global`/`s32` never)"
 )]
 pub struct UnknownMapping {
     producer: String,
     operation: String,
     order: String,
     scope: String,
+    object: String,
 }
 
 impl TryFrom<RawMapping> for MappingSpec {
     type Error = UnknownMapping;
     fn try_from(r: RawMapping) -> Result<Self, UnknownMapping> {
-        let id = format!(
+        let mut id = format!(
             "atomics.mapping.{}.{}.{}.{}",
             r.producer, r.operation, r.order, r.scope
         );
+        let object = match (&r.space, &r.ty) {
+            (None, None) => String::new(),
+            (s, t) => {
+                let (s, t) = (s.as_deref().unwrap_or("?"), t.as_deref().unwrap_or("?"));
+                id.push_str(&format!(".{s}.{t}"));
+                format!(", space `{s}`, type `{t}`")
+            }
+        };
         MappingCase::from_id(&id)
             .map(MappingSpec)
             .ok_or(UnknownMapping {
@@ -127,6 +143,7 @@ impl TryFrom<RawMapping> for MappingSpec {
                 operation: r.operation,
                 order: r.order,
                 scope: r.scope,
+                object,
             })
     }
 }

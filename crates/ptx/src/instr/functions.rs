@@ -205,7 +205,13 @@ fn body_statements(text: &str, start: usize, end: usize) -> Result<Vec<Instructi
                 }
             }
         }
-        let s = s.trim_end_matches(['{', '}']).trim();
+        // A trailing brace closes a nested scope, unless it closes a vector operand
+        // (`st.local.v4.u8 [%rd1], {%rs1, %rs2, %rs3, %rs4}`).
+        let s = if s.matches('{').count() >= s.matches('}').count() {
+            s
+        } else {
+            s.trim_end_matches(['{', '}']).trim()
+        };
         if s.is_empty() || s.starts_with('.') {
             continue;
         }

@@ -48,34 +48,158 @@ pub fn source(language: Language, cases: &[MappingCase]) -> String {
     }
 }
 
-/// One mapping case: a producer compiling one operation at one order and scope.
+crate::vocab::vocabulary! {
+    /// Where the atomic object lives, as the producer sees it: a pointer the compiler knows
+    /// points to global memory, a `__shared__` object, or a pointer whose state space the
+    /// compiler cannot see (generic addressing, PTX ISA §6.4.1.5 "Generic Addressing").
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum ObjectSpace {
+        Global = "global",
+        Shared = "shared",
+        Generic = "generic",
+    }
+}
+
+crate::vocab::vocabulary! {
+    /// The C++ value type of the atomic object, named as the PTX type it is accessed as:
+    /// `int`, `unsigned`, `long long`, `unsigned long long`, `float`, `double`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum ValueType {
+        S32 = "s32",
+        U32 = "u32",
+        S64 = "s64",
+        U64 = "u64",
+        F32 = "f32",
+        F64 = "f64",
+    }
+}
+
+impl ValueType {
+    pub fn bits(self) -> u32 {
+        match self {
+            ValueType::S32 | ValueType::U32 | ValueType::F32 => 32,
+            ValueType::S64 | ValueType::U64 | ValueType::F64 => 64,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, ValueType::F32 | ValueType::F64)
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(self, ValueType::S32 | ValueType::S64)
+    }
+
+    /// The C++ type.
+    pub fn cxx(self) -> &'static str {
+        match self {
+            ValueType::S32 => "int",
+            ValueType::U32 => "unsigned int",
+            ValueType::S64 => "long long",
+            ValueType::U64 => "unsigned long long",
+            ValueType::F32 => "float",
+            ValueType::F64 => "double",
+        }
+    }
+
+    /// The LLVM IR type.
+    fn llvm(self) -> &'static str {
+        match self {
+            ValueType::S32 | ValueType::U32 => "i32",
+            ValueType::S64 | ValueType::U64 => "i64",
+            ValueType::F32 => "float",
+            ValueType::F64 => "double",
+        }
+    }
+
+    /// The LLVM IR integer type of the same width (`cmpxchg` takes integers only).
+    fn llvm_bits(self) -> &'static str {
+        if self.bits() == 32 {
+            "i32"
+        } else {
+            "i64"
+        }
+    }
+
+    /// Whether C++ has the operation on the type: every operation on the integers; on
+    /// floating point, load, store, exchange, compare_exchange and (C++20, and libcu++'s
+    /// `cuda::atomic_ref`) fetch_add and fetch_sub ([atomics.ref.float]); thread fences take
+    /// no object.
+    pub fn has(self, op: Operation) -> bool {
+        match op {
+            Operation::Fence => false,
+            Operation::Load | Operation::Store => true,
+            Operation::Rmw(r) => {
+                !self.is_float()
+                    || matches!(
+                        r,
+                        RmwOp::FetchAdd
+                            | RmwOp::FetchSub
+                            | RmwOp::Exchange
+                            | RmwOp::CompareExchange
+                    )
+            }
+        }
+    }
+}
+
+/// One mapping case: a producer compiling one operation at one order and scope, on an object
+/// of one type in one state space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct MappingCase {
     pub producer: Producer,
     pub operation: Operation,
     pub order: Order,
     pub scope: Scope,
+    pub space: ObjectSpace,
+    pub ty: ValueType,
 }
 
 impl MappingCase {
-    /// Stable id: `atomics.mapping.nvrtc.fetch_add.acquire.gpu`.
+    /// The case of `int` on `.global` (fences included: they take no object), whose ids
+    /// carry no space and type segments.
+    pub fn base(producer: Producer, operation: Operation, order: Order, scope: Scope) -> Self {
+        MappingCase {
+            producer,
+            operation,
+            order,
+            scope,
+            space: ObjectSpace::Global,
+            ty: ValueType::S32,
+        }
+    }
+
+    /// `int` on `.global`, and every fence: ids without space and type.
+    pub fn is_base(&self) -> bool {
+        self.space == ObjectSpace::Global && self.ty == ValueType::S32
+    }
+
+    /// Stable id: `atomics.mapping.nvrtc.fetch_add.acquire.gpu` (`int` on `.global`, and
+    /// fences), `atomics.mapping.nvrtc.fetch_add.acquire.gpu.shared.u64` otherwise.
     pub fn id(&self) -> String {
-        format!(
+        let mut id = format!(
             "atomics.mapping.{}.{}.{}.{}",
             self.producer.name(),
             self.operation.name(),
             self.order.name(),
             self.scope.name()
-        )
+        );
+        if !self.is_base() {
+            id.push_str(&format!(".{}.{}", self.space.name(), self.ty.name()));
+        }
+        id
     }
 
     /// The case an id names (the inverse of [`MappingCase::id`]); `None` for anything else,
-    /// including an order the operation does not take.
+    /// including an order the operation does not take, an operation C++ lacks on the type,
+    /// and `global.s32` written out (its id has no such segments).
     pub fn from_id(id: &str) -> Option<MappingCase> {
         let rest = id.strip_prefix("atomics.mapping.")?;
         let parts: Vec<&str> = rest.split('.').collect();
-        let [p, op, order, scope] = parts[..] else {
-            return None;
+        let (p, op, order, scope, space, ty) = match parts[..] {
+            [p, op, order, scope] => (p, op, order, scope, None, None),
+            [p, op, order, scope, space, ty] => (p, op, order, scope, Some(space), Some(ty)),
+            _ => return None,
         };
         let producer = crate::backend::producer::parse_in_view(p, &producers())?;
         let operation = Operation::all().into_iter().find(|x| x.name() == op)?;
@@ -84,22 +208,29 @@ impl MappingCase {
             .iter()
             .find(|x| x.name() == order)?;
         let scope = *Scope::ALL.iter().find(|x| x.name() == scope)?;
-        Some(MappingCase {
-            producer,
-            operation,
-            order,
-            scope,
-        })
+        let mut case = MappingCase::base(producer, operation, order, scope);
+        if let (Some(space), Some(ty)) = (space, ty) {
+            case.space = ObjectSpace::parse(space)?;
+            case.ty = ValueType::parse(ty)?;
+            if case.is_base() || !case.ty.has(operation) {
+                return None;
+            }
+        }
+        Some(case)
     }
 
     /// The device function holding the case.
     pub fn function_name(&self) -> String {
-        format!(
+        let mut f = format!(
             "gpucts_{}_{}_{}",
             self.operation.name(),
             self.order.name(),
             self.scope.name()
-        )
+        );
+        if !self.is_base() {
+            f.push_str(&format!("_{}_{}", self.space.name(), self.ty.name()));
+        }
+        f
     }
 
     /// The chapter's table this case checks against.
@@ -122,17 +253,33 @@ pub fn all_cases() -> Vec<MappingCase> {
     v
 }
 
+/// `producer`'s cases: first every operation × order × scope on `int` in global memory (the
+/// ids without space and type), then every other type × space for the operations C++ has on
+/// the type.
 pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
     let mut v = Vec::new();
     for operation in Operation::all() {
         for &order in operation.valid_orders() {
             for scope in Scope::ALL {
-                v.push(MappingCase {
-                    producer,
-                    operation,
-                    order,
-                    scope,
-                });
+                v.push(MappingCase::base(producer, operation, order, scope));
+            }
+        }
+    }
+    for space in ObjectSpace::ALL.iter().copied() {
+        for ty in ValueType::ALL.iter().copied() {
+            for operation in Operation::all() {
+                for &order in operation.valid_orders() {
+                    for scope in Scope::ALL {
+                        let c = MappingCase {
+                            space,
+                            ty,
+                            ..MappingCase::base(producer, operation, order, scope)
+                        };
+                        if !c.is_base() && ty.has(operation) {
+                            v.push(c);
+                        }
+                    }
+                }
             }
         }
     }
@@ -217,6 +364,17 @@ fn llvm_scope(s: Scope) -> &'static str {
     }
 }
 
+/// The IR pointer type of a case's object: `addrspace(1)` for global memory, `addrspace(3)`
+/// for shared memory (the address space a front end gives a `__shared__` object), the generic
+/// `ptr` when the space is unknown (NVPTX address spaces, LLVM NVPTX usage guide).
+fn llvm_ptr(space: ObjectSpace) -> &'static str {
+    match space {
+        ObjectSpace::Global => "ptr addrspace(1)",
+        ObjectSpace::Shared => "ptr addrspace(3)",
+        ObjectSpace::Generic => "ptr",
+    }
+}
+
 /// One LLVM IR module for `cases`: the C++ operations as LLVM's atomic instructions
 /// (C++ relaxed is LLVM monotonic).
 pub fn llvm_ir_source(cases: &[MappingCase]) -> String {
@@ -225,37 +383,53 @@ pub fn llvm_ir_source(cases: &[MappingCase]) -> String {
         let f = c.function_name();
         let order = llvm_order(c.order);
         let scope = llvm_scope(c.scope);
+        let ptr = llvm_ptr(c.space);
+        let t = c.ty.llvm();
+        let align = c.ty.bits() / 8;
         let def = match c.operation {
             Operation::Fence => {
                 format!("define void @{f}() {{\n  fence{scope} {order}\n  ret void\n}}\n")
             }
             Operation::Load => format!(
-                "define i32 @{f}(ptr %p) {{\n  %r = load atomic i32, ptr %p{scope} {order}, align 4\n  \
-                 ret i32 %r\n}}\n"
+                "define {t} @{f}({ptr} %p) {{\n  %r = load atomic {t}, {ptr} %p{scope} {order}, \
+                 align {align}\n  ret {t} %r\n}}\n"
             ),
             Operation::Store => format!(
-                "define void @{f}(ptr %p, i32 %v) {{\n  store atomic i32 %v, ptr %p{scope} {order}, \
-                 align 4\n  ret void\n}}\n"
+                "define void @{f}({ptr} %p, {t} %v) {{\n  store atomic {t} %v, {ptr} %p{scope} \
+                 {order}, align {align}\n  ret void\n}}\n"
             ),
-            Operation::Rmw(RmwOp::CompareExchange) => format!(
-                "define i32 @{f}(ptr %p, i32 %e, i32 %d) {{\n  %x = cmpxchg ptr %p, i32 %e, i32 %d{scope} \
-                 {order} {}, align 4\n  %r = extractvalue {{ i32, i1 }} %x, 0\n  ret i32 %r\n}}\n",
-                llvm_order(cas_failure_order(c.order))
-            ),
+            // cmpxchg takes integers: a floating-point compare-exchange compares the bits, as
+            // C++ does ([atomics.types.operations]: the value representation).
+            Operation::Rmw(RmwOp::CompareExchange) => {
+                let i = c.ty.llvm_bits();
+                format!(
+                    "define {i} @{f}({ptr} %p, {i} %e, {i} %d) {{\n  %x = cmpxchg {ptr} %p, {i} %e, \
+                     {i} %d{scope} {order} {}, align {align}\n  %r = extractvalue {{ {i}, i1 }} %x, 0\n  \
+                     ret {i} %r\n}}\n",
+                    llvm_order(cas_failure_order(c.order))
+                )
+            }
             Operation::Rmw(r) => {
+                let float = c.ty.is_float();
+                let signed = c.ty.is_signed();
                 let op = match r {
+                    RmwOp::FetchAdd if float => "fadd",
+                    RmwOp::FetchSub if float => "fsub",
                     RmwOp::FetchAdd => "add",
+                    RmwOp::FetchSub => "sub",
                     RmwOp::Exchange => "xchg",
                     RmwOp::FetchAnd => "and",
                     RmwOp::FetchOr => "or",
                     RmwOp::FetchXor => "xor",
-                    RmwOp::FetchMin => "min",
-                    RmwOp::FetchMax => "max",
+                    RmwOp::FetchMin if signed => "min",
+                    RmwOp::FetchMax if signed => "max",
+                    RmwOp::FetchMin => "umin",
+                    RmwOp::FetchMax => "umax",
                     RmwOp::CompareExchange => unreachable!("matched above"),
                 };
                 format!(
-                    "define i32 @{f}(ptr %p, i32 %v) {{\n  %r = atomicrmw {op} ptr %p, i32 %v{scope} \
-                     {order}, align 4\n  ret i32 %r\n}}\n"
+                    "define {t} @{f}({ptr} %p, {t} %v) {{\n  %r = atomicrmw {op} {ptr} %p, {t} %v{scope} \
+                     {order}, align {align}\n  ret {t} %r\n}}\n"
                 )
             }
         };
@@ -264,19 +438,62 @@ pub fn llvm_ir_source(cases: &[MappingCase]) -> String {
     s
 }
 
+/// The `__shared__` array a libcu++ or clang case of `ty` operates on (one per type).
+fn shared_array(ty: ValueType) -> String {
+    format!("gpucts_shared_{}", ty.name())
+}
+
+/// The declarations of the `__shared__` arrays `cases` use, one per type.
+fn shared_arrays(cases: &[MappingCase]) -> String {
+    let mut s = String::new();
+    for ty in ValueType::ALL.iter().copied() {
+        if cases
+            .iter()
+            .any(|c| c.ty == ty && c.space == ObjectSpace::Shared)
+        {
+            s.push_str(&format!(
+                "__shared__ {} {}[32];\n",
+                ty.cxx(),
+                shared_array(ty)
+            ));
+        }
+    }
+    s.push('\n');
+    s
+}
+
+/// The parameters that name a case's object, and the object: a pointer (global, generic) or
+/// an index into the type's `__shared__` array, so the address is not a constant.
+fn object(c: &MappingCase) -> (String, String) {
+    let t = c.ty.cxx();
+    match c.space {
+        ObjectSpace::Shared => ("unsigned i".into(), format!("{}[i]", shared_array(c.ty))),
+        ObjectSpace::Global | ObjectSpace::Generic => (format!("{t}* p"), "*p".into()),
+    }
+}
+
 /// One libcu++ compilation unit for `cases` (their producer is ignored).
 ///
 /// On a generic pointer libcu++ first tests `isspacep.local` and, for thread-private local
-/// memory, uses plain local accesses instead of the atomic; the functions assume a global
-/// pointer (`__isGlobal`) so that only the mapping remains, as it does in a kernel whose
-/// pointer parameter is known to be global.
+/// memory, uses plain local accesses instead of the atomic. The global cases assume a global
+/// pointer (`__isGlobal`), as in a kernel whose pointer parameter is known to be global, so
+/// that only the mapping remains; the generic cases keep that dispatch; the shared cases name
+/// a `__shared__` object.
 pub fn nvrtc_source(cases: &[MappingCase]) -> String {
     let mut s = String::from("#include <cuda/atomic>\n\n");
+    s.push_str(&shared_arrays(cases));
     for c in cases {
         let f = c.function_name();
         let order = cxx_order(c.order);
+        let t = c.ty.cxx();
+        let (param, obj) = object(c);
+        let assume = if c.space == ObjectSpace::Global {
+            "__builtin_assume(__isGlobal(p));\n  "
+        } else {
+            ""
+        };
         let aref = format!(
-            "__builtin_assume(__isGlobal(p));\n  cuda::atomic_ref<int, {}> a(*p);",
+            "{assume}cuda::atomic_ref<{t}, {}> a({obj});",
             cu_scope(c.scope)
         );
         let body = match c.operation {
@@ -286,19 +503,19 @@ pub fn nvrtc_source(cases: &[MappingCase]) -> String {
                 cu_scope(c.scope)
             ),
             Operation::Load => format!(
-                "extern \"C\" __device__ __noinline__ int {f}(int* p) {{\n  {aref}\n  \
+                "extern \"C\" __device__ __noinline__ {t} {f}({param}) {{\n  {aref}\n  \
                  return a.load({order});\n}}\n"
             ),
             Operation::Store => format!(
-                "extern \"C\" __device__ __noinline__ void {f}(int* p, int v) {{\n  {aref}\n  \
+                "extern \"C\" __device__ __noinline__ void {f}({param}, {t} v) {{\n  {aref}\n  \
                  a.store(v, {order});\n}}\n"
             ),
             Operation::Rmw(RmwOp::CompareExchange) => format!(
-                "extern \"C\" __device__ __noinline__ int {f}(int* p, int e, int d) {{\n  \
+                "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} e, {t} d) {{\n  \
                  {aref}\n  a.compare_exchange_strong(e, d, {order});\n  return e;\n}}\n"
             ),
             Operation::Rmw(r) => format!(
-                "extern \"C\" __device__ __noinline__ int {f}(int* p, int v) {{\n  {aref}\n  \
+                "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} v) {{\n  {aref}\n  \
                  return a.{}(v, {order});\n}}\n",
                 r.name()
             ),
@@ -338,18 +555,45 @@ fn clang_scope(s: Scope) -> &'static str {
 }
 
 /// One clang CUDA compilation unit for `cases`. `-nocudainc` leaves the CUDA attribute
-/// macros undefined, so the source defines the two it uses. Cases the compiler cannot express
-/// are guarded out by the preprocessor and so are absent from the PTX.
+/// macros undefined, so the source defines the three it uses. Cases the compiler cannot express
+/// are guarded out by the preprocessor and so are absent from the PTX. The global cases take
+/// an `address_space(1)` pointer (the space stated, as `__isGlobal` states it to NVRTC).
 pub fn clang_source(cases: &[MappingCase]) -> String {
     let mut s = String::from(
         "#define __device__ __attribute__((device))\n\
          #define __noinline__ __attribute__((noinline))\n\
+         #define __shared__ __attribute__((shared))\n\
          #ifndef __has_builtin\n#define __has_builtin(x) 0\n#endif\n\n",
     );
+    s.push_str(&shared_arrays(cases));
     for c in cases {
         let f = c.function_name();
         let order = gnu_order(c.order);
         let scope = clang_scope(c.scope);
+        let t = c.ty.cxx();
+        let (param, obj) = match c.space {
+            ObjectSpace::Global => (
+                format!("__attribute__((address_space(1))) {t}* p"),
+                "p".to_string(),
+            ),
+            ObjectSpace::Generic => (format!("{t}* p"), "p".to_string()),
+            ObjectSpace::Shared => (
+                "unsigned i".to_string(),
+                format!("&{}[i]", shared_array(c.ty)),
+            ),
+        };
+        let p = obj;
+        let float = c.ty.is_float();
+        // The same-width integer and a pointer to it in the object's address space.
+        let int = if c.ty.bits() == 32 {
+            "unsigned int"
+        } else {
+            "unsigned long long"
+        };
+        let bits = match c.space {
+            ObjectSpace::Global => format!("__attribute__((address_space(1))) {int}*"),
+            ObjectSpace::Shared | ObjectSpace::Generic => format!("{int}*"),
+        };
         let def = match c.operation {
             Operation::Fence => {
                 // GNU __atomic builtins act at system scope, so __atomic_thread_fence is the
@@ -368,23 +612,49 @@ pub fn clang_source(cases: &[MappingCase]) -> String {
                      __scoped_atomic_thread_fence({order}, {scope});\n}}\n{fallback}#endif\n"
                 )
             }
+            // The `_n` builtins take integers and pointers, the generic ones want every
+            // pointer in the object's address space: a floating-point load, store, exchange or
+            // compare-exchange goes through the same-width integer, as libraries implement it.
+            Operation::Load if float => format!(
+                "extern \"C\" __device__ __noinline__ {t} {f}({param}) {{\n  \
+                 return __builtin_bit_cast({t}, __scoped_atomic_load_n(({bits}){p}, {order}, \
+                 {scope}));\n}}\n"
+            ),
             Operation::Load => format!(
-                "extern \"C\" __device__ __noinline__ int {f}(int* p) {{\n  \
-                 return __scoped_atomic_load_n(p, {order}, {scope});\n}}\n"
+                "extern \"C\" __device__ __noinline__ {t} {f}({param}) {{\n  \
+                 return __scoped_atomic_load_n({p}, {order}, {scope});\n}}\n"
+            ),
+            Operation::Store if float => format!(
+                "extern \"C\" __device__ __noinline__ void {f}({param}, {t} v) {{\n  \
+                 __scoped_atomic_store_n(({bits}){p}, __builtin_bit_cast({int}, v), {order}, \
+                 {scope});\n}}\n"
             ),
             Operation::Store => format!(
-                "extern \"C\" __device__ __noinline__ void {f}(int* p, int v) {{\n  \
-                 __scoped_atomic_store_n(p, v, {order}, {scope});\n}}\n"
+                "extern \"C\" __device__ __noinline__ void {f}({param}, {t} v) {{\n  \
+                 __scoped_atomic_store_n({p}, v, {order}, {scope});\n}}\n"
+            ),
+            Operation::Rmw(RmwOp::CompareExchange) if float => format!(
+                "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} e, {t} d) {{\n  \
+                 {int} x = __builtin_bit_cast({int}, e);\n  \
+                 __scoped_atomic_compare_exchange_n(({bits}){p}, &x, __builtin_bit_cast({int}, d), \
+                 0, {order}, {}, {scope});\n  return __builtin_bit_cast({t}, x);\n}}\n",
+                gnu_order(cas_failure_order(c.order))
             ),
             Operation::Rmw(RmwOp::CompareExchange) => format!(
-                "extern \"C\" __device__ __noinline__ int {f}(int* p, int e, int d) {{\n  \
-                 __scoped_atomic_compare_exchange_n(p, &e, d, 0, {order}, {}, {scope});\n  \
+                "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} e, {t} d) {{\n  \
+                 __scoped_atomic_compare_exchange_n({p}, &e, d, 0, {order}, {}, {scope});\n  \
                  return e;\n}}\n",
                 gnu_order(cas_failure_order(c.order))
+            ),
+            Operation::Rmw(RmwOp::Exchange) if float => format!(
+                "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} v) {{\n  \
+                 return __builtin_bit_cast({t}, __scoped_atomic_exchange_n(({bits}){p}, \
+                 __builtin_bit_cast({int}, v), {order}, {scope}));\n}}\n"
             ),
             Operation::Rmw(r) => {
                 let builtin = match r {
                     RmwOp::FetchAdd => "__scoped_atomic_fetch_add",
+                    RmwOp::FetchSub => "__scoped_atomic_fetch_sub",
                     RmwOp::Exchange => "__scoped_atomic_exchange_n",
                     RmwOp::FetchAnd => "__scoped_atomic_fetch_and",
                     RmwOp::FetchOr => "__scoped_atomic_fetch_or",
@@ -394,8 +664,8 @@ pub fn clang_source(cases: &[MappingCase]) -> String {
                     RmwOp::CompareExchange => unreachable!("matched above"),
                 };
                 format!(
-                    "extern \"C\" __device__ __noinline__ int {f}(int* p, int v) {{\n  \
-                     return {builtin}(p, v, {order}, {scope});\n}}\n"
+                    "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} v) {{\n  \
+                     return {builtin}({p}, v, {order}, {scope});\n}}\n"
                 )
             }
         };
@@ -415,13 +685,22 @@ mod tests {
     #[test]
     fn case_ids_are_stable_and_unique() {
         let all = all_cases();
-        let c = MappingCase {
-            producer: Producer::named("nvrtc"),
-            operation: Operation::Rmw(RmwOp::FetchAdd),
-            order: Order::Acquire,
-            scope: Scope::Gpu,
-        };
+        let c = MappingCase::base(
+            Producer::named("nvrtc"),
+            Operation::Rmw(RmwOp::FetchAdd),
+            Order::Acquire,
+            Scope::Gpu,
+        );
         assert_eq!(c.id(), "atomics.mapping.nvrtc.fetch_add.acquire.gpu");
+        let shared = MappingCase {
+            space: ObjectSpace::Shared,
+            ty: ValueType::U64,
+            ..c
+        };
+        assert_eq!(
+            shared.id(),
+            "atomics.mapping.nvrtc.fetch_add.acquire.gpu.shared.u64"
+        );
         let mut ids: Vec<String> = all.iter().map(MappingCase::id).collect();
         ids.sort();
         ids.dedup();
@@ -437,11 +716,24 @@ mod tests {
             MappingCase::from_id("atomics.mapping.nvrtc.load.acquire"),
             None
         );
-        // (4 fence + 3 load + 3 store + 8 RMW x 5 orders) x 4 scopes, per producer.
-        assert_eq!(cases_for(Producer::named("clang")).len(), 200);
+        // `int` on `.global` has no written-out segments; C++ has no fetch_xor on float
+        // ([atomics.ref.float]); a fence takes no object.
+        for id in [
+            "atomics.mapping.nvrtc.load.acquire.gpu.global.s32",
+            "atomics.mapping.nvrtc.fetch_xor.relaxed.gpu.shared.f32",
+            "atomics.mapping.nvrtc.fence.acquire.gpu.shared.u32",
+            "atomics.mapping.nvrtc.load.acquire.gpu.shared",
+        ] {
+            assert_eq!(MappingCase::from_id(id), None, "{id}");
+        }
+        // `int` on `.global`: (4 fence + 3 load + 3 store + 9 RMW x 5 orders) x 4 scopes.
+        // Every other type x space: integers (3 load + 3 store + 9 RMW x 5 orders = 51),
+        // floating point (3 + 3 + 4 RMW x 5 = 26); per space 4 x 51 + 2 x 26 = 256; three
+        // spaces less global s32 (51): 717, x 4 scopes = 2868.
+        assert_eq!(cases_for(Producer::named("clang")).len(), 220 + 2868);
         // Four producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
         // (scoped builtins), llvm (IR).
-        assert_eq!(all.len(), 800);
+        assert_eq!(all.len(), 4 * 3088);
     }
 
     #[test]

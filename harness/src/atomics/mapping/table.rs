@@ -26,6 +26,10 @@ crate::vocab::vocabulary! {
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
     pub enum RmwOp {
         FetchAdd = "fetch_add",
+        /// PTX has no `atom.sub`: the row's `<rmw op>` for a subtraction is `add` of the
+        /// negated operand (the same value in two's complement and, for floating point, in
+        /// IEEE 754, where `x - y` is `x + (-y)`).
+        FetchSub = "fetch_sub",
         Exchange = "exchange",
         CompareExchange = "compare_exchange",
         FetchAnd = "fetch_and",
@@ -40,7 +44,7 @@ impl RmwOp {
     /// The `atom` operation (`<rmw op>` in the chapter's tables).
     pub fn ptx_op(self) -> AtomOp {
         match self {
-            RmwOp::FetchAdd => AtomOp::Add,
+            RmwOp::FetchAdd | RmwOp::FetchSub => AtomOp::Add,
             RmwOp::Exchange => AtomOp::Exch,
             RmwOp::CompareExchange => AtomOp::Cas,
             RmwOp::FetchAnd => AtomOp::And,
@@ -501,6 +505,8 @@ mod tests {
     fn rmw_ops_convert_to_their_atom_operation() {
         let table = [
             ("fetch_add", "add"),
+            // PTX ISA atom has no `sub`: add of the negated operand.
+            ("fetch_sub", "add"),
             ("exchange", "exch"),
             ("compare_exchange", "cas"),
             ("fetch_and", "and"),
@@ -547,11 +553,21 @@ mod tests {
 
     #[test]
     fn cpp_rmw_ops_convert_to_distinct_atom_ops() {
-        let ops: Vec<AtomOp> = RmwOp::ALL.iter().map(|r| r.ptx_op()).collect();
+        // fetch_sub shares `add` with fetch_add (PTX has no atom.sub); every other op is its own.
+        let ops: Vec<AtomOp> = RmwOp::ALL
+            .iter()
+            .filter(|r| **r != RmwOp::FetchSub)
+            .map(|r| r.ptx_op())
+            .collect();
+        let cpp: Vec<RmwOp> = RmwOp::ALL
+            .iter()
+            .copied()
+            .filter(|r| *r != RmwOp::FetchSub)
+            .collect();
         for (i, a) in ops.iter().enumerate() {
             assert!(!ops[i + 1..].contains(a), "{a:?} twice");
             // fetch_<op> names the atom operation it maps to (exchange/compare_exchange aside).
-            let cpp = RmwOp::ALL[i].name();
+            let cpp = cpp[i].name();
             assert!(
                 cpp.ends_with(a.name())
                     || (cpp, a.name()) == ("exchange", "exch")
