@@ -256,6 +256,12 @@ pub fn all_cases() -> Vec<MappingCase> {
 /// `producer`'s cases: first every operation × order × scope on `int` in global memory (the
 /// ids without space and type), then every other type × space for the operations C++ has on
 /// the type.
+/// The scopes of the cases on types and spaces other than `int` on `.global`: each scope's
+/// `.sem` and scope qualifiers are checked at every scope on `int`, and the type and space
+/// change only the instruction's type and state-space qualifiers (suites/atomics.yaml keeps the
+/// same list; four scopes quadrupled the suite's compile time).
+pub const TYPED_SCOPES: [Scope; 1] = [Scope::Gpu];
+
 pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
     let mut v = Vec::new();
     for operation in Operation::all() {
@@ -269,7 +275,7 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
         for ty in ValueType::ALL.iter().copied() {
             for operation in Operation::all() {
                 for &order in operation.valid_orders() {
-                    for scope in Scope::ALL {
+                    for scope in TYPED_SCOPES {
                         let c = MappingCase {
                             space,
                             ty,
@@ -729,11 +735,11 @@ mod tests {
         // `int` on `.global`: (4 fence + 3 load + 3 store + 9 RMW x 5 orders) x 4 scopes.
         // Every other type x space: integers (3 load + 3 store + 9 RMW x 5 orders = 51),
         // floating point (3 + 3 + 4 RMW x 5 = 26); per space 4 x 51 + 2 x 26 = 256; three
-        // spaces less global s32 (51): 717, x 4 scopes = 2868.
-        assert_eq!(cases_for(Producer::named("clang")).len(), 220 + 2868);
+        // spaces less global s32 (51): 717, at gpu scope only.
+        assert_eq!(cases_for(Producer::named("clang")).len(), 220 + 717);
         // Four producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
         // (scoped builtins), llvm (IR).
-        assert_eq!(all.len(), 4 * 3088);
+        assert_eq!(all.len(), 4 * 937);
     }
 
     #[test]
