@@ -165,6 +165,18 @@ pub fn generate(
     let mut dispatch = String::new();
     let mut params = Vec::new();
     for (k, (test, g, space)) in tests.iter().enumerate() {
+        if g.cluster > 1 {
+            // A cluster launch gives every block of the grid one cluster shape; the batch's
+            // blocks are other tests' (cluster tests run alone: `gpu_case`).
+            return Err(KernelError::Inexpressible {
+                at: format!("`{}`", test.name),
+                construct: "batch".into(),
+                why: format!(
+                    "a batch launches no clusters, this test needs clusters of {} CTAs",
+                    g.cluster
+                ),
+            });
+        }
         if g.params.workgroup_size != block {
             return Err(KernelError::Inexpressible {
                 at: format!("`{}`", test.name),

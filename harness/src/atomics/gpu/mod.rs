@@ -445,6 +445,11 @@ pub fn gpu_case(
         );
     };
     let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
+    // Cluster tests need a cluster launch, which the worker's batches do not make: they run
+    // alone, with their own context.
+    if layout::Geometry::new(&test, params).is_ok_and(|g| g.cluster > 1) {
+        return run_case(&test, control.as_ref(), iterations, params);
+    }
     run_case_with(&test, control.as_ref(), iterations, params, worker::submit)
 }
 

@@ -252,6 +252,10 @@ mod tests {
     fn device_counters_equal_the_host_decoding_of_the_same_run() {
         let (mut global, mut shared) = (0, 0);
         for (i, e) in catalog::entries().into_iter().enumerate() {
+            // Cluster tests run alone with a cluster launch, never counted in a batch.
+            if e.test.name.ends_with("_cluster") {
+                continue;
+            }
             check(&e.test, &small(false), i as u64);
             global += 1;
             if Geometry::new(&e.test, &small(true)).unwrap().shared {
@@ -332,6 +336,13 @@ fn counting_kernels_assemble() {
     let tc = Toolchain::discover_system();
     crate::require!(tc.has(Capability::Ptxas), "ptxas");
     for e in crate::atomics::catalog::entries() {
+        if Geometry::new(&e.test, &StressParams::default())
+            .unwrap()
+            .cluster
+            > 1
+        {
+            continue;
+        }
         for shared in [false, true] {
             let params = StressParams {
                 intra_cta_shared: shared,
@@ -550,6 +561,13 @@ mod batch_tests {
         let mut tests = vec![spin];
         let mut shapes = std::collections::BTreeSet::new();
         for e in catalog::entries() {
+            if Geometry::new(&e.test, &StressParams::default())
+                .unwrap()
+                .cluster
+                > 1
+            {
+                continue;
+            }
             // One test per shape and placement keeps the launch small.
             let shape = e.test.name.split('.').next().unwrap_or("").to_string();
             if shapes.insert((shape, e.test.name.ends_with("inter_cta"))) {
