@@ -768,10 +768,12 @@ mod tests {
         }
         let src = llvm_ir_source(&cases_for(Producer::named("llvm")));
         assert!(src.contains(
-            "cmpxchg ptr %p, i32 %e, i32 %d syncscope(\"block\") acq_rel acquire, align 4"
+            "cmpxchg ptr %p, i32 %e, i32 %d syncscope(\"device\") acq_rel acquire, align 4"
         ));
         assert!(src.contains("fence syncscope(\"cluster\") release\n"));
-        assert!(src.contains("atomicrmw min ptr %p, i32 %v monotonic, align 4"));
+        assert!(
+            src.contains("atomicrmw min ptr %p, i32 %v syncscope(\"device\") monotonic, align 4")
+        );
         let src = clang_source(&cases_for(Producer::named("clang")));
         assert!(src.contains(
             "__scoped_atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE)"
