@@ -88,8 +88,17 @@ fn seeds(target: &str) -> (Vec<Input>, Vec<Input>) {
     let mut seeds: Vec<Input> = files
         .iter()
         .filter_map(|p| {
-            let b = std::fs::read(p).ok()?;
-            (b.len() <= MAX_LEN).then(|| (p.display().to_string(), b))
+            let mut b = std::fs::read(p).ok()?;
+            if target == "clause_catalogue" && b.len() > MAX_LEN {
+                // The catalogue outgrew one input: its first entries, cut at a line end, are
+                // still a catalogue to read (and to mutate).
+                let cut = b[..MAX_LEN]
+                    .iter()
+                    .rposition(|&c| c == b'\n')
+                    .map_or(0, |i| i + 1);
+                b.truncate(cut);
+            }
+            (!b.is_empty() && b.len() <= MAX_LEN).then(|| (p.display().to_string(), b))
         })
         .collect();
     if target == "ptx_instr" {
