@@ -53,46 +53,7 @@ pub(crate) fn run_threads(
             arrived: None,
         })
         .collect();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed.unwrap_or(0));
-    let mut live: Vec<usize> = (0..threads.len()).rev().collect();
-    let mut steps = 0u64;
-    while !live.is_empty() {
-        let mut k = match seed {
-            Some(_) => rng.random_range(0..live.len()),
-            None => live.len() - 1,
-        };
-        if !m.runnable(&threads[live[k]]) {
-            let runnable: Vec<usize> = (0..live.len())
-                .filter(|&k| m.runnable(&threads[live[k]]))
-                .collect();
-            if runnable.is_empty() {
-                return Err(EmulateError::Deadlock);
-            }
-            k = match seed {
-                Some(_) => runnable[rng.random_range(0..runnable.len())],
-                None => runnable[runnable.len() - 1],
-            };
-        }
-        let th = &mut threads[live[k]];
-        for _ in 0..rng.random_range(1..4) {
-            if th.done {
-                break;
-            }
-            m.step(th)?;
-            steps += 1;
-        }
-        if th.done {
-            if seed.is_some() {
-                live.swap_remove(k);
-            } else {
-                live.remove(k);
-            }
-        }
-        if steps >= MAX_STEPS {
-            return Err(EmulateError::Runaway);
-        }
-    }
-    Ok(steps)
+    super::schedule(m, &mut threads, seed)
 }
 
 /// What one emulated launch of a counting kernel gave.

@@ -185,6 +185,58 @@ const SHARED_BITS: u32 = 24;
 /// The barrier-table key bit of a cluster barrier (no CTA id comes near it).
 const CLUSTER_BARRIER: u64 = 1 << 63;
 
+/// Run `threads` on `m` to completion, interleaved at random from `seed` (`None`: the last
+/// runnable thread first, one after another); the steps taken.
+fn schedule(
+    m: &mut Machine<'_>,
+    threads: &mut [Thread],
+    seed: Option<u64>,
+) -> Result<u64, EmulateError> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed.unwrap_or(0));
+    let mut live: Vec<usize> = (0..threads.len()).rev().collect();
+    let mut steps = 0u64;
+    while !live.is_empty() {
+        // A thread waiting at a barrier its CTA has not completed is passed over (in order
+        // without a seed: the last runnable one).
+        let mut k = match seed {
+            Some(_) => rng.random_range(0..live.len()),
+            None => live.len() - 1,
+        };
+        if !m.runnable(&threads[live[k]]) {
+            let runnable: Vec<usize> = (0..live.len())
+                .filter(|&k| m.runnable(&threads[live[k]]))
+                .collect();
+            if runnable.is_empty() {
+                return Err(EmulateError::Deadlock);
+            }
+            k = match seed {
+                Some(_) => runnable[rng.random_range(0..runnable.len())],
+                None => runnable[runnable.len() - 1],
+            };
+        }
+        let th = &mut threads[live[k]];
+        // A few instructions at a time, so that a thread's accesses sometimes run together.
+        for _ in 0..rng.random_range(1..4) {
+            if th.done {
+                break;
+            }
+            m.step(th)?;
+            steps += 1;
+        }
+        if th.done {
+            if seed.is_some() {
+                live.swap_remove(k);
+            } else {
+                live.remove(k);
+            }
+        }
+        if steps >= MAX_STEPS {
+            return Err(EmulateError::Runaway);
+        }
+    }
+    Ok(steps)
+}
+
 #[cfg(test)]
 thread_local! {
     /// A deliberately wrong distributed-shared-memory mapping (every `mapa` keeps the
@@ -530,48 +582,7 @@ fn launch_program(
             ctaid: u64::from(i / g.params.workgroup_size),
         })
         .collect();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed.unwrap_or(0));
-    let mut live: Vec<usize> = (0..threads.len()).rev().collect();
-    let mut steps = 0u64;
-    while !live.is_empty() {
-        // A thread waiting at a barrier its CTA has not completed is passed over (in order
-        // without a seed: the last runnable one).
-        let mut k = match seed {
-            Some(_) => rng.random_range(0..live.len()),
-            None => live.len() - 1,
-        };
-        if !m.runnable(&threads[live[k]]) {
-            let runnable: Vec<usize> = (0..live.len())
-                .filter(|&k| m.runnable(&threads[live[k]]))
-                .collect();
-            if runnable.is_empty() {
-                return Err(EmulateError::Deadlock);
-            }
-            k = match seed {
-                Some(_) => runnable[rng.random_range(0..runnable.len())],
-                None => runnable[runnable.len() - 1],
-            };
-        }
-        let th = &mut threads[live[k]];
-        // A few instructions at a time, so that a thread's accesses sometimes run together.
-        for _ in 0..rng.random_range(1..4) {
-            if th.done {
-                break;
-            }
-            m.step(th)?;
-            steps += 1;
-        }
-        if th.done {
-            if seed.is_some() {
-                live.swap_remove(k);
-            } else {
-                live.remove(k);
-            }
-        }
-        if steps >= MAX_STEPS {
-            return Err(EmulateError::Runaway);
-        }
-    }
+    let steps = schedule(&mut m, &mut threads, seed)?;
     let n = g.instances() as usize;
     let res = read(&m.mem, BASES[1].1, n * g.slots.len());
     let mem = read(&m.mem, BASES[0].1, g.location_words());
