@@ -1112,7 +1112,7 @@ static int sc_put_pages_callback_semantics(struct ctx *c)
 /* ---------------------------------------------------------------- */
 /*
  * The IOMMU scenarios: QEMU's edu device is the peer (the companion binds
- * it), behind QEMU's intel-iommu.  edu's DMA mask is 28 bits and its buffer
+ * it), behind QEMU's intel-iommu (x86) or SMMUv3 (arm64).  edu's DMA mask is 28 bits and its buffer
  * 4096 bytes (QEMU docs/specs/edu.txt); a DMAR fault is reported by the
  * guest's intel-iommu driver as
  *   "DMAR: [DMA Write NO_PASID] Request device [bb:dd.f] fault addr 0x..."
@@ -1149,7 +1149,7 @@ static int sysfs_line(const char *dir, const char *file, char *buf, size_t n)
 
 /*
  * The edu device, bound by the companion and translated by an IOMMU: 0, or
- * 1 (skip: the VM lacks edu or intel-iommu), or -1 (fail).
+ * 1 (skip: the VM lacks edu or an IOMMU), or -1 (fail).
  */
 static int iommu_peer(struct ctx *c, struct peer *pr)
 {
@@ -1181,10 +1181,10 @@ static int iommu_peer(struct ctx *c, struct peer *pr)
 	      "PCI address %s", pr->bdf);
 	pr->devfn = dev << 3 | fn;
 	if (sysfs_line(pr->bdf, "iommu_group/type", buf, sizeof(buf)))
-		SKIP("capability intel-iommu: %s is in no IOMMU group", pr->bdf);
+		SKIP("capability iommu (intel-iommu or SMMUv3): %s is in no IOMMU group", pr->bdf);
 	/* DMA or DMA-FQ translate; identity (pass-through) does not */
 	if (strncmp(buf, "DMA", 3))
-		SKIP("capability intel-iommu: the IOMMU domain of %s is %s", pr->bdf, buf);
+		SKIP("capability iommu (intel-iommu or SMMUv3): the IOMMU domain of %s is %s", pr->bdf, buf);
 	CHECK_OK(xioctl(c->gp, GPUCTS_P2P_IOC_GET_VERSION, &v), "GET_VERSION");
 	CHECK(v.minor >= 2 && (v.caps & GPUCTS_P2P_CAP_PEER_DMA),
 	      "edu at %s but the companion reports no DMA peer (minor %u caps %#x)",
@@ -1220,13 +1220,68 @@ static int peer_dma(int fd, uint64_t h, uint64_t offset, uint32_t len,
 	return r;
 }
 
-/* Whether /dev/kmsg (opened at the end) gets a DMAR fault of this kind for
+/*
+ * The IOMMU's report of a fault by the peer, in either driver's words.
+ * intel-iommu logs one record:
+ *   "DMAR: [DMA Write NO_PASID] Request device [bb:dd.f] fault addr 0x..."
+ * arm-smmu-v3 logs "event 0x10 received:" and then the event's four 64-bit
+ * words, one record each (drivers/iommu/arm/arm-smmu-v3/arm-smmu-v3.c).  In
+ * a translation fault (F_TRANSLATION, 0x10) word 0 holds the StreamID in its
+ * upper half (a PCI requester ID on QEMU's virt), word 1 bit 35 is RnW (1: a
+ * read) and word 2 the input address.
+ */
+#define SMMU_F_TRANSLATION	0x10
+#define SMMU_EVT_RNW		(1ULL << 35)
+
+struct smmu_event {
+	int words;		/* -1: not inside an event */
+	uint64_t w[4];
+};
+
+/* 1 when rec completes an SMMU translation fault of kind by the peer at addr's page */
+static int smmu_fault_record(struct smmu_event *ev, const char *rec,
+			     const struct peer *pr, const char *kind, uint64_t addr)
+{
+	const char *msg = strchr(rec, ';');
+	unsigned long long word;
+	unsigned int id;
+	int is_read;
+
+	msg = msg ? msg + 1 : rec;
+	if (!strstr(msg, "arm-smmu-v3"))
+		return 0;
+	if (sscanf(strstr(msg, ": ") ? strstr(msg, ": ") + 2 : msg,
+		   "event 0x%x received", &id) == 1) {
+		ev->words = id == SMMU_F_TRANSLATION ? 0 : -1;
+		return 0;
+	}
+	if (ev->words < 0 || !strstr(msg, ": "))
+		return 0;
+	msg = strstr(msg, ": ") + 2;
+	if (!strncmp(msg, "\\x09", 4))
+		msg += 4;	/* /dev/kmsg escapes the driver's leading tab */
+	if (sscanf(msg, " 0x%llx", &word) != 1)
+		return 0;
+	ev->w[ev->words++] = word;
+	if (ev->words < 4)
+		return 0;
+	ev->words = -1;
+	is_read = !!(ev->w[1] & SMMU_EVT_RNW);
+	if ((ev->w[0] >> 32) != (uint64_t)(pr->bus << 8 | pr->devfn))
+		return 0;
+	if ((strstr(kind, "Write") && is_read) || (strstr(kind, "Read") && !is_read))
+		return 0;
+	return (ev->w[2] & ~0xfffULL) == (addr & ~0xfffULL);
+}
+
+/* Whether /dev/kmsg (opened at the end) gets an IOMMU fault of this kind for
  * the page of addr from the peer, within a few seconds.
  */
 static int wait_dmar_fault_for(int kmsg, const struct peer *pr, const char *kind,
 			       uint64_t addr, char *seen, size_t seen_len, int max_tries)
 {
 	char want_dev[32], want_addr[40], rec[1024];
+	struct smmu_event ev = { .words = -1 };
 	int tries;
 
 	snprintf(want_dev, sizeof(want_dev), "Request device [%02x:%02x.%u]", pr->bus,
@@ -1249,6 +1304,14 @@ static int wait_dmar_fault_for(int kmsg, const struct peer *pr, const char *kind
 
 			snprintf(seen, seen_len, "%.200s", msg ? msg + 1 : rec);
 			seen[strcspn(seen, "\n")] = 0;
+			return 1;
+		}
+		if (smmu_fault_record(&ev, rec, pr, kind, addr)) {
+			snprintf(seen, seen_len,
+				 "SMMUv3 F_TRANSLATION (%s) StreamID 0x%llx input address 0x%llx",
+				 ev.w[1] & SMMU_EVT_RNW ? "read" : "write",
+				 (unsigned long long)(ev.w[0] >> 32),
+				 (unsigned long long)ev.w[2]);
 			return 1;
 		}
 	}
@@ -1504,23 +1567,29 @@ static int sc_iommu_stale_iova_faults_after_revoke(struct ctx *c)
 			  ENOENT, "PEER_DMA on the released handle");
 	}
 	CHECK(tp_stats(c->tp).dma_mappings == 0, "the IOVAs are still mapped");
-	/* a peer still holding the IOVAs: write page 0's bytes to page 1, read page 0 */
+	/*
+	 * A peer still holding the IOVAs: read 8 bytes of page 0, then write page
+	 * 0's bytes to page 1.  The read comes first and is short because
+	 * arm-smmu-v3 logs a fault per access (edu's engine moves 4 bytes at a
+	 * time) and rate-limits its log to 10 events in 5 s: a 1024-byte write
+	 * first would leave the read's event unlogged.
+	 */
+	CHECK_OK(peer_dma(c->gp, 0, dma[0], 8, 2048, GPUCTS_P2P_PEER_DMA_RAW, NULL),
+		 "raw PEER_DMA read from the revoked IOVA");
+	r = wait_dmar_fault(kmsg, &pr, "DMA Read", dma[0], seen, sizeof(seen));
+	if (r)
+		printf("# iommu: %s\n", seen);
+	CHECK(r, "no IOMMU fault logged for the read from revoked IOVA 0x%llx",
+	      (unsigned long long)dma[0]);
 	CHECK_OK(peer_dma(c->gp, 0, dma[1], IOMMU_XFER, 0,
 			  GPUCTS_P2P_PEER_DMA_RAW | GPUCTS_P2P_PEER_DMA_TO_MEM, NULL),
 		 "raw PEER_DMA write to the revoked IOVA");
 	r = wait_dmar_fault(kmsg, &pr, "DMA Write", dma[1], seen, sizeof(seen));
-	if (r)
-		printf("# iommu: %s\n", seen);
-	CHECK(r, "no DMAR fault logged for the write to revoked IOVA 0x%llx",
-	      (unsigned long long)dma[1]);
-	CHECK_OK(peer_dma(c->gp, 0, dma[0], IOMMU_XFER, 2048, GPUCTS_P2P_PEER_DMA_RAW, NULL),
-		 "raw PEER_DMA read from the revoked IOVA");
-	r = wait_dmar_fault(kmsg, &pr, "DMA Read", dma[0], seen, sizeof(seen));
 	close(kmsg);
 	if (r)
 		printf("# iommu: %s\n", seen);
-	CHECK(r, "no DMAR fault logged for the read from revoked IOVA 0x%llx",
-	      (unsigned long long)dma[0]);
+	CHECK(r, "no IOMMU fault logged for the write to revoked IOVA 0x%llx",
+	      (unsigned long long)dma[1]);
 	/* no page took the write: page 1 holds its own fill pattern, every word */
 	for (k = 0; k < IOMMU_XFER / 8; k++) {
 		uint64_t got = w[align_bytes / 8 + k];
@@ -2492,10 +2561,71 @@ static const struct scenario scenarios[] = {
 	{ "child_thread_pins_and_unpins", sc_child_thread_pins_and_unpins },
 };
 
+/* What a scenario's process hands back: its verdict and reason */
+struct verdict {
+	int r, stats_err;
+	char reason[sizeof(reason)];
+};
+
+/*
+ * Each scenario runs in its own process with its own opens of both devices,
+ * so what a failing scenario leaves behind (pins, mappings, allocations,
+ * threads) goes away with the process when it exits and cannot fail the
+ * scenarios after it, and a crash is that scenario's failure alone.
+ */
+static void run_scenario(size_t i, struct verdict *v)
+{
+	struct ctx c;
+	int status;
+	pid_t pid;
+
+	memset(v, 0, sizeof(*v));
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0) {
+		v->r = -1;
+		snprintf(v->reason, sizeof(v->reason), "fork: %s", strerror(errno));
+		return;
+	}
+	if (pid == 0) {
+		reason[0] = 0;
+		stats_err = 0;
+		c.gp = open_gp();
+		c.tp = open_tp();
+		if (c.gp < 0 || c.tp < 0) {
+			v->r = -1;
+			snprintf(v->reason, sizeof(v->reason), "cannot open the devices: %s",
+				 strerror(errno));
+		} else {
+			v->r = scenarios[i].fn(&c);
+			v->stats_err = stats_err;
+			memcpy(v->reason, reason, sizeof(v->reason));
+		}
+		fflush(stdout);
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			v->r = -1;
+			snprintf(v->reason, sizeof(v->reason), "waitpid: %s", strerror(errno));
+			return;
+		}
+	}
+	if (WIFSIGNALED(status)) {
+		v->r = -1;
+		snprintf(v->reason, sizeof(v->reason), "the scenario's process died of signal %d",
+			 WTERMSIG(status));
+	} else if (WEXITSTATUS(status)) {
+		v->r = -1;
+		snprintf(v->reason, sizeof(v->reason), "the scenario's process exited %d",
+			 WEXITSTATUS(status));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const size_t n = sizeof(scenarios) / sizeof(scenarios[0]);
-	struct ctx c;
+	struct verdict *v;
 	size_t i;
 	int failed = 0;
 
@@ -2507,37 +2637,32 @@ int main(int argc, char **argv)
 	align_bytes = tegra ? 4096 : 65536;
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	printf("KTAP version 1\n1..%zu\n", n);
-	c.gp = open_gp();
-	c.tp = open_tp();
-	if (c.gp < 0 || c.tp < 0) {
+	/* shared with each scenario's process, which writes its verdict here */
+	v = mmap(NULL, sizeof(*v), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (v == MAP_FAILED) {
 		for (i = 0; i < n; i++)
-			printf("not ok %zu %s # cannot open the devices: %s\n", i + 1,
-			       scenarios[i].name, strerror(errno));
+			printf("not ok %zu %s # mmap: %s\n", i + 1, scenarios[i].name,
+			       strerror(errno));
 		return 1;
 	}
 	for (i = 0; i < n; i++) {
-		int r;
-
-		reason[0] = 0;
-		stats_err = 0;
-		r = scenarios[i].fn(&c);
-		if (stats_err) {
+		run_scenario(i, v);
+		if (v->stats_err) {
 			/* counters it could not read prove nothing, pass or fail */
-			snprintf(reason, sizeof(reason), "testprov STATS ioctl failed: %s",
-				 strerror(stats_err));
-			r = -1;
+			snprintf(v->reason, sizeof(v->reason), "testprov STATS ioctl failed: %s",
+				 strerror(v->stats_err));
+			v->r = -1;
 		}
-		if (r > 0) {
+		if (v->r > 0) {
 			/* KTAP skip: the VM lacks what the scenario needs */
-			printf("ok %zu %s # SKIP %s\n", i + 1, scenarios[i].name, reason);
-		} else if (r) {
-			printf("not ok %zu %s # %s\n", i + 1, scenarios[i].name, reason);
+			printf("ok %zu %s # SKIP %s\n", i + 1, scenarios[i].name, v->reason);
+		} else if (v->r) {
+			printf("not ok %zu %s # %s\n", i + 1, scenarios[i].name, v->reason);
 			failed++;
 		} else {
 			printf("ok %zu %s\n", i + 1, scenarios[i].name);
 		}
 	}
-	close(c.gp);
-	close(c.tp);
+	munmap(v, sizeof(*v));
 	return failed ? 1 : 0;
 }
