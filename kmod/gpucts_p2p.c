@@ -1277,7 +1277,7 @@ static const struct file_operations gp_fops = {
 	.unlocked_ioctl = gp_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 	.mmap = gp_mmap,
-	.llseek = no_llseek,
+	/* no .llseek: NULL is -ESPIPE on every kernel (no_llseek is gone in 6.12) */
 };
 
 static struct miscdevice gp_misc = {
