@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::capability::Capability;
 
-pub use gpucts_results::{ControlRun, COMPILED_ONLY, CONTROL_WITHOUT_WEAK_OUTCOMES};
+pub use gpucts_results::{ControlRun, COMPILED_ONLY, CONTROL_WITHOUT_WEAK_OUTCOMES, OBSERVATION};
 
 /// The raw result of running one case: the results.json schema's status
 /// ([`gpucts_results::CaseStatus`]) naming the harness's [`Capability`] when it skips.

@@ -19,4 +19,5 @@ pub use results::{
 };
 pub use status::{
     CaseStatus, ControlRun, DeviceCapability, COMPILED_ONLY, CONTROL_WITHOUT_WEAK_OUTCOMES,
+    OBSERVATION,
 };

@@ -23,6 +23,10 @@ impl DeviceCapability for String {
 /// outcome: the stress could not have caught a violation, so the pass says little.
 pub const CONTROL_WITHOUT_WEAK_OUTCOMES: &str = "control-without-weak-outcomes";
 
+/// The tag of a case whose outcomes the spec does not define: what was seen is recorded as an
+/// observation, and the pass proves no conformance.
+pub const OBSERVATION: &str = "observation";
+
 /// A forbidden litmus test's relaxed control as it ran beside the test.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ControlRun {

@@ -62,6 +62,16 @@ pub enum AtomicsCheck {
         file: String,
         outcome: ExpectedOutcome,
     },
+    /// An async-proxy test of `suites/litmus/` run on the GPU with its own kernel
+    /// ([`gpu::proxy`]; sm_90): `expect: defined` fails on an outcome the model forbids,
+    /// `expect: observation` (the PTX ISA does not define the outcome) records what was seen,
+    /// tagged `observation`.
+    GpuProxy {
+        file: String,
+        expect: gpu::proxy::Expectation,
+        #[serde(default = "gpu_iterations")]
+        iterations: u64,
+    },
 }
 
 /// A `litmus:` case's `outcome:`: `allowed` or `forbidden`, or another word, which
@@ -169,7 +179,7 @@ impl Check for AtomicsCheck {
             | AtomicsCheck::Alternative { .. }
             | AtomicsCheck::Corpus { .. }
             | AtomicsCheck::Litmus { .. } => Vec::new(),
-            AtomicsCheck::Gpu { .. } => vec![Capability::Gpu],
+            AtomicsCheck::Gpu { .. } | AtomicsCheck::GpuProxy { .. } => vec![Capability::Gpu],
         }
     }
 
@@ -276,6 +286,29 @@ impl Check for AtomicsCheck {
                     errors.push(CaseError::new("file", file.as_str(), format!("the litmus file does not read: {e}; `file:` is a file name in suites/litmus/")));
                 }
             }
+            AtomicsCheck::GpuProxy {
+                file, iterations, ..
+            } => {
+                let read = if file.contains("..") {
+                    Err(format!(
+                        "`file: {file}`; `file:` is a file name in suites/litmus/"
+                    ))
+                } else {
+                    litmus::load_file(&ctx.root.join(LITMUS_DIR).join(file))
+                        .map_err(|e| e.to_string())
+                        .and_then(|t| gpu::proxy::ProxyLayout::new(&t).map_err(|e| e.to_string()))
+                        .map(|_| ())
+                };
+                if let Err(e) = read {
+                    errors.push(CaseError::new("file", file.as_str(), e));
+                }
+                if *iterations == 0 {
+                    errors.push(CaseError::about(
+                        "iterations",
+                        "`iterations: 0` runs nothing; `iterations:` is at least 1",
+                    ));
+                }
+            }
         }
         crate::area::problems(errors)
     }
@@ -296,6 +329,16 @@ impl Check for AtomicsCheck {
             }
             AtomicsCheck::Corpus { expectations } => corpus_case(expectations, ctx.corpora),
             AtomicsCheck::Litmus { file, outcome } => litmus_case(ctx.root, file, outcome),
+            AtomicsCheck::GpuProxy {
+                file,
+                expect,
+                iterations,
+            } if !file.contains("..") => {
+                gpu::proxy::case(&ctx.root.join(LITMUS_DIR).join(file), *expect, *iterations)
+            }
+            AtomicsCheck::GpuProxy { file, .. } => CaseStatus::error(format!(
+                "`file: {file}`; `file:` is a file name in suites/litmus/"
+            )),
         }
     }
 }

@@ -105,6 +105,8 @@ const PROXY_FENCE_WHY: &str = "not a PTX instruction: PTX's fence.proxy takes .a
     constant proxy fences have no instruction a kernel could emit";
 const ALIAS_WHY: &str = "a generic alias needs a second virtual mapping of the location's \
     physical memory (cuMemMap); the runner maps the location buffer once";
+const ASYNC_WHY: &str = "the async proxy's tests run with their own kernel \
+    (atomics::gpu::proxy: 16-byte copies, an mbarrier per instance)";
 
 fn strong_q(
     sem: Sem,
@@ -416,10 +418,10 @@ fn proxy_refusal(op: &Op, what: &str) -> Option<KernelError> {
     match op {
         Op::ProxyFence { kind } => {
             let construct = format!("fence.proxy.{}", kind.name());
-            let why = if *kind == ProxyFenceKind::Alias {
-                ALIAS_WHY
-            } else {
-                PROXY_FENCE_WHY
+            let why = match kind {
+                ProxyFenceKind::Alias => ALIAS_WHY,
+                ProxyFenceKind::Async => ASYNC_WHY,
+                _ => PROXY_FENCE_WHY,
             };
             Some(inexpressible(what, construct, why))
         }
@@ -429,10 +431,16 @@ fn proxy_refusal(op: &Op, what: &str) -> Option<KernelError> {
                 Proxy::Texture => TEXTURE_WHY,
                 Proxy::Constant => CONSTANT_WHY,
                 Proxy::Generic => ALIAS_WHY,
+                Proxy::Async => ASYNC_WHY,
             };
             let text = crate::atomics::litmus::dat3m::instr_text(op);
             Some(inexpressible(what, text, why))
         }
+        Op::BulkCopy { .. } | Op::MbarWait { .. } => Some(inexpressible(
+            what,
+            crate::atomics::litmus::dat3m::instr_text(op),
+            ASYNC_WHY,
+        )),
         _ => None,
     }
 }

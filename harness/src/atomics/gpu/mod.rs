@@ -667,6 +667,7 @@ pub fn run_case(
 mod tests;
 
 pub mod emulate;
+pub mod proxy;
 
 /// Dat3M's listed tests (read in place) through the kernel generator: every kernel it writes
 /// assembles with ptxas (the independent check: PTX the GPU could load) and, run in the

@@ -75,13 +75,14 @@ pub enum OpError {
     NotAValue { operand: String, text: String },
     #[error(
         "unsupported proxy fence `{0}` (allowed: fence.proxy.surface, \
-         fence.proxy.texture, fence.proxy.constant, fence.proxy.alias)"
+         fence.proxy.texture, fence.proxy.constant, fence.proxy.alias, fence.proxy.async)"
     )]
     ProxyFence(String),
     #[error(
         "unsupported instruction `{opcode}` in `{text}` (supported: ld, st, atom, red, fence, \
          membar, mov, add/sub/mul/div/and/or/xor, beq/bne/blt/ble/bgt/bge, goto/bra, \
-         bar/barrier, fence.proxy.*, tld, suld, sust, cold, ld.const, labels `L:`)"
+         bar/barrier, fence.proxy.*, tld, suld, sust, cold, ld.const, cp.async.bulk, \
+         mbarrier.try_wait.parity, labels `L:`)"
     )]
     Unsupported { opcode: String, text: String },
     /// The instruction is known but its form is not: `expected` says which form is.
@@ -473,7 +474,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
         col: 1,
         msg: m.to_string(),
     })?;
-    let test = LitmusTest {
+    let mut test = LitmusTest {
         name: name.to_string(),
         description: if desc.is_empty() {
             None
@@ -484,6 +485,7 @@ pub fn import(text: &str) -> Result<LitmusTest, ImportError> {
         threads,
         condition,
     };
+    test.place_async_locations();
     test.validate().map_err(|m| {
         // An operation's error (`P1 op 3: ...`) points at its cell; others at the condition.
         let at = match &m {

@@ -215,6 +215,24 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         scope: Option<Scope>,
     },
+    /// `cp.async.bulk [dst], [src], 16, [mbar]` (Dat3M-style text `cp.async.bulk dst, src,
+    /// mbar`): a bulk copy of `src` (global) into `dst` (the issuing CTA's shared memory),
+    /// performed asynchronously in the async proxy and completing on mbarrier `mbar` (PTX ISA
+    /// "cp.async.bulk": the copy is a weak memory operation, the complete-tx on the mbarrier
+    /// has `.release` semantics at `.cluster` scope; "Async Proxy": its completion is followed
+    /// by an implicit generic-async proxy fence). The issuing thread also arrives on `mbar`
+    /// expecting the copy's bytes (`mbarrier.arrive.expect_tx`), so the phase completes when
+    /// the copy does.
+    BulkCopy {
+        dst: String,
+        src: String,
+        mbar: String,
+    },
+    /// `mbarrier.try_wait.parity [mbar], 0` in a loop until it returns true: waits for the
+    /// completion of phase 0 of `mbar` with the default `.acquire.cta` semantics (PTX ISA
+    /// "mbarrier.test_wait/try_wait"), after which the results of the asynchronous operations
+    /// that phase tracked may be accessed ("Mbarrier-based mechanism").
+    MbarWait { mbar: String },
 }
 
 /// Register arithmetic of Dat3M's PTX litmus dialect (`add`, `sub`, `mul`, `div`, `and`, `or`,
@@ -347,6 +365,9 @@ pub enum Proxy {
     Texture,
     Surface,
     Constant,
+    /// The asynchronous proxy of `cp{.reduce}.async.bulk` (PTX ISA "Async Proxy"); reached only
+    /// through [`Op::BulkCopy`], never declared as an alias.
+    Async,
 }
 
 impl Proxy {
@@ -379,6 +400,9 @@ pub enum ProxyFenceKind {
     Surface,
     Constant,
     Alias,
+    /// `fence.proxy.async`: orders the async proxy against the generic proxy in both
+    /// directions, on all state spaces (PTX ISA "membar/fence": `.async` with no state space).
+    Async,
 }
 
 impl ProxyFenceKind {
@@ -394,6 +418,7 @@ impl ProxyFenceKind {
             ProxyFenceKind::Texture => Some(Proxy::Texture),
             ProxyFenceKind::Surface => Some(Proxy::Surface),
             ProxyFenceKind::Constant => Some(Proxy::Constant),
+            ProxyFenceKind::Async => Some(Proxy::Async),
             ProxyFenceKind::Alias => None,
         }
     }
@@ -410,6 +435,15 @@ impl Op {
             | Op::ProxyLd { loc, .. }
             | Op::ProxySt { loc, .. } => Some(loc),
             _ => None,
+        }
+    }
+    /// Every location an operation names: [`Op::loc`]'s, or a bulk copy's destination, source
+    /// and mbarrier, or the mbarrier a wait reads.
+    pub fn locs(&self) -> Vec<&str> {
+        match self {
+            Op::BulkCopy { dst, src, mbar } => vec![dst, src, mbar],
+            Op::MbarWait { mbar } => vec![mbar],
+            _ => self.loc().into_iter().collect(),
         }
     }
     /// The register an operation writes.
@@ -433,6 +467,7 @@ impl Op {
                 | Op::Red { .. }
                 | Op::ProxySt { .. }
                 | Op::Barrier { .. }
+                | Op::BulkCopy { .. }
         )
     }
     /// The registers an operation reads.

@@ -495,9 +495,12 @@ fn vocabulary_names_round_trip() {
     let local: Vec<&str> = LocalOp::VARIANTS.iter().map(|o| o.name()).collect();
     assert_eq!(local, ["add", "sub", "mul", "div", "and", "or", "xor"]);
     let proxies: Vec<&str> = Proxy::VARIANTS.iter().map(|p| p.name()).collect();
-    assert_eq!(proxies, ["generic", "texture", "surface", "constant"]);
+    assert_eq!(
+        proxies,
+        ["generic", "texture", "surface", "constant", "async"]
+    );
     let fences: Vec<&str> = ProxyFenceKind::VARIANTS.iter().map(|k| k.name()).collect();
-    assert_eq!(fences, ["texture", "surface", "constant", "alias"]);
+    assert_eq!(fences, ["texture", "surface", "constant", "alias", "async"]);
     let placements: Vec<&str> = Placement::VARIANTS.iter().map(|p| p.name()).collect();
     assert_eq!(
         placements,

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{
-    is_name, test_name_problem, AtomOp, InvalidTest, LitmusTest, Op, Proxy, Sem, Term, Thread,
-    MAX_LOCATIONS, MAX_OPS, MAX_THREADS,
+    is_name, test_name_problem, AtomOp, InvalidTest, LitmusTest, Op, Proxy, Sem, Space, Term,
+    Thread, MAX_LOCATIONS, MAX_OPS, MAX_THREADS,
 };
 
 impl LitmusTest {
@@ -17,9 +17,10 @@ impl LitmusTest {
             self.locations.iter().map(|l| l.name.as_str()).collect();
         for t in &self.threads {
             for op in &t.ops {
-                let Some(loc) = op.loc() else { continue };
-                if seen.insert(loc) {
-                    out.push(loc.to_string());
+                for loc in op.locs() {
+                    if seen.insert(loc) {
+                        out.push(loc.to_string());
+                    }
                 }
             }
         }
@@ -110,7 +111,11 @@ impl LitmusTest {
             || self.threads.iter().flat_map(|t| &t.ops).any(|o| {
                 matches!(
                     o,
-                    Op::ProxyLd { .. } | Op::ProxySt { .. } | Op::ProxyFence { .. }
+                    Op::ProxyLd { .. }
+                        | Op::ProxySt { .. }
+                        | Op::ProxyFence { .. }
+                        | Op::BulkCopy { .. }
+                        | Op::MbarWait { .. }
                 )
             })
     }
@@ -184,7 +189,118 @@ impl LitmusTest {
             }
         }
         self.validate_aliases()?;
+        self.validate_async()?;
         self.validate_condition(&locs)
+    }
+
+    /// The Dat3M text has no state spaces; a bulk copy's destination and mbarrier are in
+    /// shared memory by the instruction's definition (`cp.async.bulk.shared::cluster.global`,
+    /// an mbarrier object in `.shared::cta`), so the reader places them there (listing them
+    /// when the init block did not).
+    pub fn place_async_locations(&mut self) {
+        let shared: Vec<String> = self
+            .threads
+            .iter()
+            .flat_map(|t| &t.ops)
+            .filter_map(|o| match o {
+                Op::BulkCopy { dst, mbar, .. } => Some([dst.clone(), mbar.clone()]),
+                _ => None,
+            })
+            .flatten()
+            .collect();
+        for name in shared {
+            match self.locations.iter_mut().find(|l| l.name == name) {
+                Some(l) => l.space = Space::Shared,
+                None => self.locations.push(super::Location {
+                    name,
+                    init: 0,
+                    space: Space::Shared,
+                    alias: None,
+                }),
+            }
+        }
+    }
+
+    /// The rules of the async proxy's operations, from the PTX ISA: an mbarrier object is
+    /// reached only through the mbarrier operations (`cp.async.bulk`'s completion and
+    /// `mbarrier.try_wait`), each test's mbarrier tracks exactly one bulk copy (its phase 0),
+    /// a copy's destination, source and mbarrier are three distinct locations, and a thread
+    /// waits only on an mbarrier of its own CTA (`mbarrier.try_wait` takes `.shared::cta`
+    /// addresses; the copy's destination and mbarrier are in the issuing CTA).
+    fn validate_async(&self) -> Result<(), InvalidTest> {
+        let mut issuer: BTreeMap<&str, (usize, &Thread)> = BTreeMap::new();
+        for (ti, t) in self.threads.iter().enumerate() {
+            for op in &t.ops {
+                if let Op::BulkCopy { dst, src, mbar } = op {
+                    if dst == src || dst == mbar || src == mbar {
+                        return Err(InvalidTest::Test(format!(
+                            "`cp.async.bulk {dst}, {src}, {mbar}`: destination, source and mbarrier must be three locations"
+                        )));
+                    }
+                    let space = |l: &str| {
+                        self.locations
+                            .iter()
+                            .find(|m| m.name == l)
+                            .map_or(Space::Global, |m| m.space)
+                    };
+                    if (space(dst), space(src), space(mbar))
+                        != (Space::Shared, Space::Global, Space::Shared)
+                    {
+                        return Err(InvalidTest::Test(format!(
+                            "`cp.async.bulk {dst}, {src}, {mbar}`: the copy goes from global `{src}` to shared `{dst}` and completes on shared mbarrier `{mbar}` (cp.async.bulk.shared::cluster.global)"
+                        )));
+                    }
+                    if issuer.insert(mbar, (ti, t)).is_some() {
+                        return Err(InvalidTest::Test(format!(
+                            "mbarrier `{mbar}` completes more than one cp.async.bulk; a test's mbarrier tracks one copy (its phase 0)"
+                        )));
+                    }
+                }
+            }
+        }
+        for l in &self.locations {
+            if issuer.contains_key(l.name.as_str()) && (l.alias.is_some() || l.init != 0) {
+                return Err(InvalidTest::Test(format!(
+                    "mbarrier `{}` is an mbarrier object: no alias, no initial value",
+                    l.name
+                )));
+            }
+            if l.alias.as_ref().is_some_and(|a| a.proxy == Proxy::Async) {
+                return Err(InvalidTest::Test(format!(
+                    "`{} @ async aliases ...`: the async proxy is reached through cp.async.bulk only",
+                    l.name
+                )));
+            }
+        }
+        for (ti, t) in self.threads.iter().enumerate() {
+            for op in &t.ops {
+                match op {
+                    Op::MbarWait { mbar } => match issuer.get(mbar.as_str()) {
+                        None => {
+                            return Err(InvalidTest::Test(format!(
+                                "P{ti} waits on `{mbar}`, which no cp.async.bulk completes"
+                            )))
+                        }
+                        Some((pi, p)) if (p.gpu, p.effective_cluster(), p.cta) != (t.gpu, t.effective_cluster(), t.cta) => {
+                            return Err(InvalidTest::Test(format!(
+                                "P{ti} waits on `{mbar}` of P{pi}'s CTA; mbarrier.try_wait reads an mbarrier of the thread's own CTA"
+                            )))
+                        }
+                        Some(_) => {}
+                    },
+                    Op::BulkCopy { .. } => {}
+                    _ => {
+                        if let Some(l) = op.loc().filter(|l| issuer.contains_key(l)) {
+                            return Err(InvalidTest::Test(format!(
+                                "P{ti} accesses mbarrier `{l}` with `{}`; an mbarrier is reached only by cp.async.bulk and mbarrier.try_wait",
+                                super::dat3m::instr_text(op)
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Every alias names a location declared before it, and aliases form no cycle.
@@ -248,6 +364,33 @@ impl LitmusTest {
     }
 }
 
+/// The names one operation uses: its locations and registers are names, and the registers it
+/// reads are initialised or written by thread `ti` (`t`).
+fn validate_names(t: &Thread, ti: usize, op: &Op, written: &BTreeSet<&str>) -> Result<(), String> {
+    let name_rule = "[A-Za-z_%][A-Za-z0-9_%$]*";
+    if let Some(l) = op.locs().into_iter().find(|l| !is_name(l)) {
+        return Err(format!(
+            "address `[{l}]` is not a location name ({name_rule})"
+        ));
+    }
+    if let Some(r) = op.dest().filter(|r| !is_name(r)) {
+        return Err(format!("`{r}` is not a register name ({name_rule})"));
+    }
+    for r in op.operand_regs() {
+        if !is_name(r) {
+            return Err(format!(
+                "operand `{r}` is neither an integer nor a register name ({name_rule})"
+            ));
+        }
+        if !t.regs.contains_key(r) && !written.contains(r) {
+            return Err(format!(
+                "register `{r}` is neither initialised nor written by P{ti}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The rules of one operation (`oi`: its 0-based index in thread `ti`): names, registers
 /// read before written, jump targets, and the semantics and scopes each instruction admits.
 fn validate_op(
@@ -258,36 +401,12 @@ fn validate_op(
     written: &BTreeSet<&str>,
     labels: &BTreeMap<&str, usize>,
 ) -> Result<(), InvalidTest> {
-    let name_rule = "[A-Za-z_%][A-Za-z0-9_%$]*";
     let bad = |what: String| InvalidTest::Op {
         thread: ti,
         op: oi + 1,
         what,
     };
-    if let Some(l) = op.loc() {
-        if !is_name(l) {
-            return Err(bad(format!(
-                "address `[{l}]` is not a location name ({name_rule})"
-            )));
-        }
-    }
-    if let Some(r) = op.dest() {
-        if !is_name(r) {
-            return Err(bad(format!("`{r}` is not a register name ({name_rule})")));
-        }
-    }
-    for r in op.operand_regs() {
-        if !is_name(r) {
-            return Err(bad(format!(
-                "operand `{r}` is neither an integer nor a register name ({name_rule})"
-            )));
-        }
-        if !t.regs.contains_key(r) && !written.contains(r) {
-            return Err(bad(format!(
-                "register `{r}` is neither initialised nor written by P{ti}"
-            )));
-        }
-    }
+    validate_names(t, ti, op, written).map_err(bad)?;
     match op {
         Op::Label { name } => {
             let n = labels.get(name.as_str()).copied().unwrap_or(0);
@@ -302,7 +421,11 @@ fn validate_op(
                 )));
             }
         }
-        Op::Local { .. } | Op::Barrier { .. } | Op::ProxyFence { .. } => {}
+        Op::Local { .. }
+        | Op::Barrier { .. }
+        | Op::ProxyFence { .. }
+        | Op::BulkCopy { .. }
+        | Op::MbarWait { .. } => {}
         Op::ProxyLd {
             sem, scope, proxy, ..
         }
@@ -311,7 +434,7 @@ fn validate_op(
         } => {
             if !matches!(sem, Sem::Weak | Sem::Relaxed | Sem::Acquire | Sem::Release)
                 || (*sem == Sem::Weak) != scope.is_none()
-                || *proxy == Proxy::Generic
+                || matches!(proxy, Proxy::Generic | Proxy::Async)
             {
                 return Err(bad(format!(
                     "a {} proxy access must be weak (no scope) or \

@@ -120,6 +120,24 @@ pub(super) struct BarrierEv {
 
 pub(super) const NO_LOC: usize = usize::MAX;
 
+/// The value of an mbarrier location once phase 0 has completed (it starts at 0).
+pub(super) const PHASE_COMPLETE: i64 = 1;
+
+#[cfg(test)]
+thread_local! {
+    /// A deliberately wrong model in which the complete-tx has no release semantics (the
+    /// mbarrier's completion orders nothing), which the tests must catch.
+    pub(crate) static DROP_MBARRIER_RELEASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn drop_mbarrier_release() -> bool {
+    #[cfg(test)]
+    if DROP_MBARRIER_RELEASE.with(|m| m.get()) {
+        return true;
+    }
+    false
+}
+
 /// Where each location name lives: its physical location (an alias shares its target's; the
 /// index into `locs`) and its virtual address (the index into `names`, Dat3M's `vloc`).
 /// Every lookup goes through maps built once, so building the events is linear in the
@@ -233,6 +251,9 @@ pub(super) struct Events<'t> {
     pub(super) regs: Vec<BTreeMap<String, Src>>,
     /// Each thread's events in program order.
     pub(super) thread_evs: Vec<Vec<usize>>,
+    /// Each bulk copy's events after the events its thread issued before it: ordered after
+    /// those, and not before the thread's later events (the copy runs asynchronously).
+    pub(super) async_chains: Vec<Vec<usize>>,
 }
 
 /// The state of one thread while its path is turned into events.
@@ -281,6 +302,7 @@ impl<'t> Events<'t> {
             spin_cas: Vec::new(),
             regs: Vec::new(),
             thread_evs: Vec::new(),
+            async_chains: Vec::new(),
         }
     }
 
@@ -451,7 +473,76 @@ impl<'t> Events<'t> {
                 let s = src_of(&st.regs, val);
                 st.regs.insert(reg.clone(), s);
             }
+            Op::BulkCopy { dst, src, mbar } => self.bulk_copy(dst, src, mbar, base, st),
+            Op::MbarWait { mbar } => {
+                // The wait loop ends once try_wait.parity returns true: a strong read with the
+                // default `.acquire.cta` semantics that observes the phase's completion (the
+                // complete-tx's write; PTX ISA "mbarrier.test_wait/try_wait").
+                let r = self.push(
+                    Ev {
+                        kind: Kind::R,
+                        loc: self.idx.loc(mbar),
+                        vloc: self.idx.vloc(mbar),
+                        scope: Some(Scope::Cta),
+                        acq: true,
+                        ..base
+                    },
+                    st,
+                );
+                self.assumes
+                    .push((BranchCond::Eq, Src::Read(r), Src::Const(PHASE_COMPLETE)));
+            }
         }
+    }
+
+    /// `cp.async.bulk`'s events, all of the issuing thread and CTA but outside its program
+    /// order after the instruction (the copy is asynchronous; PTX ISA "Asynchronous copy"):
+    /// a weak read of `src` and a weak write of `dst`, both in the async proxy ("Async
+    /// Proxy": cp.async.bulk operations are performed in the asynchronous proxy; the copy is
+    /// a weak memory operation, "cp.async.bulk"); the implicit generic-async proxy fence
+    /// that follows its completion ("Async Proxy"); and the complete-tx on the mbarrier, a
+    /// strong write with `.release` semantics at `.cluster` scope ("cp.async.bulk"), which
+    /// completes phase 0. The chain is ordered after the thread's earlier events, as the
+    /// instruction that starts it is.
+    fn bulk_copy(&mut self, dst: &str, src: &str, mbar: &str, base: Ev, st: &ThreadState) {
+        let mut chain = st.mine.clone();
+        let at = |label: &str| format!("{} ({label})", base.label);
+        let r = self.evs.len();
+        let async_access = |kind, loc: &str, label: &str, idx: &LocIndex<'_>| Ev {
+            kind,
+            loc: idx.loc(loc),
+            vloc: idx.vloc(loc),
+            strong: false,
+            proxy: Proxy::Async,
+            label: at(label),
+            ..base.clone()
+        };
+        let read = async_access(Kind::R, src, "async read", &self.idx);
+        let write = Ev {
+            wval: Some(WVal::Plain(Src::Read(r))),
+            ..async_access(Kind::W, dst, "async write", &self.idx)
+        };
+        self.evs.push(read);
+        self.evs.push(write);
+        self.deps.push((r, r + 1));
+        self.evs.push(Ev {
+            proxy: Proxy::Async,
+            proxy_fence: true,
+            label: at("implicit generic-async proxy fence"),
+            ..base.clone()
+        });
+        self.evs.push(Ev {
+            kind: Kind::W,
+            loc: self.idx.loc(mbar),
+            vloc: self.idx.vloc(mbar),
+            scope: Some(Scope::Cluster),
+            rel: !drop_mbarrier_release(),
+            wval: Some(WVal::Plain(Src::Const(PHASE_COMPLETE))),
+            label: at("complete-tx"),
+            ..base
+        });
+        chain.extend(r..r + 4);
+        self.async_chains.push(chain);
     }
 
     /// A load or store through the generic proxy (`ld`/`st`) or another one (`tld`/`suld`/
@@ -767,7 +858,9 @@ pub(super) fn build(
         });
     }
     let evs = b.evs;
-    let po = program_order(&b.thread_evs, n);
+    let mut sequences = b.thread_evs;
+    sequences.extend(b.async_chains);
+    let po = program_order(&sequences, n);
     let po_loc = po_loc(&evs, &po, model);
     let ms = morally_strong(test, &evs, model);
     let mut rmw = empty(n);

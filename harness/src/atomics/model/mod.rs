@@ -586,6 +586,8 @@ pub fn report(test: &LitmusTest, v: &ModelVerdict) -> String {
 }
 
 #[cfg(test)]
+mod async_tests;
+#[cfg(test)]
 mod corpus;
 #[cfg(test)]
 mod flow_tests;

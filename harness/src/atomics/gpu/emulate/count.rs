@@ -27,6 +27,7 @@ pub(crate) fn machine<'a>(
         // cluster test).
         cluster: 1,
         barrier: HashMap::new(),
+        proxy: proxy::AsyncState::new(prog),
     };
     for (base, words) in buffers {
         load(&mut m.mem, *base, words);

@@ -104,6 +104,13 @@ struct Ins {
     args: Vec<String>,
 }
 
+impl Ins {
+    /// Whether the opcode carries modifier `m`.
+    fn has(&self, m: &str) -> bool {
+        self.opcode.iter().any(|x| x == m)
+    }
+}
+
 struct Program {
     code: Vec<Ins>,
     labels: HashMap<String, usize>,
@@ -173,6 +180,8 @@ struct Machine<'a> {
     /// (PTX ISA "bar, barrier": a phase completes when its thread count has arrived). A
     /// cluster's barrier is keyed ([`CLUSTER_BARRIER`] | cluster id, 0).
     barrier: HashMap<(u64, u64), (u64, u64)>,
+    /// Bulk copies, mbarriers and the async proxy's view of memory.
+    proxy: proxy::AsyncState,
 }
 
 /// Where CTA c's shared memory starts in the emulator's one address space.
@@ -195,7 +204,14 @@ fn schedule(
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed.unwrap_or(0));
     let mut live: Vec<usize> = (0..threads.len()).rev().collect();
     let mut steps = 0u64;
+    // Without a seed a bulk copy is performed as it starts; with one, at a random later step.
+    m.proxy.eager = seed.is_none();
     while !live.is_empty() {
+        if m.proxy.pending() > 0 && rng.random_range(0..4) == 0 {
+            let k = rng.random_range(0..m.proxy.pending());
+            m.perform(k, &mut |n| rng.random_range(0..n));
+            continue;
+        }
         // A thread waiting at a barrier its CTA has not completed is passed over (in order
         // without a seed: the last runnable one).
         let mut k = match seed {
@@ -206,6 +222,10 @@ fn schedule(
             let runnable: Vec<usize> = (0..live.len())
                 .filter(|&k| m.runnable(&threads[live[k]]))
                 .collect();
+            if runnable.is_empty() && m.proxy.pending() > 0 {
+                m.perform(0, &mut |n| rng.random_range(0..n));
+                continue;
+            }
             if runnable.is_empty() {
                 return Err(EmulateError::Deadlock);
             }
@@ -233,6 +253,10 @@ fn schedule(
         if steps >= MAX_STEPS {
             return Err(EmulateError::Runaway);
         }
+    }
+    // Copies no one waited for still complete (a kernel of the generator waits for each).
+    while m.proxy.pending() > 0 {
+        m.perform(0, &mut |n| rng.random_range(0..n));
     }
     Ok(steps)
 }
@@ -324,7 +348,8 @@ impl Machine<'_> {
             "%cluster_ctarank" => t.ctaid % self.cluster,
             "%clusterid.x" => t.ctaid / self.cluster,
             "%cluster_nctarank" => self.cluster,
-            kernel::SMEM => shared_base(t.ctaid),
+            kernel::SMEM | crate::atomics::gpu::proxy::DATA => shared_base(t.ctaid),
+            crate::atomics::gpu::proxy::MBARRIERS => shared_base(t.ctaid) + proxy::MBARRIER_OFFSET,
             // The generator writes every register before reading it: a read of an unwritten
             // one is a generator bug, not a value.
             _ if a.starts_with('%') => *t
@@ -353,7 +378,9 @@ impl Machine<'_> {
         }
     }
 
-    /// One instruction of thread `t`.
+    /// One instruction of thread `t`: the guard, then the instruction's kind (memory, async
+    /// proxy, fence, control flow and barriers, register arithmetic); a result goes to the
+    /// first operand.
     fn step(&mut self, t: &mut Thread) -> Result<(), EmulateError> {
         if t.waiting.is_some() {
             if !self.runnable(t) {
@@ -361,7 +388,8 @@ impl Machine<'_> {
             }
             t.waiting = None;
         }
-        let Some(ins) = self.prog.code.get(t.pc) else {
+        let prog = self.prog;
+        let Some(ins) = prog.code.get(t.pc) else {
             // Falling off the end of the body is the implicit `ret`.
             t.done = true;
             return Ok(());
@@ -372,102 +400,137 @@ impl Machine<'_> {
                 return Ok(());
             }
         }
-        let op = ins.opcode[0].as_str();
-        let has = |m: &str| ins.opcode.iter().any(|x| x == m);
-        let a = &ins.args;
-        let arg = |i: usize| {
-            a.get(i)
-                .map(String::as_str)
-                .ok_or_else(|| unsupported(&ins.opcode))
-        };
-        let v = |i: usize| -> Result<u64, EmulateError> { self.val(t, arg(i)?) };
-        let result: Option<u64> = match op {
-            "ld" if has("param") => {
-                let name = arg(1)?.trim_matches(|c| c == '[' || c == ']');
-                Some(*self.params.get(name).ok_or_else(|| unsupported(name))?)
-            }
-            "ld" => {
-                let at = self.addr(t, arg(1)?)?;
-                Some(u64::from(*self.mem.get(&at).unwrap_or(&0)))
-            }
-            "st" => {
-                let at = self.addr(t, arg(0)?)?;
-                let x = v(1)? as u32;
-                self.mem.insert(at, x);
+        let result = match ins.opcode[0].as_str() {
+            "ld" | "st" | "atom" | "red" => self.memory(t, ins)?,
+            "cp" | "mbarrier" => self.async_proxy(t, ins)?,
+            "fence" => {
+                self.fence(t, ins);
                 None
             }
-            "atom" | "red" => {
-                let (at, first) = if op == "atom" {
-                    (self.addr(t, arg(1)?)?, 2)
-                } else {
-                    (self.addr(t, arg(0)?)?, 1)
-                };
-                let old = *self.mem.get(&at).unwrap_or(&0);
-                let swap = || v(first + 1).map(|x| x as u32);
-                let new = rmw(&has, old, v(first)? as u32, &swap)?
-                    .ok_or_else(|| unsupported(&ins.opcode))?;
-                self.mem.insert(at, new);
-                (op == "atom").then_some(u64::from(old))
-            }
-            "fence" => None,
-            "mul" if has("lo") => Some(u64::from((v(1)? as u32).wrapping_mul(v(2)? as u32))),
-            "div" if has("s32") => {
-                let (x, y) = (v(1)? as u32 as i32, v(2)? as u32 as i32);
-                Some(u64::from(x.checked_div(y).unwrap_or(0) as u32))
-            }
-            "rem" => {
-                let d = v(2)? as u32;
-                Some(u64::from((v(1)? as u32).checked_rem(d).unwrap_or(0)))
-            }
-            "shr" => Some(u64::from((v(1)? as u32) >> (v(2)? as u32 & 31))),
-            "and" => Some(u64::from(v(1)? as u32 & v(2)? as u32)),
-            "or" => Some(u64::from(v(1)? as u32 | v(2)? as u32)),
-            "xor" => Some(u64::from(v(1)? as u32 ^ v(2)? as u32)),
-            "cvta" | "mov" => Some(v(1)?),
-            "mad" => Some(u64::from((v(1)? * v(2)? + v(3)?) as u32)),
-            "mul" => Some((v(1)? as u32 as u64) * (v(2)? as u32 as u64)),
-            "add" if has("s64") => Some(v(1)?.wrapping_add(v(2)?)),
-            "add" => Some(u64::from((v(1)? as u32).wrapping_add(v(2)? as u32))),
-            "neg" => Some(u64::from((v(1)? as u32).wrapping_neg())),
-            "setp" => Some(u64::from(
-                compare(&has, v(1)?, v(2)?).ok_or_else(|| unsupported(&ins.opcode))?,
-            )),
-            "mapa" => Some(mapa(v(1)?, t.ctaid, v(2)?, self.cluster)?),
-            "barrier" if has("cluster") => {
-                self.cluster_barrier(t, has("arrive"), has("wait"))?;
+            "bra" | "bar" | "barrier" | "ret" => {
+                self.control(t, ins)?;
                 None
             }
-            "bra" => {
-                t.pc = self.prog.labels[arg(0)?];
-                None
-            }
-            // `bar.sync a` (all the CTA's threads), `barrier.sync a, b` and
-            // `barrier.arrive a, b` (b threads; arrive does not wait).
-            "bar" | "barrier" => {
-                let count = if a.len() > 1 { v(1)? } else { self.ntid };
-                if !has("arrive") && !has("sync") {
-                    return Err(unsupported(&ins.opcode));
-                }
-                self.cta_barrier(t, v(0)?, count, has("arrive"));
-                None
-            }
-            "div" => {
-                let d = v(2)? as u32;
-                Some(u64::from((v(1)? as u32).checked_div(d).unwrap_or(0)))
-            }
-            "sub" => Some(u64::from((v(1)? as u32).wrapping_sub(v(2)? as u32))),
-            "ret" => {
-                t.done = true;
-                None
-            }
-            _ => return Err(unsupported(&ins.opcode)),
+            _ => self.arithmetic(t, ins)?,
         };
         if let Some(x) = result {
-            let dst = arg(0)?.to_string();
+            let dst = arg(ins, 0)?.to_string();
             t.regs.insert(dst, x);
         }
         Ok(())
     }
+
+    /// Operand `i` of `ins` as a value.
+    fn v(&self, t: &Thread, ins: &Ins, i: usize) -> Result<u64, EmulateError> {
+        self.val(t, arg(ins, i)?)
+    }
+
+    /// `ld` (of a parameter or memory), `st`, `atom`, `red`.
+    fn memory(&mut self, t: &Thread, ins: &Ins) -> Result<Option<u64>, EmulateError> {
+        let op = ins.opcode[0].as_str();
+        let has = |m: &str| ins.has(m);
+        Ok(match op {
+            "ld" if has("param") => {
+                let name = arg(ins, 1)?.trim_matches(|c| c == '[' || c == ']');
+                Some(*self.params.get(name).ok_or_else(|| unsupported(name))?)
+            }
+            "ld" => {
+                let at = self.addr(t, arg(ins, 1)?)?;
+                Some(u64::from(*self.mem.get(&at).unwrap_or(&0)))
+            }
+            "st" => {
+                let at = self.addr(t, arg(ins, 0)?)?;
+                let x = self.v(t, ins, 1)? as u32;
+                self.write(at, x);
+                None
+            }
+            _ => {
+                let (at, first) = if op == "atom" {
+                    (self.addr(t, arg(ins, 1)?)?, 2)
+                } else {
+                    (self.addr(t, arg(ins, 0)?)?, 1)
+                };
+                let old = *self.mem.get(&at).unwrap_or(&0);
+                let swap = || self.v(t, ins, first + 1).map(|x| x as u32);
+                let new = rmw(&has, old, self.v(t, ins, first)? as u32, &swap)?
+                    .ok_or_else(|| unsupported(&ins.opcode))?;
+                self.write(at, new);
+                (op == "atom").then_some(u64::from(old))
+            }
+        })
+    }
+
+    /// Register arithmetic, moves, comparisons and `mapa`.
+    fn arithmetic(&mut self, t: &Thread, ins: &Ins) -> Result<Option<u64>, EmulateError> {
+        let has = |m: &str| ins.has(m);
+        let v = |i: usize| self.v(t, ins, i);
+        Ok(Some(match ins.opcode[0].as_str() {
+            "mul" if has("lo") => u64::from((v(1)? as u32).wrapping_mul(v(2)? as u32)),
+            "div" if has("s32") => {
+                let (x, y) = (v(1)? as u32 as i32, v(2)? as u32 as i32);
+                u64::from(x.checked_div(y).unwrap_or(0) as u32)
+            }
+            "div" => {
+                let d = v(2)? as u32;
+                u64::from((v(1)? as u32).checked_div(d).unwrap_or(0))
+            }
+            "rem" => {
+                let d = v(2)? as u32;
+                u64::from((v(1)? as u32).checked_rem(d).unwrap_or(0))
+            }
+            "shr" => u64::from((v(1)? as u32) >> (v(2)? as u32 & 31)),
+            "and" => u64::from(v(1)? as u32 & v(2)? as u32),
+            "or" => u64::from(v(1)? as u32 | v(2)? as u32),
+            "xor" => u64::from(v(1)? as u32 ^ v(2)? as u32),
+            "cvta" | "mov" => v(1)?,
+            "mad" => u64::from((v(1)? * v(2)? + v(3)?) as u32),
+            "mul" => (v(1)? as u32 as u64) * (v(2)? as u32 as u64),
+            "add" if has("s64") => v(1)?.wrapping_add(v(2)?),
+            "add" => u64::from((v(1)? as u32).wrapping_add(v(2)? as u32)),
+            "sub" => u64::from((v(1)? as u32).wrapping_sub(v(2)? as u32)),
+            "neg" => u64::from((v(1)? as u32).wrapping_neg()),
+            "setp" => {
+                u64::from(compare(&has, v(1)?, v(2)?).ok_or_else(|| unsupported(&ins.opcode))?)
+            }
+            "mapa" => mapa(v(1)?, t.ctaid, v(2)?, self.cluster)?,
+            _ => return Err(unsupported(&ins.opcode)),
+        }))
+    }
+
+    /// `bra`, `ret`, `bar`/`barrier` (a CTA's) and `barrier.cluster`.
+    fn control(&mut self, t: &mut Thread, ins: &Ins) -> Result<(), EmulateError> {
+        let has = |m: &str| ins.has(m);
+        match ins.opcode[0].as_str() {
+            "bra" => t.pc = self.prog.labels[arg(ins, 0)?],
+            "ret" => t.done = true,
+            "barrier" if has("cluster") => {
+                self.cluster_barrier(t, has("arrive"), has("wait"))?;
+            }
+            // `bar.sync a` (all the CTA's threads), `barrier.sync a, b` and
+            // `barrier.arrive a, b` (b threads; arrive does not wait).
+            _ => {
+                let count = if ins.args.len() > 1 {
+                    self.v(t, ins, 1)?
+                } else {
+                    self.ntid
+                };
+                if !has("arrive") && !has("sync") {
+                    return Err(unsupported(&ins.opcode));
+                }
+                let id = self.v(t, ins, 0)?;
+                self.cta_barrier(t, id, count, has("arrive"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Operand `i` of `ins`.
+fn arg(ins: &Ins, i: usize) -> Result<&str, EmulateError> {
+    ins.args
+        .get(i)
+        .map(String::as_str)
+        .ok_or_else(|| unsupported(&ins.opcode))
 }
 
 impl Machine<'_> {
@@ -564,6 +627,7 @@ fn launch_program(
         ntid: u64::from(g.params.workgroup_size),
         cluster: u64::from(g.cluster),
         barrier: HashMap::new(),
+        proxy: proxy::AsyncState::new(prog),
     };
     m.params
         .insert("p_testing".into(), u64::from(t.testing_threads));
@@ -628,7 +692,11 @@ pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
 mod tests;
 
 mod count;
+mod proxy;
 pub use count::{
     emulate_counting, launch_batch, launch_counting, CountedLaunch, EmulatedModule,
     EmulatorExecutor,
 };
+pub(crate) use proxy::launch_proxy;
+#[cfg(test)]
+pub(crate) use proxy::IGNORE_PROXY_FENCE;

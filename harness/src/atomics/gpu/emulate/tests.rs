@@ -591,6 +591,7 @@ fn cluster_registers_and_mapa_follow_the_grid_tiling() {
         ntid: 32,
         cluster: 4,
         barrier: HashMap::new(),
+        proxy: proxy::AsyncState::new(&prog),
     };
     assert_eq!(m.val(&t, "%cluster_ctarank").unwrap(), 2);
     assert_eq!(m.val(&t, "%clusterid.x").unwrap(), 1);

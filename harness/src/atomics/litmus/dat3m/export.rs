@@ -34,7 +34,7 @@ pub fn instr_text(op: &Op) -> String {
             let m = match proxy {
                 Proxy::Texture => "tld",
                 Proxy::Surface => "suld",
-                Proxy::Constant | Proxy::Generic => "cold",
+                Proxy::Constant | Proxy::Generic | Proxy::Async => "cold",
             };
             format!("{m}{} {reg}, {loc}", ss(sem, scope))
         }
@@ -108,6 +108,8 @@ pub fn instr_text(op: &Op) -> String {
             t
         }
         Op::ProxyFence { kind } => format!("fence.proxy.{}", kind.name()),
+        Op::BulkCopy { dst, src, mbar } => format!("cp.async.bulk {dst}, {src}, {mbar}"),
+        Op::MbarWait { mbar } => format!("mbarrier.try_wait.parity {mbar}, 0"),
     }
 }
 

@@ -191,7 +191,42 @@ fn control_op(c: &Cell) -> Result<Option<Op>, OpError> {
         c.need(0)?;
         return Ok(Some(Op::ProxyFence { kind }));
     }
-    Ok(None)
+    async_op(c)
+}
+
+/// `cp.async.bulk dst, src, mbar` and `mbarrier.try_wait.parity mbar, 0` (the async proxy's
+/// copy and the wait for the phase that tracks it; see [`Op::BulkCopy`]).
+fn async_op(c: &Cell) -> Result<Option<Op>, OpError> {
+    const COPY: &str = "cp.async.bulk DST, SRC, MBAR";
+    const WAIT: &str = "mbarrier.try_wait.parity MBAR, 0 (each mbarrier completes phase 0 only)";
+    let mods: Vec<&str> = c.ins.modifiers.iter().map(String::as_str).collect();
+    match c.head() {
+        "cp" => {
+            if mods != ["async", "bulk"] {
+                return Err(OpError::Form {
+                    text: c.text.to_string(),
+                    expected: COPY,
+                });
+            }
+            c.need(3)?;
+            Ok(Some(Op::BulkCopy {
+                dst: c.loc(0)?,
+                src: c.loc(1)?,
+                mbar: c.loc(2)?,
+            }))
+        }
+        "mbarrier" => {
+            c.need(2)?;
+            if mods != ["try_wait", "parity"] || c.value(1)? != Operand::Const(0) {
+                return Err(OpError::Form {
+                    text: c.text.to_string(),
+                    expected: WAIT,
+                });
+            }
+            Ok(Some(Op::MbarWait { mbar: c.loc(0)? }))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// A memory operation's modifiers read by kind, in any order: semantics (`.weak`, `.relaxed`,
