@@ -219,6 +219,8 @@ impl<E: Executor> Worker<E> {
                         out[ok[*m]] = Some(Ok(r));
                     }
                 }
+                // A batch of one keeps its error's kind (a refusal stays a refusal).
+                Err(e) if members.len() == 1 => out[ok[members[0]]] = Some(Err(e)),
                 Err(e) => {
                     let text = e.to_string();
                     for m in &members {
@@ -392,10 +394,21 @@ pub struct CudaModule {
 
 impl CudaExecutor {
     pub fn open() -> Result<CudaExecutor, String> {
-        Ok(CudaExecutor {
-            session: crate::backend::cuda::Session::open(0).map_err(|e| e.to_string())?,
+        Ok(CudaExecutor::on(
+            crate::backend::cuda::Session::open(0).map_err(|e| e.to_string())?,
+        ))
+    }
+
+    /// An executor on an open session (its context).
+    pub fn on(session: crate::backend::cuda::Session) -> CudaExecutor {
+        CudaExecutor {
+            session,
             buffers: HashMap::new(),
-        })
+        }
+    }
+
+    pub fn session(&self) -> &crate::backend::cuda::Session {
+        &self.session
     }
 }
 
