@@ -506,10 +506,10 @@ fn gpu_cases_emulated(o: Options) -> BenchBlock {
     );
     let (mut alone, mut batched) = (Vec::new(), Vec::new());
     let mut last = None;
-    for rep in 0..o.reps {
-        let open = move || Ok(EmulatorExecutor::new(rep as u64));
+    for _ in 0..o.reps {
+        let open = || Ok(EmulatorExecutor::new());
         let one = run_cases(open, &cases, LAUNCHES, 1, Duration::ZERO);
-        let open = move || Ok(EmulatorExecutor::new(rep as u64));
+        let open = || Ok(EmulatorExecutor::new());
         let many = run_cases(open, &cases, LAUNCHES, THREADS, BATCH_WAIT);
         match (one, many) {
             (Ok(one), Ok(many)) => {
@@ -711,7 +711,7 @@ fn gpu_worker_emulated(o: Options) -> BenchBlock {
                 seed: (rep * TESTS + i) as u64,
             })
             .collect();
-        let mut w = Worker::new(EmulatorExecutor::new(rep as u64));
+        let mut w = Worker::new(EmulatorExecutor::new());
         let run = Instant::now();
         let failed = w.run(&jobs).iter().filter(|r| r.is_err()).count();
         let wall = elapsed(run);

@@ -1066,7 +1066,7 @@ pub fn command(req: &Request, print: &mut dyn FnMut(&str)) -> Result<i32, ArgErr
     }
     let files = expand(&req.files)?;
     let engine: Box<dyn Runner> = if req.emulate {
-        Box::new(OnWorker::new(emulate::EmulatorExecutor::new(1)))
+        Box::new(OnWorker::new(emulate::EmulatorExecutor::new()))
     } else {
         let session = Session::open(0).map_err(|e| ArgError::NoGpu(e.to_string()))?;
         Box::new(OnWorker::new(worker::CudaExecutor::on(session)))

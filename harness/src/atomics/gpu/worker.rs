@@ -749,7 +749,7 @@ mod tests {
             "LB.relaxed.gpu.inter_cta",
         ];
         let jobs: Vec<Job> = names.iter().map(|n| job(n, 3)).collect();
-        let mut w = Worker::new(EmulatorExecutor::new(1));
+        let mut w = Worker::new(EmulatorExecutor::new());
         for round in 0..2 {
             for (j, r) in jobs.iter().zip(w.run(&jobs)) {
                 let r = r.unwrap();
@@ -814,11 +814,11 @@ mod tests {
         let mut all = Vec::new();
         for name in CASES {
             let jobs = case_jobs(name, 2);
-            let mut w = Worker::new(EmulatorExecutor::new(7));
+            let mut w = Worker::new(EmulatorExecutor::new());
             alone.extend(w.run(&jobs).into_iter().map(|r| counts(&r.unwrap())));
             all.extend(jobs);
         }
-        let mut w = Worker::new(EmulatorExecutor::new(8));
+        let mut w = Worker::new(EmulatorExecutor::new());
         let together: Vec<_> = w
             .run(&all)
             .into_iter()
@@ -861,7 +861,7 @@ mod tests {
         let alone: Vec<_> = CASES
             .iter()
             .map(|n| {
-                let mut w = Worker::new(EmulatorExecutor::new(1));
+                let mut w = Worker::new(EmulatorExecutor::new());
                 run(n, &mut |jobs| {
                     w.run(&jobs)
                         .into_iter()
@@ -872,7 +872,7 @@ mod tests {
             .collect();
         let (tx, rx) = mpsc::channel::<Request>();
         let server = std::thread::spawn(move || {
-            let mut w = Worker::new(EmulatorExecutor::new(2));
+            let mut w = Worker::new(EmulatorExecutor::new());
             // Long enough for four threads released together to all be queued.
             serve(&mut w, &rx, Duration::from_secs(2));
             w.stats
@@ -904,7 +904,7 @@ mod tests {
         let mut bad = job("IRIW.rel_acq.cta.intra_cta", 1);
         bad.params.workgroup_size = 32; // one warp: four roles do not fit
         let jobs = vec![bad, job("MP.rel_acq.gpu.inter_cta", 1)];
-        let mut w = Worker::new(EmulatorExecutor::new(2));
+        let mut w = Worker::new(EmulatorExecutor::new());
         let out = w.run(&jobs);
         assert!(
             matches!(&out[0], Err(RunError::Geometry(_))),
@@ -922,7 +922,7 @@ mod tests {
         let test = catalog::by_name("MP.rel_acq.gpu.inter_cta").unwrap();
         let control = catalog::control_for(&test.name).and_then(|c| catalog::by_name(&c));
         assert!(control.is_some());
-        let mut w = Worker::new(EmulatorExecutor::new(3));
+        let mut w = Worker::new(EmulatorExecutor::new());
         let mut submitted = 0;
         let (status, figures) =
             super::super::run_case_with(&test, control.as_ref(), 2, &small(), |jobs| {

@@ -467,13 +467,10 @@ pub fn launch_batch(
 /// The GPU worker's executor on the emulator ([`crate::atomics::gpu::worker::Executor`]):
 /// each part of a launch runs its CTAs interleaved at random from the part's seed
 /// ([`crate::atomics::gpu::worker::PartLaunch`]), so a test's counts do not depend on the
-/// batch it is in; [`EmulatorExecutor::whole`] instead interleaves every thread of the launch
-/// from the executor's own seed. The launch time is the emulator's wall time.
-#[derive(Debug)]
+/// batch it is in ([`launch_batch`] interleaves a whole batch at once). The launch time is the
+/// emulator's wall time.
+#[derive(Debug, Default)]
 pub struct EmulatorExecutor {
-    rng: rand_chacha::ChaCha8Rng,
-    /// Interleave the whole launch (all parts) from `rng` rather than part by part.
-    whole: bool,
     /// Kernels parsed ("compiled"), for tests of the worker's cache.
     pub loads: u64,
     /// Instructions executed over all launches.
@@ -481,22 +478,8 @@ pub struct EmulatorExecutor {
 }
 
 impl EmulatorExecutor {
-    pub fn new(seed: u64) -> EmulatorExecutor {
-        EmulatorExecutor {
-            rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
-            whole: false,
-            loads: 0,
-            steps: 0,
-        }
-    }
-
-    /// An executor interleaving every thread of a launch at once, from `seed`: the parts'
-    /// threads mixed as on a GPU (each part's counts then depend on its batch).
-    pub fn whole(seed: u64) -> EmulatorExecutor {
-        EmulatorExecutor {
-            whole: true,
-            ..EmulatorExecutor::new(seed)
-        }
+    pub fn new() -> EmulatorExecutor {
+        EmulatorExecutor::default()
     }
 }
 
@@ -530,19 +513,6 @@ impl crate::atomics::gpu::worker::Executor for EmulatorExecutor {
         crate::atomics::gpu::RunError,
     > {
         let t0 = std::time::Instant::now();
-        if self.whole {
-            let plans: Vec<IterationPlan> = parts.iter().map(|p| p.plan.clone()).collect();
-            let (mem, _, steps) =
-                run_batch_machine(&module.0, batch, &plans, Some(self.rng.random()))?;
-            self.steps += steps;
-            let counts = batch
-                .parts
-                .iter()
-                .enumerate()
-                .map(|(k, p)| part_counts(&mem, p, k))
-                .collect();
-            return Ok((counts, t0.elapsed()));
-        }
         let mut counts = Vec::new();
         for (k, (part, launch)) in batch.parts.iter().zip(parts).enumerate() {
             let (mem, steps) = run_part_machine(&module.0, batch, k, launch.plan, launch.seed)?;
