@@ -129,6 +129,12 @@ pub trait Check: Send + Sync + Debug + 'static {
     fn resources(&self) -> Vec<Resource> {
         Vec::new()
     }
+    /// Whether all the case's GPU work goes through the process's GPU worker (one context,
+    /// one batch launched at a time): such cases hold [`Resource::Gpu`] together, so the
+    /// worker can put several of them in one launch, and apart from every other GPU case.
+    fn shares_gpu(&self) -> bool {
+        false
+    }
     fn run(&self, ctx: &CaseContext) -> CaseStatus;
     /// What a run of this case would refuse, found before anything runs (issue 10: `validate`
     /// catches everything a run would): files it reads, names it looks up (producers, tests,

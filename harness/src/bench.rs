@@ -14,7 +14,7 @@
 //! report layer, and nothing below names it.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::backend::toolchain::Toolchain;
 use crate::capability::Capabilities;
@@ -331,8 +331,295 @@ pub fn atomics(o: Options) -> Vec<BenchBlock> {
     }];
     blocks.push(gpu_host(o));
     blocks.push(gpu_worker_emulated(o));
+    blocks.push(gpu_cases_emulated(o));
     blocks.push(gpu_worker());
+    blocks.push(gpu_cases());
     blocks
+}
+
+/// One `atomics.gpu.*` case as the runner hands it to the worker: the catalogue test, its
+/// control when the test is forbidden, and the stress parameters.
+type GpuCase = (
+    crate::atomics::litmus::LitmusTest,
+    Option<crate::atomics::litmus::LitmusTest>,
+    crate::atomics::gpu::layout::StressParams,
+);
+
+/// What [`run_cases`] measured: the worker's counts, the wall time, and the cases whose
+/// status was an error.
+struct CasesRun {
+    stats: crate::atomics::gpu::worker::Stats,
+    wall: f64,
+    errors: Vec<String>,
+}
+
+/// `cases` as a run's runner threads hand them to the GPU worker: `threads` threads take the
+/// next case each ([`crate::atomics::gpu::run_case_with`]) and submit it to one queue
+/// ([`crate::atomics::gpu::worker::serve`]) that waits up to `wait` for more before each
+/// batch, on the executor `open` makes in the worker's thread.
+fn run_cases<E: crate::atomics::gpu::worker::Executor>(
+    open: impl FnOnce() -> Result<E, String> + Send,
+    cases: &[GpuCase],
+    launches: u64,
+    threads: usize,
+    wait: Duration,
+) -> Result<CasesRun, String> {
+    use crate::atomics::gpu::worker::{serve, submit_to, Request, Worker};
+    use crate::outcome::CaseStatus;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (tx, rx) = std::sync::mpsc::channel::<Request>();
+    let next = AtomicUsize::new(0);
+    let errors = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|sc| {
+        let server = sc.spawn(move || {
+            let mut w = Worker::new(open()?);
+            serve(&mut w, &rx, wait);
+            Ok::<_, String>(w.stats)
+        });
+        let run = Instant::now();
+        let submitters: Vec<_> = (0..threads)
+            .map(|_| {
+                let tx = tx.clone();
+                let (next, errors) = (&next, &errors);
+                sc.spawn(move || {
+                    while let Some((test, control, params)) =
+                        cases.get(next.fetch_add(1, Ordering::Relaxed))
+                    {
+                        let (status, _) = crate::atomics::gpu::run_case_with(
+                            test,
+                            control.as_ref(),
+                            launches,
+                            params,
+                            |jobs| submit_to(&tx, jobs),
+                        );
+                        if let CaseStatus::Error { message } = status {
+                            let mut e = errors.lock().unwrap_or_else(|e| e.into_inner());
+                            e.push(format!("{}: {message}", test.name));
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for s in submitters {
+            let _ = s.join();
+        }
+        let wall = elapsed(run);
+        let stats = server
+            .join()
+            .map_err(|_| "the worker thread panicked".to_string())??;
+        Ok::<_, String>((stats, wall))
+    })
+    .map(|(stats, wall)| CasesRun {
+        stats,
+        wall,
+        errors: errors.into_inner().unwrap_or_else(|e| e.into_inner()),
+    })
+}
+
+/// The text and figures of a [`run_cases`] run of `n` cases.
+fn cases_figures(label: &str, r: &CasesRun, n: usize) -> (String, Vec<Figure>) {
+    let cases_per_s = n as f64 / r.wall.max(1e-12);
+    let e2e = r.stats.instances as f64 / r.wall.max(1e-12);
+    let mut text = format!(
+        "  {label}: {n} cases in {:.2} s: {cases_per_s:.2} cases/s, {e2e:.3e} instances/s end \
+         to end; {} batches, {} launches, up to {} cases and {} tests per launch\n",
+        r.wall,
+        r.stats.batches,
+        r.stats.launches,
+        r.stats.max_requests_per_batch,
+        r.stats.max_tests_per_launch
+    );
+    for e in r.errors.iter().take(5) {
+        text += &format!("  error: {e}\n");
+    }
+    let figures = vec![
+        Figure::Scalar {
+            name: format!("{label} cases/s"),
+            unit: "cases/s".into(),
+            better: Some(Better::Higher),
+            value: Spread::exact(cases_per_s),
+        },
+        Figure::Scalar {
+            name: format!("{label} instances/s end to end"),
+            unit: "instances/s".into(),
+            better: Some(Better::Higher),
+            value: Spread::exact(e2e),
+        },
+        Figure::Scalar {
+            name: format!("{label} launches"),
+            unit: "launches".into(),
+            better: Some(Better::Lower),
+            value: Spread::exact(r.stats.launches as f64),
+        },
+    ];
+    (text, figures)
+}
+
+/// The cases of `tests` under `params`: each with its control when the model forbids it.
+fn gpu_cases_of(
+    tests: impl IntoIterator<Item = crate::atomics::litmus::LitmusTest>,
+    params: &crate::atomics::gpu::layout::StressParams,
+) -> Vec<GpuCase> {
+    use crate::atomics::{catalog, model};
+    tests
+        .into_iter()
+        .map(|t| {
+            let control = if model::check(&t).allowed {
+                None
+            } else {
+                catalog::control_for(&t.name).and_then(|c| catalog::by_name(&c))
+            };
+            (t, control, params.clone())
+        })
+        .collect()
+}
+
+/// Cases through the GPU worker on the PTX emulator, as the runner hands them over: one case
+/// per batch (one runner thread, no wait: the runner before cases were batched) against
+/// four runner threads whose cases the worker batches. The emulator's rates are an
+/// interpreter's; what carries over to a GPU is the packing (launches, cases per launch).
+fn gpu_cases_emulated(o: Options) -> BenchBlock {
+    use crate::atomics::catalog;
+    use crate::atomics::gpu::emulate::EmulatorExecutor;
+    use crate::atomics::gpu::layout::StressParams;
+    use crate::atomics::gpu::worker::BATCH_WAIT;
+    let t0 = Instant::now();
+    let params = StressParams {
+        testing_workgroups: 4,
+        workgroup_size: 128,
+        max_workgroups: 5,
+        stress_iterations: 4,
+        pre_stress_iterations: 2,
+        stress_target_lines: 2,
+        stress_line_size: 4,
+        ..StressParams::default()
+    };
+    const CASES: usize = 8;
+    const LAUNCHES: u64 = 2;
+    const THREADS: usize = 4;
+    let cases = gpu_cases_of(catalog::catalog().into_iter().take(CASES), &params);
+    let mut text = format!(
+        "atomics: {CASES} atomics.gpu cases x {LAUNCHES} launches through the worker on the PTX \
+         emulator, {} repetitions\n",
+        o.reps
+    );
+    let (mut alone, mut batched) = (Vec::new(), Vec::new());
+    let mut last = None;
+    for _ in 0..o.reps {
+        let open = || Ok(EmulatorExecutor::new());
+        let one = run_cases(open, &cases, LAUNCHES, 1, Duration::ZERO);
+        let open = || Ok(EmulatorExecutor::new());
+        let many = run_cases(open, &cases, LAUNCHES, THREADS, BATCH_WAIT);
+        match (one, many) {
+            (Ok(one), Ok(many)) => {
+                alone.push(CASES as f64 / one.wall.max(1e-12));
+                batched.push(CASES as f64 / many.wall.max(1e-12));
+                last = Some((one, many));
+            }
+            (Err(e), _) | (_, Err(e)) => text += &format!("  the worker did not start: {e}\n"),
+        }
+    }
+    let mut figures = Vec::new();
+    if let (Some(a), Some(b)) = (Spread::of(&alone), Spread::of(&batched)) {
+        text += &format!(
+            "  one case per batch: {:.2} / {:.2} / {:.2} cases/s\n  \
+             {THREADS} runner threads, batched: {:.2} / {:.2} / {:.2} cases/s\n",
+            a.min, a.median, a.max, b.min, b.median, b.max
+        );
+        figures.push(Figure::Scalar {
+            name: "emulated cases/s, one case per batch".into(),
+            unit: "cases/s".into(),
+            better: Some(Better::Higher),
+            value: a,
+        });
+        figures.push(Figure::Scalar {
+            name: "emulated cases/s, batched".into(),
+            unit: "cases/s".into(),
+            better: Some(Better::Higher),
+            value: b,
+        });
+    }
+    if let Some((one, many)) = last {
+        for (label, r) in [("one case per batch", &one), ("batched", &many)] {
+            let (t, f) = cases_figures(&format!("emulated, {label}"), r, CASES);
+            text += &t;
+            figures.extend(f.into_iter().filter(|f| !f.name().ends_with("cases/s")));
+        }
+    }
+    BenchBlock {
+        name: "atomics.gpu_cases.emulated".into(),
+        what: "bench: atomics.gpu cases through the GPU worker's queue on the PTX emulator (one \
+               case per batch against cases batched across runner threads)"
+            .into(),
+        skipped: None,
+        figures,
+        text,
+        secs: elapsed(t0),
+    }
+}
+
+/// The suite's `atomics.gpu.*` cases on the worker's queue (312 catalogue tests, 156 in shared
+/// memory; controls beside forbidden tests; default stress, 100 launches) on GPU 0, as the
+/// runner hands them over: one case per batch, then 16 runner threads whose cases the worker
+/// batches. Cases/s, instances/s end to end and launches of each, in the same run.
+fn gpu_cases() -> BenchBlock {
+    use crate::atomics::catalog;
+    use crate::atomics::gpu::layout::{Geometry, StressParams};
+    use crate::atomics::gpu::worker::{CudaExecutor, BATCH_WAIT};
+    use crate::atomics::gpu::DEFAULT_ITERATIONS;
+    let name = "atomics.gpu_cases";
+    let what = "bench: the atomics.gpu.* cases through the GPU worker's queue on GPU 0";
+    let t0 = Instant::now();
+    if let Err(e) = crate::backend::cuda::Session::open(0) {
+        return BenchBlock::skip(
+            name,
+            what,
+            crate::capability::Capability::Gpu,
+            format!("no CUDA GPU 0 for the worker: {e}"),
+        );
+    }
+    let mut cases = gpu_cases_of(catalog::catalog(), &StressParams::default());
+    let shared = StressParams {
+        intra_cta_shared: true,
+        ..StressParams::default()
+    };
+    let in_shared = catalog::catalog()
+        .into_iter()
+        .filter(|t| Geometry::new(t, &shared).is_ok_and(|g| g.shared));
+    cases.extend(gpu_cases_of(in_shared, &shared));
+    let mut text = format!(
+        "atomics: {} atomics.gpu cases through the GPU worker's queue on GPU 0\n",
+        cases.len()
+    );
+    let mut figures = Vec::new();
+    for (label, threads, wait) in [
+        ("GPU cases, one per batch", 1, Duration::ZERO),
+        ("GPU cases, batched", 16, BATCH_WAIT),
+    ] {
+        match run_cases(
+            CudaExecutor::open,
+            &cases,
+            DEFAULT_ITERATIONS,
+            threads,
+            wait,
+        ) {
+            Ok(r) => {
+                let (t, f) = cases_figures(label, &r, cases.len());
+                text += &t;
+                figures.extend(f);
+            }
+            Err(e) => text += &format!("  {label}: the worker did not start: {e}\n"),
+        }
+    }
+    BenchBlock {
+        name: name.into(),
+        what: what.into(),
+        skipped: None,
+        figures,
+        text,
+        secs: elapsed(t0),
+    }
 }
 
 /// One worker run's figures: end to end (wall, from the first job's preparation to the last
@@ -424,7 +711,7 @@ fn gpu_worker_emulated(o: Options) -> BenchBlock {
                 seed: (rep * TESTS + i) as u64,
             })
             .collect();
-        let mut w = Worker::new(EmulatorExecutor::new(rep as u64));
+        let mut w = Worker::new(EmulatorExecutor::new());
         let run = Instant::now();
         let failed = w.run(&jobs).iter().filter(|r| r.is_err()).count();
         let wall = elapsed(run);

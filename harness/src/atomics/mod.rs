@@ -190,6 +190,15 @@ impl Check for AtomicsCheck {
         false
     }
 
+    /// A catalogue test on the GPU runs on the process's GPU worker, but for a cluster test
+    /// (its own context and cluster launch).
+    fn shares_gpu(&self) -> bool {
+        match self {
+            AtomicsCheck::Gpu { test, stress, .. } => gpu::runs_on_worker(test, stress),
+            _ => false,
+        }
+    }
+
     /// Refused before the run: a test name outside the catalogue, zero iterations,
     /// an unknown corpus expectation, a litmus file that does not read, an outcome other than
     /// allowed or forbidden.

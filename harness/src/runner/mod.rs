@@ -69,29 +69,56 @@ impl From<CaseStatus> for Executed {
 /// The run's shared resources, one lock each ([`Resource`]).
 #[derive(Debug, Default)]
 pub struct Resources {
-    locks: BTreeMap<Resource, Mutex<()>>,
+    locks: BTreeMap<Resource, std::sync::RwLock<()>>,
+}
+
+/// A resource a case holds: alone, or together with other cases that share it
+/// ([`shared_resources_of`]).
+#[derive(Debug)]
+pub enum Held<'a> {
+    Alone(std::sync::RwLockWriteGuard<'a, ()>),
+    Together(std::sync::RwLockReadGuard<'a, ()>),
 }
 
 impl Resources {
     pub fn new() -> Resources {
         Resources {
-            locks: Resource::ALL.iter().map(|r| (*r, Mutex::new(()))).collect(),
+            locks: Resource::ALL
+                .iter()
+                .map(|r| (*r, std::sync::RwLock::new(())))
+                .collect(),
         }
+    }
+
+    /// Hold every resource in `wanted` alone ([`Resources::hold_sharing`]).
+    pub fn hold(&self, wanted: &[Resource]) -> (Vec<Held<'_>>, Duration) {
+        self.hold_sharing(wanted, &[])
     }
 
     /// Hold every resource in `wanted` (taken in one order, so two cases wanting two never
     /// deadlock), and how long it took to get them: the time other cases held them, not the
     /// case's own (an H100 run reported 5.8 s per litmus case, 15 queued cases of 0.39 s each
-    /// included).
-    pub fn hold(&self, wanted: &[Resource]) -> (Vec<std::sync::MutexGuard<'_, ()>>, Duration) {
+    /// included). Those also in `shared` are held together with other cases holding them
+    /// shared, and apart from every case holding them alone.
+    pub fn hold_sharing(
+        &self,
+        wanted: &[Resource],
+        shared: &[Resource],
+    ) -> (Vec<Held<'_>>, Duration) {
         let t0 = Instant::now();
         let mut wanted = wanted.to_vec();
         wanted.sort();
         wanted.dedup();
         let guards = wanted
             .iter()
-            .filter_map(|r| self.locks.get(r))
-            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+            .filter_map(|r| self.locks.get(r).map(|l| (r, l)))
+            .map(|(r, l)| {
+                if shared.contains(r) {
+                    Held::Together(l.read().unwrap_or_else(|e| e.into_inner()))
+                } else {
+                    Held::Alone(l.write().unwrap_or_else(|e| e.into_inner()))
+                }
+            })
             .collect::<Vec<_>>();
         let waited = if guards.is_empty() {
             Duration::ZERO
@@ -112,6 +139,19 @@ pub fn resources_of(case: &Case) -> Vec<Resource> {
     r.sort();
     r.dedup();
     r
+}
+
+/// The resources of [`resources_of`] the case holds together with other cases sharing
+/// them: the GPU, for a case whose GPU work all goes through the process's GPU worker
+/// ([`crate::area::Check::shares_gpu`]), which launches one batch at a time, so that cases
+/// on several runner threads reach its queue together and share launches. A case isolated in
+/// a child has its own context and holds the GPU alone.
+pub fn shared_resources_of(case: &Case) -> Vec<Resource> {
+    if !case.isolate && case.check.shares_gpu() {
+        vec![Resource::Gpu]
+    } else {
+        Vec::new()
+    }
 }
 
 /// What every case of a run shares.
@@ -557,7 +597,9 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration, BatchUs
             }
         }
     }
-    let (_held, waited) = env.resources.hold(&resources_of(case));
+    let (_held, waited) = env
+        .resources
+        .hold_sharing(&resources_of(case), &shared_resources_of(case));
     let (executed, used) = if case.isolate {
         (
             child::run_isolated(env, &case.file, &case.id, case.timeout),
@@ -784,6 +826,35 @@ mod tests {
         let (none, waited) = resources.hold(&[]);
         assert!(none.is_empty());
         assert_eq!(waited, Duration::ZERO);
+    }
+
+    /// Cases holding the GPU shared (the GPU worker's) overlap one another; a case holding it
+    /// alone waits for all of them, and they for it.
+    #[test]
+    fn cases_sharing_the_gpu_overlap_and_exclude_the_others() {
+        let resources = Resources::new();
+        let gpu = [Resource::Gpu];
+        let (a, _) = resources.hold_sharing(&gpu, &gpu);
+        let (b, waited) = resources.hold_sharing(&gpu, &gpu);
+        assert!(matches!(b[..], [Held::Together(_)]), "{b:?}");
+        assert!(waited < Duration::from_millis(100), "{waited:?}");
+        std::thread::scope(|sc| {
+            let alone = sc.spawn(|| {
+                let (held, waited) = resources.hold(&gpu);
+                assert!(matches!(held[..], [Held::Alone(_)]), "{held:?}");
+                waited
+            });
+            std::thread::sleep(Duration::from_millis(150));
+            drop((a, b));
+            assert!(alone.join().unwrap() >= Duration::from_millis(100));
+        });
+        let (alone, _) = resources.hold(&gpu);
+        std::thread::scope(|sc| {
+            let shared = sc.spawn(|| resources.hold_sharing(&gpu, &gpu).1);
+            std::thread::sleep(Duration::from_millis(150));
+            drop(alone);
+            assert!(shared.join().unwrap() >= Duration::from_millis(100));
+        });
     }
 
     /// Cases sharing a resource run one after another; cases on different resources overlap.

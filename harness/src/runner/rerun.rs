@@ -39,7 +39,10 @@ pub fn flaky_or(verdict: Verdict, attempts: &[CaseStatus]) -> Verdict {
 /// Run `case` in a fresh child, holding the resources it declares; also how long it waited
 /// for them.
 pub fn fresh_child(case: &Case, env: &super::RunEnv) -> (Executed, Duration) {
-    let (_held, waited) = env.resources.hold(&super::resources_of(case));
+    let (_held, waited) = env.resources.hold_sharing(
+        &super::resources_of(case),
+        &super::shared_resources_of(case),
+    );
     (
         super::child::run_isolated(env, &case.file, &case.id, case.timeout),
         waited,

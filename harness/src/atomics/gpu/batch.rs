@@ -145,6 +145,55 @@ fn merge_reg(line: &str, regs: &mut BTreeMap<(String, String), u32>) {
     }
 }
 
+/// The CTA dispatch of a batch whose part k ends before CTA `ends[k]`: a complete binary
+/// search over [`MAX_BATCH_TESTS`] slots, each level `setp`, a guarded `bra` and one `bra.uni`
+/// whichever way it goes, so that every CTA of every part runs the same dispatch instructions
+/// whatever the batch's size and the part's place in it. A part then runs exactly as it runs
+/// alone (in the emulator, the same seed gives the same interleaving and counts), and on a GPU
+/// the dispatch costs 15 instructions per thread at most. Slots past the last part are never
+/// reached (no CTA id is at or past the grid) and lead to `ret`.
+fn dispatch(ends: &[u32]) -> String {
+    let mut s = String::new();
+    if ends.is_empty() {
+        s.push_str("\tret;\n");
+        return s;
+    }
+    dispatch_node(0, MAX_BATCH_TESTS, ends, &mut s);
+    s.push_str("K_DONE:\n\tret;\n");
+    s
+}
+
+/// The label of dispatch slots `lo..hi` (one slot: its part's entry).
+fn dispatch_target(lo: usize, hi: usize, parts: usize) -> String {
+    if lo >= parts {
+        "K_DONE".into()
+    } else if hi - lo == 1 {
+        format!("B{lo}_ENTRY")
+    } else {
+        format!("K_D{lo}_{hi}")
+    }
+}
+
+fn dispatch_node(lo: usize, hi: usize, ends: &[u32], s: &mut String) {
+    let n = ends.len();
+    let mid = (lo + hi) / 2;
+    // CTAs before the end of slot mid-1 go left (a slot past the last part ends at the grid).
+    let bound = ends[(mid - 1).min(n - 1)];
+    let (left, right) = (dispatch_target(lo, mid, n), dispatch_target(mid, hi, n));
+    let _ = write!(
+        s,
+        "K_D{lo}_{hi}:\n\tsetp.lt.u32 %k_bp, %k_bid, {bound};\n\t@%k_bp bra K_L{lo}_{hi};\n\
+         \tbra.uni {right};\nK_L{lo}_{hi}:\n\tbra.uni {left};\n"
+    );
+    for (a, b) in [(lo, mid), (mid, hi)] {
+        if b - a > 1 && a < n {
+            dispatch_node(a, b, ends, s);
+        }
+    }
+}
+
+const _: () = assert!(MAX_BATCH_TESTS.is_power_of_two());
+
 /// The batch kernel of `tests` (each with its geometry and outcome space), every part with
 /// the same block size.
 pub fn generate(
@@ -162,7 +211,7 @@ pub fn generate(
     let mut parts = Vec::new();
     let mut shared_words = 0u32;
     let mut start = 0u32;
-    let mut dispatch = String::new();
+    let mut ends = Vec::new();
     let mut params = Vec::new();
     for (k, (test, g, space)) in tests.iter().enumerate() {
         if g.cluster > 1 {
@@ -214,10 +263,7 @@ pub fn generate(
             }
         }
         let end = start + g.params.max_workgroups;
-        let _ = write!(
-            dispatch,
-            "\tsetp.lt.u32 %k_bp, %k_bid, {end};\n\t@%k_bp bra B{k}_ENTRY;\n"
-        );
+        ends.push(end);
         for p in PARAMS {
             let ty = if p == "p_testing" { "u32" } else { "u64" };
             params.push(format!("\t.param .{ty} {p}_b{k}"));
@@ -258,7 +304,8 @@ pub fn generate(
     }
     let _ = write!(
         s,
-        "\tmov.u32 %k_bid, %ctaid.x;\n{dispatch}\tret;\n{bodies}}}\n"
+        "\tmov.u32 %k_bid, %ctaid.x;\n{}{bodies}}}\n",
+        dispatch(&ends)
     );
     Ok(Batch {
         parts,

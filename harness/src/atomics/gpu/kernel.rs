@@ -616,6 +616,15 @@ fn barrier_quorum(test: &LitmusTest, t: usize, op: &Op) -> Option<u32> {
 /// not branch (a thread stopped by the loop cap would leave its barrier waiting), and the
 /// order of ids across threads must let every phase fill.
 fn check_barriers(test: &LitmusTest) -> Result<(), KernelError> {
+    check_barrier_places(test)?;
+    let all = arrivals(test);
+    check_barrier_quorums(test, &all)?;
+    check_barrier_phases_fill(test, &all)
+}
+
+/// Every barrier is reached exactly once (not in a loop, not jumped over) with an id fixed
+/// before the run.
+fn check_barrier_places(test: &LitmusTest) -> Result<(), KernelError> {
     for (t, th) in test.threads.iter().enumerate() {
         for (oi, op) in th.ops.iter().enumerate() {
             if !matches!(op, Op::Barrier { .. }) {
@@ -658,8 +667,13 @@ fn check_barriers(test: &LitmusTest) -> Result<(), KernelError> {
             }
         }
     }
-    let all = arrivals(test);
-    for ((cta, id), members) in &all {
+    Ok(())
+}
+
+/// The arrivals at each id of a CTA name one quorum, fixed before the run, and are exactly
+/// that many.
+fn check_barrier_quorums(test: &LitmusTest, all: &Arrivals) -> Result<(), KernelError> {
+    for ((cta, id), members) in all {
         let (t, oi, _, _) = members[0];
         let at = format!("`{}` P{t} op {}", test.name, oi + 1);
         let text = crate::atomics::litmus::dat3m::instr_text(&test.threads[t].ops[oi]);
@@ -689,7 +703,12 @@ fn check_barriers(test: &LitmusTest) -> Result<(), KernelError> {
             ));
         }
     }
-    // Every phase fills: run the threads' barrier sequences (one phase per id) to a fixpoint.
+    Ok(())
+}
+
+/// Every phase fills in every order of the threads: run the threads' barrier sequences (one
+/// phase per id) to a fixpoint.
+fn check_barrier_phases_fill(test: &LitmusTest, all: &Arrivals) -> Result<(), KernelError> {
     let seqs: Vec<Vec<((u32, i64), bool)>> = test
         .threads
         .iter()
@@ -742,6 +761,139 @@ fn check_barriers(test: &LitmusTest) -> Result<(), KernelError> {
     Ok(())
 }
 
+/// Role `t`'s code in the one-role-per-thread kernel: its instance's addresses and barrier
+/// ids, pre-stress, the spin barrier, the role's operations (`body`), its results and (when
+/// `counting`) the instance's count.
+fn dedicated_role(
+    s: &mut String,
+    g: &Geometry,
+    d: &Dedicated,
+    regs: &mut Regs,
+    t: usize,
+    body: &str,
+    counting: Option<&OutcomeSpace>,
+) -> Result<(), KernelError> {
+    let (nl, ns) = (g.locations.len(), g.slots.len());
+    let p = &g.params;
+    let _ = writeln!(
+        s,
+        "ROLE{t}:\n\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_aa, %k_addrs, %k_w;",
+        4 * nl.max(1)
+    );
+    for j in 0..nl {
+        let _ = writeln!(
+            s,
+            "\tld.global.u32 %k_tmp, [%k_aa+{}];\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
+             \tadd.s64 %a{t}_{j}, %k_locs, %k_w;",
+            4 * j
+        );
+    }
+    if !d.barrier_ids.is_empty() {
+        // The instance's warp group ((inst / 32) mod groups) owns hardware barriers
+        // 1 + group * ids .. 1 + (group + 1) * ids.
+        let _ = writeln!(
+            s,
+            "\tshr.u32 %k_gb, %k_inst{t}, 5;\n\trem.u32 %k_gb, %k_gb, {};\n\
+             \tmul.lo.u32 %k_gb, %k_gb, {};\n\tadd.u32 %k_gb, %k_gb, 1;",
+            d.groups,
+            d.barrier_ids.len()
+        );
+    }
+    let _ = writeln!(s, "\tmov.u32 %k_iter, 0;\n\t// pre-stress");
+    stress_loop(
+        &format!("PRE{t}"),
+        p.pre_stress_iterations,
+        p.stress_pattern,
+        s,
+    );
+    if p.barrier {
+        let _ = write!(
+            s,
+            "\t// spin barrier: every testing thread arrives before any starts\n\
+             \tred.relaxed.gpu.global.add.u32 [%k_barrier], 1;\n\tmov.u32 %k_spin, 0;\n\
+             SPIN{t}:\n\tld.relaxed.gpu.global.u32 %k_bar, [%k_barrier];\n\
+             \tsetp.ge.u32 %k_p, %k_bar, %k_testing;\n\t@%k_p bra GO{t};\n\
+             \tadd.u32 %k_spin, %k_spin, 1;\n\tsetp.lt.u32 %k_p, %k_spin, {SPIN_LIMIT};\n\
+             \t@%k_p bra SPIN{t};\n\tred.relaxed.gpu.global.add.u32 [%k_barrier+4], 1;\nGO{t}:\n"
+        );
+    }
+    let _ = writeln!(s, "\t// P{t}");
+    s.push_str(body);
+    let _ = writeln!(
+        s,
+        "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;",
+        4 * ns.max(1)
+    );
+    for (k, (st, r)) in g.slots.iter().enumerate() {
+        if *st == t {
+            let v = regs.var(t, r);
+            let _ = writeln!(s, "\tst.global.u32 [%k_w+{}], {v};", 4 * k);
+        }
+    }
+    if let Some(space) = counting {
+        let inst = format!("%k_inst{t}");
+        s.push_str(&count::count_code(g, space, &inst, &format!("D{t}"), true)?);
+    }
+    s.push_str("\tret;\n");
+    Ok(())
+}
+
+/// Role `t`'s paths out of a loop stopped at the cap: the barriers after the loop arrived at
+/// (without waiting), then the instance marked as not terminating (slot `dnt`) and counted.
+fn dedicated_cap_paths(
+    s: &mut String,
+    test: &LitmusTest,
+    g: &Geometry,
+    t: usize,
+    dnt: Option<usize>,
+    counting: Option<&OutcomeSpace>,
+) -> Result<(), KernelError> {
+    let ns = g.slots.len();
+    // A thread stopped at the cap after a loop still arrives at the barriers that follow
+    // the loop (without waiting), so the other threads' phases fill.
+    let ops = &test.threads[t].ops;
+    for (oi, op) in ops.iter().enumerate() {
+        let backward = match op {
+            Op::Goto { target } | Op::Branch { target, .. } => ops[..=oi]
+                .iter()
+                .any(|l| matches!(l, Op::Label { name } if name == target)),
+            _ => false,
+        };
+        if !backward
+            || !ops[oi + 1..]
+                .iter()
+                .any(|o| matches!(o, Op::Barrier { .. }))
+        {
+            continue;
+        }
+        let _ = writeln!(s, "CAP{t}_{oi}:");
+        for later in &ops[oi + 1..] {
+            if matches!(later, Op::Barrier { .. }) {
+                let what = format!("`{}` P{t}", test.name);
+                let line = barrier_line(g, test, t, later, true, &what)?;
+                let _ = writeln!(s, "\t{line}");
+            }
+        }
+        let _ = writeln!(s, "\tbra CAP{t};");
+    }
+    if let Some(k) = dnt {
+        let _ = writeln!(
+            s,
+            "CAP{t}:\n\t// stopped at the loop cap: the instance did not terminate within {LOOP_CAP}\n\
+             \tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;\n\
+             \tmov.u32 %k_tmp, 1;\n\tst.global.u32 [%k_w+{}], %k_tmp;",
+            4 * ns.max(1),
+            4 * k
+        );
+        if let Some(space) = counting {
+            let inst = format!("%k_inst{t}");
+            s.push_str(&count::count_code(g, space, &inst, &format!("C{t}"), true)?);
+        }
+        s.push_str("\tret;\n");
+    }
+    Ok(())
+}
+
 /// The kernel of the one-role-per-thread layout ([`Dedicated`]): each testing thread reads
 /// which role it plays and runs only that role's code.
 fn generate_dedicated(
@@ -752,7 +904,7 @@ fn generate_dedicated(
 ) -> Result<String, KernelError> {
     check_barriers(test)?;
     let roles = test.threads.len();
-    let (nl, ns) = (g.locations.len(), g.slots.len());
+    let nl = g.locations.len();
     let mut regs = Regs {
         vars: BTreeMap::new(),
         consts: BTreeMap::new(),
@@ -812,108 +964,8 @@ fn generate_dedicated(
     s.push_str("\tbra STRESS;\n");
     let p = &g.params;
     for (t, body) in bodies.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "ROLE{t}:\n\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_aa, %k_addrs, %k_w;",
-            4 * nl.max(1)
-        );
-        for j in 0..nl {
-            let _ = writeln!(
-                s,
-                "\tld.global.u32 %k_tmp, [%k_aa+{}];\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
-                 \tadd.s64 %a{t}_{j}, %k_locs, %k_w;",
-                4 * j
-            );
-        }
-        if !d.barrier_ids.is_empty() {
-            // The instance's warp group ((inst / 32) mod groups) owns hardware barriers
-            // 1 + group * ids .. 1 + (group + 1) * ids.
-            let _ = writeln!(
-                s,
-                "\tshr.u32 %k_gb, %k_inst{t}, 5;\n\trem.u32 %k_gb, %k_gb, {};\n\
-                 \tmul.lo.u32 %k_gb, %k_gb, {};\n\tadd.u32 %k_gb, %k_gb, 1;",
-                d.groups,
-                d.barrier_ids.len()
-            );
-        }
-        let _ = writeln!(s, "\tmov.u32 %k_iter, 0;\n\t// pre-stress");
-        stress_loop(
-            &format!("PRE{t}"),
-            p.pre_stress_iterations,
-            p.stress_pattern,
-            &mut s,
-        );
-        if p.barrier {
-            let _ = write!(
-                s,
-                "\t// spin barrier: every testing thread arrives before any starts\n\
-                 \tred.relaxed.gpu.global.add.u32 [%k_barrier], 1;\n\tmov.u32 %k_spin, 0;\n\
-                 SPIN{t}:\n\tld.relaxed.gpu.global.u32 %k_bar, [%k_barrier];\n\
-                 \tsetp.ge.u32 %k_p, %k_bar, %k_testing;\n\t@%k_p bra GO{t};\n\
-                 \tadd.u32 %k_spin, %k_spin, 1;\n\tsetp.lt.u32 %k_p, %k_spin, {SPIN_LIMIT};\n\
-                 \t@%k_p bra SPIN{t};\n\tred.relaxed.gpu.global.add.u32 [%k_barrier+4], 1;\nGO{t}:\n"
-            );
-        }
-        let _ = writeln!(s, "\t// P{t}");
-        s.push_str(body);
-        let _ = writeln!(
-            s,
-            "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;",
-            4 * ns.max(1)
-        );
-        for (k, (st, r)) in g.slots.iter().enumerate() {
-            if *st == t {
-                let v = regs.var(t, r);
-                let _ = writeln!(s, "\tst.global.u32 [%k_w+{}], {v};", 4 * k);
-            }
-        }
-        if let Some(space) = counting {
-            let inst = format!("%k_inst{t}");
-            s.push_str(&count::count_code(g, space, &inst, &format!("D{t}"), true)?);
-        }
-        s.push_str("\tret;\n");
-        // A thread stopped at the cap after a loop still arrives at the barriers that follow
-        // the loop (without waiting), so the other threads' phases fill.
-        let ops = &test.threads[t].ops;
-        for (oi, op) in ops.iter().enumerate() {
-            let backward = match op {
-                Op::Goto { target } | Op::Branch { target, .. } => ops[..=oi]
-                    .iter()
-                    .any(|l| matches!(l, Op::Label { name } if name == target)),
-                _ => false,
-            };
-            if !backward
-                || !ops[oi + 1..]
-                    .iter()
-                    .any(|o| matches!(o, Op::Barrier { .. }))
-            {
-                continue;
-            }
-            let _ = writeln!(s, "CAP{t}_{oi}:");
-            for later in &ops[oi + 1..] {
-                if matches!(later, Op::Barrier { .. }) {
-                    let what = format!("`{}` P{t}", test.name);
-                    let line = barrier_line(g, test, t, later, true, &what)?;
-                    let _ = writeln!(s, "\t{line}");
-                }
-            }
-            let _ = writeln!(s, "\tbra CAP{t};");
-        }
-        if let Some(k) = dnt {
-            let _ = writeln!(
-                s,
-                "CAP{t}:\n\t// stopped at the loop cap: the instance did not terminate within {LOOP_CAP}\n\
-                 \tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;\n\
-                 \tmov.u32 %k_tmp, 1;\n\tst.global.u32 [%k_w+{}], %k_tmp;",
-                4 * ns.max(1),
-                4 * k
-            );
-            if let Some(space) = counting {
-                let inst = format!("%k_inst{t}");
-                s.push_str(&count::count_code(g, space, &inst, &format!("C{t}"), true)?);
-            }
-            s.push_str("\tret;\n");
-        }
+        dedicated_role(&mut s, g, d, &mut regs, t, body, counting)?;
+        dedicated_cap_paths(&mut s, test, g, t, dnt, counting)?;
     }
     s.push_str("STRESS:\n");
     stress_loop("STRESS_LOOP", p.stress_iterations, p.stress_pattern, &mut s);

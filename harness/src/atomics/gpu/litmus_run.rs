@@ -1,10 +1,12 @@
 //! `gpucts litmus run FILE...`: a user's own litmus tests (gpucts YAML or Dat3M `.litmus`,
-//! whatever `litmus check` reads) run on GPU 0 through the suite's runner ([`super::run`]), or
-//! with `--emulate` through the PTX emulator ([`super::emulate::emulate`]). Either engine
-//! gives a histogram of outcomes; one report and one exit code are made from it: each
+//! whatever `litmus check` reads) run on GPU 0 through the GPU worker the suite's
+//! `atomics.gpu.*` cases use ([`OnWorker`]: one context, counting kernels, outcomes counted on
+//! the device), or with `--emulate` through the same worker on the PTX emulator
+//! ([`super::emulate::EmulatorExecutor`]). Either engine gives a histogram of outcomes; one report and one exit code are made from it: each
 //! outcome judged by the PTX memory model (the check `litmus check` does), forbidden outcomes
 //! first, weak outcomes and rates, and exit 101 when any outcome the model forbids was seen.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -14,7 +16,7 @@ use serde::Serialize;
 
 use super::emulate::{self, EmulateError};
 use super::layout::{GeometryError, Histogram, StressParams};
-use super::{layout, RunError};
+use super::{layout, worker, RunError};
 use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Term};
 use crate::atomics::model::{self, ModelVerdict};
 use crate::backend::cuda::Session;
@@ -312,13 +314,73 @@ pub trait Runner {
     ) -> Result<Seen, NotRun>;
 }
 
-/// The GPU through [`super::run`] (one context for every test of the command).
+/// An engine through the GPU worker ([`worker::Worker`]), as the suite's `atomics.gpu.*` cases
+/// run: the test's counting kernel (outcomes counted on the device) in a batch, on one
+/// executor for the whole command: GPU 0's context, or the PTX emulator. A test the worker
+/// does not take runs on the per-test path instead, which says what it said before: a
+/// cluster test (the worker makes no cluster launch), or one whose counting kernel is refused
+/// where the plain kernel may not be.
 #[derive(Debug)]
-pub struct Gpu {
-    pub session: Session,
+pub struct OnWorker<E: worker::Executor> {
+    worker: RefCell<worker::Worker<E>>,
 }
 
-impl Runner for Gpu {
+impl<E: worker::Executor> OnWorker<E> {
+    pub fn new(executor: E) -> OnWorker<E> {
+        OnWorker {
+            worker: RefCell::new(worker::Worker::new(executor)),
+        }
+    }
+
+    /// The worker's counts so far.
+    pub fn stats(&self) -> worker::Stats {
+        self.worker.borrow().stats
+    }
+
+    /// The test's run on the worker, or `None` when the per-test path should run it.
+    fn run_on_worker(
+        &self,
+        test: &LitmusTest,
+        params: &StressParams,
+        launches: u64,
+        budget: Option<Duration>,
+        seed: u64,
+    ) -> Option<Result<Seen, NotRun>> {
+        let start = Instant::now();
+        match layout::Geometry::new(test, params) {
+            Err(e) => return Some(Err(NotRun::Refused(e.to_string()))),
+            Ok(g) if g.cluster > 1 => return None,
+            Ok(_) => {}
+        }
+        let job = worker::Job {
+            test: test.clone(),
+            params: params.clone(),
+            launches,
+            budget,
+            seed,
+        };
+        let report = self.worker.borrow_mut().run(&[job]).pop()?;
+        match report {
+            Ok(r) => Some(Ok(Seen {
+                histogram: r.histogram,
+                launches: r.launches,
+                instances: r.instances,
+                kernel_time: Some(r.kernel_time),
+                end_to_end: start.elapsed(),
+                barrier_timeouts: r.barrier_timeouts,
+                did_not_terminate: r.did_not_terminate,
+            })),
+            Err(
+                RunError::Kernel(_)
+                | RunError::Count(_)
+                | RunError::Emulate(EmulateError::Unsupported(_) | EmulateError::Kernel(_)),
+            ) => None,
+            Err(e) => Some(Err(NotRun::Error(e.to_string()))),
+        }
+    }
+}
+
+impl Runner for OnWorker<worker::CudaExecutor> {
     fn kind(&self) -> Engine {
         Engine::Gpu
     }
@@ -330,30 +392,80 @@ impl Runner for Gpu {
         launches: u64,
         seed: u64,
     ) -> Result<Seen, NotRun> {
-        let start = Instant::now();
-        match super::run(
-            &self.session,
-            test,
-            verdict,
-            params,
-            launches,
-            Some(super::RUN_BUDGET),
-            seed,
-        ) {
-            Ok(r) => Ok(Seen {
-                histogram: r.histogram,
-                launches: r.launches,
-                instances: r.instances,
-                kernel_time: Some(r.kernel_time),
-                end_to_end: start.elapsed(),
-                barrier_timeouts: r.barrier_timeouts,
-                did_not_terminate: r.did_not_terminate,
-            }),
-            Err(e @ (RunError::Geometry(_) | RunError::Kernel(_))) => {
-                Err(NotRun::Refused(e.to_string()))
+        let budget = Some(super::RUN_BUDGET);
+        match self.run_on_worker(test, params, launches, budget, seed) {
+            Some(seen) => seen,
+            None => {
+                let w = self.worker.borrow();
+                per_test_on_gpu(
+                    w.executor().session(),
+                    test,
+                    verdict,
+                    params,
+                    launches,
+                    seed,
+                )
             }
-            Err(e) => Err(NotRun::Error(e.to_string())),
         }
+    }
+}
+
+impl Runner for OnWorker<emulate::EmulatorExecutor> {
+    fn kind(&self) -> Engine {
+        Engine::Emulator
+    }
+    fn run(
+        &self,
+        test: &LitmusTest,
+        verdict: &ModelVerdict,
+        params: &StressParams,
+        launches: u64,
+        seed: u64,
+    ) -> Result<Seen, NotRun> {
+        match self.run_on_worker(test, params, launches, None, seed) {
+            // The emulator's launch time is an interpreter's: no kernel time is reported.
+            Some(seen) => seen.map(|s| Seen {
+                kernel_time: None,
+                ..s
+            }),
+            None => Emulator.run(test, verdict, params, launches, seed),
+        }
+    }
+}
+
+/// One test's run on `session` through [`super::run`] (a kernel of its own, outcomes decoded on
+/// the host).
+fn per_test_on_gpu(
+    session: &Session,
+    test: &LitmusTest,
+    verdict: &ModelVerdict,
+    params: &StressParams,
+    launches: u64,
+    seed: u64,
+) -> Result<Seen, NotRun> {
+    let start = Instant::now();
+    match super::run(
+        session,
+        test,
+        verdict,
+        params,
+        launches,
+        Some(super::RUN_BUDGET),
+        seed,
+    ) {
+        Ok(r) => Ok(Seen {
+            histogram: r.histogram,
+            launches: r.launches,
+            instances: r.instances,
+            kernel_time: Some(r.kernel_time),
+            end_to_end: start.elapsed(),
+            barrier_timeouts: r.barrier_timeouts,
+            did_not_terminate: r.did_not_terminate,
+        }),
+        Err(e @ (RunError::Geometry(_) | RunError::Kernel(_))) => {
+            Err(NotRun::Refused(e.to_string()))
+        }
+        Err(e) => Err(NotRun::Error(e.to_string())),
     }
 }
 
@@ -954,10 +1066,10 @@ pub fn command(req: &Request, print: &mut dyn FnMut(&str)) -> Result<i32, ArgErr
     }
     let files = expand(&req.files)?;
     let engine: Box<dyn Runner> = if req.emulate {
-        Box::new(Emulator)
+        Box::new(OnWorker::new(emulate::EmulatorExecutor::new()))
     } else {
         let session = Session::open(0).map_err(|e| ArgError::NoGpu(e.to_string()))?;
-        Box::new(Gpu { session })
+        Box::new(OnWorker::new(worker::CudaExecutor::on(session)))
     };
     let iterations = req.iterations.unwrap_or(if req.emulate {
         EMULATE_ITERATIONS

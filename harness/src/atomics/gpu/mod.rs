@@ -431,6 +431,14 @@ pub fn run(
     Ok(report)
 }
 
+/// Whether the `atomics.gpu.*` case of catalogue test `name` runs on the process's GPU
+/// worker ([`worker::submit`]). Cluster tests need a cluster launch, which the worker's
+/// batches do not make: they run alone, with their own context.
+pub fn runs_on_worker(name: &str, params: &StressParams) -> bool {
+    catalog::by_name(name)
+        .is_some_and(|t| !layout::Geometry::new(&t, params).is_ok_and(|g| g.cluster > 1))
+}
+
 /// The `atomics.gpu.*` case: run catalogue test `name` (and its control when it is forbidden);
 /// its status and the figures of the test's run ([`figures_of`]).
 pub fn gpu_case(
@@ -445,9 +453,7 @@ pub fn gpu_case(
         );
     };
     let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
-    // Cluster tests need a cluster launch, which the worker's batches do not make: they run
-    // alone, with their own context.
-    if layout::Geometry::new(&test, params).is_ok_and(|g| g.cluster > 1) {
+    if !runs_on_worker(name, params) {
         return run_case(&test, control.as_ref(), iterations, params);
     }
     run_case_with(&test, control.as_ref(), iterations, params, worker::submit)

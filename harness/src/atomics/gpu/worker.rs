@@ -47,19 +47,33 @@ pub struct PartCounts {
     pub timeouts: u32,
 }
 
+/// One part of one launch: the plan its tables come from, and the seed an emulator
+/// interleaves the part's threads with (a GPU has no use for it). Both come from the part's
+/// job and the launch's number only, so a test's launches are the same whatever else shares
+/// them.
+#[derive(Debug, Clone, Copy)]
+pub struct PartLaunch<'a> {
+    pub plan: &'a IterationPlan,
+    pub seed: u64,
+}
+
 /// Runs batch kernels. `Module` is a compiled kernel.
 pub trait Executor {
     type Module;
     /// Compile (JIT) a batch kernel.
     fn load(&mut self, ptx: &str) -> Result<Self::Module, RunError>;
-    /// One launch of `batch` (loaded as `module`), part k under `plans[k]`: each part's
+    /// One launch of `batch` (loaded as `module`), part k as `parts[k]` says: each part's
     /// counts and the launch's time (launch to completion).
     fn launch(
         &mut self,
         module: &Self::Module,
         batch: &Batch,
-        plans: &[IterationPlan],
+        parts: &[PartLaunch<'_>],
     ) -> Result<(Vec<PartCounts>, Duration), RunError>;
+    /// The launches of the batch loaded as `module` are over: what the executor keeps for it
+    /// (device buffers, plan tables) may go. A later launch of the same module makes them
+    /// anew.
+    fn finished(&mut self, _module: &Self::Module) {}
 }
 
 /// Counts of the worker's work, for reports and tests.
@@ -69,10 +83,16 @@ pub struct Stats {
     pub compiled: u64,
     /// Kernels found in the cache.
     pub cached: u64,
+    /// Batches run (each its launches of one batch kernel).
+    pub batches: u64,
     pub launches: u64,
     /// Tests run, and the most tests one launch held.
     pub tests: u64,
     pub max_tests_per_launch: usize,
+    /// Requests served from the queue ([`serve`]: a runner's case, test and control), and
+    /// the most requests one batch held.
+    pub requests: u64,
+    pub max_requests_per_batch: usize,
     /// Instances over all tests and launches.
     pub instances: u64,
     /// Launch-to-completion time summed over launches.
@@ -84,10 +104,31 @@ pub struct Stats {
 /// placements varied while the device runs back to back).
 pub const PLAN_POOL: usize = 16;
 
+/// Compiled batch kernels the worker keeps. Kernels of cases batched together are seldom
+/// met again in a run (each case runs once), so the cache is bounded; a job list run again
+/// (a benchmark's repetitions) finds its kernels.
+pub const MODULE_CACHE: usize = 64;
+
+/// How long the worker's queue ([`serve`]) waits for more cases before it launches a batch
+/// that still has room: short beside a case's launches (100 launches of ~0.4 ms on an H100),
+/// long beside a runner thread's turn from one case's end to its next submission.
+pub const BATCH_WAIT: Duration = Duration::from_millis(5);
+
+/// The seed of launch `i` of a job seeded `seed` (for [`PartLaunch::seed`]).
+fn launch_seed(seed: u64, i: u64) -> u64 {
+    // SplitMix64's increment and finaliser: distinct launches get unrelated streams.
+    let mut z = seed.wrapping_add((i + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// The worker: an executor and its kernel cache.
 pub struct Worker<E: Executor> {
     executor: E,
     cache: HashMap<String, E::Module>,
+    /// The cache's keys, oldest first.
+    order: std::collections::VecDeque<String>,
     pub stats: Stats,
 }
 
@@ -106,11 +147,13 @@ impl<E: Executor> Worker<E> {
     }
 }
 
+/// A job ready to launch: its geometry, outcome space and plans, and the time that took.
 struct Prepared {
     geometry: Geometry,
     space: OutcomeSpace,
     verdict_terms: Vec<crate::atomics::litmus::Term>,
     plans: Vec<IterationPlan>,
+    setup: Duration,
 }
 
 impl<E: Executor> Worker<E> {
@@ -118,6 +161,7 @@ impl<E: Executor> Worker<E> {
         Worker {
             executor,
             cache: HashMap::new(),
+            order: std::collections::VecDeque::new(),
             stats: Stats::default(),
         }
     }
@@ -129,6 +173,12 @@ impl<E: Executor> Worker<E> {
         } else {
             let m = self.executor.load(ptx)?;
             self.stats.compiled += 1;
+            if self.order.len() >= MODULE_CACHE {
+                if let Some(old) = self.order.pop_front() {
+                    self.cache.remove(&old);
+                }
+            }
+            self.order.push_back(ptx.to_string());
             self.cache.insert(ptx.to_string(), m);
         }
         Ok(&self.cache[ptx])
@@ -136,28 +186,41 @@ impl<E: Executor> Worker<E> {
 
     /// Run `jobs`, packed into batches; one report per job, in order.
     pub fn run(&mut self, jobs: &[Job]) -> Vec<Result<RunReport, RunError>> {
+        let prepared: Vec<_> = jobs.iter().map(prepare).collect();
+        self.run_prepared(jobs, prepared)
+    }
+
+    /// Run `jobs` (each prepared, or the error that stopped its preparation) in the batches
+    /// [`batch::plan`] packs; one report per job, in order.
+    fn run_prepared(
+        &mut self,
+        jobs: &[Job],
+        prepared: Vec<Result<Prepared, RunError>>,
+    ) -> Vec<Result<RunReport, RunError>> {
         let mut out: Vec<Option<Result<RunReport, RunError>>> = jobs.iter().map(|_| None).collect();
-        let mut prepared = Vec::new();
+        let mut ready: Vec<(&Job, Prepared)> = Vec::new();
         let mut ok = Vec::new();
-        for (i, job) in jobs.iter().enumerate() {
-            let setup = Instant::now();
-            match prepare(job) {
+        for (i, (job, p)) in jobs.iter().zip(prepared).enumerate() {
+            match p {
                 Ok(p) => {
-                    prepared.push((p, setup.elapsed()));
+                    ready.push((job, p));
                     ok.push(i);
                 }
                 Err(e) => out[i] = Some(Err(e)),
             }
         }
-        let geometries: Vec<&Geometry> = prepared.iter().map(|(p, _)| &p.geometry).collect();
+        let geometries: Vec<&Geometry> = ready.iter().map(|(_, p)| &p.geometry).collect();
         for members in batch::plan(&geometries) {
-            let reports = self.run_batch(jobs, &ok, &prepared, &members);
-            match reports {
+            let parts: Vec<(&Job, &Prepared)> =
+                members.iter().map(|&m| (ready[m].0, &ready[m].1)).collect();
+            match self.run_batch(&parts) {
                 Ok(rs) => {
                     for (m, r) in members.iter().zip(rs) {
                         out[ok[*m]] = Some(Ok(r));
                     }
                 }
+                // A batch of one keeps its error's kind (a refusal stays a refusal).
+                Err(e) if members.len() == 1 => out[ok[members[0]]] = Some(Err(e)),
                 Err(e) => {
                     let text = e.to_string();
                     for m in &members {
@@ -171,43 +234,30 @@ impl<E: Executor> Worker<E> {
             .collect()
     }
 
-    fn run_batch(
-        &mut self,
-        jobs: &[Job],
-        ok: &[usize],
-        prepared: &[(Prepared, Duration)],
-        members: &[usize],
-    ) -> Result<Vec<RunReport>, RunError> {
+    /// One batch: its kernel compiled (or found), launched until every part has its
+    /// launches (or the shortest budget is spent); each part's report.
+    fn run_batch(&mut self, parts: &[(&Job, &Prepared)]) -> Result<Vec<RunReport>, RunError> {
         let setup = Instant::now();
-        let tests: Vec<_> = members
+        let tests: Vec<_> = parts
             .iter()
-            .map(|&m| {
-                (
-                    &jobs[ok[m]].test,
-                    &prepared[m].0.geometry,
-                    &prepared[m].0.space,
-                )
-            })
+            .map(|(job, p)| (&job.test, &p.geometry, &p.space))
             .collect();
         let b = batch::generate(&tests)?;
-        let mut reports: Vec<RunReport> = members
+        let mut reports: Vec<RunReport> = parts
             .iter()
-            .map(|&m| {
-                let job = &jobs[ok[m]];
-                RunReport {
-                    test: job.test.name.clone(),
-                    launches: 0,
-                    instances: 0,
-                    kernel_time: Duration::ZERO,
-                    launch_rates: Vec::new(),
-                    wall_time: Duration::ZERO,
-                    setup_time: prepared[m].1,
-                    host_time: Duration::ZERO,
-                    terms: prepared[m].0.verdict_terms.clone(),
-                    histogram: Histogram::new(),
-                    barrier_timeouts: 0,
-                    did_not_terminate: 0,
-                }
+            .map(|(job, p)| RunReport {
+                test: job.test.name.clone(),
+                launches: 0,
+                instances: 0,
+                kernel_time: Duration::ZERO,
+                launch_rates: Vec::new(),
+                wall_time: Duration::ZERO,
+                setup_time: p.setup,
+                host_time: Duration::ZERO,
+                terms: p.verdict_terms.clone(),
+                histogram: Histogram::new(),
+                barrier_timeouts: 0,
+                did_not_terminate: 0,
             })
             .collect();
         // Compile (or find) the kernel: setup, shared by the batch's tests.
@@ -216,37 +266,56 @@ impl<E: Executor> Worker<E> {
         for r in &mut reports {
             r.setup_time += setup;
         }
-        let launches = members
-            .iter()
-            .map(|&m| jobs[ok[m]].launches)
-            .max()
-            .unwrap_or(0);
-        let budget = members.iter().filter_map(|&m| jobs[ok[m]].budget).min();
-        self.stats.tests += members.len() as u64;
-        self.stats.max_tests_per_launch = self.stats.max_tests_per_launch.max(members.len());
+        let launches = parts.iter().map(|(j, _)| j.launches).max().unwrap_or(0);
+        let budget = parts.iter().filter_map(|(j, _)| j.budget).min();
+        self.stats.batches += 1;
+        self.stats.tests += parts.len() as u64;
+        self.stats.max_tests_per_launch = self.stats.max_tests_per_launch.max(parts.len());
+        let start = Instant::now();
+        let result = self.launches(&b, parts, &mut reports, launches, budget);
+        self.executor.finished(&self.cache[&b.ptx]);
+        result?;
+        let wall = start.elapsed();
+        for r in &mut reports {
+            r.wall_time = wall;
+        }
+        Ok(reports)
+    }
+
+    /// Launch `b` `launches` times (or until `budget` is spent), counting into `reports`.
+    fn launches(
+        &mut self,
+        b: &Batch,
+        parts: &[(&Job, &Prepared)],
+        reports: &mut [RunReport],
+        launches: u64,
+        budget: Option<Duration>,
+    ) -> Result<(), RunError> {
         let start = Instant::now();
         for i in 0..launches {
             if budget.is_some_and(|b| start.elapsed() >= b) {
                 break;
             }
-            let plans: Vec<IterationPlan> = members
+            let seeds: Vec<PartLaunch> = parts
                 .iter()
-                .map(|&m| {
-                    let pool = &prepared[m].0.plans;
-                    pool[i as usize % pool.len()].clone()
+                .map(|(job, p)| PartLaunch {
+                    plan: &p.plans[i as usize % p.plans.len()],
+                    seed: launch_seed(job.seed, i),
                 })
                 .collect();
             let module = &self.cache[&b.ptx];
-            let (counts, time) = self.executor.launch(module, &b, &plans)?;
+            let (counts, time) = self.executor.launch(module, b, &seeds)?;
             self.stats.launches += 1;
             self.stats.kernel_time += time;
             let host = Instant::now();
-            for ((k, &m), c) in members.iter().enumerate().zip(&counts) {
-                let r = &mut reports[k];
-                if r.launches >= jobs[ok[m]].launches {
+            for (((job, _), c), (r, part)) in parts
+                .iter()
+                .zip(&counts)
+                .zip(reports.iter_mut().zip(&b.parts))
+            {
+                if r.launches >= job.launches {
                     continue;
                 }
-                let part = &b.parts[k];
                 let n = u64::from(part.geometry.instances());
                 r.did_not_terminate += part.space.decode(&c.head, &c.log, &mut r.histogram)?;
                 r.barrier_timeouts += u64::from(c.timeouts);
@@ -259,19 +328,16 @@ impl<E: Executor> Worker<E> {
                 }
             }
             let host = host.elapsed();
-            for r in &mut reports {
+            for r in reports.iter_mut() {
                 r.host_time += host;
             }
         }
-        let wall = start.elapsed();
-        for r in &mut reports {
-            r.wall_time = wall;
-        }
-        Ok(reports)
+        Ok(())
     }
 }
 
 fn prepare(job: &Job) -> Result<Prepared, RunError> {
+    let setup = Instant::now();
     let geometry = Geometry::new(&job.test, &job.params)?;
     let verdict = model::try_check(&job.test)?;
     let space = OutcomeSpace::new(&job.test, &verdict.terms);
@@ -284,6 +350,7 @@ fn prepare(job: &Job) -> Result<Prepared, RunError> {
         space,
         verdict_terms: verdict.terms,
         plans,
+        setup: setup.elapsed(),
     })
 }
 
@@ -327,10 +394,21 @@ pub struct CudaModule {
 
 impl CudaExecutor {
     pub fn open() -> Result<CudaExecutor, String> {
-        Ok(CudaExecutor {
-            session: crate::backend::cuda::Session::open(0).map_err(|e| e.to_string())?,
+        Ok(CudaExecutor::on(
+            crate::backend::cuda::Session::open(0).map_err(|e| e.to_string())?,
+        ))
+    }
+
+    /// An executor on an open session (its context).
+    pub fn on(session: crate::backend::cuda::Session) -> CudaExecutor {
+        CudaExecutor {
+            session,
             buffers: HashMap::new(),
-        })
+        }
+    }
+
+    pub fn session(&self) -> &crate::backend::cuda::Session {
+        &self.session
     }
 }
 
@@ -348,9 +426,10 @@ impl Executor for CudaExecutor {
         &mut self,
         module: &CudaModule,
         b: &Batch,
-        plans: &[IterationPlan],
+        launch: &[PartLaunch<'_>],
     ) -> Result<(Vec<PartCounts>, Duration), RunError> {
         use crate::backend::cuda::{KernelArg, LaunchConfig};
+        let plans = launch.iter().map(|p| p.plan);
         let s = &self.session;
         let e = RunError::Driver;
         if !self.buffers.contains_key(&module.ptx) {
@@ -375,6 +454,7 @@ impl Executor for CudaExecutor {
         let parts = self.buffers.get_mut(&module.ptx).expect("inserted above");
         let mut args = Vec::new();
         for ((part, bufs), plan) in b.parts.iter().zip(parts.iter_mut()).zip(plans) {
+            let plan: &IterationPlan = plan;
             let g = &part.geometry;
             let k = match bufs.plans.iter().position(|(p, _)| p == plan) {
                 Some(k) => k,
@@ -454,50 +534,178 @@ impl Executor for CudaExecutor {
         }
         Ok((out, time))
     }
+
+    fn finished(&mut self, module: &CudaModule) {
+        self.buffers.remove(&module.ptx);
+    }
 }
 
-/// A request to the run's worker thread: jobs, and where to send their reports.
-type Request = (Vec<Job>, mpsc::Sender<Vec<Result<RunReport, String>>>);
+/// A request to a worker's queue ([`serve`]): one case's jobs (a test and its control), and
+/// where to send their reports, in order.
+#[derive(Debug)]
+pub struct Request {
+    pub jobs: Vec<Job>,
+    pub reply: mpsc::Sender<Vec<Result<RunReport, String>>>,
+}
+
+/// A request with its jobs prepared (geometry, outcome space, plans) as it arrived.
+struct Queued {
+    request: Request,
+    prepared: Vec<Result<Prepared, RunError>>,
+}
+
+impl Queued {
+    fn of(request: Request) -> Queued {
+        let prepared = request.jobs.iter().map(prepare).collect();
+        Queued { request, prepared }
+    }
+
+    /// The block size, threads and tests of its jobs that will launch.
+    fn shape(&self) -> (Option<u32>, u32, usize) {
+        let mut block = None;
+        let (mut threads, mut tests) = (0, 0);
+        for p in self.prepared.iter().flatten() {
+            block.get_or_insert(p.geometry.params.workgroup_size);
+            threads += p.geometry.total_threads();
+            tests += 1;
+        }
+        (block, threads, tests)
+    }
+}
+
+/// Which queued requests go into the next batch: the oldest, then every later one with its
+/// block size whose jobs still fit ([`batch::MAX_BATCH_TESTS`], [`batch::MAX_BATCH_THREADS`]),
+/// in arrival order. A request's jobs stay together (a test beside its control). Also
+/// whether the batch is full (no request of the block size could still join).
+fn pick(backlog: &std::collections::VecDeque<Queued>) -> (Vec<usize>, bool) {
+    let Some(first) = backlog.front() else {
+        return (Vec::new(), false);
+    };
+    let (block, mut threads, mut tests) = first.shape();
+    let mut picked = vec![0];
+    for (i, q) in backlog.iter().enumerate().skip(1) {
+        let (b, t, n) = q.shape();
+        if b.is_some() && b != block {
+            continue;
+        }
+        if tests + n <= batch::MAX_BATCH_TESTS && threads + t <= batch::MAX_BATCH_THREADS {
+            picked.push(i);
+            threads += t;
+            tests += n;
+        }
+    }
+    // Full when even the smallest request (one test of the first's size) no longer fits.
+    let one = first.shape().1 / (first.shape().2.max(1) as u32);
+    let full =
+        tests + 1 > batch::MAX_BATCH_TESTS || threads + one.max(1) > batch::MAX_BATCH_THREADS;
+    (picked, full)
+}
+
+/// Serve the queue `rx` on `worker` until every sender is gone: take the oldest request,
+/// wait up to `wait` for more while the batch has room (the requests sent meanwhile by other
+/// runner threads), run the picked ones ([`pick`]) in one batch, answer each request its own
+/// reports, and go on with the rest. What a test shows does not depend on what it was
+/// batched with (its plans and seeds are its job's: [`PartLaunch`]).
+pub fn serve<E: Executor>(worker: &mut Worker<E>, rx: &mpsc::Receiver<Request>, wait: Duration) {
+    let mut backlog = std::collections::VecDeque::new();
+    loop {
+        if backlog.is_empty() {
+            match rx.recv() {
+                Ok(r) => backlog.push_back(Queued::of(r)),
+                Err(_) => return,
+            }
+        }
+        let deadline = Instant::now() + wait;
+        loop {
+            while let Ok(r) = rx.try_recv() {
+                backlog.push_back(Queued::of(r));
+            }
+            if pick(&backlog).1 {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match rx.recv_timeout(left) {
+                Ok(r) => backlog.push_back(Queued::of(r)),
+                Err(_) => break,
+            }
+        }
+        let (picked, _) = pick(&backlog);
+        // Take the picked requests out, later ones first so the indices stay valid.
+        let mut group: Vec<Queued> = picked
+            .iter()
+            .rev()
+            .filter_map(|&i| backlog.remove(i))
+            .collect();
+        group.reverse();
+        worker.stats.requests += group.len() as u64;
+        worker.stats.max_requests_per_batch = worker.stats.max_requests_per_batch.max(group.len());
+        let mut jobs = Vec::new();
+        let mut prepared = Vec::new();
+        let mut sizes = Vec::new();
+        let mut replies = Vec::new();
+        for q in group {
+            sizes.push(q.request.jobs.len());
+            jobs.extend(q.request.jobs);
+            prepared.extend(q.prepared);
+            replies.push(q.request.reply);
+        }
+        let mut reports = worker.run_prepared(&jobs, prepared).into_iter();
+        for (n, reply) in sizes.into_iter().zip(replies) {
+            let mine = reports
+                .by_ref()
+                .take(n)
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect();
+            // A requester that gave up (its thread ended) needs no answer.
+            let _ = reply.send(mine);
+        }
+    }
+}
 
 /// The run's worker thread (started on first use): it opens GPU 0 once and serves every
-/// request on that one context.
+/// request on that one context, batching the cases that runner threads submit together.
 fn channel() -> &'static Mutex<mpsc::Sender<Request>> {
     static WORKER: OnceLock<Mutex<mpsc::Sender<Request>>> = OnceLock::new();
     WORKER.get_or_init(|| {
         let (tx, rx) = mpsc::channel::<Request>();
-        std::thread::spawn(move || {
-            let mut worker = CudaExecutor::open().map(Worker::new);
-            for (jobs, reply) in rx {
-                let reports = match &mut worker {
-                    Ok(w) => w
-                        .run(&jobs)
-                        .into_iter()
-                        .map(|r| r.map_err(|e| e.to_string()))
-                        .collect(),
-                    Err(e) => jobs.iter().map(|_| Err(e.clone())).collect(),
-                };
-                let _ = reply.send(reports);
+        std::thread::spawn(move || match CudaExecutor::open() {
+            Ok(e) => serve(&mut Worker::new(e), &rx, BATCH_WAIT),
+            Err(e) => {
+                for r in rx {
+                    let _ = r
+                        .reply
+                        .send(r.jobs.iter().map(|_| Err(e.clone())).collect());
+                }
             }
         });
         Mutex::new(tx)
     })
 }
 
-/// Run `jobs` on the process's GPU worker (one CUDA context for the process) and wait for
-/// their reports, in order.
-pub fn submit(jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
+/// Run `jobs` on the queue `tx` serves and wait for their reports, in order.
+pub fn submit_to(tx: &mpsc::Sender<Request>, jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
     let n = jobs.len();
-    let (tx, rx) = mpsc::channel();
-    let sent = channel()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .send((jobs, tx));
-    match sent.ok().and_then(|()| rx.recv().ok()) {
+    let (reply, rx) = mpsc::channel();
+    match tx
+        .send(Request { jobs, reply })
+        .ok()
+        .and_then(|()| rx.recv().ok())
+    {
         Some(r) => r,
         None => (0..n)
             .map(|_| Err("the GPU worker thread has stopped".to_string()))
             .collect(),
     }
+}
+
+/// Run `jobs` on the process's GPU worker (one CUDA context for the process) and wait for
+/// their reports, in order. Jobs other runner threads submit meanwhile may share launches.
+pub fn submit(jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
+    let tx = channel().lock().unwrap_or_else(|e| e.into_inner()).clone();
+    submit_to(&tx, jobs)
 }
 
 #[cfg(test)]
@@ -541,7 +749,7 @@ mod tests {
             "LB.relaxed.gpu.inter_cta",
         ];
         let jobs: Vec<Job> = names.iter().map(|n| job(n, 3)).collect();
-        let mut w = Worker::new(EmulatorExecutor::new(1));
+        let mut w = Worker::new(EmulatorExecutor::new());
         for round in 0..2 {
             for (j, r) in jobs.iter().zip(w.run(&jobs)) {
                 let r = r.unwrap();
@@ -559,13 +767,144 @@ mod tests {
         assert_eq!(w.executor().loads, 1);
     }
 
+    /// A case's jobs as `run_case_with` submits them: the test (seed 1) and, for a forbidden
+    /// test, its control (seed 2).
+    fn case_jobs(name: &str, launches: u64) -> Vec<Job> {
+        let mut jobs = vec![Job {
+            seed: 1,
+            ..job(name, launches)
+        }];
+        let test = &jobs[0].test;
+        if !model::check(test).allowed {
+            if let Some(c) = catalog::control_for(name) {
+                jobs.push(Job {
+                    seed: 2,
+                    ..job(&c, launches)
+                });
+            }
+        }
+        jobs
+    }
+
+    /// Each job's histogram (and what else it counted) from a run.
+    fn counts(r: &RunReport) -> (Histogram, u64, u64, u64, u64) {
+        (
+            r.histogram.clone(),
+            r.launches,
+            r.instances,
+            r.did_not_terminate,
+            r.barrier_timeouts,
+        )
+    }
+
+    const CASES: [&str; 4] = [
+        "MP.rel_acq.gpu.inter_cta",
+        "SB.sc.cta.intra_cta",
+        "CoRR.relaxed.gpu.inter_cta",
+        "MP.relaxed.gpu.inter_cta",
+    ];
+
+    // A test's counts do not depend on what shares its launches: each case's jobs alone, and
+    // every case's in one batch, give the same histograms (a part's plans and interleaving
+    // seeds are its job's), with only outcomes the model allows and each job's launches'
+    // worth of instances.
+    #[test]
+    fn a_test_counts_the_same_alone_or_batched() {
+        let mut alone = Vec::new();
+        let mut all = Vec::new();
+        for name in CASES {
+            let jobs = case_jobs(name, 2);
+            let mut w = Worker::new(EmulatorExecutor::new());
+            alone.extend(w.run(&jobs).into_iter().map(|r| counts(&r.unwrap())));
+            all.extend(jobs);
+        }
+        let mut w = Worker::new(EmulatorExecutor::new());
+        let together: Vec<_> = w
+            .run(&all)
+            .into_iter()
+            .map(|r| counts(&r.unwrap()))
+            .collect();
+        assert_eq!(w.stats.batches, 1);
+        assert_eq!(w.stats.max_tests_per_launch, all.len());
+        assert_eq!(w.stats.launches, 2);
+        for ((j, a), t) in all.iter().zip(&alone).zip(&together) {
+            assert_eq!(a, t, "{}", j.test.name);
+            let g = Geometry::new(&j.test, &j.params).unwrap();
+            assert_eq!(t.2, 2 * u64::from(g.instances()), "{}", j.test.name);
+            let v = model::check(&j.test);
+            assert!(t.0.keys().all(|o| v.outcome_allowed(o)), "{t:?}");
+        }
+    }
+
+    // Cases that runner threads submit together share one batch: four cases from four
+    // threads (three forbidden tests with their controls, one allowed test alone) are served
+    // in one batch of their seven tests (two launches in all, where one case at a time takes
+    // eight), and each case is judged as when it runs alone: the same
+    // verdict, tags, control figures and outcome histogram.
+    #[test]
+    fn cases_submitted_together_share_launches_and_keep_their_verdicts() {
+        use super::super::run_case_with;
+        let run =
+            |name: &str, submit: &mut dyn FnMut(Vec<Job>) -> Vec<Result<RunReport, String>>| {
+                let test = catalog::by_name(name).unwrap();
+                let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
+                let (status, figures) = run_case_with(&test, control.as_ref(), 2, &small(), submit);
+                let histogram = figures
+                    .into_iter()
+                    .find(|f| matches!(f, crate::figures::Figure::Histogram { .. }));
+                let status = match status {
+                    CaseStatus::Pass { tags, control, .. } => format!("pass {tags:?} {control:?}"),
+                    other => panic!("{name}: {other:?}"),
+                };
+                (status, format!("{histogram:?}"))
+            };
+        let alone: Vec<_> = CASES
+            .iter()
+            .map(|n| {
+                let mut w = Worker::new(EmulatorExecutor::new());
+                run(n, &mut |jobs| {
+                    w.run(&jobs)
+                        .into_iter()
+                        .map(|r| r.map_err(|e| e.to_string()))
+                        .collect()
+                })
+            })
+            .collect();
+        let (tx, rx) = mpsc::channel::<Request>();
+        let server = std::thread::spawn(move || {
+            let mut w = Worker::new(EmulatorExecutor::new());
+            // Long enough for four threads released together to all be queued.
+            serve(&mut w, &rx, Duration::from_secs(2));
+            w.stats
+        });
+        let start = std::sync::Barrier::new(CASES.len());
+        let together: Vec<_> = std::thread::scope(|sc| {
+            let handles: Vec<_> = CASES
+                .iter()
+                .map(|n| {
+                    let (tx, start) = (tx.clone(), &start);
+                    sc.spawn(move || {
+                        start.wait();
+                        run(n, &mut |jobs| submit_to(&tx, jobs))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        drop(tx);
+        let stats = server.join().unwrap();
+        assert_eq!(together, alone);
+        assert_eq!((stats.requests, stats.max_requests_per_batch), (4, 4));
+        assert_eq!((stats.batches, stats.launches, stats.tests), (1, 2, 7));
+    }
+
     // A job the generator refuses is an error of its own; the others still run.
     #[test]
     fn a_refused_job_does_not_stop_the_queue() {
         let mut bad = job("IRIW.rel_acq.cta.intra_cta", 1);
         bad.params.workgroup_size = 32; // one warp: four roles do not fit
         let jobs = vec![bad, job("MP.rel_acq.gpu.inter_cta", 1)];
-        let mut w = Worker::new(EmulatorExecutor::new(2));
+        let mut w = Worker::new(EmulatorExecutor::new());
         let out = w.run(&jobs);
         assert!(
             matches!(&out[0], Err(RunError::Geometry(_))),
@@ -583,7 +922,7 @@ mod tests {
         let test = catalog::by_name("MP.rel_acq.gpu.inter_cta").unwrap();
         let control = catalog::control_for(&test.name).and_then(|c| catalog::by_name(&c));
         assert!(control.is_some());
-        let mut w = Worker::new(EmulatorExecutor::new(3));
+        let mut w = Worker::new(EmulatorExecutor::new());
         let mut submitted = 0;
         let (status, figures) =
             super::super::run_case_with(&test, control.as_ref(), 2, &small(), |jobs| {

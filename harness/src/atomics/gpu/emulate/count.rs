@@ -358,6 +358,55 @@ fn run_batch_machine(
     Ok((m.mem, tables, steps))
 }
 
+/// The memory of part `k` of `batch` after its CTAs ran alone under `plan`, interleaved at
+/// random from `seed`, and the steps taken. The parts of a batch share nothing (their own
+/// CTAs, buffers and counters), so the parts run one after another, each its own machine,
+/// make one of the launch's interleavings; and a part runs as it would beside any others.
+fn run_part_machine(
+    prog: &Program,
+    batch: &crate::atomics::gpu::batch::Batch,
+    k: usize,
+    plan: &IterationPlan,
+    seed: u64,
+) -> Result<(HashMap<u64, u32>, u64), EmulateError> {
+    let part = &batch.parts[k];
+    let t = layout::tables(&part.geometry, plan);
+    let (p, b) = litmus_buffers(&t, &part.geometry.initial_memory(&t.addrs));
+    let params: Vec<(String, u64)> = p
+        .into_iter()
+        .map(|(name, v)| {
+            let v = if name == "p_testing" {
+                v
+            } else {
+                part_base(v, k)
+            };
+            (format!("{name}_b{k}"), v)
+        })
+        .collect();
+    let buffers: Vec<(u64, Vec<u32>)> = b
+        .into_iter()
+        .map(|(base, w)| (part_base(base, k), w))
+        .collect();
+    let bufs: Vec<(u64, &[u32])> = buffers.iter().map(|(b, w)| (*b, w.as_slice())).collect();
+    let mut m = machine(prog, batch.block, &params, &bufs);
+    let ntid = u64::from(batch.block);
+    let first = u64::from(part.start) * ntid;
+    let threads = u64::from(part.geometry.params.max_workgroups) * ntid;
+    let mut threads: Vec<Thread> = (first..first + threads)
+        .map(|i| Thread {
+            pc: 0,
+            regs: HashMap::new(),
+            done: false,
+            waiting: None,
+            tid: i % ntid,
+            ctaid: i / ntid,
+            arrived: None,
+        })
+        .collect();
+    let steps = super::schedule(&mut m, &mut threads, Some(seed))?;
+    Ok((m.mem, steps))
+}
+
 /// Part k's counts in the memory of a batch launch, read as the GPU path reads them.
 fn part_counts(
     mem: &HashMap<u64, u32>,
@@ -417,11 +466,12 @@ pub fn launch_batch(
 }
 
 /// The GPU worker's executor on the emulator ([`crate::atomics::gpu::worker::Executor`]):
-/// each launch interleaves threads at random from its own seed; the launch time is the
+/// each part of a launch runs its CTAs interleaved at random from the part's seed
+/// ([`crate::atomics::gpu::worker::PartLaunch`]), so a test's counts do not depend on the
+/// batch it is in ([`launch_batch`] interleaves a whole batch at once). The launch time is the
 /// emulator's wall time.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct EmulatorExecutor {
-    rng: rand_chacha::ChaCha8Rng,
     /// Kernels parsed ("compiled"), for tests of the worker's cache.
     pub loads: u64,
     /// Instructions executed over all launches.
@@ -429,12 +479,8 @@ pub struct EmulatorExecutor {
 }
 
 impl EmulatorExecutor {
-    pub fn new(seed: u64) -> EmulatorExecutor {
-        EmulatorExecutor {
-            rng: rand_chacha::ChaCha8Rng::seed_from_u64(seed),
-            loads: 0,
-            steps: 0,
-        }
+    pub fn new() -> EmulatorExecutor {
+        EmulatorExecutor::default()
     }
 }
 
@@ -459,7 +505,7 @@ impl crate::atomics::gpu::worker::Executor for EmulatorExecutor {
         &mut self,
         module: &EmulatedModule,
         batch: &crate::atomics::gpu::batch::Batch,
-        plans: &[IterationPlan],
+        parts: &[crate::atomics::gpu::worker::PartLaunch<'_>],
     ) -> Result<
         (
             Vec<crate::atomics::gpu::worker::PartCounts>,
@@ -468,14 +514,12 @@ impl crate::atomics::gpu::worker::Executor for EmulatorExecutor {
         crate::atomics::gpu::RunError,
     > {
         let t0 = std::time::Instant::now();
-        let (mem, _, steps) = run_batch_machine(&module.0, batch, plans, Some(self.rng.random()))?;
-        self.steps += steps;
-        let counts = batch
-            .parts
-            .iter()
-            .enumerate()
-            .map(|(k, p)| part_counts(&mem, p, k))
-            .collect();
+        let mut counts = Vec::new();
+        for (k, (part, launch)) in batch.parts.iter().zip(parts).enumerate() {
+            let (mem, steps) = run_part_machine(&module.0, batch, k, launch.plan, launch.seed)?;
+            self.steps += steps;
+            counts.push(part_counts(&mem, part, k));
+        }
         Ok((counts, t0.elapsed()))
     }
 }
