@@ -139,3 +139,29 @@ pub fn check(tc: &Toolchain, p: DebugProducer, storage: Storage) -> Result<Strin
         Err(problems.join("\n"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capability::Capability;
+
+    /// A function pointer's type carries a parameter list of DW_TAG_formal_parameter DIEs
+    /// (types, not storage): clang-19 -g writes one, and the check asks no class of it while
+    /// still asking one of every real variable (the pointers' own classes are read).
+    #[test]
+    fn subroutine_type_parameters_need_no_class() {
+        let tc = Toolchain::discover_system();
+        crate::require!(tc.has(Capability::Clang), "clang");
+        let p = DebugProducer::parse("clang_g").unwrap();
+        let ptx = compile_src(&tc, p, &source(p, Storage::Code).unwrap()).unwrap();
+        assert!(
+            ptx.contains("DW_TAG_subroutine_type"),
+            "no function pointer type"
+        );
+        let r = check_ptx("code.ptx", &ptx, None).unwrap();
+        let findings: Vec<String> = r.findings.iter().map(|f| f.to_string()).collect();
+        assert!(findings.is_empty(), "{findings:?}");
+        assert_eq!(r.classes.get("gpucts_fp"), Some(&5));
+        assert_eq!(r.classes.get("gpucts_lp"), Some(&6));
+    }
+}
