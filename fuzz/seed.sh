@@ -22,7 +22,9 @@ seed waivers "$root"/suites/waivers/*.yaml
 seed abi_types "$root"/suites/abi/*.yaml
 seed litmus_yaml "$root"/suites/litmus/*.yaml
 seed dat3m "$root"/suites/litmus/*.litmus
+seed litmus_count "$root"/suites/litmus/*.litmus "$root"/suites/litmus/*.yaml
 seed ptx_module "$root"/ptx-corpus/**/*.ptx
+seed ptx_exec "$root"/ptx-corpus/**/*.ptx
 seed dwarf_check "$root"/ptx-corpus/dwarf/**/*.ptx "$root"/ptx-corpus/**/*.ptx
 seed prebuilt_manifest "$root"/harness/tests/fixtures/prebuilt-manifest.json
 seed clause_catalogue "$root"/suites/clauses/*.yaml

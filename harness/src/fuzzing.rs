@@ -23,6 +23,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("dwarf_frame", dwarf_frame),
     ("prebuilt_manifest", prebuilt_manifest),
     ("clause_catalogue", clause_catalogue),
+    ("ptx_exec", ptx_exec),
+    ("litmus_count", litmus_count),
 ];
 
 /// The clause catalogue (`suites/clauses/catalogue.yaml`): clauses or an error at
@@ -169,4 +171,96 @@ pub fn dwarf_frame(data: &[u8]) {
     });
     let (info, abbrev) = data.split_at(data.len() / 2);
     let _ = crate::dwarf::forms::dwarf2_departures(info, abbrev);
+}
+
+/// Functions run per input (the first of the text's, as `ptx_instr` reads them).
+const EXEC_FUNCTIONS: usize = 8;
+/// Stops one function may reach (each `call` is one; a producer's caller makes one or two).
+const EXEC_STOPS: usize = 8;
+
+/// The PTX interpreter (`ptx::exec`): each function of the text run from its first statement
+/// through every `call` it reaches (the call's return values given bytes of the input, as a
+/// callee of another producer would), its own parameters set from the prototype; then its
+/// parameters and the variables it declares read back. A run ends with a stop or an error.
+pub fn ptx_exec(data: &[u8]) {
+    use crate::ptx::exec::{Machine, MemSpace, Stop};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let module = crate::ptx::module::PtxModule::parse(text).ok();
+    let fill = |n: usize| -> Vec<u8> { data.iter().copied().cycle().take(n.min(64)).collect() };
+    for name in crate::ptx::instr::function_names(text)
+        .iter()
+        .take(EXEC_FUNCTIONS)
+    {
+        let Ok(mut m) = Machine::new(text, name) else {
+            continue;
+        };
+        let params = module
+            .iter()
+            .flat_map(|md| md.functions.iter().filter(|f| &f.name == name))
+            .flat_map(|f| f.params.iter().chain(&f.returns));
+        for p in params {
+            let bytes = p.array_len().unwrap_or(8).min(64) as usize;
+            m.set_param(&p.name, &fill(bytes));
+        }
+        let _ = m.place(MemSpace::Shared, &fill(16));
+        for _ in 0..EXEC_STOPS {
+            match m.run() {
+                Ok(Stop::Call { rets, args, .. }) => {
+                    for a in &args {
+                        let _ = m.param(a);
+                    }
+                    for r in &rets {
+                        m.set_param(r, &fill(8));
+                    }
+                }
+                Ok(Stop::Ret { .. }) | Err(_) => break,
+            }
+        }
+        if let Some((space, addr)) = m.symbol(name) {
+            let _ = m.read(space, addr, 8);
+        }
+    }
+}
+
+/// Device-side outcome counting's outcome space (`atomics::gpu::count`), derived from a litmus
+/// test's text (Dat3M `.litmus` or YAML): the space over the condition's terms, every counter
+/// index decoded back to values, counters and an overflow log (words of the input) decoded
+/// into a histogram, and the counting kernel generated for the default geometry.
+pub fn litmus_count(data: &[u8]) {
+    use crate::atomics::gpu::{count::OutcomeSpace, kernel, layout};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let test = match crate::atomics::litmus::dat3m::import(text) {
+        Ok(t) => t,
+        Err(_) => match crate::atomics::litmus::from_yaml(text) {
+            Ok(t) => t,
+            Err(_) => return,
+        },
+    };
+    let mut terms = std::collections::BTreeSet::new();
+    test.condition.prop.terms(&mut terms);
+    let terms: Vec<_> = terms.into_iter().collect();
+    let space = OutcomeSpace::new(&test, &terms);
+    for i in 0..space.size {
+        let _ = space.outcome(i);
+    }
+    let words: Vec<u32> = data
+        .chunks(4)
+        .map(|c| c.iter().rev().fold(0u32, |w, b| (w << 8) | u32::from(*b)))
+        .collect();
+    let head: Vec<u32> = words
+        .iter()
+        .copied()
+        .cycle()
+        .take(space.head_words())
+        .map(|w| w & 0xff)
+        .collect();
+    let mut histogram = layout::Histogram::new();
+    let _ = space.decode(&head, &words, &mut histogram);
+    if let Ok(g) = layout::Geometry::new(&test, &layout::StressParams::default()) {
+        let _ = kernel::generate_counting(&test, &g, &space);
+    }
 }

@@ -69,7 +69,11 @@ fn seeds(target: &str) -> (Vec<Input>, Vec<Input>) {
         "abi_types" => files_under(&r.join("suites/abi"), Some("yaml"), false, &mut files),
         "litmus_yaml" => files_under(&r.join("suites/litmus"), Some("yaml"), false, &mut files),
         "dat3m" => files_under(&r.join("suites/litmus"), Some("litmus"), false, &mut files),
-        "ptx_module" | "dwarf_check" | "ptx_instr" => {
+        "litmus_count" => {
+            files_under(&r.join("suites/litmus"), Some("litmus"), false, &mut files);
+            files_under(&r.join("suites/litmus"), Some("yaml"), false, &mut files);
+        }
+        "ptx_module" | "dwarf_check" | "ptx_instr" | "ptx_exec" => {
             files_under(&r.join("ptx-corpus"), Some("ptx"), true, &mut files)
         }
         // Stores are generated, none is in the repository: a small one written by hand.
@@ -409,6 +413,16 @@ fn prebuilt_manifest() {
 #[test]
 fn clause_catalogue() {
     smoke("clause_catalogue");
+}
+
+#[test]
+fn ptx_exec() {
+    smoke("ptx_exec");
+}
+
+#[test]
+fn litmus_count() {
+    smoke("litmus_count");
 }
 
 #[test]

@@ -27,6 +27,12 @@ const WINDOW_SIZE: u64 = 1 << 32;
 const GLOBAL_BASE: u64 = 0x4000_0000;
 /// Statements one run may execute (the code it runs has no loops; this is a guard).
 const MAX_STEPS: usize = 100_000;
+/// Largest PTX text the interpreter reads (a producer's one-function module is a few KiB;
+/// checked before any work).
+pub const MAX_EXEC_BYTES: usize = 1 << 20;
+/// Largest `.param` variable, in bytes, a store may grow (the kernel parameter space ptxas
+/// 12.9 accepts is 32,764 bytes; a device function's parameters are smaller still).
+pub const MAX_PARAM_BYTES: usize = 1 << 16;
 
 /// A state space the interpreter keeps memory for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -98,6 +104,8 @@ pub enum ExecError {
     Bad { line: usize, message: String },
     #[error("more than {MAX_STEPS} statements")]
     Runaway,
+    #[error("a PTX text of {0} bytes, over the interpreter's {MAX_EXEC_BYTES}")]
+    TooLarge(usize),
     #[error("{0}")]
     Parse(String),
 }
@@ -138,6 +146,9 @@ pub struct Machine {
 impl Machine {
     /// The function `name` of `ptx`, with the module's variables placed in their spaces.
     pub fn new(ptx: &str, name: &str) -> Result<Machine, ExecError> {
+        if ptx.len() > MAX_EXEC_BYTES {
+            return Err(ExecError::TooLarge(ptx.len()));
+        }
         let body = crate::instr::function_body(ptx, name).map_err(|e| {
             if e.line == 0 {
                 ExecError::NoFunction(name.to_string())
@@ -211,7 +222,9 @@ impl Machine {
                 .split_whitespace()
                 .find_map(|w| type_bits(w.trim_start_matches('.')))
                 .unwrap_or(8);
-            let size = (u64::from(elem) / 8).max(1) * count.max(1);
+            // An array larger than the address space is placed anyway (nothing is allocated
+            // for it); its size saturates rather than wraps.
+            let size = (u64::from(elem) / 8).max(1).saturating_mul(count.max(1));
             let addr = self.allocate(space, size);
             self.symbols.insert(name.to_string(), (space, addr));
         }
@@ -225,7 +238,10 @@ impl Machine {
         };
         let next = self.next.entry(space).or_insert(start);
         let addr = *next;
-        *next = (addr + size.max(1)).div_ceil(16) * 16;
+        *next = addr
+            .saturating_add(size.max(1))
+            .div_ceil(16)
+            .saturating_mul(16);
         addr
     }
 
@@ -238,14 +254,14 @@ impl Machine {
 
     pub fn write(&mut self, space: MemSpace, addr: u64, bytes: &[u8]) {
         for (i, b) in bytes.iter().enumerate() {
-            self.mem.insert((space, addr + i as u64), *b);
+            self.mem.insert((space, addr.wrapping_add(i as u64)), *b);
         }
     }
 
     /// `n` bytes at `addr` in `space`, `None` for a byte nothing wrote.
     pub fn read(&self, space: MemSpace, addr: u64, n: usize) -> Vec<Option<u8>> {
         (0..n as u64)
-            .map(|i| self.mem.get(&(space, addr + i)).copied())
+            .map(|i| self.mem.get(&(space, addr.wrapping_add(i))).copied())
             .collect()
     }
 
@@ -394,6 +410,15 @@ impl Machine {
                 let (base, off) = Self::address(addr_op).ok_or_else(|| Self::unsupported(ins))?;
                 if ins.has("param") {
                     let name = base.to_string();
+                    let at = usize::try_from(off)
+                        .ok()
+                        .filter(|o| o + bytes <= MAX_PARAM_BYTES)
+                        .ok_or_else(|| ExecError::Bad {
+                            line,
+                            message: format!(
+                                "`[{name}{off:+}]` is outside any .param variable (at most {MAX_PARAM_BYTES} bytes)"
+                            ),
+                        })?;
                     if ins.opcode == "ld" {
                         let slot = self.params.get(&name).ok_or(ExecError::UnwrittenMemory {
                             line,
@@ -401,7 +426,7 @@ impl Machine {
                             bytes,
                         })?;
                         let got: Option<Vec<u8>> = (0..bytes)
-                            .map(|i| slot.get(off as usize + i).copied().flatten())
+                            .map(|i| slot.get(at + i).copied().flatten())
                             .collect();
                         let got = got.ok_or(ExecError::UnwrittenMemory {
                             line,
@@ -413,12 +438,12 @@ impl Machine {
                     } else {
                         let v = self.get(value_op, bits, line)?;
                         let slot = self.params.entry(name).or_default();
-                        let end = off as usize + bytes;
+                        let end = at + bytes;
                         if slot.len() < end {
                             slot.resize(end, None);
                         }
                         for i in 0..bytes {
-                            slot[off as usize + i] = Some((v >> (8 * i)) as u8);
+                            slot[at + i] = Some((v >> (8 * i)) as u8);
                         }
                     }
                     return Ok(None);
@@ -653,10 +678,9 @@ fn call_stop(ins: &Instruction) -> Stop {
 
 /// Width of a PTX scalar type modifier (`s8`, `u32`, `b64`, `f32`, ...).
 pub fn type_bits(t: &str) -> Option<u32> {
-    let (class, n) = t.split_at(1.min(t.len()));
-    if !matches!(class, "s" | "u" | "b" | "f") {
-        return None;
-    }
+    // The class letter is ASCII: a modifier beginning with any other character is no type
+    // (and splitting inside a multi-byte character would panic).
+    let n = t.strip_prefix(['s', 'u', 'b', 'f'])?;
     match n.parse::<u32>().ok()? {
         n @ (8 | 16 | 32 | 64) => Some(n),
         _ => None,

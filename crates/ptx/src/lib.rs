@@ -13,6 +13,7 @@ pub mod instr;
 pub mod lexer;
 pub mod literal;
 pub mod module;
+pub mod table;
 
 pub use module::{
     AddressSize, FunctionDecl, FunctionKind, ParamDecl, ParamSpace, PtxError, PtxModule, PtxType,

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use crate::abi::lint::{decl_rules, Rule};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::ptx::module::{FunctionKind, ParamDecl, PtxModule, PtxType};
+use crate::ptx::table::{self, ScalarVerdict};
 use crate::ptx::AddressSize;
 
 /// A source type class of the §2.3 table.
@@ -40,6 +41,17 @@ impl TypeClass {
             TypeClass::Float { .. } => "floating-point",
             TypeClass::HalfFloat => "16-bit floating-point",
             TypeClass::Aggregate { .. } => "aggregate or union",
+        }
+    }
+
+    /// The scalar PTX type the table gives the row (`ptx::table`); `None` for the rows that are
+    /// not one scalar (16-bit floats, aggregates).
+    pub fn table_type(&self, address_size: AddressSize) -> Option<PtxType> {
+        match *self {
+            TypeClass::Integer { bits, signed } => Some(table::integer_type(bits, signed)),
+            TypeClass::Pointer => Some(table::pointer_type(address_size)),
+            TypeClass::Float { bits } => table::float_type(bits),
+            TypeClass::HalfFloat | TypeClass::Aggregate { .. } => None,
         }
     }
 }
@@ -717,68 +729,67 @@ pub fn expected_decl(class: TypeClass, address_size: AddressSize) -> String {
 
 /// Check one declaration of a device function against the table row of its source type:
 /// the rules the linter applies to PTX alone, plus what only the source type tells (width and
-/// class of scalars, alignment and size of aggregates). `.b32`/`.u32`/`.s32` count as one
-/// 32-bit class, and `.bN` as the untyped form of `.fN`.
+/// class of scalars, alignment and size of aggregates). A scalar is judged by
+/// `ptx::table::judge_scalar`, the judge `xcall` uses for caller against callee: `.bN` is the
+/// untyped form of an integer row, while the other signedness and `.bN` for `.fN` depart.
 pub fn check_decl(
     class: TypeClass,
     p: &ParamDecl,
     address_size: AddressSize,
 ) -> Vec<(Rule, String)> {
     let mut v = decl_rules(FunctionKind::Func, p, address_size);
-    let scalar_bits = if p.array.is_none() && p.vector.is_none() {
-        p.ty.bits()
-    } else {
-        None
-    };
-    let int_like = p.ty.is_integer_class();
+    let scalar = p.array.is_none() && p.vector.is_none();
     let want = expected_decl(class, address_size);
+    let verdict = class
+        .table_type(address_size)
+        .filter(|_| scalar)
+        .map(|t| table::judge_scalar(t, p.ty));
+    let departure = |verdict: Option<ScalarVerdict>| match verdict.and_then(|v| v.departure()) {
+        Some(d) => format!(": {d}"),
+        None => String::new(),
+    };
     match class {
-        TypeClass::Integer { bits, .. } => {
-            let width = if bits <= 32 { 32 } else { 64 };
-            let fits = int_like && scalar_bits == Some(width);
+        TypeClass::Integer { bits, signed } => {
             let already = v.iter().any(|(r, _)| *r == Rule::NarrowInteger);
-            if !fits && !already {
+            if !verdict.is_some_and(ScalarVerdict::conforms) && !already {
+                let sign = if signed { "signed" } else { "unsigned" };
                 v.push((
                     Rule::ScalarClass,
                     format!(
-                        "{bits}-bit integer declared `{}`; the table gives `{want}`",
-                        p.render()
+                        "{bits}-bit {sign} integer declared `{}`{}; the table gives `{want}`",
+                        p.render(),
+                        departure(verdict)
                     ),
                 ));
             }
         }
-        TypeClass::Pointer => {
-            if !(int_like && scalar_bits == Some(address_size.bits())) {
-                v.push((Rule::PointerWidth, format!("pointer declared `{}` under `.address_size {address_size}`; the table gives `{want}`", p.render())));
-            }
-        }
+        TypeClass::Pointer => match verdict {
+            Some(ok) if ok.conforms() => {}
+            Some(ScalarVerdict::OtherSignedness) => v.push((
+                Rule::ScalarClass,
+                format!(
+                    "pointer declared `{}`{}; the table gives `{want}`",
+                    p.render(),
+                    departure(verdict)
+                ),
+            )),
+            _ => v.push((Rule::PointerWidth, format!("pointer declared `{}` under `.address_size {address_size}`; the table gives `{want}`", p.render()))),
+        },
         TypeClass::Float { bits } => {
-            let ok = scalar_bits == Some(bits)
-                && (p.ty
-                    == if bits == 32 {
-                        PtxType::F32
-                    } else {
-                        PtxType::F64
-                    }
-                    || p.ty
-                        == if bits == 32 {
-                            PtxType::B32
-                        } else {
-                            PtxType::B64
-                        });
-            if !ok {
+            if !verdict.is_some_and(ScalarVerdict::conforms) {
                 v.push((
                     Rule::ScalarClass,
                     format!(
-                        "{bits}-bit float declared `{}`; the table gives `{want}`",
-                        p.render()
+                        "{bits}-bit float declared `{}`{}; the table gives `{want}`",
+                        p.render(),
+                        departure(verdict)
                     ),
                 ));
             }
         }
         TypeClass::HalfFloat => {
             // Note C bans a 16-bit float; a 16-bit integer scalar carrying it is no better.
-            if scalar_bits == Some(16)
+            if scalar && p.ty.bits() == Some(16)
                 && !v
                     .iter()
                     .any(|(r, _)| matches!(r, Rule::HalfFloat | Rule::NarrowInteger))
@@ -1051,7 +1062,6 @@ mod tests {
             ("ullong", ".param .u64 x"),
             ("ptr", ".param .u64 x"),
             ("float", ".param .f32 x"),
-            ("float", ".param .b32 x"),
             ("double", ".param .f64 x"),
             ("half", ".param .b32 x"),
             ("half", ".param .align 2 .b8 x[2]"),
@@ -1074,6 +1084,12 @@ mod tests {
             ("int", ".param .f32 x", vec!["scalar-class"]),
             ("ptr", ".param .u32 x", vec!["pointer-width"]),
             ("float", ".param .u32 x", vec!["scalar-class"]),
+            // Row C writes `.f32`/`.f64`; untyped bits are not a float type.
+            ("float", ".param .b32 x", vec!["scalar-class"]),
+            ("double", ".param .b64 x", vec!["scalar-class"]),
+            // Rows 1-2 choose `.u32` or `.s32` by the source type's signedness.
+            ("uint", ".param .s32 x", vec!["scalar-class"]),
+            ("ptr", ".param .s64 x", vec!["scalar-class"]),
             ("half", ".param .f16 x", vec!["half-float"]),
             ("half", ".param .b16 x", vec!["narrow-integer"]),
             (

@@ -14,12 +14,12 @@
 //!
 //! Exit status (the contract): 0 no findings, 1 findings, 2 a file could not be read.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fmt;
 
 use super::elf::Elf;
 use super::ptxscan::{self, is_special_register, AddressClass, PtxDebug};
-use super::read::{read_tree, register_name, Sections, Target, Tree, Val};
+use super::read::{read_tree, register_name, Die, Sections, Target, Tree, Val};
 use crate::backend::toolchain::Toolchain;
 use crate::capability::Capability;
 use crate::cubin::{Cubin, CubinError, LineRow};
@@ -52,6 +52,8 @@ pub struct Report {
     pub locs_found: usize,
     /// FDEs of the back end's `.debug_frame` that name a function of the object.
     pub fdes: usize,
+    /// Each named variable or parameter DIE's `DW_AT_address_class` code (§5.2).
+    pub classes: BTreeMap<String, u64>,
 }
 
 /// A file that could not be read at all (exit 2): `file:line:col: what` or `file:offset`.
@@ -188,115 +190,162 @@ fn check_tree(
         });
     }
     for d in &tree.dies {
-        let what = || {
-            let tag = d.tag.static_string().unwrap_or("DW_TAG_?");
-            match d.name() {
-                Some(n) => format!("{tag} `{n}`"),
-                None => format!("{tag} at {:#x}", d.offset),
-            }
-        };
+        // A subroutine type's parameter list (a function pointer's type) describes types,
+        // not storage: §5.2's class is for variables and parameters.
+        let type_list = d
+            .parent
+            .and_then(|p| tree.dies.get(p))
+            .is_some_and(|p| p.tag == gimli::DW_TAG_subroutine_type);
         match d.tag {
+            gimli::DW_TAG_formal_parameter if type_list => {}
             gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter => {
-                let class = d.attr(gimli::DW_AT_address_class);
-                let class = match class {
-                    None => {
-                        out.push(Finding {
-                            position: pos(d.offset),
-                            clause: CLAUSE_CLASS,
-                            message: format!("{} has no DW_AT_address_class", what()),
-                        });
-                        None
-                    }
-                    Some(Val::U(c)) if (1..=12).contains(c) => AddressClass::from_class(*c),
-                    Some(v) => {
-                        let shown = match v {
-                            Val::U(c) => c.to_string(),
-                            Val::S(c) => c.to_string(),
-                            other => format!("{other:?}"),
-                        };
-                        out.push(Finding {
-                            position: pos(d.offset),
-                            clause: CLAUSE_CLASS,
-                            message: format!(
-                                "{}: DW_AT_address_class {shown} is not a code of the table (1..12)",
-                                what()
-                            ),
-                        });
-                        None
-                    }
-                };
-                let Some(loc) = d.attr(gimli::DW_AT_location) else {
-                    continue;
-                };
-                match locate(loc, registers) {
-                    Located::Broken(m) => out.push(Finding {
-                        position: pos(d.offset),
-                        clause: CLAUSE_SECTIONS,
-                        message: format!("{}: {m}", what()),
-                    }),
-                    Located::AddressClass(sp, how) => {
-                        compared += 1;
-                        if let Some(c) = class {
-                            if c != sp {
-                                out.push(Finding {
-                                    position: pos(d.offset),
-                                    clause: CLAUSE_CLASS,
-                                    message: format!(
-                                        "{}: DW_AT_address_class {} ({}) but its location is {how}, in {} ({})",
-                                        what(),
-                                        c.address_class(),
-                                        c.code_name(),
-                                        sp.code_name(),
-                                        sp.address_class()
-                                    ),
-                                });
-                            }
-                        }
-                    }
-                    Located::Unknown => {}
-                }
+                compared += check_variable(d, pos, registers, out);
             }
-            gimli::DW_TAG_subprogram => {
-                if d.attr(gimli::DW_AT_low_pc).is_none() {
-                    continue; // a declaration or an abstract instance: no code of its own
-                }
-                let linkage = [gimli::DW_AT_linkage_name, gimli::DW_AT_MIPS_linkage_name]
-                    .into_iter()
-                    .find_map(|a| match d.attr(a) {
-                        Some(Val::Str(s)) => Some((a, s.as_str())),
-                        _ => None,
-                    });
-                let (attr, name) = match (linkage, d.name()) {
-                    (Some((a, n)), _) => (a.static_string().unwrap_or("linkage name"), n),
-                    (None, Some(n)) => ("DW_AT_name", n),
-                    (None, None) => continue,
-                };
-                if !functions(name) {
-                    out.push(Finding {
-                        position: pos(d.offset),
-                        clause: CLAUSE_SECTIONS,
-                        message: format!(
-                            "DW_TAG_subprogram {attr} `{name}` is no function of the module (functions: {function_list})"
-                        ),
-                    });
-                }
-                if let Some(Val::Addr(Ok(t))) = d.attr(gimli::DW_AT_low_pc) {
-                    if t.space.is_none() {
-                        out.push(Finding {
-                            position: pos(d.offset),
-                            clause: CLAUSE_SECTIONS,
-                            message: format!(
-                                "DW_TAG_subprogram `{name}`: DW_AT_low_pc names `{}`, which is no label of the module",
-                                t.name
-                            ),
-                        });
-                    }
-                }
-            }
+            gimli::DW_TAG_subprogram => check_subprogram(d, pos, functions, function_list, out),
             _ => {}
         }
     }
     compared
+}
+
+/// The `DW_AT_address_class` code of every named variable and parameter DIE.
+fn address_classes(tree: &Tree) -> BTreeMap<String, u64> {
+    tree.dies
+        .iter()
+        .filter(|d| {
+            matches!(
+                d.tag,
+                gimli::DW_TAG_variable | gimli::DW_TAG_formal_parameter
+            )
+        })
+        .filter_map(|d| match (d.name(), d.attr(gimli::DW_AT_address_class)) {
+            (Some(n), Some(Val::U(c))) => Some((n.to_string(), *c)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A DIE's tag and name (or offset), for messages.
+fn die_what(d: &Die) -> String {
+    let tag = d.tag.static_string().unwrap_or("DW_TAG_?");
+    match d.name() {
+        Some(n) => format!("{tag} `{n}`"),
+        None => format!("{tag} at {:#x}", d.offset),
+    }
+}
+
+/// §5.2: a variable or parameter DIE has a `DW_AT_address_class` of the table, and its
+/// location is in that class's space. Returns 1 when a location was compared with the class.
+fn check_variable(
+    d: &Die,
+    pos: &dyn Fn(u64) -> String,
+    registers: &dyn Fn(&str) -> bool,
+    out: &mut Vec<Finding>,
+) -> usize {
+    let what = || die_what(d);
+    let class = match d.attr(gimli::DW_AT_address_class) {
+        None => {
+            out.push(Finding {
+                position: pos(d.offset),
+                clause: CLAUSE_CLASS,
+                message: format!("{} has no DW_AT_address_class", what()),
+            });
+            None
+        }
+        Some(Val::U(c)) if (1..=12).contains(c) => AddressClass::from_class(*c),
+        Some(v) => {
+            let shown = match v {
+                Val::U(c) => c.to_string(),
+                Val::S(c) => c.to_string(),
+                other => format!("{other:?}"),
+            };
+            out.push(Finding {
+                position: pos(d.offset),
+                clause: CLAUSE_CLASS,
+                message: format!(
+                    "{}: DW_AT_address_class {shown} is not a code of the table (1..12)",
+                    what()
+                ),
+            });
+            None
+        }
+    };
+    let Some(loc) = d.attr(gimli::DW_AT_location) else {
+        return 0;
+    };
+    match locate(loc, registers) {
+        Located::Broken(m) => {
+            out.push(Finding {
+                position: pos(d.offset),
+                clause: CLAUSE_SECTIONS,
+                message: format!("{}: {m}", what()),
+            });
+            0
+        }
+        Located::AddressClass(sp, how) => {
+            if let Some(c) = class.filter(|&c| c != sp) {
+                out.push(Finding {
+                    position: pos(d.offset),
+                    clause: CLAUSE_CLASS,
+                    message: format!(
+                        "{}: DW_AT_address_class {} ({}) but its location is {how}, in {} ({})",
+                        what(),
+                        c.address_class(),
+                        c.code_name(),
+                        sp.code_name(),
+                        sp.address_class()
+                    ),
+                });
+            }
+            1
+        }
+        Located::Unknown => 0,
+    }
+}
+
+/// A subprogram with code names a function of the module, and its `DW_AT_low_pc` a label.
+fn check_subprogram(
+    d: &Die,
+    pos: &dyn Fn(u64) -> String,
+    functions: &dyn Fn(&str) -> bool,
+    function_list: &str,
+    out: &mut Vec<Finding>,
+) {
+    if d.attr(gimli::DW_AT_low_pc).is_none() {
+        return; // a declaration or an abstract instance: no code of its own
+    }
+    let linkage = [gimli::DW_AT_linkage_name, gimli::DW_AT_MIPS_linkage_name]
+        .into_iter()
+        .find_map(|a| match d.attr(a) {
+            Some(Val::Str(s)) => Some((a, s.as_str())),
+            _ => None,
+        });
+    let (attr, name) = match (linkage, d.name()) {
+        (Some((a, n)), _) => (a.static_string().unwrap_or("linkage name"), n),
+        (None, Some(n)) => ("DW_AT_name", n),
+        (None, None) => return,
+    };
+    if !functions(name) {
+        out.push(Finding {
+            position: pos(d.offset),
+            clause: CLAUSE_SECTIONS,
+            message: format!(
+                "DW_TAG_subprogram {attr} `{name}` is no function of the module (functions: {function_list})"
+            ),
+        });
+    }
+    if let Some(Val::Addr(Ok(t))) = d.attr(gimli::DW_AT_low_pc) {
+        if t.space.is_none() {
+            out.push(Finding {
+                position: pos(d.offset),
+                clause: CLAUSE_SECTIONS,
+                message: format!(
+                    "DW_TAG_subprogram `{name}`: DW_AT_low_pc names `{}`, which is no label of the module",
+                    t.name
+                ),
+            });
+        }
+    }
 }
 
 fn compile_units(tree: &Tree) -> Vec<(u64, String, Option<String>)> {
@@ -382,6 +431,7 @@ pub fn check_ptx(shown: &str, text: &str, tc: Option<&Toolchain>) -> Result<Repo
         });
         let pos = |off: u64| format!("{shown}:{}", info.line_of(off as usize));
         let fnames: Vec<&str> = d.functions.keys().map(String::as_str).collect();
+        r.classes = address_classes(&tree);
         r.classes_compared = check_tree(
             &tree,
             &pos,
@@ -554,6 +604,7 @@ pub fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable> {
         let pos = |off: u64| format!("{shown}:.debug_info+{off:#x}");
         let fnames: BTreeSet<&str> = e.functions.iter().map(String::as_str).collect();
         let list: Vec<&str> = fnames.iter().copied().collect();
+        r.classes = address_classes(&tree);
         r.classes_compared = check_tree(
             &tree,
             &pos,

@@ -37,6 +37,12 @@ pub enum DwarfCheck {
     /// On a GPU: the driver JIT loads the producer's debug PTX for a small kernel, which
     /// still computes the right result.
     JitLoad { producer: producers::DebugProducer },
+    /// §5.2: the producer's DWARF for variables in `storage` (code, surface, texture,
+    /// sampler) gives that storage's address class (see [`classes`]).
+    AddressClass {
+        producer: producers::DebugProducer,
+        storage: classes::Storage,
+    },
 }
 
 fn line_table(ctx: &CaseContext, file: &str, lines: &[u32]) -> CaseStatus {
@@ -163,6 +169,7 @@ impl Check for DwarfCheck {
     fn requires(&self) -> Vec<Capability> {
         match self {
             DwarfCheck::Producer { producer, .. } => producer.requires(),
+            DwarfCheck::AddressClass { producer, .. } => producer.producer().requires(),
             DwarfCheck::JitLoad { producer } => {
                 let mut v = producer.requires();
                 v.push(Capability::Gpu);
@@ -231,11 +238,27 @@ impl Check for DwarfCheck {
             DwarfCheck::Assembles { file } => assembles(ctx, file),
             DwarfCheck::Producer { producer: p, batch } => producer(ctx, *p, *batch),
             DwarfCheck::JitLoad { producer: p } => gpu::jit_load(ctx, *p),
+            DwarfCheck::AddressClass {
+                producer: p,
+                storage,
+            } => match classes::check(ctx.toolchain, *p, *storage) {
+                Ok(note) => CaseStatus::pass_with(note),
+                Err(problems) => CaseStatus::fail(
+                    format!(
+                        "DW_AT_address_class {} ({}) in {}'s DWARF",
+                        storage.class(),
+                        storage.class_name(),
+                        p.name()
+                    ),
+                    problems,
+                ),
+            },
         }
     }
 }
 
 pub mod check;
+pub mod classes;
 pub mod elf;
 pub mod emit;
 pub mod forms;

@@ -253,74 +253,8 @@ pub fn module(types: &[DebugType]) -> String {
                 "@gpucts_{name}{i} = {linkage}addrspace({space}) global {ty} {init}, align 8, !dbg !{expr}"
             );
         }
-        let ptr_di = md.add(format!(
-            "!DIDerivedType(tag: DW_TAG_pointer_type, baseType: !{di}, size: 64)"
-        ));
-        let in_ty = if t.by_value() {
-            ty.clone()
-        } else {
-            format!("{ty}*")
-        };
-        let in_di = if t.by_value() { di } else { ptr_di };
-        let sub_types = md.add(format!("!{{null, !{ptr_di}, !{in_di}}}"));
-        let sub_ty = md.add(format!("!DISubroutineType(types: !{sub_types})"));
-        let sp = md.add(format!(
-            "distinct !DISubprogram(name: \"gpucts_k{i}\", scope: !{file}, file: !{file}, line: {line}, type: !{sub_ty}, isLocal: false, isDefinition: true, scopeLine: {line}, flags: DIFlagPrototyped, isOptimized: false, unit: !{cu}, retainedNodes: !{empty})"
-        ));
-        let loc = |md: &mut Metadata, l: usize| {
-            md.add(format!("!DILocation(line: {l}, column: 3, scope: !{sp})"))
-        };
-        let (l1, l2, l3) = (
-            loc(&mut md, line + 1),
-            loc(&mut md, line + 2),
-            loc(&mut md, line + 3),
-        );
-        let v_out = md.add(format!(
-            "!DILocalVariable(name: \"out\", arg: 1, scope: !{sp}, file: !{file}, line: {line}, type: !{ptr_di})"
-        ));
-        let v_in = md.add(format!(
-            "!DILocalVariable(name: \"in\", arg: 2, scope: !{sp}, file: !{file}, line: {line}, type: !{in_di})"
-        ));
-        let v_l = md.add(format!(
-            "!DILocalVariable(name: \"l\", scope: !{sp}, file: !{file}, line: {}, type: !{di})",
-            line + 1
-        ));
-        let declare = |slot: &str, slot_ty: &str, var: usize| {
-            format!("  call void @llvm.dbg.declare(metadata {slot_ty}* {slot}, metadata !{var}, metadata !DIExpression()), !dbg !{l1}\n")
-        };
-        let mut body = format!(
-            "define void @gpucts_k{i}({ty}* %out, {in_ty} %in) !dbg !{sp} {{\nentry:\n\
-             \x20 %out.addr = alloca {ty}*, align 8\n  %in.addr = alloca {in_ty}, align 8\n\
-             \x20 %l = alloca {ty}, align 8\n\
-             \x20 store {ty}* %out, {ty}** %out.addr, align 8\n  store {in_ty} %in, {in_ty}* %in.addr, align 8\n"
-        );
-        body += &declare("%out.addr", &format!("{ty}*"), v_out);
-        body += &declare("%in.addr", &in_ty, v_in);
-        body += &declare("%l", &ty, v_l);
-        let value_in = if t.by_value() {
-            format!("  %v = load {ty}, {ty}* %in.addr, align 8, !dbg !{l1}\n")
-        } else {
-            format!(
-                "  %p = load {ty}*, {ty}** %in.addr, align 8, !dbg !{l1}\n  %v = load {ty}, {ty}* %p, align 8, !dbg !{l1}\n"
-            )
-        };
-        body += &value_in;
-        let _ = write!(
-            body,
-            "  store {ty} %v, {ty}* %l, align 8, !dbg !{l1}\n\
-             \x20 %w = load {ty}, {ty}* %l, align 8, !dbg !{l2}\n\
-             \x20 store {ty} %w, {ty} addrspace(3)* @gpucts_s{i}, align 8, !dbg !{l2}\n\
-             \x20 %x = load {ty}, {ty} addrspace(3)* @gpucts_s{i}, align 8, !dbg !{l2}\n\
-             \x20 store {ty} %x, {ty} addrspace(1)* @gpucts_g{i}, align 8, !dbg !{l2}\n\
-             \x20 %c = load {ty}, {ty} addrspace(4)* @gpucts_c{i}, align 8, !dbg !{l3}\n\
-             \x20 %o = load {ty}*, {ty}** %out.addr, align 8, !dbg !{l3}\n\
-             \x20 store {ty} %c, {ty}* %o, align 8, !dbg !{l3}\n\
-             \x20 ret void, !dbg !{l3}\n}}\n\n"
-        );
+        let (body, ann) = kernel(&mut md, t, i, di, file, cu, empty);
         s += &body;
-        let ann = md.add(format!(
-            "!{{void ({ty}*, {in_ty})* @gpucts_k{i}, !\"kernel\", i32 1}}"
-        ));
         annotations.push(ann);
     }
     let list: Vec<String> = globals.iter().map(|g| format!("!{g}")).collect();
@@ -344,6 +278,123 @@ pub fn module(types: &[DebugType]) -> String {
         let _ = writeln!(s, "!{n} = {node}");
     }
     s
+}
+
+/// Type `i`'s kernel `gpucts_k<i>` (its subprogram, locations, parameters and local `l`,
+/// metadata numbered after the type's `di` and globals) and its `!nvvm.annotations` entry.
+fn kernel(
+    md: &mut Metadata,
+    t: &DebugType,
+    i: usize,
+    di: usize,
+    file: usize,
+    cu: usize,
+    empty: usize,
+) -> (String, usize) {
+    let ty = t.ir(i);
+    let line = 100 + 10 * i;
+    let ptr_di = md.add(format!(
+        "!DIDerivedType(tag: DW_TAG_pointer_type, baseType: !{di}, size: 64)"
+    ));
+    let in_ty = if t.by_value() {
+        ty.clone()
+    } else {
+        format!("{ty}*")
+    };
+    let in_di = if t.by_value() { di } else { ptr_di };
+    let sub_types = md.add(format!("!{{null, !{ptr_di}, !{in_di}}}"));
+    let sub_ty = md.add(format!("!DISubroutineType(types: !{sub_types})"));
+    let sp = md.add(format!(
+        "distinct !DISubprogram(name: \"gpucts_k{i}\", scope: !{file}, file: !{file}, line: {line}, type: !{sub_ty}, isLocal: false, isDefinition: true, scopeLine: {line}, flags: DIFlagPrototyped, isOptimized: false, unit: !{cu}, retainedNodes: !{empty})"
+    ));
+    let loc = |md: &mut Metadata, l: usize| {
+        md.add(format!("!DILocation(line: {l}, column: 3, scope: !{sp})"))
+    };
+    let (l1, l2, l3) = (loc(md, line + 1), loc(md, line + 2), loc(md, line + 3));
+    let v_out = md.add(format!(
+        "!DILocalVariable(name: \"out\", arg: 1, scope: !{sp}, file: !{file}, line: {line}, type: !{ptr_di})"
+    ));
+    let v_in = md.add(format!(
+        "!DILocalVariable(name: \"in\", arg: 2, scope: !{sp}, file: !{file}, line: {line}, type: !{in_di})"
+    ));
+    let v_l = md.add(format!(
+        "!DILocalVariable(name: \"l\", scope: !{sp}, file: !{file}, line: {}, type: !{di})",
+        line + 1
+    ));
+    let declare = |slot: &str, slot_ty: &str, var: usize| {
+        format!("  call void @llvm.dbg.declare(metadata {slot_ty}* {slot}, metadata !{var}, metadata !DIExpression()), !dbg !{l1}\n")
+    };
+    let mut body = format!(
+        "define void @gpucts_k{i}({ty}* %out, {in_ty} %in) !dbg !{sp} {{\nentry:\n\
+         \x20 %out.addr = alloca {ty}*, align 8\n  %in.addr = alloca {in_ty}, align 8\n\
+         \x20 %l = alloca {ty}, align 8\n\
+         \x20 store {ty}* %out, {ty}** %out.addr, align 8\n  store {in_ty} %in, {in_ty}* %in.addr, align 8\n"
+    );
+    body += &declare("%out.addr", &format!("{ty}*"), v_out);
+    body += &declare("%in.addr", &in_ty, v_in);
+    body += &declare("%l", &ty, v_l);
+    let value_in = if t.by_value() {
+        format!("  %v = load {ty}, {ty}* %in.addr, align 8, !dbg !{l1}\n")
+    } else {
+        format!(
+            "  %p = load {ty}*, {ty}** %in.addr, align 8, !dbg !{l1}\n  %v = load {ty}, {ty}* %p, align 8, !dbg !{l1}\n"
+        )
+    };
+    body += &value_in;
+    let _ = write!(
+        body,
+        "  store {ty} %v, {ty}* %l, align 8, !dbg !{l1}\n\
+         \x20 %w = load {ty}, {ty}* %l, align 8, !dbg !{l2}\n\
+         \x20 store {ty} %w, {ty} addrspace(3)* @gpucts_s{i}, align 8, !dbg !{l2}\n\
+         \x20 %x = load {ty}, {ty} addrspace(3)* @gpucts_s{i}, align 8, !dbg !{l2}\n\
+         \x20 store {ty} %x, {ty} addrspace(1)* @gpucts_g{i}, align 8, !dbg !{l2}\n\
+         \x20 %c = load {ty}, {ty} addrspace(4)* @gpucts_c{i}, align 8, !dbg !{l3}\n\
+         \x20 %o = load {ty}*, {ty}** %out.addr, align 8, !dbg !{l3}\n\
+         \x20 store {ty} %c, {ty}* %o, align 8, !dbg !{l3}\n\
+         \x20 ret void, !dbg !{l3}\n}}\n\n"
+    );
+    let ann = md.add(format!(
+        "!{{void ({ty}*, {in_ty})* @gpucts_k{i}, !\"kernel\", i32 1}}"
+    ));
+    (body, ann)
+}
+
+/// Module-scope texture, surface and sampler objects as NVVM IR declares them (64-bit globals
+/// in `addrspace(1)` annotated `texture`, `surface`, `sampler` in `!nvvm.annotations`; libNVVM
+/// writes them as `.texref`, `.surfref`, `.samplerref`), each with a `DIGlobalVariable`, and a
+/// kernel that leaves them alone.
+pub fn opaque_globals() -> String {
+    format!(
+        "; Generated by gpucts dwarf::nvvm_ir for libNVVM -g.\ntarget datalayout = \"{}\"\n\
+target triple = \"nvptx64-nvidia-cuda\"\n\n\
+@gpucts_tex = addrspace(1) global i64 0, align 8, !dbg !20\n\
+@gpucts_surf = addrspace(1) global i64 0, align 8, !dbg !22\n\
+@gpucts_samp = addrspace(1) global i64 0, align 8, !dbg !24\n\n\
+define void @gpucts_k(i32* %out) !dbg !4 {{\nentry:\n\
+  store i32 1, i32* %out, align 4, !dbg !9\n  ret void, !dbg !9\n}}\n\n\
+!llvm.dbg.cu = !{{!0}}\n!llvm.module.flags = !{{!2, !3}}\n\
+!nvvm.annotations = !{{!10, !11, !12, !13}}\n!nvvmir.version = !{{!14}}\n\
+!0 = distinct !DICompileUnit(language: DW_LANG_C_plus_plus, file: !1, producer: \"gpucts\", isOptimized: false, runtimeVersion: 0, emissionKind: FullDebug, globals: !26)\n\
+!1 = !DIFile(filename: \"gpucts_dwarf.cu\", directory: \"/gpucts\")\n\
+!2 = !{{i32 2, !\"Dwarf Version\", i32 2}}\n!3 = !{{i32 2, !\"Debug Info Version\", i32 3}}\n\
+!4 = distinct !DISubprogram(name: \"gpucts_k\", scope: !1, file: !1, line: 1, type: !5, isLocal: false, isDefinition: true, scopeLine: 1, flags: DIFlagPrototyped, isOptimized: false, unit: !0)\n\
+!5 = !DISubroutineType(types: !6)\n!6 = !{{null}}\n\
+!9 = !DILocation(line: 2, column: 3, scope: !4)\n\
+!10 = !{{void (i32*)* @gpucts_k, !\"kernel\", i32 1}}\n\
+!11 = !{{i64 addrspace(1)* @gpucts_tex, !\"texture\", i32 1}}\n\
+!12 = !{{i64 addrspace(1)* @gpucts_surf, !\"surface\", i32 1}}\n\
+!13 = !{{i64 addrspace(1)* @gpucts_samp, !\"sampler\", i32 1}}\n\
+!14 = !{{i32 2, i32 0, i32 3, i32 1}}\n\
+!15 = !DIBasicType(name: \"unsigned long long\", size: 64, encoding: DW_ATE_unsigned)\n\
+!20 = !DIGlobalVariableExpression(var: !21, expr: !DIExpression())\n\
+!21 = distinct !DIGlobalVariable(name: \"gpucts_tex\", scope: !0, file: !1, line: 1, type: !15, isLocal: false, isDefinition: true)\n\
+!22 = !DIGlobalVariableExpression(var: !23, expr: !DIExpression())\n\
+!23 = distinct !DIGlobalVariable(name: \"gpucts_surf\", scope: !0, file: !1, line: 1, type: !15, isLocal: false, isDefinition: true)\n\
+!24 = !DIGlobalVariableExpression(var: !25, expr: !DIExpression())\n\
+!25 = distinct !DIGlobalVariable(name: \"gpucts_samp\", scope: !0, file: !1, line: 1, type: !15, isLocal: false, isDefinition: true)\n\
+!26 = !{{!20, !22, !24}}\n",
+        crate::abi::paramgen::NVVM_DATALAYOUT
+    )
 }
 
 /// The GPU case's kernel `gpucts_dwarf_add(unsigned *p, unsigned a, unsigned b)`:

@@ -163,13 +163,18 @@ impl DebugProducer {
         caps
     }
 
+    /// The language the flavour is given its source in.
+    pub fn language(self) -> Language {
+        self.flavour().language
+    }
+
     /// Whether the producer writes `.debug_info` (not only line tables).
     pub fn full(self) -> bool {
         self.flavour().full
     }
 }
 
-const CLANG_PRELUDE: &str = "#define __device__ __attribute__((device))\n\
+pub(super) const CLANG_PRELUDE: &str = "#define __device__ __attribute__((device))\n\
 #define __constant__ __attribute__((constant))\n\
 #define __global__ __attribute__((global))\n\
 #define __shared__ __attribute__((shared))\n";
@@ -213,7 +218,11 @@ fn compile(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<(String, usiz
 /// Compile `text` (CUDA C++ for NVRTC, clang's CUDA otherwise, NVVM IR for libNVVM) with the
 /// flavour's producer and debug options; for the LLVM IR flavour, clang-19 first writes the
 /// IR with its debug metadata.
-fn compile_src(tc: &Toolchain, p: DebugProducer, text: &str) -> Result<String, ToolError> {
+pub(super) fn compile_src(
+    tc: &Toolchain,
+    p: DebugProducer,
+    text: &str,
+) -> Result<String, ToolError> {
     let flavour = p.flavour();
     let ir;
     let text = if flavour.language == Language::LlvmIr {

@@ -464,12 +464,12 @@ fn elem_bytes(t: PtxType) -> u64 {
     u64::from(t.bits().unwrap_or(8)).div_ceil(8).max(1)
 }
 
-/// Whether two declarations of one parameter agree (§2.3): the same state space; scalars of
-/// one width and compatible class (`.bN` stands for an integer: `.sN`/`.uN` differ in note
-/// A's extension; `.fN` is a float and agrees only with `.fN`: nvJitLink 12.9 links a
-/// `.b64` extern against a `.f64` definition but reports "Prototype doesn't match", while
-/// it says nothing for `.b64` against `.s64` or `.s32` against `.u32`); arrays of one byte
-/// size and alignment (an absent `.align` is the element's).
+/// Whether two declarations of one parameter agree (§2.3): the same state space; scalars
+/// judged by `ptx::table::judge_pair`, the judge `abi.params` uses against the source type
+/// (`.bN` is the untyped form of an integer; the other signedness departs from note A's
+/// extension; `.bN` against `.fN` departs from row C: nvJitLink 12.9 links a `.b64` extern
+/// against a `.f64` definition but reports "Prototype doesn't match"); arrays of one byte size
+/// and alignment (an absent `.align` is the element's).
 pub fn agree(a: &ParamDecl, b: &ParamDecl) -> bool {
     if a.space != b.space || a.array.is_some() != b.array.is_some() {
         return false;
@@ -479,17 +479,7 @@ pub fn agree(a: &ParamDecl, b: &ParamDecl) -> bool {
         let align = |p: &ParamDecl| u64::from(p.align.unwrap_or(0)).max(elem_bytes(p.ty));
         return size(a) == size(b) && align(a) == align(b);
     }
-    if a.ty.bits() != b.ty.bits() || a.vector != b.vector {
-        return false;
-    }
-    let class = |t: PtxType| -> char {
-        let n = t.name();
-        n.chars().nth(1).unwrap_or('b')
-    };
-    match (class(a.ty), class(b.ty)) {
-        ('b', y) | (y, 'b') => y != 'f',
-        (x, y) => x == y,
-    }
+    a.vector == b.vector && crate::ptx::table::judge_pair(a.ty, b.ty).conforms()
 }
 
 /// One disagreement.
@@ -885,6 +875,74 @@ mod tests {
             "{}",
             unusable.stderr()
         );
+    }
+
+    /// `abi.params` (a producer's declaration against its source type) and `xcall` (the
+    /// table's declaration against a producer's, either side the caller) give one verdict on
+    /// the same pairs. Expected verdicts are the §2.3 table's: integral types `.u32` if
+    /// unsigned or `.s32` if signed (64-bit: `.u64`/`.s64`), pointers `.u64`, floating-point
+    /// `.f32`/`.f64`; `.bN` of the width is accepted for the integer and pointer rows only.
+    #[test]
+    fn abi_params_and_xcall_judge_scalars_alike() {
+        use crate::abi::paramgen::{check_decl, expected_decl, signatures};
+        use crate::ptx::AddressSize;
+        let table = [
+            // (source type, the table's PTX type, declared type, conforms)
+            ("uint", ".u32", ".u32", true),
+            ("uint", ".u32", ".b32", true),
+            ("uint", ".u32", ".s32", false),
+            ("ushort", ".u32", ".s32", false),
+            ("uchar", ".u32", ".s32", false),
+            ("int", ".s32", ".s32", true),
+            ("int", ".s32", ".b32", true),
+            ("int", ".s32", ".u32", false),
+            ("int", ".s32", ".f32", false),
+            ("ullong", ".u64", ".s64", false),
+            ("ullong", ".u64", ".b64", true),
+            ("llong", ".s64", ".b32", false),
+            ("ptr", ".u64", ".u64", true),
+            ("ptr", ".u64", ".b64", true),
+            ("ptr", ".u64", ".s64", false),
+            ("ptr", ".u64", ".u32", false),
+            ("float", ".f32", ".f32", true),
+            ("float", ".f32", ".b32", false),
+            ("float", ".f32", ".u32", false),
+            ("float", ".f32", ".f64", false),
+            ("double", ".f64", ".f64", true),
+            ("double", ".f64", ".b64", false),
+            ("double", ".f64", ".s64", false),
+        ];
+        let sigs = signatures();
+        let decl = |ty: &str| {
+            let m =
+                PtxModule::parse(&format!(".address_size 64\n.func f(.param {ty} x);")).unwrap();
+            m.functions[0].params[0].clone()
+        };
+        for (source, table_ty, declared, conforms) in table {
+            let class = sigs.iter().find(|s| s.id == source).unwrap().class;
+            assert_eq!(
+                expected_decl(class, AddressSize::A64),
+                format!(".param {table_ty}"),
+                "{source}"
+            );
+            let abi = check_decl(class, &decl(declared), AddressSize::A64);
+            assert_eq!(
+                abi.is_empty(),
+                conforms,
+                "abi.params: {source} as {declared}: {abi:?}"
+            );
+            let (row, d) = (decl(table_ty), decl(declared));
+            assert_eq!(
+                agree(&row, &d),
+                conforms,
+                "xcall: {table_ty} calls {declared}"
+            );
+            assert_eq!(
+                agree(&d, &row),
+                conforms,
+                "xcall: {declared} calls {table_ty}"
+            );
+        }
     }
 
     #[test]

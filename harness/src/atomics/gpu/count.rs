@@ -100,18 +100,22 @@ impl OutcomeSpace {
             }
         }
         // Additive RMWs: each adds its constant to some value already there (repeated once
-        // per RMW, so n increments of 1 from 0 reach n).
+        // per RMW, so n increments of 1 from 0 reach n), in the device's 32-bit words. Each
+        // round can multiply the values by the RMWs' count: it stops once past MAX_DOMAIN,
+        // where the domain is given up anyway.
+        let mut words: BTreeSet<u32> = values.into_iter().map(|v| v as u32).collect();
         for _ in 0..adds.len() {
-            let now: Vec<i64> = values.iter().copied().collect();
+            if words.len() > MAX_DOMAIN {
+                break;
+            }
+            let now: Vec<u32> = words.iter().copied().collect();
             for v in now {
                 for a in &adds {
-                    values.insert(v + a);
+                    words.insert(v.wrapping_add(*a as u32));
                 }
             }
         }
-        let mut domain: Vec<u32> = values.into_iter().map(|v| v as u32).collect();
-        domain.sort_unstable();
-        domain.dedup();
+        let mut domain: Vec<u32> = words.into_iter().collect();
         if domain.len() > MAX_DOMAIN {
             domain.clear();
         }

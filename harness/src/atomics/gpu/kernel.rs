@@ -751,7 +751,7 @@ fn check_barrier_phases_fill(test: &LitmusTest, all: &Arrivals) -> Result<(), Ke
         }
     }
     if let Some(t) = (0..seqs.len()).find(|&t| waiting[t].is_some() || pos[t] < seqs[t].len()) {
-        let (cta, id) = waiting[t].unwrap_or(seqs[t][pos[t]].0);
+        let (cta, id) = waiting[t].unwrap_or_else(|| seqs[t][pos[t]].0);
         return Err(inexpressible(
             &format!("`{}` P{t}", test.name),
             format!("bar.cta.sync {id}"),
