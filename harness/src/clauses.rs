@@ -97,6 +97,96 @@ struct RawClause {
     #[serde(default)]
     untestable: Option<String>,
 }
+impl RawClause {
+    /// The entry as a clause, or why the catalogue cannot carry it.
+    fn into_clause(self, line: u64, column: u64) -> Result<Clause, String> {
+        let id = self.id.trim().to_string();
+        for (what, t) in [("id", &self.id), ("summary", &self.summary)] {
+            if t.trim().is_empty() || t.len() > MAX_TEXT_LEN || t.contains('\n') {
+                return Err(format!(
+                    "clause `{}`: `{what}` must be one non-empty line of at most {MAX_TEXT_LEN} bytes",
+                    self.id
+                ));
+            }
+        }
+        if !names_a_catalogued_spec(&id) {
+            return Err(format!(
+                "clause `{id}`: an id begins with `{}` or `{}` and a space",
+                PREFIXES[0], PREFIXES[1]
+            ));
+        }
+        if id.contains(" (") {
+            return Err(format!(
+                "clause `{id}`: an id has no ` (`; a case's citation adds its detail after one"
+            ));
+        }
+        let (cases, untestable) = match (self.cases, self.untestable) {
+            (Some(g), None) => (g, None),
+            (None, Some(why)) if !why.trim().is_empty() && why.len() <= MAX_TEXT_LEN => {
+                (Vec::new(), Some(why))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "clause `{id}`: `untestable` must give a reason of at most {MAX_TEXT_LEN} bytes"
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "clause `{id}`: give `cases` or `untestable`, not both"
+                ))
+            }
+            (None, None) => {
+                return Err(format!(
+                    "clause `{id}`: give `cases` (`cases: []` while no case checks it) or `untestable: why`"
+                ))
+            }
+        };
+        let globs: usize = cases.iter().map(|g| g.ids.len()).sum();
+        if globs > MAX_GLOBS_PER_CLAUSE {
+            return Err(format!(
+                "clause `{id}`: {globs} case globs; at most {MAX_GLOBS_PER_CLAUSE}"
+            ));
+        }
+        for g in &cases {
+            g.check(&id)?;
+        }
+        Ok(Clause {
+            id,
+            summary: self.summary,
+            cases,
+            untestable,
+            line,
+            column,
+        })
+    }
+}
+
+impl CaseGroup {
+    /// Why the group cannot stand in clause `id`'s entry, if it cannot.
+    fn check(&self, id: &str) -> Result<(), String> {
+        if self.ids.is_empty() {
+            return Err(format!("clause `{id}`: a case group with no `ids`"));
+        }
+        for p in &self.ids {
+            let ok = !p.is_empty()
+                && p.len() <= MAX_TEXT_LEN
+                && p.chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "._-+*".contains(ch));
+            if !ok {
+                return Err(format!(
+                    "clause `{id}`: `{p}` is not a case-id glob (letters, digits, `._-+` and `*`)"
+                ));
+            }
+        }
+        match (self.strength, &self.why) {
+            (Strength::Weak, None) => Err(format!("clause `{id}`: a weak case group says `why`")),
+            (_, Some(w)) if w.trim().is_empty() || w.len() > MAX_TEXT_LEN => Err(format!(
+                "clause `{id}`: `why` must be a reason of at most {MAX_TEXT_LEN} bytes"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -268,114 +358,25 @@ impl Catalogue {
                 ),
             ));
         }
-        let mut clauses = Vec::with_capacity(raw.clauses.len());
+        let mut clauses: Vec<Clause> = Vec::with_capacity(raw.clauses.len());
         let mut index: HashMap<String, usize> = HashMap::new();
         for s in raw.clauses {
             let (line, column) = (s.referenced.line(), s.referenced.column());
-            let at = |m: String| err(line, column, m);
-            let c = s.value;
-            let id = c.id.trim().to_string();
-            for (what, t) in [("id", &c.id), ("summary", &c.summary)] {
-                if t.trim().is_empty() || t.len() > MAX_TEXT_LEN || t.contains('\n') {
-                    return Err(at(format!(
-                        "clause `{}`: `{what}` must be one non-empty line of at most {MAX_TEXT_LEN} bytes",
-                        c.id
-                    )));
-                }
+            let clause = s
+                .value
+                .into_clause(line, column)
+                .map_err(|m| err(line, column, m))?;
+            if let Some(first) = index.insert(clause.id.clone(), clauses.len()) {
+                return Err(err(
+                    line,
+                    column,
+                    format!(
+                        "clause `{}` is listed twice (first at line {})",
+                        clause.id, clauses[first].line
+                    ),
+                ));
             }
-            if !names_a_catalogued_spec(&id) {
-                return Err(at(format!(
-                    "clause `{id}`: an id begins with `{}` or `{}` and a space",
-                    PREFIXES[0], PREFIXES[1]
-                )));
-            }
-            if id.contains(" (") {
-                return Err(at(format!(
-                    "clause `{id}`: an id has no ` (`; a case's citation adds its detail after one"
-                )));
-            }
-            let cases = match (c.cases, c.untestable) {
-                (Some(g), None) => g,
-                (None, Some(why)) if !why.trim().is_empty() && why.len() <= MAX_TEXT_LEN => {
-                    clauses.push(Clause {
-                        id: id.clone(),
-                        summary: c.summary,
-                        cases: Vec::new(),
-                        untestable: Some(why),
-                        line,
-                        column,
-                    });
-                    if let Some(first) = index.insert(id.clone(), clauses.len() - 1) {
-                        return Err(at(format!(
-                            "clause `{id}` is listed twice (first at line {})",
-                            clauses[first].line
-                        )));
-                    }
-                    continue;
-                }
-                (None, Some(_)) => {
-                    return Err(at(format!(
-                        "clause `{id}`: `untestable` must give a reason of at most {MAX_TEXT_LEN} bytes"
-                    )))
-                }
-                (Some(_), Some(_)) => {
-                    return Err(at(format!(
-                        "clause `{id}`: give `cases` or `untestable`, not both"
-                    )))
-                }
-                (None, None) => {
-                    return Err(at(format!(
-                        "clause `{id}`: give `cases` (`cases: []` while no case checks it) or `untestable: why`"
-                    )))
-                }
-            };
-            let globs: usize = cases.iter().map(|g| g.ids.len()).sum();
-            if globs > MAX_GLOBS_PER_CLAUSE {
-                return Err(at(format!(
-                    "clause `{id}`: {globs} case globs; at most {MAX_GLOBS_PER_CLAUSE}"
-                )));
-            }
-            for g in &cases {
-                if g.ids.is_empty() {
-                    return Err(at(format!("clause `{id}`: a case group with no `ids`")));
-                }
-                for p in &g.ids {
-                    let ok = !p.is_empty()
-                        && p.len() <= MAX_TEXT_LEN
-                        && p.chars()
-                            .all(|ch| ch.is_ascii_alphanumeric() || "._-+*".contains(ch));
-                    if !ok {
-                        return Err(at(format!(
-                            "clause `{id}`: `{p}` is not a case-id glob (letters, digits, `._-+` and `*`)"
-                        )));
-                    }
-                }
-                match (g.strength, &g.why) {
-                    (Strength::Weak, None) => {
-                        return Err(at(format!("clause `{id}`: a weak case group says `why`")))
-                    }
-                    (_, Some(w)) if w.trim().is_empty() || w.len() > MAX_TEXT_LEN => {
-                        return Err(at(format!(
-                            "clause `{id}`: `why` must be a reason of at most {MAX_TEXT_LEN} bytes"
-                        )))
-                    }
-                    _ => {}
-                }
-            }
-            clauses.push(Clause {
-                id: id.clone(),
-                summary: c.summary,
-                cases,
-                untestable: None,
-                line,
-                column,
-            });
-            if let Some(first) = index.insert(id.clone(), clauses.len() - 1) {
-                return Err(at(format!(
-                    "clause `{id}` is listed twice (first at line {})",
-                    clauses[first].line
-                )));
-            }
+            clauses.push(clause);
         }
         Ok(Catalogue { clauses, index })
     }
