@@ -186,6 +186,9 @@ pub struct Toolchain {
     nvrtc_device_debug: OnceLock<Result<ffi::Nvrtc, FfiError>>,
     nvjitlink: OnceLock<Result<ffi::NvJitLink, FfiError>>,
     nvvm: OnceLock<Result<ffi::Nvvm, FfiError>>,
+    /// `Prototype doesn't match` lines nvJitLink wrote to stderr for links it completed
+    /// (counted, not shown: [`stderr_capture`]).
+    prototype_lines: std::sync::atomic::AtomicUsize,
     /// What discovery was told: limits, hidden components, where to look, the prebuilt store.
     settings: ToolSettings,
 }
@@ -559,8 +562,17 @@ impl Toolchain {
             .get_or_init(|| ffi::NvJitLink::open(path))
             .as_ref()
             .map_err(|e| ToolError::failed("nvjitlink", e.to_string()))?;
-        stderr_capture::run_with_stderr_filtered(|| lib.link(inputs, opts))
-            .map_err(|e| ToolError::failed("nvjitlink", e.to_string()))
+        let (linked, lines) = stderr_capture::run_with_stderr_filtered(|| lib.link(inputs, opts));
+        self.prototype_lines
+            .fetch_add(lines, std::sync::atomic::Ordering::Relaxed);
+        linked.map_err(|e| ToolError::failed("nvjitlink", e.to_string()))
+    }
+
+    /// How many `Prototype doesn't match` lines nvJitLink has written to stderr for this
+    /// toolchain's links (not shown).
+    pub fn nvjitlink_prototype_lines(&self) -> usize {
+        self.prototype_lines
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// ptxas: PTX -> cubin.
