@@ -554,7 +554,25 @@ impl Session {
         cfg: LaunchConfig,
         args: &[KernelArg],
     ) -> Result<(), DriverCallError> {
-        // cuLaunchKernel takes one pointer per argument, to storage holding its value.
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.launch_cluster(f, cfg, 1, args) }
+    }
+
+    /// Launch `f` with thread block clusters of `cluster` CTAs along x; the grid must be a
+    /// multiple of `cluster`. Asynchronous, as [`Session::launch`]. A cluster of one is a
+    /// plain launch (`cuLaunchKernel`, which every driver has); larger clusters take
+    /// `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` (CUDA 12 drivers).
+    ///
+    /// # Safety
+    /// As for [`Session::launch`].
+    pub unsafe fn launch_cluster(
+        &self,
+        f: Function<'_>,
+        cfg: LaunchConfig,
+        cluster: u32,
+        args: &[KernelArg],
+    ) -> Result<(), DriverCallError> {
+        // The driver takes one pointer per argument, to storage holding its value.
         let mut storage: Vec<u64> = args
             .iter()
             .map(|a| match *a {
@@ -569,50 +587,25 @@ impl Session {
             .collect();
         // A u32 argument is read from the first 4 bytes of its slot: little-endian x86-64 and
         // aarch64 hosts put the low half there.
-        // SAFETY: `storage` and `ptrs` outlive the call; argument count and sizes match the
-        // kernel's parameters (this function's contract).
-        check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(
-                f.raw,
-                cfg.grid,
-                1,
-                1,
-                cfg.block,
-                1,
-                1,
-                cfg.shared_bytes,
-                std::ptr::null_mut(),
-                ptrs.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        })
-    }
-
-    /// Launch `f` with thread block clusters of `cluster` CTAs along x
-    /// (`cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`); the grid must be a
-    /// multiple of `cluster`. Asynchronous, as [`Session::launch`].
-    ///
-    /// # Safety
-    /// As for [`Session::launch`].
-    pub unsafe fn launch_cluster(
-        &self,
-        f: Function<'_>,
-        cfg: LaunchConfig,
-        cluster: u32,
-        args: &[KernelArg],
-    ) -> Result<(), DriverCallError> {
-        let mut storage: Vec<u64> = args
-            .iter()
-            .map(|a| match *a {
-                KernelArg::Ptr(p) => p,
-                KernelArg::U64(v) => v,
-                KernelArg::U32(v) => u64::from(v),
-            })
-            .collect();
-        let mut ptrs: Vec<*mut std::ffi::c_void> = storage
-            .iter_mut()
-            .map(|v| v as *mut u64 as *mut std::ffi::c_void)
-            .collect();
+        if cluster <= 1 {
+            // SAFETY: `storage` and `ptrs` outlive the call; argument count and sizes match
+            // the kernel's parameters (this function's contract).
+            return check("cuLaunchKernel", unsafe {
+                sys::cuLaunchKernel(
+                    f.raw,
+                    cfg.grid,
+                    1,
+                    1,
+                    cfg.block,
+                    1,
+                    1,
+                    cfg.shared_bytes,
+                    std::ptr::null_mut(),
+                    ptrs.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            });
+        }
         // SAFETY: a plain C struct of integers, for which all-zero bytes are a valid value;
         // the cluster dimension is then written into the union member its id selects.
         let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
