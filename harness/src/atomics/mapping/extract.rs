@@ -216,26 +216,14 @@ pub fn check_case(case: &MappingCase, body: &[Instruction]) -> Result<Matched, M
     check_case_in(case, body, &Default::default(), ResultUse::Used)
 }
 
-/// Check the function body of `case`; `labels` are the label lines of the PTX text the body
-/// comes from ([`label_lines`]), `result` whether the program uses the call's value.
-///
-/// Three structures are read before matching the rows:
-/// - generic addressing with libcu++'s `isspacep.local` dispatch: the `.local` and weak
-///   accesses of the branch for thread-private memory are left out (PTX ISA §5.1.5: the local
-///   state space is private to the thread, so no other thread can observe or race with them);
-///   the other branch must hold the mapping;
-/// - a compare-and-swap loop for an operation PTX lacks (e.g. floating-point subtraction):
-///   the `atom.cas` that succeeds is the RMW (PTX ISA `atom.cas`: it writes only if memory
-///   still holds the value the new one was computed from), so it stands for the row's
-///   `atom.<rmw op>` with its own `.sem` and scope, and the plain `ld` seeding its expected
-///   value is not part of the mapping (a stale or torn seed only makes the CAS fail and retry);
-/// - `red` (an `atom` without destination, PTX ISA `red`) for an RMW whose result is unused.
-pub fn check_case_in(
+/// The instructions of `body` that carry the mapping, what reading them left out or stood
+/// in for (the notes), and the CAS loop found: the thread-private branch of an
+/// `isspacep.local` dispatch and a CAS loop's seeding load are left out.
+fn read_body(
     case: &MappingCase,
     body: &[Instruction],
     labels: &std::collections::HashMap<String, Vec<usize>>,
-    result: ResultUse,
-) -> Result<Matched, Mismatch> {
+) -> (Vec<Instruction>, Vec<String>, Option<CasLoop>) {
     let mut structure = Vec::new();
     let local_dispatch = body
         .iter()
@@ -278,6 +266,30 @@ pub fn check_case_in(
             written(&body[l.cas])
         ));
     }
+    (kept, structure, cas_loop)
+}
+
+/// Check the function body of `case`; `labels` are the label lines of the PTX text the body
+/// comes from ([`label_lines`]), `result` whether the program uses the call's value.
+///
+/// Three structures are read before matching the rows:
+/// - generic addressing with libcu++'s `isspacep.local` dispatch: the `.local` and weak
+///   accesses of the branch for thread-private memory are left out (PTX ISA §5.1.5: the local
+///   state space is private to the thread, so no other thread can observe or race with them);
+///   the other branch must hold the mapping;
+/// - a compare-and-swap loop for an operation PTX lacks (e.g. floating-point subtraction):
+///   the `atom.cas` that succeeds is the RMW (PTX ISA `atom.cas`: it writes only if memory
+///   still holds the value the new one was computed from), so it stands for the row's
+///   `atom.<rmw op>` with its own `.sem` and scope, and the plain `ld` seeding its expected
+///   value is not part of the mapping (a stale or torn seed only makes the CAS fail and retry);
+/// - `red` (an `atom` without destination, PTX ISA `red`) for an RMW whose result is unused.
+pub fn check_case_in(
+    case: &MappingCase,
+    body: &[Instruction],
+    labels: &std::collections::HashMap<String, Vec<usize>>,
+    result: ResultUse,
+) -> Result<Matched, Mismatch> {
+    let (kept, structure, cas_loop) = read_body(case, body, labels);
     let reading = Reading {
         ty: case.ty,
         space: case.space,
