@@ -16,21 +16,21 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The catalogue's place under a data root.
-pub const CATALOGUE: &str = "suites/clauses/catalogue.yaml";
+pub(crate) const CATALOGUE: &str = "suites/clauses/catalogue.yaml";
 
 /// What every clause id begins with: the two specifications, by the names the project gives
 /// them (PTX Writer's Guide to Interoperability release 13.2; Developing a Linux Kernel Module
 /// using GPUDirect RDMA).
-pub const PREFIXES: [&str; 2] = ["ptx-interop-13.2", "gpudirect-rdma"];
+pub(crate) const PREFIXES: [&str; 2] = ["ptx-interop-13.2", "gpudirect-rdma"];
 
 /// The largest catalogue read (the shipped one is under 100 KiB).
-pub const MAX_CATALOGUE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_CATALOGUE_BYTES: u64 = 1 << 20;
 /// The most clauses, and the most id globs of one clause: far above the two specifications'
 /// few hundred statements, low enough that matching every case against every glob stays cheap.
-pub const MAX_CLAUSES: usize = 2000;
-pub const MAX_GLOBS_PER_CLAUSE: usize = 200;
+pub(crate) const MAX_CLAUSES: usize = 2000;
+pub(crate) const MAX_GLOBS_PER_CLAUSE: usize = 200;
 /// The longest id, summary, reason or glob.
-pub const MAX_TEXT_LEN: usize = 1000;
+pub(crate) const MAX_TEXT_LEN: usize = 1000;
 
 /// Where a group of cases runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -209,7 +209,7 @@ pub struct Clause {
 
 impl Clause {
     /// The first group whose globs match `case_id`.
-    pub fn group_of(&self, case_id: &str) -> Option<&CaseGroup> {
+    pub(crate) fn group_of(&self, case_id: &str) -> Option<&CaseGroup> {
         self.cases
             .iter()
             .find(|g| g.ids.iter().any(|p| glob_match(p, case_id)))
@@ -217,7 +217,7 @@ impl Clause {
 
     /// The chapter the clause belongs to, for totals: `ptx-interop-13.2 ch. 1` for §1.2,
     /// `gpudirect-rdma ch. 4` for §4.4.3, `ptx-interop-13.2 preface` for the preface.
-    pub fn chapter(&self) -> String {
+    pub(crate) fn chapter(&self) -> String {
         let mut words = self.id.split(' ');
         let spec = words.next().unwrap_or("");
         let part = match words.next() {
@@ -255,12 +255,12 @@ pub struct Catalogue {
 }
 
 /// The id a `clause:` text cites: the text up to ` (` (the rest is the case's own detail).
-pub fn cited_id(clause: &str) -> &str {
+pub(crate) fn cited_id(clause: &str) -> &str {
     clause.split(" (").next().unwrap_or(clause).trim()
 }
 
 /// Whether `text` claims to cite one of the catalogued specifications.
-pub fn names_a_catalogued_spec(text: &str) -> bool {
+pub(crate) fn names_a_catalogued_spec(text: &str) -> bool {
     PREFIXES
         .iter()
         .any(|p| text.strip_prefix(p).is_some_and(|r| r.starts_with(' ')))
@@ -268,7 +268,7 @@ pub fn names_a_catalogued_spec(text: &str) -> bool {
 
 /// `*`-only glob over case ids: `*` matches any run of characters (dots included), every other
 /// character itself.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
     // The last `*` seen and the text position it was tried at (classic backtracking matcher:
@@ -390,7 +390,7 @@ impl Catalogue {
     }
 
     /// `Ok` when `clause` (a case's `clause:` text) begins with a catalogue id; else why not.
-    pub fn check_citation(&self, clause: &str) -> Result<&Clause, String> {
+    pub(crate) fn check_citation(&self, clause: &str) -> Result<&Clause, String> {
         let id = cited_id(clause);
         if let Some(c) = self.get(id) {
             return Ok(c);
@@ -458,7 +458,7 @@ fn read_limited(path: &Path) -> Result<String, CatalogueError> {
 
 /// The catalogues read so far in this process, by path: a run validates its suites once, the
 /// fuzz body of the suite reader many times.
-pub fn load_cached(root: &Path) -> Result<std::sync::Arc<Catalogue>, CatalogueError> {
+pub(crate) fn load_cached(root: &Path) -> Result<std::sync::Arc<Catalogue>, CatalogueError> {
     use std::sync::{Arc, Mutex, OnceLock};
     type Cache = Mutex<HashMap<PathBuf, Result<Arc<Catalogue>, CatalogueError>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();

@@ -17,9 +17,9 @@ use crate::runner::{self, Format, RunEnv};
 use crate::suite::{self, Case};
 use crate::waivers::Waivers;
 
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FAILED: i32 = 101;
-pub const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_FAILED: i32 = 101;
+pub(crate) const EXIT_USAGE: i32 = 2;
 
 /// Known producer divergences, each investigated, applied unless `--no-default-waivers`.
 pub const DEFAULT_WAIVERS: &str = crate::waivers::DEFAULT_FILE;
@@ -383,11 +383,11 @@ enum ToolchainCmd {
 
 /// The most cases run at once: each is a thread (and for isolated cases a child process), so a
 /// larger figure is a typo that would start that many threads.
-pub const MAX_JOBS: usize = 256;
+pub(crate) const MAX_JOBS: usize = 256;
 
 /// A `--jobs` value clap refuses (exit 2 with this message).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JobsError {
+pub(crate) enum JobsError {
     #[error("`{0}` is not a whole number; --jobs is 1..={MAX_JOBS}")]
     NotANumber(String),
     #[error("{0} cases at once is out of range; --jobs is 1..={MAX_JOBS}")]
@@ -407,7 +407,7 @@ fn parse_jobs(s: &str) -> Result<usize, JobsError> {
 /// A `--max-cases` value clap refuses (exit 2 with this message).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}`: --max-cases is a whole number, at least 1")]
-pub struct MaxCasesError(pub String);
+pub(crate) struct MaxCasesError(pub String);
 
 fn parse_max_cases(s: &str) -> Result<u64, MaxCasesError> {
     match s.parse::<u64>() {

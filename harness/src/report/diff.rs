@@ -77,7 +77,7 @@ pub struct Finding {
 /// minutes apart, reports/rigs/h200-2026-11-26) moved instances/s by up to 29 % (a run's
 /// per-launch band does not cover a later run's drift); at 20 % a nightly against its own
 /// baseline flagged 3 and 16 of 468 cases, at 30 % none. Halving is still a regression.
-pub const DEFAULT_TOLERANCE_PCT: f64 = 35.0;
+pub(crate) const DEFAULT_TOLERANCE_PCT: f64 = 35.0;
 
 /// How figures are compared.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -532,7 +532,7 @@ pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str, opts
 
 impl Diff {
     /// The text form: one line per finding, then a closing line.
-    pub fn render_text(&self) -> String {
+    pub(crate) fn render_text(&self) -> String {
         let mut s = format!("gpucts diff: {} -> {}\n", self.base, self.new);
         for m in self.machines.iter().filter(|m| !m.same) {
             s += &m.line();

@@ -16,7 +16,7 @@ use super::results::group_verdict;
 use super::results::{Counts, NodeInfo, Results, VerdictName, SCHEMA_VERSION};
 
 /// The most nodes merged at once.
-pub const MAX_NODES: usize = 4096;
+pub(crate) const MAX_NODES: usize = 4096;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
@@ -70,7 +70,7 @@ fn modal<T: Ord + Clone>(values: &[T], rank: impl Fn(&T) -> u8) -> Option<T> {
 }
 
 /// The fleet view of a merged set; `None` when it has no nodes.
-pub fn fleet_view(r: &Results) -> Option<FleetView> {
+pub(crate) fn fleet_view(r: &Results) -> Option<FleetView> {
     if r.nodes.is_empty() {
         return None;
     }

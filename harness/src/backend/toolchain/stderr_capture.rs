@@ -25,7 +25,7 @@ static REDIRECT: Mutex<()> = Mutex::new(());
 /// Run `f` with fd 2 redirected to a temporary file; on any failure to redirect, run it
 /// with stderr as it is. Returns `f`'s result and how many `Prototype doesn't match` lines
 /// were written meanwhile.
-pub fn run_with_stderr_filtered<T>(f: impl FnOnce() -> T) -> (T, usize) {
+pub(crate) fn run_with_stderr_filtered<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let _one = REDIRECT.lock().unwrap_or_else(|e| e.into_inner());
     let Ok(mut file) = tempfile::tempfile() else {
         return (f(), 0);
