@@ -21,9 +21,6 @@ pub(crate) use load::{
 pub use load::{load_text, Limits};
 pub use matrix::expand;
 pub(crate) use validate::validate_cases;
-// Unit tests load one suite file without the run around it.
-#[cfg(test)]
-pub(crate) use load::load_file;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -68,6 +65,10 @@ impl std::fmt::Display for Origin {
         write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
     }
 }
+
+// Unit tests load one suite file without the run around it.
+#[cfg(test)]
+pub(crate) use load::load_file;
 
 #[cfg(test)]
 mod tests {
