@@ -32,7 +32,7 @@ pub struct Options {
 }
 
 /// The most repetitions a point may take (a typo would otherwise run for hours).
-pub const MAX_REPS: usize = 100;
+pub(crate) const MAX_REPS: usize = 100;
 
 fn elapsed(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64()
@@ -905,7 +905,7 @@ fn gpu_host(o: Options) -> BenchBlock {
 }
 
 /// The pseudo-case a block becomes in a results set; its figures are recorded under its id.
-pub fn case_result(b: &BenchBlock) -> CaseResult {
+pub(crate) fn case_result(b: &BenchBlock) -> CaseResult {
     let id = format!("bench.{}", b.name);
     let status = match &b.skipped {
         Some((cap, reason)) => CaseStatus::skip(*cap, reason.clone()),
@@ -927,10 +927,10 @@ pub fn case_result(b: &BenchBlock) -> CaseResult {
 /// A `--reps` value out of range.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("--reps {0}: repetitions per point are 1..={MAX_REPS}")]
-pub struct RepsError(pub usize);
+pub(crate) struct RepsError(pub usize);
 
 /// Why `--reps` was refused.
-pub fn check_reps(reps: usize) -> Result<usize, RepsError> {
+pub(crate) fn check_reps(reps: usize) -> Result<usize, RepsError> {
     if (1..=MAX_REPS).contains(&reps) {
         Ok(reps)
     } else {

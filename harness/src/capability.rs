@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 /// What answers whether this machine has a capability (see `probe::probe`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbedBy {
+pub(crate) enum ProbedBy {
     /// The toolchain found the tool or library.
     Toolchain,
     /// The CUDA driver lists a GPU.
@@ -59,7 +59,7 @@ macro_rules! capabilities {
         }
 
         impl Capability {
-            pub const ALL: &'static [Capability] = &[$(Capability::$variant),+];
+            pub(crate) const ALL: &'static [Capability] = &[$(Capability::$variant),+];
             const ROWS: &'static [Row] = &[$(Row {
                 name: $name,
                 family: $family,
@@ -141,12 +141,12 @@ impl Capability {
     }
 
     /// What a user does to provide this capability.
-    pub fn hint(self) -> &'static str {
+    pub(crate) fn hint(self) -> &'static str {
         self.row().hint
     }
 
     /// What answers whether this machine has the capability.
-    pub fn probed_by(self) -> ProbedBy {
+    pub(crate) fn probed_by(self) -> ProbedBy {
         self.row().probe
     }
 }
@@ -206,7 +206,7 @@ impl Requirement {
     }
 
     /// Every `--require` entry, or the first that names nothing.
-    pub fn parse_all(entries: &[String]) -> Result<Vec<Requirement>, CapabilityError> {
+    pub(crate) fn parse_all(entries: &[String]) -> Result<Vec<Requirement>, CapabilityError> {
         entries.iter().map(|e| Requirement::parse(e)).collect()
     }
 
@@ -243,7 +243,7 @@ impl Capabilities {
     }
 
     /// Why `cap` is missing, in a form fit for a skip reason.
-    pub fn missing_reason(&self, cap: Capability) -> String {
+    pub(crate) fn missing_reason(&self, cap: Capability) -> String {
         let why = match self.entries.get(&cap) {
             Some(Err(why)) => why.to_string(),
             Some(Ok(_)) => return String::new(),
@@ -253,7 +253,7 @@ impl Capabilities {
     }
 
     /// The first capability in `needed` that is missing, as a skip status.
-    pub fn first_missing(&self, needed: &[Capability]) -> Option<(Capability, String)> {
+    pub(crate) fn first_missing(&self, needed: &[Capability]) -> Option<(Capability, String)> {
         needed
             .iter()
             .copied()

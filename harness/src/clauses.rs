@@ -16,21 +16,21 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The catalogue's place under a data root.
-pub const CATALOGUE: &str = "suites/clauses/catalogue.yaml";
+pub(crate) const CATALOGUE: &str = "suites/clauses/catalogue.yaml";
 
 /// What every clause id begins with: the two specifications, by the names the project gives
 /// them (PTX Writer's Guide to Interoperability release 13.2; Developing a Linux Kernel Module
 /// using GPUDirect RDMA).
-pub const PREFIXES: [&str; 2] = ["ptx-interop-13.2", "gpudirect-rdma"];
+pub(crate) const PREFIXES: [&str; 2] = ["ptx-interop-13.2", "gpudirect-rdma"];
 
 /// The largest catalogue read (the shipped one is under 100 KiB).
-pub const MAX_CATALOGUE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_CATALOGUE_BYTES: u64 = 1 << 20;
 /// The most clauses, and the most id globs of one clause: far above the two specifications'
 /// few hundred statements, low enough that matching every case against every glob stays cheap.
-pub const MAX_CLAUSES: usize = 2000;
-pub const MAX_GLOBS_PER_CLAUSE: usize = 200;
+pub(crate) const MAX_CLAUSES: usize = 2000;
+pub(crate) const MAX_GLOBS_PER_CLAUSE: usize = 200;
 /// The longest id, summary, reason or glob.
-pub const MAX_TEXT_LEN: usize = 1000;
+pub(crate) const MAX_TEXT_LEN: usize = 1000;
 
 /// Where a group of cases runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -97,6 +97,96 @@ struct RawClause {
     #[serde(default)]
     untestable: Option<String>,
 }
+impl RawClause {
+    /// The entry as a clause, or why the catalogue cannot carry it.
+    fn into_clause(self, line: u64, column: u64) -> Result<Clause, String> {
+        let id = self.id.trim().to_string();
+        for (what, t) in [("id", &self.id), ("summary", &self.summary)] {
+            if t.trim().is_empty() || t.len() > MAX_TEXT_LEN || t.contains('\n') {
+                return Err(format!(
+                    "clause `{}`: `{what}` must be one non-empty line of at most {MAX_TEXT_LEN} bytes",
+                    self.id
+                ));
+            }
+        }
+        if !names_a_catalogued_spec(&id) {
+            return Err(format!(
+                "clause `{id}`: an id begins with `{}` or `{}` and a space",
+                PREFIXES[0], PREFIXES[1]
+            ));
+        }
+        if id.contains(" (") {
+            return Err(format!(
+                "clause `{id}`: an id has no ` (`; a case's citation adds its detail after one"
+            ));
+        }
+        let (cases, untestable) = match (self.cases, self.untestable) {
+            (Some(g), None) => (g, None),
+            (None, Some(why)) if !why.trim().is_empty() && why.len() <= MAX_TEXT_LEN => {
+                (Vec::new(), Some(why))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "clause `{id}`: `untestable` must give a reason of at most {MAX_TEXT_LEN} bytes"
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "clause `{id}`: give `cases` or `untestable`, not both"
+                ))
+            }
+            (None, None) => {
+                return Err(format!(
+                    "clause `{id}`: give `cases` (`cases: []` while no case checks it) or `untestable: why`"
+                ))
+            }
+        };
+        let globs: usize = cases.iter().map(|g| g.ids.len()).sum();
+        if globs > MAX_GLOBS_PER_CLAUSE {
+            return Err(format!(
+                "clause `{id}`: {globs} case globs; at most {MAX_GLOBS_PER_CLAUSE}"
+            ));
+        }
+        for g in &cases {
+            g.check(&id)?;
+        }
+        Ok(Clause {
+            id,
+            summary: self.summary,
+            cases,
+            untestable,
+            line,
+            column,
+        })
+    }
+}
+
+impl CaseGroup {
+    /// Why the group cannot stand in clause `id`'s entry, if it cannot.
+    fn check(&self, id: &str) -> Result<(), String> {
+        if self.ids.is_empty() {
+            return Err(format!("clause `{id}`: a case group with no `ids`"));
+        }
+        for p in &self.ids {
+            let ok = !p.is_empty()
+                && p.len() <= MAX_TEXT_LEN
+                && p.chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "._-+*".contains(ch));
+            if !ok {
+                return Err(format!(
+                    "clause `{id}`: `{p}` is not a case-id glob (letters, digits, `._-+` and `*`)"
+                ));
+            }
+        }
+        match (self.strength, &self.why) {
+            (Strength::Weak, None) => Err(format!("clause `{id}`: a weak case group says `why`")),
+            (_, Some(w)) if w.trim().is_empty() || w.len() > MAX_TEXT_LEN => Err(format!(
+                "clause `{id}`: `why` must be a reason of at most {MAX_TEXT_LEN} bytes"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -119,7 +209,7 @@ pub struct Clause {
 
 impl Clause {
     /// The first group whose globs match `case_id`.
-    pub fn group_of(&self, case_id: &str) -> Option<&CaseGroup> {
+    pub(crate) fn group_of(&self, case_id: &str) -> Option<&CaseGroup> {
         self.cases
             .iter()
             .find(|g| g.ids.iter().any(|p| glob_match(p, case_id)))
@@ -127,7 +217,7 @@ impl Clause {
 
     /// The chapter the clause belongs to, for totals: `ptx-interop-13.2 ch. 1` for §1.2,
     /// `gpudirect-rdma ch. 4` for §4.4.3, `ptx-interop-13.2 preface` for the preface.
-    pub fn chapter(&self) -> String {
+    pub(crate) fn chapter(&self) -> String {
         let mut words = self.id.split(' ');
         let spec = words.next().unwrap_or("");
         let part = match words.next() {
@@ -165,12 +255,12 @@ pub struct Catalogue {
 }
 
 /// The id a `clause:` text cites: the text up to ` (` (the rest is the case's own detail).
-pub fn cited_id(clause: &str) -> &str {
+pub(crate) fn cited_id(clause: &str) -> &str {
     clause.split(" (").next().unwrap_or(clause).trim()
 }
 
 /// Whether `text` claims to cite one of the catalogued specifications.
-pub fn names_a_catalogued_spec(text: &str) -> bool {
+pub(crate) fn names_a_catalogued_spec(text: &str) -> bool {
     PREFIXES
         .iter()
         .any(|p| text.strip_prefix(p).is_some_and(|r| r.starts_with(' ')))
@@ -178,7 +268,7 @@ pub fn names_a_catalogued_spec(text: &str) -> bool {
 
 /// `*`-only glob over case ids: `*` matches any run of characters (dots included), every other
 /// character itself.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, text: &str) -> bool {
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
     let (mut pi, mut ti) = (0, 0);
     // The last `*` seen and the text position it was tried at (classic backtracking matcher:
@@ -268,114 +358,25 @@ impl Catalogue {
                 ),
             ));
         }
-        let mut clauses = Vec::with_capacity(raw.clauses.len());
+        let mut clauses: Vec<Clause> = Vec::with_capacity(raw.clauses.len());
         let mut index: HashMap<String, usize> = HashMap::new();
         for s in raw.clauses {
             let (line, column) = (s.referenced.line(), s.referenced.column());
-            let at = |m: String| err(line, column, m);
-            let c = s.value;
-            let id = c.id.trim().to_string();
-            for (what, t) in [("id", &c.id), ("summary", &c.summary)] {
-                if t.trim().is_empty() || t.len() > MAX_TEXT_LEN || t.contains('\n') {
-                    return Err(at(format!(
-                        "clause `{}`: `{what}` must be one non-empty line of at most {MAX_TEXT_LEN} bytes",
-                        c.id
-                    )));
-                }
+            let clause = s
+                .value
+                .into_clause(line, column)
+                .map_err(|m| err(line, column, m))?;
+            if let Some(first) = index.insert(clause.id.clone(), clauses.len()) {
+                return Err(err(
+                    line,
+                    column,
+                    format!(
+                        "clause `{}` is listed twice (first at line {})",
+                        clause.id, clauses[first].line
+                    ),
+                ));
             }
-            if !names_a_catalogued_spec(&id) {
-                return Err(at(format!(
-                    "clause `{id}`: an id begins with `{}` or `{}` and a space",
-                    PREFIXES[0], PREFIXES[1]
-                )));
-            }
-            if id.contains(" (") {
-                return Err(at(format!(
-                    "clause `{id}`: an id has no ` (`; a case's citation adds its detail after one"
-                )));
-            }
-            let cases = match (c.cases, c.untestable) {
-                (Some(g), None) => g,
-                (None, Some(why)) if !why.trim().is_empty() && why.len() <= MAX_TEXT_LEN => {
-                    clauses.push(Clause {
-                        id: id.clone(),
-                        summary: c.summary,
-                        cases: Vec::new(),
-                        untestable: Some(why),
-                        line,
-                        column,
-                    });
-                    if let Some(first) = index.insert(id.clone(), clauses.len() - 1) {
-                        return Err(at(format!(
-                            "clause `{id}` is listed twice (first at line {})",
-                            clauses[first].line
-                        )));
-                    }
-                    continue;
-                }
-                (None, Some(_)) => {
-                    return Err(at(format!(
-                        "clause `{id}`: `untestable` must give a reason of at most {MAX_TEXT_LEN} bytes"
-                    )))
-                }
-                (Some(_), Some(_)) => {
-                    return Err(at(format!(
-                        "clause `{id}`: give `cases` or `untestable`, not both"
-                    )))
-                }
-                (None, None) => {
-                    return Err(at(format!(
-                        "clause `{id}`: give `cases` (`cases: []` while no case checks it) or `untestable: why`"
-                    )))
-                }
-            };
-            let globs: usize = cases.iter().map(|g| g.ids.len()).sum();
-            if globs > MAX_GLOBS_PER_CLAUSE {
-                return Err(at(format!(
-                    "clause `{id}`: {globs} case globs; at most {MAX_GLOBS_PER_CLAUSE}"
-                )));
-            }
-            for g in &cases {
-                if g.ids.is_empty() {
-                    return Err(at(format!("clause `{id}`: a case group with no `ids`")));
-                }
-                for p in &g.ids {
-                    let ok = !p.is_empty()
-                        && p.len() <= MAX_TEXT_LEN
-                        && p.chars()
-                            .all(|ch| ch.is_ascii_alphanumeric() || "._-+*".contains(ch));
-                    if !ok {
-                        return Err(at(format!(
-                            "clause `{id}`: `{p}` is not a case-id glob (letters, digits, `._-+` and `*`)"
-                        )));
-                    }
-                }
-                match (g.strength, &g.why) {
-                    (Strength::Weak, None) => {
-                        return Err(at(format!("clause `{id}`: a weak case group says `why`")))
-                    }
-                    (_, Some(w)) if w.trim().is_empty() || w.len() > MAX_TEXT_LEN => {
-                        return Err(at(format!(
-                            "clause `{id}`: `why` must be a reason of at most {MAX_TEXT_LEN} bytes"
-                        )))
-                    }
-                    _ => {}
-                }
-            }
-            clauses.push(Clause {
-                id: id.clone(),
-                summary: c.summary,
-                cases,
-                untestable: None,
-                line,
-                column,
-            });
-            if let Some(first) = index.insert(id.clone(), clauses.len() - 1) {
-                return Err(at(format!(
-                    "clause `{id}` is listed twice (first at line {})",
-                    clauses[first].line
-                )));
-            }
+            clauses.push(clause);
         }
         Ok(Catalogue { clauses, index })
     }
@@ -389,7 +390,7 @@ impl Catalogue {
     }
 
     /// `Ok` when `clause` (a case's `clause:` text) begins with a catalogue id; else why not.
-    pub fn check_citation(&self, clause: &str) -> Result<&Clause, String> {
+    pub(crate) fn check_citation(&self, clause: &str) -> Result<&Clause, String> {
         let id = cited_id(clause);
         if let Some(c) = self.get(id) {
             return Ok(c);
@@ -457,7 +458,7 @@ fn read_limited(path: &Path) -> Result<String, CatalogueError> {
 
 /// The catalogues read so far in this process, by path: a run validates its suites once, the
 /// fuzz body of the suite reader many times.
-pub fn load_cached(root: &Path) -> Result<std::sync::Arc<Catalogue>, CatalogueError> {
+pub(crate) fn load_cached(root: &Path) -> Result<std::sync::Arc<Catalogue>, CatalogueError> {
     use std::sync::{Arc, Mutex, OnceLock};
     type Cache = Mutex<HashMap<PathBuf, Result<Arc<Catalogue>, CatalogueError>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();

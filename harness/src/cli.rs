@@ -17,9 +17,9 @@ use crate::runner::{self, Format, RunEnv};
 use crate::suite::{self, Case};
 use crate::waivers::Waivers;
 
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FAILED: i32 = 101;
-pub const EXIT_USAGE: i32 = 2;
+pub(crate) const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_FAILED: i32 = 101;
+pub(crate) const EXIT_USAGE: i32 = 2;
 
 /// Known producer divergences, each investigated, applied unless `--no-default-waivers`.
 pub const DEFAULT_WAIVERS: &str = crate::waivers::DEFAULT_FILE;
@@ -383,11 +383,11 @@ enum ToolchainCmd {
 
 /// The most cases run at once: each is a thread (and for isolated cases a child process), so a
 /// larger figure is a typo that would start that many threads.
-pub const MAX_JOBS: usize = 256;
+pub(crate) const MAX_JOBS: usize = 256;
 
 /// A `--jobs` value clap refuses (exit 2 with this message).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JobsError {
+pub(crate) enum JobsError {
     #[error("`{0}` is not a whole number; --jobs is 1..={MAX_JOBS}")]
     NotANumber(String),
     #[error("{0} cases at once is out of range; --jobs is 1..={MAX_JOBS}")]
@@ -407,7 +407,7 @@ fn parse_jobs(s: &str) -> Result<usize, JobsError> {
 /// A `--max-cases` value clap refuses (exit 2 with this message).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}`: --max-cases is a whole number, at least 1")]
-pub struct MaxCasesError(pub String);
+pub(crate) struct MaxCasesError(pub String);
 
 fn parse_max_cases(s: &str) -> Result<u64, MaxCasesError> {
     match s.parse::<u64>() {
@@ -1011,47 +1011,70 @@ fn suite_files(names: &[String], data: &crate::data::DataRoot) -> Option<Vec<Pat
     Some(files)
 }
 
+/// The tools `--producers` names, in prebuild's terms; a usage error otherwise.
+fn prebuild_tools(
+    producers: &[String],
+) -> Result<std::collections::BTreeSet<prebuilt::Tool>, String> {
+    use crate::backend::toolchain::prebuilt::Tool;
+    let mut tools = std::collections::BTreeSet::new();
+    for p in producers {
+        let Some(t) = Tool::from_producer(p) else {
+            return Err(format!(
+                "--producers: `{p}` is not one prebuild records (clang, llvm); the NVIDIA \
+                 producers run on the rig, from its CUDA or the pinned wheels"
+            ));
+        };
+        tools.insert(t);
+    }
+    // The two share clang-19's LLVM and the suites use both for one producer (atomics'
+    // `llvm` runs clang-19 on LLVM IR, xcall's and dwarf's run llc-19): a store of one alone
+    // would list cases whose other outputs it lacks.
+    if tools.len() != Tool::ALL.len() {
+        return Err(
+            "--producers: clang and llvm are recorded together (the llvm producer runs \
+                    clang-19 on LLVM IR in atomics and llc-19 elsewhere): give --producers \
+                    clang,llvm"
+                .to_string(),
+        );
+    }
+    Ok(tools)
+}
+
+/// The cases of `suites` the selection (`filter`, `--exact`, `--skip`) picks; the load errors
+/// are printed.
+fn selected_cases(
+    suites: &[String],
+    selection: &runner::Selection,
+    config: &RunConfig,
+    data: &crate::data::DataRoot,
+) -> Option<Vec<Case>> {
+    let files = suite_files(suites, data)?;
+    match suite::load_suites_with(&files, &crate::areas::all(), &limits(config))
+        .and_then(|s| checked(s, data))
+    {
+        Ok(s) => Some(
+            s.into_iter()
+                .flat_map(|s| s.cases)
+                .filter(|c| selection.selects(&c.id))
+                .collect(),
+        ),
+        Err(errors) => {
+            print_load_errors(&errors);
+            None
+        }
+    }
+}
+
 fn prebuild(
     args: &PrebuildArgs,
     config: &RunConfig,
     tools_settings: &ToolSettings,
     data: &crate::data::DataRoot,
 ) -> i32 {
-    use crate::backend::toolchain::prebuilt::Tool;
-    let mut tools = std::collections::BTreeSet::new();
-    for p in &args.producers {
-        match Tool::from_producer(p) {
-            Some(t) => {
-                tools.insert(t);
-            }
-            None => {
-                error(format!(
-                    "--producers: `{p}` is not one prebuild records (clang, llvm); the NVIDIA \
-                     producers run on the rig, from its CUDA or the pinned wheels"
-                ));
-                return EXIT_USAGE;
-            }
-        }
-    }
-    // The two share clang-19's LLVM and the suites use both for one producer (atomics'
-    // `llvm` runs clang-19 on LLVM IR, xcall's and dwarf's run llc-19): a store of one alone
-    // would list cases whose other outputs it lacks.
-    if tools.len() != Tool::ALL.len() {
-        error(
-            "--producers: clang and llvm are recorded together (the llvm producer runs clang-19 \
-             on LLVM IR in atomics and llc-19 elsewhere): give --producers clang,llvm",
-        );
-        return EXIT_USAGE;
-    }
-    let Some(files) = suite_files(&args.suites, data) else {
-        return EXIT_USAGE;
-    };
-    let suites = match suite::load_suites_with(&files, &crate::areas::all(), &limits(config))
-        .and_then(|s| checked(s, data))
-    {
-        Ok(s) => s,
-        Err(errors) => {
-            print_load_errors(&errors);
+    let tools = match prebuild_tools(&args.producers) {
+        Ok(t) => t,
+        Err(e) => {
+            error(e);
             return EXIT_USAGE;
         }
     };
@@ -1061,11 +1084,9 @@ fn prebuild(
         skip: args.skip.clone(),
         ..Default::default()
     };
-    let cases: Vec<Case> = suites
-        .into_iter()
-        .flat_map(|s| s.cases)
-        .filter(|c| selection.selects(&c.id))
-        .collect();
+    let Some(cases) = selected_cases(&args.suites, &selection, config, data) else {
+        return EXIT_USAGE;
+    };
     let toolchain = Toolchain::discover_with(tools_settings.clone());
     let Some(clang) = toolchain.component(Capability::Clang) else {
         error(format!(
@@ -1105,6 +1126,17 @@ fn prebuild(
         .unwrap_or(1);
     let t0 = std::time::Instant::now();
     let done = runner::prebuild::prebuild(&cases, config, &caps, &toolchain, data, jobs);
+    finish_prebuild(&done, store, &tools, t0.elapsed())
+}
+
+/// Prebuild's closing: the reasons cases were not prebuilt, the store's manifest, the summary
+/// line and the exit code.
+fn finish_prebuild(
+    done: &runner::prebuild::Prebuilt,
+    store: &prebuilt::Store,
+    tools: &std::collections::BTreeSet<prebuilt::Tool>,
+    elapsed: std::time::Duration,
+) -> i32 {
     // The first few of each kind, then a count: a whole missing component is one reason
     // repeated for thousands of cases.
     const SHOWN: usize = 20;
@@ -1140,7 +1172,7 @@ fn prebuild(
             .collect::<Vec<_>>()
             .join(", "),
         store.dir().display(),
-        t0.elapsed().as_secs_f64()
+        elapsed.as_secs_f64()
     );
     if store.write_failed() {
         error(format!(
@@ -1154,6 +1186,57 @@ fn prebuild(
     } else {
         EXIT_FAILED
     }
+}
+
+/// What a run reads before anything runs: the suite files, their suites, `--require` and the
+/// waivers.
+struct RunInputs {
+    files: Vec<PathBuf>,
+    cases: Vec<Case>,
+    requires: Vec<Requirement>,
+    waivers: Waivers,
+}
+
+/// The run's inputs, or `None` after printing what is wrong with them (exit 2).
+fn run_inputs(
+    args: &RunArgs,
+    config: &RunConfig,
+    data: &crate::data::DataRoot,
+) -> Option<RunInputs> {
+    let files = suite_files(&args.suites, data)?;
+    let suites = match suite::load_suites_with(&files, &crate::areas::all(), &limits(config))
+        .and_then(|s| checked(s, data))
+    {
+        Ok(s) => s,
+        Err(errors) => {
+            print_load_errors(&errors);
+            error(format!(
+                "{} error(s) in suite files; nothing was run",
+                errors.len()
+            ));
+            return None;
+        }
+    };
+    let requires = match Requirement::parse_all(&args.require) {
+        Ok(r) => r,
+        Err(e) => {
+            error(format!("--require: {e}"));
+            return None;
+        }
+    };
+    let waivers = match Waivers::load_run(&data.path, args.no_default_waivers, &args.waivers) {
+        Ok(w) => w,
+        Err(e) => {
+            error(e);
+            return None;
+        }
+    };
+    Some(RunInputs {
+        files,
+        cases: suites.into_iter().flat_map(|s| s.cases).collect(),
+        requires,
+        waivers,
+    })
 }
 
 fn run(
@@ -1172,37 +1255,15 @@ fn run(
 
     // Everything that can be wrong with the invocation or the suite files is found before
     // anything runs, and exits 2.
-    let Some(files) = suite_files(&args.suites, data) else {
+    let Some(RunInputs {
+        files,
+        cases,
+        requires,
+        waivers,
+    }) = run_inputs(args, config, data)
+    else {
         return EXIT_USAGE;
     };
-    let suites = match suite::load_suites_with(&files, &crate::areas::all(), &limits(config))
-        .and_then(|s| checked(s, data))
-    {
-        Ok(s) => s,
-        Err(errors) => {
-            print_load_errors(&errors);
-            error(format!(
-                "{} error(s) in suite files; nothing was run",
-                errors.len()
-            ));
-            return EXIT_USAGE;
-        }
-    };
-    let requires = match Requirement::parse_all(&args.require) {
-        Ok(r) => r,
-        Err(e) => {
-            error(format!("--require: {e}"));
-            return EXIT_USAGE;
-        }
-    };
-    let waivers = match Waivers::load_run(&root, args.no_default_waivers, &args.waivers) {
-        Ok(w) => w,
-        Err(e) => {
-            error(e);
-            return EXIT_USAGE;
-        }
-    };
-    let cases: Vec<Case> = suites.into_iter().flat_map(|s| s.cases).collect();
     let selection = runner::Selection {
         filter: args.filter.clone(),
         exact: args.exact,
@@ -1276,16 +1337,26 @@ fn run(
         results: Mutex::new(Vec::new()),
     });
     let outcome = runner::run(cases, Arc::clone(&env), &selection, &mut [&mut reports]);
+    finish_run(args.format, &mut reports, &outcome)
+}
+
+/// A run's closing: the report files' errors, the JSON report event, the closing lines and the
+/// exit code.
+fn finish_run(
+    format: Format,
+    reports: &mut report::run::ReportSink,
+    outcome: &runner::RunOutcome,
+) -> i32 {
     let written = reports.written();
     for e in &written.errors {
         error(e);
     }
-    if args.format == Format::Json {
+    if format == Format::Json {
         println!("{}", report::run::report_event(&written, &outcome.tally));
     }
     // The closing lines go to stderr when stdout is JSON events.
     for line in report::run::closing_lines(&outcome.results, &outcome.tally, &written) {
-        if args.format == Format::Json {
+        if format == Format::Json {
             eprintln!("{line}");
         } else {
             println!("{line}");

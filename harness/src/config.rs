@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The default limit for one tool run.
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Which absences fail a unit test instead of ignoring it (`GPUCTS_REQUIRE_*=1`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -92,12 +92,12 @@ impl Default for RunConfig {
 
 impl RunConfig {
     /// The settings of this process's environment (command-line fields at their defaults).
-    pub fn from_env() -> RunConfig {
+    pub(crate) fn from_env() -> RunConfig {
         RunConfig::from_lookup(|name| std::env::var_os(name))
     }
 
     /// The settings an environment gives, `var` answering each variable's value.
-    pub fn from_lookup(var: impl Fn(&str) -> Option<OsString>) -> RunConfig {
+    pub(crate) fn from_lookup(var: impl Fn(&str) -> Option<OsString>) -> RunConfig {
         let path = |name: &str| var(name).filter(|v| !v.is_empty()).map(PathBuf::from);
         let text = |name: &str| var(name).map(|v| v.to_string_lossy().into_owned());
         let cache_root = path("GPUCTS_CACHE")

@@ -11,15 +11,15 @@ use std::path::{Path, PathBuf};
 use crate::clauses::{Catalogue, ClauseCoverage};
 
 /// The command's exit codes: 0 printed, 2 an input could not be read.
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_BAD_INPUT: i32 = 2;
+pub(crate) const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_BAD_INPUT: i32 = 2;
 
 /// The largest results.json read (a full run's is about 10 MB).
-pub const MAX_RESULTS_BYTES: u64 = 512 << 20;
+pub(crate) const MAX_RESULTS_BYTES: u64 = 512 << 20;
 
 /// Why coverage could not be computed.
 #[derive(Debug, thiserror::Error)]
-pub enum CoverageError {
+pub(crate) enum CoverageError {
     #[error("{0}")]
     Catalogue(#[from] crate::clauses::CatalogueError),
     #[error("{0}")]
@@ -29,7 +29,7 @@ pub enum CoverageError {
 }
 
 /// A run's verdicts by case id, from a results.json or a folder holding one.
-pub fn read_verdicts(path: &Path) -> Result<HashMap<String, String>, CoverageError> {
+pub(crate) fn read_verdicts(path: &Path) -> Result<HashMap<String, String>, CoverageError> {
     let file = if path.is_dir() {
         path.join("results.json")
     } else {
@@ -73,7 +73,9 @@ pub fn read_verdicts(path: &Path) -> Result<HashMap<String, String>, CoverageErr
 }
 
 /// Every case of the data root's suites as (id, `clause:` text).
-pub fn shipped_cases(data: &crate::data::DataRoot) -> Result<Vec<(String, String)>, CoverageError> {
+pub(crate) fn shipped_cases(
+    data: &crate::data::DataRoot,
+) -> Result<Vec<(String, String)>, CoverageError> {
     let files = crate::suite::resolve_suite_arg("all", &data.path.join("suites"))
         .map_err(|e| CoverageError::Suites(e.to_string()))?;
     let suites = crate::suite::load_suites(&files, &crate::areas::all()).map_err(|errors| {
@@ -92,7 +94,7 @@ pub fn shipped_cases(data: &crate::data::DataRoot) -> Result<Vec<(String, String
 }
 
 /// The coverage of the data root's catalogue by its suites, with a run's verdicts if given.
-pub fn compute(
+pub(crate) fn compute(
     data: &crate::data::DataRoot,
     results: Option<&Path>,
 ) -> Result<Vec<ClauseCoverage>, CoverageError> {

@@ -4,12 +4,12 @@ use object::{Object, ObjectSection, ObjectSymbol};
 
 /// A parsed cubin; borrows the bytes.
 #[derive(Debug)]
-pub struct Cubin<'a> {
+pub(crate) struct Cubin<'a> {
     file: object::File<'a>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SymbolInfo {
+pub(crate) struct SymbolInfo {
     pub size: u64,
     /// Alignment of the section holding the symbol (`sh_addralign`).
     pub section_align: u64,
@@ -48,13 +48,13 @@ impl<'a> Cubin<'a> {
         })
     }
 
-    pub fn has_function(&self, name: &str) -> bool {
+    pub(crate) fn has_function(&self, name: &str) -> bool {
         self.file
             .symbols()
             .any(|s| s.name() == Ok(name) && s.kind() == object::SymbolKind::Text)
     }
 
-    pub fn section_data(&self, name: &str) -> Option<&'a [u8]> {
+    pub(crate) fn section_data(&self, name: &str) -> Option<&'a [u8]> {
         self.file.section_by_name(name).and_then(|s| s.data().ok())
     }
 
@@ -62,7 +62,7 @@ impl<'a> Cubin<'a> {
     /// a linked cubin may hold several). The cubin's relocations are not applied, so addresses
     /// are section-relative. At most [`MAX_LINE_ROWS`] rows are read (the reader's limit,
     /// checked while reading: `.debug_line` of an untrusted object is attacker data).
-    pub fn line_rows(&self) -> Result<Vec<LineRow>, CubinError> {
+    pub(crate) fn line_rows(&self) -> Result<Vec<LineRow>, CubinError> {
         let data = self
             .section_data(".debug_line")
             .ok_or(CubinError::NoDebugLine)?;
@@ -111,7 +111,7 @@ impl<'a> Cubin<'a> {
 }
 
 /// The most line-table rows [`Cubin::line_rows`] reads.
-pub const MAX_LINE_ROWS: usize = 10_000_000;
+pub(crate) const MAX_LINE_ROWS: usize = 10_000_000;
 
 /// Why a cubin or its line table could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -40,7 +40,7 @@ pub enum Source {
 }
 
 impl Source {
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Source::Flag => "--root",
             Source::Env => "GPUCTS_ROOT",
@@ -75,7 +75,7 @@ pub struct DataRoot {
 /// Why no data root could be used: a named directory lacks the suites, or the embedded copy
 /// cannot be written.
 #[derive(Debug, thiserror::Error)]
-pub enum DataError {
+pub(crate) enum DataError {
     #[error("{from} {}: no suites/ folder there; give the root of a gpucts checkout (or leave it out to use the suites embedded in the binary)", path.display())]
     NotARoot { from: &'static str, path: PathBuf },
     #[error("--corpora {}: not a directory", .0.display())]
@@ -91,7 +91,7 @@ impl DataRoot {
     /// The data root of this command: `--root`, `GPUCTS_ROOT`, a checkout at or above the
     /// working directory, else the embedded copy; and the corpora: `--corpora`, else
     /// `../shared/corpora` beside a root on disk.
-    pub fn locate(
+    pub(crate) fn locate(
         root_flag: Option<&Path>,
         corpora_flag: Option<&Path>,
         config: &crate::config::RunConfig,
@@ -143,7 +143,7 @@ impl DataRoot {
 
     /// Where reports go by default: under the checkout or the named root, but for the embedded
     /// copy under the working directory (the cache is no place a user looks).
-    pub fn reports_base(&self) -> PathBuf {
+    pub(crate) fn reports_base(&self) -> PathBuf {
         match self.source {
             Source::Embedded => std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             _ => self.path.clone(),
@@ -151,7 +151,7 @@ impl DataRoot {
     }
 
     /// One line for `gpucts probe`: which suites a run uses.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let corpora = match (&self.corpora, self.corpora_source) {
             (Some(p), Some(CorporaSource::Flag)) => format!("{} (--corpora)", p.display()),
             (Some(p), _) => format!("{} (beside the root)", p.display()),
@@ -183,7 +183,7 @@ fn checked_root(from: &'static str, p: &Path) -> Result<PathBuf, DataError> {
 
 /// The nearest directory at or above `cwd` that is a gpucts checkout (a copy of the repository
 /// at any path counts).
-pub fn checkout_above(cwd: &Path) -> Option<PathBuf> {
+pub(crate) fn checkout_above(cwd: &Path) -> Option<PathBuf> {
     cwd.ancestors()
         .find(|d| d.join("suites").is_dir() && d.join("harness").is_dir())
         .map(Path::to_path_buf)
@@ -198,14 +198,14 @@ fn corpora_beside(root: &Path) -> Option<PathBuf> {
 }
 
 /// The embedded contents of one file, by its path under the data root (`suites/...`).
-pub fn embedded_file(path: &str) -> Option<&'static [u8]> {
+pub(crate) fn embedded_file(path: &str) -> Option<&'static [u8]> {
     let (top, rest) = path.split_once('/')?;
     let (_, dir) = EMBEDDED.iter().find(|(name, _)| *name == top)?;
     dir.get_file(rest).map(|f| f.contents())
 }
 
 /// Every embedded file as (path relative to the data root, contents), in path order.
-pub fn embedded_files() -> Vec<(PathBuf, &'static [u8])> {
+pub(crate) fn embedded_files() -> Vec<(PathBuf, &'static [u8])> {
     fn walk(dir: &'static Dir<'static>, prefix: &Path, out: &mut Vec<(PathBuf, &'static [u8])>) {
         for f in dir.files() {
             out.push((prefix.join(f.path()), f.contents()));

@@ -71,7 +71,7 @@ pub fn series(
 
 /// A figure's number as reports print it: whole numbers in full, others to four places or in
 /// scientific notation.
-pub fn fmt_num(x: f64) -> String {
+pub(crate) fn fmt_num(x: f64) -> String {
     // Whole numbers (sizes in bytes, counts) in full: 1048576, not 1.0486e6.
     if x.fract() == 0.0 && x.abs() < 1e15 {
         return format!("{x:.0}");

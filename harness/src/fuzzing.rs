@@ -8,7 +8,7 @@
 use std::path::Path;
 
 /// A fuzz target: any bytes in, no panic out.
-pub type Target = fn(&[u8]);
+pub(crate) type Target = fn(&[u8]);
 
 /// The targets, by the names the fuzz crate and the smoke test use.
 pub const TARGETS: &[(&str, Target)] = &[

@@ -48,7 +48,7 @@ pub enum Verdict {
 /// Which count of the closing summary a verdict adds to (`gpucts: P passed, F failed, S
 /// skipped[, N flaky]`; `waived: W`). A stale waiver is a pass, also counted on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Category {
+pub(crate) enum Category {
     Passed,
     Failed,
     Skipped,
@@ -83,7 +83,7 @@ impl Verdict {
     }
 
     /// The summary count this verdict adds to.
-    pub fn category(&self) -> Category {
+    pub(crate) fn category(&self) -> Category {
         match self {
             Verdict::Pass | Verdict::StaleWaiver { .. } => Category::Passed,
             Verdict::Fail | Verdict::RequiredMissing => Category::Failed,
@@ -94,7 +94,7 @@ impl Verdict {
     }
 
     /// Whether this verdict makes the run exit 101.
-    pub fn is_failure(&self) -> bool {
+    pub(crate) fn is_failure(&self) -> bool {
         match self {
             Verdict::Fail | Verdict::RequiredMissing => true,
             Verdict::Pass

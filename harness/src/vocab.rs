@@ -33,7 +33,7 @@ macro_rules! vocabulary {
         #[allow(dead_code)]
         impl $name {
             /// Every value, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub(crate) const ALL: &'static [$name] = &[$($name::$variant),+];
 
             /// The spelling in suites, case ids and reports.
             pub fn name(self) -> &'static str {

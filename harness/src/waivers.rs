@@ -29,7 +29,7 @@ use crate::outcome::CaseStatus;
 
 /// Known producer divergences, each investigated, applied unless `--no-default-waivers`
 /// (relative to the repository root).
-pub const DEFAULT_FILE: &str = "suites/waivers/known-divergences.yaml";
+pub(crate) const DEFAULT_FILE: &str = "suites/waivers/known-divergences.yaml";
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -56,13 +56,13 @@ struct WaiverFile {
 
 /// The longest `cases:`/`platform:` glob (a hand-written id pattern is far shorter; the bound
 /// keeps the compiled automaton small whatever the braces).
-pub const MAX_PATTERN_LEN: usize = 1024;
+pub(crate) const MAX_PATTERN_LEN: usize = 1024;
 /// The deepest `{…}` nesting in a glob.
-pub const MAX_BRACE_DEPTH: usize = 8;
+pub(crate) const MAX_BRACE_DEPTH: usize = 8;
 
 /// The fingerprint keys that describe the machine, not a tool: a `platform:` glob on one of
 /// them constrains every case.
-pub const HOST_KEYS: [&str; 10] = [
+pub(crate) const HOST_KEYS: [&str; 10] = [
     "gpucts",
     "os",
     "kernel",
@@ -85,12 +85,12 @@ fn tool_key(key: &str) -> Option<Capability> {
 }
 
 /// The longest `findings:` pattern, and the most a waiver lists.
-pub const MAX_FINDING_PATTERNS: usize = 64;
+pub(crate) const MAX_FINDING_PATTERNS: usize = 64;
 
 /// The fingerprint keys a `platform:` glob may name (`gpucts probe`): the host keys and one
 /// per toolchain component. A key outside these never matches, so a typo would silently
 /// disable the waiver.
-pub fn platform_keys() -> Vec<&'static str> {
+pub(crate) fn platform_keys() -> Vec<&'static str> {
     let mut keys = HOST_KEYS.to_vec();
     keys.extend(crate::capability::Capability::ALL.iter().map(|c| c.name()));
     keys.sort_unstable();
@@ -418,7 +418,7 @@ impl Waivers {
     /// The waivers of a run: the default file under `root` (unless `no_default`, or when it is
     /// absent) and then each of `extra`, ids unique across all. A file named twice (the
     /// default file given again with `--waivers`) is read once.
-    pub fn load_run(
+    pub(crate) fn load_run(
         root: &Path,
         no_default: bool,
         extra: &[PathBuf],
@@ -485,7 +485,7 @@ impl Waivers {
     /// Every waiver listing this case on this platform, in file order. `requires` are the
     /// components the case needs: a `platform:` key naming another component does not
     /// constrain it.
-    pub fn applicable(
+    pub(crate) fn applicable(
         &self,
         case_id: &str,
         requires: &[Capability],
@@ -601,7 +601,7 @@ impl<'a> Applied<'a> {
 
     /// The lines of what `status` found that none of the waiver's `findings:` matches (empty:
     /// the waiver excuses the failure).
-    pub fn unexcused(&self, status: &CaseStatus) -> Vec<String> {
+    pub(crate) fn unexcused(&self, status: &CaseStatus) -> Vec<String> {
         status
             .finding_lines()
             .into_iter()

@@ -122,8 +122,9 @@ fn harness_src() -> std::path::PathBuf {
 
 fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
     let src = harness_src();
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    // Modules compiled only for tests (`#[cfg(test)] mod tests;` in a file of its own) are
+    // test code, as a `#[cfg(test)]` block inside a file is.
+    let files: Vec<std::path::PathBuf> = module_files(&src).into_values().collect();
     let top = |p: &Path| -> Option<String> {
         let rel = p.strip_prefix(&src).ok()?;
         let first = rel.components().next()?.as_os_str().to_string_lossy();

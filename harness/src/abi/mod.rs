@@ -157,68 +157,13 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
             errors.extend(crate::area::seed_in_range("seed", *seed));
         }
         AbiCheck::TypesFile { file, only, .. } => {
-            if let Some(e) = crate::area::readable_file(ctx, "file", file) {
-                errors.push(e);
-            } else {
-                let path = ctx.root.join(file);
-                let origin = path.display().to_string();
-                let parsed = crate::suite::input::read_text(&path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| type_file::parse_types(&t, &origin).map_err(|e| e.to_string()));
-                match (parsed, only) {
-                    (Err(e), _) => errors.push(CaseError::new(
-                        "file",
-                        file,
-                        format!("the type file does not read: {e}"),
-                    )),
-                    (Ok(defs), Some(name)) if !defs.iter().any(|d| &d.name == name) => {
-                        errors.push(CaseError::new(
-                            "type",
-                            name,
-                            format!(
-                                "{file} defines no type `{name}`; `type:` names one of its types"
-                            ),
-                        ))
-                    }
-                    (Ok(_), _) => {}
-                }
-            }
+            errors.extend(validate_types_file(ctx, file, only.as_deref()))
         }
         AbiCheck::ParamPassing {
             producer,
             signature,
             position,
-        } => {
-            if paramgen_producer(producer).is_none() {
-                let names: Vec<&str> = paramgen::producers().iter().map(|p| p.name()).collect();
-                errors.push(CaseError::new(
-                    "producer",
-                    producer,
-                    format!(
-                        "unknown producer `{producer}`; `producer:` is one of {}",
-                        names.join(", ")
-                    ),
-                ));
-            }
-            let sigs = paramgen::signatures();
-            if !sigs.iter().any(|s| s.id == signature) {
-                errors.push(CaseError::new(
-                    "signature",
-                    signature,
-                    format!(
-                        "unknown signature `{signature}`; `signature:` is one of the §2.3 table's: {}",
-                        sigs.iter().map(|s| s.id).collect::<Vec<_>>().join(", ")
-                    ),
-                ));
-            }
-            if !["param", "return"].contains(&position.as_str()) {
-                errors.push(CaseError::new(
-                    "position",
-                    position,
-                    format!("unknown position `{position}`; `position:` is param or return"),
-                ));
-            }
-        }
+        } => errors.extend(validate_param_passing(producer, signature, position)),
         AbiCheck::Lint { file, .. } => errors.extend(crate::area::readable_file(ctx, "file", file)),
         AbiCheck::LintCorpus { file, .. } => {
             if let Some(e) = crate::area::readable_file(ctx, "file", file) {
@@ -262,6 +207,71 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
         }
     }
     crate::area::problems(errors)
+}
+
+/// A `types_file` case's file: readable, a type file, defining the `type:` it names.
+fn validate_types_file(ctx: &ValidateContext, file: &str, only: Option<&str>) -> Vec<CaseError> {
+    let mut errors = Vec::new();
+    if let Some(e) = crate::area::readable_file(ctx, "file", file) {
+        errors.push(e);
+    } else {
+        let path = ctx.root.join(file);
+        let origin = path.display().to_string();
+        let parsed = crate::suite::input::read_text(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| type_file::parse_types(&t, &origin).map_err(|e| e.to_string()));
+        match (parsed, only) {
+            (Err(e), _) => errors.push(CaseError::new(
+                "file",
+                file,
+                format!("the type file does not read: {e}"),
+            )),
+            (Ok(defs), Some(name)) if !defs.iter().any(|d| d.name == name) => {
+                errors.push(CaseError::new(
+                    "type",
+                    name,
+                    format!("{file} defines no type `{name}`; `type:` names one of its types"),
+                ))
+            }
+            (Ok(_), _) => {}
+        }
+    }
+    errors
+}
+
+/// A `param_passing` case's producer, §2.3 signature and position.
+fn validate_param_passing(producer: &str, signature: &str, position: &str) -> Vec<CaseError> {
+    let mut errors = Vec::new();
+    if paramgen_producer(producer).is_none() {
+        let names: Vec<&str> = paramgen::producers().iter().map(|p| p.name()).collect();
+        errors.push(CaseError::new(
+            "producer",
+            producer,
+            format!(
+                "unknown producer `{producer}`; `producer:` is one of {}",
+                names.join(", ")
+            ),
+        ));
+    }
+    let sigs = paramgen::signatures();
+    if !sigs.iter().any(|s| s.id == signature) {
+        errors.push(CaseError::new(
+            "signature",
+            signature,
+            format!(
+                "unknown signature `{signature}`; `signature:` is one of the §2.3 table's: {}",
+                sigs.iter().map(|s| s.id).collect::<Vec<_>>().join(", ")
+            ),
+        ));
+    }
+    if !["param", "return"].contains(&position) {
+        errors.push(CaseError::new(
+            "position",
+            position,
+            format!("unknown position `{position}`; `position:` is param or return"),
+        ));
+    }
+    errors
 }
 
 pub mod bitfield_values;

@@ -77,345 +77,90 @@ pub struct Signature {
 /// The 64-bit host the generated sources target: `long` is 64 bits, pointers are 64 bits.
 pub const ADDRESS_SIZE: AddressSize = AddressSize::A64;
 
-macro_rules! sig {
-    ($id:literal, $src:literal, $class:expr, $cuda:literal, $c:literal, $ir:literal, $ext:literal) => {
-        Signature {
-            id: $id,
-            source: $src,
-            class: $class,
-            cuda_type: $cuda,
-            c_type: $c,
-            ir_type: $ir,
-            ir_ext: $ext,
-        }
-    };
+const fn int(bits: u32, signed: bool) -> TypeClass {
+    TypeClass::Integer { bits, signed }
 }
 
-/// Every type class of the §2.3 table, with sizes and alignments from §1.1 and §1.2.
+const fn float(bits: u32) -> TypeClass {
+    TypeClass::Float { bits }
+}
+
+const fn agg(size: u64, align: u32) -> TypeClass {
+    TypeClass::Aggregate { size, align }
+}
+
+/// One row of [`SIGNATURES`], in the table's column order.
+const fn sig(
+    id: &'static str,
+    source: &'static str,
+    class: TypeClass,
+    cuda_type: &'static str,
+    c_type: &'static str,
+    ir_type: &'static str,
+    ir_ext: &'static str,
+) -> Signature {
+    Signature {
+        id,
+        source,
+        class,
+        cuda_type,
+        c_type,
+        ir_type,
+        ir_ext,
+    }
+}
+
+/// Every type class of the §2.3 table, with sizes and alignments from §1.1 and §1.2. Columns:
+/// id, source type, class, CUDA C++ spelling, C spelling, LLVM IR type, IR parameter attribute.
+#[rustfmt::skip]
+pub const SIGNATURES: &[Signature] = &[
+    sig("bool", "bool", int(8, false), "bool", "_Bool", "i1", "zeroext"),
+    sig("char", "char", int(8, true), "char", "char", "i8", "signext"),
+    sig("schar", "signed char", int(8, true), "signed char", "signed char", "i8", "signext"),
+    sig("uchar", "unsigned char", int(8, false), "unsigned char", "unsigned char", "i8", "zeroext"),
+    sig("short", "short", int(16, true), "short", "short", "i16", "signext"),
+    sig("ushort", "unsigned short", int(16, false), "unsigned short", "unsigned short", "i16", "zeroext"),
+    sig("int", "int", int(32, true), "int", "int", "i32", ""),
+    sig("uint", "unsigned int", int(32, false), "unsigned int", "unsigned int", "i32", ""),
+    // `long` follows the host: 64 bits on the 64-bit host (§1.1).
+    sig("long", "long", int(64, true), "long", "long", "i64", ""),
+    sig("ulong", "unsigned long", int(64, false), "unsigned long", "unsigned long", "i64", ""),
+    sig("llong", "long long", int(64, true), "long long", "long long", "i64", ""),
+    sig("ullong", "unsigned long long", int(64, false), "unsigned long long", "unsigned long long", "i64", ""),
+    sig("float", "float", float(32), "float", "float", "float", ""),
+    sig("double", "double", float(64), "double", "double", "double", ""),
+    // NVRTC has no built-in 16-bit float type without cuda_fp16.h; `HalfStorage` mirrors
+    // its `__half` (a 2-byte struct aligned to 2). clang and NVVM IR have native ones.
+    sig("half", "half (_Float16 / __half)", TypeClass::HalfFloat, "HalfStorage", "_Float16", "half", ""),
+    sig("ptr", "int *", TypeClass::Pointer, "int *", "int *", "i32*", ""),
+    sig("s1", "struct { char a; }", agg(1, 1), "S1", "struct S1", "%S1", ""),
+    sig("s2", "struct { char a[2]; }", agg(2, 1), "S2", "struct S2", "%S2", ""),
+    sig("s3", "struct { char a, b, c; }", agg(3, 1), "S3", "struct S3", "%S3", ""),
+    sig("s5", "struct { char a[5]; }", agg(5, 1), "S5", "struct S5", "%S5", ""),
+    sig("s2a2", "struct { short a; }", agg(2, 2), "S2a2", "struct S2a2", "%S2a2", ""),
+    sig("s6a2", "struct { short a[3]; }", agg(6, 2), "S6a2", "struct S6a2", "%S6a2", ""),
+    sig("s4a4", "struct { int a; }", agg(4, 4), "S4a4", "struct S4a4", "%S4a4", ""),
+    sig("s8a4", "struct { char c; int i; }", agg(8, 4), "S8a4", "struct S8a4", "%S8a4", ""),
+    sig("s12a4", "struct { float x, y, z; }", agg(12, 4), "S12a4", "struct S12a4", "%S12a4", ""),
+    sig("s8a8", "struct { long long a; }", agg(8, 8), "S8a8", "struct S8a8", "%S8a8", ""),
+    sig("s16a8", "struct { double a, b; }", agg(16, 8), "S16a8", "struct S16a8", "%S16a8", ""),
+    sig("s16a16", "struct __align__(16) { int a; }", agg(16, 16), "S16a16", "struct S16a16", "%S16a16", ""),
+    sig("u4", "union { int i; float f; }", agg(4, 4), "U4", "union U4", "%U4", ""),
+    // Native vectors (§1.2): odd count aligns as the element, even count as n × element.
+    sig("char2", "char2", agg(2, 2), "char2", "char2", "<2 x i8>", ""),
+    sig("char3", "char3", agg(3, 1), "char3", "char3", "<3 x i8>", ""),
+    sig("char4", "char4", agg(4, 4), "char4", "char4", "<4 x i8>", ""),
+    sig("short2", "short2", agg(4, 4), "short2", "short2", "<2 x i16>", ""),
+    sig("int2", "int2", agg(8, 8), "int2", "int2", "<2 x i32>", ""),
+    sig("float2", "float2", agg(8, 8), "float2", "float2", "<2 x float>", ""),
+    sig("float3", "float3", agg(12, 4), "float3", "float3", "<3 x float>", ""),
+    sig("float4", "float4", agg(16, 16), "float4", "float4", "<4 x float>", ""),
+    sig("double2", "double2", agg(16, 16), "double2", "double2", "<2 x double>", ""),
+];
+
+/// Every type class of the §2.3 table as owned signatures ([`SIGNATURES`]).
 pub fn signatures() -> Vec<Signature> {
-    use TypeClass::*;
-    const fn int(bits: u32, signed: bool) -> TypeClass {
-        Integer { bits, signed }
-    }
-    const fn agg(size: u64, align: u32) -> TypeClass {
-        Aggregate { size, align }
-    }
-    vec![
-        sig!(
-            "bool",
-            "bool",
-            int(8, false),
-            "bool",
-            "_Bool",
-            "i1",
-            "zeroext"
-        ),
-        sig!(
-            "char",
-            "char",
-            int(8, true),
-            "char",
-            "char",
-            "i8",
-            "signext"
-        ),
-        sig!(
-            "schar",
-            "signed char",
-            int(8, true),
-            "signed char",
-            "signed char",
-            "i8",
-            "signext"
-        ),
-        sig!(
-            "uchar",
-            "unsigned char",
-            int(8, false),
-            "unsigned char",
-            "unsigned char",
-            "i8",
-            "zeroext"
-        ),
-        sig!(
-            "short",
-            "short",
-            int(16, true),
-            "short",
-            "short",
-            "i16",
-            "signext"
-        ),
-        sig!(
-            "ushort",
-            "unsigned short",
-            int(16, false),
-            "unsigned short",
-            "unsigned short",
-            "i16",
-            "zeroext"
-        ),
-        sig!("int", "int", int(32, true), "int", "int", "i32", ""),
-        sig!(
-            "uint",
-            "unsigned int",
-            int(32, false),
-            "unsigned int",
-            "unsigned int",
-            "i32",
-            ""
-        ),
-        // `long` follows the host: 64 bits on the 64-bit host (§1.1).
-        sig!("long", "long", int(64, true), "long", "long", "i64", ""),
-        sig!(
-            "ulong",
-            "unsigned long",
-            int(64, false),
-            "unsigned long",
-            "unsigned long",
-            "i64",
-            ""
-        ),
-        sig!(
-            "llong",
-            "long long",
-            int(64, true),
-            "long long",
-            "long long",
-            "i64",
-            ""
-        ),
-        sig!(
-            "ullong",
-            "unsigned long long",
-            int(64, false),
-            "unsigned long long",
-            "unsigned long long",
-            "i64",
-            ""
-        ),
-        sig!(
-            "float",
-            "float",
-            Float { bits: 32 },
-            "float",
-            "float",
-            "float",
-            ""
-        ),
-        sig!(
-            "double",
-            "double",
-            Float { bits: 64 },
-            "double",
-            "double",
-            "double",
-            ""
-        ),
-        // NVRTC has no built-in 16-bit float type without cuda_fp16.h; `HalfStorage` mirrors
-        // its `__half` (a 2-byte struct aligned to 2). clang and NVVM IR have native ones.
-        sig!(
-            "half",
-            "half (_Float16 / __half)",
-            HalfFloat,
-            "HalfStorage",
-            "_Float16",
-            "half",
-            ""
-        ),
-        sig!("ptr", "int *", Pointer, "int *", "int *", "i32*", ""),
-        sig!(
-            "s1",
-            "struct { char a; }",
-            agg(1, 1),
-            "S1",
-            "struct S1",
-            "%S1",
-            ""
-        ),
-        sig!(
-            "s2",
-            "struct { char a[2]; }",
-            agg(2, 1),
-            "S2",
-            "struct S2",
-            "%S2",
-            ""
-        ),
-        sig!(
-            "s3",
-            "struct { char a, b, c; }",
-            agg(3, 1),
-            "S3",
-            "struct S3",
-            "%S3",
-            ""
-        ),
-        sig!(
-            "s5",
-            "struct { char a[5]; }",
-            agg(5, 1),
-            "S5",
-            "struct S5",
-            "%S5",
-            ""
-        ),
-        sig!(
-            "s2a2",
-            "struct { short a; }",
-            agg(2, 2),
-            "S2a2",
-            "struct S2a2",
-            "%S2a2",
-            ""
-        ),
-        sig!(
-            "s6a2",
-            "struct { short a[3]; }",
-            agg(6, 2),
-            "S6a2",
-            "struct S6a2",
-            "%S6a2",
-            ""
-        ),
-        sig!(
-            "s4a4",
-            "struct { int a; }",
-            agg(4, 4),
-            "S4a4",
-            "struct S4a4",
-            "%S4a4",
-            ""
-        ),
-        sig!(
-            "s8a4",
-            "struct { char c; int i; }",
-            agg(8, 4),
-            "S8a4",
-            "struct S8a4",
-            "%S8a4",
-            ""
-        ),
-        sig!(
-            "s12a4",
-            "struct { float x, y, z; }",
-            agg(12, 4),
-            "S12a4",
-            "struct S12a4",
-            "%S12a4",
-            ""
-        ),
-        sig!(
-            "s8a8",
-            "struct { long long a; }",
-            agg(8, 8),
-            "S8a8",
-            "struct S8a8",
-            "%S8a8",
-            ""
-        ),
-        sig!(
-            "s16a8",
-            "struct { double a, b; }",
-            agg(16, 8),
-            "S16a8",
-            "struct S16a8",
-            "%S16a8",
-            ""
-        ),
-        sig!(
-            "s16a16",
-            "struct __align__(16) { int a; }",
-            agg(16, 16),
-            "S16a16",
-            "struct S16a16",
-            "%S16a16",
-            ""
-        ),
-        sig!(
-            "u4",
-            "union { int i; float f; }",
-            agg(4, 4),
-            "U4",
-            "union U4",
-            "%U4",
-            ""
-        ),
-        // Native vectors (§1.2): odd count aligns as the element, even count as n × element.
-        sig!(
-            "char2",
-            "char2",
-            agg(2, 2),
-            "char2",
-            "char2",
-            "<2 x i8>",
-            ""
-        ),
-        sig!(
-            "char3",
-            "char3",
-            agg(3, 1),
-            "char3",
-            "char3",
-            "<3 x i8>",
-            ""
-        ),
-        sig!(
-            "char4",
-            "char4",
-            agg(4, 4),
-            "char4",
-            "char4",
-            "<4 x i8>",
-            ""
-        ),
-        sig!(
-            "short2",
-            "short2",
-            agg(4, 4),
-            "short2",
-            "short2",
-            "<2 x i16>",
-            ""
-        ),
-        sig!("int2", "int2", agg(8, 8), "int2", "int2", "<2 x i32>", ""),
-        sig!(
-            "float2",
-            "float2",
-            agg(8, 8),
-            "float2",
-            "float2",
-            "<2 x float>",
-            ""
-        ),
-        sig!(
-            "float3",
-            "float3",
-            agg(12, 4),
-            "float3",
-            "float3",
-            "<3 x float>",
-            ""
-        ),
-        sig!(
-            "float4",
-            "float4",
-            agg(16, 16),
-            "float4",
-            "float4",
-            "<4 x float>",
-            ""
-        ),
-        sig!(
-            "double2",
-            "double2",
-            agg(16, 16),
-            "double2",
-            "double2",
-            "<2 x double>",
-            ""
-        ),
-    ]
+    SIGNATURES.to_vec()
 }
 
 crate::vocab::vocabulary! {

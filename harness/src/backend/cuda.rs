@@ -151,13 +151,13 @@ mod nvml {
         used: u64,
     }
 
-    pub struct Nvml {
+    pub(crate) struct Nvml {
         lib: Library,
     }
 
     /// Why NVML is not used (the probe then leaves BAR1 size and driver version unknown).
     #[derive(Debug, thiserror::Error)]
-    pub enum NvmlError {
+    pub(crate) enum NvmlError {
         #[error(transparent)]
         Load(#[from] libloading::Error),
         /// `nvmlReturn_t` of `nvmlInit_v2`.
@@ -185,7 +185,7 @@ mod nvml {
             Ok(Nvml { lib })
         }
 
-        pub fn bar1_total(&self, uuid: &str) -> Option<u64> {
+        pub(crate) fn bar1_total(&self, uuid: &str) -> Option<u64> {
             let cu = CString::new(uuid).ok()?;
             // SAFETY: signatures per nvml.h; out-pointers to live locals.
             unsafe {
@@ -206,7 +206,7 @@ mod nvml {
             }
         }
 
-        pub fn driver_version(&self) -> Option<String> {
+        pub(crate) fn driver_version(&self) -> Option<String> {
             let mut buf = [0 as c_char; 96];
             // SAFETY: buffer and its length.
             unsafe {
@@ -289,21 +289,21 @@ impl Session {
         }
     }
 
-    pub fn alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr, DriverCallError> {
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<sys::CUdeviceptr, DriverCallError> {
         let mut p = 0;
         // SAFETY: out-pointer to a live local; a context is current.
         check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut p, bytes) })?;
         Ok(p)
     }
 
-    pub fn free(&self, p: sys::CUdeviceptr) -> Result<(), DriverCallError> {
+    pub(crate) fn free(&self, p: sys::CUdeviceptr) -> Result<(), DriverCallError> {
         // SAFETY: `p` came from `alloc` and is freed once by the caller's contract.
         check("cuMemFree", unsafe { sys::cuMemFree_v2(p) })
     }
 
     /// gpudirect §4.2: `cuPointerSetAttribute(&1, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, p)`; the raw
     /// result, since for host memory a failure is the expected answer.
-    pub fn set_sync_memops(&self, p: sys::CUdeviceptr) -> sys::CUresult {
+    pub(crate) fn set_sync_memops(&self, p: sys::CUdeviceptr) -> sys::CUresult {
         let flag: u32 = 1;
         // SAFETY: `flag` outlives the call; the driver validates `p`.
         unsafe {
@@ -316,7 +316,7 @@ impl Session {
     }
 
     /// A pointer attribute that is a 32-bit value (SYNC_MEMOPS).
-    pub fn attribute_u32(
+    pub(crate) fn attribute_u32(
         &self,
         attr: sys::CUpointer_attribute,
         p: sys::CUdeviceptr,
@@ -335,7 +335,7 @@ impl Session {
     }
 
     /// A pointer attribute that is a 64-bit value (BUFFER_ID).
-    pub fn attribute_u64(
+    pub(crate) fn attribute_u64(
         &self,
         attr: sys::CUpointer_attribute,
         p: sys::CUdeviceptr,
@@ -357,7 +357,7 @@ impl Session {
     }
 
     /// The device's UUID bytes, as `nvidia_p2p_page_table.gpu_uuid` carries them.
-    pub fn uuid(&self) -> Result<[u8; 16], CudaError> {
+    pub(crate) fn uuid(&self) -> Result<[u8; 16], CudaError> {
         result::device::get_uuid(self.dev)
             .map(|u| u.bytes.map(|b| b as u8))
             .map_err(query("cuDeviceGetUuid"))
@@ -383,7 +383,7 @@ pub struct Module {
 /// the attributes" of cuPointerGetAttribute): 4 for `unsigned int`, `int` and booleans, 8 for
 /// pointers, `CUcontext`, `size_t` and `unsigned long long`; `None` for what is wider
 /// (`P2P_TOKENS`, a struct) or not listed here, which the safe accessors refuse.
-pub fn attribute_max_bytes(attr: sys::CUpointer_attribute) -> Option<usize> {
+pub(crate) fn attribute_max_bytes(attr: sys::CUpointer_attribute) -> Option<usize> {
     use sys::CUpointer_attribute as A;
     match attr {
         A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE
@@ -433,7 +433,7 @@ pub enum KernelArg {
 
 /// Debug output asked of the driver JIT when it compiles PTX.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JitDebug {
+pub(crate) enum JitDebug {
     None,
     /// `CU_JIT_GENERATE_DEBUG_INFO`: full debug information (as `ptxas -g`).
     DebugInfo,
@@ -461,13 +461,13 @@ impl Drop for Module {
 impl Session {
     /// Load a module from PTX text (JIT-compiled by the driver) or a cubin image. On failure
     /// the driver's JIT error log is in the error.
-    pub fn load_ptx(&self, ptx: &str) -> Result<Module, LoadError> {
+    pub(crate) fn load_ptx(&self, ptx: &str) -> Result<Module, LoadError> {
         self.load_ptx_with(ptx, JitDebug::None)
     }
 
     /// Load PTX asking the driver JIT for debug output (`CU_JIT_GENERATE_DEBUG_INFO` or
     /// `CU_JIT_GENERATE_LINE_INFO`), as a debugger-attached load does.
-    pub fn load_ptx_with(&self, ptx: &str, debug: JitDebug) -> Result<Module, LoadError> {
+    pub(crate) fn load_ptx_with(&self, ptx: &str, debug: JitDebug) -> Result<Module, LoadError> {
         let mut image = ptx.as_bytes().to_vec();
         image.push(0);
         self.load_image(&image, debug)
@@ -554,7 +554,25 @@ impl Session {
         cfg: LaunchConfig,
         args: &[KernelArg],
     ) -> Result<(), DriverCallError> {
-        // cuLaunchKernel takes one pointer per argument, to storage holding its value.
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.launch_cluster(f, cfg, 1, args) }
+    }
+
+    /// Launch `f` with thread block clusters of `cluster` CTAs along x; the grid must be a
+    /// multiple of `cluster`. Asynchronous, as [`Session::launch`]. A cluster of one is a
+    /// plain launch (`cuLaunchKernel`, which every driver has); larger clusters take
+    /// `cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION` (CUDA 12 drivers).
+    ///
+    /// # Safety
+    /// As for [`Session::launch`].
+    pub(crate) unsafe fn launch_cluster(
+        &self,
+        f: Function<'_>,
+        cfg: LaunchConfig,
+        cluster: u32,
+        args: &[KernelArg],
+    ) -> Result<(), DriverCallError> {
+        // The driver takes one pointer per argument, to storage holding its value.
         let mut storage: Vec<u64> = args
             .iter()
             .map(|a| match *a {
@@ -569,50 +587,25 @@ impl Session {
             .collect();
         // A u32 argument is read from the first 4 bytes of its slot: little-endian x86-64 and
         // aarch64 hosts put the low half there.
-        // SAFETY: `storage` and `ptrs` outlive the call; argument count and sizes match the
-        // kernel's parameters (this function's contract).
-        check("cuLaunchKernel", unsafe {
-            sys::cuLaunchKernel(
-                f.raw,
-                cfg.grid,
-                1,
-                1,
-                cfg.block,
-                1,
-                1,
-                cfg.shared_bytes,
-                std::ptr::null_mut(),
-                ptrs.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-        })
-    }
-
-    /// Launch `f` with thread block clusters of `cluster` CTAs along x
-    /// (`cuLaunchKernelEx` with `CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`); the grid must be a
-    /// multiple of `cluster`. Asynchronous, as [`Session::launch`].
-    ///
-    /// # Safety
-    /// As for [`Session::launch`].
-    pub unsafe fn launch_cluster(
-        &self,
-        f: Function<'_>,
-        cfg: LaunchConfig,
-        cluster: u32,
-        args: &[KernelArg],
-    ) -> Result<(), DriverCallError> {
-        let mut storage: Vec<u64> = args
-            .iter()
-            .map(|a| match *a {
-                KernelArg::Ptr(p) => p,
-                KernelArg::U64(v) => v,
-                KernelArg::U32(v) => u64::from(v),
-            })
-            .collect();
-        let mut ptrs: Vec<*mut std::ffi::c_void> = storage
-            .iter_mut()
-            .map(|v| v as *mut u64 as *mut std::ffi::c_void)
-            .collect();
+        if cluster <= 1 {
+            // SAFETY: `storage` and `ptrs` outlive the call; argument count and sizes match
+            // the kernel's parameters (this function's contract).
+            return check("cuLaunchKernel", unsafe {
+                sys::cuLaunchKernel(
+                    f.raw,
+                    cfg.grid,
+                    1,
+                    1,
+                    cfg.block,
+                    1,
+                    1,
+                    cfg.shared_bytes,
+                    std::ptr::null_mut(),
+                    ptrs.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            });
+        }
         // SAFETY: a plain C struct of integers, for which all-zero bytes are a valid value;
         // the cluster dimension is then written into the union member its id selects.
         let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
@@ -642,7 +635,7 @@ impl Session {
     }
 
     /// The device's compute capability (major, minor).
-    pub fn compute_capability(&self) -> Result<(i32, i32), DriverCallError> {
+    pub(crate) fn compute_capability(&self) -> Result<(i32, i32), DriverCallError> {
         let get = |attr| {
             let mut v = 0;
             // SAFETY: out-pointer to a live local; a device attribute query.
@@ -659,7 +652,7 @@ impl Session {
     }
 
     /// Wait for all work of the context; a kernel fault surfaces here.
-    pub fn synchronize(&self) -> Result<(), DriverCallError> {
+    pub(crate) fn synchronize(&self) -> Result<(), DriverCallError> {
         // SAFETY: no arguments; a context is current.
         check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
     }
@@ -668,7 +661,7 @@ impl Session {
     ///
     /// # Safety
     /// As for [`Session::launch`].
-    pub unsafe fn launch_timed(
+    pub(crate) unsafe fn launch_timed(
         &self,
         f: Function<'_>,
         cfg: LaunchConfig,
@@ -682,7 +675,7 @@ impl Session {
     }
 
     /// Set `bytes` bytes at `p` to `value`.
-    pub fn memset(
+    pub(crate) fn memset(
         &self,
         p: sys::CUdeviceptr,
         value: u8,
@@ -693,7 +686,11 @@ impl Session {
     }
 
     /// Copy host bytes to device memory at `dst`.
-    pub fn copy_to_device(&self, dst: sys::CUdeviceptr, src: &[u8]) -> Result<(), DriverCallError> {
+    pub(crate) fn copy_to_device(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: &[u8],
+    ) -> Result<(), DriverCallError> {
         // SAFETY: `src` is valid for its length; the driver validates the device range.
         check("cuMemcpyHtoD", unsafe {
             sys::cuMemcpyHtoD_v2(dst, src.as_ptr() as *const std::ffi::c_void, src.len())
@@ -701,7 +698,7 @@ impl Session {
     }
 
     /// Copy device memory at `src` into `dst` (its whole length).
-    pub fn copy_to_host(
+    pub(crate) fn copy_to_host(
         &self,
         dst: &mut [u8],
         src: sys::CUdeviceptr,
@@ -713,7 +710,7 @@ impl Session {
     }
 
     /// Copy 32-bit words to the device.
-    pub fn copy_u32_to_device(
+    pub(crate) fn copy_u32_to_device(
         &self,
         dst: sys::CUdeviceptr,
         src: &[u32],
@@ -723,7 +720,7 @@ impl Session {
     }
 
     /// Read `count` 32-bit words from the device.
-    pub fn copy_u32_to_host(
+    pub(crate) fn copy_u32_to_host(
         &self,
         src: sys::CUdeviceptr,
         count: usize,
@@ -743,7 +740,7 @@ impl Session {
 }
 
 /// Little-endian bytes as 32-bit words (a trailing partial word is dropped).
-pub fn u32_words(bytes: &[u8]) -> Vec<u32> {
+pub(crate) fn u32_words(bytes: &[u8]) -> Vec<u32> {
     bytes
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -852,7 +849,11 @@ pub use sys::CUlimit as ContextLimit;
 
 impl Session {
     /// `cuCtxSetLimit` on the current context.
-    pub fn set_limit(&self, limit: sys::CUlimit, value: usize) -> Result<(), DriverCallError> {
+    pub(crate) fn set_limit(
+        &self,
+        limit: sys::CUlimit,
+        value: usize,
+    ) -> Result<(), DriverCallError> {
         // SAFETY: plain values; a context is current.
         check("cuCtxSetLimit", unsafe { sys::cuCtxSetLimit(limit, value) })
     }
@@ -871,7 +872,7 @@ impl Session {
 /// Run `f` with this process's stdout and stderr (file descriptors 1 and 2, where the driver
 /// writes device printf and assert output) redirected into a temporary file, and return what
 /// was written there. C stdio buffers are flushed before the descriptors are restored.
-pub fn capture_output<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> {
+pub(crate) fn capture_output<R>(f: impl FnOnce() -> R) -> std::io::Result<(R, String)> {
     use std::io::{Read, Seek, Write};
     use std::os::fd::AsRawFd;
     let mut file = tempfile::tempfile()?;
@@ -932,7 +933,7 @@ mod capture_tests {
 
 impl Session {
     /// `cuMemGetAddressRange`: the base and size of the allocation containing `p` (§3.5).
-    pub fn address_range(
+    pub(crate) fn address_range(
         &self,
         p: sys::CUdeviceptr,
     ) -> Result<(sys::CUdeviceptr, usize), DriverCallError> {
@@ -947,7 +948,7 @@ impl Session {
     /// `cuPointerGetAttributes` for 64-bit-or-smaller attributes, each read into its own u64
     /// (zeroed first, so a 32-bit attribute reads as its value). The raw result is returned
     /// with the values, since for some pointers a failure is the expected answer.
-    pub fn pointer_attributes(
+    pub(crate) fn pointer_attributes(
         &self,
         attrs: &[sys::CUpointer_attribute],
         p: sys::CUdeviceptr,
@@ -973,7 +974,7 @@ impl Session {
 
     /// `cuMemGetHandleForAddressRange(DMA_BUF_FD)`: a dma-buf of `size` bytes at `p`
     /// (aligned to the host page size), owned by the result.
-    pub fn dmabuf_fd(
+    pub(crate) fn dmabuf_fd(
         &self,
         p: sys::CUdeviceptr,
         size: usize,
@@ -1016,7 +1017,7 @@ impl Session {
     /// Link PTX modules (name, text) with the driver's JIT linker (`cuLinkCreate`,
     /// `cuLinkAddData` per input, `cuLinkComplete`) and load the image. On failure the
     /// linker's error log is in the error.
-    pub fn link_ptx(&self, inputs: &[(&str, &str)]) -> Result<Module, LoadError> {
+    pub(crate) fn link_ptx(&self, inputs: &[(&str, &str)]) -> Result<Module, LoadError> {
         let mut log = vec![0u8; JIT_LOG_BYTES];
         let mut options = [
             sys::CUjit_option::CU_JIT_ERROR_LOG_BUFFER,

@@ -7,47 +7,47 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// The device node the companion module creates.
-pub const DEVICE: &str = "/dev/gpucts";
-pub const VERSION_MAJOR: u32 = 1;
+pub(crate) const DEVICE: &str = "/dev/gpucts";
+pub(crate) const VERSION_MAJOR: u32 = 1;
 /// Minor version that added `GPUCTS_P2P_IOC_STATS`.
-pub const VERSION_MINOR_STATS: u32 = 1;
+pub(crate) const VERSION_MINOR_STATS: u32 = 1;
 /// Minor version that added `GPUCTS_P2P_IOC_PEER_DMA` and `CAP_PEER_DMA`.
-pub const VERSION_MINOR_PEER_DMA: u32 = 2;
+pub(crate) const VERSION_MINOR_PEER_DMA: u32 = 2;
 /// Minor version that added `STATS.stray_callbacks`, `EV_CB_SAW_PAGES` and DMA_MAP's
 /// `EPROTO` for an incompatible DMA mapping.
 pub const VERSION_MINOR_REGISTRATIONS: u32 = 3;
 /// The test provider's control node (`kmod/testprov/gpucts_testprov.h`).
-pub const TESTPROV_DEVICE: &str = "/dev/gpucts_testprov";
+pub(crate) const TESTPROV_DEVICE: &str = "/dev/gpucts_testprov";
 /// `GPUCTS_TESTPROV_MAX_ALLOC`: the largest single fake allocation.
-pub const TESTPROV_MAX_ALLOC: u64 = 64 << 20;
+pub(crate) const TESTPROV_MAX_ALLOC: u64 = 64 << 20;
 
-pub const FLAVOUR_DESKTOP: u32 = 0;
-pub const FLAVOUR_TEGRA: u32 = 1;
-pub const CAP_PERSISTENT: u32 = 1 << 0;
-pub const CAP_ADDRESSES: u32 = 1 << 1;
-pub const CAP_PEER_DMA: u32 = 1 << 2;
+pub(crate) const FLAVOUR_DESKTOP: u32 = 0;
+pub(crate) const FLAVOUR_TEGRA: u32 = 1;
+pub(crate) const CAP_PERSISTENT: u32 = 1 << 0;
+pub(crate) const CAP_ADDRESSES: u32 = 1 << 1;
+pub(crate) const CAP_PEER_DMA: u32 = 1 << 2;
 /// The DMA peer the module binds: QEMU's edu device.
-pub const PEER_VENDOR: u32 = 0x1234;
-pub const PEER_DEVICE: u32 = 0x11e8;
-pub const PEER_BUF_SIZE: u32 = 4096;
-pub const PEER_DMA_TO_MEM: u32 = 1 << 0;
-pub const PEER_DMA_RAW: u32 = 1 << 1;
-pub const PIN_PERSISTENT: u32 = 1 << 0;
-pub const PIN_EXACT: u32 = 1 << 1;
+pub(crate) const PEER_VENDOR: u32 = 0x1234;
+pub(crate) const PEER_DEVICE: u32 = 0x11e8;
+pub(crate) const PEER_BUF_SIZE: u32 = 4096;
+pub(crate) const PEER_DMA_TO_MEM: u32 = 1 << 0;
+pub(crate) const PEER_DMA_RAW: u32 = 1 << 1;
+pub(crate) const PIN_PERSISTENT: u32 = 1 << 0;
+pub(crate) const PIN_EXACT: u32 = 1 << 1;
 /// UAPI 1.2: get_pages with a NULL free callback (gpudirect §1.10 says it is refused).
-pub const PIN_NO_CALLBACK: u32 = 1 << 2;
-pub const EV_INCOMPATIBLE: u32 = 1 << 8;
-pub const EV_DMA_MAPPED: u32 = 1 << 9;
+pub(crate) const PIN_NO_CALLBACK: u32 = 1 << 2;
+pub(crate) const EV_INCOMPATIBLE: u32 = 1 << 8;
+pub(crate) const EV_DMA_MAPPED: u32 = 1 << 9;
 /// The free callback found the first pinned word unchanged: not unmapped yet (§2.3).
-pub const EV_CB_SAW_PAGES: u32 = 1 << 10;
+pub(crate) const EV_CB_SAW_PAGES: u32 = 1 << 10;
 /// `enum nvidia_p2p_page_size_type` (gpudirect §4.3).
-pub const PAGE_SIZE_4KB: u32 = 0;
-pub const PAGE_SIZE_64KB: u32 = 1;
-pub const UNPIN_PUT: u32 = 1;
-pub const UNPIN_REVOKED: u32 = 2;
-pub const UNPIN_REVOKED_DURING: u32 = 3;
-pub const STATE_PINNED: u32 = 1;
-pub const STATE_REVOKED: u32 = 2;
+pub(crate) const PAGE_SIZE_4KB: u32 = 0;
+pub(crate) const PAGE_SIZE_64KB: u32 = 1;
+pub(crate) const UNPIN_PUT: u32 = 1;
+pub(crate) const UNPIN_REVOKED: u32 = 2;
+pub(crate) const UNPIN_REVOKED_DURING: u32 = 3;
+pub(crate) const STATE_PINNED: u32 = 1;
+pub(crate) const STATE_REVOKED: u32 = 2;
 
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
@@ -85,7 +85,7 @@ pub struct Unpin {
 
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct PageTable {
+pub(crate) struct PageTable {
     pub handle: u64,
     pub addrs_ptr: u64,
     pub addrs_count: u32,
@@ -110,7 +110,7 @@ pub struct Events {
 
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct DmaMap {
+pub(crate) struct DmaMap {
     pub handle: u64,
     pub pci_domain: u32,
     pub pci_bus: u32,
@@ -127,14 +127,14 @@ pub struct DmaMap {
 
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct DmaUnmap {
+pub(crate) struct DmaUnmap {
     pub handle: u64,
 }
 
 /// `struct gpucts_p2p_stats` (UAPI minor 1).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub handles: u32,
     /// Minor 3: free callbacks for a registration that had ended, ignored.
     pub stray_callbacks: u32,
@@ -143,7 +143,7 @@ pub struct Stats {
 /// `struct gpucts_p2p_peer_dma` (UAPI minor 2).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct PeerDma {
+pub(crate) struct PeerDma {
     pub handle: u64,
     pub offset: u64,
     pub length: u32,
@@ -154,24 +154,24 @@ pub struct PeerDma {
 }
 
 /// Linux `_IOC` encoding (x86-64, arm64).
-pub const fn ioc_typed(dir: u64, ty: u8, nr: u64, size: usize) -> u64 {
+pub(crate) const fn ioc_typed(dir: u64, ty: u8, nr: u64, size: usize) -> u64 {
     (dir << 30) | ((size as u64) << 16) | ((ty as u64) << 8) | nr
 }
 const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
     ioc_typed(dir, b'G', nr, size)
 }
-pub const READ: u64 = 2;
+pub(crate) const READ: u64 = 2;
 pub const WRITE: u64 = 1;
 
-pub const IOC_GET_VERSION: u64 = ioc(READ, 0x00, std::mem::size_of::<Version>());
-pub const IOC_PIN: u64 = ioc(READ | WRITE, 0x01, std::mem::size_of::<Pin>());
-pub const IOC_UNPIN: u64 = ioc(READ | WRITE, 0x02, std::mem::size_of::<Unpin>());
-pub const IOC_PAGE_TABLE: u64 = ioc(READ | WRITE, 0x03, std::mem::size_of::<PageTable>());
-pub const IOC_EVENTS: u64 = ioc(READ | WRITE, 0x06, std::mem::size_of::<Events>());
-pub const IOC_DMA_MAP: u64 = ioc(READ | WRITE, 0x04, std::mem::size_of::<DmaMap>());
-pub const IOC_DMA_UNMAP: u64 = ioc(WRITE, 0x05, std::mem::size_of::<DmaUnmap>());
-pub const IOC_STATS: u64 = ioc(READ, 0x07, std::mem::size_of::<Stats>());
-pub const IOC_PEER_DMA: u64 = ioc(READ | WRITE, 0x08, std::mem::size_of::<PeerDma>());
+pub(crate) const IOC_GET_VERSION: u64 = ioc(READ, 0x00, std::mem::size_of::<Version>());
+pub(crate) const IOC_PIN: u64 = ioc(READ | WRITE, 0x01, std::mem::size_of::<Pin>());
+pub(crate) const IOC_UNPIN: u64 = ioc(READ | WRITE, 0x02, std::mem::size_of::<Unpin>());
+pub(crate) const IOC_PAGE_TABLE: u64 = ioc(READ | WRITE, 0x03, std::mem::size_of::<PageTable>());
+pub(crate) const IOC_EVENTS: u64 = ioc(READ | WRITE, 0x06, std::mem::size_of::<Events>());
+pub(crate) const IOC_DMA_MAP: u64 = ioc(READ | WRITE, 0x04, std::mem::size_of::<DmaMap>());
+pub(crate) const IOC_DMA_UNMAP: u64 = ioc(WRITE, 0x05, std::mem::size_of::<DmaUnmap>());
+pub(crate) const IOC_STATS: u64 = ioc(READ, 0x07, std::mem::size_of::<Stats>());
+pub(crate) const IOC_PEER_DMA: u64 = ioc(READ | WRITE, 0x08, std::mem::size_of::<PeerDma>());
 
 /// An errno from the module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +188,7 @@ impl std::fmt::Display for Errno {
     }
 }
 
-pub fn errno_name(e: i32) -> &'static str {
+pub(crate) fn errno_name(e: i32) -> &'static str {
     match e {
         libc::EINVAL => "EINVAL",
         libc::ENOENT => "ENOENT",
@@ -213,7 +213,7 @@ pub fn errno_name(e: i32) -> &'static str {
 ///
 /// # Safety
 /// `arg` must be null or point to memory the command may read and write (its encoded size).
-pub unsafe fn raw_ioctl(fd: i32, cmd: u64, arg: *mut libc::c_void) -> Result<(), Errno> {
+pub(crate) unsafe fn raw_ioctl(fd: i32, cmd: u64, arg: *mut libc::c_void) -> Result<(), Errno> {
     // SAFETY: per the function's contract.
     let rc = unsafe { libc::ioctl(fd, cmd as _, arg) };
     if rc < 0 {
@@ -281,31 +281,35 @@ impl Device {
 
     /// Adopt an open descriptor of `/dev/gpucts` (a forked child opens with `libc::open`,
     /// which does not allocate).
-    pub fn from_fd(fd: std::os::fd::OwnedFd) -> Device {
+    pub(crate) fn from_fd(fd: std::os::fd::OwnedFd) -> Device {
         Device {
             file: File::from(fd),
         }
     }
 
     /// The descriptor (for a forked child, which shares it).
-    pub fn fd(&self) -> i32 {
+    pub(crate) fn fd(&self) -> i32 {
         self.file.as_raw_fd()
     }
 
     /// PIN with every field of `p` as given (tokens, pads); `p` is updated on success.
-    pub fn pin_raw(&self, p: &mut Pin) -> Result<(), Errno> {
+    pub(crate) fn pin_raw(&self, p: &mut Pin) -> Result<(), Errno> {
         // SAFETY: IOC_PIN takes a `Pin`.
         unsafe { self.ioctl(IOC_PIN, p) }
     }
 
     /// UNPIN with every field of `u` as given (the pad included).
-    pub fn unpin_raw(&self, u: &mut Unpin) -> Result<(), Errno> {
+    pub(crate) fn unpin_raw(&self, u: &mut Unpin) -> Result<(), Errno> {
         // SAFETY: IOC_UNPIN takes an `Unpin`.
         unsafe { self.ioctl(IOC_UNPIN, u) }
     }
 
     /// PAGE_TABLE copying up to `addrs.len()` physical addresses into `addrs`.
-    pub fn page_table_addrs(&self, handle: u64, addrs: &mut [u64]) -> Result<PageTable, Errno> {
+    pub(crate) fn page_table_addrs(
+        &self,
+        handle: u64,
+        addrs: &mut [u64],
+    ) -> Result<PageTable, Errno> {
         let mut t = PageTable {
             handle,
             addrs_ptr: addrs.as_mut_ptr() as u64,
@@ -320,13 +324,13 @@ impl Device {
     ///
     /// # Safety
     /// `t.addrs_ptr` must be 0, unmapped, or have room for `t.addrs_count` words.
-    pub unsafe fn page_table_raw(&self, t: &mut PageTable) -> Result<(), Errno> {
+    pub(crate) unsafe fn page_table_raw(&self, t: &mut PageTable) -> Result<(), Errno> {
         // SAFETY: IOC_PAGE_TABLE takes a `PageTable`; the address array per the contract.
         unsafe { self.ioctl(IOC_PAGE_TABLE, t) }
     }
 
     /// DMA_MAP for the peer `domain:bus:devfn`; DMA addresses into `addrs` when given.
-    pub fn dma_map(
+    pub(crate) fn dma_map(
         &self,
         handle: u64,
         peer: (u32, u32, u32),
@@ -351,7 +355,7 @@ impl Device {
         unsafe { self.ioctl(IOC_DMA_MAP, &mut d) }.map(|()| d)
     }
 
-    pub fn dma_unmap(&self, handle: u64) -> Result<(), Errno> {
+    pub(crate) fn dma_unmap(&self, handle: u64) -> Result<(), Errno> {
         let mut d = DmaUnmap { handle };
         // SAFETY: IOC_DMA_UNMAP takes a `DmaUnmap`.
         unsafe { self.ioctl(IOC_DMA_UNMAP, &mut d) }
@@ -360,7 +364,7 @@ impl Device {
     /// PEER_DMA (UAPI 1.2): the peer's engine copies `length` bytes between its buffer at
     /// `peer_offset` and pinned byte `offset` of `handle` (with `PEER_DMA_RAW`: bus address
     /// `offset`, handle 0); the bus address the engine was given.
-    pub fn peer_dma(
+    pub(crate) fn peer_dma(
         &self,
         handle: u64,
         offset: u64,
@@ -381,14 +385,14 @@ impl Device {
     }
 
     /// Handles alive in the whole module (UAPI 1.1); `ENOTTY` from a 1.0 module.
-    pub fn stats(&self) -> Result<Stats, Errno> {
+    pub(crate) fn stats(&self) -> Result<Stats, Errno> {
         let mut st = Stats::default();
         // SAFETY: IOC_STATS takes a `Stats`.
         unsafe { self.ioctl(IOC_STATS, &mut st) }.map(|()| st)
     }
 
     /// `mmap(NULL, len, PROT_READ|PROT_WRITE, shared ? MAP_SHARED : MAP_PRIVATE, fd, offset)`.
-    pub fn mmap(&self, offset: u64, len: usize, shared: bool) -> Result<Mapping, Errno> {
+    pub(crate) fn mmap(&self, offset: u64, len: usize, shared: bool) -> Result<Mapping, Errno> {
         let flags = if shared {
             libc::MAP_SHARED
         } else {
@@ -435,7 +439,7 @@ impl Device {
     }
 
     /// PIN with the desktop API's tokens (gpudirect §2.6).
-    pub fn pin_tokens(
+    pub(crate) fn pin_tokens(
         &self,
         va: u64,
         length: u64,
@@ -462,7 +466,7 @@ impl Device {
         unsafe { self.ioctl(IOC_UNPIN, &mut u) }.map(|()| u)
     }
 
-    pub fn page_table(&self, handle: u64) -> Result<PageTable, Errno> {
+    pub(crate) fn page_table(&self, handle: u64) -> Result<PageTable, Errno> {
         let mut t = PageTable {
             handle,
             ..Default::default()
@@ -509,7 +513,7 @@ impl Mapping {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    pub fn addr(&self) -> usize {
+    pub(crate) fn addr(&self) -> usize {
         self.ptr
     }
 
@@ -544,7 +548,7 @@ impl Mapping {
     }
 
     /// Copy `dst.len()` bytes from offset `off` with 8-byte loads (BAR reads); no guard.
-    pub fn copy_out(&self, off: usize, dst: &mut [u8]) {
+    pub(crate) fn copy_out(&self, off: usize, dst: &mut [u8]) {
         assert!(self.fits(off, dst.len()), "copy outside the mapping");
         // SAFETY: in bounds; only used on mappings the caller holds pinned.
         unsafe {
@@ -557,7 +561,7 @@ impl Mapping {
     }
 
     /// Copy `src` to offset `off` (BAR writes); no guard.
-    pub fn copy_in(&self, off: usize, src: &[u8]) {
+    pub(crate) fn copy_in(&self, off: usize, src: &[u8]) {
         assert!(self.fits(off, src.len()), "copy outside the mapping");
         // SAFETY: in bounds; only used on mappings the caller holds pinned.
         unsafe {
@@ -614,7 +618,11 @@ mod sigbus {
         }
     }
 
-    pub fn guarded<T>(start: usize, len: usize, f: impl FnOnce() -> T) -> Result<T, super::Sigbus> {
+    pub(crate) fn guarded<T>(
+        start: usize,
+        len: usize,
+        f: impl FnOnce() -> T,
+    ) -> Result<T, super::Sigbus> {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         INSTALL.call_once(|| {
             // SAFETY: installing a handler that only uses async-signal-safe calls.
@@ -645,7 +653,7 @@ mod sigbus {
 
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct TpAlloc {
+pub(crate) struct TpAlloc {
     pub length: u64,
     pub va: u64,
     pub gpu_uuid: [u8; 16],
@@ -653,7 +661,7 @@ pub struct TpAlloc {
 
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct TpFree {
+pub(crate) struct TpFree {
     pub va: u64,
     pub callbacks: u32,
     pub pad: u32,
@@ -661,7 +669,7 @@ pub struct TpFree {
 
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct TpInject {
+pub(crate) struct TpInject {
     pub enomem: u32,
     pub bad_version: u32,
     pub put_delay_us: u32,
@@ -670,7 +678,7 @@ pub struct TpInject {
 
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct TpStats {
+pub(crate) struct TpStats {
     pub pins: u32,
     pub persistent_pins: u32,
     pub dma_mappings: u32,
@@ -682,7 +690,7 @@ pub struct TpStats {
 /// `struct gpucts_testprov_mode`: how the provider behaves from now on (zeros: as loaded).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct TpMode {
+pub(crate) struct TpMode {
     pub pt_version: u32,
     pub dma_version: u32,
     pub get_delay_us: u32,
@@ -692,28 +700,31 @@ pub struct TpMode {
 /// `struct gpucts_testprov_tokens`: an allocation's tokens (gpudirect §2.6).
 #[repr(C)]
 #[derive(Debug, Default, Clone, Copy)]
-pub struct TpTokens {
+pub(crate) struct TpTokens {
     pub va: u64,
     pub p2p_token: u64,
     pub va_space_token: u32,
     pub pad: u32,
 }
 
-pub const TP_IOC_ALLOC: u64 = ioc_typed(READ | WRITE, b'g', 0x01, std::mem::size_of::<TpAlloc>());
-pub const TP_IOC_FREE: u64 = ioc_typed(READ | WRITE, b'g', 0x02, std::mem::size_of::<TpFree>());
-pub const TP_IOC_INJECT: u64 = ioc_typed(WRITE, b'g', 0x03, std::mem::size_of::<TpInject>());
-pub const TP_IOC_STATS: u64 = ioc_typed(READ, b'g', 0x04, std::mem::size_of::<TpStats>());
-pub const TP_IOC_MODE: u64 = ioc_typed(WRITE, b'g', 0x05, std::mem::size_of::<TpMode>());
-pub const TP_IOC_TOKENS: u64 = ioc_typed(READ | WRITE, b'g', 0x06, std::mem::size_of::<TpTokens>());
+pub(crate) const TP_IOC_ALLOC: u64 =
+    ioc_typed(READ | WRITE, b'g', 0x01, std::mem::size_of::<TpAlloc>());
+pub(crate) const TP_IOC_FREE: u64 =
+    ioc_typed(READ | WRITE, b'g', 0x02, std::mem::size_of::<TpFree>());
+pub(crate) const TP_IOC_INJECT: u64 = ioc_typed(WRITE, b'g', 0x03, std::mem::size_of::<TpInject>());
+pub(crate) const TP_IOC_STATS: u64 = ioc_typed(READ, b'g', 0x04, std::mem::size_of::<TpStats>());
+pub(crate) const TP_IOC_MODE: u64 = ioc_typed(WRITE, b'g', 0x05, std::mem::size_of::<TpMode>());
+pub(crate) const TP_IOC_TOKENS: u64 =
+    ioc_typed(READ | WRITE, b'g', 0x06, std::mem::size_of::<TpTokens>());
 
 /// `GPUCTS_TESTPROV_PATTERN(va)`: what the provider stores in the word at fake GPU VA `va`.
-pub const fn testprov_pattern(va: u64) -> u64 {
+pub(crate) const fn testprov_pattern(va: u64) -> u64 {
     va ^ 0x9e37_79b9_7f4a_7c15
 }
 
 /// An open `/dev/gpucts_testprov`: allocations belong to it and are freed when it closes.
 #[derive(Debug)]
-pub struct TestProv {
+pub(crate) struct TestProv {
     file: File,
 }
 
@@ -730,12 +741,12 @@ impl TestProv {
             })
     }
 
-    pub fn fd(&self) -> i32 {
+    pub(crate) fn fd(&self) -> i32 {
         self.file.as_raw_fd()
     }
 
     /// Adopt an open descriptor of `/dev/gpucts_testprov`.
-    pub fn from_fd(fd: std::os::fd::OwnedFd) -> TestProv {
+    pub(crate) fn from_fd(fd: std::os::fd::OwnedFd) -> TestProv {
         TestProv {
             file: File::from(fd),
         }
@@ -750,7 +761,7 @@ impl TestProv {
     }
 
     /// Fake GPU memory: its VA and the UUID its page tables will carry.
-    pub fn alloc(&self, length: u64) -> Result<TpAlloc, Errno> {
+    pub(crate) fn alloc(&self, length: u64) -> Result<TpAlloc, Errno> {
         let mut a = TpAlloc {
             length,
             ..Default::default()
@@ -760,7 +771,7 @@ impl TestProv {
     }
 
     /// Like cuMemFree; the number of free callbacks it fired.
-    pub fn free(&self, va: u64) -> Result<u32, Errno> {
+    pub(crate) fn free(&self, va: u64) -> Result<u32, Errno> {
         let mut f = TpFree {
             va,
             ..Default::default()
@@ -769,7 +780,12 @@ impl TestProv {
         unsafe { self.ioctl(TP_IOC_FREE, &mut f) }.map(|()| f.callbacks)
     }
 
-    pub fn inject(&self, enomem: u32, bad_version: u32, put_delay_us: u32) -> Result<(), Errno> {
+    pub(crate) fn inject(
+        &self,
+        enomem: u32,
+        bad_version: u32,
+        put_delay_us: u32,
+    ) -> Result<(), Errno> {
         let mut i = TpInject {
             enomem,
             bad_version,
@@ -797,7 +813,7 @@ impl TestProv {
         unsafe { self.ioctl(TP_IOC_TOKENS, &mut t) }.map(|()| t)
     }
 
-    pub fn stats(&self) -> Result<TpStats, Errno> {
+    pub(crate) fn stats(&self) -> Result<TpStats, Errno> {
         let mut s = TpStats::default();
         // SAFETY: `s` is the `TpStats` TP_IOC_STATS encodes.
         unsafe { self.ioctl(TP_IOC_STATS, &mut s) }.map(|()| s)
@@ -805,7 +821,7 @@ impl TestProv {
 }
 
 /// Whether the test provider's control node is there (`Err` says why not).
-pub fn probe_testprov() -> Result<String, KmodError> {
+pub(crate) fn probe_testprov() -> Result<String, KmodError> {
     if !Path::new(TESTPROV_DEVICE).exists() {
         return Err(KmodError::TestprovNotLoaded);
     }

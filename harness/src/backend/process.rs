@@ -16,7 +16,7 @@ use std::time::Duration;
 /// Between SIGTERM and SIGKILL: long enough for a child that handles SIGTERM to release what
 /// it holds (a GPU context, the kernel module, a temporary file) and flush its output, short
 /// enough that a hung child costs little more than its limit.
-pub const GRACE: Duration = Duration::from_secs(2);
+pub(crate) const GRACE: Duration = Duration::from_secs(2);
 
 /// How a supervised child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,7 @@ pub enum RunError {
 
 impl RunError {
     /// The underlying error, whichever step it came from.
-    pub fn into_io(self) -> std::io::Error {
+    pub(crate) fn into_io(self) -> std::io::Error {
         match self {
             RunError::Spawn(e) | RunError::Wait(e) => e,
         }
@@ -76,7 +76,7 @@ pub fn run(cmd: &mut Command, limit: Duration) -> Result<Finished, RunError> {
 
 /// Run `cmd` for at most `limit` (then [`GRACE`]), its stdout and stderr going where the caller
 /// set them (stdin is still `/dev/null`).
-pub fn run_uncaptured(cmd: &mut Command, limit: Duration) -> Result<Finished, RunError> {
+pub(crate) fn run_uncaptured(cmd: &mut Command, limit: Duration) -> Result<Finished, RunError> {
     supervise(cmd, limit)
 }
 

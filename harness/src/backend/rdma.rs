@@ -34,7 +34,7 @@ fn rc_err(call: &'static str, rc: i32) -> VerbsError {
 }
 
 /// The names of the RDMA devices libibverbs sees; `Err` says why none can be listed.
-pub fn devices() -> Result<Vec<String>, VerbsError> {
+pub(crate) fn devices() -> Result<Vec<String>, VerbsError> {
     let mut n: i32 = 0;
     // SAFETY: ibv_get_device_list returns a NULL-terminated array (or NULL) that we free once.
     unsafe {
@@ -60,7 +60,7 @@ pub fn devices() -> Result<Vec<String>, VerbsError> {
 
 /// An open device with a protection domain and one completion queue, on port 1.
 #[derive(Debug)]
-pub struct Verbs {
+pub(crate) struct Verbs {
     ctx: *mut ibv_context,
     pd: *mut ibv_pd,
     cq: *mut ibv_cq,
@@ -178,7 +178,7 @@ impl Verbs {
     }
 
     /// The GID used, as text (RoCE v2: an IPv4-mapped address).
-    pub fn gid_text(&self) -> String {
+    pub(crate) fn gid_text(&self) -> String {
         std::net::Ipv6Addr::from(self.gid).to_string()
     }
 
@@ -186,7 +186,7 @@ impl Verbs {
     ///
     /// # Safety
     /// `addr..addr+len` must stay valid (mapped, not freed) until the returned region drops.
-    pub unsafe fn reg_mr(&self, addr: *mut u8, len: usize) -> Result<Mr, VerbsError> {
+    pub(crate) unsafe fn reg_mr(&self, addr: *mut u8, len: usize) -> Result<Mr, VerbsError> {
         let access = ibv_access_flags::IBV_ACCESS_LOCAL_WRITE
             | ibv_access_flags::IBV_ACCESS_REMOTE_WRITE
             | ibv_access_flags::IBV_ACCESS_REMOTE_READ;
@@ -200,7 +200,7 @@ impl Verbs {
 
     /// `ibv_reg_dmabuf_mr` on `len` bytes at `offset` of dma-buf `fd`, at I/O virtual address
     /// `iova`.
-    pub fn reg_dmabuf_mr(
+    pub(crate) fn reg_dmabuf_mr(
         &self,
         offset: u64,
         len: usize,
@@ -308,7 +308,7 @@ impl Verbs {
 
     /// Two RC queue pairs on this port connected to each other: what one posts, the other's
     /// memory answers.
-    pub fn loopback(&self) -> Result<Loopback<'_>, VerbsError> {
+    pub(crate) fn loopback(&self) -> Result<Loopback<'_>, VerbsError> {
         let a = self.create_qp()?;
         let b = match self.create_qp() {
             Ok(b) => b,
@@ -344,16 +344,16 @@ impl Drop for Verbs {
 
 /// A registered memory region (deregistered on drop).
 #[derive(Debug)]
-pub struct Mr {
+pub(crate) struct Mr {
     mr: *mut ibv_mr,
 }
 
 impl Mr {
-    pub fn lkey(&self) -> u32 {
+    pub(crate) fn lkey(&self) -> u32 {
         // SAFETY: a live region.
         unsafe { (*self.mr).lkey }
     }
-    pub fn rkey(&self) -> u32 {
+    pub(crate) fn rkey(&self) -> u32 {
         // SAFETY: a live region.
         unsafe { (*self.mr).rkey }
     }
@@ -375,14 +375,14 @@ impl Drop for Mr {
 
 /// RDMA operations a loopback pair posts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Write,
     Read,
 }
 
 /// Two connected RC queue pairs (destroyed on drop).
 #[derive(Debug)]
-pub struct Loopback<'v> {
+pub(crate) struct Loopback<'v> {
     v: &'v Verbs,
     a: *mut ibv_qp,
     b: *mut ibv_qp,
@@ -391,7 +391,7 @@ pub struct Loopback<'v> {
 impl Loopback<'_> {
     /// Post `op` on the first QP: `len` bytes between `local` (lkey of `local_mr`) and
     /// `remote` (rkey of `remote_mr`, served by the second QP), and wait for its completion.
-    pub fn transfer(
+    pub(crate) fn transfer(
         &self,
         op: Op,
         local_mr: &Mr,
@@ -536,7 +536,7 @@ unsafe fn cm_comp(id: *mut rdma_cm_id, recv: bool, what: &'static str) -> Result
 /// The server side: listen on `host:port`, call `listening`, accept one client, offer a
 /// `len`-byte buffer filled by `fill` (remote read and write), wait for the client's "done"
 /// message, and return the buffer as the client left it.
-pub fn cm_serve(
+pub(crate) fn cm_serve(
     host: &CStr,
     port: &CStr,
     len: usize,
@@ -603,7 +603,7 @@ pub fn cm_serve(
 
 /// The client side: connect to `host:port`, receive the server's offer, RDMA READ the whole
 /// buffer (returned), RDMA WRITE `write(len)` into it, and tell the server it is done.
-pub fn cm_client(
+pub(crate) fn cm_client(
     host: &CStr,
     port: &CStr,
     write: impl Fn(usize) -> Vec<u8>,

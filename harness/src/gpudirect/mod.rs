@@ -17,7 +17,7 @@ use crate::outcome::CaseStatus;
 /// The `check:` vocabulary of `suites/gpudirect.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum GpudirectCheck {
+pub(crate) enum GpudirectCheck {
     /// gpudirect §4.2: SYNC_MEMOPS set on device memory succeeds and reads back as 1; set on a
     /// host pointer fails.
     SyncMemops,

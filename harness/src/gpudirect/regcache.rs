@@ -8,10 +8,10 @@
 //! (below) and runs on a GPU with cuMemAlloc and the companion module.
 
 /// gpudirect §3.5: "round the whole pinning to 64KB".
-pub const GPU_PAGE: u64 = 64 * 1024;
+pub(crate) const GPU_PAGE: u64 = 64 * 1024;
 
 /// What the cache asks of the memory (CUDA on a GPU, a fake in tests).
-pub trait Memory {
+pub(crate) trait Memory {
     /// The driver's error (a `CUresult` on a GPU).
     type Error: std::error::Error;
     /// cuMemGetAddressRange: (base, size) of the allocation containing `p`.
@@ -21,7 +21,7 @@ pub trait Memory {
 }
 
 /// What the cache asks of the pinning side (the companion module's PIN/UNPIN on a rig).
-pub trait Pinner {
+pub(crate) trait Pinner {
     type Pin: std::fmt::Debug;
     /// The pinning side's error (an errno of PIN on a rig).
     type Error: std::error::Error;
@@ -31,7 +31,7 @@ pub trait Pinner {
 
 /// Why a lookup served no pin; the memory's and the pinner's errors as their messages.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RegCacheError {
+pub(crate) enum RegCacheError {
     #[error("{p:#x}+{len} overflows")]
     Overflow { p: u64, len: u64 },
     /// The buffer id of `p` cannot be read: freed (§3.5's tag check).
@@ -63,7 +63,7 @@ struct Entry<P> {
 
 /// How a lookup was served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// The cached pin, its buffer id unchanged.
     Hit,
     /// Nothing cached: the allocation was pinned.
@@ -74,11 +74,11 @@ pub enum Lookup {
 }
 
 /// A served pin, the 64 KB-rounded range it covers, and how it was found.
-pub type Served<'c, Pin> = (&'c Pin, (u64, u64), Lookup);
+pub(crate) type Served<'c, Pin> = (&'c Pin, (u64, u64), Lookup);
 
 /// The cache.
 #[derive(Debug)]
-pub struct RegCache<P: Pinner> {
+pub(crate) struct RegCache<P: Pinner> {
     pinner: P,
     entries: Vec<Entry<P::Pin>>,
 }
@@ -168,16 +168,18 @@ impl<P: Pinner> RegCache<P> {
         }
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
     /// Unpin everything and hand the pinner back.
-    pub fn into_pinner(mut self) -> P {
+    pub(crate) fn into_pinner(mut self) -> P {
         self.evict(|_| true);
         let RegCache { pinner, .. } = self;
         pinner

@@ -21,7 +21,7 @@ const MEMORYTYPE_DEVICE: u64 = 2;
 /// (BUFFER_ID, MEMORY_TYPE, IS_MANAGED) plus SYNC_MEMOPS after setting it; the batch agrees
 /// with one cuPointerGetAttribute per attribute; a host pointer gets an error from
 /// cuPointerGetAttribute(BUFFER_ID) ("anything else if pointer points to CPU memory").
-pub fn pointer_attributes(s: &Session) -> Step<String> {
+pub(crate) fn pointer_attributes(s: &Session) -> Step<String> {
     let p = s.alloc(1 << 20).map_err(err)?;
     let r = (|| -> Step<String> {
         if s.set_sync_memops(p) != DriverResult::CUDA_SUCCESS {
@@ -83,7 +83,7 @@ pub fn pointer_attributes(s: &Session) -> Step<String> {
 
 /// §3.5: cuMemGetAddressRange of an interior pointer gives the whole allocation; a freed
 /// pointer gives an error.
-pub fn address_range(s: &Session) -> Step<String> {
+pub(crate) fn address_range(s: &Session) -> Step<String> {
     let len = (1 << 20) + 12345;
     let p = s.alloc(len).map_err(err)?;
     let r = s.address_range(p + 77_777);
@@ -152,7 +152,7 @@ impl Pinner for KmodPinner {
 
 /// §3.5 registration cache on real allocations: miss, hit, and after cuMemFree + cuMemAlloc
 /// (the driver often hands the same VA back) never the stale pin.
-pub fn regcache_no_stale(s: &Session) -> Step<String> {
+pub(crate) fn regcache_no_stale(s: &Session) -> Step<String> {
     let mem = CudaMemory(s);
     let dev = std::path::Path::new(kmod::DEVICE)
         .exists()
@@ -221,7 +221,7 @@ pub fn regcache_no_stale(s: &Session) -> Step<String> {
 
 /// cuMemGetHandleForAddressRange(DMA_BUF_FD): a descriptor, its size (lseek to the end) at
 /// least the range; whether the exporter accepts a CPU mmap is recorded, not judged.
-pub fn dmabuf_export(s: &Session) -> Step<String> {
+pub(crate) fn dmabuf_export(s: &Session) -> Step<String> {
     let len = 2usize << 20;
     let base = s.alloc(len + (2 << 20)).map_err(err)?;
     let p = (base + (2 << 20) - 1) & !((2 << 20) - 1);

@@ -30,9 +30,9 @@ use super::results::{self, HashedFile};
 pub const MANIFEST: &str = "MANIFEST.sha256";
 pub const SIGNATURE: &str = "SIGNATURE.ed25519";
 /// Limits checked while reading a bundle, before anything is kept.
-pub const MAX_ENTRIES: usize = 10_000;
-pub const MAX_FILE_BYTES: u64 = 256 << 20;
-pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_ENTRIES: usize = 10_000;
+pub(crate) const MAX_FILE_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_TOTAL_BYTES: u64 = 1 << 30;
 /// Results-directory files bundled (others are left out: scratch, core files).
 const RESULT_FILES: &[&str] = &["results.json", "junit.xml", "report.html"];
 
@@ -40,7 +40,7 @@ const SECRET_TAG: &str = "gpucts-ed25519-secret-key";
 const PUBLIC_TAG: &str = "gpucts-ed25519-public-key";
 
 /// Whether `path` names a bundle (by its extension).
-pub fn is_bundle_name(path: &Path) -> bool {
+pub(crate) fn is_bundle_name(path: &Path) -> bool {
     path.to_string_lossy().ends_with(".tar.zst")
 }
 
@@ -204,7 +204,7 @@ fn strip_top_directory(entries: BTreeMap<String, Vec<u8>>) -> BTreeMap<String, V
 /// skipped and `./` prefixes dropped, so a bundle unpacked and repacked with `tar` reads as the
 /// one gpucts wrote; anything else that is not a plain file (a symlink, a link, a device) or
 /// whose name leaves the bundle (`..`, absolute) is refused.
-pub fn read_entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, BundleError> {
+pub(crate) fn read_entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, BundleError> {
     let at = || path.to_path_buf();
     let f = std::fs::File::open(path).map_err(|source| BundleError::Open { path: at(), source })?;
     let dec = zstd::stream::read::Decoder::new(f)
@@ -279,7 +279,7 @@ pub fn read_entries(path: &Path) -> Result<BTreeMap<String, Vec<u8>>, BundleErro
 }
 
 /// The `results.json` in a bundle: its shown name and bytes.
-pub fn read_results(path: &Path) -> Result<(String, Vec<u8>), BundleError> {
+pub(crate) fn read_results(path: &Path) -> Result<(String, Vec<u8>), BundleError> {
     let mut entries = read_entries(path)?;
     let name = "results/results.json";
     match entries.remove(name) {
@@ -293,7 +293,7 @@ pub fn read_results(path: &Path) -> Result<(String, Vec<u8>), BundleError> {
 
 /// The `results.json` of `path`: a results directory, the file itself, or a bundle
 /// (`.tar.zst`) holding it.
-pub fn load_results(path: &Path) -> Result<results::Results, BundleError> {
+pub(crate) fn load_results(path: &Path) -> Result<results::Results, BundleError> {
     if is_bundle_name(path) && !path.is_dir() {
         let (name, bytes) = read_results(path)?;
         return results::parse(&name, &bytes).map_err(|e| BundleError::Results(Box::new(e)));
@@ -490,7 +490,7 @@ pub fn create(
 
 /// Write `entries` as a zstd-compressed tar (written beside `out` then renamed, so a failed
 /// write leaves no half bundle).
-pub fn write_tar_zst(out: &Path, entries: &[(String, Vec<u8>)]) -> Result<(), BundleError> {
+pub(crate) fn write_tar_zst(out: &Path, entries: &[(String, Vec<u8>)]) -> Result<(), BundleError> {
     let tmp = out.with_extension("partial");
     let err = io_at(out);
     {

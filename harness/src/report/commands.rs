@@ -8,9 +8,9 @@ use clap::{Args, Subcommand};
 
 use super::{bundle, diff, html, merge, results};
 
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FINDING: i32 = 1;
-pub const EXIT_UNREADABLE: i32 = 2;
+pub(crate) const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_FINDING: i32 = 1;
+pub(crate) const EXIT_UNREADABLE: i32 = 2;
 
 fn error(msg: impl std::fmt::Display) {
     eprintln!("gpucts: {msg}");

@@ -77,7 +77,7 @@ pub struct Finding {
 /// minutes apart, reports/rigs/h200-2026-11-26) moved instances/s by up to 29 % (a run's
 /// per-launch band does not cover a later run's drift); at 20 % a nightly against its own
 /// baseline flagged 3 and 16 of 468 cases, at 30 % none. Halving is still a regression.
-pub const DEFAULT_TOLERANCE_PCT: f64 = 35.0;
+pub(crate) const DEFAULT_TOLERANCE_PCT: f64 = 35.0;
 
 /// How figures are compared.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -384,6 +384,59 @@ fn machine_checks(base: &Results, new: &Results, opts: Options) -> Vec<MachineCh
         .collect()
 }
 
+/// The tags `n` gained or lost against `b`: a tag qualifies a verdict and changes no
+/// verdict, so each is shown and none is a regression.
+fn tag_findings(id: &str, b: &StoredCase, n: &StoredCase, findings: &mut Vec<Finding>) {
+    let (bt, nt) = (b.status.tags(), n.status.tags());
+    for (kind, t) in nt
+        .iter()
+        .filter(|t| !bt.contains(t))
+        .map(|t| (Kind::TagAdded, t))
+        .chain(
+            bt.iter()
+                .filter(|t| !nt.contains(t))
+                .map(|t| (Kind::TagRemoved, t)),
+        )
+    {
+        findings.push(Finding {
+            kind,
+            case: format!("{id}: {t}"),
+            base: verdict_text(b),
+            new: verdict_text(n),
+            regression: false,
+        });
+    }
+}
+
+/// The figures of a case both sides measured, on machines whose figures are compared;
+/// `tol` is the tolerance as a fraction.
+fn figure_findings(
+    base: &Results,
+    new: &Results,
+    machines: &[MachineCheck],
+    tol: f64,
+    findings: &mut Vec<Finding>,
+) {
+    for (case, bfigs) in &base.figures {
+        let Some(nfigs) = new.figures.get(case) else {
+            continue;
+        };
+        let (node, _) = machine_of(base, case);
+        let compared = machines
+            .iter()
+            .find(|m| m.node == node)
+            .is_none_or(|m| m.figures_compared);
+        if !compared {
+            continue;
+        }
+        for bf in bfigs {
+            if let Some(nf) = nfigs.iter().find(|f| f.name() == bf.name()) {
+                compare_figures(case, bf, nf, tol, findings);
+            }
+        }
+    }
+}
+
 /// Compare `base` with `new`; `base_name`/`new_name` label them.
 pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str, opts: Options) -> Diff {
     let mut findings = Vec::new();
@@ -432,26 +485,7 @@ pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str, opts
                         regression,
                     });
                 }
-                // A tag qualifies a verdict and changes no verdict: shown, not a regression.
-                let (bt, nt) = (b.status.tags(), n.status.tags());
-                for (kind, t) in nt
-                    .iter()
-                    .filter(|t| !bt.contains(t))
-                    .map(|t| (Kind::TagAdded, t))
-                    .chain(
-                        bt.iter()
-                            .filter(|t| !nt.contains(t))
-                            .map(|t| (Kind::TagRemoved, t)),
-                    )
-                {
-                    findings.push(Finding {
-                        kind,
-                        case: format!("{id}: {t}"),
-                        base: verdict_text(b),
-                        new: verdict_text(n),
-                        regression: false,
-                    });
-                }
+                tag_findings(id, b, n, &mut findings);
             }
             // A whole suite added or removed is one finding above, not one per case.
             (None, Some(n)) if ba.contains_key(&n.area) => findings.push(Finding {
@@ -472,25 +506,13 @@ pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str, opts
         }
     }
     let machines = machine_checks(base, new, opts);
-    let tol = opts.tolerance_pct / 100.0;
-    for (case, bfigs) in &base.figures {
-        let Some(nfigs) = new.figures.get(case) else {
-            continue;
-        };
-        let (node, _) = machine_of(base, case);
-        let compared = machines
-            .iter()
-            .find(|m| m.node == node)
-            .is_none_or(|m| m.figures_compared);
-        if !compared {
-            continue;
-        }
-        for bf in bfigs {
-            if let Some(nf) = nfigs.iter().find(|f| f.name() == bf.name()) {
-                compare_figures(case, bf, nf, tol, &mut findings);
-            }
-        }
-    }
+    figure_findings(
+        base,
+        new,
+        &machines,
+        opts.tolerance_pct / 100.0,
+        &mut findings,
+    );
     findings.sort_by(|a, b| (a.kind, &a.case).cmp(&(b.kind, &b.case)));
     let mut counts = BTreeMap::new();
     for f in &findings {
@@ -510,7 +532,7 @@ pub fn diff(base: &Results, new: &Results, base_name: &str, new_name: &str, opts
 
 impl Diff {
     /// The text form: one line per finding, then a closing line.
-    pub fn render_text(&self) -> String {
+    pub(crate) fn render_text(&self) -> String {
         let mut s = format!("gpucts diff: {} -> {}\n", self.base, self.new);
         for m in self.machines.iter().filter(|m| !m.same) {
             s += &m.line();

@@ -31,7 +31,7 @@ pub struct ReportFormat {
 
 /// Every report a run writes, in the order the closing lines name them: JUnit first (the file
 /// CI reads), then results.json, then the rest.
-pub static REPORTS: &[ReportFormat] = &[
+pub(crate) static REPORTS: &[ReportFormat] = &[
     ReportFormat::rendered("junit", "JUnit report", "junit.xml", |r| {
         text(super::junit::render(r))
     }),

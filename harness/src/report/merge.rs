@@ -16,7 +16,7 @@ use super::results::group_verdict;
 use super::results::{Counts, NodeInfo, Results, VerdictName, SCHEMA_VERSION};
 
 /// The most nodes merged at once.
-pub const MAX_NODES: usize = 4096;
+pub(crate) const MAX_NODES: usize = 4096;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Cell {
@@ -70,7 +70,7 @@ fn modal<T: Ord + Clone>(values: &[T], rank: impl Fn(&T) -> u8) -> Option<T> {
 }
 
 /// The fleet view of a merged set; `None` when it has no nodes.
-pub fn fleet_view(r: &Results) -> Option<FleetView> {
+pub(crate) fn fleet_view(r: &Results) -> Option<FleetView> {
     if r.nodes.is_empty() {
         return None;
     }
@@ -82,7 +82,46 @@ pub fn fleet_view(r: &Results) -> Option<FleetView> {
         .into_iter()
         .collect();
     let mut outliers = Vec::new();
-    // Verdicts: a node whose verdict for a case is not the fleet's most common one.
+    verdict_outliers(r, &mut outliers);
+    figure_outliers(r, &mut outliers);
+    machine_outliers(r, &mut outliers);
+    let flagged: BTreeSet<&str> = outliers.iter().map(|o| o.node.as_str()).collect();
+    let nodes = r
+        .nodes
+        .iter()
+        .map(|n| {
+            let cells = suites
+                .iter()
+                .map(|s| {
+                    let counts = Counts::of(
+                        r.cases
+                            .iter()
+                            .filter(|c| c.node.as_deref() == Some(&n.name) && &c.area == s),
+                    );
+                    Cell {
+                        verdict: group_verdict(&counts),
+                        counts,
+                    }
+                })
+                .collect();
+            NodeRow {
+                name: n.name.clone(),
+                gpu: n.fingerprint.get("gpu").cloned().unwrap_or_default(),
+                driver: n.fingerprint.get("driver").cloned().unwrap_or_default(),
+                cells,
+                outlier: flagged.contains(n.name.as_str()),
+            }
+        })
+        .collect();
+    Some(FleetView {
+        suites,
+        nodes,
+        outliers,
+    })
+}
+
+/// Verdicts: a node whose verdict for a case is not the fleet's most common one.
+fn verdict_outliers(r: &Results, outliers: &mut Vec<Outlier>) {
     let mut by_case: BTreeMap<&str, Vec<(&str, VerdictName)>> = BTreeMap::new();
     for c in &r.cases {
         if let Some(n) = &c.node {
@@ -107,7 +146,10 @@ pub fn fleet_view(r: &Results) -> Option<FleetView> {
             }
         }
     }
-    // Figures: a node whose scalar median lies outside every other node's min..=max.
+}
+
+/// Figures: a node whose scalar median lies outside every other node's min..=max.
+fn figure_outliers(r: &Results, outliers: &mut Vec<Outlier>) {
     // (case, figure) -> (node, min, median, max, unit)
     type NodeValue = (String, f64, f64, f64, String);
     let mut scalars: BTreeMap<(String, String), Vec<NodeValue>> = BTreeMap::new();
@@ -153,7 +195,10 @@ pub fn fleet_view(r: &Results) -> Option<FleetView> {
             }
         }
     }
-    // Machines: a node whose driver or GPU is not the fleet's most common.
+}
+
+/// Machines: a node whose driver, GPU or CUDA is not the fleet's most common.
+fn machine_outliers(r: &Results, outliers: &mut Vec<Outlier>) {
     for key in ["driver", "gpu", "cuda"] {
         let values: Vec<String> = r
             .nodes
@@ -172,39 +217,6 @@ pub fn fleet_view(r: &Results) -> Option<FleetView> {
             }
         }
     }
-    let flagged: BTreeSet<&str> = outliers.iter().map(|o| o.node.as_str()).collect();
-    let nodes = r
-        .nodes
-        .iter()
-        .map(|n| {
-            let cells = suites
-                .iter()
-                .map(|s| {
-                    let counts = Counts::of(
-                        r.cases
-                            .iter()
-                            .filter(|c| c.node.as_deref() == Some(&n.name) && &c.area == s),
-                    );
-                    Cell {
-                        verdict: group_verdict(&counts),
-                        counts,
-                    }
-                })
-                .collect();
-            NodeRow {
-                name: n.name.clone(),
-                gpu: n.fingerprint.get("gpu").cloned().unwrap_or_default(),
-                driver: n.fingerprint.get("driver").cloned().unwrap_or_default(),
-                cells,
-                outlier: flagged.contains(n.name.as_str()),
-            }
-        })
-        .collect();
-    Some(FleetView {
-        suites,
-        nodes,
-        outliers,
-    })
 }
 
 fn node_name(dir: &Path) -> String {

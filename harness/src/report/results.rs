@@ -48,7 +48,7 @@ pub fn parse(shown: &str, bytes: &[u8]) -> Result<Results, ReadError> {
 
 /// `git rev-parse HEAD` of `root` (with `-dirty` when `git status` lists changes); `None`
 /// outside a checkout or when git is missing or slow (5 s each).
-pub fn git_state(root: &Path) -> Option<String> {
+pub(crate) fn git_state(root: &Path) -> Option<String> {
     let head = git(root, &["rev-parse", "HEAD"])?;
     let status = git(root, &["status", "--porcelain", "--untracked-files=no"])?;
     let head = head.trim().to_string();
@@ -75,7 +75,7 @@ fn git(root: &Path, args: &[&str]) -> Option<String> {
 }
 
 /// The directory a results path names (for files written beside it).
-pub fn dir_of(path: &Path) -> PathBuf {
+pub(crate) fn dir_of(path: &Path) -> PathBuf {
     if path.is_dir() {
         path.to_path_buf()
     } else {

@@ -15,7 +15,7 @@ use crate::runner::sink::{Event, Sink};
 use crate::runner::{CaseResult, Tally};
 
 /// The report name of a run: the suite arguments' stems joined by `+` (`abi+atomics`).
-pub fn report_name(suites: &[String]) -> String {
+pub(crate) fn report_name(suites: &[String]) -> String {
     let names: Vec<String> = suites
         .iter()
         .map(|s| {
@@ -29,7 +29,13 @@ pub fn report_name(suites: &[String]) -> String {
 }
 
 /// The line printed (to stderr) before the cases run.
-pub fn banner(cases: usize, name: &str, gpu: Option<&str>, have: usize, known: usize) -> String {
+pub(crate) fn banner(
+    cases: usize,
+    name: &str,
+    gpu: Option<&str>,
+    have: usize,
+    known: usize,
+) -> String {
     format!(
         "gpucts {}: {cases} cases from {name} | gpu: {} | toolchain: {have}/{known} components",
         env!("CARGO_PKG_VERSION"),
@@ -166,7 +172,7 @@ impl ReportPaths {
 /// A report path that cannot be written: the path and the OS error.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot {what} {}: {source}", path.display())]
-pub struct PathError {
+pub(crate) struct PathError {
     what: &'static str,
     path: PathBuf,
     source: std::io::Error,
@@ -176,7 +182,11 @@ pub struct PathError {
 /// under `root`; every other report beside it), checked before anything runs: the directory
 /// is created and each file is opened for writing (a file that did not exist is removed
 /// again), so a run never ends with reports it cannot write.
-pub fn prepare(junit: Option<&Path>, root: &Path, name: &str) -> Result<ReportPaths, PathError> {
+pub(crate) fn prepare(
+    junit: Option<&Path>,
+    root: &Path,
+    name: &str,
+) -> Result<ReportPaths, PathError> {
     let default_junit = || {
         let stamp = time::OffsetDateTime::now_utc()
             .format(time::macros::format_description!(
@@ -340,7 +350,7 @@ fn write_file(path: &Path, bytes: &[u8]) -> Option<String> {
 /// The sink that writes a run's reports when the run finishes ([`write`]); the console's
 /// closing lines then name what it wrote ([`ReportSink::written`]).
 #[derive(Debug)]
-pub struct ReportSink {
+pub(crate) struct ReportSink {
     paths: ReportPaths,
     record: RunRecord,
     fingerprint: BTreeMap<String, String>,
@@ -391,7 +401,11 @@ impl Sink for ReportSink {
 /// passes with a control without weak outcomes when there are any. `, N waived` and `, N
 /// flaky` are appended to the tally only when non-zero, with how they map to libtest's
 /// `ignored` and `passed` counts.
-pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -> Vec<String> {
+pub(crate) fn closing_lines(
+    results: &[CaseResult],
+    tally: &Tally,
+    written: &Written,
+) -> Vec<String> {
     let mut lines = Vec::new();
     for r in results {
         if let Verdict::StaleWaiver { waiver } = &r.verdict {
@@ -453,7 +467,7 @@ pub fn closing_lines(results: &[CaseResult], tally: &Tally, written: &Written) -
 /// `N passed, M of them with a control that showed no weak outcome`, when M > 0: how many
 /// passes rest on a stress whose relaxed control never showed its weak outcome (a contract
 /// CI scripts parse).
-pub fn weak_control_line(tally: &Tally) -> Option<String> {
+pub(crate) fn weak_control_line(tally: &Tally) -> Option<String> {
     (tally.control_without_weak_outcomes > 0).then(|| {
         format!(
             "{} passed, {} of them with a control that showed no weak outcome",
@@ -464,7 +478,7 @@ pub fn weak_control_line(tally: &Tally) -> Option<String> {
 
 /// The JSON event that ends a `--format json` stream: where the reports went and what could
 /// not be written.
-pub fn report_event(written: &Written, tally: &Tally) -> serde_json::Value {
+pub(crate) fn report_event(written: &Written, tally: &Tally) -> serde_json::Value {
     let mut event = serde_json::Map::new();
     event.insert("type".into(), "report".into());
     for report in REPORTS {

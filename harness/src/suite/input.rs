@@ -12,7 +12,7 @@ use super::SuiteError;
 
 /// The largest input file read (16 MiB: the shipped suites are under 100 KiB; a larger file is
 /// almost certainly not a hand-written suite).
-pub const MAX_INPUT_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_INPUT_BYTES: u64 = 16 << 20;
 
 fn err(path: &Path, line: u64, column: u64, message: String) -> SuiteError {
     SuiteError {
@@ -24,12 +24,12 @@ fn err(path: &Path, line: u64, column: u64, message: String) -> SuiteError {
 }
 
 /// Read `path` as text under [`MAX_INPUT_BYTES`].
-pub fn read_text(path: &Path) -> Result<String, SuiteError> {
+pub(crate) fn read_text(path: &Path) -> Result<String, SuiteError> {
     read_text_limited(path, MAX_INPUT_BYTES)
 }
 
 /// Read `path` as text, refusing anything but a regular file of at most `limit` bytes.
-pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, SuiteError> {
+pub(crate) fn read_text_limited(path: &Path, limit: u64) -> Result<String, SuiteError> {
     // `metadata` follows symbolic links and does not open the file, so a FIFO is refused
     // before `open` could block on it.
     let meta = std::fs::metadata(path).map_err(|e| err(path, 0, 0, format!("cannot read: {e}")))?;
@@ -77,7 +77,7 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, SuiteError> 
 
 /// Bytes → text: UTF-8 (else an error at the line and column of the first invalid byte), a
 /// leading byte-order mark dropped, and CRLF and lone CR line ends turned into LF.
-pub fn decode(path: &Path, bytes: &[u8]) -> Result<String, SuiteError> {
+pub(crate) fn decode(path: &Path, bytes: &[u8]) -> Result<String, SuiteError> {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -100,7 +100,7 @@ pub fn decode(path: &Path, bytes: &[u8]) -> Result<String, SuiteError> {
 }
 
 /// CRLF → LF and a lone CR → LF (YAML 1.2 §5.4: all three are line breaks).
-pub fn normalize_line_ends(text: &str) -> String {
+pub(crate) fn normalize_line_ends(text: &str) -> String {
     if !text.contains('\r') {
         return text.to_string();
     }

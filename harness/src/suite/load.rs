@@ -94,11 +94,11 @@ pub struct LoadedSuite {
 const DEFAULT_TIMEOUT_S: f64 = 120.0;
 /// The longest per-case timeout a suite may ask for (one day): a larger figure is a typo, and
 /// `Duration::from_secs_f64` panics on infinity.
-pub const MAX_TIMEOUT_S: f64 = 86_400.0;
+pub(crate) const MAX_TIMEOUT_S: f64 = 86_400.0;
 
 /// What each key of a suite file holds, in the suite format's terms, so that an error names
 /// the field and what is allowed.
-pub fn suite_field_help(field: &str) -> Option<&'static str> {
+pub(crate) fn suite_field_help(field: &str) -> Option<&'static str> {
     Some(match field {
         "area" => "`area:` names the spec area (abi, xcall, syscalls, atomics, dwarf, gpudirect, selftest)",
         "description" => "`description:` is free text",
@@ -120,7 +120,7 @@ pub fn suite_field_help(field: &str) -> Option<&'static str> {
 
 /// Whether an id (expanded or a template, when `template`) obeys the id rule: dotted, non-empty
 /// segments of `[A-Za-z0-9_+-]` (`{}` allowed in templates only).
-pub fn id_is_well_formed(id: &str, template: bool) -> bool {
+pub(crate) fn id_is_well_formed(id: &str, template: bool) -> bool {
     !id.is_empty()
         && id.split('.').all(|seg| {
             !seg.is_empty()
@@ -147,7 +147,7 @@ impl Default for Limits {
 
 impl Limits {
     /// The default limits, with `--max-cases` when given.
-    pub fn with_max_cases(max_cases_per_entry: Option<u64>) -> Limits {
+    pub(crate) fn with_max_cases(max_cases_per_entry: Option<u64>) -> Limits {
         Limits {
             max_cases_per_entry: max_cases_per_entry.unwrap_or(matrix::MAX_CASES_PER_ENTRY),
         }
@@ -156,12 +156,13 @@ impl Limits {
 
 /// Load one suite file, parsing its checks with the parser `areas` has for its `area:`. Every
 /// problem found is returned, not only the first.
-pub fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteError>> {
+#[cfg(test)]
+pub(crate) fn load_file(path: &Path, areas: &Areas) -> Result<LoadedSuite, Vec<SuiteError>> {
     load_file_with(path, areas, &Limits::default())
 }
 
 /// [`load_file`] within `limits`.
-pub fn load_file_with(
+pub(crate) fn load_file_with(
     path: &Path,
     areas: &Areas,
     limits: &Limits,
@@ -171,7 +172,7 @@ pub fn load_file_with(
 }
 
 /// [`load_text`] on raw bytes (UTF-8 checked with a position; line ends normalised).
-pub fn load_bytes(
+pub(crate) fn load_bytes(
     path: &Path,
     bytes: &[u8],
     areas: &Areas,
@@ -442,7 +443,7 @@ fn field_at(text: &str, line: u64, column: u64) -> Option<String> {
 /// A YAML reader's message rewritten in the file format's terms: no library advice ("set
 /// DuplicateKeyPolicy in Options", "use Option<String>", "untagged enum"), the field named
 /// (from the source line), and what the field allows when `help` knows it.
-pub fn explain(
+pub(crate) fn explain(
     text: &str,
     line: u64,
     column: u64,
@@ -541,7 +542,7 @@ pub fn explain(
 
 /// How every gpucts YAML file is read: duplicate keys are errors, and only YAML 1.2 spellings
 /// are booleans (so a matrix value `y` or `no` stays a string).
-pub fn yaml_options() -> serde_saphyr::Options {
+pub(crate) fn yaml_options() -> serde_saphyr::Options {
     let mut o = serde_saphyr::Options::default();
     o.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
     o.strict_booleans = true;
@@ -549,7 +550,9 @@ pub fn yaml_options() -> serde_saphyr::Options {
 }
 
 /// Parse YAML text with [`yaml_options`]; the error is `(line, column, message)`.
-pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, (u64, u64, String)> {
+pub(crate) fn from_yaml<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> Result<T, (u64, u64, String)> {
     let text = super::input::normalize_line_ends(text);
     serde_saphyr::from_str_with_options(&text, yaml_options()).map_err(|e| {
         let (l, c) = e
@@ -561,7 +564,7 @@ pub fn from_yaml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, (u64, 
 }
 
 /// serde-saphyr's message without its snippet and trailing position (we print `file:line:col`).
-pub fn bare_message(e: &serde_saphyr::Error) -> String {
+pub(crate) fn bare_message(e: &serde_saphyr::Error) -> String {
     let msg = e.without_snippet().to_string();
     let first = msg.lines().next().unwrap_or("").trim();
     match first.rfind(" at line ") {
@@ -572,7 +575,7 @@ pub fn bare_message(e: &serde_saphyr::Error) -> String {
 
 /// A `--suite` argument that names no suite file.
 #[derive(Debug, thiserror::Error)]
-pub enum SuiteArgError {
+pub(crate) enum SuiteArgError {
     #[error("cannot list {}: {source}", dir.display())]
     ListDir {
         dir: PathBuf,
@@ -590,7 +593,10 @@ pub enum SuiteArgError {
 }
 
 /// Turn a `--suite` argument into files: `all`, a stem under `suites_dir`, or a path.
-pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, SuiteArgError> {
+pub(crate) fn resolve_suite_arg(
+    arg: &str,
+    suites_dir: &Path,
+) -> Result<Vec<PathBuf>, SuiteArgError> {
     if arg == "all" {
         let mut files: Vec<PathBuf> = std::fs::read_dir(suites_dir)
             .map_err(|source| SuiteArgError::ListDir {
@@ -639,12 +645,15 @@ pub fn resolve_suite_arg(arg: &str, suites_dir: &Path) -> Result<Vec<PathBuf>, S
 }
 
 /// Load several files; ids must be unique across all of them.
-pub fn load_suites(files: &[PathBuf], areas: &Areas) -> Result<Vec<LoadedSuite>, Vec<SuiteError>> {
+pub(crate) fn load_suites(
+    files: &[PathBuf],
+    areas: &Areas,
+) -> Result<Vec<LoadedSuite>, Vec<SuiteError>> {
     load_suites_with(files, areas, &Limits::default())
 }
 
 /// [`load_suites`] within `limits`.
-pub fn load_suites_with(
+pub(crate) fn load_suites_with(
     files: &[PathBuf],
     areas: &Areas,
     limits: &Limits,

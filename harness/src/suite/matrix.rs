@@ -61,7 +61,7 @@ impl<'de> Deserialize<'de> for Axis {
 }
 
 /// The values chosen for one expanded case.
-pub type Params = BTreeMap<String, Value>;
+pub(crate) type Params = BTreeMap<String, Value>;
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum MatrixError {
@@ -93,7 +93,7 @@ pub enum MatrixError {
 }
 
 /// Cases one suite entry may expand to by default (`--max-cases` raises it).
-pub const MAX_CASES_PER_ENTRY: u64 = 100_000;
+pub(crate) const MAX_CASES_PER_ENTRY: u64 = 100_000;
 
 fn scalar_text(v: &Value) -> Option<String> {
     match v {
@@ -122,7 +122,7 @@ fn placeholders(template: &str) -> Vec<String> {
 }
 
 /// Replace `{key}` in `text` by the values of `params`.
-pub fn substitute_text(text: &str, params: &Params) -> String {
+pub(crate) fn substitute_text(text: &str, params: &Params) -> String {
     let mut s = text.to_string();
     for (k, v) in params {
         let needle = format!("{{{k}}}");
@@ -136,7 +136,7 @@ pub fn substitute_text(text: &str, params: &Params) -> String {
 /// Replace placeholders in a check's content: a string that is exactly `{key}` takes the
 /// value with its type (so `{size}` can stand for a number); other strings are substituted as
 /// text. Map keys are left alone.
-pub fn substitute_value(value: &Value, params: &Params) -> Value {
+pub(crate) fn substitute_value(value: &Value, params: &Params) -> Value {
     match value {
         Value::String(s) => {
             if let Some(key) = s.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
@@ -180,7 +180,7 @@ fn axis_len(axis: &Axis) -> u128 {
 
 /// [`expand`] with a limit on the cases: the product is computed with checked 128-bit
 /// arithmetic from the axis lengths before any value is materialised.
-pub fn expand_limited(
+pub(crate) fn expand_limited(
     id_template: &str,
     matrix: &BTreeMap<String, Axis>,
     table: &[Params],

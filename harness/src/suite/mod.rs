@@ -14,13 +14,13 @@ mod load;
 mod matrix;
 mod validate;
 
-pub use load::{
-    bare_message, explain, from_yaml, id_is_well_formed, load_bytes, load_file, load_file_with,
-    load_suites, load_suites_with, load_text, resolve_suite_arg, suite_field_help, yaml_options,
-    Limits, LoadedSuite, SuiteArgError, SuiteError, MAX_TIMEOUT_S,
+pub(crate) use load::{
+    bare_message, explain, from_yaml, load_bytes, load_file_with, load_suites, load_suites_with,
+    resolve_suite_arg, yaml_options, LoadedSuite, SuiteError,
 };
-pub use matrix::{expand, expand_limited, MatrixError, Params, MAX_CASES_PER_ENTRY};
-pub use validate::validate_cases;
+pub use load::{load_text, Limits};
+pub use matrix::expand;
+pub(crate) use validate::validate_cases;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -65,6 +65,10 @@ impl std::fmt::Display for Origin {
         write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
     }
 }
+
+// Unit tests load one suite file without the run around it.
+#[cfg(test)]
+pub(crate) use load::load_file;
 
 #[cfg(test)]
 mod tests {

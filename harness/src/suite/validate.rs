@@ -16,7 +16,7 @@ const MAX_PER_ENTRY: usize = 10;
 
 /// Every problem the cases' areas find, in file order, each with its position. Empty: a run
 /// meets none of them.
-pub fn validate_cases(suites: &[LoadedSuite], root: &Path) -> Vec<SuiteError> {
+pub(crate) fn validate_cases(suites: &[LoadedSuite], root: &Path) -> Vec<SuiteError> {
     let ctx = ValidateContext { root };
     let mut out = Vec::new();
     for s in suites {

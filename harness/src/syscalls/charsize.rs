@@ -14,7 +14,7 @@ use crate::outcome::CaseStatus;
 use super::producers::{batch, Producer};
 
 /// What the chapter requires of `charSize`.
-pub const CHAR_SIZE: i64 = 1;
+pub(crate) const CHAR_SIZE: i64 = 1;
 
 /// Every `__assertfail` call's fifth argument is the immediate 1 (one byte per character).
 pub fn judge(calls: &[crate::abi::lint::syscalls::CallSite]) -> Result<usize, String> {

@@ -49,7 +49,7 @@ impl GpuCase {
 
 /// A value printed by one [`PRINTF`] entry, as the host passes it to `snprintf`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum HostArg {
+pub(crate) enum HostArg {
     None,
     Int(i32),
     UInt(u32),
@@ -62,7 +62,7 @@ pub enum HostArg {
 
 impl HostArg {
     /// The C type passed to snprintf.
-    pub fn c_type(self) -> &'static str {
+    pub(crate) fn c_type(self) -> &'static str {
         match self {
             HostArg::None => "(no)",
             HostArg::Int(_) => "int",
@@ -77,11 +77,11 @@ impl HostArg {
 }
 
 /// (id, format, the value as a CUDA C++ expression, the same value for the host).
-pub type PrintfEntry = (&'static str, &'static str, &'static str, HostArg);
+pub(crate) type PrintfEntry = (&'static str, &'static str, &'static str, HostArg);
 
 /// Every conversion the CUDA printf documentation lists, with flags, widths, precisions and
 /// length modifiers.
-pub const PRINTF: &[PrintfEntry] = &[
+pub(crate) const PRINTF: &[PrintfEntry] = &[
     ("d", "%d", "-42", HostArg::Int(-42)),
     ("i", "%i", "17", HostArg::Int(17)),
     ("u", "%u", "4000000000u", HostArg::UInt(4_000_000_000)),
@@ -180,13 +180,13 @@ pub const PRINTF: &[PrintfEntry] = &[
     ("hd_truncates", "%hd", "70000", HostArg::Int(70000)),
 ];
 
-pub fn printf_entry(id: &str) -> Option<&'static PrintfEntry> {
+pub(crate) fn printf_entry(id: &str) -> Option<&'static PrintfEntry> {
     PRINTF.iter().find(|e| e.0 == id)
 }
 
 /// Why the host C library could not render a printf entry.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HostPrintfError {
+pub(crate) enum HostPrintfError {
     /// The format or a `%s` argument holds a NUL byte, which C strings cannot carry.
     #[error(transparent)]
     Nul(#[from] std::ffi::NulError),
@@ -258,7 +258,7 @@ fn takes_exactly(format: &str, arg: HostArg) -> bool {
 }
 
 /// The host C library's rendering of `format` with `arg`.
-pub fn host_printf(format: &str, arg: HostArg) -> Result<String, HostPrintfError> {
+pub(crate) fn host_printf(format: &str, arg: HostArg) -> Result<String, HostPrintfError> {
     if !takes_exactly(format, arg) {
         return Err(HostPrintfError::Mismatch {
             format: format.to_string(),
@@ -297,7 +297,7 @@ pub fn host_printf(format: &str, arg: HostArg) -> Result<String, HostPrintfError
 }
 
 /// The device output of a one-line printf against the host's line.
-pub fn compare_printf(expected: &str, captured: &str) -> CaseStatus {
+pub(crate) fn compare_printf(expected: &str, captured: &str) -> CaseStatus {
     let want = format!("{expected}\n");
     if captured == want {
         CaseStatus::pass_with(format!("{expected:?}"))
@@ -307,13 +307,13 @@ pub fn compare_printf(expected: &str, captured: &str) -> CaseStatus {
 }
 
 /// Threads and lines per thread of the order case.
-pub const ORDER_THREADS: u32 = 64;
-pub const ORDER_LINES: u32 = 8;
+pub(crate) const ORDER_THREADS: u32 = 64;
+pub(crate) const ORDER_LINES: u32 = 8;
 
 /// How the captured output of the order case diverges from each thread's lines in the order
 /// it printed them (ptx-interop ch. 3, printf); `line` counts from 1.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum OrderDivergence {
+pub(crate) enum OrderDivergence {
     #[error("line {line}: unexpected `{text}`")]
     Unexpected { line: usize, text: String },
     #[error("line {line}: thread {thread} out of range")]
@@ -334,7 +334,7 @@ pub enum OrderDivergence {
 }
 
 /// Every thread's lines `T<t> L<i>` present once, and for each thread in increasing `i`.
-pub fn check_per_thread_order(
+pub(crate) fn check_per_thread_order(
     captured: &str,
     threads: u32,
     lines: u32,
@@ -376,18 +376,18 @@ pub fn check_per_thread_order(
 }
 
 /// Lines of the FIFO case: each is `F<nnnnnn> ` plus padding to 64 bytes with the newline.
-pub const FIFO_LINES: u32 = 4096;
-pub const FIFO_LINE_BYTES: usize = 64;
-pub const FIFO_LIMIT: usize = 64 * 1024;
+pub(crate) const FIFO_LINES: u32 = 4096;
+pub(crate) const FIFO_LINE_BYTES: usize = 64;
+pub(crate) const FIFO_LIMIT: usize = 64 * 1024;
 
-pub fn fifo_line(i: u32) -> String {
+pub(crate) fn fifo_line(i: u32) -> String {
     format!("F{i:06} {}", "x".repeat(FIFO_LINE_BYTES - 9))
 }
 
 /// How the FIFO case's output diverges from whole printed lines in the order they were
 /// printed, some dropped (`CU_LIMIT_PRINTF_FIFO_SIZE`); `line` counts from 1 in the output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TruncationDivergence {
+pub(crate) enum TruncationDivergence {
     #[error("no output at all")]
     NoOutput,
     #[error("line {line} is `{text}`, not a whole line that was printed")]
@@ -404,7 +404,7 @@ pub enum TruncationDivergence {
 
 /// What arrived through an overflowing FIFO: the printed lines, as runs of consecutive ones.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kept {
+pub(crate) struct Kept {
     /// `(first, last)` printed line of each run, in output order.
     pub runs: Vec<(u32, u32)>,
 }
@@ -437,7 +437,7 @@ impl std::fmt::Display for Kept {
 /// capture's). (The FIFO holds
 /// printf records, format pointer and arguments, not rendered text, so the text that arrives
 /// may be longer than the FIFO.)
-pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDivergence> {
+pub(crate) fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDivergence> {
     if captured.is_empty() {
         return Err(TruncationDivergence::NoOutput);
     }
@@ -483,7 +483,7 @@ pub fn check_truncation(captured: &str, lines: u32) -> Result<Kept, TruncationDi
 /// How the blocks of the malloc case diverge from distinct, 16-byte-aligned blocks within
 /// the heap (ptx-interop ch. 3, malloc).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BlockDivergence {
+pub(crate) enum BlockDivergence {
     #[error("thread {thread}: malloc({size}) returned NULL within the heap")]
     Null { thread: usize, size: u64 },
     #[error("thread {thread}: block {block:#x} is not 16-byte aligned")]
@@ -493,7 +493,7 @@ pub enum BlockDivergence {
 }
 
 /// Heap blocks: every pointer non-null, 16-byte aligned, ranges disjoint.
-pub fn check_blocks(ptrs: &[u64], size: u64) -> Result<(), BlockDivergence> {
+pub(crate) fn check_blocks(ptrs: &[u64], size: u64) -> Result<(), BlockDivergence> {
     let mut sorted = ptrs.to_vec();
     sorted.sort_unstable();
     for (i, &p) in ptrs.iter().enumerate() {
@@ -523,13 +523,13 @@ pub fn check_blocks(ptrs: &[u64], size: u64) -> Result<(), BlockDivergence> {
 /// the names of the missing parts (`message`, `file`, `line`, `function`) and the output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("missing the {}: {output:?}", missing.join(", "))]
-pub struct AssertDivergence {
+pub(crate) struct AssertDivergence {
     pub missing: Vec<&'static str>,
     pub output: String,
 }
 
 /// The assert output names the message, file, line and function it was given.
-pub fn check_assert_output(
+pub(crate) fn check_assert_output(
     output: &str,
     message: &str,
     file: &str,
@@ -559,7 +559,7 @@ pub fn check_assert_output(
 /// Why a GPU case could not reach its verdict (an error, not a divergence): the kernel did not
 /// compile, the driver refused a call, the output could not be captured.
 #[derive(Debug, thiserror::Error)]
-pub enum GpuCaseError {
+pub(crate) enum GpuCaseError {
     #[error("no printf entry `{0}`")]
     NoPrintfEntry(String),
     #[error(transparent)]
@@ -653,7 +653,7 @@ pub fn run(ctx: &CaseContext, case: &GpuCase) -> CaseStatus {
 }
 
 /// A kernel `name` that prints one entry's format and value followed by a newline.
-pub fn printf_source(name: &str, fmt: &str, dev: &str, host: HostArg) -> String {
+pub(crate) fn printf_source(name: &str, fmt: &str, dev: &str, host: HostArg) -> String {
     let c_fmt = fmt.replace('"', "\\\"");
     if host == HostArg::None {
         format!("extern \"C\" __global__ void {name}() {{ printf(\"{c_fmt}\\n\"); }}\n")
@@ -673,7 +673,7 @@ fn printf_case(ctx: &CaseContext, id: &str) -> Result<CaseStatus, GpuCaseError> 
     Ok(compare_printf(&expected, &out))
 }
 
-pub fn order_source() -> String {
+pub(crate) fn order_source() -> String {
     format!(
         "extern \"C\" __global__ void k() {{ for (int i = 0; i < {ORDER_LINES}; ++i) printf(\"T%u L%d\\n\", threadIdx.x, i); }}\n"
     )
@@ -699,7 +699,7 @@ fn order_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     )
 }
 
-pub fn fifo_source() -> String {
+pub(crate) fn fifo_source() -> String {
     let pad = "x".repeat(FIFO_LINE_BYTES - 9);
     format!(
         "extern \"C\" __global__ void k() {{ for (int i = 0; i < {FIFO_LINES}; ++i) printf(\"F%06d {pad}\\n\", i); }}\n"
@@ -743,7 +743,7 @@ const BLOCK_THREADS: u32 = 256;
 
 /// Each thread allocates BLOCK bytes, writes its index into every word, and reads it back;
 /// thread 0 also asks for `big` bytes, more than the heap, and records what it got.
-pub fn malloc_source(big: usize) -> String {
+pub(crate) fn malloc_source(big: usize) -> String {
     format!(
         "extern \"C\" __global__ void k(unsigned long long* ptrs, int* ok, unsigned long long* big) {{\n\
          unsigned t = threadIdx.x; int* p = (int*)malloc({BLOCK}); ptrs[t] = (unsigned long long)p; ok[t] = 0;\n\
@@ -823,7 +823,7 @@ fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
 /// Three quarters of the heap in one block: two such blocks cannot be live at once.
 const REUSE_SIZE: usize = HEAP / 4 * 3;
 
-pub fn reuse_source() -> String {
+pub(crate) fn reuse_source() -> String {
     format!(
         "extern \"C\" __global__ void k(unsigned long long* got, int release) {{ void* p = malloc({REUSE_SIZE}); *got = (unsigned long long)p; if (release && p) free(p); }}\n"
     )
@@ -863,7 +863,7 @@ fn reuse_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     })
 }
 
-pub const FREE_NULL_SOURCE: &str =
+pub(crate) const FREE_NULL_SOURCE: &str =
     "extern \"C\" __global__ void k(int* out) { free(0); free((void*)0); *out = 7; }\n";
 
 fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {

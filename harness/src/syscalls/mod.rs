@@ -7,9 +7,9 @@
 //!   assert, linted, and the vprintf argument buffer each builds against one documented layout;
 //! - [`gpu`]: the driver's behaviour (printf formatting and limits, the malloc heap, assert).
 
-pub mod charsize;
+pub(crate) mod charsize;
 pub mod gpu;
-pub mod probes;
+pub(crate) mod probes;
 pub mod producers;
 
 use serde::Deserialize;
@@ -22,7 +22,7 @@ use crate::outcome::CaseStatus;
 /// The `check:` vocabulary of `suites/syscalls.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum SyscallsCheck {
+pub(crate) enum SyscallsCheck {
     /// A module that declares `call` with the guide's prototype for `address_size` (every
     /// pointer `t1` and `size_t` `t2` as wide as an address) and calls it from a kernel
     /// assembles for `arch`, and the cubin leaves the function undefined for the driver.
@@ -62,7 +62,7 @@ pub enum SyscallsCheck {
 /// Who judges a probe module.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ProbeTool {
+pub(crate) enum ProbeTool {
     Ptxas,
     Lint,
     Jit,

@@ -13,11 +13,11 @@ use crate::outcome::CaseStatus;
 use crate::ptx::AddressSize;
 
 /// The ptxas release the acceptances below were measured with.
-pub const MEASURED_WITH: &str = "ptxas 12.9.86 (cuda_12.9.r12.9/compiler.36037853_0)";
+pub(crate) const MEASURED_WITH: &str = "ptxas 12.9.86 (cuda_12.9.r12.9/compiler.36037853_0)";
 
 /// A module that declares `call` with the chapter's prototype for `addr` and calls it once from
 /// a kernel, pointers generic.
-pub fn guide_module(call: Syscall, addr: AddressSize, arch: &str) -> String {
+pub(crate) fn guide_module(call: Syscall, addr: AddressSize, arch: &str) -> String {
     let (w, r, cv) = if addr == AddressSize::A64 {
         ("b64", "%rd", "u64")
     } else {
@@ -192,7 +192,7 @@ macro_rules! probe {
 /// records the same for a `.b32` format pointer, a `.b32` malloc size and a missing charSize):
 /// ptxas checks a call against the module's own prototype (count, type, alignment) but not the
 /// prototype against ch. 3, so every self-consistent wrong prototype assembles.
-pub const PROBES: &[Probe] = &[
+pub(crate) const PROBES: &[Probe] = &[
     probe!("vprintf_guide", Vprintf, Some(".extern .func (.param .s32 status) vprintf (.param .b64 format, .param .b64 valist);"), V_ARGS, &[".s32"], false, true, "", &[]),
     probe!("vprintf_status_b32", Vprintf, Some(".extern .func (.param .b32 status) vprintf (.param .b64 format, .param .b64 valist);"), V_ARGS, &[".b32"], false, true, "", &["syscall-decl-type"]),
     probe!("vprintf_status_u32", Vprintf, Some(".extern .func (.param .u32 status) vprintf (.param .b64 format, .param .b64 valist);"), V_ARGS, &[".u32"], false, true, "", &["syscall-decl-type"]),
@@ -234,7 +234,7 @@ pub fn probe(id: &str) -> Option<&'static Probe> {
 
 /// The probe's module: its declaration and one call from a kernel, each argument a register
 /// (or immediate) of the argument's type.
-pub fn probe_module(p: &Probe) -> String {
+pub(crate) fn probe_module(p: &Probe) -> String {
     let pointer = if p.raw_pointer { "%rd1" } else { "%rd2" };
     let slots = p.call.params();
     let args: Vec<String> = p
@@ -284,7 +284,7 @@ pub fn probe_module(p: &Probe) -> String {
 }
 
 /// ptxas's acceptance of the probe is the one measured.
-pub fn ptxas_probe(ctx: &CaseContext, p: &Probe) -> CaseStatus {
+pub(crate) fn ptxas_probe(ctx: &CaseContext, p: &Probe) -> CaseStatus {
     let ptx = probe_module(p);
     let got = ctx.toolchain.ptxas(&ptx, "sm_90", &[]);
     let expected = if p.ptxas_accepts {
@@ -310,7 +310,7 @@ pub fn ptxas_probe(ctx: &CaseContext, p: &Probe) -> CaseStatus {
 }
 
 /// The lint's findings on the probe are the chapter's verdict.
-pub fn lint_probe(p: &Probe) -> CaseStatus {
+pub(crate) fn lint_probe(p: &Probe) -> CaseStatus {
     let ptx = probe_module(p);
     let got = match lint_source(&ptx, "probe.ptx") {
         Ok(v) => v,
@@ -331,7 +331,7 @@ pub fn lint_probe(p: &Probe) -> CaseStatus {
 
 /// The driver JIT loads the probe module exactly when ptxas assembles it (the driver's JIT and
 /// ptxas share the PTX front end; a difference is a finding to record).
-pub fn jit_probe(p: &Probe) -> CaseStatus {
+pub(crate) fn jit_probe(p: &Probe) -> CaseStatus {
     let ptx = probe_module(p);
     let s = match crate::backend::cuda::Session::open(0) {
         Ok(s) => s,

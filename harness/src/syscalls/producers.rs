@@ -37,7 +37,7 @@ pub use crate::backend::producer::Producer;
 use crate::backend::producer::{Language, Options, Source};
 
 /// The languages the printf / malloc / free / assert programs are written in.
-pub const LANGUAGES: [Language; 4] = [
+pub(crate) const LANGUAGES: [Language; 4] = [
     Language::CudaCpp,
     Language::ClangCuda,
     Language::NvvmIr,
@@ -51,7 +51,9 @@ pub fn producers() -> Vec<Producer> {
 }
 
 /// Deserialize a producer of [`producers`]; any other is an error naming the view.
-pub fn producer_in_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Producer, D::Error> {
+pub(crate) fn producer_in_view<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Producer, D::Error> {
     let p = Producer::deserialize(d)?;
     crate::backend::producer::in_view(p, "syscalls", &producers()).map_err(serde::de::Error::custom)
 }
@@ -59,7 +61,7 @@ pub fn producer_in_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Produc
 /// A program of the batch, named by the system calls it makes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Program {
+pub(crate) enum Program {
     /// Every printf mix (`vprintf`).
     Printf,
     /// `malloc`, `free`, `free(NULL)`.
@@ -80,7 +82,7 @@ impl Program {
 
 /// A C argument type of a printf mix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CArg {
+pub(crate) enum CArg {
     Int,
     UInt,
     Long,
@@ -99,7 +101,7 @@ pub enum CArg {
 }
 
 impl CArg {
-    pub const ALL: [CArg; 15] = [
+    pub(crate) const ALL: [CArg; 15] = [
         CArg::Int,
         CArg::UInt,
         CArg::Long,
@@ -117,7 +119,7 @@ impl CArg {
         CArg::Ptr,
     ];
 
-    pub fn c_type(self) -> &'static str {
+    pub(crate) fn c_type(self) -> &'static str {
         match self {
             CArg::Int => "int",
             CArg::UInt => "unsigned",
@@ -158,7 +160,7 @@ impl CArg {
     }
 
     /// Size in bytes after the default argument promotions, LP64 (C11 6.5.2.2p6-7).
-    pub fn promoted_size(self) -> u64 {
+    pub(crate) fn promoted_size(self) -> u64 {
         match self {
             CArg::Int
             | CArg::UInt
@@ -197,7 +199,7 @@ impl CArg {
 
 /// The printf argument mixes: none, each type alone, pairs that need padding, and seeded random
 /// mixes of 3 to 10 arguments.
-pub fn mixes() -> &'static [Vec<CArg>] {
+pub(crate) fn mixes() -> &'static [Vec<CArg>] {
     static MIXES: OnceLock<Vec<Vec<CArg>>> = OnceLock::new();
     MIXES.get_or_init(|| {
         use CArg::*;
@@ -234,10 +236,10 @@ pub fn mixes() -> &'static [Vec<CArg>] {
 }
 
 /// How many mixes there are (the suite's `mix` range).
-pub const MIX_COUNT: usize = 48;
+pub(crate) const MIX_COUNT: usize = 48;
 
 /// The documented layout: (offset, size) of each argument.
-pub fn expected_layout(mix: &[CArg]) -> Vec<(u64, u64)> {
+pub(crate) fn expected_layout(mix: &[CArg]) -> Vec<(u64, u64)> {
     let mut off = 0u64;
     mix.iter()
         .map(|a| {
@@ -254,7 +256,7 @@ pub fn expected_layout(mix: &[CArg]) -> Vec<(u64, u64)> {
 /// by a 64-bit floating-point store (a `cvt.f64.f32` result). A `double` or an integer may be
 /// copied bit for bit through an integer store (NVRTC 12.9 stores a `double` kernel parameter
 /// it loaded with `ld.param.u64` by `st.local.u64`), so their stores' types are not judged.
-pub fn expected_slots(mix: &[CArg]) -> Vec<(u64, u64, bool)> {
+pub(crate) fn expected_slots(mix: &[CArg]) -> Vec<(u64, u64, bool)> {
     expected_layout(mix)
         .into_iter()
         .zip(mix)
@@ -263,7 +265,7 @@ pub fn expected_slots(mix: &[CArg]) -> Vec<(u64, u64, bool)> {
 }
 
 /// The same offsets and sizes, and a floating-point store at every promoted `float`.
-pub fn conforms(got: &[(u64, u64, bool)], want: &[(u64, u64, bool)]) -> bool {
+pub(crate) fn conforms(got: &[(u64, u64, bool)], want: &[(u64, u64, bool)]) -> bool {
     got.len() == want.len()
         && got
             .iter()
@@ -287,11 +289,11 @@ fn kernel_name(i: usize) -> String {
 
 const MALLOC_FN: &str = "gpucts_malloc";
 /// The kernel that asserts `i != 3`.
-pub const ASSERT_FN: &str = "gpucts_assert";
+pub(crate) const ASSERT_FN: &str = "gpucts_assert";
 
 /// What the producer's `__assertfail` call is given as file and line, and a part of the
 /// function name it passes (NVRTC passes `__PRETTY_FUNCTION__`, the others the bare name).
-pub fn assert_site(producer: Producer) -> (String, u32, &'static str) {
+pub(crate) fn assert_site(producer: Producer) -> (String, u32, &'static str) {
     match producer.language_of(&LANGUAGES) {
         Some(language @ (Language::CudaCpp | Language::ClangCuda)) => {
             let src = source(language);
@@ -332,7 +334,7 @@ fn source(language: Language) -> String {
 
 /// CUDA C++ for NVRTC (printf, malloc, free and assert are built in) or clang-19 (without the
 /// CUDA headers: the declarations and an `assert` shaped like CUDA's `assert.h` are here).
-pub fn cuda_source(clang: bool) -> String {
+pub(crate) fn cuda_source(clang: bool) -> String {
     let mut s = String::new();
     if clang {
         s += "#define __device__ __attribute__((device))\n#define __global__ __attribute__((global))\n\
@@ -368,7 +370,7 @@ pub fn cuda_source(clang: bool) -> String {
 
 /// LLVM IR for llc-19 (`typed == false`, opaque pointers) or NVVM IR for libNVVM
 /// (`typed == true`, LLVM 7 typed pointers).
-pub fn ir_source(typed: bool) -> String {
+pub(crate) fn ir_source(typed: bool) -> String {
     let p = if typed { "i8*" } else { "ptr" };
     let pt = |t: &'static str| if t == "ptr" { p } else { t };
     let mut s = format!(
@@ -501,7 +503,7 @@ pub enum BatchError {
 
 /// Why the argument buffer of a vprintf call cannot be read from its PTX.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LayoutError {
+pub(crate) enum LayoutError {
     #[error("no valist argument")]
     NoValist,
     /// `valist`: the argument as the reader saw it.
@@ -569,7 +571,7 @@ fn with_batch(
 
 /// The producer's PTX for `program` has no ch. 3 finding about the program's system calls, and
 /// calls each of them.
-pub fn lint_case(ctx: &CaseContext, producer: Producer, program: Program) -> CaseStatus {
+pub(crate) fn lint_case(ctx: &CaseContext, producer: Producer, program: Program) -> CaseStatus {
     with_batch(ctx, producer, |b| {
         for call in program.calls() {
             if !b.calls.iter().any(|c| c.call == *call) {
@@ -599,7 +601,10 @@ pub fn lint_case(ctx: &CaseContext, producer: Producer, program: Program) -> Cas
 
 /// The argument buffer of one vprintf call, as (offset from the buffer, bytes, floating-point
 /// store) of each element stored, or why it cannot be read.
-pub fn observed_layout(c: &CallSite, size: u64) -> Result<Vec<(u64, u64, bool)>, LayoutError> {
+pub(crate) fn observed_layout(
+    c: &CallSite,
+    size: u64,
+) -> Result<Vec<(u64, u64, bool)>, LayoutError> {
     let valist = c
         .args
         .get(1)
@@ -639,7 +644,7 @@ pub fn observed_layout(c: &CallSite, size: u64) -> Result<Vec<(u64, u64, bool)>,
 }
 
 /// The vprintf buffer of mix `mix` has the documented layout.
-pub fn layout_case(ctx: &CaseContext, producer: Producer, mix: usize) -> CaseStatus {
+pub(crate) fn layout_case(ctx: &CaseContext, producer: Producer, mix: usize) -> CaseStatus {
     let Some(args) = mixes().get(mix) else {
         return CaseStatus::error(format!("no printf mix {mix} (0..{MIX_COUNT})"));
     };

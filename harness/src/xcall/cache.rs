@@ -12,10 +12,12 @@
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use sha2::{Digest, Sha256};
 
+use crate::area::{BatchCache, RunScope};
 use crate::backend::toolchain::{ToolError, Toolchain};
 
 /// Where `tc`'s outputs are kept, when its settings allow a cache.
@@ -38,48 +40,59 @@ pub enum Phase {
 
 const PHASES: [Phase; 4] = [Phase::Compile, Phase::Ptxas, Phase::Check, Phase::Link];
 
-static NANOS: [AtomicU64; 4] = [
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-];
-static RUNS: [AtomicUsize; 4] = [
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-];
-static HITS: AtomicUsize = AtomicUsize::new(0);
-
-/// Run `f`, charging its wall time to `phase`.
-pub fn timed<T>(phase: Phase, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let out = f();
-    let i = phase as usize;
-    NANOS[i].fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
-    RUNS[i].fetch_add(1, Ordering::Relaxed);
-    out
+/// Each phase's runs and thread-seconds and the disk cache's hits, for one run: the clock
+/// is a value of the run's [`RunScope`] ([`PhaseClock::of`]), so two runs in one process
+/// count apart.
+#[derive(Debug, Default)]
+pub struct PhaseClock {
+    nanos: [AtomicU64; 4],
+    runs: [AtomicUsize; 4],
+    hits: AtomicUsize,
 }
 
-/// One line: each phase's runs and thread-seconds, and the cache hits.
-pub fn summary() -> String {
-    let parts: Vec<String> = PHASES
-        .iter()
-        .map(|p| {
-            let i = *p as usize;
-            format!(
-                "{p:?} {} runs {:.1} s",
-                RUNS[i].load(Ordering::Relaxed),
-                NANOS[i].load(Ordering::Relaxed) as f64 / 1e9
-            )
-        })
-        .collect();
-    format!(
-        "xcall phases (thread-seconds): {}; disk cache hits {}",
-        parts.join(", "),
-        HITS.load(Ordering::Relaxed)
-    )
+impl PhaseClock {
+    /// The clock of `scope`'s run.
+    pub fn of(scope: &RunScope) -> Arc<PhaseClock> {
+        static CLOCK: OnceLock<BatchCache<(), Arc<PhaseClock>>> = OnceLock::new();
+        let slot = CLOCK
+            .get_or_init(BatchCache::new)
+            .get_or_compute(scope, &(), Arc::default);
+        slot.get().cloned().unwrap_or_default()
+    }
+
+    /// Run `f`, charging its wall time to `phase`.
+    pub fn timed<T>(&self, phase: Phase, f: impl FnOnce() -> T) -> T {
+        let t = Instant::now();
+        let out = f();
+        let i = phase as usize;
+        self.nanos[i].fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.runs[i].fetch_add(1, Ordering::Relaxed);
+        out
+    }
+
+    fn hit(&self) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One line: each phase's runs and thread-seconds, and the cache hits.
+    pub fn summary(&self) -> String {
+        let parts: Vec<String> = PHASES
+            .iter()
+            .map(|p| {
+                let i = *p as usize;
+                format!(
+                    "{p:?} {} runs {:.1} s",
+                    self.runs[i].load(Ordering::Relaxed),
+                    self.nanos[i].load(Ordering::Relaxed) as f64 / 1e9
+                )
+            })
+            .collect();
+        format!(
+            "xcall phases (thread-seconds): {}; disk cache hits {}",
+            parts.join(", "),
+            self.hits.load(Ordering::Relaxed)
+        )
+    }
 }
 
 /// The key of a tool run: every part, length-prefixed, hashed.
@@ -92,43 +105,45 @@ pub fn key(parts: &[&[u8]]) -> String {
     hex::encode(h.finalize())
 }
 
-/// The cached result of `tc`'s run keyed by `parts`, else run `f` (charged to `phase`) and
-/// keep its output or its tool's rejection.
+/// The cached result of `tc`'s run keyed by `parts`, else run `f` (charged to `phase` on
+/// `clock`) and keep its output or its tool's rejection.
 pub fn run(
     tc: &Toolchain,
+    clock: &PhaseClock,
     parts: &[&[u8]],
     phase: Phase,
     f: impl FnOnce() -> Result<Vec<u8>, ToolError>,
 ) -> Result<Vec<u8>, ToolError> {
-    run_in(dir(tc), parts, phase, f)
+    run_in(dir(tc), clock, parts, phase, f)
 }
 
 fn run_in(
     dir: Option<PathBuf>,
+    clock: &PhaseClock,
     parts: &[&[u8]],
     phase: Phase,
     f: impl FnOnce() -> Result<Vec<u8>, ToolError>,
 ) -> Result<Vec<u8>, ToolError> {
     let Some(dir) = dir else {
-        return timed(phase, f);
+        return clock.timed(phase, f);
     };
     let k = key(parts);
     let ok = dir.join(format!("{k}.ok"));
     let err = dir.join(format!("{k}.err"));
     if let Ok(bytes) = std::fs::read(&ok) {
-        HITS.fetch_add(1, Ordering::Relaxed);
+        clock.hit();
         return Ok(bytes);
     }
     if let Ok(text) = std::fs::read_to_string(&err) {
         if let Some((tool, log)) = text.split_once('\n') {
-            HITS.fetch_add(1, Ordering::Relaxed);
+            clock.hit();
             return Err(ToolError::Failed {
                 tool: tool.to_string(),
                 log: log.to_string(),
             });
         }
     }
-    let out = timed(phase, f);
+    let out = clock.timed(phase, f);
     // Written to a temporary file and renamed: a concurrent reader sees all or nothing. A
     // cache that cannot be written only costs the next run the same work.
     let keep = |path: &std::path::Path, bytes: &[u8]| -> std::io::Result<()> {
@@ -151,11 +166,12 @@ fn run_in(
 /// [`run`] for a text output.
 pub fn run_text(
     tc: &Toolchain,
+    clock: &PhaseClock,
     parts: &[&[u8]],
     phase: Phase,
     f: impl FnOnce() -> Result<String, ToolError>,
 ) -> Result<String, ToolError> {
-    let bytes = run(tc, parts, phase, || f().map(String::into_bytes))?;
+    let bytes = run(tc, clock, parts, phase, || f().map(String::into_bytes))?;
     String::from_utf8(bytes).map_err(|e| ToolError::Failed {
         tool: "xcall cache".into(),
         log: format!("a cached output is not UTF-8: {e}"),
@@ -174,9 +190,17 @@ mod tests {
         assert_eq!(key(&[b"x"]), key(&[b"x"]));
         let root = tempfile::tempdir().unwrap();
         let dir = || Some(root.path().join("xcall-v1"));
+        let clock = PhaseClock::default();
         let parts: [&[u8]; 2] = [b"tool 1.0", b"input"];
-        let first = run_in(dir(), &parts, Phase::Compile, || Ok(b"out".to_vec())).unwrap();
-        let second = run_in(dir(), &parts, Phase::Compile, || {
+        let first = run_in(
+            dir(),
+            &clock,
+            &parts,
+            Phase::Compile,
+            || Ok(b"out".to_vec()),
+        )
+        .unwrap();
+        let second = run_in(dir(), &clock, &parts, Phase::Compile, || {
             panic!("a hit runs nothing")
         })
         .unwrap();
@@ -188,25 +212,44 @@ mod tests {
                 log: "line 1\nline 2".into(),
             })
         };
-        let a = run_in(dir(), &parts, Phase::Ptxas, fail)
+        let a = run_in(dir(), &clock, &parts, Phase::Ptxas, fail)
             .unwrap_err()
             .to_string();
-        let b = run_in(dir(), &parts, Phase::Ptxas, || panic!("a hit runs nothing"))
-            .unwrap_err()
-            .to_string();
+        let b = run_in(dir(), &clock, &parts, Phase::Ptxas, || {
+            panic!("a hit runs nothing")
+        })
+        .unwrap_err()
+        .to_string();
         assert_eq!(a, b);
         assert!(a.contains("line 1\nline 2"), "{a}");
         // A timeout is not a verdict: not kept.
         let parts: [&[u8]; 1] = [b"times out"];
-        let to = run_in(dir(), &parts, Phase::Ptxas, || {
+        let to = run_in(dir(), &clock, &parts, Phase::Ptxas, || {
             Err(ToolError::Timeout {
                 tool: "ptxas".into(),
                 after_s: 1.0,
             })
         });
         assert!(to.is_err());
-        let again = run_in(dir(), &parts, Phase::Ptxas, || Ok(b"ran".to_vec())).unwrap();
+        let again = run_in(dir(), &clock, &parts, Phase::Ptxas, || Ok(b"ran".to_vec())).unwrap();
         assert_eq!(again, b"ran".to_vec());
+        // The clock counts what ran above: one compile; ptxas rejecting, timing out and
+        // running; the two hits.
+        let line = clock.summary();
+        assert!(line.contains("Compile 1 runs"), "{line}");
+        assert!(line.contains("Ptxas 3 runs"), "{line}");
+        assert!(line.ends_with("disk cache hits 2"), "{line}");
+    }
+
+    /// A run's clock is a value of its scope: one clock for every use in one run, another
+    /// for another run.
+    #[test]
+    fn each_run_has_its_own_clock() {
+        let (one, two) = (RunScope::new(), RunScope::new());
+        PhaseClock::of(&one).timed(Phase::Link, || ());
+        assert!(PhaseClock::of(&one).summary().contains("Link 1 runs"));
+        assert!(PhaseClock::of(&two).summary().contains("Link 0 runs"));
+        assert!(Arc::ptr_eq(&PhaseClock::of(&one), &PhaseClock::of(&one)));
     }
 
     /// The toolchain's settings decide: with `output_cache` on, a second run is a hit; off
@@ -215,6 +258,7 @@ mod tests {
     fn the_toolchain_settings_switch_the_cache() {
         use crate::backend::toolchain::ToolSettings;
         let root = tempfile::tempdir().unwrap();
+        let clock = PhaseClock::default();
         let settings = |output_cache| ToolSettings {
             cache_root: Some(root.path().to_path_buf()),
             output_cache,
@@ -227,16 +271,16 @@ mod tests {
         };
         let parts: [&[u8]; 1] = [b"settings test"];
         let cold = Toolchain::discover_with(settings(false));
-        run(&cold, &parts, Phase::Compile, tool).unwrap();
-        run(&cold, &parts, Phase::Compile, tool).unwrap();
+        run(&cold, &clock, &parts, Phase::Compile, tool).unwrap();
+        run(&cold, &clock, &parts, Phase::Compile, tool).unwrap();
         assert_eq!(
             runs.load(Ordering::Relaxed),
             2,
             "off: the tool ran each time"
         );
         let warm = Toolchain::discover_with(settings(true));
-        run(&warm, &parts, Phase::Compile, tool).unwrap();
-        run(&warm, &parts, Phase::Compile, tool).unwrap();
+        run(&warm, &clock, &parts, Phase::Compile, tool).unwrap();
+        run(&warm, &clock, &parts, Phase::Compile, tool).unwrap();
         assert_eq!(
             runs.load(Ordering::Relaxed),
             3,

@@ -91,11 +91,14 @@ pub(super) fn batch(user: &dyn BatchUser, tc: &Toolchain, p: Producer) -> Arc<On
             .options(OPTIONS);
         let id = p.tool_identity(tc);
         let key: [&[u8]; 3] = [id.as_bytes(), b"mangle", text.as_bytes()];
-        let ptx = cache::run_text(tc, &key, cache::Phase::Compile, || p.compile(tc, &src))
-            .map_err(|source| MangleError {
-                producer: p.describe(),
-                source,
-            })?;
+        let clock = cache::PhaseClock::of(user.run_scope());
+        let ptx = cache::run_text(tc, &clock, &key, cache::Phase::Compile, || {
+            p.compile(tc, &src)
+        })
+        .map_err(|source| MangleError {
+            producer: p.describe(),
+            source,
+        })?;
         Ok(mangled_names(&ptx))
     })
 }

@@ -418,60 +418,101 @@ pub enum DecodeError {
     BeyondBuffer(usize),
 }
 
+/// The stress parameters' own bounds, before any product of them is formed.
+fn check_params(p: &StressParams) -> Result<(), GeometryError> {
+    let pow2 = |v: u32| v != 0 && v.is_power_of_two();
+    if !pow2(p.testing_workgroups)
+        || !pow2(p.workgroup_size)
+        || p.workgroup_size < WARP
+        || p.workgroup_size > MAX_BLOCK
+    {
+        return Err(GeometryError::NotPowersOfTwo {
+            testing_workgroups: p.testing_workgroups,
+            workgroup_size: p.workgroup_size,
+        });
+    }
+    if p.max_workgroups < p.testing_workgroups || p.mem_stride == 0 {
+        return Err(GeometryError::Workgroups);
+    }
+    if p.stress_line_size == 0 || p.stress_target_lines == 0 {
+        return Err(GeometryError::Stress);
+    }
+    // Sizes a suite may now write (`stress:`): bounded before any product is formed, so
+    // buffer sizes and thread counts cannot overflow and a launch stays finite.
+    let bounded = [
+        (
+            "max_workgroups",
+            u64::from(p.max_workgroups),
+            u64::from(MAX_WORKGROUPS),
+        ),
+        (
+            "max_workgroups x workgroup_size",
+            u64::from(p.max_workgroups) * u64::from(p.workgroup_size),
+            u64::from(MAX_THREADS),
+        ),
+        (
+            "stress_line_size x stress_target_lines",
+            u64::from(p.stress_line_size) * u64::from(p.stress_target_lines),
+            MAX_SCRATCH_WORDS,
+        ),
+        (
+            "stress_iterations",
+            u64::from(p.stress_iterations),
+            MAX_STRESS_ITERATIONS,
+        ),
+        (
+            "pre_stress_iterations",
+            u64::from(p.pre_stress_iterations),
+            MAX_STRESS_ITERATIONS,
+        ),
+        ("shuffle_pct", u64::from(p.shuffle_pct), 100),
+        ("mem_stride", u64::from(p.mem_stride), MAX_MEM_STRIDE),
+    ];
+    if let Some(&(what, value, max)) = bounded.iter().find(|(_, v, m)| v > m) {
+        return Err(GeometryError::TooLarge { what, value, max });
+    }
+    Ok(())
+}
+
+/// The result words a launch writes per instance: each thread's registers (those it loads,
+/// exchanges, moves or computes), and in the one-role-per-thread layout with control flow the
+/// did-not-terminate flag.
+fn result_slots(test: &LitmusTest, dedicated: bool) -> Vec<(usize, String)> {
+    let mut slots: Vec<(usize, String)> = Vec::new();
+    for (ti, t) in test.threads.iter().enumerate() {
+        let mut add = |r: &String| {
+            if !slots.iter().any(|(i, x)| *i == ti && x == r) {
+                slots.push((ti, r.clone()));
+            }
+        };
+        t.regs.keys().for_each(&mut add);
+        for op in &t.ops {
+            if let Op::Ld { reg, .. } | Op::Atom { reg, .. } | Op::Mov { reg, .. } = op {
+                add(reg);
+            }
+            // Register arithmetic writes registers too (only tests in the
+            // one-role-per-thread layout have it among the catalogue's and corpus's).
+            if let Op::Local { reg, .. } = op {
+                add(reg);
+            }
+        }
+    }
+    if dedicated
+        && test
+            .threads
+            .iter()
+            .flat_map(|t| &t.ops)
+            .any(|o| matches!(o, Op::Label { .. } | Op::Branch { .. } | Op::Goto { .. }))
+    {
+        slots.push((DID_NOT_TERMINATE.0, DID_NOT_TERMINATE.1.to_string()));
+    }
+    slots
+}
+
 impl Geometry {
     pub fn new(test: &LitmusTest, params: &StressParams) -> Result<Geometry, GeometryError> {
         let p = params;
-        let pow2 = |v: u32| v != 0 && v.is_power_of_two();
-        if !pow2(p.testing_workgroups)
-            || !pow2(p.workgroup_size)
-            || p.workgroup_size < WARP
-            || p.workgroup_size > MAX_BLOCK
-        {
-            return Err(GeometryError::NotPowersOfTwo {
-                testing_workgroups: p.testing_workgroups,
-                workgroup_size: p.workgroup_size,
-            });
-        }
-        if p.max_workgroups < p.testing_workgroups || p.mem_stride == 0 {
-            return Err(GeometryError::Workgroups);
-        }
-        if p.stress_line_size == 0 || p.stress_target_lines == 0 {
-            return Err(GeometryError::Stress);
-        }
-        // Sizes a suite may now write (`stress:`): bounded before any product is formed, so
-        // buffer sizes and thread counts cannot overflow and a launch stays finite.
-        let bounded = [
-            (
-                "max_workgroups",
-                u64::from(p.max_workgroups),
-                u64::from(MAX_WORKGROUPS),
-            ),
-            (
-                "max_workgroups x workgroup_size",
-                u64::from(p.max_workgroups) * u64::from(p.workgroup_size),
-                u64::from(MAX_THREADS),
-            ),
-            (
-                "stress_line_size x stress_target_lines",
-                u64::from(p.stress_line_size) * u64::from(p.stress_target_lines),
-                MAX_SCRATCH_WORDS,
-            ),
-            (
-                "stress_iterations",
-                u64::from(p.stress_iterations),
-                MAX_STRESS_ITERATIONS,
-            ),
-            (
-                "pre_stress_iterations",
-                u64::from(p.pre_stress_iterations),
-                MAX_STRESS_ITERATIONS,
-            ),
-            ("shuffle_pct", u64::from(p.shuffle_pct), 100),
-            ("mem_stride", u64::from(p.mem_stride), MAX_MEM_STRIDE),
-        ];
-        if let Some(&(what, value, max)) = bounded.iter().find(|(_, v, m)| v > m) {
-            return Err(GeometryError::TooLarge { what, value, max });
-        }
+        check_params(p)?;
         let (placement, mixed) = match placement_of(test) {
             Ok(pl) => (pl, false),
             Err(GeometryError::MixedCtas(_)) => (Placement::InterCta, true),
@@ -525,34 +566,7 @@ impl Geometry {
         }
         let locations = test.all_locations();
         let inits = locations.iter().map(|l| test.init_of(l)).collect();
-        let mut slots: Vec<(usize, String)> = Vec::new();
-        for (ti, t) in test.threads.iter().enumerate() {
-            let mut add = |r: &String| {
-                if !slots.iter().any(|(i, x)| *i == ti && x == r) {
-                    slots.push((ti, r.clone()));
-                }
-            };
-            t.regs.keys().for_each(&mut add);
-            for op in &t.ops {
-                if let Op::Ld { reg, .. } | Op::Atom { reg, .. } | Op::Mov { reg, .. } = op {
-                    add(reg);
-                }
-                // Register arithmetic writes registers too (only tests in the
-                // one-role-per-thread layout have it among the catalogue's and corpus's).
-                if let Op::Local { reg, .. } = op {
-                    add(reg);
-                }
-            }
-        }
-        if dedicated.is_some()
-            && test
-                .threads
-                .iter()
-                .flat_map(|t| &t.ops)
-                .any(|o| matches!(o, Op::Label { .. } | Op::Branch { .. } | Op::Goto { .. }))
-        {
-            slots.push((DID_NOT_TERMINATE.0, DID_NOT_TERMINATE.1.to_string()));
-        }
+        let slots = result_slots(test, dedicated.is_some());
         // The one-role-per-thread layout keeps its locations in global memory.
         let shared = dedicated.is_none()
             && match placement {

@@ -4,7 +4,7 @@ use super::{tool_version, Language, ProducerDef, Source};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 use crate::capability::Capability;
 
-pub static DEF: ProducerDef = ProducerDef {
+pub(crate) static DEF: ProducerDef = ProducerDef {
     name: "clang",
     aliases: &["clang-19"],
     describe: "clang-19 (C / CUDA device C++)",

@@ -8,7 +8,7 @@ use super::{tool_version, Language, ProducerDef, Source};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
 
-pub static DEF: ProducerDef = ProducerDef {
+pub(crate) static DEF: ProducerDef = ProducerDef {
     name: "clang-o1",
     aliases: &["clang-19-O1"],
     describe: "clang-19 -O1 (C / CUDA device C++)",

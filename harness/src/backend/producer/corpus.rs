@@ -4,7 +4,7 @@
 use super::{ProducerDef, Source};
 use crate::backend::toolchain::{ToolError, Toolchain};
 
-pub static DEF: ProducerDef = ProducerDef {
+pub(crate) static DEF: ProducerDef = ProducerDef {
     name: "corpus",
     aliases: &["hand"],
     describe: "hand-written PTX (ptx-corpus/)",

@@ -4,7 +4,7 @@
 use super::{Language, ProducerDef, Source};
 use crate::backend::toolchain::{ToolError, Toolchain};
 
-pub static DEF: ProducerDef = ProducerDef {
+pub(crate) static DEF: ProducerDef = ProducerDef {
     name: "gpucts",
     aliases: &["reference"],
     describe: "gpucts reference PTX emitter (ptx-interop 13.2 §2.3 table)",

@@ -4,7 +4,7 @@ use super::{tool_version, Language, ProducerDef, Source};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
 
-pub static DEF: ProducerDef = ProducerDef {
+pub(crate) static DEF: ProducerDef = ProducerDef {
     name: "libnvvm",
     aliases: &["nvvm"],
     describe: "libNVVM (NVVM IR)",

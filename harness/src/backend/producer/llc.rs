@@ -4,7 +4,7 @@ use super::{tool_version, Language, ProducerDef, Source};
 use crate::backend::toolchain::{llc, ToolError, Toolchain};
 use crate::capability::Capability;
 
-pub static DEF: ProducerDef = ProducerDef {
+pub(crate) static DEF: ProducerDef = ProducerDef {
     name: "llvm",
     aliases: &["llc", "llc-19"],
     describe: "llc-19 (LLVM IR, NVPTX back end)",

@@ -27,7 +27,7 @@ use crate::capability::Capability;
 
 /// Every producer, in a stable order (the order of reports and of [`Producer`]'s `Ord`). Adding
 /// a producer: one file in this directory with its [`ProducerDef`], and one line here.
-pub static REGISTRY: &[&ProducerDef] = &[
+pub(crate) static REGISTRY: &[&ProducerDef] = &[
     &nvrtc::DEF,
     &libnvvm::DEF,
     &clang::DEF,
@@ -113,14 +113,14 @@ impl<'a> Source<'a> {
     }
 
     /// `compute_NN` for the target `sm_NN` (NVRTC's and libNVVM's spelling).
-    pub fn compute(&self) -> String {
+    pub(crate) fn compute(&self) -> String {
         self.arch.replacen("sm_", "compute_", 1)
     }
 }
 
 /// One producer: its row of the vocabulary and its compiler.
 #[derive(Debug)]
-pub struct ProducerDef {
+pub(crate) struct ProducerDef {
     /// The spelling in suites, case ids and reports.
     pub name: &'static str,
     /// Other spellings [`Producer::parse`] accepts.
@@ -146,7 +146,7 @@ pub struct ProducerDef {
 }
 
 /// The version of the producer's capability's component (the default [`ProducerDef::version`]).
-pub fn tool_version(def: &ProducerDef, tc: &Toolchain) -> Option<String> {
+pub(crate) fn tool_version(def: &ProducerDef, tc: &Toolchain) -> Option<String> {
     def.capability
         .and_then(|c| tc.component(c))
         .map(|c| c.version.clone())
@@ -181,7 +181,7 @@ impl Producer {
 
     /// The producers that compile at least one of `languages`, in registry order: an area's
     /// view of the vocabulary.
-    pub fn accepting(languages: &[Language]) -> Vec<Producer> {
+    pub(crate) fn accepting(languages: &[Language]) -> Vec<Producer> {
         Producer::all()
             .filter(|p| p.language_of(languages).is_some())
             .collect()
@@ -192,7 +192,7 @@ impl Producer {
         Producer::all().filter(|p| p.def().hand_written).collect()
     }
 
-    pub fn def(self) -> &'static ProducerDef {
+    pub(crate) fn def(self) -> &'static ProducerDef {
         REGISTRY[usize::from(self.0)]
     }
 
@@ -213,7 +213,7 @@ impl Producer {
     }
 
     /// What the producer reads, for reports.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         self.def().describe
     }
 
@@ -238,15 +238,15 @@ impl Producer {
     }
 
     /// The first language of the producer's that an area writes (one of `written`).
-    pub fn language_of(self, written: &[Language]) -> Option<Language> {
+    pub(crate) fn language_of(self, written: &[Language]) -> Option<Language> {
         self.accepts().iter().copied().find(|l| written.contains(l))
     }
 
-    pub fn is_hand_written(self) -> bool {
+    pub(crate) fn is_hand_written(self) -> bool {
         self.def().hand_written
     }
 
-    pub fn oldest_target(self) -> &'static str {
+    pub(crate) fn oldest_target(self) -> &'static str {
         self.def().oldest_target
     }
 
@@ -265,7 +265,7 @@ impl Producer {
     }
 
     /// What identifies the tools the producer runs, for disk caches: name, version, path.
-    pub fn tool_identity(self, tc: &Toolchain) -> String {
+    pub(crate) fn tool_identity(self, tc: &Toolchain) -> String {
         let Some(cap) = self.capability() else {
             return self.name().to_string();
         };
@@ -307,14 +307,18 @@ impl<'de> serde::Deserialize<'de> for Producer {
 /// A producer an area does not drive, named where the area was asked for it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("producer `{producer}` is not one {area} compiles with (it uses {allowed})")]
-pub struct NotInView {
+pub(crate) struct NotInView {
     pub producer: Producer,
     pub area: &'static str,
     pub allowed: String,
 }
 
 /// Check that `p` is in an area's view; the error names the view.
-pub fn in_view(p: Producer, area: &'static str, view: &[Producer]) -> Result<Producer, NotInView> {
+pub(crate) fn in_view(
+    p: Producer,
+    area: &'static str,
+    view: &[Producer],
+) -> Result<Producer, NotInView> {
     if view.contains(&p) {
         Ok(p)
     } else {
@@ -327,7 +331,7 @@ pub fn in_view(p: Producer, area: &'static str, view: &[Producer]) -> Result<Pro
 }
 
 /// Parse a name that must be in an area's view.
-pub fn parse_in_view(s: &str, view: &[Producer]) -> Option<Producer> {
+pub(crate) fn parse_in_view(s: &str, view: &[Producer]) -> Option<Producer> {
     Producer::parse(s).filter(|p| view.contains(p))
 }
 

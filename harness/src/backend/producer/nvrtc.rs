@@ -4,7 +4,7 @@ use super::{tool_version, Language, ProducerDef, Source};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
 
-pub static DEF: ProducerDef = ProducerDef {
+pub(crate) static DEF: ProducerDef = ProducerDef {
     name: "nvrtc",
     aliases: &[],
     describe: "NVRTC (CUDA C++)",

@@ -13,7 +13,7 @@ type Handle = *mut c_void;
 
 /// The vendor library a call went to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VendorLib {
+pub(crate) enum VendorLib {
     Nvrtc,
     NvJitLink,
     Nvvm,
@@ -23,7 +23,7 @@ pub enum VendorLib {
 /// with a NUL, or returned a non-zero status from a call (with its program log, if it keeps one).
 /// `Clone` because an open failure is kept for the process (`Toolchain` opens each library once).
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum FfiError {
+pub(crate) enum FfiError {
     #[error("cannot load {}: {reason}", path.display())]
     Load { path: PathBuf, reason: String },
     #[error("missing symbol {symbol}: {reason}")]
@@ -43,7 +43,7 @@ pub enum FfiError {
 
 /// A library call that returned a non-zero status.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallError {
+pub(crate) struct CallError {
     pub library: VendorLib,
     /// The C entry point, e.g. `nvJitLinkComplete`.
     pub call: &'static str,
@@ -243,7 +243,7 @@ impl Nvrtc {
 
     /// NVRTC loaded from a private copy of the library ([`open_isolated`]): its global state is not
     /// the state of the instance [`Nvrtc::open`] gives.
-    pub fn open_isolated(path: &Path) -> Result<Nvrtc, FfiError> {
+    pub(crate) fn open_isolated(path: &Path) -> Result<Nvrtc, FfiError> {
         let i = open_isolated(path)?;
         Nvrtc::with(i.lib, Some(i.dir))
     }
@@ -350,7 +350,7 @@ type JlGetLog = unsafe extern "C" fn(Handle, *mut c_char) -> c_int;
 type JlDestroy = unsafe extern "C" fn(*mut Handle) -> c_int;
 type JlVersion = unsafe extern "C" fn(*mut c_uint, *mut c_uint) -> c_int;
 
-pub struct NvJitLink {
+pub(crate) struct NvJitLink {
     _lib: Library,
     create: JlCreate,
     add: JlAddData,
@@ -387,7 +387,7 @@ impl NvJitLink {
         format!("{major}.{minor}")
     }
 
-    pub fn link(
+    pub(crate) fn link(
         &self,
         inputs: &[(LinkInputKind, &str, &[u8])],
         opts: &[&str],
@@ -485,7 +485,7 @@ type NvvmSize = unsafe extern "C" fn(Handle, *mut usize) -> c_int;
 type NvvmGet = unsafe extern "C" fn(Handle, *mut c_char) -> c_int;
 type NvvmDestroy = unsafe extern "C" fn(*mut Handle) -> c_int;
 
-pub struct Nvvm {
+pub(crate) struct Nvvm {
     _lib: Library,
     version: NvvmVersion,
     create: NvvmCreate,

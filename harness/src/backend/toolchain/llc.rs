@@ -10,7 +10,7 @@ use super::{process, tempfile_dir, ToolError, Toolchain};
 use crate::capability::Capability;
 
 /// The llc-19 beside the toolchain's clang-19, else Debian's llvm-19 copy.
-pub fn llc_path(tc: &Toolchain) -> Result<PathBuf, ToolError> {
+pub(crate) fn llc_path(tc: &Toolchain) -> Result<PathBuf, ToolError> {
     let clang = tc
         .component(Capability::Clang)
         .ok_or(ToolError::NotAvailable(Capability::Clang))?;
@@ -25,7 +25,12 @@ pub fn llc_path(tc: &Toolchain) -> Result<PathBuf, ToolError> {
 
 /// Compile LLVM IR text to PTX with
 /// `llc-19 -mtriple=nvptx64-nvidia-cuda -mcpu=<cpu> <args>`.
-pub fn llc_ptx(tc: &Toolchain, ir: &str, cpu: &str, args: &[&str]) -> Result<String, ToolError> {
+pub(crate) fn llc_ptx(
+    tc: &Toolchain,
+    ir: &str,
+    cpu: &str,
+    args: &[&str],
+) -> Result<String, ToolError> {
     // llc-19 is clang-19's LLVM: the same version (and, replaying, the same store).
     let version = tc
         .component(Capability::Clang)

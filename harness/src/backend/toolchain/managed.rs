@@ -13,7 +13,7 @@ use crate::capability::Capability;
 /// The pinned wheels. The 12.9 series for the compilers (the driver on the GPU rigs, R580,
 /// accepts its PTX); nvdisasm and cuobjdump are only published as 13.x wheels, which read
 /// sm_90 cubins from 12.9 ptxas.
-pub const PINNED: &[&str] = &[
+pub(crate) const PINNED: &[&str] = &[
     "nvidia-cuda-nvcc-cu12==12.9.86",
     "nvidia-cuda-nvrtc-cu12==12.9.86",
     "nvidia-nvjitlink-cu12==12.9.86",
@@ -24,16 +24,16 @@ pub const PINNED: &[&str] = &[
 
 /// The name of this pin set; changing [`PINNED`] changes the directory, so an old install is
 /// never mixed with a new one.
-pub const SET: &str = "cu12.9-r1";
+pub(crate) const SET: &str = "cu12.9-r1";
 
 /// The directory the wheels are installed into (pip `--target`), under the per-user cache
 /// `cache_root` ([`crate::config::RunConfig::cache_root`]).
-pub fn site_dir(cache_root: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn site_dir(cache_root: Option<&Path>) -> Option<PathBuf> {
     cache_root.map(|r| r.join("toolchain").join(SET))
 }
 
 /// A component inside an installed wheel tree.
-pub fn locate(cap: Capability, site: &Path) -> Option<PathBuf> {
+pub(crate) fn locate(cap: Capability, site: &Path) -> Option<PathBuf> {
     let nv = site.join("nvidia");
     let file = |p: PathBuf| p.is_file().then_some(p);
     let first = |cands: &[PathBuf]| cands.iter().find(|p| p.is_file()).cloned();

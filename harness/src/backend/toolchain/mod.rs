@@ -9,10 +9,10 @@ mod ffi;
 pub mod llc;
 pub mod prebuilt;
 
-pub use ffi::{CallError, FfiError, VendorLib};
+pub(crate) use ffi::FfiError;
 pub mod managed;
 pub mod process;
-pub mod stderr_capture;
+pub(crate) mod stderr_capture;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -90,7 +90,7 @@ impl ToolError {
 
 /// Why discovery counts a component missing although a file was found, or found no clang.
 #[derive(Debug, thiserror::Error)]
-pub enum ComponentError {
+pub(crate) enum ComponentError {
     /// Running the tool for its version failed.
     #[error(transparent)]
     Run(#[from] ToolError),
@@ -186,6 +186,9 @@ pub struct Toolchain {
     nvrtc_device_debug: OnceLock<Result<ffi::Nvrtc, FfiError>>,
     nvjitlink: OnceLock<Result<ffi::NvJitLink, FfiError>>,
     nvvm: OnceLock<Result<ffi::Nvvm, FfiError>>,
+    /// `Prototype doesn't match` lines nvJitLink wrote to stderr for links it completed
+    /// (counted, not shown: [`stderr_capture`]).
+    prototype_lines: std::sync::atomic::AtomicUsize,
     /// What discovery was told: limits, hidden components, where to look, the prebuilt store.
     settings: ToolSettings,
 }
@@ -236,7 +239,7 @@ impl ToolSettings {
     }
 
     /// Where the managed wheels are installed.
-    pub fn site_dir(&self) -> Option<PathBuf> {
+    pub(crate) fn site_dir(&self) -> Option<PathBuf> {
         managed::site_dir(self.cache_root.as_deref())
     }
 }
@@ -247,7 +250,7 @@ impl ToolSettings {
 pub const HIDE_VAR: &str = "GPUCTS_HIDE_TOOLS";
 
 /// Components the NVIDIA wheels provide (clang comes from Debian).
-pub const NVIDIA_COMPONENTS: &[Capability] = &[
+pub(crate) const NVIDIA_COMPONENTS: &[Capability] = &[
     Capability::Ptxas,
     Capability::Nvrtc,
     Capability::Nvjitlink,
@@ -266,7 +269,7 @@ impl Toolchain {
     }
 
     /// [`Toolchain::discover_system`] with the run's settings.
-    pub fn discover_with(settings: ToolSettings) -> Toolchain {
+    pub(crate) fn discover_with(settings: ToolSettings) -> Toolchain {
         Toolchain::discover(true, settings)
     }
 
@@ -384,7 +387,7 @@ impl Toolchain {
     }
 
     /// The store this toolchain replays, if any.
-    pub fn replaying(&self) -> Option<&prebuilt::Store> {
+    pub(crate) fn replaying(&self) -> Option<&prebuilt::Store> {
         match self.settings.prebuilt.as_deref() {
             Some(prebuilt::Mode::Replay(s)) => Some(s),
             _ => None,
@@ -392,7 +395,7 @@ impl Toolchain {
     }
 
     /// The store this toolchain records into (`gpucts prebuild`), if any.
-    pub fn recording(&self) -> Option<&prebuilt::Store> {
+    pub(crate) fn recording(&self) -> Option<&prebuilt::Store> {
         match self.settings.prebuilt.as_deref() {
             Some(prebuilt::Mode::Record(s)) => Some(s),
             _ => None,
@@ -401,7 +404,7 @@ impl Toolchain {
 
     /// This toolchain, its clang-19 and llc-19 runs recorded into `mode`'s store (`gpucts
     /// prebuild`: discovery first finds the clang-19 whose version the store is made for).
-    pub fn recording_into(mut self, store: Arc<prebuilt::Mode>) -> Toolchain {
+    pub(crate) fn recording_into(mut self, store: Arc<prebuilt::Mode>) -> Toolchain {
         self.settings.prebuilt = Some(store);
         // Recording needs the tools to run: a cached output would record nothing.
         self.settings.output_cache = false;
@@ -414,7 +417,7 @@ impl Toolchain {
     }
 
     /// The limit for one tool run.
-    pub fn tool_timeout(&self) -> std::time::Duration {
+    pub(crate) fn tool_timeout(&self) -> std::time::Duration {
         self.settings.timeout
     }
 
@@ -483,7 +486,7 @@ impl Toolchain {
     }
 
     /// Record the toolchain's capabilities.
-    pub fn fill_capabilities(&self, caps: &mut Capabilities) {
+    pub(crate) fn fill_capabilities(&self, caps: &mut Capabilities) {
         for (cap, c) in &self.found {
             caps.set(
                 *cap,
@@ -536,7 +539,7 @@ impl Toolchain {
     }
 
     /// libNVVM: NVVM IR text -> PTX.
-    pub fn nvvm(&self, ir: &str, opts: &[&str]) -> Result<String, ToolError> {
+    pub(crate) fn nvvm(&self, ir: &str, opts: &[&str]) -> Result<String, ToolError> {
         let path = self.path(Capability::Libnvvm)?;
         let lib = self
             .nvvm
@@ -559,8 +562,17 @@ impl Toolchain {
             .get_or_init(|| ffi::NvJitLink::open(path))
             .as_ref()
             .map_err(|e| ToolError::failed("nvjitlink", e.to_string()))?;
-        stderr_capture::run_with_stderr_filtered(|| lib.link(inputs, opts))
-            .map_err(|e| ToolError::failed("nvjitlink", e.to_string()))
+        let (linked, lines) = stderr_capture::run_with_stderr_filtered(|| lib.link(inputs, opts));
+        self.prototype_lines
+            .fetch_add(lines, std::sync::atomic::Ordering::Relaxed);
+        linked.map_err(|e| ToolError::failed("nvjitlink", e.to_string()))
+    }
+
+    /// How many `Prototype doesn't match` lines nvJitLink has written to stderr for this
+    /// toolchain's links (not shown).
+    pub(crate) fn nvjitlink_prototype_lines(&self) -> usize {
+        self.prototype_lines
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// ptxas: PTX -> cubin.
@@ -601,12 +613,12 @@ impl Toolchain {
     }
 
     /// nvdisasm on a cubin.
-    pub fn nvdisasm(&self, cubin: &[u8], args: &[&str]) -> Result<String, ToolError> {
+    pub(crate) fn nvdisasm(&self, cubin: &[u8], args: &[&str]) -> Result<String, ToolError> {
         self.run_on_cubin(Capability::Nvdisasm, cubin, args)
     }
 
     /// cuobjdump on a cubin.
-    pub fn cuobjdump(&self, cubin: &[u8], args: &[&str]) -> Result<String, ToolError> {
+    pub(crate) fn cuobjdump(&self, cubin: &[u8], args: &[&str]) -> Result<String, ToolError> {
         self.run_on_cubin(Capability::Cuobjdump, cubin, args)
     }
 
@@ -635,7 +647,7 @@ impl Toolchain {
     }
 
     /// clang-19 -> PTX for `nvptx64-nvidia-cuda`.
-    pub fn clang_ptx(
+    pub(crate) fn clang_ptx(
         &self,
         source: &str,
         lang: ClangLang,
@@ -645,7 +657,7 @@ impl Toolchain {
     }
 
     /// clang-19 -> PTX for `nvptx64-nvidia-cuda` and GPU `arch` (`sm_50`, ...).
-    pub fn clang_ptx_for(
+    pub(crate) fn clang_ptx_for(
         &self,
         source: &str,
         lang: ClangLang,
@@ -673,7 +685,7 @@ impl Toolchain {
     }
 
     /// clang-19 with `args` on `source` (the file is appended); returns stdout.
-    pub fn clang_stdout(
+    pub(crate) fn clang_stdout(
         &self,
         source: &str,
         lang: ClangLang,
@@ -700,7 +712,7 @@ impl Toolchain {
 
     /// The host's g++ on C++ `source`: the assembly it writes (`-S`), warnings off (the
     /// sources carry CUDA attributes g++ ignores).
-    pub fn gxx_assembly(&self, source: &str) -> Result<String, ToolError> {
+    pub(crate) fn gxx_assembly(&self, source: &str) -> Result<String, ToolError> {
         let gxx = self.path(Capability::Gxx)?;
         let dir = tempfile_dir()?;
         let input = dir.path().join("input.cpp");
@@ -739,7 +751,7 @@ impl Toolchain {
 }
 
 /// A fresh private temporary directory, removed when dropped.
-pub fn tempfile_dir() -> std::io::Result<tempfile::TempDir> {
+pub(crate) fn tempfile_dir() -> std::io::Result<tempfile::TempDir> {
     tempfile::Builder::new().prefix("gpucts-").tempdir()
 }
 

@@ -58,7 +58,7 @@ pub enum Tool {
 }
 
 impl Tool {
-    pub const ALL: [Tool; 2] = [Tool::Clang, Tool::Llc];
+    pub(crate) const ALL: [Tool; 2] = [Tool::Clang, Tool::Llc];
 
     /// The tool's name in keys, manifests and messages.
     pub fn name(self) -> &'static str {
@@ -77,7 +77,7 @@ impl Tool {
     }
 
     /// The tool a `--producers` value names.
-    pub fn from_producer(s: &str) -> Option<Tool> {
+    pub(crate) fn from_producer(s: &str) -> Option<Tool> {
         Tool::ALL.into_iter().find(|t| t.producer() == s)
     }
 }
@@ -150,7 +150,7 @@ impl Store {
     }
 
     /// Whether recording failed to write some output (the store is incomplete).
-    pub fn write_failed(&self) -> bool {
+    pub(crate) fn write_failed(&self) -> bool {
         self.write_failed.load(Ordering::Relaxed)
     }
 
@@ -425,7 +425,7 @@ fn read_compressed(path: &Path) -> std::io::Result<String> {
 
 /// A manifest's text, checked: JSON of [`Manifest`] (errors at `manifest.json:line:column`),
 /// this format, this gpucts version.
-pub fn parse_manifest(text: &str) -> Result<Manifest, String> {
+pub(crate) fn parse_manifest(text: &str) -> Result<Manifest, String> {
     let manifest: Manifest = serde_json::from_str(text)
         .map_err(|e| format!("{MANIFEST}:{}:{}: {e}", e.line(), e.column()))?;
     if manifest.format != FORMAT {

@@ -11,10 +11,10 @@ use super::ToolError;
 use crate::backend::process::{run, run_uncaptured, Ending, Finished, RunError};
 
 /// The limit for a `--version` probe.
-pub const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A signal's name and number (`SIGKILL (signal 9)`).
-pub fn signal_name(sig: i32) -> String {
+pub(crate) fn signal_name(sig: i32) -> String {
     let name = match sig {
         libc::SIGSEGV => "SIGSEGV",
         libc::SIGABRT => "SIGABRT",
@@ -64,7 +64,7 @@ fn within(
 }
 
 /// Run `cmd` with stdin from `/dev/null`, capturing stdout and stderr, for at most `timeout`.
-pub fn output_within(
+pub(crate) fn output_within(
     cmd: &mut Command,
     tool: &str,
     timeout: Duration,
@@ -79,7 +79,7 @@ pub fn output_within(
 
 /// Run `cmd` (its stdout and stderr as the caller set them, stdin from `/dev/null`) for at
 /// most `timeout`.
-pub fn status_within(
+pub(crate) fn status_within(
     cmd: &mut Command,
     tool: &str,
     timeout: Duration,

@@ -2,12 +2,12 @@
 //! rather than to its info or error log: `error : Prototype doesn't match` for a link it then
 //! completes (a `.b64` argument against a `.f64` parameter, for instance). A run of the xcall
 //! suite would print hundreds of them between the case lines. Links run with fd 2 pointed at a
-//! temporary file; those lines are counted (see [`nvjitlink_prototype_lines`]) and anything
-//! else written meanwhile, by the library or by another thread, is written back to stderr.
+//! temporary file; those lines are counted (the count comes back with the result, and the
+//! toolchain adds it up: `Toolchain::nvjitlink_prototype_lines`) and anything else written
+//! meanwhile, by the library or by another thread, is written back to stderr.
 
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// What nvJitLink writes for a prototype mismatch it tolerates:
@@ -19,33 +19,28 @@ fn is_prototype_line(line: &str) -> bool {
         && line.contains(": Prototype doesn't match")
 }
 
-static PROTOTYPE_LINES: AtomicUsize = AtomicUsize::new(0);
-/// One redirection at a time: fd 2 is process-wide.
+/// One redirection at a time: fd 2 is a resource of the process, not of a run.
 static REDIRECT: Mutex<()> = Mutex::new(());
 
-/// How many `Prototype doesn't match` lines nvJitLink has written in this process.
-pub fn nvjitlink_prototype_lines() -> usize {
-    PROTOTYPE_LINES.load(Ordering::Relaxed)
-}
-
 /// Run `f` with fd 2 redirected to a temporary file; on any failure to redirect, run it
-/// with stderr as it is.
-pub fn run_with_stderr_filtered<T>(f: impl FnOnce() -> T) -> T {
+/// with stderr as it is. Returns `f`'s result and how many `Prototype doesn't match` lines
+/// were written meanwhile.
+pub(crate) fn run_with_stderr_filtered<T>(f: impl FnOnce() -> T) -> (T, usize) {
     let _one = REDIRECT.lock().unwrap_or_else(|e| e.into_inner());
     let Ok(mut file) = tempfile::tempfile() else {
-        return f();
+        return (f(), 0);
     };
     let _ = std::io::stderr().flush();
     // SAFETY: dup of fd 2 has no memory-safety preconditions; the result is checked.
     let saved = unsafe { libc::dup(2) };
     if saved < 0 {
-        return f();
+        return (f(), 0);
     }
     // SAFETY: both descriptors are open (the temporary file is owned by `file`).
     if unsafe { libc::dup2(file.as_raw_fd(), 2) } < 0 {
         // SAFETY: `saved` came from dup above and is closed once.
         unsafe { libc::close(saved) };
-        return f();
+        return (f(), 0);
     }
     let out = f();
     let _ = std::io::stderr().flush();
@@ -55,11 +50,12 @@ pub fn run_with_stderr_filtered<T>(f: impl FnOnce() -> T) -> T {
         libc::close(saved);
     }
     let mut text = String::new();
+    let mut prototype_lines = 0;
     if file.rewind().is_ok() && file.read_to_string(&mut text).is_ok() {
         let mut rest = String::new();
         for line in text.lines() {
             if is_prototype_line(line) {
-                PROTOTYPE_LINES.fetch_add(1, Ordering::Relaxed);
+                prototype_lines += 1;
             } else {
                 rest.push_str(line);
                 rest.push('\n');
@@ -69,7 +65,7 @@ pub fn run_with_stderr_filtered<T>(f: impl FnOnce() -> T) -> T {
             eprint!("{rest}");
         }
     }
-    out
+    (out, prototype_lines)
 }
 
 #[cfg(test)]
@@ -80,15 +76,13 @@ mod tests {
     /// shown; the function's result comes back.
     #[test]
     fn prototype_lines_are_counted_and_the_rest_kept() {
-        let before = nvjitlink_prototype_lines();
-        let r = run_with_stderr_filtered(|| {
+        let (r, lines) = run_with_stderr_filtered(|| {
             // As libnvJitLink 12.9 writes it (three spaces after `error`).
             let line = b"error   : Prototype doesn't match for 'f' in 'callee.cubin', first defined in 'callee.cubin'\n";
             // SAFETY: writing a byte buffer to fd 2 (the redirected file).
             unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
             7
         });
-        assert_eq!(r, 7);
-        assert!(nvjitlink_prototype_lines() > before);
+        assert_eq!((r, lines), (7, 1));
     }
 }

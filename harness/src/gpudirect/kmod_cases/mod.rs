@@ -27,8 +27,8 @@ use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 
 /// gpudirect §3.2: pins are made in 64 KB units on desktop GPUs; §4.4.3 (Tegra): 4 KB pages.
-pub const DESKTOP_ALIGN: u64 = 64 * 1024;
-pub const TEGRA_ALIGN: u64 = 4 * 1024;
+pub(crate) const DESKTOP_ALIGN: u64 = 64 * 1024;
+pub(crate) const TEGRA_ALIGN: u64 = 4 * 1024;
 
 /// One kmod scenario; the suite names it as `check: {kmod: <name>}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -223,14 +223,14 @@ use teardown::{fd_closed_with_mapping, fork_exit_with_live_pins, process_killed_
 
 /// What pins are made on.
 #[derive(Debug)]
-pub enum Mem {
+pub(crate) enum Mem {
     /// `/dev/gpucts_testprov`: frees report the callbacks they fired; counts and injection.
     Prov(TestProv),
     /// A CUDA device (a rig): allocations over-allocated to the pin alignment.
     Cuda(CudaMem),
 }
 
-pub struct CudaMem {
+pub(crate) struct CudaMem {
     s: Session,
     /// (aligned va handed out, cuMemAlloc base)
     allocs: RefCell<Vec<(u64, u64)>>,
@@ -260,7 +260,7 @@ impl Mem {
         }
     }
 
-    pub fn prov(&self) -> Option<&TestProv> {
+    pub(crate) fn prov(&self) -> Option<&TestProv> {
         match self {
             Mem::Prov(p) => Some(p),
             Mem::Cuda(_) => None,
@@ -269,7 +269,7 @@ impl Mem {
 
     /// `len` bytes at an `align`-aligned VA whose words hold `testprov_pattern(va)` (the
     /// provider fills them; on a GPU they are copied in), and the GPU's UUID.
-    pub fn alloc(&self, len: u64, align: u64) -> Step<(u64, [u8; 16])> {
+    pub(crate) fn alloc(&self, len: u64, align: u64) -> Step<(u64, [u8; 16])> {
         match self {
             Mem::Prov(p) => {
                 let a = call(p.alloc(len), "testprov ALLOC")?;
@@ -298,7 +298,7 @@ impl Mem {
     }
 
     /// Free (like cuMemFree); the callbacks fired when the provider can say.
-    pub fn free(&self, va: u64) -> Step<Option<u32>> {
+    pub(crate) fn free(&self, va: u64) -> Step<Option<u32>> {
         match self {
             Mem::Prov(p) => call(p.free(va), "testprov FREE").map(Some),
             Mem::Cuda(c) => {
@@ -316,7 +316,7 @@ impl Mem {
         }
     }
 
-    pub fn stats(&self) -> Option<TpStats> {
+    pub(crate) fn stats(&self) -> Option<TpStats> {
         self.prov().and_then(|p| p.stats().ok())
     }
 }
@@ -331,7 +331,7 @@ impl Drop for CudaMem {
 
 /// What a scenario works with.
 #[derive(Debug)]
-pub struct Ctx {
+pub(crate) struct Ctx {
     pub gp: Device,
     pub mem: Mem,
     pub tegra: bool,
