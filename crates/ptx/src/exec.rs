@@ -381,14 +381,8 @@ impl Machine {
     /// One statement; `Some` when the run stops here.
     fn step(&mut self, ins: &Instruction) -> Result<Option<Stop>, ExecError> {
         let line = ins.line;
-        let ops = &ins.operands;
         let ty = ins.modifiers.last().map(String::as_str).unwrap_or("");
-        let operand = |i: usize| {
-            ops.get(i).map(String::as_str).ok_or(ExecError::Bad {
-                line,
-                message: format!("`{}` lacks operand {}", ins.opcode, i + 1),
-            })
-        };
+        let operand = |i: usize| operand_of(ins, i);
         if ins
             .modifiers
             .iter()
@@ -399,79 +393,7 @@ impl Machine {
         match ins.opcode.as_str() {
             "ret" | "exit" => return Ok(Some(Stop::Ret { line })),
             "call" => return Ok(Some(call_stop(ins))),
-            "ld" | "st" => {
-                let bits = type_bits(ty).ok_or_else(|| Self::unsupported(ins))?;
-                let bytes = (bits / 8) as usize;
-                let (addr_op, value_op) = if ins.opcode == "ld" {
-                    (operand(1)?, operand(0)?)
-                } else {
-                    (operand(0)?, operand(1)?)
-                };
-                let (base, off) = Self::address(addr_op).ok_or_else(|| Self::unsupported(ins))?;
-                if ins.has("param") {
-                    let name = base.to_string();
-                    let at = usize::try_from(off)
-                        .ok()
-                        .filter(|o| o + bytes <= MAX_PARAM_BYTES)
-                        .ok_or_else(|| ExecError::Bad {
-                            line,
-                            message: format!(
-                                "`[{name}{off:+}]` is outside any .param variable (at most {MAX_PARAM_BYTES} bytes)"
-                            ),
-                        })?;
-                    if ins.opcode == "ld" {
-                        let slot = self.params.get(&name).ok_or(ExecError::UnwrittenMemory {
-                            line,
-                            what: format!("[{name}]"),
-                            bytes,
-                        })?;
-                        let got: Option<Vec<u8>> = (0..bytes)
-                            .map(|i| slot.get(at + i).copied().flatten())
-                            .collect();
-                        let got = got.ok_or(ExecError::UnwrittenMemory {
-                            line,
-                            what: format!("[{name}+{off}]"),
-                            bytes,
-                        })?;
-                        let v = extend(le(&got), bits, is_signed(ty));
-                        self.set(value_op, v, line)?;
-                    } else {
-                        let v = self.get(value_op, bits, line)?;
-                        let slot = self.params.entry(name).or_default();
-                        let end = at + bytes;
-                        if slot.len() < end {
-                            slot.resize(end, None);
-                        }
-                        for i in 0..bytes {
-                            slot[at + i] = Some((v >> (8 * i)) as u8);
-                        }
-                    }
-                    return Ok(None);
-                }
-                let space = ins
-                    .modifiers
-                    .iter()
-                    .find_map(|m| MemSpace::from_modifier(m));
-                let base_addr = self.get(base, 64, line)?;
-                let a = base_addr.wrapping_add(off as u64);
-                let (space, a, what) = match space {
-                    Some(s) => (s, a, format!("{} 0x{a:x}", s.name())),
-                    None => {
-                        let (s, r) = resolve(a);
-                        (s, r, format!("generic 0x{a:x} ({} 0x{r:x})", s.name()))
-                    }
-                };
-                if ins.opcode == "ld" {
-                    let got: Option<Vec<u8>> = self.read(space, a, bytes).into_iter().collect();
-                    let got = got.ok_or(ExecError::UnwrittenMemory { line, what, bytes })?;
-                    let v = extend(le(&got), bits, is_signed(ty));
-                    self.set(value_op, v, line)?;
-                } else {
-                    let v = self.get(value_op, bits, line)?;
-                    let bytes_le: Vec<u8> = (0..bytes).map(|i| (v >> (8 * i)) as u8).collect();
-                    self.write(space, a, &bytes_le);
-                }
-            }
+            "ld" | "st" => self.ld_st(ins, ty)?,
             "mov" => {
                 let bits = type_bits(ty).or((ty == "pred").then_some(1));
                 let bits = bits.ok_or_else(|| Self::unsupported(ins))?;
@@ -481,6 +403,99 @@ impl Machine {
                 let v = self.get(operand(1)?, bits, line)?;
                 self.set(operand(0)?, v, line)?;
             }
+            "cvt" | "cvta" => self.convert(ins, ty)?,
+            "add" | "sub" | "mul" | "and" | "or" | "xor" | "shl" | "shr" | "min" | "max"
+            | "not" | "neg" => self.integer_op(ins, ty)?,
+            "bfe" | "bfi" => self.bit_field(ins, ty)?,
+            "selp" | "setp" => self.select_compare(ins, ty)?,
+            _ => return Err(Self::unsupported(ins)),
+        }
+        Ok(None)
+    }
+
+    /// `ld`/`st`: `.param` variables by name, other spaces by address (generic resolved).
+    fn ld_st(&mut self, ins: &Instruction, ty: &str) -> Result<(), ExecError> {
+        let line = ins.line;
+        let operand = |i: usize| operand_of(ins, i);
+        let bits = type_bits(ty).ok_or_else(|| Self::unsupported(ins))?;
+        let bytes = (bits / 8) as usize;
+        let (addr_op, value_op) = if ins.opcode == "ld" {
+            (operand(1)?, operand(0)?)
+        } else {
+            (operand(0)?, operand(1)?)
+        };
+        let (base, off) = Self::address(addr_op).ok_or_else(|| Self::unsupported(ins))?;
+        if ins.has("param") {
+            let name = base.to_string();
+            let at = usize::try_from(off)
+                .ok()
+                .filter(|o| o + bytes <= MAX_PARAM_BYTES)
+                .ok_or_else(|| ExecError::Bad {
+                    line,
+                    message: format!(
+                        "`[{name}{off:+}]` is outside any .param variable (at most {MAX_PARAM_BYTES} bytes)"
+                    ),
+                })?;
+            if ins.opcode == "ld" {
+                let slot = self.params.get(&name).ok_or(ExecError::UnwrittenMemory {
+                    line,
+                    what: format!("[{name}]"),
+                    bytes,
+                })?;
+                let got: Option<Vec<u8>> = (0..bytes)
+                    .map(|i| slot.get(at + i).copied().flatten())
+                    .collect();
+                let got = got.ok_or(ExecError::UnwrittenMemory {
+                    line,
+                    what: format!("[{name}+{off}]"),
+                    bytes,
+                })?;
+                let v = extend(le(&got), bits, is_signed(ty));
+                self.set(value_op, v, line)?;
+            } else {
+                let v = self.get(value_op, bits, line)?;
+                let slot = self.params.entry(name).or_default();
+                let end = at + bytes;
+                if slot.len() < end {
+                    slot.resize(end, None);
+                }
+                for i in 0..bytes {
+                    slot[at + i] = Some((v >> (8 * i)) as u8);
+                }
+            }
+            return Ok(());
+        }
+        let space = ins
+            .modifiers
+            .iter()
+            .find_map(|m| MemSpace::from_modifier(m));
+        let base_addr = self.get(base, 64, line)?;
+        let a = base_addr.wrapping_add(off as u64);
+        let (space, a, what) = match space {
+            Some(s) => (s, a, format!("{} 0x{a:x}", s.name())),
+            None => {
+                let (s, r) = resolve(a);
+                (s, r, format!("generic 0x{a:x} ({} 0x{r:x})", s.name()))
+            }
+        };
+        if ins.opcode == "ld" {
+            let got: Option<Vec<u8>> = self.read(space, a, bytes).into_iter().collect();
+            let got = got.ok_or(ExecError::UnwrittenMemory { line, what, bytes })?;
+            let v = extend(le(&got), bits, is_signed(ty));
+            self.set(value_op, v, line)?;
+        } else {
+            let v = self.get(value_op, bits, line)?;
+            let bytes_le: Vec<u8> = (0..bytes).map(|i| (v >> (8 * i)) as u8).collect();
+            self.write(space, a, &bytes_le);
+        }
+        Ok(())
+    }
+
+    /// `cvt` between integer types and `cvta` between generic and a state space.
+    fn convert(&mut self, ins: &Instruction, ty: &str) -> Result<(), ExecError> {
+        let line = ins.line;
+        let operand = |i: usize| operand_of(ins, i);
+        match ins.opcode.as_str() {
             "cvt" => {
                 let types: Vec<&str> = ins
                     .modifiers
@@ -527,6 +542,16 @@ impl Machine {
                 };
                 self.set(operand(0)?, v, line)?;
             }
+            _ => return Err(Self::unsupported(ins)),
+        }
+        Ok(())
+    }
+
+    /// Integer arithmetic, logic and shifts (`add` .. `max`, `not`, `neg`); floats refused.
+    fn integer_op(&mut self, ins: &Instruction, ty: &str) -> Result<(), ExecError> {
+        let line = ins.line;
+        let operand = |i: usize| operand_of(ins, i);
+        match ins.opcode.as_str() {
             "add" | "sub" | "mul" | "and" | "or" | "xor" | "shl" | "shr" | "min" | "max" => {
                 let bits = type_bits(ty)
                     .or((ty == "pred").then_some(1))
@@ -573,6 +598,16 @@ impl Machine {
                 };
                 self.set(operand(0)?, v, line)?;
             }
+            _ => return Err(Self::unsupported(ins)),
+        }
+        Ok(())
+    }
+
+    /// `bfe`/`bfi` (PTX ISA bit-field extract and insert).
+    fn bit_field(&mut self, ins: &Instruction, ty: &str) -> Result<(), ExecError> {
+        let line = ins.line;
+        let operand = |i: usize| operand_of(ins, i);
+        match ins.opcode.as_str() {
             "bfe" => {
                 let bits = type_bits(ty).ok_or_else(|| Self::unsupported(ins))?;
                 let a = self.get(operand(1)?, bits, line)?;
@@ -613,6 +648,16 @@ impl Machine {
                 }
                 self.set(operand(0)?, v, line)?;
             }
+            _ => return Err(Self::unsupported(ins)),
+        }
+        Ok(())
+    }
+
+    /// `selp` and integer `setp`.
+    fn select_compare(&mut self, ins: &Instruction, ty: &str) -> Result<(), ExecError> {
+        let line = ins.line;
+        let operand = |i: usize| operand_of(ins, i);
+        match ins.opcode.as_str() {
             "selp" => {
                 let bits = type_bits(ty).ok_or_else(|| Self::unsupported(ins))?;
                 let p = self.get(operand(3)?, 1, line)?;
@@ -645,8 +690,19 @@ impl Machine {
             }
             _ => return Err(Self::unsupported(ins)),
         }
-        Ok(None)
+        Ok(())
     }
+}
+
+/// Operand `i` of `ins`, or the error that names the missing one.
+fn operand_of(ins: &Instruction, i: usize) -> Result<&str, ExecError> {
+    ins.operands
+        .get(i)
+        .map(String::as_str)
+        .ok_or(ExecError::Bad {
+            line: ins.line,
+            message: format!("`{}` lacks operand {}", ins.opcode, i + 1),
+        })
 }
 
 /// `call{.uni} (rets), f, (args)` / `call f, (args)` / `call (rets), f` / `call f`.
