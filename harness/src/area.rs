@@ -75,12 +75,12 @@ impl<'a> CaseContext<'a> {
 
     /// Whether a batch computation includes member `id` ([`RunScope::batch_member`]); the
     /// case itself always is.
-    pub fn batch_member(&self, id: &str) -> bool {
+    pub(crate) fn batch_member(&self, id: &str) -> bool {
         id == self.id || self.scope.batch_member(id)
     }
 
     /// What the case did with batches so far, taken out.
-    pub fn take_batch_use(&self) -> BatchUse {
+    pub(crate) fn take_batch_use(&self) -> BatchUse {
         std::mem::take(&mut *lock(&self.batch_use))
     }
 
@@ -91,7 +91,7 @@ impl<'a> CaseContext<'a> {
     }
 
     /// The figures recorded so far, taken out.
-    pub fn take_figures(&self) -> Vec<Figure> {
+    pub(crate) fn take_figures(&self) -> Vec<Figure> {
         std::mem::take(&mut *lock(&self.figures))
     }
 }
@@ -110,7 +110,7 @@ pub enum Resource {
 }
 
 impl Resource {
-    pub const ALL: [Resource; 2] = [Resource::Gpu, Resource::KmodDevice];
+    pub(crate) const ALL: [Resource; 2] = [Resource::Gpu, Resource::KmodDevice];
 }
 
 /// One case's area-specific content, parsed from its `check:`.
@@ -181,7 +181,7 @@ impl CaseError {
 }
 
 /// Collects [`CaseError`]s: `Ok` when none.
-pub fn problems(errors: Vec<CaseError>) -> Result<(), Vec<CaseError>> {
+pub(crate) fn problems(errors: Vec<CaseError>) -> Result<(), Vec<CaseError>> {
     if errors.is_empty() {
         Ok(())
     } else {
@@ -192,10 +192,10 @@ pub fn problems(errors: Vec<CaseError>) -> Result<(), Vec<CaseError>> {
 /// The largest seed (or batch number) a case may name: far above any suite's, and low enough
 /// that the batch arithmetic after it (`seed - seed % BATCH + BATCH`, `batch * BATCH`) cannot
 /// overflow.
-pub const MAX_SEED: u64 = 1 << 48;
+pub(crate) const MAX_SEED: u64 = 1 << 48;
 
 /// A seed-like `field` must be below [`MAX_SEED`] (`None`: it is).
-pub fn seed_in_range(field: &'static str, value: u64) -> Option<CaseError> {
+pub(crate) fn seed_in_range(field: &'static str, value: u64) -> Option<CaseError> {
     (value >= MAX_SEED).then(|| {
         CaseError::new(
             field,
@@ -207,7 +207,11 @@ pub fn seed_in_range(field: &'static str, value: u64) -> Option<CaseError> {
 
 /// A `file:` a case reads at run time, relative to the repository root, must be a readable
 /// regular file (`None`: it is).
-pub fn readable_file(ctx: &ValidateContext, field: &'static str, file: &str) -> Option<CaseError> {
+pub(crate) fn readable_file(
+    ctx: &ValidateContext,
+    field: &'static str,
+    file: &str,
+) -> Option<CaseError> {
     let path = ctx.root.join(file);
     let why = match std::fs::metadata(&path) {
         Ok(m) if m.is_file() => match std::fs::File::open(&path) {
@@ -308,7 +312,10 @@ impl RunScope {
 
     /// A scope for a run that selected `ids`; `whole_batches`: compute every batch with all its
     /// members anyway (see [`RunScope::batch_member`]).
-    pub fn selecting(ids: impl IntoIterator<Item = String>, whole_batches: bool) -> RunScope {
+    pub(crate) fn selecting(
+        ids: impl IntoIterator<Item = String>,
+        whole_batches: bool,
+    ) -> RunScope {
         RunScope {
             selected: Some(ids.into_iter().collect()),
             whole_batches,
@@ -317,23 +324,23 @@ impl RunScope {
     }
 
     /// Whether the run selected case `id` (true when no selection was made).
-    pub fn is_selected(&self, id: &str) -> bool {
+    pub(crate) fn is_selected(&self, id: &str) -> bool {
         self.selected.as_ref().is_none_or(|s| s.contains(id))
     }
 
     /// The run's selected ids, when a selection was made: which batches a run needs at all.
-    pub fn selected_ids(&self) -> Option<&HashSet<String>> {
+    pub(crate) fn selected_ids(&self) -> Option<&HashSet<String>> {
         self.selected.as_ref()
     }
 
     /// Whether a batch computation includes member `id`: a selected one (a filtered run
     /// compiles what it runs), or every member when batches are computed whole.
-    pub fn batch_member(&self, id: &str) -> bool {
+    pub(crate) fn batch_member(&self, id: &str) -> bool {
         self.whole_batches || self.is_selected(id)
     }
 
     /// The time batch `token` took to compute in this run.
-    pub fn batch_cost(&self, token: &BatchToken) -> Option<Duration> {
+    pub(crate) fn batch_cost(&self, token: &BatchToken) -> Option<Duration> {
         lock(&self.costs).get(token).copied()
     }
 
@@ -372,12 +379,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 type Slots<K, V> = Mutex<HashMap<K, Arc<OnceLock<V>>>>;
 
 /// Identifies one batch (a key of one [`BatchCache`]) for the run's time accounting.
-pub type BatchToken = (u64, u64);
+pub(crate) type BatchToken = (u64, u64);
 
 /// What one case did with batches: the time it spent inside [`BatchCache::get_or_compute`]
 /// (computing or waiting) and the batches it used.
 #[derive(Debug, Default, Clone)]
-pub struct BatchUse {
+pub(crate) struct BatchUse {
     pub in_batches: Duration,
     pub batches: Vec<BatchToken>,
 }
@@ -418,7 +425,7 @@ impl BatchUser for CaseContext<'_> {
 /// charges a batch's compute time once, spread over the cases that used it
 /// ([`CaseContext::take_batch_use`], [`RunScope::batch_cost`]), rather than to every case that
 /// waited for it.
-pub struct BatchCache<K, V> {
+pub(crate) struct BatchCache<K, V> {
     id: u64,
     types: std::marker::PhantomData<fn() -> (K, V)>,
 }
@@ -437,17 +444,15 @@ where
     }
 
     /// How many keys the run has asked for.
+    #[cfg(test)]
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self, scope: &RunScope) -> usize {
         lock(&scope.slots::<K, V>(self.id)).len()
     }
 
-    pub fn is_empty(&self, scope: &RunScope) -> bool {
-        self.len(scope) == 0
-    }
-
     /// The value for `key` in `user`'s run, computing it on first use. Compute only the
     /// members the run includes ([`RunScope::batch_member`]).
-    pub fn get_or_compute(
+    pub(crate) fn get_or_compute(
         &self,
         user: &(impl BatchUser + ?Sized),
         key: &K,

@@ -24,14 +24,16 @@ pub fn producers() -> Vec<Producer> {
     Producer::accepting(&LANGUAGES)
 }
 
-pub fn producer_in_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Producer, D::Error> {
+pub(crate) fn producer_in_view<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Producer, D::Error> {
     let p = Producer::deserialize(d)?;
     crate::backend::producer::in_view(p, "abi bit fields", &producers())
         .map_err(serde::de::Error::custom)
 }
 
 /// A member of the struct: name, declared type, width, signed by §1.3 (plain is signed).
-pub const FIELDS: &[(&str, &str, u32, bool)] = &[
+pub(crate) const FIELDS: &[(&str, &str, u32, bool)] = &[
     ("sc3", "signed char", 3, true),
     ("uc5", "unsigned char", 5, false),
     ("pc2", "char", 2, true),

@@ -31,7 +31,7 @@ fn judge(oracle: Oracle, name: &str, verdict: &Agreement) -> CaseStatus {
 /// Why a batch, a types file or a producer's signatures have no verdicts; every case of it
 /// reports the same error, so it is kept (shared) in the batch cache.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum CaseInputError {
+pub(crate) enum CaseInputError {
     /// The oracle's or producer's tool failed.
     #[error(transparent)]
     Tool(Arc<ToolError>),

@@ -10,11 +10,11 @@ use crate::backend::cuda::{self, KernelArg, LaunchConfig, Session};
 use crate::outcome::CaseStatus;
 
 /// NVRTC options for the writer: the target machine is sm_90.
-pub const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17"];
+pub(crate) const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17"];
 
 /// Why the graffiti case could not reach its verdict (an error, not a divergence).
 #[derive(Debug, thiserror::Error)]
-pub enum GraffitiGpuError {
+pub(crate) enum GraffitiGpuError {
     #[error(transparent)]
     Engine(#[from] crate::abi::layout::LayoutError),
     #[error("NVRTC rejected the graffiti kernel: {0}")]
@@ -28,7 +28,7 @@ pub enum GraffitiGpuError {
 }
 
 /// The PTX of the writer kernel for seeds `seed_start..seed_start + count`.
-pub fn writer_ptx(
+pub(crate) fn writer_ptx(
     ctx_tc: &crate::backend::toolchain::Toolchain,
     seed_start: u64,
     count: u64,
@@ -80,7 +80,7 @@ pub fn status(results: &[TypeResult]) -> CaseStatus {
 }
 
 /// The `abi.graffiti.*` case.
-pub fn graffiti_case(ctx: &CaseContext, seed_start: u64, count: u64) -> CaseStatus {
+pub(crate) fn graffiti_case(ctx: &CaseContext, seed_start: u64, count: u64) -> CaseStatus {
     let run = || -> Result<CaseStatus, GraffitiGpuError> {
         let (types, ptx) = writer_ptx(ctx.toolchain, seed_start, count)?;
         let len = graffiti::buffer_len(&types)? as usize;

@@ -56,7 +56,7 @@ const NO_SUCH_VECTOR: &str = "syntax error";
 const BITS32_ABI: &str = "32-Bit ABI";
 
 /// The probes (ISA 8.5 under sm_90 unless a probe needs another).
-pub const PROBES: &[IsaProbe] = &[
+pub(crate) const PROBES: &[IsaProbe] = &[
     // §1.1: shared and local addresses are 32 bits.
     IsaProbe { id: "shared_address_u32", version: "8.5", target: "sm_90", address_size: 64,
         body: concat!(".shared .align 4 .b32 s;\n", entry!("\tmov.u32 %r1, s;\n\tld.shared.u32 %r2, [%r1];\n")),

@@ -37,7 +37,7 @@ pub struct Layout {
 }
 
 /// Size of a scalar (ptx-interop 13.2 §1.1 table).
-pub fn scalar_size(s: Scalar, a: AddressSize) -> u64 {
+pub(crate) fn scalar_size(s: Scalar, a: AddressSize) -> u64 {
     match s {
         // .b8/.s8/.u8: 1 byte.
         Scalar::Char | Scalar::SChar | Scalar::UChar => 1,
@@ -55,13 +55,13 @@ pub fn scalar_size(s: Scalar, a: AddressSize) -> u64 {
 }
 
 /// Alignment of a scalar: every row of the §1.1 table has alignment equal to its size.
-pub fn scalar_align(s: Scalar, a: AddressSize) -> u64 {
+pub(crate) fn scalar_align(s: Scalar, a: AddressSize) -> u64 {
     scalar_size(s, a)
 }
 
 /// Whether a native vector of `n` elements of `s` exists (§1.2): 1–4 elements for scalars of
 /// at most four bytes, 1–2 elements for all other types.
-pub fn vector_exists(s: Scalar, n: u32, a: AddressSize) -> bool {
+pub(crate) fn vector_exists(s: Scalar, n: u32, a: AddressSize) -> bool {
     if matches!(
         s,
         Scalar::Pointer | Scalar::TextureHandle | Scalar::SurfaceHandle
@@ -73,7 +73,7 @@ pub fn vector_exists(s: Scalar, n: u32, a: AddressSize) -> bool {
 }
 
 /// Alignment of a native vector (§1.2): odd element count → alignof(t); even → n × alignof(t).
-pub fn vector_align(s: Scalar, n: u32, a: AddressSize) -> u64 {
+pub(crate) fn vector_align(s: Scalar, n: u32, a: AddressSize) -> u64 {
     if n % 2 == 1 {
         scalar_align(s, a)
     } else {
@@ -82,7 +82,7 @@ pub fn vector_align(s: Scalar, n: u32, a: AddressSize) -> u64 {
 }
 
 /// Objects larger than this are refused, so that offset arithmetic cannot overflow.
-pub const MAX_OBJECT: u64 = 1 << 40;
+pub(crate) const MAX_OBJECT: u64 = 1 << 40;
 
 fn round_up(x: u64, a: u64) -> u64 {
     x.div_ceil(a) * a
@@ -113,7 +113,7 @@ pub enum LayoutError {
 }
 
 /// Size and alignment of any type.
-pub fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), LayoutError> {
+pub(crate) fn size_align(t: &Ty, a: AddressSize) -> Result<(u64, u64), LayoutError> {
     Ok(match t {
         Ty::Scalar(s) => (scalar_size(*s, a), scalar_align(*s, a)),
         Ty::Vector(s, n) => {
@@ -152,7 +152,7 @@ pub fn layout(t: &TypeDef, a: AddressSize) -> Result<Layout, LayoutError> {
 
 /// [`layout`], the error also giving the index of the member at fault (the type reader turns
 /// it into the member's `file:line:column`).
-pub fn layout_at(t: &TypeDef, a: AddressSize) -> Result<Layout, (usize, LayoutError)> {
+pub(crate) fn layout_at(t: &TypeDef, a: AddressSize) -> Result<Layout, (usize, LayoutError)> {
     let mut members = Vec::with_capacity(t.fields.len());
     // Current end of the allocated bits (structs) and the largest extent (unions).
     let mut bit: u64 = 0;
@@ -254,7 +254,7 @@ fn member_err(t: &TypeDef, f: &Field, e: LayoutError) -> LayoutError {
 }
 
 /// The C constraints on one member, shared by the parser and the random generator.
-pub fn validate_field(f: &Field) -> Result<(), FieldError> {
+pub(crate) fn validate_field(f: &Field) -> Result<(), FieldError> {
     match f.bits {
         None => {
             if f.name.is_none() {

@@ -27,7 +27,7 @@ use super::lint::{lint_file, LintFileError, LintReport};
 
 /// ptxas's verdict on a corpus file, from its manifest.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub producer: String,
     pub ptxas: String,
     pub reason: String,
@@ -40,7 +40,7 @@ pub struct Manifest {
 /// Why a corpus file's manifest cannot be used; `Display` is the line a case or `validate`
 /// reports.
 #[derive(Debug, thiserror::Error)]
-pub enum ManifestError {
+pub(crate) enum ManifestError {
     #[error("{path}: cannot read the manifest: {source}")]
     Io {
         path: String,
@@ -53,7 +53,7 @@ pub enum ManifestError {
 }
 
 /// Read `FILE.manifest` (`key: value` lines).
-pub fn read_manifest(ptx: &Path) -> Result<Manifest, ManifestError> {
+pub(crate) fn read_manifest(ptx: &Path) -> Result<Manifest, ManifestError> {
     let mut name = ptx.as_os_str().to_owned();
     name.push(".manifest");
     let path = Path::new(&name);
@@ -107,7 +107,7 @@ pub fn read_manifest(ptx: &Path) -> Result<Manifest, ManifestError> {
 }
 
 /// The exits ptxas's verdict allows the lint, and why.
-pub fn allowed_exits(m: &Manifest) -> (&'static [i32], &'static str) {
+pub(crate) fn allowed_exits(m: &Manifest) -> (&'static [i32], &'static str) {
     match (m.ptxas.as_str(), m.reason.as_str()) {
         ("rejects", "syntax") | ("rejects", "version") => {
             (&[1, 2], "ptxas rejects the text: the lint must not pass it")
@@ -199,7 +199,7 @@ pub fn case(ctx: &CaseContext, file: &str, exit: i32, rules: &[String]) -> CaseS
 }
 
 /// Every `.ptx` file under `dir`, recursively, sorted.
-pub fn corpus_files(dir: &Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn corpus_files(dir: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -221,7 +221,7 @@ pub fn corpus_files(dir: &Path) -> Vec<std::path::PathBuf> {
 
 /// A synthetic module of `n` device functions, each declared forward and then defined (the
 /// shape of LLVM's output), for the large-file figure.
-pub fn synthetic_module(n: usize) -> String {
+pub(crate) fn synthetic_module(n: usize) -> String {
     let mut s = String::from(".version 8.0\n.target sm_90\n.address_size 64\n");
     for i in 0..n {
         s += &format!(".func (.param .b32 r) f{i}(.param .b32 a, .param .b64 b);\n");

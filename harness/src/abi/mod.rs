@@ -15,7 +15,7 @@ use crate::outcome::CaseStatus;
 /// The `check:` vocabulary of `suites/abi.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum AbiCheck {
+pub(crate) enum AbiCheck {
     /// A §1.1 table row: ptxas must place a global of `ptx_type` with this size and alignment.
     FundamentalType {
         ptx_type: String,

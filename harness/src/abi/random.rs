@@ -143,7 +143,7 @@ impl Gen {
 }
 
 /// A member scalar: any of [`Scalar::ALL`] but the two handles, a texture handle once in 30.
-pub fn pick_scalar<R: Rng>(rng: &mut R) -> Scalar {
+pub(crate) fn pick_scalar<R: Rng>(rng: &mut R) -> Scalar {
     // Handles are `.b64` like `unsigned long long`; keep them rarer.
     let pool = &Scalar::ALL[..Scalar::ALL.len() - 2];
     if rng.random_ratio(1, 30) {
@@ -154,7 +154,10 @@ pub fn pick_scalar<R: Rng>(rng: &mut R) -> Scalar {
 
 /// A native vector (§1.2): an element from `scalar` and 1..=4 elements, drawn again until the
 /// vector exists. Shared by the xcall signature generator (its own element pool).
-pub fn pick_vector<R: Rng>(rng: &mut R, mut scalar: impl FnMut(&mut R) -> Scalar) -> (Scalar, u32) {
+pub(crate) fn pick_vector<R: Rng>(
+    rng: &mut R,
+    mut scalar: impl FnMut(&mut R) -> Scalar,
+) -> (Scalar, u32) {
     loop {
         let s = scalar(rng);
         let n = rng.random_range(1..=4);

@@ -23,7 +23,7 @@ fn collect_vectors(t: &Ty, out: &mut BTreeSet<(Scalar, u32)>) {
 }
 
 /// The declaration of one member: `float4 v`, `short a[3][2]`, `int b : 3`, `int : 0`.
-pub fn render_field(f: &Field, dialect: Dialect) -> String {
+pub(crate) fn render_field(f: &Field, dialect: Dialect) -> String {
     let mut dims = String::new();
     let mut ty = &f.ty;
     while let Ty::Array(e, n) = ty {
@@ -45,12 +45,12 @@ pub fn render_field(f: &Field, dialect: Dialect) -> String {
 
 /// C or CUDA C++ definitions of every record in `types` (nested ones hoisted and named), each
 /// as `typedef struct NAME NAME; struct NAME { ... };`, preceded by the vector types used.
-pub fn render_c(types: &[TypeDef], dialect: Dialect) -> String {
+pub(crate) fn render_c(types: &[TypeDef], dialect: Dialect) -> String {
     render_c_at(types, dialect, crate::ptx::AddressSize::A64)
 }
 
 /// [`render_c`] for a given `.address_size` (it fixes the alignment of `long` vectors).
-pub fn render_c_at(
+pub(crate) fn render_c_at(
     types: &[TypeDef],
     dialect: Dialect,
     address_size: crate::ptx::AddressSize,

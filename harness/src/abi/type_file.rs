@@ -121,7 +121,7 @@ impl<'de> Deserialize<'de> for TyRepr {
 /// position is known (`line` 0); the message names the type and member at fault.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}", if *line == 0 { format!("{file}: {message}") } else { format!("{file}:{line}:{column}: {message}") })]
-pub struct TypeFileError {
+pub(crate) struct TypeFileError {
     pub file: String,
     pub line: u64,
     pub column: u64,
@@ -130,12 +130,12 @@ pub struct TypeFileError {
 
 /// Parse a type file. Errors name the file, the line where serde_saphyr knows it, and the type
 /// and member at fault.
-pub fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, TypeFileError> {
+pub(crate) fn parse_types(text: &str, origin: &str) -> Result<Vec<TypeDef>, TypeFileError> {
     parse_type_file(text, origin).map(|(_, t)| t)
 }
 
 /// [`parse_types`], also returning the file's `address_size:` (64 when absent).
-pub fn parse_type_file(
+pub(crate) fn parse_type_file(
     text: &str,
     origin: &str,
 ) -> Result<(crate::ptx::AddressSize, Vec<TypeDef>), TypeFileError> {
@@ -164,10 +164,10 @@ pub fn parse_type_file(
 /// The most members one type may hold once every use of an earlier type is counted again
 /// (a type used twice in each of 24 nested types is 2^24 members: gigabytes). Checked while
 /// resolving, before a type is copied into another.
-pub const MAX_TYPE_MEMBERS: u64 = 100_000;
+pub(crate) const MAX_TYPE_MEMBERS: u64 = 100_000;
 
 /// The same count over all the types of one file.
-pub const MAX_FILE_MEMBERS: u64 = 1_000_000;
+pub(crate) const MAX_FILE_MEMBERS: u64 = 1_000_000;
 
 /// A reading error: line, column (0 when unknown) and message.
 type At = (u64, u64, String);
@@ -436,7 +436,7 @@ const KEYWORDS: &[&str] = &[
 
 /// Why a type or member name is refused; `what` is `type name` or `member name`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NameError {
+pub(crate) enum NameError {
     #[error("{what} `{name}` is not a C identifier ([A-Za-z_][A-Za-z0-9_]*)")]
     NotIdentifier { what: &'static str, name: String },
     #[error("{what} `{name}` is a C/C++ keyword; names must be identifiers that are not keywords")]
@@ -655,7 +655,7 @@ fn parse_vector_shorthand(n: &str) -> Option<Ty> {
 
 /// Why `gpucts abi layout FILE` has no layout to print.
 #[derive(Debug, thiserror::Error)]
-pub enum LayoutFileError {
+pub(crate) enum LayoutFileError {
     #[error(transparent)]
     Read(#[from] crate::suite::SuiteError),
     #[error(transparent)]
@@ -670,13 +670,13 @@ pub enum LayoutFileError {
 /// included, under their derived names), as JSON for `gpucts abi layout FILE`:
 /// `{"address_size": 64, "types": [{"name", "kind", "size", "align", "members": [{"name",
 /// "offset", "bit_offset"?, "bit_width"?, "size", "align"}]}]}`.
-pub fn layout_file_json(path: &std::path::Path) -> Result<String, LayoutFileError> {
+pub(crate) fn layout_file_json(path: &std::path::Path) -> Result<String, LayoutFileError> {
     let text = crate::suite::input::read_text(path)?;
     layout_text_json(&text, &path.display().to_string())
 }
 
 /// [`layout_file_json`] on a type file's text; `origin` names it in messages.
-pub fn layout_text_json(text: &str, origin: &str) -> Result<String, LayoutFileError> {
+pub(crate) fn layout_text_json(text: &str, origin: &str) -> Result<String, LayoutFileError> {
     let (a, types) = parse_type_file(text, origin)?;
     #[derive(Serialize)]
     struct Entry<'a> {

@@ -31,7 +31,7 @@ pub enum Scalar {
 }
 
 impl Scalar {
-    pub const ALL: &'static [Scalar] = &[
+    pub(crate) const ALL: &'static [Scalar] = &[
         Scalar::Char,
         Scalar::SChar,
         Scalar::UChar,
@@ -78,7 +78,7 @@ impl Scalar {
         })
     }
 
-    pub fn is_integer(self) -> bool {
+    pub(crate) fn is_integer(self) -> bool {
         matches!(
             self,
             Scalar::Char
@@ -97,12 +97,12 @@ impl Scalar {
 
     /// The bit-field types of the §1.3 table (plain char/short/int/long long are signed).
     /// `long` is not in the table, so it is not a bit-field type here.
-    pub fn is_bit_field_type(self) -> bool {
+    pub(crate) fn is_bit_field_type(self) -> bool {
         self.is_integer() && !matches!(self, Scalar::Long | Scalar::ULong)
     }
 
     /// The C spelling, for clang and for NVRTC.
-    pub fn c_name(self, dialect: Dialect) -> &'static str {
+    pub(crate) fn c_name(self, dialect: Dialect) -> &'static str {
         match self {
             Scalar::Char => "char",
             Scalar::SChar => "signed char",
@@ -138,7 +138,7 @@ impl Scalar {
     }
 
     /// The YAML spelling (round-trips through [`Scalar::parse`]).
-    pub fn yaml_name(self) -> &'static str {
+    pub(crate) fn yaml_name(self) -> &'static str {
         match self {
             Scalar::Half => "half",
             Scalar::Pointer => "pointer",
@@ -235,7 +235,7 @@ pub enum FieldError {
 }
 
 /// Every record reachable from `types`, nested ones first, each once (by name).
-pub fn all_records(types: &[TypeDef]) -> Vec<&TypeDef> {
+pub(crate) fn all_records(types: &[TypeDef]) -> Vec<&TypeDef> {
     fn visit<'a>(t: &'a TypeDef, seen: &mut BTreeSet<String>, out: &mut Vec<&'a TypeDef>) {
         for f in &t.fields {
             let mut ty = &f.ty;
@@ -259,7 +259,7 @@ pub fn all_records(types: &[TypeDef]) -> Vec<&TypeDef> {
 }
 
 /// The name the rendering uses for a native vector type.
-pub fn vector_type_name(s: Scalar, n: u32, dialect: Dialect) -> String {
+pub(crate) fn vector_type_name(s: Scalar, n: u32, dialect: Dialect) -> String {
     match (dialect, s.cuda_vector_stem(), s) {
         (Dialect::Cuda, Some(stem), _) => format!("{stem}{n}"),
         _ => format!("gpucts_vec_{}_{n}", s.yaml_name().replace(' ', "_")),

@@ -56,16 +56,17 @@ crate::vocab::vocabulary! {
 
 pub use crate::atomics::litmus::Placement;
 
-pub const SCOPES: [Scope; 3] = [Scope::Cta, Scope::Gpu, Scope::Sys];
+pub(crate) const SCOPES: [Scope; 3] = [Scope::Cta, Scope::Gpu, Scope::Sys];
 
 /// The placements of the catalogue's cta, gpu and sys scope tests.
-pub const CTA_PLACEMENTS: [Placement; 2] = [Placement::IntraCta, Placement::InterCta];
+pub(crate) const CTA_PLACEMENTS: [Placement; 2] = [Placement::IntraCta, Placement::InterCta];
 /// The placements of the catalogue's cluster scope tests: the threads in different CTAs of one
 /// cluster (in scope) or in different clusters (out of scope: the controls).
-pub const CLUSTER_PLACEMENTS: [Placement; 2] = [Placement::IntraCluster, Placement::InterCluster];
+pub(crate) const CLUSTER_PLACEMENTS: [Placement; 2] =
+    [Placement::IntraCluster, Placement::InterCluster];
 
 /// The placements the catalogue lists at `scope`.
-pub fn placements_at(scope: Scope) -> [Placement; 2] {
+pub(crate) fn placements_at(scope: Scope) -> [Placement; 2] {
     match scope {
         Scope::Cluster => CLUSTER_PLACEMENTS,
         _ => CTA_PLACEMENTS,
@@ -76,7 +77,7 @@ pub fn placements_at(scope: Scope) -> [Placement; 2] {
 /// every other thread's `scope` operations (PTX ISA "Scope": `.cta` is the threads of one CTA,
 /// `.cluster` those of one cluster, `.gpu` those of one device, `.sys` all threads), from the
 /// ISA's definitions rather than the model's scope tree.
-pub fn in_scope(scope: Scope, placement: Placement) -> bool {
+pub(crate) fn in_scope(scope: Scope, placement: Placement) -> bool {
     match scope {
         Scope::Cta => placement == Placement::IntraCta,
         Scope::Cluster => matches!(placement, Placement::IntraCta | Placement::IntraCluster),
@@ -240,7 +241,12 @@ fn map_access(a: &A, m: Mapping, s: Scope) -> Vec<Op> {
 }
 
 /// The catalogue name of a combination.
-pub fn test_name(shape: Shape, mapping: Mapping, scope: Scope, placement: Placement) -> String {
+pub(crate) fn test_name(
+    shape: Shape,
+    mapping: Mapping,
+    scope: Scope,
+    placement: Placement,
+) -> String {
     format!(
         "{}.{}.{}.{}",
         shape.name(),
@@ -339,7 +345,7 @@ pub fn entries() -> Vec<CatalogEntry> {
 }
 
 /// Every catalogue test.
-pub fn catalog() -> Vec<LitmusTest> {
+pub(crate) fn catalog() -> Vec<LitmusTest> {
     entries().into_iter().map(|e| e.test).collect()
 }
 
@@ -363,7 +369,7 @@ fn parse_name(name: &str) -> Option<(Shape, Mapping, Scope, Placement)> {
 }
 
 /// A catalogue test, or an alternative-mapping test ([`alternative`]), by its name.
-pub fn by_name(name: &str) -> Option<LitmusTest> {
+pub(crate) fn by_name(name: &str) -> Option<LitmusTest> {
     match parse_name(name) {
         Some((s, m, sc, p)) => Some(build(s, m, sc, p)),
         None => alternative(name).map(|a| a.test),
@@ -378,7 +384,7 @@ pub fn by_name(name: &str) -> Option<LitmusTest> {
 /// one cluster, so that the control runs in the same launch shape. `None` when the test is
 /// allowed, or when no
 /// variant's outcome is allowed (e.g. nothing weakens a single-location order in one thread).
-pub fn control_for(name: &str) -> Option<String> {
+pub(crate) fn control_for(name: &str) -> Option<String> {
     let (s, sc, p, test) = match parse_name(name) {
         Some((s, m, sc, p)) => (s, sc, p, build(s, m, sc, p)),
         None => {
@@ -434,7 +440,7 @@ pub enum Program {
 impl Program {
     /// The program in which the row's accesses occur; `None` for a row without alternatives
     /// (the fences and the relaxed rows).
-    pub fn for_row(row: Row) -> Option<Program> {
+    pub(crate) fn for_row(row: Row) -> Option<Program> {
         use table::Order as O;
         use table::RowKind as K;
         Some(match (row.order, row.kind) {
@@ -451,7 +457,7 @@ impl Program {
     /// an acquire fetch_add of 0, only adds constraints in C++: the RMW must read the
     /// coherence-latest value and extends release sequences, so what the release/acquire
     /// program forbids stays forbidden).
-    pub fn cpp_orders(self) -> Mapping {
+    pub(crate) fn cpp_orders(self) -> Mapping {
         match self {
             Program::Sc => Mapping::Sc,
             Program::RelAcq | Program::RelRmw | Program::AcqRmw => Mapping::RelAcq,
@@ -516,7 +522,7 @@ impl Mix {
 /// whether its threads share a CTA (morally strong either way), so one placement each;
 /// cta scope across CTAs is no test of a mapping (nothing is morally strong, every weak
 /// outcome is allowed whatever the mapping).
-pub const ALTERNATIVE_PLACES: [(Scope, Placement); 3] = [
+pub(crate) const ALTERNATIVE_PLACES: [(Scope, Placement); 3] = [
     (Scope::Cta, Placement::IntraCta),
     (Scope::Gpu, Placement::InterCta),
     (Scope::Sys, Placement::InterCta),
@@ -538,7 +544,7 @@ pub struct AlternativeEntry {
 }
 
 impl AlternativeEntry {
-    pub fn program(&self) -> Program {
+    pub(crate) fn program(&self) -> Program {
         // Entries are built only for rows with a program.
         Program::for_row(self.alternative.row()).unwrap_or(Program::RelAcq)
     }
@@ -547,13 +553,13 @@ impl AlternativeEntry {
     /// the recommended mapping is sound (the chapter cites Lustig et al., ASPLOS'19), so
     /// inside the operations' scope it forbids what C++ forbids ([`cpp_forbids`]), and the
     /// chapter makes the alternatives interchangeable with it.
-    pub fn expected_forbidden(&self) -> bool {
+    pub(crate) fn expected_forbidden(&self) -> bool {
         in_scope(self.scope, self.placement) && cpp_forbids(self.shape, self.program().cpp_orders())
     }
 }
 
 /// `MP.seq_cst_load.alt1.mixed.gpu.inter_cta`.
-pub fn alternative_name(
+pub(crate) fn alternative_name(
     shape: Shape,
     alternative: &table::Mapping,
     mix: Mix,
@@ -621,7 +627,7 @@ fn realise(a: &A, m: &table::Mapping, s: Scope, spare: &str) -> Vec<Op> {
 /// The shape's program mapped with the recommended mapping of each access's row, except that
 /// the accesses of `alternative`'s row in the threads `mix` picks get `alternative`. `None`
 /// when `alternative` is not an alternative of a row some program has.
-pub fn build_alternative(
+pub(crate) fn build_alternative(
     shape: Shape,
     alternative: &table::Mapping,
     mix: Mix,
@@ -698,7 +704,7 @@ fn mix_applies(shape: Shape, program: Program, row: Row, mix: Mix) -> bool {
 
 /// An alternative test by its name (any catalogue scope and placement), if the shape uses the
 /// alternative's row at that mix.
-pub fn alternative(name: &str) -> Option<AlternativeEntry> {
+pub(crate) fn alternative(name: &str) -> Option<AlternativeEntry> {
     let parts: Vec<&str> = name.split('.').collect();
     let [shape, row, position, mix, scope, placement] = parts[..] else {
         return None;
@@ -731,7 +737,7 @@ pub fn alternative(name: &str) -> Option<AlternativeEntry> {
 /// outcome the spec's rules forbid under the recommended mapping ([`cpp_forbids`]) and that
 /// has an access of the alternative's row, in every thread and mixed with the recommended
 /// mapping, at [`ALTERNATIVE_PLACES`].
-pub fn alternative_entries() -> Vec<AlternativeEntry> {
+pub(crate) fn alternative_entries() -> Vec<AlternativeEntry> {
     let mut out = Vec::new();
     for alt in table::alternatives() {
         let Some(program) = Program::for_row(alt.row()) else {
@@ -869,7 +875,7 @@ mod tests {
 /// from acquire/release fences) forbids those closed by a happens-before path (MP, LB, S,
 /// the release sequence) and coherence/atomicity violations; relaxed forbids only coherence
 /// and atomicity violations.
-pub fn cpp_forbids(shape: Shape, mapping: Mapping) -> bool {
+pub(crate) fn cpp_forbids(shape: Shape, mapping: Mapping) -> bool {
     let coherence = matches!(
         shape,
         Shape::CoRR | Shape::CoRW | Shape::CoWR | Shape::CoWW | Shape::RmwAtomicity
@@ -892,7 +898,7 @@ pub fn cpp_forbids(shape: Shape, mapping: Mapping) -> bool {
 /// 13.2 ch. 4 cites Lustig et al., ASPLOS'19), so PTX allows exactly what C++ allows for these
 /// shapes ([`in_scope`]); cta scope across CTAs, or cluster scope across clusters, is not
 /// morally strong, so every weak outcome is allowed.
-pub fn expected_allowed(e: &CatalogEntry) -> bool {
+pub(crate) fn expected_allowed(e: &CatalogEntry) -> bool {
     if in_scope(e.scope, e.placement) {
         !cpp_forbids(e.shape, e.mapping)
     } else {

@@ -27,7 +27,7 @@ use mapping::source::MappingCase;
 /// The `check:` vocabulary of `suites/atomics.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum AtomicsCheck {
+pub(crate) enum AtomicsCheck {
     /// One operation at one order and scope, compiled by one producer, against the chapter's
     /// mappings. An order that C++ does not allow for the operation is a suite error.
     Mapping(MappingSpec),
@@ -78,7 +78,7 @@ pub enum AtomicsCheck {
 /// `validate` refuses at its place in the suite file.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(from = "String")]
-pub enum ExpectedOutcome {
+pub(crate) enum ExpectedOutcome {
     Is(model::Outcome),
     Unknown(String),
 }
@@ -99,7 +99,7 @@ fn gpu_iterations() -> u64 {
 /// `{producer: nvrtc, operation: fetch_add, order: acquire, scope: gpu}`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(try_from = "RawMapping")]
-pub struct MappingSpec(pub MappingCase);
+pub(crate) struct MappingSpec(pub MappingCase);
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,7 +123,7 @@ struct RawMapping {
      (producers: nvrtc, clang, llvm; an order must be valid for the operation in C++, the operation \
      defined on the type; space and type are given both or neither, `global`/`s32` never)"
 )]
-pub struct UnknownMapping {
+pub(crate) struct UnknownMapping {
     producer: String,
     operation: String,
     order: String,
@@ -471,7 +471,7 @@ fn corpus_case(which: &str, corpora: Option<&std::path::Path>) -> CaseStatus {
 }
 
 /// Where `litmus:` cases' files are, under the data root.
-pub const LITMUS_DIR: &str = "suites/litmus";
+pub(crate) const LITMUS_DIR: &str = "suites/litmus";
 
 fn litmus_case(root: &std::path::Path, file: &str, expected: &ExpectedOutcome) -> CaseStatus {
     let expected = match expected {

@@ -24,8 +24,8 @@ use crate::backend::toolchain::Toolchain;
 use crate::capability::Capability;
 use crate::cubin::{Cubin, CubinError, LineRow};
 
-pub const CLAUSE_SECTIONS: &str = "ptx-interop 13.2 §5.1";
-pub const CLAUSE_CLASS: &str = "ptx-interop 13.2 §5.2";
+pub(crate) const CLAUSE_SECTIONS: &str = "ptx-interop 13.2 §5.1";
+pub(crate) const CLAUSE_CLASS: &str = "ptx-interop 13.2 §5.2";
 
 /// One finding: where, which clause, what.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,10 +62,13 @@ pub struct Report {
 pub struct Unreadable(pub String);
 
 /// The largest input file read.
-pub const MAX_FILE: u64 = 256 << 20;
+pub(crate) const MAX_FILE: u64 = 256 << 20;
 
 /// Check one file (PTX text or ELF bytes, told apart by content).
-pub fn check_path(path: &std::path::Path, tc: Option<&Toolchain>) -> Result<Report, Unreadable> {
+pub(crate) fn check_path(
+    path: &std::path::Path,
+    tc: Option<&Toolchain>,
+) -> Result<Report, Unreadable> {
     let shown = path.display().to_string();
     let meta = std::fs::metadata(path).map_err(|e| Unreadable(format!("{shown}: {e}")))?;
     if meta.len() > MAX_FILE {
@@ -78,7 +81,7 @@ pub fn check_path(path: &std::path::Path, tc: Option<&Toolchain>) -> Result<Repo
     check_bytes(&shown, &bytes, tc)
 }
 
-pub fn check_bytes(
+pub(crate) fn check_bytes(
     shown: &str,
     bytes: &[u8],
     tc: Option<&Toolchain>,
@@ -368,7 +371,11 @@ fn same_file(cu: &str, dir: Option<&str>, file: &str) -> bool {
 }
 
 /// Check a PTX text.
-pub fn check_ptx(shown: &str, text: &str, tc: Option<&Toolchain>) -> Result<Report, Unreadable> {
+pub(crate) fn check_ptx(
+    shown: &str,
+    text: &str,
+    tc: Option<&Toolchain>,
+) -> Result<Report, Unreadable> {
     let d = ptxscan::scan(text).map_err(|e| Unreadable(format!("{shown}:{e}")))?;
     let mut r = Report::default();
     let has_dwarf = d.sections.iter().any(|s| s.name.starts_with(".debug_"));
@@ -545,7 +552,7 @@ fn line_table(shown: &str, text: &str, d: &PtxDebug, tc: Option<&Toolchain>, r: 
 
 /// The rows of every line program in a cubin's `.debug_line`: the one line-table reader,
 /// [`crate::cubin::Cubin::line_rows`].
-pub fn line_rows(elf: &[u8]) -> Result<Vec<LineRow>, CubinError> {
+pub(crate) fn line_rows(elf: &[u8]) -> Result<Vec<LineRow>, CubinError> {
     Cubin::parse(elf)?.line_rows()
 }
 
@@ -576,7 +583,7 @@ fn check_frames(shown: &str, e: &Elf<'_>, r: &mut Report) {
     }
 }
 
-pub fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable> {
+pub(crate) fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable> {
     let e = Elf::parse(bytes).map_err(|x| Unreadable(format!("{shown}: {x}")))?;
     let mut r = Report::default();
     let has_info = e.section(".debug_info").is_some();

@@ -45,7 +45,7 @@ impl Storage {
     }
 
     /// The §5.2 name of the class.
-    pub fn class_name(self) -> &'static str {
+    pub(crate) fn class_name(self) -> &'static str {
         match self {
             Storage::Code => "ADDR_code_space",
             Storage::Surface => "ADDR_surf_space",

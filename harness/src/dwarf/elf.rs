@@ -10,11 +10,11 @@ use super::ptxscan::AddressClass;
 use super::read::{Sections, Target};
 
 /// `EM_CUDA` (ELF machine 190).
-pub const EM_CUDA: u16 = 190;
+pub(crate) const EM_CUDA: u16 = 190;
 
 /// Why an ELF file cannot be checked.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ElfError {
+pub(crate) enum ElfError {
     #[error("offset 0: not an ELF file: {0}")]
     NotElf(String),
     #[error("offset 18: e_machine {0} is not EM_CUDA (190): a cubin of another machine")]
@@ -23,7 +23,7 @@ pub enum ElfError {
 
 /// A parsed CUDA ELF and its symbols by name.
 #[derive(Debug)]
-pub struct Elf<'a> {
+pub(crate) struct Elf<'a> {
     pub file: object::File<'a>,
     /// Function symbols.
     pub functions: Vec<String>,
@@ -32,7 +32,7 @@ pub struct Elf<'a> {
 }
 
 /// The state space an ELF section name stands for.
-pub fn section_space(name: &str) -> Option<AddressClass> {
+pub(crate) fn section_space(name: &str) -> Option<AddressClass> {
     Some(if name.starts_with(".text") {
         AddressClass::Code
     } else if name.starts_with(".nv.global") {
@@ -94,7 +94,7 @@ impl<'a> Elf<'a> {
     }
 
     /// `.debug_info`, `.debug_abbrev`, `.debug_str` and the relocations of `.debug_info`.
-    pub fn sections(&self) -> Sections<'a> {
+    pub(crate) fn sections(&self) -> Sections<'a> {
         let mut refs = BTreeMap::new();
         if let Some(info) = self.file.section_by_name(".debug_info") {
             for (off, r) in info.relocations() {

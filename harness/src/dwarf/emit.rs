@@ -58,7 +58,7 @@ fn space_for_pointer(seed: u64, k: u64) -> AddressClass {
 }
 
 /// The kernel for one seed.
-pub fn program(seed: u64) -> Program {
+pub(crate) fn program(seed: u64) -> Program {
     let ty = random_type(seed);
     let kernel = format!("gpucts_dw_{seed}");
     let (size, align) =
@@ -426,7 +426,7 @@ fn compile_unit(file: &str) -> (DwarfUnit, gimli::write::FileId) {
 }
 
 /// The DWARF of a batch of programs, as PTX `.section` directives.
-pub fn to_ptx(programs: &[Program], file: &str) -> Result<String, EmitError> {
+pub(crate) fn to_ptx(programs: &[Program], file: &str) -> Result<String, EmitError> {
     let (mut dw, file_id) = compile_unit(file);
     let mut symbols = Vec::new();
     let mut b = Builder {

@@ -11,12 +11,12 @@ use std::collections::BTreeMap;
 use gimli::{DebugAbbrev, DebugInfo, LittleEndian};
 
 /// The last attribute form of DWARF 2 (`DW_FORM_indirect`).
-pub const DWARF2_LAST_FORM: u16 = 0x16;
+pub(crate) const DWARF2_LAST_FORM: u16 = 0x16;
 
 /// One departure from DWARF 2: where in `.debug_info` (the unit or the first DIE using it),
 /// and what.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotDwarf2 {
+pub(crate) struct NotDwarf2 {
     pub offset: u64,
     pub message: String,
 }
@@ -25,7 +25,7 @@ pub struct NotDwarf2 {
 /// unit whose version is not 2, and each (attribute, form) pair with a later form, reported
 /// once at the first DIE that uses it. A section that does not parse gives what was found
 /// before the error (the DIE reader reports the error itself).
-pub fn dwarf2_departures(info: &[u8], abbrev: &[u8]) -> Vec<NotDwarf2> {
+pub(crate) fn dwarf2_departures(info: &[u8], abbrev: &[u8]) -> Vec<NotDwarf2> {
     let mut out = Vec::new();
     let debug_abbrev = DebugAbbrev::new(abbrev, LittleEndian);
     let mut units = DebugInfo::new(info, LittleEndian).units();

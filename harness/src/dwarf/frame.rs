@@ -40,7 +40,7 @@ pub struct Frames<'a> {
 
 /// The `.debug_frame` of an ELF object, with its relocations and the code of its functions;
 /// `None` when there is no `.debug_frame`.
-pub fn frames<'a>(e: &Elf<'a>) -> Option<Frames<'a>> {
+pub(crate) fn frames<'a>(e: &Elf<'a>) -> Option<Frames<'a>> {
     let section = e.file.section_by_name(".debug_frame")?;
     let bytes = section.data().ok()?;
     let mut relocations = BTreeMap::new();

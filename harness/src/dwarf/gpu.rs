@@ -9,7 +9,7 @@ use crate::area::CaseContext;
 use crate::backend::cuda::{DriverCallError, JitDebug, KernelArg, LaunchConfig, Session};
 use crate::outcome::CaseStatus;
 
-pub fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
+pub(crate) fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
     let ptx = match compile_kernel(ctx.toolchain, p) {
         Ok(x) => x,
         Err(e) => return CaseStatus::error(e),

@@ -10,7 +10,7 @@ use crate::outcome::CaseStatus;
 /// The `check:` vocabulary of `suites/dwarf.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum DwarfCheck {
+pub(crate) enum DwarfCheck {
     /// §5.1: the backend builds `.debug_line` from `.file`/`.loc`. A kernel carrying `.loc`
     /// directives for `lines` is assembled; every line must come back from the cubin's line
     /// program, attributed to `file`, at non-decreasing addresses.

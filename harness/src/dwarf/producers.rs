@@ -164,7 +164,7 @@ impl DebugProducer {
     }
 
     /// The language the flavour is given its source in.
-    pub fn language(self) -> Language {
+    pub(crate) fn language(self) -> Language {
         self.flavour().language
     }
 
@@ -254,7 +254,7 @@ pub(super) fn compile_src(
 /// Why a producer's batch is not clean: the producer or ptxas failed, the output does not
 /// read, or `gpucts dwarf check` found something (one line per finding).
 #[derive(Debug, thiserror::Error)]
-pub enum BatchFindings {
+pub(crate) enum BatchFindings {
     #[error("the producer failed: {0}")]
     Producer(ToolError),
     #[error(transparent)]
@@ -267,7 +267,11 @@ pub enum BatchFindings {
 
 /// Check one batch: the PTX, and the cubin ptxas `-g` builds from it. Ok(note) when there is
 /// no finding; Err(findings) otherwise.
-pub fn check_batch(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<String, BatchFindings> {
+pub(crate) fn check_batch(
+    tc: &Toolchain,
+    p: DebugProducer,
+    batch: u64,
+) -> Result<String, BatchFindings> {
     let (ptx, types) = compile(tc, p, batch).map_err(BatchFindings::Producer)?;
     let name = format!("{}-batch{batch}.ptx", p.name());
     let r = check_ptx(&name, &ptx, Some(tc))?;
@@ -303,7 +307,7 @@ fn note(r: &Report, c: &Report) -> String {
 }
 
 /// A small kernel with a known result, in the producer's debug PTX (for the GPU cases).
-pub fn compile_kernel(tc: &Toolchain, p: DebugProducer) -> Result<String, ToolError> {
+pub(crate) fn compile_kernel(tc: &Toolchain, p: DebugProducer) -> Result<String, ToolError> {
     let body =
         "extern \"C\" __global__ void gpucts_dwarf_add(unsigned *p, unsigned a, unsigned b) {\n\
                 \x20 unsigned s = a + b;\n  p[threadIdx.x] = s * 2 + threadIdx.x;\n}\n";

@@ -9,10 +9,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::ptx::instr::Space;
 
 /// Largest PTX file read (bytes).
-pub const MAX_PTX_BYTES: usize = 64 << 20;
+pub(crate) const MAX_PTX_BYTES: usize = 64 << 20;
 /// Largest section (bytes of data) and the most sections per file.
-pub const MAX_SECTION_BYTES: usize = 16 << 20;
-pub const MAX_SECTIONS: usize = 256;
+pub(crate) const MAX_SECTION_BYTES: usize = 16 << 20;
+pub(crate) const MAX_SECTIONS: usize = 256;
 
 /// The §5.2 table, one row per class: the variant, its `DW_AT_address_class` code and its
 /// name in the guide. Declares [`AddressClass`] with `ALL`, `address_class` and `code_name`.
@@ -28,17 +28,17 @@ macro_rules! address_classes {
 
         impl AddressClass {
             /// Every class, in code order.
-            pub const ALL: &'static [AddressClass] = &[$(AddressClass::$variant),+];
+            pub(crate) const ALL: &'static [AddressClass] = &[$(AddressClass::$variant),+];
 
             /// The §5.2 code: ADDR_code_space 1 .. ADDR_generic_space 12.
-            pub fn address_class(self) -> u8 {
+            pub(crate) fn address_class(self) -> u8 {
                 match self {
                     $( AddressClass::$variant => $code, )+
                 }
             }
 
             /// The §5.2 code name.
-            pub fn code_name(self) -> &'static str {
+            pub(crate) fn code_name(self) -> &'static str {
                 match self {
                     $( AddressClass::$variant => $name, )+
                 }
@@ -75,7 +75,7 @@ impl AddressClass {
         }
     }
 
-    pub fn from_class(c: u64) -> Option<AddressClass> {
+    pub(crate) fn from_class(c: u64) -> Option<AddressClass> {
         AddressClass::ALL
             .iter()
             .copied()
@@ -85,7 +85,7 @@ impl AddressClass {
 
 /// PTX special registers (the PTX ISA's `%tid`, `%ctaid`, ...): a variable held in one is in
 /// `ADDR_sreg_space`.
-pub fn is_special_register(name: &str) -> bool {
+pub(crate) fn is_special_register(name: &str) -> bool {
     let base = name.split('.').next().unwrap_or(name);
     matches!(
         base,
@@ -119,7 +119,7 @@ pub fn is_special_register(name: &str) -> bool {
 
 /// A label or symbol reference inside a `.section` data list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LabelRef {
+pub(crate) struct LabelRef {
     /// Byte offset in the section.
     pub offset: usize,
     /// Width of the data item (4 or 8; 1 and 2 are refused at read time).
@@ -132,7 +132,7 @@ pub struct LabelRef {
 
 /// One `.section NAME { ... }` block (several blocks of one name are concatenated).
 #[derive(Debug, Clone, Default)]
-pub struct Section {
+pub(crate) struct Section {
     pub name: String,
     pub line: usize,
     pub bytes: Vec<u8>,
@@ -143,7 +143,7 @@ pub struct Section {
 
 impl Section {
     /// The PTX line holding byte `offset`.
-    pub fn line_of(&self, offset: usize) -> usize {
+    pub(crate) fn line_of(&self, offset: usize) -> usize {
         match self.lines.partition_point(|(o, _)| *o <= offset) {
             0 => self.line,
             i => self.lines[i - 1].1,
@@ -153,14 +153,14 @@ impl Section {
 
 /// A declared variable.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Symbol {
+pub(crate) struct Symbol {
     pub space: AddressClass,
     pub line: usize,
 }
 
 /// A `.loc` directive.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Loc {
+pub(crate) struct Loc {
     pub file: u64,
     pub line: u64,
     pub col: u64,
@@ -171,7 +171,7 @@ pub struct Loc {
 
 /// What [`scan`] finds.
 #[derive(Debug, Clone, Default)]
-pub struct PtxDebug {
+pub(crate) struct PtxDebug {
     pub target_debug: bool,
     pub sections: Vec<Section>,
     pub variables: HashMap<String, Symbol>,
@@ -191,7 +191,7 @@ impl PtxDebug {
     }
 
     /// Whether `%name` is a declared register (`%r3` with `.reg .b32 %r<4>`).
-    pub fn has_register(&self, name: &str) -> bool {
+    pub(crate) fn has_register(&self, name: &str) -> bool {
         if self.registers.contains(name) {
             return true;
         }
@@ -212,7 +212,7 @@ impl PtxDebug {
 /// A PTX text the reader cannot read: where, and what is allowed there.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{line}:{col}: {message}")]
-pub struct ScanError {
+pub(crate) struct ScanError {
     pub line: usize,
     pub col: usize,
     pub message: String,
@@ -337,7 +337,7 @@ fn word(toks: &[Token], i: usize) -> Option<&str> {
 /// Read a PTX text: the directives debug information refers to (ptx-interop 13.2 §5.1:
 /// `.target ... debug`, `.file`, `.loc`, the `.section .debug_*` data), the functions, labels,
 /// variables and registers it may name, and which `.loc` is followed by code.
-pub fn scan(text: &str) -> Result<PtxDebug, ScanError> {
+pub(crate) fn scan(text: &str) -> Result<PtxDebug, ScanError> {
     if text.len() > MAX_PTX_BYTES {
         return Err(err(
             1,

@@ -11,8 +11,8 @@ use gimli::{EndianSlice, LittleEndian, Reader as _, RelocateReader};
 
 use super::ptxscan::AddressClass;
 
-pub const MAX_DIES: usize = 1_000_000;
-pub const MAX_DEPTH: usize = 256;
+pub(crate) const MAX_DIES: usize = 1_000_000;
+pub(crate) const MAX_DEPTH: usize = 256;
 
 /// What a label reference or relocation names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +43,7 @@ pub enum Val {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Die {
+pub(crate) struct Die {
     /// Offset in `.debug_info`.
     pub offset: u64,
     pub depth: usize,
@@ -62,7 +62,7 @@ impl Die {
             _ => None,
         }
     }
-    pub fn udata(&self, at: gimli::DwAt) -> Option<u64> {
+    pub(crate) fn udata(&self, at: gimli::DwAt) -> Option<u64> {
         match self.attr(at) {
             Some(Val::U(u)) => Some(*u),
             Some(Val::S(s)) => u64::try_from(*s).ok(),
@@ -73,13 +73,13 @@ impl Die {
 
 /// The entries read, and the error that stopped the read (with the offset reached).
 #[derive(Debug, Clone, Default)]
-pub struct Tree {
+pub(crate) struct Tree {
     pub dies: Vec<Die>,
     pub error: Option<(u64, String)>,
 }
 
 impl Tree {
-    pub fn by_offset(&self, off: u64) -> Option<&Die> {
+    pub(crate) fn by_offset(&self, off: u64) -> Option<&Die> {
         self.dies
             .binary_search_by_key(&off, |d| d.offset)
             .ok()
@@ -97,7 +97,7 @@ impl Tree {
 
 /// The raw sections and the targets of the references in `.debug_info` (by byte offset).
 #[derive(Debug, Clone, Default)]
-pub struct Sections<'a> {
+pub(crate) struct Sections<'a> {
     pub info: &'a [u8],
     pub abbrev: &'a [u8],
     pub str: &'a [u8],
@@ -124,7 +124,7 @@ impl gimli::Relocate<usize> for Reloc<'_> {
 type R<'a> = RelocateReader<EndianSlice<'a, LittleEndian>, Reloc<'a>>;
 
 /// Read every unit of `.debug_info`.
-pub fn read_tree(s: &Sections<'_>) -> Tree {
+pub(crate) fn read_tree(s: &Sections<'_>) -> Tree {
     let index: BTreeMap<usize, usize> = s.refs.keys().enumerate().map(|(i, o)| (*o, i)).collect();
     let targets: Vec<&Target> = s.refs.values().collect();
     let reloc = Reloc(&index);
@@ -307,7 +307,7 @@ fn expr<'a>(
 
 /// A register name from the CUDA encoding of `DW_OP_regx`/`DW_OP_bregx` operands: the name's
 /// ASCII bytes read as a big-endian number (`%r1` = 0x257231, as in ptx-interop 13.2 ch. 6).
-pub fn register_name(n: u64) -> Option<String> {
+pub(crate) fn register_name(n: u64) -> Option<String> {
     let bytes: Vec<u8> = n
         .to_be_bytes()
         .iter()
@@ -319,7 +319,7 @@ pub fn register_name(n: u64) -> Option<String> {
 }
 
 /// The CUDA register operand for `name` (inverse of [`register_name`]).
-pub fn register_number(name: &str) -> Option<u64> {
+pub(crate) fn register_number(name: &str) -> Option<u64> {
     if name.len() > 8 || !name.is_ascii() {
         return None;
     }

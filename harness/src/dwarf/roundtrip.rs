@@ -25,7 +25,7 @@ use crate::cubin::{CubinError, LineRow};
 pub const BATCH: u64 = 50;
 
 /// Per-seed verdicts of one batch: `Ok(note)` or `Err((expected, observed))`.
-pub type Verdicts = HashMap<u64, Result<String, (String, String)>>;
+pub(crate) type Verdicts = HashMap<u64, Result<String, (String, String)>>;
 
 fn render(tree: &Tree, v: &Val) -> String {
     match v {
@@ -424,7 +424,7 @@ fn disasm_lines(text: &str) -> BTreeSet<u64> {
 /// `Clone` because a batch's result is kept for all its cases (`area::BatchCache`); the tool
 /// and emitter errors, which are not, are shared behind an `Arc`.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum BatchError {
+pub(crate) enum BatchError {
     #[error(transparent)]
     Emit(Arc<EmitError>),
     #[error("ptxas -g rejected the generated PTX: {0}")]
@@ -459,7 +459,7 @@ pub enum BatchError {
 }
 
 /// Run one batch: every seed in `[batch * BATCH, (batch + 1) * BATCH)`.
-pub fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, BatchError> {
+pub(crate) fn run_batch(tc: &Toolchain, batch: u64) -> Result<Verdicts, BatchError> {
     let programs: Vec<Program> = (batch * BATCH..(batch + 1) * BATCH).map(program).collect();
     let file = format!("gpucts_dwarf_{batch}.cu");
     let ptx = module(&programs, &file).map_err(|e| BatchError::Emit(Arc::new(e)))?;

@@ -34,7 +34,7 @@ fn tail(s: &str) -> String {
 /// Called first in an isolated child: the kernel kills it when the parent run dies (a
 /// Ctrl-C reaches only the parent's process group, and a child in its own group would
 /// otherwise be left running with the GPU or the module).
-pub fn die_with_parent() {
+pub(crate) fn die_with_parent() {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes plain integers and touches no memory of ours.
     unsafe {
         libc::prctl(
@@ -48,13 +48,18 @@ pub fn die_with_parent() {
 }
 
 /// In the child: write what the case gave to `path` for the parent.
-pub fn write_result(path: &Path, executed: &Executed) -> std::io::Result<()> {
+pub(crate) fn write_result(path: &Path, executed: &Executed) -> std::io::Result<()> {
     let text = serde_json::to_vec(executed).map_err(std::io::Error::other)?;
     std::fs::write(path, text)
 }
 
 /// Run one case in a child of the run's executable and turn what happens into what it gave.
-pub fn run_isolated(env: &RunEnv, suite_file: &Path, case_id: &str, timeout: Duration) -> Executed {
+pub(crate) fn run_isolated(
+    env: &RunEnv,
+    suite_file: &Path,
+    case_id: &str,
+    timeout: Duration,
+) -> Executed {
     run_child(env, suite_file, case_id, timeout).unwrap_or_else(Executed::from)
 }
 

@@ -23,7 +23,7 @@ const FAILURE_LINE: usize = 160;
 
 /// `text` with control characters (other than newline and tab) written as `\u{..}`, so a
 /// case's text cannot drive the terminal.
-pub fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_control() && c != '\n' && c != '\t' {
@@ -37,7 +37,7 @@ pub fn printable(text: &str) -> String {
 
 /// `text` cut to at most `max` characters at a word boundary, with `…` when cut (control
 /// characters made [`printable`] first).
-pub fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     let text = printable(text);
     let text = text.trim();
     if text.chars().count() <= max {
@@ -53,20 +53,20 @@ pub fn shorten(text: &str, max: usize) -> String {
 
 /// The gist of a reason: the text before its first parenthesis (where the how-to hint and the
 /// OS error go), cut to [`SHORT`] characters.
-pub fn short_reason(reason: &str) -> String {
+pub(crate) fn short_reason(reason: &str) -> String {
     let head = reason.split(" (").next().unwrap_or(reason);
     shorten(head, SHORT)
 }
 
 /// The gist of a waiver's reason: its first sentence, cut to [`SHORT`] characters.
-pub fn short_waiver_reason(reason: &str) -> String {
+pub(crate) fn short_waiver_reason(reason: &str) -> String {
     let first = reason.split(". ").next().unwrap_or(reason);
     let first = first.split("; ").next().unwrap_or(first);
     shorten(first.split(" (").next().unwrap_or(first), SHORT)
 }
 
 /// What the case's console line says after `... ` (libtest's words: ok, FAILED, ignored).
-pub fn outcome_text(r: &CaseResult, waiver_reason: Option<&str>) -> String {
+pub(crate) fn outcome_text(r: &CaseResult, waiver_reason: Option<&str>) -> String {
     match (&r.verdict, &r.status) {
         (Verdict::Pass, _) => "ok".into(),
         (Verdict::StaleWaiver { waiver }, _) => format!("ok (stale waiver {waiver})"),
@@ -92,7 +92,7 @@ pub fn outcome_text(r: &CaseResult, waiver_reason: Option<&str>) -> String {
 
 /// The text of a failure for the closing `failures:` section: the summary, each line cut to
 /// [`FAILURE_LINE`] characters, at most [`FAILURE_LINES`] lines.
-pub fn failure_text(r: &CaseResult) -> String {
+pub(crate) fn failure_text(r: &CaseResult) -> String {
     let summary = match &r.verdict {
         Verdict::RequiredMissing => format!("required capability missing: {}", r.status.summary()),
         _ => r.status.summary(),
@@ -121,7 +121,7 @@ fn event_word(v: &Verdict) -> &'static str {
 /// The JSON event for a finished case: libtest's fields (`type`, `event`, `name`,
 /// `exec_time`, `message`) plus the case's status and verdict fields as results.json writes
 /// them, the waiver's reason, and the figures the case recorded.
-pub fn case_event(r: &CaseResult, waiver_reason: Option<&str>) -> Value {
+pub(crate) fn case_event(r: &CaseResult, waiver_reason: Option<&str>) -> Value {
     let mut e = json!({
         "type": "test",
         "event": event_word(&r.verdict),
@@ -159,12 +159,12 @@ pub fn case_event(r: &CaseResult, waiver_reason: Option<&str>) -> Value {
 }
 
 /// libtest's counts for a tally: `passed` counts flaky cases, `ignored` skipped and waived ones.
-pub fn libtest_counts(t: &Tally) -> (usize, usize, usize) {
+pub(crate) fn libtest_counts(t: &Tally) -> (usize, usize, usize) {
     (t.passed + t.flaky, t.failed, t.skipped + t.waived)
 }
 
 /// The console sink for `format`: libtest's pretty or terse layout, or the JSON event stream.
-pub fn for_format(format: Format) -> Box<dyn Sink> {
+pub(crate) fn for_format(format: Format) -> Box<dyn Sink> {
     match format {
         Format::Pretty => Box::new(Pretty::default()),
         Format::Terse => Box::new(Terse::default()),
@@ -244,7 +244,7 @@ fn text_closing(progress: &mut Progress, results: &[CaseResult], filtered_out: u
 
 /// libtest's pretty layout: `test ID ... ok`, ids padded to one column.
 #[derive(Debug, Default)]
-pub struct Pretty {
+pub(crate) struct Pretty {
     progress: Progress,
     width: usize,
 }
@@ -286,7 +286,7 @@ impl Sink for Pretty {
 /// libtest's terse layout: one character a case (`.`, `i`, `F`), and `N/TOTAL` every 88 cases
 /// and at the last.
 #[derive(Debug, Default)]
-pub struct Terse {
+pub(crate) struct Terse {
     progress: Progress,
     total: usize,
     done: usize,
@@ -327,7 +327,7 @@ impl Sink for Terse {
 /// stderr, so that what checks and tools print cannot break the stream; the real stdout is
 /// restored when the run finishes.
 #[derive(Debug, Default)]
-pub struct JsonStream {
+pub(crate) struct JsonStream {
     progress: Progress,
     /// The run's real stdout, for the events.
     out: Option<std::fs::File>,

@@ -50,7 +50,7 @@ pub struct CaseResult {
 /// What one execution of a case gave: its status and the figures it measured. An isolated
 /// child writes it as one JSON document for its parent ([`child`]).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct Executed {
+pub(crate) struct Executed {
     pub status: CaseStatus,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<Figure>,
@@ -100,7 +100,7 @@ impl Resources {
     /// case's own (an H100 run reported 5.8 s per litmus case, 15 queued cases of 0.39 s each
     /// included). Those also in `shared` are held together with other cases holding them
     /// shared, and apart from every case holding them alone.
-    pub fn hold_sharing(
+    pub(crate) fn hold_sharing(
         &self,
         wanted: &[Resource],
         shared: &[Resource],
@@ -131,7 +131,7 @@ impl Resources {
 
 /// The resources a case holds while it runs: those its check declares, and the GPU for a case
 /// that requires the `gpu` capability.
-pub fn resources_of(case: &Case) -> Vec<Resource> {
+pub(crate) fn resources_of(case: &Case) -> Vec<Resource> {
     let mut r = case.check.resources();
     if case.requires.contains(&Capability::Gpu) {
         r.push(Resource::Gpu);
@@ -146,7 +146,7 @@ pub fn resources_of(case: &Case) -> Vec<Resource> {
 /// ([`crate::area::Check::shares_gpu`]), which launches one batch at a time, so that cases
 /// on several runner threads reach its queue together and share launches. A case isolated in
 /// a child has its own context and holds the GPU alone.
-pub fn shared_resources_of(case: &Case) -> Vec<Resource> {
+pub(crate) fn shared_resources_of(case: &Case) -> Vec<Resource> {
     if !case.isolate && case.check.shares_gpu() {
         vec![Resource::Gpu]
     } else {
@@ -220,7 +220,7 @@ pub struct Selection {
 
 impl Selection {
     /// Mirrors libtest-mimic's selection (substring or exact filter, `--skip` substrings).
-    pub fn selects(&self, id: &str) -> bool {
+    pub(crate) fn selects(&self, id: &str) -> bool {
         let filter_ok = match &self.filter {
             None => true,
             Some(f) if self.exact => id == f,
@@ -237,7 +237,7 @@ impl Selection {
     }
 
     /// Whether a selected case needs part of the NVIDIA toolchain (so it is worth provisioning).
-    pub fn needs_toolchain(&self, cases: &[Case]) -> bool {
+    pub(crate) fn needs_toolchain(&self, cases: &[Case]) -> bool {
         cases
             .iter()
             .any(|c| self.selects(&c.id) && c.requires.iter().any(|r| r.family() == "toolchain"))
@@ -267,7 +267,7 @@ impl Selection {
 /// are all computed anyway, as `gpucts prebuild` computed them (a batch of the selected
 /// members only would be an input the store lacks); which batches are needed still follows
 /// the selection.
-pub fn run_scope(cases: &[Case], selection: &Selection, toolchain: &Toolchain) -> RunScope {
+pub(crate) fn run_scope(cases: &[Case], selection: &Selection, toolchain: &Toolchain) -> RunScope {
     RunScope::selecting(
         cases
             .iter()
@@ -496,7 +496,7 @@ pub fn judge(status: &CaseStatus, requires: &[Requirement], waiver: Option<&str>
 /// Run a case's check in this process; a panic is an `Error`, never a crash of the run.
 /// `scratch` is the case's directory when the caller owns it (an isolated child's parent, which
 /// removes it even when the child is killed); otherwise one is made and removed here.
-pub fn run_in_process(
+pub(crate) fn run_in_process(
     case: &Case,
     config: &RunConfig,
     scope: &RunScope,
@@ -510,7 +510,7 @@ pub fn run_in_process(
 
 /// Run a case's compilations only, in this process (`gpucts prebuild`; see
 /// [`CaseContext::compile_only`]).
-pub fn compile_in_process(
+pub(crate) fn compile_in_process(
     case: &Case,
     config: &RunConfig,
     scope: &RunScope,
@@ -622,7 +622,7 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration, BatchUs
 
 /// libtest-mimic trials for the cases (the `--list` output); each records its [`CaseResult`]
 /// in `env.results` when run.
-pub fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
+pub(crate) fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
     cases
         .into_iter()
         .map(|case| {
@@ -695,7 +695,7 @@ pub struct Tally {
 /// Whether a case is an observation of a tool (`AREA.observe.…`: the tool held to behaviour
 /// measured before, e.g. what ptxas 12.9 accepts), not a verdict of the spec: reports count
 /// them apart from conformance.
-pub fn is_observation(id: &str) -> bool {
+pub(crate) fn is_observation(id: &str) -> bool {
     id.split('.').nth(1) == Some("observe")
 }
 

@@ -16,7 +16,7 @@ use crate::outcome::CaseStatus;
 use crate::suite::Case;
 
 /// Capabilities of the rig, not of the build machine: not needed to compile.
-pub const DEVICE_CAPABILITIES: &[Capability] = &[
+pub(crate) const DEVICE_CAPABILITIES: &[Capability] = &[
     Capability::Gpu,
     Capability::Kmod,
     Capability::Rdma,

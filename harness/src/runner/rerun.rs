@@ -10,7 +10,7 @@ use crate::suite::Case;
 
 /// The last execution and the failed statuses before it: `rerun` is called while the status
 /// is a failure, at most `n` times (`--rerun-failures`).
-pub fn with_reruns(
+pub(crate) fn with_reruns(
     first: Executed,
     n: u32,
     mut rerun: impl FnMut() -> Executed,
@@ -29,7 +29,7 @@ pub fn with_reruns(
 
 /// A pass after failed attempts is flaky (also when a waiver lists the case: a waiver still
 /// needed some of the time is not stale); every other verdict stands.
-pub fn flaky_or(verdict: Verdict, attempts: &[CaseStatus]) -> Verdict {
+pub(crate) fn flaky_or(verdict: Verdict, attempts: &[CaseStatus]) -> Verdict {
     match verdict {
         Verdict::Pass | Verdict::StaleWaiver { .. } if !attempts.is_empty() => Verdict::Flaky,
         v => v,
@@ -38,7 +38,7 @@ pub fn flaky_or(verdict: Verdict, attempts: &[CaseStatus]) -> Verdict {
 
 /// Run `case` in a fresh child, holding the resources it declares; also how long it waited
 /// for them.
-pub fn fresh_child(case: &Case, env: &super::RunEnv) -> (Executed, Duration) {
+pub(crate) fn fresh_child(case: &Case, env: &super::RunEnv) -> (Executed, Duration) {
     let (_held, waited) = env.resources.hold_sharing(
         &super::resources_of(case),
         &super::shared_resources_of(case),

@@ -35,7 +35,7 @@ pub trait Sink: Send {
 }
 
 /// The registered sinks of one run; [`Sinks::send`] may be called from every job's thread.
-pub struct Sinks<'a> {
+pub(crate) struct Sinks<'a> {
     sinks: Mutex<Vec<&'a mut dyn Sink>>,
 }
 
@@ -47,7 +47,7 @@ impl<'a> Sinks<'a> {
     }
 
     /// Hand `event` to every sink, in registration order.
-    pub fn send(&self, event: Event<'_>) {
+    pub(crate) fn send(&self, event: Event<'_>) {
         let mut sinks = self.sinks.lock().unwrap_or_else(|e| e.into_inner());
         for s in sinks.iter_mut() {
             s.event(&event);

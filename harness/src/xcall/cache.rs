@@ -61,7 +61,7 @@ impl PhaseClock {
     }
 
     /// Run `f`, charging its wall time to `phase`.
-    pub fn timed<T>(&self, phase: Phase, f: impl FnOnce() -> T) -> T {
+    pub(crate) fn timed<T>(&self, phase: Phase, f: impl FnOnce() -> T) -> T {
         let t = Instant::now();
         let out = f();
         let i = phase as usize;
@@ -164,7 +164,7 @@ fn run_in(
 }
 
 /// [`run`] for a text output.
-pub fn run_text(
+pub(crate) fn run_text(
     tc: &Toolchain,
     clock: &PhaseClock,
     parts: &[&[u8]],

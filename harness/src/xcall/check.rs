@@ -16,10 +16,10 @@ use crate::ptx::lexer::{tokenize, Token, TokenKind};
 use crate::ptx::module::{FunctionDecl, ParamDecl, ParamSpace, PtxModule, PtxType};
 
 /// The ch. 3 system calls: the driver defines them.
-pub const SYSCALLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
+pub(crate) const SYSCALLS: &[&str] = &["vprintf", "malloc", "free", "__assertfail"];
 
 /// Files larger than this are refused before reading.
-pub const MAX_FILE_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_FILE_BYTES: u64 = 256 << 20;
 
 /// A file that cannot be checked: `file:line: message`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -443,7 +443,7 @@ fn call_site(
 }
 
 /// A declaration as the messages show it: `.b64`, `.align 8 .b8[16]`, `.reg .b32`.
-pub fn show(p: &ParamDecl) -> String {
+pub(crate) fn show(p: &ParamDecl) -> String {
     let mut s = String::new();
     if p.space == ParamSpace::Reg {
         s += ".reg ";
@@ -762,7 +762,7 @@ pub enum CheckRun {
 impl CheckRun {
     /// The contract's exit status: 0 when every declaration and call site agrees with its
     /// definition, 1 on a mismatch, 2 when the input was unusable.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             CheckRun::Compared { report, .. } if report.mismatches.is_empty() => 0,
             CheckRun::Compared { .. } => 1,

@@ -15,10 +15,10 @@ use super::sig::{fixed_agg, Role, Signature, Val, REC, REC_BYTES};
 use crate::abi::types::Scalar;
 
 /// The first corpus seed.
-pub const FIRST_SEED: u64 = 1000;
+pub(crate) const FIRST_SEED: u64 = 1000;
 
 /// The corpus files: (name, callee PTX, caller PTX).
-pub const FILES: [(&str, &str, &str); 6] = [
+pub(crate) const FILES: [(&str, &str, &str); 6] = [
     (
         "ints",
         include_str!("../../../ptx-corpus/xcall/ints.callee.ptx"),
@@ -53,7 +53,7 @@ pub const FILES: [(&str, &str, &str); 6] = [
 
 /// The module header every corpus file declares (and the merged batch keeps once): the
 /// corpus targets sm_50, the oldest target ptxas 12.9 assembles for.
-pub const HEADER: &str = ".version 7.0\n.target sm_50\n.address_size 64\n";
+pub(crate) const HEADER: &str = ".version 7.0\n.target sm_50\n.address_size 64\n";
 
 /// The record buffer's definition, as every callee file writes it.
 fn rec_definition() -> String {
@@ -160,10 +160,10 @@ pub fn signatures() -> Vec<Signature> {
 }
 
 /// How many corpus signatures there are.
-pub const COUNT: u64 = 13;
+pub(crate) const COUNT: u64 = 13;
 
 /// Whether `seed` is a corpus signature.
-pub fn is_corpus(seed: u64) -> bool {
+pub(crate) fn is_corpus(seed: u64) -> bool {
     (FIRST_SEED..FIRST_SEED + COUNT).contains(&seed)
 }
 

@@ -93,7 +93,7 @@ fn field_in_record(r: &TypeDef, b: u64) -> Option<String> {
 }
 
 /// `parameter 2 (struct r5 ...) byte 7 (field .f3.x)`.
-pub fn field_name(v: &Val, byte: u64) -> String {
+pub(crate) fn field_name(v: &Val, byte: u64) -> String {
     match v {
         Val::Agg(g) => field_in_record(&g.def, byte).map_or("padding".into(), |p| format!(".{p}")),
         Val::Vector(_, _) => {
@@ -195,7 +195,7 @@ fn compile_only(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseSt
 }
 
 /// Run every signature of the pair on the GPU; one case per pair (a child process).
-pub fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
+pub(crate) fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
     let tc = ctx.toolchain;
     if ctx.compile_only {
         return compile_only(ctx, caller, callee);

@@ -15,7 +15,7 @@ use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::outcome::CaseStatus;
 
 /// Mangled names per seed from a PTX module: `_ZN13gpucts_mangle<len>xm<seed>...`.
-pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
+pub(crate) fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
     let Ok(m) = crate::ptx::module::PtxModule::parse(ptx) else {
         return BTreeMap::new();
     };
@@ -29,7 +29,7 @@ pub fn mangled_names(ptx: &str) -> BTreeMap<u64, Vec<String>> {
 
 /// Mangled names per seed from g++'s assembly: the labels of the functions it defined
 /// (`_ZN13gpucts_mangle...:` at the start of a line).
-pub fn host_mangled_names(asm: &str) -> BTreeMap<u64, Vec<String>> {
+pub(crate) fn host_mangled_names(asm: &str) -> BTreeMap<u64, Vec<String>> {
     by_seed(asm.lines().filter_map(|l| {
         l.strip_suffix(':')
             .filter(|n| n.starts_with("_ZN13gpucts_mangle") && !n.contains(char::is_whitespace))
@@ -64,7 +64,7 @@ fn by_seed<'a>(names: impl Iterator<Item = &'a str>) -> BTreeMap<u64, Vec<String
 /// Why a producer gave no mangled names (its compilation failed).
 #[derive(Debug, thiserror::Error)]
 #[error("{producer}: {source}")]
-pub struct MangleError {
+pub(crate) struct MangleError {
     pub producer: &'static str,
     pub source: ToolError,
 }
@@ -104,7 +104,7 @@ pub(super) fn batch(user: &dyn BatchUser, tc: &Toolchain, p: Producer) -> Arc<On
 }
 
 /// NVRTC and clang-19 give the same declarations the same mangled names.
-pub fn mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
+pub(crate) fn mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
     let tc = ctx.toolchain;
     let Some((nvrtc, clang)) = front_ends() else {
         return CaseStatus::error("no two C++ front ends are registered");
@@ -184,7 +184,7 @@ fn host_batch(user: &dyn BatchUser, tc: &Toolchain) -> Arc<OnceLock<Mangled>> {
 
 /// NVRTC's device names for signature `seed` are the host g++'s names for the same
 /// declarations (one Itanium C++ ABI, ptx-interop 13.2 ch. 7).
-pub fn host_mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
+pub(crate) fn host_mangle_case(ctx: &CaseContext, seed: u64) -> CaseStatus {
     let tc = ctx.toolchain;
     let Some((nvrtc, _)) = front_ends() else {
         return CaseStatus::error("no CUDA C++ front end is registered");

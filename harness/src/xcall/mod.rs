@@ -50,13 +50,13 @@ pub fn producers() -> &'static [Producer] {
 }
 
 /// The set of producers (bits in [`producers`] order) that can express a signature.
-pub type Mask = u32;
+pub(crate) type Mask = u32;
 
 /// The generated signatures the suite runs: seeds `0..SIGNATURES` (the corpus's follow).
-pub const SIGNATURES: u64 = 240;
+pub(crate) const SIGNATURES: u64 = 240;
 
 /// The target every pair links for.
-pub const ARCH: &str = "sm_90";
+pub(crate) const ARCH: &str = "sm_90";
 
 /// The oldest target each producer supports, measured with the installed tools (the unit
 /// test `oldest_targets_are_measured` repeats the measurement; each producer's file says what
@@ -81,11 +81,11 @@ pub fn pair_oldest(a: Producer, b: Producer) -> &'static str {
 
 /// Every pair's oldest target (one set of oldest-target batches serves them all; the test
 /// `every_pair_has_one_oldest_target` keeps it so).
-pub const OLDEST: &str = "sm_50";
+pub(crate) const OLDEST: &str = "sm_50";
 
 /// The generated signatures linked for the oldest target too: seeds `0..OLDEST_SEEDS` (every
 /// class of the cycle twice), beside the corpus's.
-pub const OLDEST_SEEDS: u64 = 24;
+pub(crate) const OLDEST_SEEDS: u64 = 24;
 
 /// Which target a batch is compiled, assembled and linked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -146,14 +146,14 @@ impl Target {
 /// NVRTC options but the architecture.
 const NVRTC_RDC: &[&str] = &["--relocatable-device-code=true", "-std=c++17"];
 /// clang-19 (CUDA device code) options.
-pub const CLANG_ARGS: &[&str] = &["-fgpu-rdc", "-O2", "-std=c++17"];
+pub(crate) const CLANG_ARGS: &[&str] = &["-fgpu-rdc", "-O2", "-std=c++17"];
 /// llc-19 options.
-pub const LLC_ARGS: &[&str] = &["-O2"];
+pub(crate) const LLC_ARGS: &[&str] = &["-O2"];
 
 /// The `check:` vocabulary of `suites/xcall.yaml`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub enum XcallCheck {
+pub(crate) enum XcallCheck {
     /// Signature `seed` from `caller`'s kernel to `callee`'s function: both assemble, the
     /// prototypes and call site agree with the definition, nvJitLink links them.
     Pair {
@@ -298,7 +298,7 @@ impl Check for XcallCheck {
 /// The set of producers that can express a signature, as a bit mask over [`PRODUCERS`]:
 /// signatures are batched by it, so every extern in a caller batch has its callee in the
 /// callee batch of the same mask.
-pub fn mask(sig: &Signature) -> Mask {
+pub(crate) fn mask(sig: &Signature) -> Mask {
     producers()
         .iter()
         .enumerate()
@@ -314,7 +314,7 @@ fn bit(p: Producer) -> Mask {
 }
 
 /// The suite's signatures: the generated ones (seeds `0..SIGNATURES`), then the corpus's.
-pub fn all_signatures() -> &'static [Signature] {
+pub(crate) fn all_signatures() -> &'static [Signature] {
     static SIGS: OnceLock<Vec<Signature>> = OnceLock::new();
     SIGS.get_or_init(|| {
         let mut v = sig::signatures(0, SIGNATURES);
@@ -324,13 +324,13 @@ pub fn all_signatures() -> &'static [Signature] {
 }
 
 /// The generated signatures only.
-pub fn generated_signatures() -> &'static [Signature] {
+pub(crate) fn generated_signatures() -> &'static [Signature] {
     &all_signatures()[..SIGNATURES as usize]
 }
 
 /// What the batches ask of each tool: relocatable device code, so externs stay unresolved
 /// until the link (NVRTC `--relocatable-device-code=true`, clang `-fgpu-rdc`); C++17; `-O2`.
-pub const OPTIONS: Options<'static> = Options {
+pub(crate) const OPTIONS: Options<'static> = Options {
     nvrtc: NVRTC_RDC,
     clang: CLANG_ARGS,
     nvvm: &[],
@@ -457,7 +457,7 @@ pub enum CubinError {
 impl CubinError {
     /// The tool run that did not give an answer on the input, when that is why there is no
     /// cubin: a case meeting it is an error of the run, never a failure a waiver could excuse.
-    pub fn did_not_run(&self) -> Option<&ToolError> {
+    pub(crate) fn did_not_run(&self) -> Option<&ToolError> {
         let unanswered = |e: &ToolError| {
             !matches!(
                 e,
@@ -559,7 +559,7 @@ fn find_rejected(
 /// The seeds whose functions ptxas's error `log` names, by the lines it gives (`input.ptx,
 /// line N; error ...`) and the function definitions of `ptx` holding them; `None` when a
 /// line falls outside every generated function.
-pub fn seeds_at_error_lines(
+pub(crate) fn seeds_at_error_lines(
     name: &str,
     ptx: &str,
     log: &str,
@@ -974,7 +974,7 @@ fn pair_runs(a: Producer, b: Producer, m: Mask) -> bool {
 /// runner's threads would otherwise wait together on the one batch the next case needs, so
 /// the compilations would run one at a time. Runs once per run, on the run's behalf: the
 /// batches' costs are charged to the cases that read them, not to the case that waited here.
-pub fn prefetch(scope: &RunScope, tc: &Toolchain) {
+pub(crate) fn prefetch(scope: &RunScope, tc: &Toolchain) {
     static DONE: OnceLock<BatchCache<(), ()>> = OnceLock::new();
     DONE.get_or_init(BatchCache::new).get_or_compute(scope, &(), || {
         let t0 = std::time::Instant::now();
@@ -1072,7 +1072,7 @@ pub fn prefetch(scope: &RunScope, tc: &Toolchain) {
 /// One pair case (or oldest-target case): judge signature `seed` from the pair's batch
 /// results. The oldest-target case judges assembly and the link; the agreement of the
 /// prototypes is the pair case's (the same declarations, compiled for sm_90).
-pub fn pair_case(
+pub(crate) fn pair_case(
     ctx: &CaseContext,
     caller: Producer,
     callee: Producer,

@@ -24,11 +24,11 @@ crate::vocab::vocabulary! {
 
 /// Signatures whose argument bytes exceed this are trimmed by the generator (kernels keep the
 /// arguments in local memory; the record buffer holds every received byte).
-pub const MAX_ARG_BYTES: u64 = 2048;
+pub(crate) const MAX_ARG_BYTES: u64 = 2048;
 /// Size of the callee's record buffer `gpucts_xcall_rec`.
-pub const REC_BYTES: u64 = 4096;
+pub(crate) const REC_BYTES: u64 = 4096;
 /// Name of the callee module's record buffer.
-pub const REC: &str = "gpucts_xcall_rec";
+pub(crate) const REC: &str = "gpucts_xcall_rec";
 
 /// One parameter or return value.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,7 +56,7 @@ pub struct Agg {
 
 impl Agg {
     /// The C name of the type passed: the wrapper's when there is one.
-    pub fn c_name(&self) -> String {
+    pub(crate) fn c_name(&self) -> String {
         match self.align_attr {
             Some(a) => format!("{}_a{a}", self.def.name),
             None => self.def.name.clone(),
@@ -75,7 +75,7 @@ pub enum Class {
 }
 
 impl Val {
-    pub fn size_align(&self) -> (u64, u64) {
+    pub(crate) fn size_align(&self) -> (u64, u64) {
         let a = AddressSize::A64;
         match self {
             Val::Scalar(Scalar::Half) | Val::Bf16 => (2, 2),
@@ -118,7 +118,7 @@ impl Val {
 
     /// The §2.3 table's `.param` declaration for this value (name omitted):
     /// `.s32`, `.u64`, `.f32`, `.b64`, `.align A .b8 [N]`.
-    pub fn table_decl(&self) -> String {
+    pub(crate) fn table_decl(&self) -> String {
         match self.class() {
             Class::Int { bytes, signed } => {
                 let w = if bytes <= 4 { 32 } else { 64 };
@@ -132,7 +132,7 @@ impl Val {
     }
 
     /// Short human description: `int`, `struct r12 (24 B, align 8)`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Val::Scalar(Scalar::Half) => "__half".into(),
             Val::Scalar(s) => s.yaml_name().into(),
@@ -151,7 +151,7 @@ impl Val {
     }
 
     /// Per byte, the bits the source type defines (padding bits are 0).
-    pub fn mask(&self) -> Vec<u8> {
+    pub(crate) fn mask(&self) -> Vec<u8> {
         let (size, _) = self.size_align();
         let mut m = vec![0u8; size as usize];
         match self {
@@ -224,7 +224,7 @@ impl Signature {
     }
 
     /// Every aggregate the signature uses.
-    pub fn aggs(&self) -> impl Iterator<Item = &Agg> {
+    pub(crate) fn aggs(&self) -> impl Iterator<Item = &Agg> {
         self.ret.iter().chain(&self.params).filter_map(|v| match v {
             Val::Agg(g) => Some(g.as_ref()),
             _ => None,
@@ -232,7 +232,7 @@ impl Signature {
     }
 
     /// Offset of each parameter's bytes in the record buffer (packed, in order).
-    pub fn rec_offsets(&self) -> Vec<u64> {
+    pub(crate) fn rec_offsets(&self) -> Vec<u64> {
         let mut off = 0;
         self.params
             .iter()
@@ -246,7 +246,7 @@ impl Signature {
 
     /// The record-buffer indices the return value's bytes are built from: fully significant
     /// received bytes, cycled. Empty when no byte is fully significant.
-    pub fn ret_sources(&self) -> Vec<u64> {
+    pub(crate) fn ret_sources(&self) -> Vec<u64> {
         let mut full = Vec::new();
         for (p, off) in self.params.iter().zip(self.rec_offsets()) {
             for (j, m) in p.mask().iter().enumerate() {
@@ -263,7 +263,7 @@ impl Signature {
     }
 
     /// One line for reports: `seed 12 (mixed, indirect): int (char, struct r.. )`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let ps: Vec<String> = self.params.iter().map(Val::describe).collect();
         format!(
             "seed {} ({}{}): {} ({})",
@@ -283,18 +283,18 @@ pub fn graffiti(seed: u64, i: usize, j: u64) -> u8 {
 }
 
 /// The key a callee XORs into return byte `j`.
-pub fn ret_key(j: u64) -> u8 {
+pub(crate) fn ret_key(j: u64) -> u8 {
     (0x5A + j * 13) as u8
 }
 
 /// The constant a callee returns at byte `j` when no received byte is fully significant.
-pub fn ret_const(j: u64) -> u8 {
+pub(crate) fn ret_const(j: u64) -> u8 {
     (0xC3 ^ j) as u8
 }
 
 /// Integer scalars: every width and signedness of §1.1 (plain `char` too, it mangles apart),
 /// in the abi type vocabulary's order.
-pub fn ints() -> impl Iterator<Item = Scalar> {
+pub(crate) fn ints() -> impl Iterator<Item = Scalar> {
     Scalar::ALL.iter().copied().filter(|s| s.is_integer())
 }
 
@@ -322,7 +322,7 @@ fn field(name: &str, s: Scalar) -> Field {
 
 /// Hand-picked aggregates: 3 × char, padded ones, an empty-ish one, and every alignment
 /// 1..128 (the §2.3 note D list).
-pub fn fixed_agg(k: usize, name: String) -> Agg {
+pub(crate) fn fixed_agg(k: usize, name: String) -> Agg {
     use Scalar::*;
     let st = |fields: Vec<Field>| TypeDef {
         name: name.clone(),
@@ -459,7 +459,7 @@ fn has_bit_field(t: &TypeDef) -> bool {
 }
 
 /// The class cycle: seed % 12 picks what the signature exercises.
-pub const KINDS: &[&str] = &[
+pub(crate) const KINDS: &[&str] = &[
     "scalar",
     "fixed aggregate",
     "random aggregate",

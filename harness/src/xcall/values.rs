@@ -42,7 +42,9 @@ pub fn producers() -> Vec<Producer> {
 }
 
 /// Deserialize a producer of [`producers`]; any other is an error naming the view.
-pub fn producer_in_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Producer, D::Error> {
+pub(crate) fn producer_in_view<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Producer, D::Error> {
     let p = Producer::deserialize(d)?;
     crate::backend::producer::in_view(p, "xcall values", &producers())
         .map_err(serde::de::Error::custom)
@@ -51,7 +53,7 @@ pub fn producer_in_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Produc
 /// An integral source type narrower than 32 bits (§2.3 note A).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Narrow {
+pub(crate) enum Narrow {
     Bool,
     Char,
     Schar,
@@ -61,7 +63,7 @@ pub enum Narrow {
 }
 
 impl Narrow {
-    pub const ALL: [Narrow; 6] = [
+    pub(crate) const ALL: [Narrow; 6] = [
         Narrow::Bool,
         Narrow::Char,
         Narrow::Schar,
@@ -101,7 +103,7 @@ impl Narrow {
     }
 
     /// Signed types are sign-extended, the others zero-extended (note A).
-    pub fn signed(self) -> bool {
+    pub(crate) fn signed(self) -> bool {
         matches!(self, Narrow::Char | Narrow::Schar | Narrow::Short)
     }
 
@@ -153,9 +155,9 @@ impl Narrow {
 
 /// The `int` a narrow return value is converted from: its low byte and halfword have their top
 /// bit set and the upper bits are neither all zeros nor all ones.
-pub const RETURN_SOURCE: i32 = 0x5a5a_8080;
+pub(crate) const RETURN_SOURCE: i32 = 0x5a5a_8080;
 /// The `int` stored in the object whose address the caller passes (note B).
-pub const POINTER_VALUE: i32 = 0x1234_5678;
+pub(crate) const POINTER_VALUE: i32 = 0x1234_5678;
 
 /// Where the object of a note B call lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
@@ -167,7 +169,7 @@ pub enum Object {
 }
 
 impl Object {
-    pub const ALL: [Object; 3] = [Object::Global, Object::Shared, Object::Local];
+    pub(crate) const ALL: [Object; 3] = [Object::Global, Object::Shared, Object::Local];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -189,7 +191,7 @@ impl Object {
 /// What a case checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Subject {
+pub(crate) enum Subject {
     /// The 32-bit argument `call_<t>` writes for a narrow value (note A).
     Caller { ty: Narrow },
     /// The 32-bit return value `ret_<t>` writes (note A).
@@ -574,7 +576,7 @@ fn expect_word(what: &str, got: &[Option<u8>], want: i32) -> Result<(), Problem>
 }
 
 /// Note A, caller side: the 32-bit argument `call_<t>` writes for the object.
-pub fn caller_bits(ptx: &str, t: Narrow) -> Result<(), Problem> {
+pub(crate) fn caller_bits(ptx: &str, t: Narrow) -> Result<(), Problem> {
     let n = t.name();
     let at = run_to_call(
         ptx,
@@ -592,7 +594,7 @@ pub fn caller_bits(ptx: &str, t: Narrow) -> Result<(), Problem> {
 }
 
 /// Note A, return side: the 32-bit return value of `ret_<t>(RETURN_SOURCE)`.
-pub fn return_bits(ptx: &str, t: Narrow) -> Result<(), Problem> {
+pub(crate) fn return_bits(ptx: &str, t: Narrow) -> Result<(), Problem> {
     let n = t.name();
     let got = run_function(
         ptx,
@@ -611,7 +613,7 @@ pub fn return_bits(ptx: &str, t: Narrow) -> Result<(), Problem> {
 /// Whether `recv_<t>` relies on note A: given an argument whose upper 24 or 16 bits are not
 /// the extension of its low bits, does it return them as they are (relies) or re-extend the
 /// low bits (does not)? `Err` when a conforming argument does not give the value back.
-pub fn callee_relies(ptx: &str, t: Narrow) -> Result<bool, Problem> {
+pub(crate) fn callee_relies(ptx: &str, t: Narrow) -> Result<bool, Problem> {
     let n = t.name();
     let f = format!("recv_{n}");
     let v = t.value_of_object();
@@ -666,7 +668,7 @@ fn pointer_call(ptx: &str, object: Object) -> Result<(AtCall, u64), Problem> {
 
 /// Note B, callee side: `load_int` reads an `int` through the generic address of an object of
 /// each space.
-pub fn callee_dereferences(ptx: &str, object: Object) -> Result<(), Problem> {
+pub(crate) fn callee_dereferences(ptx: &str, object: Object) -> Result<(), Problem> {
     let space = object.space();
     let addr = 0x40;
     let generic = exec::generic(space, addr);
@@ -686,7 +688,7 @@ pub fn callee_dereferences(ptx: &str, object: Object) -> Result<(), Problem> {
     )
 }
 
-pub fn pointer_arg(ptx: &str, object: Object) -> Result<(), Problem> {
+pub(crate) fn pointer_arg(ptx: &str, object: Object) -> Result<(), Problem> {
     pointer_call(ptx, object).map(|_| ())
 }
 
@@ -751,7 +753,7 @@ pub fn pair(caller: &str, callee: &str) -> Result<usize, Problem> {
 }
 
 /// A per-producer case.
-pub fn producer_case(ctx: &CaseContext, producer: Producer, subject: Subject) -> CaseStatus {
+pub(crate) fn producer_case(ctx: &CaseContext, producer: Producer, subject: Subject) -> CaseStatus {
     let ptx = match ptx_of(ctx, producer) {
         Ok(p) => p,
         Err(s) => return s,
@@ -787,7 +789,7 @@ pub fn producer_case(ctx: &CaseContext, producer: Producer, subject: Subject) ->
 }
 
 /// A caller of `caller` against a callee of `callee`.
-pub fn pair_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
+pub(crate) fn pair_case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
     let (a, b) = match (ptx_of(ctx, caller), ptx_of(ctx, callee)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(s), _) | (_, Err(s)) => return s,

@@ -215,20 +215,20 @@ impl fmt::Display for Violation {
 
 /// Read `src` as a whole PTX file ([`PtxModule::read`]) and lint it. `Err` is the "cannot
 /// read" outcome (exit 2 in the CLI contract).
-pub fn lint_source(src: &str, file: &str) -> Result<Vec<Violation>, PtxError> {
+pub(crate) fn lint_source(src: &str, file: &str) -> Result<Vec<Violation>, PtxError> {
     lint_source_counted(src, file).map(|r| r.violations)
 }
 
 /// What linting one file found, and how many functions it checked.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LintReport {
+pub(crate) struct LintReport {
     pub violations: Vec<Violation>,
     /// Distinct `.func`/`.entry` names checked (a declaration and its definition count once).
     pub functions: usize,
 }
 
 /// [`lint_source`] with the count of functions checked.
-pub fn lint_source_counted(src: &str, file: &str) -> Result<LintReport, PtxError> {
+pub(crate) fn lint_source_counted(src: &str, file: &str) -> Result<LintReport, PtxError> {
     let module = PtxModule::read(src)?;
     Ok(lint_module(&module, src, file))
 }
@@ -287,12 +287,12 @@ pub fn lint_path(path: &std::path::Path) -> Result<Vec<Violation>, LintFileError
 /// [`lint_path`] with the count of functions checked. The size is checked before reading, and
 /// only regular files are read (a FIFO or `/dev/zero` would never end). A byte that is not
 /// UTF-8 is reported with its own value at its line and column.
-pub fn lint_file(path: &std::path::Path) -> Result<LintReport, LintFileError> {
+pub(crate) fn lint_file(path: &std::path::Path) -> Result<LintReport, LintFileError> {
     lint_file_within(path, MAX_PTX_BYTES)
 }
 
 /// [`lint_file`] with another size limit (`gpucts abi lint --max-ptx-bytes`).
-pub fn lint_file_within(
+pub(crate) fn lint_file_within(
     path: &std::path::Path,
     max_bytes: u64,
 ) -> Result<LintReport, LintFileError> {
@@ -326,7 +326,7 @@ pub fn lint_file_within(
 }
 
 /// Exit status of `gpucts abi lint` for one file: 0 conforms, 1 violations, 2 cannot read.
-pub fn exit_code(result: &Result<Vec<Violation>, PtxError>) -> i32 {
+pub(crate) fn exit_code(result: &Result<Vec<Violation>, PtxError>) -> i32 {
     match result {
         Ok(v) if v.is_empty() => 0,
         Ok(_) => 1,
@@ -471,7 +471,7 @@ fn note(n: &ModuleNote, file: &str) -> Violation {
 
 /// The rules one declaration breaks, with a message for each. Shared with
 /// `paramgen::check_decl`, which adds what only the source signature can tell.
-pub fn decl_rules(
+pub(crate) fn decl_rules(
     kind: FunctionKind,
     p: &ParamDecl,
     address_size: AddressSize,

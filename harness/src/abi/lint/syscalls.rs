@@ -78,7 +78,7 @@ impl Slot {
         self.ty(addr).bits().unwrap_or(0)
     }
 
-    pub fn is_pointer(self) -> bool {
+    pub(crate) fn is_pointer(self) -> bool {
         matches!(self, Slot::Pointer(_))
     }
 }
@@ -120,7 +120,7 @@ impl Syscall {
     }
 
     /// The chapter's prototype for `.address_size addr`, as PTX.
-    pub fn prototype(self, addr: AddressSize) -> String {
+    pub(crate) fn prototype(self, addr: AddressSize) -> String {
         let list = |slots: &[Slot]| {
             slots
                 .iter()
@@ -179,14 +179,14 @@ impl SyscallRule {
 
 /// One statement of a function body (or of module scope), comments removed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Stmt {
+pub(crate) struct Stmt {
     pub line: u32,
     pub text: String,
 }
 
 /// A function definition's body.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Body {
+pub(crate) struct Body {
     pub name: String,
     pub kind: FunctionKind,
     pub stmts: Vec<Stmt>,
@@ -194,14 +194,14 @@ pub struct Body {
 
 /// A variable's state space and the line that declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Symbol {
+pub(crate) struct Symbol {
     pub space: String,
     pub line: u32,
 }
 
 /// Module-scope variables and the bodies of every defined function.
 #[derive(Debug, Clone, Default)]
-pub struct Scan {
+pub(crate) struct Scan {
     pub symbols: HashMap<String, Symbol>,
     pub bodies: Vec<Body>,
 }
@@ -289,7 +289,7 @@ fn header(text: &str) -> Option<(FunctionKind, String)> {
 
 /// Split `src` into module-scope variables and function bodies. Never fails: unbalanced input
 /// ends where the text ends.
-pub fn scan(src: &str) -> Scan {
+pub(crate) fn scan(src: &str) -> Scan {
     let text = strip_comments(src);
     let mut s = Scanner {
         line: 1,
@@ -829,7 +829,7 @@ impl Flow<'_> {
 }
 
 /// Every call of a ch. 3 function in `src`, with what was passed.
-pub fn call_sites(src: &str) -> Vec<CallSite> {
+pub(crate) fn call_sites(src: &str) -> Vec<CallSite> {
     let sc = scan(src);
     let mut out = Vec::new();
     for body in &sc.bodies {

@@ -14,7 +14,7 @@ use crate::abi::types::{all_records, Dialect, TypeDef};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 
 /// The arguments the oracle passes to clang after the target (the toolchain appends the file).
-pub const CLANG_ARGS: &[&str] = &["-fsyntax-only", "-Xclang", "-fdump-record-layouts"];
+pub(crate) const CLANG_ARGS: &[&str] = &["-fsyntax-only", "-Xclang", "-fdump-record-layouts"];
 
 /// clang's NVPTX target for an `.address_size`: `nvptx64` (64) or `nvptx` (32).
 pub fn target(a: AddressSize) -> &'static str {
@@ -36,7 +36,7 @@ pub fn source(types: &[TypeDef], a: AddressSize) -> String {
 
 /// Check a batch at `.address_size` `a` (clang's `nvptx64` or 32-bit `nvptx` target; `long`
 /// and pointers follow it, ptx-interop 13.2 §1.1).
-pub fn check_batch(
+pub(crate) fn check_batch(
     tc: &Toolchain,
     types: &[TypeDef],
     a: AddressSize,
@@ -55,7 +55,7 @@ pub fn check_batch(
 }
 
 /// Judge a batch from clang's dump.
-pub fn compare_dump(types: &[TypeDef], dump: &str, a: AddressSize) -> Vec<TypeResult> {
+pub(crate) fn compare_dump(types: &[TypeDef], dump: &str, a: AddressSize) -> Vec<TypeResult> {
     let engine = |t: &TypeDef| layout(t, a);
     match parse_dump(dump) {
         Ok(observed) => judge(types, &observed, Pairing::Positional, "clang", &engine),
@@ -67,7 +67,7 @@ pub fn compare_dump(types: &[TypeDef], dump: &str, a: AddressSize) -> Vec<TypeRe
 /// A line of clang's `-fdump-record-layouts` output that does not read as a layout (`line` is
 /// the line's text).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DumpError {
+pub(crate) enum DumpError {
     #[error("expected a number, got `{text}` in `{line}`")]
     NotANumber { text: String, line: String },
     #[error("bad bit range in `{line}`")]

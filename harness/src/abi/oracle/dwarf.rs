@@ -18,8 +18,8 @@ use crate::abi::render::render_c;
 use crate::abi::types::{all_records, Dialect, TypeDef};
 use crate::backend::toolchain::{ClangLang, ToolError, Toolchain};
 
-pub const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17", "-G"];
-pub const PTXAS_ARCH: &str = "sm_90";
+pub(crate) const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17", "-G"];
+pub(crate) const PTXAS_ARCH: &str = "sm_90";
 
 pub fn source(types: &[TypeDef]) -> String {
     let mut s = render_c(types, Dialect::Cuda);
@@ -29,7 +29,7 @@ pub fn source(types: &[TypeDef]) -> String {
     s
 }
 
-pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
+pub(crate) fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
     match build_cubin(tc, types) {
         Ok(cubin) => Ok(compare_cubin(types, &cubin, &engine64)),
         Err(ToolError::Failed { tool, log }) => Ok(all_error(
@@ -41,7 +41,7 @@ pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>,
 }
 
 /// The C source for clang `-g`: one global of every type.
-pub fn clang_source(types: &[TypeDef]) -> String {
+pub(crate) fn clang_source(types: &[TypeDef]) -> String {
     let mut s = render_c(types, Dialect::C);
     for (i, r) in types.iter().enumerate() {
         let _ = writeln!(s, "{} gpucts_g{i};", r.name);
@@ -50,7 +50,10 @@ pub fn clang_source(types: &[TypeDef]) -> String {
 }
 
 /// Check a batch against clang-19's DWARF (`clang -g`, then `ptxas -g`).
-pub fn check_batch_clang(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
+pub(crate) fn check_batch_clang(
+    tc: &Toolchain,
+    types: &[TypeDef],
+) -> Result<Vec<TypeResult>, ToolError> {
     let built = tc
         .clang_ptx(&clang_source(types), ClangLang::C, &["-g"])
         .and_then(|ptx| tc.ptxas(&ptx, PTXAS_ARCH, &["-g"]));
@@ -84,7 +87,7 @@ pub(crate) fn compare_cubin(
 
 /// Why the DWARF of a cubin could not be read for its records.
 #[derive(Debug, thiserror::Error)]
-pub enum DwarfReadError {
+pub(crate) enum DwarfReadError {
     #[error("not an ELF file: {0}")]
     NotElf(object::Error),
     /// gimli's reading error, as it words it.

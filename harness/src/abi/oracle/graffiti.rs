@@ -15,7 +15,7 @@ use crate::abi::render::render_c;
 use crate::abi::types::{Dialect, Ty, TypeDef};
 
 /// The kernel's entry point name.
-pub const KERNEL: &str = "gpucts_graffiti";
+pub(crate) const KERNEL: &str = "gpucts_graffiti";
 /// Each type's object starts at a multiple of this in the output buffer.
 const SLOT_ALIGN: u64 = 256;
 
@@ -124,7 +124,7 @@ fn take_index(next: &mut u32) -> u8 {
 }
 
 /// Offsets of each type's object in the output buffer.
-pub fn offsets(types: &[TypeDef]) -> Result<Vec<u64>, LayoutError> {
+pub(crate) fn offsets(types: &[TypeDef]) -> Result<Vec<u64>, LayoutError> {
     let mut at = 0;
     let mut out = Vec::with_capacity(types.len());
     for t in types {
@@ -136,7 +136,7 @@ pub fn offsets(types: &[TypeDef]) -> Result<Vec<u64>, LayoutError> {
 }
 
 /// Size of the output buffer for `types`.
-pub fn buffer_len(types: &[TypeDef]) -> Result<u64, LayoutError> {
+pub(crate) fn buffer_len(types: &[TypeDef]) -> Result<u64, LayoutError> {
     let offs = offsets(types)?;
     match (offs.last(), types.last()) {
         (Some(o), Some(t)) => Ok(o + layout(t, AddressSize::A64)?.size),
@@ -145,7 +145,7 @@ pub fn buffer_len(types: &[TypeDef]) -> Result<u64, LayoutError> {
 }
 
 /// The CUDA C++ source of the graffiti kernel for a batch (compile with NVRTC).
-pub fn graffiti_source(types: &[TypeDef]) -> Result<String, LayoutError> {
+pub(crate) fn graffiti_source(types: &[TypeDef]) -> Result<String, LayoutError> {
     writer_source(types, Dialect::Cuda)
 }
 
@@ -198,7 +198,7 @@ fn writer_source(types: &[TypeDef], dialect: Dialect) -> Result<String, LayoutEr
 }
 
 /// The bytes the kernel must leave in a type's object if the producer follows the engine.
-pub fn expected_bytes(t: &TypeDef) -> Result<Vec<u8>, LayoutError> {
+pub(crate) fn expected_bytes(t: &TypeDef) -> Result<Vec<u8>, LayoutError> {
     let size = layout(t, AddressSize::A64)?.size as usize;
     let mut img = vec![0u8; size];
     for leaf in leaves(t)? {
@@ -266,7 +266,7 @@ pub fn judge(types: &[TypeDef], buffer: &[u8]) -> Vec<super::TypeResult> {
 /// One byte the kernel left differently from the engine's placement: the field the engine
 /// expected there (or `padding`) and the field(s) whose graffiti arrived.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ByteDiff {
+pub(crate) struct ByteDiff {
     pub at: usize,
     pub expected: u8,
     pub observed: u8,
@@ -287,7 +287,7 @@ impl std::fmt::Display for ByteDiff {
 /// How the bytes a producer's kernel wrote for a type diverge from the engine's layout
 /// (ptx-interop 13.2 ch. 1), or why they could not be judged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GraffitiDivergence {
+pub(crate) enum GraffitiDivergence {
     /// The engine has no layout for the type: nothing to compare with.
     #[error(transparent)]
     Engine(#[from] LayoutError),
@@ -308,7 +308,7 @@ pub enum GraffitiDivergence {
 
 /// Compare what the kernel wrote for `t` with the engine's placement; on a difference, name
 /// the field the engine expected at each wrong byte and the field(s) whose graffiti arrived.
-pub fn compare(t: &TypeDef, observed: &[u8]) -> Result<(), GraffitiDivergence> {
+pub(crate) fn compare(t: &TypeDef, observed: &[u8]) -> Result<(), GraffitiDivergence> {
     let expected = expected_bytes(t)?;
     if observed.len() < expected.len() {
         return Err(GraffitiDivergence::Short {

@@ -25,7 +25,7 @@ crate::vocab::vocabulary! {
     /// [`graffiti`]). Deserializes from the names [`Oracle::name`] gives (`clang_dwarf` too).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
     #[serde(rename_all = "snake_case")]
-    pub enum Oracle {
+    pub(crate) enum Oracle {
         /// clang-19 `-fdump-record-layouts` for `nvptx64-nvidia-cuda`.
         Clang = "clang",
         /// The same for the 32-bit `nvptx-nvidia-cuda` target, against the engine at
@@ -74,7 +74,7 @@ pub struct TypeResult {
 /// Compare the engine with `oracle` on a batch of types (one compilation for the batch).
 /// `Err` only when the oracle cannot run at all (a tool missing, an I/O failure); everything
 /// else is a per-type verdict.
-pub fn check_batch(
+pub(crate) fn check_batch(
     oracle: Oracle,
     tc: &Toolchain,
     types: &[TypeDef],
@@ -94,7 +94,7 @@ pub fn check_batch(
 }
 
 /// [`check_batch`] over any number of types, [`BATCH`] per compilation.
-pub fn check_all(
+pub(crate) fn check_all(
     oracle: Oracle,
     tc: &Toolchain,
     types: &[TypeDef],

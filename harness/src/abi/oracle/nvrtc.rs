@@ -15,7 +15,7 @@ use crate::abi::render::render_c;
 use crate::abi::types::{all_records, Dialect, TypeDef};
 use crate::backend::toolchain::{ToolError, Toolchain};
 
-pub const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17"];
+pub(crate) const NVRTC_OPTS: &[&str] = &["--gpu-architecture=compute_90", "-std=c++17"];
 
 const PRELUDE: &str =
     "#define GPUCTS_OFFSETOF(T, m) ((unsigned long long)__INTADDR__(&(((T *)0)->m)))\n\
@@ -23,7 +23,7 @@ template <unsigned long long N> struct gpucts_show;\n";
 
 /// One assertion: which record, what quantity, the engine's value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Assertion {
+pub struct Assertion {
     pub record: String,
     /// `sizeof(T)`, `alignof(T)` or `GPUCTS_OFFSETOF(T, m)`.
     pub expr: String,
@@ -31,7 +31,7 @@ pub(crate) struct Assertion {
 }
 
 /// The source and, by 1-based line, the assertion on that line.
-pub(crate) fn source(
+pub fn source(
     types: &[TypeDef],
     engine: EngineFn<'_>,
 ) -> Result<(String, BTreeMap<usize, Assertion>), crate::abi::layout::LayoutError> {
@@ -76,7 +76,7 @@ pub(crate) fn log_errors(log: &str) -> Vec<(usize, String)> {
         .collect()
 }
 
-pub fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
+pub(crate) fn check_batch(tc: &Toolchain, types: &[TypeDef]) -> Result<Vec<TypeResult>, ToolError> {
     check_batch_with(tc, types, &engine64)
 }
 

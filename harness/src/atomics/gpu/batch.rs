@@ -22,14 +22,14 @@ use super::kernel::{self, KernelError};
 use super::layout::{self, Geometry};
 
 /// The kernel's entry point.
-pub const KERNEL: &str = "gpucts_litmus_batch";
+pub(crate) const KERNEL: &str = "gpucts_litmus_batch";
 /// Most threads one batch launches: the co-residency bound of one test's random sets
 /// ([`layout::MAX_RANDOM_THREADS`]), so every CTA of every test can run at once on an H100.
-pub const MAX_BATCH_THREADS: u32 = layout::MAX_RANDOM_THREADS;
+pub(crate) const MAX_BATCH_THREADS: u32 = layout::MAX_RANDOM_THREADS;
 /// Most tests in one batch (kernel parameter space: 76 bytes each, under 4,352 bytes).
-pub const MAX_BATCH_TESTS: usize = 32;
+pub(crate) const MAX_BATCH_TESTS: usize = 32;
 /// The parameters of one test's kernel, in order.
-pub const PARAMS: [&str; 9] = [
+pub(crate) const PARAMS: [&str; 9] = [
     "p_locs",
     "p_results",
     "p_roles",
@@ -64,7 +64,7 @@ pub struct Batch {
 /// Which tests go together: greedy in order, a batch closing when the next test's block size
 /// differs or its CTAs would pass [`MAX_BATCH_THREADS`] or [`MAX_BATCH_TESTS`]. Each entry of
 /// the result lists indices into `geometries`; every index is in exactly one batch.
-pub fn plan(geometries: &[&Geometry]) -> Vec<Vec<usize>> {
+pub(crate) fn plan(geometries: &[&Geometry]) -> Vec<Vec<usize>> {
     let mut batches: Vec<Vec<usize>> = Vec::new();
     let mut threads = 0u32;
     for (i, g) in geometries.iter().enumerate() {

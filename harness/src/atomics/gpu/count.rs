@@ -31,10 +31,10 @@ use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Term};
 
 /// Most counters an outcome space may have: 16 KiB of counters read back per launch. A test
 /// whose product of domains is larger counts everything through the overflow log.
-pub const MAX_OUTCOMES: usize = 4096;
+pub(crate) const MAX_OUTCOMES: usize = 4096;
 
 /// Most values one term's domain holds (tests whose constants exceed it count through the log).
-pub const MAX_DOMAIN: usize = 16;
+pub(crate) const MAX_DOMAIN: usize = 16;
 
 /// One test's outcome space on the device.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,27 +131,27 @@ impl OutcomeSpace {
     }
 
     /// Word index of the overflow count in the counts buffer.
-    pub fn overflow_word(&self) -> usize {
+    pub(crate) fn overflow_word(&self) -> usize {
         self.size
     }
 
     /// Word index of the did-not-terminate count.
-    pub fn dnt_word(&self) -> usize {
+    pub(crate) fn dnt_word(&self) -> usize {
         self.size + 1
     }
 
     /// Words the host reads back after every launch: counters, overflow, did-not-terminate.
-    pub fn head_words(&self) -> usize {
+    pub(crate) fn head_words(&self) -> usize {
         self.size + 2
     }
 
     /// First arrival word (one per instance).
-    pub fn arrival_word(&self) -> usize {
+    pub(crate) fn arrival_word(&self) -> usize {
         self.head_words()
     }
 
     /// First word of the overflow log for `instances` instances a launch.
-    pub fn log_word(&self, instances: usize) -> usize {
+    pub(crate) fn log_word(&self, instances: usize) -> usize {
         self.arrival_word() + instances
     }
 
@@ -161,7 +161,7 @@ impl OutcomeSpace {
     }
 
     /// Words the host clears before a launch (counters and arrival words).
-    pub fn cleared_words(&self, instances: usize) -> usize {
+    pub(crate) fn cleared_words(&self, instances: usize) -> usize {
         self.arrival_word() + instances
     }
 
@@ -181,7 +181,7 @@ impl OutcomeSpace {
     /// The histogram the counters `head` ([`OutcomeSpace::head_words`]) and the overflow
     /// `log` (its first `head[overflow]` entries) give, added into `into`; returns the
     /// instances that did not terminate.
-    pub fn decode(
+    pub(crate) fn decode(
         &self,
         head: &[u32],
         log: &[u32],

@@ -33,18 +33,18 @@ use crate::atomics::litmus::{
 };
 
 /// The kernel's entry point.
-pub const KERNEL: &str = "gpucts_litmus";
+pub(crate) const KERNEL: &str = "gpucts_litmus";
 /// PTX ISA version and target: the driver of the target machine (R580) JIT-compiles PTX up to
 /// ISA 8.8; 8.0 has every instruction the runner emits for sm_90.
-pub const PTX_VERSION: &str = "8.0";
-pub const TARGET: &str = "sm_90";
+pub(crate) const PTX_VERSION: &str = "8.0";
+pub(crate) const TARGET: &str = "sm_90";
 /// Spin-barrier polls before a testing thread gives up waiting (and counts a timeout).
-pub const SPIN_LIMIT: u32 = 1 << 20;
+pub(crate) const SPIN_LIMIT: u32 = 1 << 20;
 /// The shared-memory array of a CTA's locations ([`Geometry::shared`]).
-pub const SMEM: &str = "gpucts_smem";
+pub(crate) const SMEM: &str = "gpucts_smem";
 /// Backward jumps one thread may take in the test's code before it stops and flags its
 /// instance "did not terminate within LOOP_CAP" ([`super::layout::DID_NOT_TERMINATE`]).
-pub const LOOP_CAP: u32 = 1 << 12;
+pub(crate) const LOOP_CAP: u32 = 1 << 12;
 
 /// Why a litmus test has no GPU kernel: an operation (`at`: the test and the operation) the
 /// generator cannot emit as the test states it.
@@ -980,7 +980,7 @@ pub fn generate(test: &LitmusTest, g: &Geometry) -> Result<String, KernelError> 
 
 /// The PTX module for `test` under `g`'s parameters that counts outcomes on the device
 /// ([`super::count`]): one more parameter, `p_counts`, after `p_testing`.
-pub fn generate_counting(
+pub(crate) fn generate_counting(
     test: &LitmusTest,
     g: &Geometry,
     space: &OutcomeSpace,

@@ -17,25 +17,25 @@ use rand::Rng;
 use crate::atomics::litmus::{LitmusTest, Op, Space, Term};
 
 /// A role-table entry of a thread that plays no test role (a stress thread).
-pub const NONE: u32 = u32::MAX;
+pub(crate) const NONE: u32 = u32::MAX;
 /// Threads of a warp.
-pub const WARP: u32 = 32;
+pub(crate) const WARP: u32 = 32;
 /// Most CTAs a launch may have (all must be co-resident for the spin barrier: far more than
 /// any GPU holds at once).
-pub const MAX_WORKGROUPS: u32 = 65_536;
+pub(crate) const MAX_WORKGROUPS: u32 = 65_536;
 /// Most threads a launch may have.
-pub const MAX_THREADS: u32 = 1 << 22;
+pub(crate) const MAX_THREADS: u32 = 1 << 22;
 /// Most words of the stress scratch buffer (64 MiB).
-pub const MAX_SCRATCH_WORDS: u64 = 1 << 24;
+pub(crate) const MAX_SCRATCH_WORDS: u64 = 1 << 24;
 /// Most stress accesses per thread.
-pub const MAX_STRESS_ITERATIONS: u64 = 1 << 16;
+pub(crate) const MAX_STRESS_ITERATIONS: u64 = 1 << 16;
 /// Most words between an instance's locations.
-pub const MAX_MEM_STRIDE: u64 = 64;
+pub(crate) const MAX_MEM_STRIDE: u64 = 64;
 /// Most threads of a CTA (CUDA's limit on every architecture since sm_20).
-pub const MAX_BLOCK: u32 = 1024;
+pub(crate) const MAX_BLOCK: u32 = 1024;
 /// Most static shared memory a kernel declares (48 KiB on every architecture; more needs
 /// dynamic shared memory and an opt-in).
-pub const MAX_STATIC_SHARED: u64 = 48 * 1024;
+pub(crate) const MAX_STATIC_SHARED: u64 = 48 * 1024;
 
 /// The stress parameters of MC Mutants (Levine et al., ASPLOS'23) and GPUHarbor (Levine et
 /// al., ISSTA'23). In a suite (`gpu: {test: ..., stress: {stress_iterations: 512}}`) the keys
@@ -95,7 +95,7 @@ pub enum StressPattern {
 
 impl StressPattern {
     /// In code order.
-    pub const ALL: [StressPattern; 4] = [
+    pub(crate) const ALL: [StressPattern; 4] = [
         StressPattern::StoreStore,
         StressPattern::StoreLoad,
         StressPattern::LoadStore,
@@ -136,7 +136,7 @@ enum PatternWritten {
 #[error(
     "`{0}`: stress_pattern is 0 (store-store), 1 (store-load), 2 (load-store) or 3 (load-load)"
 )]
-pub struct UnknownStressPattern(String);
+pub(crate) struct UnknownStressPattern(String);
 
 impl TryFrom<PatternWritten> for StressPattern {
     type Error = UnknownStressPattern;
@@ -178,7 +178,7 @@ impl Default for StressParams {
 
 /// Most threads a random parameter set launches: 128 Ki, under an H100's 132 SMs x 2,048
 /// resident threads (270,336), so every CTA can be co-resident for the spin barrier.
-pub const MAX_RANDOM_THREADS: u32 = 128 * 1024;
+pub(crate) const MAX_RANDOM_THREADS: u32 = 128 * 1024;
 
 impl StressParams {
     /// A random parameter set, GPUHarbor's tuning style (Levine et al., ISSTA'23: each
@@ -248,12 +248,12 @@ pub struct Geometry {
 
 /// Most CTAs of a cluster a launch may ask for without opting in to a non-portable size
 /// (CUDA: 8 on every sm_90 part).
-pub const MAX_PORTABLE_CLUSTER: u32 = 8;
+pub(crate) const MAX_PORTABLE_CLUSTER: u32 = 8;
 
 /// CTAs per cluster for a test of `roles` threads placed with `placement`: within one cluster,
 /// the next power of two that holds every thread's CTA; across clusters, 2 (the smallest
 /// cluster launch, so that the hardware runs in its cluster mode); 1 otherwise.
-pub fn cluster_size(placement: Placement, roles: u32) -> u32 {
+pub(crate) fn cluster_size(placement: Placement, roles: u32) -> u32 {
     match placement {
         Placement::IntraCluster => roles.max(2).next_power_of_two(),
         Placement::InterCluster => 2,
@@ -263,7 +263,7 @@ pub fn cluster_size(placement: Placement, roles: u32) -> u32 {
 
 /// The result slot of an instance that flags "did not terminate": written 1 by a thread that
 /// reached [`super::kernel::LOOP_CAP`] backward jumps (its thread index is no test thread's).
-pub const DID_NOT_TERMINATE: (usize, &str) = (usize::MAX, "%did_not_terminate");
+pub(crate) const DID_NOT_TERMINATE: (usize, &str) = (usize::MAX, "%did_not_terminate");
 
 /// The one-role-per-thread layout. A test's threads are placed per its scope tree: the test's
 /// CTAs (`C` distinct `cta` values) map onto `C` hardware CTAs, and the threads of one test CTA
@@ -298,11 +298,11 @@ pub struct Dedicated {
 
 /// Hardware named barriers per CTA (PTX ISA "bar, barrier": 16, ids 0..15); id 0 stays the
 /// kernel's own.
-pub const HW_BARRIERS: u32 = 16;
+pub(crate) const HW_BARRIERS: u32 = 16;
 
 /// The value of a register operand fixed before the test runs: the thread's initial value
 /// when no operation writes the register, or the one constant every `mov` into it writes.
-pub fn static_value(
+pub(crate) fn static_value(
     thread: &crate::atomics::litmus::Thread,
     o: &crate::atomics::litmus::Operand,
 ) -> Option<i64> {
@@ -337,7 +337,7 @@ pub fn static_value(
 }
 
 /// The id a barrier operation names (its `id`, else its instance), when fixed.
-pub fn barrier_id(thread: &crate::atomics::litmus::Thread, op: &Op) -> Option<i64> {
+pub(crate) fn barrier_id(thread: &crate::atomics::litmus::Thread, op: &Op) -> Option<i64> {
     match op {
         Op::Barrier { instance, id, .. } => match id {
             Some(o) => static_value(thread, o),
@@ -608,32 +608,32 @@ impl Geometry {
         }
     }
 
-    pub fn total_threads(&self) -> u32 {
+    pub(crate) fn total_threads(&self) -> u32 {
         self.params.max_workgroups * self.params.workgroup_size
     }
 
     /// Words of one CTA's block of locations (its shared memory when [`Geometry::shared`]).
-    pub fn cta_location_words(&self) -> u32 {
+    pub(crate) fn cta_location_words(&self) -> u32 {
         self.params.workgroup_size * self.locations.len().max(1) as u32 * self.params.mem_stride
     }
 
     /// Words of the test-location buffer.
-    pub fn location_words(&self) -> usize {
+    pub(crate) fn location_words(&self) -> usize {
         self.instances() as usize * self.locations.len().max(1) * self.params.mem_stride as usize
     }
 
-    pub fn slot_of(&self, thread: usize, reg: &str) -> Option<usize> {
+    pub(crate) fn slot_of(&self, thread: usize, reg: &str) -> Option<usize> {
         self.slots
             .iter()
             .position(|(t, r)| *t == thread && r == reg)
     }
 
-    pub fn location_index(&self, name: &str) -> Option<usize> {
+    pub(crate) fn location_index(&self, name: &str) -> Option<usize> {
         self.locations.iter().position(|l| l == name)
     }
 
     /// The test-location buffer's initial image.
-    pub fn initial_memory(&self, addrs: &[u32]) -> Vec<u32> {
+    pub(crate) fn initial_memory(&self, addrs: &[u32]) -> Vec<u32> {
         let mut mem = vec![0u32; self.location_words()];
         let nl = self.locations.len();
         for inst in 0..self.instances() as usize {
@@ -721,7 +721,7 @@ fn units_of(placement: Placement, p: &StressParams, cluster: u32) -> u32 {
 /// The placement of the test's threads: all in one CTA, or each in its own; with clusters
 /// named (`cluster:` on some thread), each in its own CTA, all in one cluster or each in its
 /// own.
-pub fn placement_of(test: &LitmusTest) -> Result<Placement, GeometryError> {
+pub(crate) fn placement_of(test: &LitmusTest) -> Result<Placement, GeometryError> {
     let t = &test.threads;
     if t.iter().any(|th| th.gpu != 0) {
         return Err(GeometryError::SeveralGpus(test.name.clone()));
@@ -781,7 +781,7 @@ pub struct IterationPlan {
 
 impl IterationPlan {
     /// No shuffling: block b is CTA b, roles in adjacent units, identity permutations.
-    pub fn identity(g: &Geometry) -> IterationPlan {
+    pub(crate) fn identity(g: &Geometry) -> IterationPlan {
         IterationPlan {
             cta_of_block: (0..g.params.max_workgroups).collect(),
             unit_offset: 1,
@@ -840,7 +840,7 @@ impl IterationPlan {
 
 /// The tables one launch reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tables {
+pub(crate) struct Tables {
     /// `roles[thread * R + r]`: the instance global thread `thread` plays role r of, or
     /// [`NONE`] for a stress thread.
     pub roles: Vec<u32>,
@@ -852,7 +852,7 @@ pub struct Tables {
     pub testing_threads: u32,
 }
 
-pub fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
+pub(crate) fn tables(g: &Geometry, plan: &IterationPlan) -> Tables {
     let p = &g.params;
     let (w, tw) = (p.workgroup_size, p.testing_workgroups);
     let r_n = g.roles as usize;
@@ -965,7 +965,7 @@ pub type Histogram = BTreeMap<Vec<i64>, u64>;
 /// final memory values from the location buffer at the instance's addresses. An instance one
 /// of whose threads stopped at the loop cap ([`DID_NOT_TERMINATE`]) has no outcome: it is
 /// counted apart, and the count is returned.
-pub fn decode(
+pub(crate) fn decode(
     g: &Geometry,
     terms: &[Term],
     tables: &Tables,

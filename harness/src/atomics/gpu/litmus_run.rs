@@ -22,23 +22,23 @@ use crate::atomics::model::{self, ModelVerdict};
 use crate::backend::cuda::Session;
 
 /// Exit codes of the command (the project's: 0 ok, 101 a failure seen, 2 bad input).
-pub const EXIT_OK: i32 = 0;
-pub const EXIT_FORBIDDEN: i32 = 101;
-pub const EXIT_BAD_INPUT: i32 = 2;
+pub(crate) const EXIT_OK: i32 = 0;
+pub(crate) const EXIT_FORBIDDEN: i32 = 101;
+pub(crate) const EXIT_BAD_INPUT: i32 = 2;
 
 /// Launches per test under `--emulate` when `--iterations` is not given: with
 /// [`emulate_defaults`] (64 instances a launch for 2 threads) about 76,000 instances per
 /// CPU-second in a release build, so a 2- to 4-thread test takes 0.4 to 1.5 s (docs/STATUS.md).
-pub const EMULATE_ITERATIONS: u64 = 500;
+pub(crate) const EMULATE_ITERATIONS: u64 = 500;
 
 /// Launches per test on the GPU when `--iterations` is not given (the suite's figure).
-pub const GPU_ITERATIONS: u64 = super::DEFAULT_ITERATIONS;
+pub(crate) const GPU_ITERATIONS: u64 = super::DEFAULT_ITERATIONS;
 
 /// The emulator's default launch shape: the suite's defaults scaled down to what an
 /// interpreter runs in about a second (one testing CTA per role at most 8, one warp per
 /// role within a CTA, no stressing CTAs, light stress). [`params_for`] widens the shape
 /// when a test has more roles than it places.
-pub fn emulate_defaults() -> StressParams {
+pub(crate) fn emulate_defaults() -> StressParams {
     StressParams {
         testing_workgroups: 2,
         workgroup_size: 32,
@@ -135,7 +135,7 @@ fn merge(
 
 /// `--stress KEY=VALUE` pairs over `base`. A value is read as YAML, so `64`, `true` and
 /// `store-load` all mean what they say.
-pub fn apply_pairs(base: &StressParams, pairs: &[String]) -> Result<StressParams, ArgError> {
+pub(crate) fn apply_pairs(base: &StressParams, pairs: &[String]) -> Result<StressParams, ArgError> {
     let known = keys();
     let mut p = base.clone();
     for pair in pairs {
@@ -164,7 +164,7 @@ pub fn apply_pairs(base: &StressParams, pairs: &[String]) -> Result<StressParams
 /// as `litmus tune` ranks them: most tests with a weak outcome, then most weak outcomes per
 /// kernel-second) or a plain StressParams object (JSON or YAML) whose keys replace `base`.
 /// Returns the set and a line saying which it was.
-pub fn read_stress_file(
+pub(crate) fn read_stress_file(
     path: &Path,
     base: &StressParams,
 ) -> Result<(StressParams, String), ArgError> {
@@ -296,13 +296,13 @@ pub struct Seen {
 /// Why an engine gave no histogram: the test is one it cannot express (a refusal, naming the
 /// construct), or it failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NotRun {
+pub(crate) enum NotRun {
     Refused(String),
     Error(String),
 }
 
 /// An engine: GPU 0 through the suite's runner, or the emulator.
-pub trait Runner {
+pub(crate) trait Runner {
     fn kind(&self) -> Engine;
     fn run(
         &self,
@@ -321,7 +321,7 @@ pub trait Runner {
 /// cluster test (the worker makes no cluster launch), or one whose counting kernel is refused
 /// where the plain kernel may not be.
 #[derive(Debug)]
-pub struct OnWorker<E: worker::Executor> {
+pub(crate) struct OnWorker<E: worker::Executor> {
     worker: RefCell<worker::Worker<E>>,
 }
 
@@ -330,11 +330,6 @@ impl<E: worker::Executor> OnWorker<E> {
         OnWorker {
             worker: RefCell::new(worker::Worker::new(executor)),
         }
-    }
-
-    /// The worker's counts so far.
-    pub fn stats(&self) -> worker::Stats {
-        self.worker.borrow().stats
     }
 
     /// The test's run on the worker, or `None` when the per-test path should run it.
@@ -472,7 +467,7 @@ fn per_test_on_gpu(
 /// The PTX emulator ([`emulate::emulate`]): the same generated kernel, tables and decoding,
 /// run by an interpreter with a sequentially consistent scheduler.
 #[derive(Debug)]
-pub struct Emulator;
+pub(crate) struct Emulator;
 
 impl Runner for Emulator {
     fn kind(&self) -> Engine {
@@ -509,7 +504,7 @@ impl Runner for Emulator {
 
 /// The emulator's parameters for `test`: [`emulate_defaults`], widened to place the test
 /// (more testing CTAs, or more warps per CTA, for its roles), then the user's overrides.
-pub fn params_for(
+pub(crate) fn params_for(
     test: &LitmusTest,
     user: &dyn Fn(&StressParams) -> Result<StressParams, ArgError>,
 ) -> Result<StressParams, ArgError> {
@@ -639,7 +634,7 @@ impl TestRecord {
     }
 
     /// The exit code this test alone gives.
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         if self.forbidden_seen > 0 {
             EXIT_FORBIDDEN
         } else if self.status == Status::Ran {
@@ -654,7 +649,7 @@ impl TestRecord {
 /// operations, each executed atomically in program order (Lamport's definition), the terms
 /// read at the end. `None` for a test beyond this enumerator (branches, barriers, register
 /// arithmetic); the caller then calls an outcome weak by the test's condition.
-pub fn sc_outcomes(test: &LitmusTest, terms: &[Term]) -> Option<BTreeSet<Vec<i64>>> {
+pub(crate) fn sc_outcomes(test: &LitmusTest, terms: &[Term]) -> Option<BTreeSet<Vec<i64>>> {
     type Regs = Vec<BTreeMap<String, i64>>;
     for t in &test.threads {
         for op in &t.ops {
@@ -997,7 +992,7 @@ pub fn tally(records: &[TestRecord]) -> String {
 
 /// The worst exit code of the records: 101 when any saw a forbidden outcome, else 2 when any
 /// did not run, else 0.
-pub fn exit_code(records: &[TestRecord]) -> i32 {
+pub(crate) fn exit_code(records: &[TestRecord]) -> i32 {
     let codes: Vec<i32> = records.iter().map(TestRecord::exit_code).collect();
     if codes.contains(&EXIT_FORBIDDEN) {
         EXIT_FORBIDDEN
@@ -1009,7 +1004,7 @@ pub fn exit_code(records: &[TestRecord]) -> i32 {
 }
 
 /// Run every file on `engine`: each test's text report is passed to `print` as it finishes.
-pub fn run_files(
+pub(crate) fn run_files(
     engine: &dyn Runner,
     files: &[PathBuf],
     iterations: u64,

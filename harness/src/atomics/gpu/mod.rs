@@ -31,11 +31,11 @@ use crate::outcome::{CaseStatus, ControlRun};
 pub use layout::{Histogram, StressParams};
 
 /// Launches per case when the suite does not say (about a second per test on an H100).
-pub const DEFAULT_ITERATIONS: u64 = 100;
+pub(crate) const DEFAULT_ITERATIONS: u64 = 100;
 /// Wall-clock cap on each of a case's runs (test, control): keeps the 312-case suite bounded
 /// whatever the device's speed, well inside the default case timeout of 120 s. The note
 /// reports the launches actually done.
-pub const RUN_BUDGET: Duration = Duration::from_secs(10);
+pub(crate) const RUN_BUDGET: Duration = Duration::from_secs(10);
 
 /// What the GPU showed for one test.
 #[derive(Debug, Clone)]
@@ -73,7 +73,7 @@ pub struct Classified {
     pub forbidden: Vec<(Vec<i64>, u64)>,
 }
 
-pub fn classify(test: &LitmusTest, verdict: &ModelVerdict, h: &Histogram) -> Classified {
+pub(crate) fn classify(test: &LitmusTest, verdict: &ModelVerdict, h: &Histogram) -> Classified {
     let mut c = Classified {
         weak: 0,
         forbidden: Vec::new(),
@@ -152,7 +152,7 @@ pub fn figures(r: &RunReport, c: &Classified) -> String {
 /// The figures of one GPU run for the reports (`crate::figures`): the outcome histogram
 /// (the test's weak outcome, the one its condition names, marked) and the weak outcomes and
 /// instances per second of kernel time.
-pub fn figures_of(test: &LitmusTest, r: &RunReport) -> Vec<crate::figures::Figure> {
+pub(crate) fn figures_of(test: &LitmusTest, r: &RunReport) -> Vec<crate::figures::Figure> {
     use crate::figures::{Better, Bin, Figure, Spread};
     let bins = r
         .histogram
@@ -293,7 +293,10 @@ pub enum RunError {
 /// in `file` (YAML or Dat3M) under the suite's default stress parameters, written to `out`.
 /// Needs no GPU: the module can be read, assembled (ptxas) or loaded elsewhere. A test the
 /// generator cannot express is refused naming the construct.
-pub fn kernel_command(file: &std::path::Path, out: &std::path::Path) -> Result<String, String> {
+pub(crate) fn kernel_command(
+    file: &std::path::Path,
+    out: &std::path::Path,
+) -> Result<String, String> {
     let test = crate::atomics::litmus::load_file(file).map_err(|e| e.to_string())?;
     let params = StressParams::default();
     let g =
@@ -434,14 +437,14 @@ pub fn run(
 /// Whether the `atomics.gpu.*` case of catalogue test `name` runs on the process's GPU
 /// worker ([`worker::submit`]). Cluster tests need a cluster launch, which the worker's
 /// batches do not make: they run alone, with their own context.
-pub fn runs_on_worker(name: &str, params: &StressParams) -> bool {
+pub(crate) fn runs_on_worker(name: &str, params: &StressParams) -> bool {
     catalog::by_name(name)
         .is_some_and(|t| !layout::Geometry::new(&t, params).is_ok_and(|g| g.cluster > 1))
 }
 
 /// The `atomics.gpu.*` case: run catalogue test `name` (and its control when it is forbidden);
 /// its status and the figures of the test's run ([`figures_of`]).
-pub fn gpu_case(
+pub(crate) fn gpu_case(
     name: &str,
     iterations: u64,
     params: &StressParams,
@@ -463,7 +466,7 @@ pub fn gpu_case(
 /// GPU worker, [`worker::submit`], or an emulated one) and judge it as [`run_case`] does: the
 /// control runs beside the test in the same launches, and counts only when the test is
 /// forbidden and showed no forbidden outcome.
-pub fn run_case_with(
+pub(crate) fn run_case_with(
     test: &LitmusTest,
     control: Option<&LitmusTest>,
     iterations: u64,
@@ -532,7 +535,7 @@ pub fn run_case_with(
 /// Judge outcome counts already seen for catalogue test `name` and, for a forbidden test, its
 /// control's, as [`gpu_case`] judges a run: a replay of a run's histograms (outcomes in the
 /// order of the model's terms), so verdicts and tags can be checked end to end without a GPU.
-pub fn judge_seen(
+pub(crate) fn judge_seen(
     name: &str,
     seen: &[(Vec<i64>, u64)],
     control_seen: Option<&[(Vec<i64>, u64)]>,
@@ -591,7 +594,7 @@ pub fn judge_seen(
 /// and judge it: fail on an outcome the model forbids; for a forbidden test, run `control`
 /// too and warn when it never shows its weak outcome. The figures are those of the test's run
 /// (none when it did not run).
-pub fn run_case(
+pub(crate) fn run_case(
     test: &LitmusTest,
     control: Option<&LitmusTest>,
     iterations: u64,

@@ -39,17 +39,17 @@ use crate::capability::Capability;
 use crate::outcome::CaseStatus;
 
 /// The kernel's entry point.
-pub const KERNEL: &str = "gpucts_proxy";
+pub(crate) const KERNEL: &str = "gpucts_proxy";
 /// The shared array of the instances' shared locations (16 bytes each).
 pub const DATA: &str = "gpucts_px_data";
 /// The shared array of the instances' mbarrier objects (8 bytes each).
-pub const MBARRIERS: &str = "gpucts_px_mbar";
+pub(crate) const MBARRIERS: &str = "gpucts_px_mbar";
 /// Bytes one bulk copy moves (the ISA's minimum: a multiple of 16, 16-byte aligned).
-pub const COPY_BYTES: u32 = 16;
+pub(crate) const COPY_BYTES: u32 = 16;
 /// Instances per CTA group: one per lane.
 const LANES: u32 = 32;
 /// CTA groups per GPU launch (instances per launch: 32 times this).
-pub const GPU_GROUPS: u32 = 264;
+pub(crate) const GPU_GROUPS: u32 = 264;
 /// CTA groups per emulated launch.
 pub const EMULATED_GROUPS: u32 = 2;
 
@@ -217,7 +217,7 @@ impl ProxyLayout {
     }
 
     /// Result words per instance: one per term, then "did not terminate".
-    pub fn result_words(&self) -> usize {
+    pub(crate) fn result_words(&self) -> usize {
         self.terms.len() + 1
     }
 

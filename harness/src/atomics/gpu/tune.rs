@@ -69,7 +69,7 @@ pub struct Tuning {
 
 /// Why a tuning run did not start.
 #[derive(Debug, thiserror::Error)]
-pub enum TuneError {
+pub(crate) enum TuneError {
     #[error("`{0}` is not a catalogue test (`gpucts --suite atomics --list` names them: atomics.gpu.<test>)")]
     UnknownTest(String),
     #[error("litmus tune needs a GPU: {0}")]
@@ -86,11 +86,11 @@ pub enum TuneError {
 }
 
 /// Most parameter sets one tuning run draws (they are held in memory before the first run).
-pub const MAX_CONFIGS: usize = 10_000;
+pub(crate) const MAX_CONFIGS: usize = 10_000;
 
 /// The relaxed controls the suite's forbidden cases run (each distinct one once, sorted):
 /// the tests whose weak outcomes the stress must be able to produce.
-pub fn default_tests() -> Vec<String> {
+pub(crate) fn default_tests() -> Vec<String> {
     let controls: BTreeSet<String> = catalog::catalog()
         .iter()
         .filter_map(|t| catalog::control_for(&t.name))
@@ -183,7 +183,7 @@ pub fn tune(
 /// A set's standing: tests that showed a weak outcome, and their summed weak outcomes per
 /// kernel-second.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Standing {
+pub(crate) struct Standing {
     pub config: usize,
     pub tests_with_weak: usize,
     pub weak_per_s: f64,
@@ -192,7 +192,7 @@ pub struct Standing {
 
 /// The sets ranked best first: more tests with weak outcomes, then more weak outcomes per
 /// kernel-second.
-pub fn ranking(t: &Tuning) -> Vec<Standing> {
+pub(crate) fn ranking(t: &Tuning) -> Vec<Standing> {
     let mut out: Vec<Standing> = (0..t.configs.len())
         .map(|k| Standing {
             config: k,
@@ -313,7 +313,7 @@ pub fn summary(t: &Tuning) -> String {
 
 /// The command: check the test names, open GPU 0, tune, print the summary, and write the
 /// runs as JSON when asked. Returns the summary and whether any forbidden outcome was seen.
-pub fn run_command(
+pub(crate) fn run_command(
     names: &[String],
     n_configs: usize,
     seed: u64,

@@ -38,7 +38,7 @@ pub struct Job {
 
 /// What one part of one launch gave back.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PartCounts {
+pub(crate) struct PartCounts {
     /// [`OutcomeSpace::head_words`] words: counters, overflow, did-not-terminate.
     pub head: Vec<u32>,
     /// The overflow log's first `head[overflow]` entries.
@@ -52,13 +52,13 @@ pub struct PartCounts {
 /// job and the launch's number only, so a test's launches are the same whatever else shares
 /// them.
 #[derive(Debug, Clone, Copy)]
-pub struct PartLaunch<'a> {
+pub(crate) struct PartLaunch<'a> {
     pub plan: &'a IterationPlan,
     pub seed: u64,
 }
 
 /// Runs batch kernels. `Module` is a compiled kernel.
-pub trait Executor {
+pub(crate) trait Executor {
     type Module;
     /// Compile (JIT) a batch kernel.
     fn load(&mut self, ptx: &str) -> Result<Self::Module, RunError>;
@@ -78,7 +78,7 @@ pub trait Executor {
 
 /// Counts of the worker's work, for reports and tests.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
+pub(crate) struct Stats {
     /// Kernels compiled (cache misses).
     pub compiled: u64,
     /// Kernels found in the cache.
@@ -102,17 +102,17 @@ pub struct Stats {
 /// Plans a job's launches cycle through: drawn once per job, so that the host does no table
 /// work per launch (MC Mutants reshuffles every iteration; 16 shuffles per job keep the
 /// placements varied while the device runs back to back).
-pub const PLAN_POOL: usize = 16;
+pub(crate) const PLAN_POOL: usize = 16;
 
 /// Compiled batch kernels the worker keeps. Kernels of cases batched together are seldom
 /// met again in a run (each case runs once), so the cache is bounded; a job list run again
 /// (a benchmark's repetitions) finds its kernels.
-pub const MODULE_CACHE: usize = 64;
+pub(crate) const MODULE_CACHE: usize = 64;
 
 /// How long the worker's queue ([`serve`]) waits for more cases before it launches a batch
 /// that still has room: short beside a case's launches (100 launches of ~0.4 ms on an H100),
 /// long beside a runner thread's turn from one case's end to its next submission.
-pub const BATCH_WAIT: Duration = Duration::from_millis(5);
+pub(crate) const BATCH_WAIT: Duration = Duration::from_millis(5);
 
 /// The seed of launch `i` of a job seeded `seed` (for [`PartLaunch::seed`]).
 fn launch_seed(seed: u64, i: u64) -> u64 {
@@ -124,7 +124,7 @@ fn launch_seed(seed: u64, i: u64) -> u64 {
 }
 
 /// The worker: an executor and its kernel cache.
-pub struct Worker<E: Executor> {
+pub(crate) struct Worker<E: Executor> {
     executor: E,
     cache: HashMap<String, E::Module>,
     /// The cache's keys, oldest first.
@@ -142,7 +142,7 @@ impl<E: Executor> std::fmt::Debug for Worker<E> {
 }
 
 impl<E: Executor> Worker<E> {
-    pub fn executor(&self) -> &E {
+    pub(crate) fn executor(&self) -> &E {
         &self.executor
     }
 }
@@ -357,7 +357,7 @@ fn prepare(job: &Job) -> Result<Prepared, RunError> {
 /// GPU 0 through the cuda backend: one context for the executor's life; each part's buffers
 /// allocated on its first launch and kept, its plan tables uploaded once per plan.
 #[derive(Debug)]
-pub struct CudaExecutor {
+pub(crate) struct CudaExecutor {
     session: crate::backend::cuda::Session,
     /// Per batch kernel (by its PTX) and part: the part's device buffers.
     buffers: HashMap<String, Vec<PartBuffers>>,
@@ -387,7 +387,7 @@ struct PlanBuffers {
 
 /// A loaded batch kernel: the module and its PTX (the key of its buffers).
 #[derive(Debug)]
-pub struct CudaModule {
+pub(crate) struct CudaModule {
     module: crate::backend::cuda::Module,
     ptx: String,
 }
@@ -407,7 +407,7 @@ impl CudaExecutor {
         }
     }
 
-    pub fn session(&self) -> &crate::backend::cuda::Session {
+    pub(crate) fn session(&self) -> &crate::backend::cuda::Session {
         &self.session
     }
 }
@@ -606,7 +606,11 @@ fn pick(backlog: &std::collections::VecDeque<Queued>) -> (Vec<usize>, bool) {
 /// runner threads), run the picked ones ([`pick`]) in one batch, answer each request its own
 /// reports, and go on with the rest. What a test shows does not depend on what it was
 /// batched with (its plans and seeds are its job's: [`PartLaunch`]).
-pub fn serve<E: Executor>(worker: &mut Worker<E>, rx: &mpsc::Receiver<Request>, wait: Duration) {
+pub(crate) fn serve<E: Executor>(
+    worker: &mut Worker<E>,
+    rx: &mpsc::Receiver<Request>,
+    wait: Duration,
+) {
     let mut backlog = std::collections::VecDeque::new();
     loop {
         if backlog.is_empty() {
@@ -686,7 +690,10 @@ fn channel() -> &'static Mutex<mpsc::Sender<Request>> {
 }
 
 /// Run `jobs` on the queue `tx` serves and wait for their reports, in order.
-pub fn submit_to(tx: &mpsc::Sender<Request>, jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
+pub(crate) fn submit_to(
+    tx: &mpsc::Sender<Request>,
+    jobs: Vec<Job>,
+) -> Vec<Result<RunReport, String>> {
     let n = jobs.len();
     let (reply, rx) = mpsc::channel();
     match tx
@@ -703,7 +710,7 @@ pub fn submit_to(tx: &mpsc::Sender<Request>, jobs: Vec<Job>) -> Vec<Result<RunRe
 
 /// Run `jobs` on the process's GPU worker (one CUDA context for the process) and wait for
 /// their reports, in order. Jobs other runner threads submit meanwhile may share launches.
-pub fn submit(jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
+pub(crate) fn submit(jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
     let tx = channel().lock().unwrap_or_else(|e| e.into_inner()).clone();
     submit_to(&tx, jobs)
 }

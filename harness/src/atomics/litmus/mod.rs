@@ -68,7 +68,7 @@ impl Placement {
     }
 
     /// Whether the placement puts its threads in thread block clusters of several CTAs.
-    pub fn is_cluster(self) -> bool {
+    pub(crate) fn is_cluster(self) -> bool {
         matches!(self, Placement::IntraCluster | Placement::InterCluster)
     }
 
@@ -84,7 +84,7 @@ impl Placement {
     }
 
     /// How a description says where the threads run.
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Placement::IntraCta => "all threads in one CTA",
             Placement::InterCta => "each thread in its own CTA",
@@ -269,7 +269,7 @@ impl LocalOp {
     pub fn parse(s: &str) -> Option<LocalOp> {
         s.parse().ok()
     }
-    pub fn apply(self, a: i64, b: i64) -> i64 {
+    pub(crate) fn apply(self, a: i64, b: i64) -> i64 {
         match self {
             LocalOp::Add => a.wrapping_add(b),
             LocalOp::Sub => a.wrapping_sub(b),
@@ -313,10 +313,10 @@ pub enum BranchCond {
 
 impl BranchCond {
     /// The Dat3M mnemonic (`beq`, ...).
-    pub fn mnemonic(self) -> &'static str {
+    pub(crate) fn mnemonic(self) -> &'static str {
         self.into()
     }
-    pub fn from_mnemonic(s: &str) -> Option<BranchCond> {
+    pub(crate) fn from_mnemonic(s: &str) -> Option<BranchCond> {
         s.parse().ok()
     }
     pub fn holds(self, a: i64, b: i64) -> bool {
@@ -330,7 +330,7 @@ impl BranchCond {
         }
     }
     /// The comparison that holds exactly when this one does not.
-    pub fn negate(self) -> BranchCond {
+    pub(crate) fn negate(self) -> BranchCond {
         match self {
             BranchCond::Eq => BranchCond::Ne,
             BranchCond::Ne => BranchCond::Eq,
@@ -413,7 +413,7 @@ impl ProxyFenceKind {
         s.parse().ok()
     }
     /// The proxy the fence orders against the generic proxy (`None` for `alias`).
-    pub fn proxy(self) -> Option<Proxy> {
+    pub(crate) fn proxy(self) -> Option<Proxy> {
         match self {
             ProxyFenceKind::Texture => Some(Proxy::Texture),
             ProxyFenceKind::Surface => Some(Proxy::Surface),
@@ -447,7 +447,7 @@ impl Op {
         }
     }
     /// The register an operation writes.
-    pub fn dest(&self) -> Option<&str> {
+    pub(crate) fn dest(&self) -> Option<&str> {
         match self {
             Op::Ld { reg, .. }
             | Op::Atom { reg, .. }
@@ -459,7 +459,7 @@ impl Op {
     }
     /// Whether the operation writes memory or takes part in a barrier (a loop iteration
     /// without any is a side-effect-free spin).
-    pub fn has_effect(&self) -> bool {
+    pub(crate) fn has_effect(&self) -> bool {
         matches!(
             self,
             Op::St { .. }
@@ -471,7 +471,7 @@ impl Op {
         )
     }
     /// The registers an operation reads.
-    pub fn operand_regs(&self) -> Vec<&str> {
+    pub(crate) fn operand_regs(&self) -> Vec<&str> {
         let ops: Vec<&Operand> = match self {
             Op::St { val, .. }
             | Op::Red { val, .. }
@@ -522,11 +522,11 @@ pub struct Thread {
 }
 
 impl Thread {
-    pub fn effective_cluster(&self) -> u32 {
+    pub(crate) fn effective_cluster(&self) -> u32 {
         self.cluster.unwrap_or(self.cta)
     }
     /// Whether an operation of this thread with `scope` includes thread `other`.
-    pub fn scope_includes(&self, scope: Scope, other: &Thread) -> bool {
+    pub(crate) fn scope_includes(&self, scope: Scope, other: &Thread) -> bool {
         match scope {
             Scope::Sys => true,
             Scope::Gpu => self.gpu == other.gpu,
@@ -655,7 +655,7 @@ pub enum LitmusFileError {
 /// Parses an integer value: a PTX literal ([`crate::ptx::literal`]: `010` is octal 8) with
 /// an optional sign, in the range of a 64-bit signed value: `-9223372036854775808` (i64::MIN)
 /// is accepted and any larger magnitude refused, whatever the base.
-pub fn parse_int(s: &str) -> Option<i64> {
+pub(crate) fn parse_int(s: &str) -> Option<i64> {
     let s = s.trim();
     let (neg, digits) = match s.strip_prefix('-') {
         Some(d) => (true, d),
@@ -678,7 +678,7 @@ pub fn parse_int(s: &str) -> Option<i64> {
 
 /// Whether `s` can name a register or a location: `[A-Za-z_%][A-Za-z0-9_%$]*` (Dat3M's and
 /// PTX's identifiers; `1+1` or an empty address is neither).
-pub fn is_name(s: &str) -> bool {
+pub(crate) fn is_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '%')
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '%' | '$'))
@@ -688,16 +688,16 @@ pub fn is_name(s: &str) -> bool {
 /// any work that grows with the test (work per location per location makes an init block of
 /// 100,000 locations take minutes); real tests have a handful, and the checker itself
 /// handles at most 64 events, one initial write per location among them.
-pub const MAX_LOCATIONS: usize = 1024;
+pub(crate) const MAX_LOCATIONS: usize = 1024;
 /// The most threads a test may have.
-pub const MAX_THREADS: usize = 256;
+pub(crate) const MAX_THREADS: usize = 256;
 /// The most operations a test may have, all threads together.
-pub const MAX_OPS: usize = 4096;
+pub(crate) const MAX_OPS: usize = 4096;
 
 /// Why `name` cannot name a test: it must be one line of text with no blank at either end,
 /// because the Dat3M header `PTX NAME` holds it on one line and is read trimmed (an empty or
 /// multi-line name was exported as text the import refused).
-pub fn test_name_problem(name: &str) -> Option<&'static str> {
+pub(crate) fn test_name_problem(name: &str) -> Option<&'static str> {
     if name.trim().is_empty() {
         Some("is empty")
     } else if name.chars().any(char::is_control) {
@@ -712,7 +712,7 @@ pub fn test_name_problem(name: &str) -> Option<&'static str> {
 pub use dat3m::{export as export_dat3m, import as import_dat3m};
 
 /// Loads a test from a `.yaml`/`.yml` or Dat3M `.litmus` file.
-pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, LitmusFileError> {
+pub(crate) fn load_file(path: &std::path::Path) -> Result<LitmusTest, LitmusFileError> {
     let text = crate::suite::input::read_text(path)?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let path = path.to_path_buf();
@@ -725,7 +725,7 @@ pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, LitmusFileError> 
 }
 
 /// `gpucts litmus import FILE.litmus`: a Dat3M test as YAML text.
-pub fn import_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
+pub(crate) fn import_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
     let text = crate::suite::input::read_text(path)?;
     let test = import_dat3m(&text).map_err(|source| LitmusFileError::Dat3m {
         path: path.to_path_buf(),
@@ -738,7 +738,7 @@ pub fn import_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
 }
 
 /// `gpucts litmus export FILE`: a test (YAML or Dat3M) as Dat3M `.litmus` text.
-pub fn export_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
+pub(crate) fn export_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
     Ok(export_dat3m(&load_file(path)?))
 }
 

@@ -120,7 +120,7 @@ impl<'a> Source<'a> {
 
 /// One producer: its row of the vocabulary and its compiler.
 #[derive(Debug)]
-pub(crate) struct ProducerDef {
+pub struct ProducerDef {
     /// The spelling in suites, case ids and reports.
     pub name: &'static str,
     /// Other spellings [`Producer::parse`] accepts.
@@ -246,7 +246,7 @@ impl Producer {
         self.def().hand_written
     }
 
-    pub(crate) fn oldest_target(self) -> &'static str {
+    pub fn oldest_target(self) -> &'static str {
         self.def().oldest_target
     }
 

@@ -26,7 +26,7 @@ use crate::atomics::model;
 /// Instruction steps one emulated launch may take before it is called runaway: a kernel
 /// whose threads spin (a barrier that never completes, a loop without its cap) stops here
 /// with an error instead of hanging.
-pub const MAX_STEPS: u64 = 200_000_000;
+pub(crate) const MAX_STEPS: u64 = 200_000_000;
 
 /// Why an emulated run has no histogram.
 #[derive(Debug, thiserror::Error)]

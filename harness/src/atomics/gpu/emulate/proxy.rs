@@ -210,7 +210,7 @@ impl Machine<'_> {
 /// One emulated launch of an async-proxy kernel ([`crate::atomics::gpu::proxy`]): `threads`
 /// threads in CTAs of `ntid`, the location buffer `locs` at `p_locs`, and `results` words read
 /// back from `p_results` after the run, interleaved at random from `seed`.
-pub(crate) fn launch_proxy(
+pub fn launch_proxy(
     ptx: &str,
     ntid: u32,
     threads: u32,
