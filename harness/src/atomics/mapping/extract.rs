@@ -6,6 +6,7 @@ use std::fmt;
 
 use crate::ptx::instr::{AtomOp, Instruction, MemOp, MemOpKind, Scope, Sem, Space};
 
+pub use super::source::ResultUse;
 use super::source::{MappingCase, ObjectSpace, ValueType};
 use super::table::{self, Mapping, Operation, RmwOp, Step, StepKind};
 
@@ -19,14 +20,6 @@ struct Reading {
     cas_loop: bool,
     /// The C++ call's result is used (a `red`, which returns nothing, cannot stand for it).
     result_used: bool,
-}
-
-/// Whether the C++ call's result is used by the program: a `red` (PTX ISA `red`: an `atom`
-/// without a destination) implements the RMW only when it is not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResultUse {
-    Used,
-    Discarded,
 }
 
 /// Where each label of a PTX text is (1-based line), for finding loops: the instruction

@@ -322,7 +322,7 @@ fn judge(
                         }
                     } else {
                         match function_body(&ptx, &f) {
-                            Ok(body) => match check_case_in(&c, &body, &labels, ResultUse::Used) {
+                            Ok(body) => match check_case_in(&c, &body, &labels, c.result) {
                                 Ok(m) => MappingOutcome::Conforms(m),
                                 Err(m) => MappingOutcome::Diverges(m),
                             },
@@ -495,7 +495,7 @@ mod tests {
     fn batch_isolates_crashing_cases_and_checks_the_rest() {
         let cases: Vec<MappingCase> = cases_for(Producer::named("clang"))
             .into_iter()
-            .filter(MappingCase::is_base)
+            .filter(|c| c.is_base() && c.result == ResultUse::Used)
             .collect();
         let calls = std::cell::Cell::new(0);
         let compile = |s: &str| {
@@ -801,6 +801,82 @@ mod tests {
                 t.elapsed().as_secs_f64()
             );
         }
+    }
+
+    /// The PTX text of `case` compiled alone by `producer` through the batch's source.
+    fn compile_one(tc: &Toolchain, case: &MappingCase) -> String {
+        let language = source::language(case.producer).unwrap();
+        let text = source::source(language, &[*case]);
+        let src = Source::new(language, &text)
+            .file_name("gpucts_mapping.cu")
+            .options(source::OPTIONS);
+        case.producer.compile(tc, &src).unwrap()
+    }
+
+    /// An RMW whose result is discarded, through libcu++ (`(void)a.fetch_add(v, order)`):
+    /// the producer's `atom` with an unused destination or `red` (PTX ISA red: `atom` without
+    /// destination) conforms when it carries the row's `.sem` and scope; the same instruction
+    /// at another scope does not (ch. 4 never widens or narrows the scope), and a `red` does
+    /// not stand for a call whose value is used.
+    #[test]
+    fn a_discarded_rmw_conforms_as_red_or_atom_and_a_wrong_scope_does_not() {
+        let tc = Toolchain::discover_system();
+        crate::require!(tc.has(Capability::Nvrtc), "NVRTC");
+        crate::require!(tc.has(Capability::Cccl), "libcu++ (cccl)");
+        let c = case(
+            Producer::named("nvrtc"),
+            Operation::Rmw(RmwOp::FetchAdd),
+            Order::Relaxed,
+            Scope::Cta,
+        )
+        .discarded();
+        assert_eq!(c.id(), "atomics.mapping.nvrtc.red.fetch_add.relaxed.cta");
+        let ptx = compile_one(&tc, &c);
+        let check = |ptx: &str, result: ResultUse| {
+            let body = function_body(ptx, &c.function_name()).unwrap();
+            check_case_in(&c, &body, &extract::label_lines(ptx), result)
+        };
+        let m = check(&ptx, ResultUse::Discarded).unwrap();
+        // One RMW instruction, `atom` or `red`, adding at relaxed cta (PTX ISA atom/red).
+        let rmw: Vec<&String> = m
+            .emitted
+            .iter()
+            .filter(|e| e.starts_with("atom.") || e.starts_with("red."))
+            .collect();
+        assert_eq!(rmw.len(), 1, "{m}");
+        for part in [".add.", ".relaxed.", ".cta."] {
+            assert!(rmw[0].contains(part), "{m}");
+        }
+        // The mutant: the same instruction at gpu scope.
+        let line = ptx
+            .lines()
+            .find(|l| {
+                let t = l.trim_start();
+                t.starts_with("atom.") || t.starts_with("red.")
+            })
+            .unwrap();
+        let wide = ptx.replace(line, &line.replace(".cta.", ".gpu."));
+        let e = check(&wide, ResultUse::Discarded).unwrap_err();
+        assert!(e.diagnosis.contains("except for scope"), "{e}");
+        // The same RMW written as `red` (no destination): accepted with the value discarded,
+        // refused where the program uses the value.
+        let operands: Vec<&str> = line.trim().trim_end_matches(';').splitn(2, ' ').collect();
+        let args: Vec<&str> = operands[1].split(',').map(str::trim).collect();
+        let red_line = format!(
+            "\tred.relaxed.cta.global.add.s32 \t{}, {};",
+            args[1], args[2]
+        );
+        let red = ptx.replace(line, &red_line);
+        let m = check(&red, ResultUse::Discarded).unwrap();
+        assert!(m.notes.iter().any(|n| n.contains("PTX ISA red")), "{m}");
+        let e = check(&red, ResultUse::Used).unwrap_err();
+        assert!(
+            e.diagnosis.contains("is red, which returns no value"),
+            "{e}"
+        );
+        let red_wide = ptx.replace(line, &red_line.replace(".cta.", ".sys."));
+        let e = check(&red_wide, ResultUse::Discarded).unwrap_err();
+        assert!(e.diagnosis.contains("except for scope"), "{e}");
     }
 
     #[test]

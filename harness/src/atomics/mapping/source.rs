@@ -143,6 +143,14 @@ impl ValueType {
     }
 }
 
+/// Whether the C++ call's result is used by the program: a `red` (PTX ISA `red`: an `atom`
+/// without a destination) implements the RMW only when it is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ResultUse {
+    Used,
+    Discarded,
+}
+
 /// One mapping case: a producer compiling one operation at one order and scope, on an object
 /// of one type in one state space.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -153,6 +161,9 @@ pub struct MappingCase {
     pub scope: Scope,
     pub space: ObjectSpace,
     pub ty: ValueType,
+    /// Whether the program uses the RMW's result; a discarded one lets the producer emit
+    /// `red` (PTX ISA red: `atom` without a destination).
+    pub result: ResultUse,
 }
 
 impl MappingCase {
@@ -166,6 +177,37 @@ impl MappingCase {
             scope,
             space: ObjectSpace::Global,
             ty: ValueType::S32,
+            result: ResultUse::Used,
+        }
+    }
+
+    /// The same case with the RMW's result discarded (`(void)a.fetch_add(v, order)`).
+    pub fn discarded(self) -> Self {
+        MappingCase {
+            result: ResultUse::Discarded,
+            ..self
+        }
+    }
+
+    /// A case whose RMW result is discarded, listed by [`cases_for`]: an operation with a
+    /// `red` form ([`RED_OPS`]); `int` on `.global` at every order and scope the chapter's
+    /// `red` can carry (`.relaxed`, `.release`, PTX ISA red) and at every order at gpu scope;
+    /// the other types on `.global` relaxed at [`TYPED_SCOPES`].
+    pub fn is_listed_red(&self) -> bool {
+        let Operation::Rmw(r) = self.operation else {
+            return false;
+        };
+        if self.result != ResultUse::Discarded
+            || !RED_OPS.contains(&r)
+            || self.space != ObjectSpace::Global
+            || !self.ty.has(self.operation)
+        {
+            return false;
+        }
+        if self.is_base() {
+            self.scope == Scope::Gpu || matches!(self.order, Order::Relaxed | Order::Release)
+        } else {
+            self.order == Order::Relaxed && TYPED_SCOPES.contains(&self.scope)
         }
     }
 
@@ -175,11 +217,14 @@ impl MappingCase {
     }
 
     /// Stable id: `atomics.mapping.nvrtc.fetch_add.acquire.gpu` (`int` on `.global`, and
-    /// fences), `atomics.mapping.nvrtc.fetch_add.acquire.gpu.shared.u64` otherwise.
+    /// fences), `atomics.mapping.nvrtc.fetch_add.acquire.gpu.shared.u64` otherwise; a `red`
+    /// segment after the producer when the result is discarded
+    /// (`atomics.mapping.nvrtc.red.fetch_add.relaxed.gpu`).
     pub fn id(&self) -> String {
         let mut id = format!(
-            "atomics.mapping.{}.{}.{}.{}",
+            "atomics.mapping.{}{}.{}.{}.{}",
             self.producer.name(),
+            self.red_segment("."),
             self.operation.name(),
             self.order.name(),
             self.scope.name()
@@ -195,7 +240,11 @@ impl MappingCase {
     /// and `global.s32` written out (its id has no such segments).
     pub fn from_id(id: &str) -> Option<MappingCase> {
         let rest = id.strip_prefix("atomics.mapping.")?;
-        let parts: Vec<&str> = rest.split('.').collect();
+        let mut parts: Vec<&str> = rest.split('.').collect();
+        let discarded = parts.get(1) == Some(&"red");
+        if discarded {
+            parts.remove(1);
+        }
         let (p, op, order, scope, space, ty) = match parts[..] {
             [p, op, order, scope] => (p, op, order, scope, None, None),
             [p, op, order, scope, space, ty] => (p, op, order, scope, Some(space), Some(ty)),
@@ -216,13 +265,20 @@ impl MappingCase {
                 return None;
             }
         }
+        if discarded {
+            case = case.discarded();
+            if !case.is_listed_red() {
+                return None;
+            }
+        }
         Some(case)
     }
 
     /// The device function holding the case.
     pub fn function_name(&self) -> String {
         let mut f = format!(
-            "gpucts_{}_{}_{}",
+            "gpucts_{}{}_{}_{}",
+            self.red_segment("_"),
             self.operation.name(),
             self.order.name(),
             self.scope.name()
@@ -231,6 +287,15 @@ impl MappingCase {
             f.push_str(&format!("_{}_{}", self.space.name(), self.ty.name()));
         }
         f
+    }
+
+    /// `red` after `sep` for a case whose result is discarded, else nothing.
+    fn red_segment(&self, sep: &str) -> String {
+        match self.result {
+            ResultUse::Discarded if sep == "." => ".red".into(),
+            ResultUse::Discarded => "red_".into(),
+            ResultUse::Used => String::new(),
+        }
     }
 
     /// The chapter's table this case checks against.
@@ -262,6 +327,19 @@ pub fn all_cases() -> Vec<MappingCase> {
 /// same list; four scopes quadrupled the suite's compile time).
 pub const TYPED_SCOPES: [Scope; 1] = [Scope::Gpu];
 
+/// The RMW operations with a PTX `red` form (PTX ISA red: `.add`, `.and`, `.or`, `.xor`,
+/// `.min`, `.max`; `.inc`/`.dec` have no C++ operation): fetch_sub is `red.add` of the
+/// negated operand, as for `atom`. Exchange and compare-exchange have none.
+pub const RED_OPS: [RmwOp; 7] = [
+    RmwOp::FetchAdd,
+    RmwOp::FetchSub,
+    RmwOp::FetchAnd,
+    RmwOp::FetchOr,
+    RmwOp::FetchXor,
+    RmwOp::FetchMin,
+    RmwOp::FetchMax,
+];
+
 pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
     let mut v = Vec::new();
     for operation in Operation::all() {
@@ -284,6 +362,24 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
                         if !c.is_base() && ty.has(operation) {
                             v.push(c);
                         }
+                    }
+                }
+            }
+        }
+    }
+    // The RMWs whose result is discarded, which a producer may map to `red`.
+    for ty in ValueType::ALL.iter().copied() {
+        for r in RED_OPS {
+            let operation = Operation::Rmw(r);
+            for &order in operation.valid_orders() {
+                for scope in Scope::ALL {
+                    let c = MappingCase {
+                        ty,
+                        ..MappingCase::base(producer, operation, order, scope)
+                    }
+                    .discarded();
+                    if c.is_listed_red() {
+                        v.push(c);
                     }
                 }
             }
@@ -433,10 +529,17 @@ pub fn llvm_ir_source(cases: &[MappingCase]) -> String {
                     RmwOp::FetchMax => "umax",
                     RmwOp::CompareExchange => unreachable!("matched above"),
                 };
-                format!(
-                    "define {t} @{f}({ptr} %p, {t} %v) {{\n  %r = atomicrmw {op} {ptr} %p, {t} %v{scope} \
-                     {order}, align {align}\n  ret {t} %r\n}}\n"
-                )
+                if c.result == ResultUse::Discarded {
+                    format!(
+                        "define void @{f}({ptr} %p, {t} %v) {{\n  %r = atomicrmw {op} {ptr} %p, {t} \
+                         %v{scope} {order}, align {align}\n  ret void\n}}\n"
+                    )
+                } else {
+                    format!(
+                        "define {t} @{f}({ptr} %p, {t} %v) {{\n  %r = atomicrmw {op} {ptr} %p, {t} \
+                         %v{scope} {order}, align {align}\n  ret {t} %r\n}}\n"
+                    )
+                }
             }
         };
         s.push_str(&def);
@@ -519,6 +622,11 @@ pub fn nvrtc_source(cases: &[MappingCase]) -> String {
             Operation::Rmw(RmwOp::CompareExchange) => format!(
                 "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} e, {t} d) {{\n  \
                  {aref}\n  a.compare_exchange_strong(e, d, {order});\n  return e;\n}}\n"
+            ),
+            Operation::Rmw(r) if c.result == ResultUse::Discarded => format!(
+                "extern \"C\" __device__ __noinline__ void {f}({param}, {t} v) {{\n  {aref}\n  \
+                 (void)a.{}(v, {order});\n}}\n",
+                r.name()
             ),
             Operation::Rmw(r) => format!(
                 "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} v) {{\n  {aref}\n  \
@@ -669,10 +777,17 @@ pub fn clang_source(cases: &[MappingCase]) -> String {
                     RmwOp::FetchMax => "__scoped_atomic_fetch_max",
                     RmwOp::CompareExchange => unreachable!("matched above"),
                 };
-                format!(
-                    "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} v) {{\n  \
-                     return {builtin}({p}, v, {order}, {scope});\n}}\n"
-                )
+                if c.result == ResultUse::Discarded {
+                    format!(
+                        "extern \"C\" __device__ __noinline__ void {f}({param}, {t} v) {{\n  \
+                         (void){builtin}({p}, v, {order}, {scope});\n}}\n"
+                    )
+                } else {
+                    format!(
+                        "extern \"C\" __device__ __noinline__ {t} {f}({param}, {t} v) {{\n  \
+                         return {builtin}({p}, v, {order}, {scope});\n}}\n"
+                    )
+                }
             }
         };
         if c.scope == Scope::Cluster {
@@ -736,10 +851,27 @@ mod tests {
         // Every other type x space: integers (3 load + 3 store + 9 RMW x 5 orders = 51),
         // floating point (3 + 3 + 4 RMW x 5 = 26); per space 4 x 51 + 2 x 26 = 256; three
         // spaces less global s32 (51): 717, at gpu scope only.
-        assert_eq!(cases_for(Producer::named("clang")).len(), 220 + 717);
+        // The discarded results (`red`): 7 operations with a PTX red form on `int` at every
+        // order at gpu scope (35) and at relaxed and release at cta, cluster, sys (42); u32,
+        // s64, u64 (7 each) and f32, f64 (fetch_add, fetch_sub) relaxed at gpu: 25.
+        assert_eq!(cases_for(Producer::named("clang")).len(), 220 + 717 + 102);
         // Four producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
         // (scoped builtins), llvm (IR).
-        assert_eq!(all.len(), 4 * 937);
+        assert_eq!(all.len(), 4 * 1039);
+        let red = MappingCase::from_id("atomics.mapping.llvm.red.fetch_sub.release.sys").unwrap();
+        assert_eq!(red.result, ResultUse::Discarded);
+        assert_eq!(red.function_name(), "gpucts_red_fetch_sub_release_sys");
+        // No red form (exchange), an order red cannot carry off gpu scope, a space or type
+        // the red cases leave out: no case.
+        for id in [
+            "atomics.mapping.nvrtc.red.exchange.relaxed.gpu",
+            "atomics.mapping.nvrtc.red.fetch_add.acquire.cta",
+            "atomics.mapping.nvrtc.red.fetch_add.relaxed.gpu.shared.u32",
+            "atomics.mapping.nvrtc.red.fetch_and.relaxed.gpu.global.f32",
+            "atomics.mapping.nvrtc.red.fetch_add.release.gpu.global.u64",
+        ] {
+            assert_eq!(MappingCase::from_id(id), None, "{id}");
+        }
     }
 
     #[test]
