@@ -24,7 +24,7 @@ struct Reading {
 
 /// Where each label of a PTX text is (1-based line), for finding loops: the instruction
 /// reader drops labels, keeping each statement's line.
-pub fn label_lines(ptx: &str) -> std::collections::HashMap<String, Vec<usize>> {
+pub(crate) fn label_lines(ptx: &str) -> std::collections::HashMap<String, Vec<usize>> {
     let mut out: std::collections::HashMap<String, Vec<usize>> = Default::default();
     for (n, l) in ptx.lines().enumerate() {
         let t = l.trim_start();
@@ -112,7 +112,7 @@ fn find_cas_loop(
 /// (argument and return passing), plus calls, which never match a step but show up in the
 /// emitted sequence when a producer calls out instead of emitting the operation inline.
 /// Address arithmetic, moves, compares and branches are dropped.
-pub fn extract(body: &[Instruction]) -> Vec<Instruction> {
+pub(crate) fn extract(body: &[Instruction]) -> Vec<Instruction> {
     body.iter()
         .filter(|i| match i.mem_op() {
             Some(m) => {
@@ -172,7 +172,7 @@ pub struct Mismatch {
 }
 
 impl Mismatch {
-    pub fn emitted_text(&self) -> String {
+    pub(crate) fn emitted_text(&self) -> String {
         if self.emitted.is_empty() {
             "(no memory instruction)".into()
         } else {
@@ -395,7 +395,7 @@ fn needs_reading(m: &MemOp) -> bool {
 /// How the emitted instructions diverge from one row of the chapter's table (ptx-interop
 /// ch. 4), at the first position that differs; `index` counts from 1.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum RowMismatch {
+pub(crate) enum RowMismatch {
     #[error("{emitted} memory instruction(s) where the row has {row}")]
     Count { emitted: usize, row: usize },
     #[error("instruction {index} `{written}`: {step}")]
@@ -408,7 +408,7 @@ pub enum RowMismatch {
 
 /// How one instruction diverges from the row's step; `want` is the step as written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StepMismatch {
+pub(crate) enum StepMismatch {
     #[error("not a memory instruction; expected `{want}`")]
     NotMemory { want: String },
     #[error("is {is}, expected `{want}`")]
@@ -597,7 +597,7 @@ fn check_space(mem: &MemOp, object: ObjectSpace) -> Result<(), StepMismatch> {
 /// How an access's data type diverges from the case's C++ type (`ty` is the type suffix as
 /// written, without the dot).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AccessTypeMismatch {
+pub(crate) enum AccessTypeMismatch {
     #[error("no data type")]
     NoType,
     #[error(".{ty} is not a {bits}-bit access of {cxx}")]

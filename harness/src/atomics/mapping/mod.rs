@@ -27,7 +27,7 @@ pub use source::{all_cases, cases_for, MappingCase, ObjectSpace, Producer, Value
 /// against the chapter's table), which [`MappingOutcome::to_status`] turns into the runner's
 /// [`CaseStatus`] and so into the one [`crate::outcome::Verdict`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MappingOutcome {
+pub(crate) enum MappingOutcome {
     /// The emitted sequence is one the chapter allows.
     Conforms(Matched),
     /// The emitted sequence is not.
@@ -42,13 +42,13 @@ pub enum MappingOutcome {
 }
 
 impl MappingOutcome {
-    pub fn is_conforming(&self) -> bool {
+    pub(crate) fn is_conforming(&self) -> bool {
         matches!(self, MappingOutcome::Conforms(_))
     }
 
     /// The case status for the runner. A producer rejecting valid C++ is a failure of that
     /// producer; a source it cannot express skips naming the producer's capability.
-    pub fn to_status(&self, case: &MappingCase) -> CaseStatus {
+    pub(crate) fn to_status(&self, case: &MappingCase) -> CaseStatus {
         let allowed = || {
             let rmw = match case.operation {
                 table::Operation::Rmw(r) => Some(r),
@@ -103,7 +103,7 @@ impl fmt::Display for MappingOutcome {
 
 /// The lines of a compiler log that say what went wrong (clang's backend errors, NVRTC's
 /// `error:` lines), at most three.
-pub fn first_error_lines(log: &str) -> String {
+pub(crate) fn first_error_lines(log: &str) -> String {
     let lines: Vec<&str> = log
         .lines()
         .filter(|l| l.contains("error"))
@@ -120,7 +120,7 @@ pub fn first_error_lines(log: &str) -> String {
 
 /// Compile and check `cases` (all of `producer`) with the toolchain: one compilation for the
 /// batch, more only to isolate cases the producer fails on.
-pub fn run_batch(
+pub(crate) fn run_batch(
     tc: &Toolchain,
     producer: Producer,
     cases: &[MappingCase],
@@ -149,7 +149,7 @@ pub fn run_batch(
 /// Why a producer compiles nothing at all: even the simplest case (a relaxed RMW at device
 /// scope) is rejected (`log`: the first error lines), or the compiler cannot be run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProducerBroken {
+pub(crate) enum ProducerBroken {
     #[error("{producer} cannot compile even `{case}`: {log}")]
     Rejects {
         producer: String,
@@ -162,7 +162,7 @@ pub enum ProducerBroken {
 
 /// Why a compilation produced no PTX.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CompileError {
+pub(crate) enum CompileError {
     /// The compiler ran and rejected the source; its log.
     Rejected(String),
     /// The compiler could not be run.
@@ -170,7 +170,7 @@ pub enum CompileError {
 }
 
 /// [`run_batch`] over any compile function (source -> PTX), so it can be driven by a fake.
-pub fn run_batch_with(
+pub(crate) fn run_batch_with(
     producer: Producer,
     cases: &[MappingCase],
     compile: &dyn Fn(&str) -> Result<String, CompileError>,
@@ -405,7 +405,7 @@ fn bisect(
 /// Verdicts computed once per producer and kept, so a runner asking case by case compiles each
 /// producer's batch only once.
 #[derive(Debug, Default)]
-pub struct MappingCache {
+pub(crate) struct MappingCache {
     done: crate::area::BatchCache<Producer, HashMap<String, MappingOutcome>>,
 }
 

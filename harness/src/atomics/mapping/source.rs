@@ -14,7 +14,8 @@ use crate::backend::producer::{Language, Options};
 /// The languages the cases are written in: libcu++ for NVRTC, clang's scoped atomic builtins,
 /// and LLVM IR atomics with `syncscope` (every case is expressible in IR, so the IR producer
 /// separates front-end from back-end behaviour).
-pub const LANGUAGES: [Language; 3] = [Language::CudaCpp, Language::ClangCuda, Language::LlvmIr];
+pub(crate) const LANGUAGES: [Language; 3] =
+    [Language::CudaCpp, Language::ClangCuda, Language::LlvmIr];
 
 /// This area's view of the producer vocabulary: every producer that reads one of
 /// [`LANGUAGES`].
@@ -23,12 +24,12 @@ pub fn producers() -> Vec<Producer> {
 }
 
 /// The language `p` is given the cases in (`None` outside the view).
-pub fn language(p: Producer) -> Option<Language> {
+pub(crate) fn language(p: Producer) -> Option<Language> {
     p.language_of(&LANGUAGES)
 }
 
 /// How this area's messages name a producer: the library or builtins it compiles.
-pub fn describe(p: Producer) -> String {
+pub(crate) fn describe(p: Producer) -> String {
     let tool = p.tool();
     match language(p) {
         Some(Language::CudaCpp) => format!("libcu++ via {tool}"),
@@ -82,16 +83,16 @@ impl ValueType {
         }
     }
 
-    pub fn is_float(self) -> bool {
+    pub(crate) fn is_float(self) -> bool {
         matches!(self, ValueType::F32 | ValueType::F64)
     }
 
-    pub fn is_signed(self) -> bool {
+    pub(crate) fn is_signed(self) -> bool {
         matches!(self, ValueType::S32 | ValueType::S64)
     }
 
     /// The C++ type.
-    pub fn cxx(self) -> &'static str {
+    pub(crate) fn cxx(self) -> &'static str {
         match self {
             ValueType::S32 => "int",
             ValueType::U32 => "unsigned int",
@@ -182,7 +183,7 @@ impl MappingCase {
     }
 
     /// The same case with the RMW's result discarded (`(void)a.fetch_add(v, order)`).
-    pub fn discarded(self) -> Self {
+    pub(crate) fn discarded(self) -> Self {
         MappingCase {
             result: ResultUse::Discarded,
             ..self
@@ -193,7 +194,7 @@ impl MappingCase {
     /// `red` form ([`RED_OPS`]); `int` on `.global` at every order and scope the chapter's
     /// `red` can carry (`.relaxed`, `.release`, PTX ISA red) and at every order at gpu scope;
     /// the other types on `.global` relaxed at [`TYPED_SCOPES`].
-    pub fn is_listed_red(&self) -> bool {
+    pub(crate) fn is_listed_red(&self) -> bool {
         let Operation::Rmw(r) = self.operation else {
             return false;
         };
@@ -212,7 +213,7 @@ impl MappingCase {
     }
 
     /// `int` on `.global`, and every fence: ids without space and type.
-    pub fn is_base(&self) -> bool {
+    pub(crate) fn is_base(&self) -> bool {
         self.space == ObjectSpace::Global && self.ty == ValueType::S32
     }
 
@@ -238,7 +239,7 @@ impl MappingCase {
     /// The case an id names (the inverse of [`MappingCase::id`]); `None` for anything else,
     /// including an order the operation does not take, an operation C++ lacks on the type,
     /// and `global.s32` written out (its id has no such segments).
-    pub fn from_id(id: &str) -> Option<MappingCase> {
+    pub(crate) fn from_id(id: &str) -> Option<MappingCase> {
         let rest = id.strip_prefix("atomics.mapping.")?;
         let mut parts: Vec<&str> = rest.split('.').collect();
         let discarded = parts.get(1) == Some(&"red");
@@ -275,7 +276,7 @@ impl MappingCase {
     }
 
     /// The device function holding the case.
-    pub fn function_name(&self) -> String {
+    pub(crate) fn function_name(&self) -> String {
         let mut f = format!(
             "gpucts_{}{}_{}_{}",
             self.red_segment("_"),
@@ -325,12 +326,12 @@ pub fn all_cases() -> Vec<MappingCase> {
 /// `.sem` and scope qualifiers are checked at every scope on `int`, and the type and space
 /// change only the instruction's type and state-space qualifiers (suites/atomics.yaml keeps the
 /// same list; four scopes quadrupled the suite's compile time).
-pub const TYPED_SCOPES: [Scope; 1] = [Scope::Gpu];
+pub(crate) const TYPED_SCOPES: [Scope; 1] = [Scope::Gpu];
 
 /// The RMW operations with a PTX `red` form (PTX ISA red: `.add`, `.and`, `.or`, `.xor`,
 /// `.min`, `.max`; `.inc`/`.dec` have no C++ operation): fetch_sub is `red.add` of the
 /// negated operand, as for `atom`. Exchange and compare-exchange have none.
-pub const RED_OPS: [RmwOp; 7] = [
+pub(crate) const RED_OPS: [RmwOp; 7] = [
     RmwOp::FetchAdd,
     RmwOp::FetchSub,
     RmwOp::FetchAnd,
@@ -390,7 +391,7 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
 
 /// Why the producer's source language cannot express a case whose function is absent from
 /// the PTX (the generated source guards such cases out rather than failing the batch).
-pub fn unsupported_reason(case: &MappingCase) -> String {
+pub(crate) fn unsupported_reason(case: &MappingCase) -> String {
     match (language(case.producer), case.scope, case.operation) {
         (Some(Language::CudaCpp), Scope::Cluster, _) => {
             "this libcu++ has no cuda::thread_scope_cluster".into()
@@ -427,7 +428,7 @@ fn cu_scope(s: Scope) -> &'static str {
 }
 
 /// A one-line probe: compiles only when libcu++ has `cuda::thread_scope_cluster`.
-pub fn nvrtc_cluster_probe() -> String {
+pub(crate) fn nvrtc_cluster_probe() -> String {
     "#include <cuda/atomic>\n\
      extern \"C\" __device__ __noinline__ void gpucts_probe(int* p) {\n\
      \x20 cuda::atomic_ref<int, cuda::thread_scope_cluster> a(*p);\n\
@@ -438,7 +439,7 @@ pub fn nvrtc_cluster_probe() -> String {
 /// What the sources need of each tool (the toolchain adds the libcu++ include directory to
 /// NVRTC's): `-rdc=true` keeps the unreferenced `extern "C"` device functions in the PTX; clang
 /// and llc at `-O2`.
-pub const OPTIONS: Options<'static> = Options {
+pub(crate) const OPTIONS: Options<'static> = Options {
     nvrtc: &["-std=c++17", "-rdc=true"],
     clang: &["-O2", "-fno-crash-diagnostics"],
     nvvm: &[],
@@ -479,7 +480,7 @@ fn llvm_ptr(space: ObjectSpace) -> &'static str {
 
 /// One LLVM IR module for `cases`: the C++ operations as LLVM's atomic instructions
 /// (C++ relaxed is LLVM monotonic).
-pub fn llvm_ir_source(cases: &[MappingCase]) -> String {
+pub(crate) fn llvm_ir_source(cases: &[MappingCase]) -> String {
     let mut s = String::from("target triple = \"nvptx64-nvidia-cuda\"\n\n");
     for c in cases {
         let f = c.function_name();
@@ -588,7 +589,7 @@ fn object(c: &MappingCase) -> (String, String) {
 /// pointer (`__isGlobal`), as in a kernel whose pointer parameter is known to be global, so
 /// that only the mapping remains; the generic cases keep that dispatch; the shared cases name
 /// a `__shared__` object.
-pub fn nvrtc_source(cases: &[MappingCase]) -> String {
+pub(crate) fn nvrtc_source(cases: &[MappingCase]) -> String {
     let mut s = String::from("#include <cuda/atomic>\n\n");
     s.push_str(&shared_arrays(cases));
     for c in cases {
@@ -672,7 +673,7 @@ fn clang_scope(s: Scope) -> &'static str {
 /// macros undefined, so the source defines the three it uses. Cases the compiler cannot express
 /// are guarded out by the preprocessor and so are absent from the PTX. The global cases take
 /// an `address_space(1)` pointer (the space stated, as `__isGlobal` states it to NVRTC).
-pub fn clang_source(cases: &[MappingCase]) -> String {
+pub(crate) fn clang_source(cases: &[MappingCase]) -> String {
     let mut s = String::from(
         "#define __device__ __attribute__((device))\n\
          #define __noinline__ __attribute__((noinline))\n\

@@ -42,7 +42,7 @@ crate::vocab::vocabulary! {
 
 impl RmwOp {
     /// The `atom` operation (`<rmw op>` in the chapter's tables).
-    pub fn ptx_op(self) -> AtomOp {
+    pub(crate) fn ptx_op(self) -> AtomOp {
         match self {
             RmwOp::FetchAdd | RmwOp::FetchSub => AtomOp::Add,
             RmwOp::Exchange => AtomOp::Exch,
@@ -86,7 +86,7 @@ impl Operation {
     }
 
     /// The API named in the chapter's first column.
-    pub fn api(self) -> &'static str {
+    pub(crate) fn api(self) -> &'static str {
         match self {
             Operation::Fence => "atomic_thread_fence",
             Operation::Load => "atomic_load",
@@ -99,7 +99,7 @@ impl Operation {
     /// acq_rel order, stores no acquire or acq_rel ([atomics.types.operations]); consume is
     /// left out (the chapter has no row for it); a relaxed fence is a no-op the chapter does
     /// not map.
-    pub fn valid_orders(self) -> &'static [Order] {
+    pub(crate) fn valid_orders(self) -> &'static [Order] {
         use Order::*;
         match self {
             Operation::Fence => &[SeqCst, AcqRel, Acquire, Release],
@@ -137,7 +137,7 @@ impl Order {
 
     /// C++ strength: relaxed < acquire, release < acq_rel < seq_cst, the same lattice as
     /// [`Sem::at_least`] through [`Order::sem`] (one definition of the order, not two).
-    pub fn at_least(self, other: Order) -> bool {
+    pub(crate) fn at_least(self, other: Order) -> bool {
         self.sem().at_least(other.sem())
     }
 }
@@ -188,7 +188,8 @@ pub enum RowKind {
 }
 
 impl RowKind {
-    pub const ALL: [RowKind; 4] = [RowKind::Fence, RowKind::Load, RowKind::Store, RowKind::Rmw];
+    pub(crate) const ALL: [RowKind; 4] =
+        [RowKind::Fence, RowKind::Load, RowKind::Store, RowKind::Rmw];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -200,7 +201,7 @@ impl RowKind {
     }
 
     /// The API of the chapter's first column as the clause catalogue spells it.
-    pub fn api(self) -> &'static str {
+    pub(crate) fn api(self) -> &'static str {
         match self {
             RowKind::Fence => "atomic_thread_fence",
             RowKind::Load => "atomic_load",
@@ -210,7 +211,7 @@ impl RowKind {
     }
 
     /// A representative operation of the row (any `<rmw op>` stands for all of them).
-    pub fn operation(self) -> Operation {
+    pub(crate) fn operation(self) -> Operation {
         match self {
             RowKind::Fence => Operation::Fence,
             RowKind::Load => Operation::Load,
@@ -221,7 +222,7 @@ impl RowKind {
 }
 
 impl Operation {
-    pub fn row_kind(self) -> RowKind {
+    pub(crate) fn row_kind(self) -> RowKind {
         match self {
             Operation::Fence => RowKind::Fence,
             Operation::Load => RowKind::Load,
@@ -264,7 +265,7 @@ impl Row {
 
     /// The row's clause id in suites/clauses/catalogue.yaml
     /// (`ptx-interop-13.2 ch. 4 seq_cst atomic_load`).
-    pub fn clause_id(self) -> String {
+    pub(crate) fn clause_id(self) -> String {
         format!(
             "ptx-interop-13.2 ch. 4 {} {}",
             self.order.name(),
@@ -273,7 +274,7 @@ impl Row {
     }
 
     /// The row's mappings in the chapter's order, the recommended one first.
-    pub fn mappings(self) -> Vec<Mapping> {
+    pub(crate) fn mappings(self) -> Vec<Mapping> {
         rows(self.kind.operation(), self.order)
     }
 
@@ -315,7 +316,7 @@ impl Mapping {
     }
 
     /// `recommended`, `only` or `alt<n>`.
-    pub fn position_name(&self) -> String {
+    pub(crate) fn position_name(&self) -> String {
         match self.position {
             0 if self.recommended => "recommended".to_string(),
             0 => "only".to_string(),
@@ -325,7 +326,7 @@ impl Mapping {
 
     /// The clause id this mapping implements: the row's id, with ` alt<n>` for an alternative
     /// (`ptx-interop-13.2 ch. 4 acq_rel atomic_rmw alt2`).
-    pub fn clause_id(&self) -> String {
+    pub(crate) fn clause_id(&self) -> String {
         match self.position {
             0 => self.row().clause_id(),
             n => format!("{} alt{n}", self.row().clause_id()),
@@ -333,7 +334,7 @@ impl Mapping {
     }
 
     /// An alternative ("OR") of its row, not the row's first mapping.
-    pub fn is_alternative(&self) -> bool {
+    pub(crate) fn is_alternative(&self) -> bool {
         self.position > 0
     }
 
@@ -462,7 +463,7 @@ pub fn rows(op: Operation, order: Order) -> Vec<Mapping> {
 
 /// Every alternative ("OR") of every row, in table order: the mappings the chapter allows
 /// besides each row's first.
-pub fn alternatives() -> Vec<Mapping> {
+pub(crate) fn alternatives() -> Vec<Mapping> {
     Row::all()
         .into_iter()
         .flat_map(|r| r.mappings())
