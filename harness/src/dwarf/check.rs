@@ -455,28 +455,7 @@ pub(crate) fn check_ptx(
                 message: x.message,
             });
         }
-        for (off, cu, dir) in compile_units(&tree) {
-            if !d
-                .files
-                .values()
-                .any(|(f, _)| same_file(&cu, dir.as_deref(), f))
-            {
-                let files: Vec<String> = d
-                    .files
-                    .iter()
-                    .map(|(n, (f, _))| format!("{n} \"{f}\""))
-                    .collect();
-                r.findings.push(Finding {
-                    position: pos(off),
-                    clause: CLAUSE_SECTIONS,
-                    message: format!(
-                        "compile unit `{cu}` (comp_dir {}) is not a file of the .file table ({})",
-                        dir.as_deref().unwrap_or("none"),
-                        files.join(", ")
-                    ),
-                });
-            }
-        }
+        check_compile_units(&tree, &d, &pos, &mut r.findings);
     }
     for l in &d.locs {
         if !d.files.contains_key(&l.file) {
@@ -491,6 +470,37 @@ pub(crate) fn check_ptx(
         line_table(shown, text, &d, tc, &mut r);
     }
     Ok(r)
+}
+
+/// §5.1: every compile unit names a file of the module's `.file` table.
+fn check_compile_units(
+    tree: &Tree,
+    d: &PtxDebug,
+    pos: &dyn Fn(u64) -> String,
+    findings: &mut Vec<Finding>,
+) {
+    for (off, cu, dir) in compile_units(tree) {
+        if !d
+            .files
+            .values()
+            .any(|(f, _)| same_file(&cu, dir.as_deref(), f))
+        {
+            let files: Vec<String> = d
+                .files
+                .iter()
+                .map(|(n, (f, _))| format!("{n} \"{f}\""))
+                .collect();
+            findings.push(Finding {
+                position: pos(off),
+                clause: CLAUSE_SECTIONS,
+                message: format!(
+                    "compile unit `{cu}` (comp_dir {}) is not a file of the .file table ({})",
+                    dir.as_deref().unwrap_or("none"),
+                    files.join(", ")
+                ),
+            });
+        }
+    }
 }
 
 /// §5.1: ptxas builds `.debug_line` from `.file`/`.loc`; assemble (`-g`, which keeps every

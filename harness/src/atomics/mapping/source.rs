@@ -669,6 +669,39 @@ fn clang_scope(s: Scope) -> &'static str {
     }
 }
 
+/// A clang fence case: the scoped fence builtin, or (system scope only) GNU's
+/// `__atomic_thread_fence`, which acts at system scope, where no scoped builtin exists.
+fn clang_fence(f: &str, order: &str, scope: &str, sys: bool) -> String {
+    let fallback = if sys {
+        format!(
+            "#else\nextern \"C\" __device__ __noinline__ void {f}() {{\n  \
+             __atomic_thread_fence({order});\n}}\n"
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "#if __has_builtin(__scoped_atomic_thread_fence)\n\
+         extern \"C\" __device__ __noinline__ void {f}() {{\n  \
+         __scoped_atomic_thread_fence({order}, {scope});\n}}\n{fallback}#endif\n"
+    )
+}
+
+/// clang's scoped builtin for an RMW other than compare-exchange.
+fn clang_rmw_builtin(r: RmwOp) -> &'static str {
+    match r {
+        RmwOp::FetchAdd => "__scoped_atomic_fetch_add",
+        RmwOp::FetchSub => "__scoped_atomic_fetch_sub",
+        RmwOp::Exchange => "__scoped_atomic_exchange_n",
+        RmwOp::FetchAnd => "__scoped_atomic_fetch_and",
+        RmwOp::FetchOr => "__scoped_atomic_fetch_or",
+        RmwOp::FetchXor => "__scoped_atomic_fetch_xor",
+        RmwOp::FetchMin => "__scoped_atomic_fetch_min",
+        RmwOp::FetchMax => "__scoped_atomic_fetch_max",
+        RmwOp::CompareExchange => unreachable!("compare-exchange has its own source"),
+    }
+}
+
 /// One clang CUDA compilation unit for `cases`. `-nocudainc` leaves the CUDA attribute
 /// macros undefined, so the source defines the three it uses. Cases the compiler cannot express
 /// are guarded out by the preprocessor and so are absent from the PTX. The global cases take
@@ -710,23 +743,7 @@ pub(crate) fn clang_source(cases: &[MappingCase]) -> String {
             ObjectSpace::Shared | ObjectSpace::Generic => format!("{int}*"),
         };
         let def = match c.operation {
-            Operation::Fence => {
-                // GNU __atomic builtins act at system scope, so __atomic_thread_fence is the
-                // system-scope fence when no scoped fence builtin exists.
-                let fallback = if c.scope == Scope::Sys {
-                    format!(
-                        "#else\nextern \"C\" __device__ __noinline__ void {f}() {{\n  \
-                         __atomic_thread_fence({order});\n}}\n"
-                    )
-                } else {
-                    String::new()
-                };
-                format!(
-                    "#if __has_builtin(__scoped_atomic_thread_fence)\n\
-                     extern \"C\" __device__ __noinline__ void {f}() {{\n  \
-                     __scoped_atomic_thread_fence({order}, {scope});\n}}\n{fallback}#endif\n"
-                )
-            }
+            Operation::Fence => clang_fence(&f, order, scope, c.scope == Scope::Sys),
             // The `_n` builtins take integers and pointers, the generic ones want every
             // pointer in the object's address space: a floating-point load, store, exchange or
             // compare-exchange goes through the same-width integer, as libraries implement it.
@@ -767,17 +784,7 @@ pub(crate) fn clang_source(cases: &[MappingCase]) -> String {
                  __builtin_bit_cast({int}, v), {order}, {scope}));\n}}\n"
             ),
             Operation::Rmw(r) => {
-                let builtin = match r {
-                    RmwOp::FetchAdd => "__scoped_atomic_fetch_add",
-                    RmwOp::FetchSub => "__scoped_atomic_fetch_sub",
-                    RmwOp::Exchange => "__scoped_atomic_exchange_n",
-                    RmwOp::FetchAnd => "__scoped_atomic_fetch_and",
-                    RmwOp::FetchOr => "__scoped_atomic_fetch_or",
-                    RmwOp::FetchXor => "__scoped_atomic_fetch_xor",
-                    RmwOp::FetchMin => "__scoped_atomic_fetch_min",
-                    RmwOp::FetchMax => "__scoped_atomic_fetch_max",
-                    RmwOp::CompareExchange => unreachable!("matched above"),
-                };
+                let builtin = clang_rmw_builtin(r);
                 if c.result == ResultUse::Discarded {
                     format!(
                         "extern \"C\" __device__ __noinline__ void {f}({param}, {t} v) {{\n  \
