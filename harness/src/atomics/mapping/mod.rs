@@ -879,6 +879,58 @@ mod tests {
         assert!(e.diagnosis.contains("except for scope"), "{e}");
     }
 
+    /// A discarded RMW on a `__shared__` object: the producer's instruction reaches it through
+    /// `.shared` or a generic address (PTX ISA atom/red: no space is generic); `red` in the
+    /// shared window conforms, `red` in the global window names memory the object is not in.
+    #[test]
+    fn a_discarded_rmw_on_a_shared_object_conforms_as_red_shared_not_red_global() {
+        let tc = Toolchain::discover_system();
+        crate::require!(tc.has(Capability::Nvrtc), "NVRTC");
+        crate::require!(tc.has(Capability::Cccl), "libcu++ (cccl)");
+        let c = MappingCase {
+            space: ObjectSpace::Shared,
+            ty: ValueType::U32,
+            ..case(
+                Producer::named("nvrtc"),
+                Operation::Rmw(RmwOp::FetchAdd),
+                Order::Relaxed,
+                Scope::Gpu,
+            )
+        }
+        .discarded();
+        assert_eq!(
+            c.id(),
+            "atomics.mapping.nvrtc.red.fetch_add.relaxed.gpu.shared.u32"
+        );
+        let ptx = compile_one(&tc, &c);
+        let check = |ptx: &str| {
+            let body = function_body(ptx, &c.function_name()).unwrap();
+            check_case_in(&c, &body, &extract::label_lines(ptx), ResultUse::Discarded)
+        };
+        check(&ptx).unwrap();
+        let line = ptx
+            .lines()
+            .find(|l| {
+                let t = l.trim_start();
+                t.starts_with("atom.") || t.starts_with("red.")
+            })
+            .unwrap();
+        let operands: Vec<&str> = line.trim().trim_end_matches(';').splitn(2, ' ').collect();
+        let args: Vec<&str> = operands[1].split(',').map(str::trim).collect();
+        let (addr, value) = (args[args.len() - 2], args[args.len() - 1]);
+        let red = |space: &str| {
+            ptx.replace(
+                line,
+                &format!("\tred.relaxed.gpu{space}.add.u32 \t{addr}, {value};"),
+            )
+        };
+        let m = check(&red(".shared")).unwrap();
+        assert!(m.notes.iter().any(|n| n.contains("PTX ISA red")), "{m}");
+        check(&red("")).unwrap();
+        let e = check(&red(".global")).unwrap_err();
+        assert!(e.diagnosis.contains("global"), "{e}");
+    }
+
     #[test]
     fn cache_compiles_a_producer_once() {
         let tc = Toolchain::discover_system();

@@ -193,14 +193,13 @@ impl MappingCase {
     /// A case whose RMW result is discarded, listed by [`cases_for`]: an operation with a
     /// `red` form ([`RED_OPS`]); `int` on `.global` at every order and scope the chapter's
     /// `red` can carry (`.relaxed`, `.release`, PTX ISA red) and at every order at gpu scope;
-    /// the other types on `.global` relaxed at [`TYPED_SCOPES`].
+    /// the other types and spaces (`.global`, `.shared`, generic) relaxed at [`TYPED_SCOPES`].
     pub(crate) fn is_listed_red(&self) -> bool {
         let Operation::Rmw(r) = self.operation else {
             return false;
         };
         if self.result != ResultUse::Discarded
             || !RED_OPS.contains(&r)
-            || self.space != ObjectSpace::Global
             || !self.ty.has(self.operation)
         {
             return false;
@@ -369,18 +368,21 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
         }
     }
     // The RMWs whose result is discarded, which a producer may map to `red`.
-    for ty in ValueType::ALL.iter().copied() {
-        for r in RED_OPS {
-            let operation = Operation::Rmw(r);
-            for &order in operation.valid_orders() {
-                for scope in Scope::ALL {
-                    let c = MappingCase {
-                        ty,
-                        ..MappingCase::base(producer, operation, order, scope)
-                    }
-                    .discarded();
-                    if c.is_listed_red() {
-                        v.push(c);
+    for space in ObjectSpace::ALL.iter().copied() {
+        for ty in ValueType::ALL.iter().copied() {
+            for r in RED_OPS {
+                let operation = Operation::Rmw(r);
+                for &order in operation.valid_orders() {
+                    for scope in Scope::ALL {
+                        let c = MappingCase {
+                            space,
+                            ty,
+                            ..MappingCase::base(producer, operation, order, scope)
+                        }
+                        .discarded();
+                        if c.is_listed_red() {
+                            v.push(c);
+                        }
                     }
                 }
             }
@@ -861,11 +863,16 @@ mod tests {
         // spaces less global s32 (51): 717, at gpu scope only.
         // The discarded results (`red`): 7 operations with a PTX red form on `int` at every
         // order at gpu scope (35) and at relaxed and release at cta, cluster, sys (42); u32,
-        // s64, u64 (7 each) and f32, f64 (fetch_add, fetch_sub) relaxed at gpu: 25.
-        assert_eq!(cases_for(Producer::named("clang")).len(), 220 + 717 + 102);
+        // s64, u64 (7 each) and f32, f64 (fetch_add, fetch_sub) relaxed at gpu: 25; on
+        // `.shared` and generic objects the four integer types (28) and the two float types
+        // (4), relaxed at gpu: 2 x 32 = 64.
+        assert_eq!(
+            cases_for(Producer::named("clang")).len(),
+            220 + 717 + 102 + 64
+        );
         // Four producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
         // (scoped builtins), llvm (IR).
-        assert_eq!(all.len(), 4 * 1039);
+        assert_eq!(all.len(), 4 * 1103);
         let red = MappingCase::from_id("atomics.mapping.llvm.red.fetch_sub.release.sys").unwrap();
         assert_eq!(red.result, ResultUse::Discarded);
         assert_eq!(red.function_name(), "gpucts_red_fetch_sub_release_sys");
@@ -874,7 +881,7 @@ mod tests {
         for id in [
             "atomics.mapping.nvrtc.red.exchange.relaxed.gpu",
             "atomics.mapping.nvrtc.red.fetch_add.acquire.cta",
-            "atomics.mapping.nvrtc.red.fetch_add.relaxed.gpu.shared.u32",
+            "atomics.mapping.nvrtc.red.fetch_add.release.gpu.shared.u32",
             "atomics.mapping.nvrtc.red.fetch_and.relaxed.gpu.global.f32",
             "atomics.mapping.nvrtc.red.fetch_add.release.gpu.global.u64",
         ] {
