@@ -100,8 +100,9 @@ pub fn module() -> String {
     s
 }
 
-/// The statuses and the captured output against the guide.
-pub fn judge(statuses: [i32; 3], null: Option<i32>, printed: &str) -> CaseStatus {
+/// The statuses and the captured output against the guide; `null` is the NULL-format
+/// kernel's status, or why it did not complete.
+pub fn judge(statuses: [i32; 3], null: Result<i32, String>, printed: &str) -> CaseStatus {
     let want = expected();
     for (i, (got, w)) in statuses.iter().zip(want).enumerate() {
         if *got != w {
@@ -120,16 +121,16 @@ pub fn judge(statuses: [i32; 3], null: Option<i32>, printed: &str) -> CaseStatus
         }
     }
     match null {
-        Some(NULL_FORMAT) => CaseStatus::pass_with(format!(
+        Ok(NULL_FORMAT) => CaseStatus::pass_with(format!(
             "statuses {statuses:?} for 0, 1 and 3 arguments; {NULL_FORMAT} for a NULL format"
         )),
-        Some(got) => CaseStatus::fail(
+        Ok(got) => CaseStatus::fail(
             format!("vprintf's status for a NULL format: {NULL_FORMAT}"),
             got.to_string(),
         ),
-        None => CaseStatus::fail(
+        Err(why) => CaseStatus::fail(
             format!("vprintf's status for a NULL format: {NULL_FORMAT}"),
-            "the kernel calling vprintf(NULL, NULL) did not complete",
+            format!("the kernel calling vprintf(NULL, NULL) did not complete: {why}"),
         ),
     }
 }
@@ -189,7 +190,11 @@ pub fn case() -> CaseStatus {
         Ok(v) => [v[0], v[1], v[2]],
         Err(e) => return CaseStatus::fail(format!("`{KERNEL}` runs"), e.to_string()),
     };
-    let null = null.and_then(|r| r.ok()).map(|v| v[0]);
+    let null = match null {
+        Some(Ok(v)) => Ok(v[0]),
+        Some(Err(e)) => Err(e.to_string()),
+        None => Err("not launched".into()),
+    };
     judge(statuses, null, &printed)
 }
 
@@ -217,20 +222,20 @@ mod tests {
         let printed =
             "gpucts vprintf status 0\ngpucts vprintf status 1 7\ngpucts vprintf status 3 1 2 3\n";
         assert!(matches!(
-            judge([0, 1, 3], Some(-1), printed),
+            judge([0, 1, 3], Ok(-1), printed),
             CaseStatus::Pass { .. }
         ));
         // C's printf would return the characters written: 24, 26, 30.
         assert!(matches!(
-            judge([24, 26, 30], Some(-1), printed),
+            judge([24, 26, 30], Ok(-1), printed),
             CaseStatus::Fail { .. }
         ));
         assert!(matches!(
-            judge([0, 1, 3], Some(-1), "gpucts vprintf status 0\n"),
+            judge([0, 1, 3], Ok(-1), "gpucts vprintf status 0\n"),
             CaseStatus::Fail { .. }
         ));
         assert!(matches!(
-            judge([0, 1, 3], None, printed),
+            judge([0, 1, 3], Err("CUDA_ERROR_LAUNCH_FAILED".into()), printed),
             CaseStatus::Fail { .. }
         ));
         assert_eq!(CALLS[0].0.len(), 24);
