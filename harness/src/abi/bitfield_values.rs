@@ -71,7 +71,7 @@ fn source(clang: bool) -> String {
     s
 }
 
-fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
+pub(crate) fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
     let language = producer
         .language_of(&LANGUAGES)
         .ok_or_else(|| format!("{} reads neither CUDA dialect", producer.name()))?;
@@ -165,6 +165,15 @@ pub fn check(ptx: &str) -> Result<usize, String> {
         }
     }
     Ok(FIELDS.len())
+}
+
+/// The producer's PTX of the accessors, compiled once per run.
+pub(crate) fn ptx_of(ctx: &CaseContext, producer: Producer) -> Result<String, CaseStatus> {
+    match batch(ctx, producer).get() {
+        Some(Ok(p)) => Ok(p.clone()),
+        Some(Err(e)) => Err(CaseStatus::error(e.clone())),
+        None => Err(CaseStatus::error("batch not computed")),
+    }
 }
 
 pub fn case(ctx: &CaseContext, producer: Producer) -> CaseStatus {

@@ -68,6 +68,15 @@ pub(crate) enum AbiCheck {
         #[serde(deserialize_with = "bitfield_values::producer_in_view")]
         producer: crate::backend::producer::Producer,
     },
+    /// §1.3 on a GPU: a kernel calls the producer's accessors of [`bitfield_values::FIELDS`]
+    /// on device memory and the values read back follow the table ([`bitfields_gpu`]).
+    GpuBitFields {
+        #[serde(deserialize_with = "bitfield_values::producer_in_view")]
+        producer: crate::backend::producer::Producer,
+    },
+    /// §1.4 / §2.3 note E on a GPU: texture and surface handles passed to a callee as `.b64`
+    /// and used there with tex, suld and sust ([`handles_gpu`]).
+    GpuHandles { params: handles_gpu::HandleParams },
 }
 
 fn paramgen_producer(name: &str) -> Option<paramgen::Producer> {
@@ -88,11 +97,20 @@ impl Check for AbiCheck {
             AbiCheck::Graffiti { .. } => vec![Capability::Gpu, Capability::Nvrtc],
             AbiCheck::IsaProbe { .. } => vec![Capability::Ptxas],
             AbiCheck::BitFieldValues { producer } => producer.requires(),
+            AbiCheck::GpuBitFields { producer } => {
+                let mut v = vec![Capability::Gpu];
+                v.extend(producer.requires());
+                v
+            }
+            AbiCheck::GpuHandles { .. } => vec![Capability::Gpu],
         }
     }
 
     fn isolate(&self) -> bool {
-        matches!(self, AbiCheck::Graffiti { .. })
+        matches!(
+            self,
+            AbiCheck::Graffiti { .. } | AbiCheck::GpuBitFields { .. } | AbiCheck::GpuHandles { .. }
+        )
     }
 
     fn validate(&self, ctx: &ValidateContext) -> Result<(), Vec<CaseError>> {
@@ -132,6 +150,8 @@ impl Check for AbiCheck {
                 None => CaseStatus::error(format!("unknown probe `{probe}`")),
             },
             AbiCheck::BitFieldValues { producer } => bitfield_values::case(ctx, *producer),
+            AbiCheck::GpuBitFields { producer } => bitfields_gpu::case(ctx, *producer),
+            AbiCheck::GpuHandles { params } => handles_gpu::case(ctx, *params),
         }
     }
 }
@@ -189,7 +209,9 @@ fn validate(check: &AbiCheck, ctx: &ValidateContext) -> Result<(), Vec<CaseError
                 ));
             }
         }
-        AbiCheck::BitFieldValues { .. } => {}
+        AbiCheck::BitFieldValues { .. }
+        | AbiCheck::GpuBitFields { .. }
+        | AbiCheck::GpuHandles { .. } => {}
         AbiCheck::Graffiti { seed_start, count } => {
             if seed_start.saturating_add(*count) >= crate::area::MAX_SEED {
                 errors.push(CaseError::new(
@@ -275,8 +297,10 @@ fn validate_param_passing(producer: &str, signature: &str, position: &str) -> Ve
 }
 
 pub mod bitfield_values;
+pub mod bitfields_gpu;
 mod cases;
 pub mod graffiti_gpu;
+pub mod handles_gpu;
 pub mod isa_probes;
 
 pub mod layout;

@@ -6,6 +6,8 @@
 use cudarc::driver::{result, sys};
 use serde::Serialize;
 
+pub mod handles;
+
 /// What the probe learns of each GPU.
 #[derive(Debug, Clone, Serialize)]
 pub struct GpuInfo {

@@ -34,6 +34,9 @@ pub enum GpuCase {
     /// A failing assert in the producer's PTX ends the launch with `CUDA_ERROR_ASSERT` and
     /// prints the message, file, line and function.
     Assert { producer: Producer },
+    /// vprintf's `.s32` status: the number of arguments parsed, -1 for a NULL format
+    /// ([`super::vprintf_status`]).
+    VprintfStatus,
 }
 
 impl GpuCase {
@@ -41,6 +44,7 @@ impl GpuCase {
         let mut v = vec![Capability::Gpu];
         match self {
             GpuCase::Assert { producer } => v.extend(producer.requires()),
+            GpuCase::VprintfStatus => {}
             _ => v.push(Capability::Nvrtc),
         }
         v
@@ -648,6 +652,8 @@ pub fn run(ctx: &CaseContext, case: &GpuCase) -> CaseStatus {
         GpuCase::MallocReuse => reuse_case(ctx),
         GpuCase::FreeNull => free_null_case(ctx),
         GpuCase::Assert { producer } => assert_case(ctx, *producer),
+        GpuCase::VprintfStatus if ctx.compile_only => Ok(CaseStatus::compiled_only()),
+        GpuCase::VprintfStatus => Ok(super::vprintf_status::case()),
     };
     r.unwrap_or_else(CaseStatus::error)
 }
@@ -1207,14 +1213,14 @@ mod tests {
             .iter()
             .filter(|c| c.requires.contains(&Capability::Gpu))
             .collect();
-        // The suite's GPU cases: 46 printf conversions, 5 driver cases, 5 asserts (one per
-        // producer), and the 33 probes through the driver JIT.
+        // The suite's GPU cases: 46 printf conversions, 6 driver cases (vprintf's status
+        // among them), 5 asserts (one per producer), and the 33 probes through the driver JIT.
         let count = |prefix: &str| gpu.iter().filter(|c| c.id.starts_with(prefix)).count();
         assert_eq!(count("syscalls.gpu.printf."), 46);
         assert_eq!(count("syscalls.gpu.assert."), 5);
-        assert_eq!(count("syscalls.gpu."), 56);
+        assert_eq!(count("syscalls.gpu."), 57);
         assert_eq!(count("syscalls.observe.jit."), 33);
-        assert_eq!(gpu.len(), 89);
+        assert_eq!(gpu.len(), 90);
         for case in gpu {
             let status = crate::runner::execute(case, &env).0.status;
             match &status {

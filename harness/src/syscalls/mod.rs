@@ -11,6 +11,7 @@ pub(crate) mod charsize;
 pub mod gpu;
 pub(crate) mod probes;
 pub mod producers;
+pub(crate) mod vprintf_status;
 
 use serde::Deserialize;
 

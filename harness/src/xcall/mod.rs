@@ -20,6 +20,7 @@ pub mod gpu;
 pub mod mangle;
 pub mod sig;
 pub mod values;
+pub mod values_gpu;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
@@ -182,6 +183,15 @@ pub(crate) enum XcallCheck {
         producer: Producer,
         subject: values::Subject,
     },
+    /// On a GPU: the value kernels of `caller` linked with the callee functions of `callee`
+    /// by the driver's JIT linker, each launched, and the `int` it stores compared with C's
+    /// value ([`values_gpu`]: §2.3 notes A and B on the device).
+    GpuValues {
+        #[serde(deserialize_with = "values_gpu::producer_in_view")]
+        caller: Producer,
+        #[serde(deserialize_with = "values_gpu::producer_in_view")]
+        callee: Producer,
+    },
     /// A caller of one producer run against a callee of another through narrow integers
     /// both ways and pointers to each state space ([`values::pair`]).
     ValuesPair {
@@ -209,7 +219,7 @@ impl Check for XcallCheck {
                 v
             }
             XcallCheck::MangleHost { .. } => vec![Capability::Nvrtc, Capability::Gxx],
-            XcallCheck::Gpu { caller, callee } => {
+            XcallCheck::Gpu { caller, callee } | XcallCheck::GpuValues { caller, callee } => {
                 let mut v = vec![Capability::Gpu];
                 v.extend(caller.requires());
                 v.extend(callee.requires());
@@ -222,7 +232,7 @@ impl Check for XcallCheck {
     }
 
     fn isolate(&self) -> bool {
-        matches!(self, XcallCheck::Gpu { .. })
+        matches!(self, XcallCheck::Gpu { .. } | XcallCheck::GpuValues { .. })
     }
 
     /// A seed outside the suite's signatures is refused before the run: the
@@ -291,6 +301,7 @@ impl Check for XcallCheck {
                 values::producer_case(ctx, *producer, *subject)
             }
             XcallCheck::ValuesPair { caller, callee } => values::pair_case(ctx, *caller, *callee),
+            XcallCheck::GpuValues { caller, callee } => values_gpu::case(ctx, *caller, *callee),
         }
     }
 }

@@ -83,7 +83,7 @@ impl Narrow {
         }
     }
 
-    fn c_type(self) -> &'static str {
+    pub(crate) fn c_type(self) -> &'static str {
         match self {
             Narrow::Bool => "bool",
             Narrow::Char => "char",
@@ -95,7 +95,7 @@ impl Narrow {
     }
 
     /// Bytes of the object in memory.
-    fn bytes(self) -> usize {
+    pub(crate) fn bytes(self) -> usize {
         match self {
             Narrow::Short | Narrow::Ushort => 2,
             _ => 1,
@@ -108,7 +108,7 @@ impl Narrow {
     }
 
     /// The IR type and the parameter attribute clang's CUDA front end gives it.
-    fn ir(self) -> (&'static str, &'static str) {
+    pub(crate) fn ir(self) -> (&'static str, &'static str) {
         match self {
             Narrow::Bool => ("i1", "zeroext"),
             Narrow::Char | Narrow::Schar => ("i8", "signext"),
@@ -121,7 +121,7 @@ impl Narrow {
     /// The object the caller reads and passes: the type's most negative value when signed,
     /// its top bit alone when unsigned, `true` for bool — every one of them one whose 32-bit
     /// form differs between sign and zero extension, but bool's.
-    fn object(self) -> Vec<u8> {
+    pub(crate) fn object(self) -> Vec<u8> {
         match self {
             Narrow::Bool => vec![1],
             Narrow::Short | Narrow::Ushort => vec![0x00, 0x80],
@@ -130,7 +130,7 @@ impl Narrow {
     }
 
     /// The C value of the object (C11 6.2.6.2: two's complement on this host).
-    fn value_of_object(self) -> i32 {
+    pub(crate) fn value_of_object(self) -> i32 {
         let o = self.object();
         match (self.bytes(), self.signed()) {
             (1, true) => i32::from(o[0] as i8),
@@ -142,7 +142,7 @@ impl Narrow {
 
     /// `(int)(T)x` by C11 6.3.1.2 and 6.3.1.3 (modulo 2^N for the narrow types, as every
     /// producer on a two's-complement host defines it).
-    fn convert(self, x: i32) -> i32 {
+    pub(crate) fn convert(self, x: i32) -> i32 {
         match self {
             Narrow::Bool => i32::from(x != 0),
             Narrow::Char | Narrow::Schar => i32::from(x as i8),
@@ -325,7 +325,7 @@ fn ir_source(typed: bool) -> String {
     s
 }
 
-fn source(language: Language) -> Option<String> {
+pub(crate) fn source(language: Language) -> Option<String> {
     match language {
         Language::CudaCpp => Some(cuda_source(false)),
         Language::ClangCuda => Some(cuda_source(true)),
@@ -335,7 +335,7 @@ fn source(language: Language) -> Option<String> {
     }
 }
 
-fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
+pub(crate) fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
     let language = producer
         .language_of(&LANGUAGES)
         .ok_or_else(|| format!("{} reads none of this check's languages", producer.name()))?;
@@ -352,14 +352,17 @@ fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
 }
 
 /// The producer's PTX of the value programs, compiled once per run.
-fn batch(ctx: &CaseContext, producer: Producer) -> Arc<OnceLock<Result<String, String>>> {
+pub(crate) fn batch(
+    ctx: &CaseContext,
+    producer: Producer,
+) -> Arc<OnceLock<Result<String, String>>> {
     static CACHE: OnceLock<BatchCache<Producer, Result<String, String>>> = OnceLock::new();
     CACHE
         .get_or_init(BatchCache::new)
         .get_or_compute(ctx, &producer, || compile(ctx.toolchain, producer))
 }
 
-fn ptx_of(ctx: &CaseContext, producer: Producer) -> Result<String, CaseStatus> {
+pub(crate) fn ptx_of(ctx: &CaseContext, producer: Producer) -> Result<String, CaseStatus> {
     match batch(ctx, producer).get() {
         Some(Ok(p)) => Ok(p.clone()),
         Some(Err(e)) => Err(CaseStatus::error(e)),
@@ -694,7 +697,47 @@ pub(crate) fn pointer_arg(ptx: &str, object: Object) -> Result<(), Problem> {
 
 /// A caller of one producer against a callee of another: each narrow type both ways and a
 /// pointer to each space; the kernel's result must be the C value. Returns the checks made.
+/// The callee module's functions are the value programs' own (`recv_<t>`, `ret_<t>`,
+/// `load_int`).
 pub fn pair(caller: &str, callee: &str) -> Result<usize, Problem> {
+    pair_via(caller, callee, Callees::Programs)
+}
+
+/// Which functions of the callee's module answer the caller's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Callees {
+    /// The value programs' `recv_<t>`, `ret_<t>` and `load_int`, defined beside the callers.
+    Programs,
+    /// A module that defines the names the callers call (`take_<t>`, `give_<t>`, `deref`),
+    /// as the driver's linker joins them on a GPU.
+    Linked,
+}
+
+impl Callees {
+    pub(crate) fn arg(self, t: Narrow) -> String {
+        match self {
+            Callees::Programs => format!("recv_{}", t.name()),
+            Callees::Linked => format!("take_{}", t.name()),
+        }
+    }
+
+    pub(crate) fn ret(self, t: Narrow) -> String {
+        match self {
+            Callees::Programs => format!("ret_{}", t.name()),
+            Callees::Linked => format!("give_{}", t.name()),
+        }
+    }
+
+    pub(crate) fn deref(self) -> &'static str {
+        match self {
+            Callees::Programs => "load_int",
+            Callees::Linked => "deref",
+        }
+    }
+}
+
+/// [`pair`] with the callee's functions named by `callees`.
+pub(crate) fn pair_via(caller: &str, callee: &str, callees: Callees) -> Result<usize, Problem> {
     let mut checks = 0;
     for t in Narrow::ALL {
         let n = t.name();
@@ -705,7 +748,7 @@ pub fn pair(caller: &str, callee: &str) -> Result<usize, Problem> {
             KernelArg::Object(t.object()),
             &format!("take_{n}"),
         )?;
-        let ret = run_function(callee, &format!("recv_{n}"), &at.args, &[])?;
+        let ret = run_function(callee, &callees.arg(t), &at.args, &[])?;
         let got = at.finish(&ret)?;
         if got != Some(t.value_of_object()) {
             return Err(Problem::Wrong(
@@ -720,7 +763,7 @@ pub fn pair(caller: &str, callee: &str) -> Result<usize, Problem> {
             KernelArg::Int(RETURN_SOURCE),
             &format!("give_{n}"),
         )?;
-        let ret = run_function(callee, &format!("ret_{n}"), &at.args, &[])?;
+        let ret = run_function(callee, &callees.ret(t), &at.args, &[])?;
         let got = at.finish(&ret)?;
         if got != Some(t.convert(RETURN_SOURCE)) {
             return Err(Problem::Wrong(
@@ -739,7 +782,7 @@ pub fn pair(caller: &str, callee: &str) -> Result<usize, Problem> {
             .into_iter()
             .map(|b| b.unwrap_or(0))
             .collect();
-        let ret = run_function(callee, "load_int", &at.args, &[(space, a, held)])?;
+        let ret = run_function(callee, callees.deref(), &at.args, &[(space, a, held)])?;
         let got = at.finish(&ret)?;
         if got != Some(POINTER_VALUE) {
             return Err(Problem::Wrong(
