@@ -327,15 +327,16 @@ pub fn run(
     let setup = Instant::now();
     let g = layout::Geometry::new(test, params)?;
     let ptx = kernel::generate(test, &g)?;
-    if kernel::bind(test, &g)?.any() {
-        // The kernel takes the views' parameters (`p_alias`, `p_surf<k>`); the CUDA side
-        // that maps them (cuMemCreate/cuMemMap twice, a CUDA array with its surface
-        // objects) is not in the backend yet, so such a test is refused by name here.
+    let views = kernel::bind(test, &g)?;
+    if views.surfaces > 0 {
+        // The kernel takes surface objects (`p_surf<k>`); the backend does not yet create the
+        // CUDA array that mirrors the location buffer nor its surface objects, so such a
+        // test is refused by name here (the emulator runs its kernel).
         return Err(RunError::Kernel(kernel::KernelError::Inexpressible {
             at: format!("`{}`", test.name),
-            construct: "a generic alias or surface location".into(),
-            why: "the GPU runner does not map a second view of the location buffer nor \
-                  bind surface objects yet (the emulator runs these kernels)"
+            construct: "a surface location (sust/suld)".into(),
+            why: "the GPU runner does not create the CUDA array and surface objects yet \
+                  (cuArray3DCreate with CUDA_ARRAY3D_SURFACE_LDST, cuSurfObjectCreate)"
                 .into(),
         }));
     }
@@ -343,7 +344,22 @@ pub fn run(
     let module = session.load_ptx(&ptx)?;
     let f = session.function(&module, kernel::KERNEL).map_err(e)?;
     let n = g.instances() as usize;
-    let locs = session.buffer(g.location_words() * 4).map_err(e)?;
+    // A test with a generic alias gets its location buffer mapped twice (`p_alias` is the
+    // second view, [`binding`]); any other, a plain buffer.
+    let mapping = views
+        .alias()
+        .then(|| session.double_mapping(g.location_words() * 4))
+        .transpose()
+        .map_err(e)?;
+    let plain = match mapping {
+        Some(_) => None,
+        None => Some(session.buffer(g.location_words() * 4).map_err(e)?),
+    };
+    let locs = match (&mapping, &plain) {
+        (Some(m), _) => m.views[0],
+        (None, Some(b)) => b.ptr,
+        (None, None) => unreachable!("one of the two is made above"),
+    };
     let results = session.buffer(n * g.slots.len().max(1) * 4).map_err(e)?;
     let roles = session
         .buffer(g.total_threads() as usize * g.roles as usize * 4)
@@ -388,7 +404,7 @@ pub fn run(
         let t = layout::tables(&g, &plan);
         let image = g.initial_memory(&t.addrs);
         report.host_time += host.elapsed();
-        session.copy_u32_to_device(locs.ptr, &image).map_err(e)?;
+        session.copy_u32_to_device(locs, &image).map_err(e)?;
         session.copy_u32_to_device(roles.ptr, &t.roles).map_err(e)?;
         session.copy_u32_to_device(addrs.ptr, &t.addrs).map_err(e)?;
         session
@@ -396,8 +412,8 @@ pub fn run(
             .map_err(e)?;
         session.memset(barrier.ptr, 0, 8).map_err(e)?;
         session.memset(results.ptr, 0, results.bytes).map_err(e)?;
-        let args = [
-            KernelArg::Ptr(locs.ptr),
+        let mut args = vec![
+            KernelArg::Ptr(locs),
             KernelArg::Ptr(results.ptr),
             KernelArg::Ptr(roles.ptr),
             KernelArg::Ptr(addrs.ptr),
@@ -406,8 +422,13 @@ pub fn run(
             KernelArg::Ptr(stress.ptr),
             KernelArg::U32(t.testing_threads),
         ];
+        if let Some(m) = &mapping {
+            args.push(KernelArg::Ptr(m.views[1]));
+        }
         // SAFETY: `kernel::generate` declares exactly these parameters: seven `.param .u64`
-        // buffer addresses, then `.param .u32 p_testing`.
+        // buffer addresses, then `.param .u32 p_testing`, then `.param .u64 p_alias` when
+        // the test has a generic alias (`views.alias()`; a test with surfaces is refused
+        // above).
         let launch = if g.cluster > 1 {
             let start = Instant::now();
             // SAFETY: as above; the kernel is `.explicitcluster` and the grid a multiple of
@@ -429,7 +450,7 @@ pub fn run(
                 .map_err(e)?
         };
         let mem = session
-            .copy_u32_to_host(locs.ptr, g.location_words())
+            .copy_u32_to_host(locs, g.location_words())
             .map_err(e)?;
         let bar = session.copy_u32_to_host(barrier.ptr, 2).map_err(e)?;
         report.barrier_timeouts += u64::from(bar[1]);
