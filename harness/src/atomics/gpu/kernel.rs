@@ -497,7 +497,10 @@ fn proxy_refusal(op: &Op, what: &str) -> Option<KernelError> {
             let why = match proxy {
                 Proxy::Texture => TEXTURE_WHY,
                 Proxy::Constant => CONSTANT_WHY,
-                Proxy::Surface | Proxy::Generic | Proxy::Async => ASYNC_WHY,
+                Proxy::Async => ASYNC_WHY,
+                // Surface accesses are lines of their own (`proxy_line`); the generic proxy
+                // is reached by ld/st/atom/red.
+                Proxy::Surface | Proxy::Generic => "not an operation of a kernel",
             };
             let text = crate::atomics::litmus::dat3m::instr_text(op);
             Some(inexpressible(what, text, why))
