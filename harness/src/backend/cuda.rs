@@ -741,6 +741,96 @@ impl Session {
     }
 }
 
+/// One physical allocation mapped at two virtual address ranges of the context
+/// (`cuMemCreate`, then `cuMemAddressReserve` + `cuMemMap` + `cuMemSetAccess` for each view):
+/// two generic addresses of the same bytes, as a generic alias of a litmus location needs
+/// (PTX ISA 7.5 "Proxies": virtual aliases of one physical location). Unmapped and released on
+/// drop.
+#[derive(Debug)]
+pub struct DoubleMapping {
+    handle: sys::CUmemGenericAllocationHandle,
+    /// The two views, each `bytes` long.
+    pub views: [sys::CUdeviceptr; 2],
+    /// The mapped size: the request rounded up to the allocation granularity.
+    pub bytes: usize,
+}
+
+impl Session {
+    /// `bytes` of device memory mapped twice ([`DoubleMapping`]). A driver without virtual
+    /// memory management answers with the failing call named (e.g. `cuMemCreate`
+    /// returning `CUDA_ERROR_NOT_SUPPORTED`); what was made before it is undone.
+    pub fn double_mapping(&self, bytes: usize) -> Result<DoubleMapping, DriverCallError> {
+        // SAFETY: plain-old-data driver structs; zero is each field's "none".
+        let mut prop: sys::CUmemAllocationProp = unsafe { std::mem::zeroed() };
+        prop.type_ = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+        prop.location.id = self.dev;
+        let mut granularity = 0usize;
+        // SAFETY: out-pointer to a live local, `prop` lives across the call.
+        check("cuMemGetAllocationGranularity", unsafe {
+            sys::cuMemGetAllocationGranularity(
+                &mut granularity,
+                &prop,
+                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+            )
+        })?;
+        let g = granularity.max(1);
+        let size = bytes.max(1).div_ceil(g) * g;
+        let mut handle = 0;
+        // SAFETY: as above; a context is current.
+        check("cuMemCreate", unsafe {
+            sys::cuMemCreate(&mut handle, size, &prop, 0)
+        })?;
+        let mut m = DoubleMapping {
+            handle,
+            views: [0, 0],
+            bytes: size,
+        };
+        let access = sys::CUmemAccessDesc {
+            location: prop.location,
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        for k in 0..2 {
+            let mut va = 0;
+            // SAFETY: out-pointer to a live local; on failure `m`'s drop undoes the views
+            // made so far (a zero view is skipped) and releases the handle.
+            check("cuMemAddressReserve", unsafe {
+                sys::cuMemAddressReserve(&mut va, size, g, 0, 0)
+            })?;
+            // SAFETY: `va` is a reserved range of `size` bytes, `handle` an allocation of as
+            // many.
+            check("cuMemMap", unsafe { sys::cuMemMap(va, size, 0, handle, 0) }).inspect_err(
+                |_| {
+                    // SAFETY: `va` was reserved just above and is not mapped.
+                    unsafe { sys::cuMemAddressFree(va, size) };
+                },
+            )?;
+            m.views[k] = va;
+            // SAFETY: `va` is mapped for `size` bytes; `access` lives across the call.
+            check("cuMemSetAccess", unsafe {
+                sys::cuMemSetAccess(va, size, &access, 1)
+            })?;
+        }
+        Ok(m)
+    }
+}
+
+impl Drop for DoubleMapping {
+    fn drop(&mut self) {
+        // SAFETY: each non-zero view was reserved and mapped with `bytes`, the handle created
+        // once; each is undone once.
+        unsafe {
+            for va in self.views {
+                if va != 0 {
+                    sys::cuMemUnmap(va, self.bytes);
+                    sys::cuMemAddressFree(va, self.bytes);
+                }
+            }
+            sys::cuMemRelease(self.handle);
+        }
+    }
+}
+
 /// Little-endian bytes as 32-bit words (a trailing partial word is dropped).
 pub(crate) fn u32_words(bytes: &[u8]) -> Vec<u32> {
     bytes
@@ -768,6 +858,22 @@ impl Drop for DeviceBuffer {
 #[cfg(test)]
 mod launch_tests {
     use super::*;
+
+    /// Two views of one allocation are the same bytes: a word written through the first
+    /// view (cuMemcpyHtoD) reads back through the second (cuMemcpyDtoH), the CUDA driver
+    /// API's contract for two cuMemMap calls of one handle.
+    #[test]
+    fn a_double_mapping_shows_one_write_in_both_views() {
+        let Ok(s) = Session::open(0) else {
+            crate::require!(device: false, "a CUDA GPU (cuMemMap twice)");
+            return;
+        };
+        let m = s.double_mapping(4096).expect("virtual memory management");
+        assert_ne!(m.views[0], m.views[1]);
+        s.copy_to_device(m.views[0] + 8, &0x5eed_u32.to_le_bytes())
+            .unwrap();
+        assert_eq!(s.copy_u32_to_host(m.views[1] + 8, 1).unwrap(), vec![0x5eed]);
+    }
 
     #[test]
     fn words_are_little_endian() {

@@ -26,6 +26,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::binding::{self, Binding, Bindings};
 use super::count::{self, OutcomeSpace};
 use super::layout::{Dedicated, Geometry, StressPattern};
 use crate::atomics::litmus::{
@@ -93,9 +94,6 @@ fn inexpressible(at: &str, construct: impl Into<String>, why: impl Into<String>)
 }
 
 /// Why the proxy constructs have no kernel here.
-const SURFACE_WHY: &str = "the surface proxy needs a CUsurfObject whose storage is the \
-    location the test's generic accesses use; CUDA binds surfaces only to CUDA arrays, which \
-    have no generic address, and the runner binds none";
 const TEXTURE_WHY: &str = "the texture proxy needs a CUtexObject bound to the location buffer; \
     the runner binds none";
 const CONSTANT_WHY: &str = "the constant proxy reads the .const bank, which the test's generic \
@@ -103,8 +101,6 @@ const CONSTANT_WHY: &str = "the constant proxy reads the .const bank, which the 
 const PROXY_FENCE_WHY: &str = "not a PTX instruction: PTX's fence.proxy takes .alias, .async \
     and .tensormap only (ptxas 12.9: unknown modifier); the model's texture, surface and \
     constant proxy fences have no instruction a kernel could emit";
-const ALIAS_WHY: &str = "a generic alias needs a second virtual mapping of the location's \
-    physical memory (cuMemMap); the runner maps the location buffer once";
 const ASYNC_WHY: &str = "the async proxy's tests run with their own kernel \
     (atomics::gpu::proxy: 16-byte copies, an mbarrier per instance)";
 
@@ -413,13 +409,85 @@ fn register_line(
     }))
 }
 
-/// The refusal of a proxy operation (no kernel of this runner expresses one).
+/// The line of a surface access (`sust`/`suld`, PTX ISA "Surface instructions": `.b` mode,
+/// the x coordinate in bytes, `.trap` on an out-of-range coordinate, which never happens: the
+/// word's offset lies inside the array that mirrors the location buffer) or of
+/// `fence.proxy.alias`; `None` for any other operation. The surface proxy has weak accesses
+/// only (PTX ISA 7.5 "Proxies").
+fn proxy_line(
+    g: &Geometry,
+    test: &LitmusTest,
+    op: &Op,
+    t: usize,
+    regs: &mut Regs,
+    what: &str,
+) -> Result<Option<String>, KernelError> {
+    let (loc, sem) = match op {
+        Op::ProxyFence {
+            kind: ProxyFenceKind::Alias,
+        } => return Ok(Some("fence.proxy.alias;".into())),
+        Op::ProxyLd {
+            proxy: Proxy::Surface,
+            loc,
+            sem,
+            ..
+        }
+        | Op::ProxySt {
+            proxy: Proxy::Surface,
+            loc,
+            sem,
+            ..
+        } => (loc, *sem),
+        _ => return Ok(None),
+    };
+    if sem != Sem::Weak {
+        let instr = if matches!(op, Op::ProxyLd { .. }) {
+            "suld"
+        } else {
+            "sust"
+        };
+        return Err(KernelError::Semantics {
+            at: what.into(),
+            instr,
+            sem: sem.name().to_string(),
+        });
+    }
+    let j = g
+        .location_index(loc)
+        .ok_or_else(|| KernelError::UnknownLocation(loc.clone()))?;
+    let object = match bind(test, g)?.per_location[j] {
+        Binding::Surface { object, .. } => object,
+        _ => return Err(KernelError::UnknownLocation(loc.clone())),
+    };
+    let coordinate = format!("cvt.u32.u64 %k_sx, %a{t}_{j};\n\t");
+    Ok(Some(match op {
+        Op::ProxySt { val, .. } => format!(
+            "{coordinate}sust.b.1d.b32.trap [%k_surf{object}, {{%k_sx}}], {{{}}};",
+            regs.operand(t, val, what)?
+        ),
+        Op::ProxyLd { reg, .. } => format!(
+            "{coordinate}suld.b.1d.b32.trap {{{}}}, [%k_surf{object}, {{%k_sx}}];",
+            regs.var(t, reg)
+        ),
+        _ => unreachable!("matched above"),
+    }))
+}
+
+/// The bindings of `test`'s locations ([`binding`]), a refusal as [`KernelError::Inexpressible`].
+pub(crate) fn bind(test: &LitmusTest, g: &Geometry) -> Result<Bindings, KernelError> {
+    binding::bindings(test, &g.locations).map_err(|r| KernelError::Inexpressible {
+        at: r.at,
+        construct: r.construct,
+        why: r.why,
+    })
+}
+
+/// The refusal of a proxy operation no kernel of this runner expresses.
 fn proxy_refusal(op: &Op, what: &str) -> Option<KernelError> {
     match op {
         Op::ProxyFence { kind } => {
             let construct = format!("fence.proxy.{}", kind.name());
             let why = match kind {
-                ProxyFenceKind::Alias => ALIAS_WHY,
                 ProxyFenceKind::Async => ASYNC_WHY,
                 _ => PROXY_FENCE_WHY,
             };
@@ -427,11 +495,12 @@ fn proxy_refusal(op: &Op, what: &str) -> Option<KernelError> {
         }
         Op::ProxyLd { proxy, .. } | Op::ProxySt { proxy, .. } => {
             let why = match proxy {
-                Proxy::Surface => SURFACE_WHY,
                 Proxy::Texture => TEXTURE_WHY,
                 Proxy::Constant => CONSTANT_WHY,
-                Proxy::Generic => ALIAS_WHY,
                 Proxy::Async => ASYNC_WHY,
+                // Surface accesses are lines of their own (`proxy_line`); the generic proxy
+                // is reached by ld/st/atom/red.
+                Proxy::Surface | Proxy::Generic => "not an operation of a kernel",
             };
             let text = crate::atomics::litmus::dat3m::instr_text(op);
             Some(inexpressible(what, text, why))
@@ -491,16 +560,9 @@ fn thread_ops(
 ) -> Result<(), KernelError> {
     for (oi, op) in test.threads[t].ops.iter().enumerate() {
         let what = format!("`{}` P{t} op {}", test.name, oi + 1);
-        if let Some(loc) = op.loc() {
-            if let Some(l) = test.locations.iter().find(|l| l.name == loc) {
-                if l.alias.as_ref().is_some_and(|a| a.proxy == Proxy::Generic) {
-                    return Err(inexpressible(
-                        &what,
-                        format!("{loc} @ generic aliases {}", test.physical(loc)),
-                        ALIAS_WHY,
-                    ));
-                }
-            }
+        if let Some(line) = proxy_line(g, test, op, t, regs, &what)? {
+            let _ = writeln!(out, "\t{line}");
+            continue;
         }
         if let Some(e) = proxy_refusal(op, &what) {
             return Err(e);
@@ -764,9 +826,11 @@ fn check_barrier_phases_fill(test: &LitmusTest, all: &Arrivals) -> Result<(), Ke
 /// Role `t`'s code in the one-role-per-thread kernel: its instance's addresses and barrier
 /// ids, pre-stress, the spin barrier, the role's operations (`body`), its results and (when
 /// `counting`) the instance's count.
+#[allow(clippy::too_many_arguments)]
 fn dedicated_role(
     s: &mut String,
     g: &Geometry,
+    b: &Bindings,
     d: &Dedicated,
     regs: &mut Regs,
     t: usize,
@@ -781,12 +845,7 @@ fn dedicated_role(
         4 * nl.max(1)
     );
     for j in 0..nl {
-        let _ = writeln!(
-            s,
-            "\tld.global.u32 %k_tmp, [%k_aa+{}];\n\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
-             \tadd.s64 %a{t}_{j}, %k_locs, %k_w;",
-            4 * j
-        );
+        location_view(s, b.per_location[j], t, j);
     }
     if !d.barrier_ids.is_empty() {
         // The instance's warp group ((inst / 32) mod groups) owns hardware barriers
@@ -903,6 +962,7 @@ fn generate_dedicated(
     counting: Option<&OutcomeSpace>,
 ) -> Result<String, KernelError> {
     check_barriers(test)?;
+    let views = bind(test, g)?;
     let roles = test.threads.len();
     let nl = g.locations.len();
     let mut regs = Regs {
@@ -925,6 +985,11 @@ fn generate_dedicated(
         super::layout::DID_NOT_TERMINATE.1,
     );
     let mut s = String::new();
+    let cp = format!(
+        "{}{}",
+        if counting.is_some() { count::PARAM } else { "" },
+        view_params(&views)
+    );
     let _ = write!(
         s,
         "// gpucts litmus kernel for `{name}` (one role per thread: {ctas} CTAs, {warps} warps \
@@ -940,9 +1005,9 @@ fn generate_dedicated(
         ctas = d.ctas,
         warps = d.warps,
         groups = d.groups,
-        cp = if counting.is_some() { count::PARAM } else { "" },
     );
     prologue_common(&mut s, &regs, roles, nl, 1);
+    view_prologue(&mut s, &views);
     if counting.is_some() {
         s.push_str(count::prologue());
     }
@@ -964,7 +1029,7 @@ fn generate_dedicated(
     s.push_str("\tbra STRESS;\n");
     let p = &g.params;
     for (t, body) in bodies.iter().enumerate() {
-        dedicated_role(&mut s, g, d, &mut regs, t, body, counting)?;
+        dedicated_role(&mut s, g, &views, d, &mut regs, t, body, counting)?;
         dedicated_cap_paths(&mut s, test, g, t, dnt, counting)?;
     }
     s.push_str("STRESS:\n");
@@ -985,6 +1050,15 @@ pub(crate) fn generate_counting(
     g: &Geometry,
     space: &OutcomeSpace,
 ) -> Result<String, KernelError> {
+    if bind(test, g)?.any() {
+        // Batch kernels share one parameter list ([`super::batch`]); a test whose locations
+        // need views (a second mapping, surface objects) runs with a kernel of its own.
+        return Err(inexpressible(
+            &format!("`{}`", test.name),
+            "a location view (generic alias or surface) in a batch kernel",
+            "the batch kernels take the location buffer only; the test runs with its own kernel",
+        ));
+    }
     generate_with(test, g, Some(space))
 }
 
@@ -996,6 +1070,7 @@ fn generate_with(
     if let Some(d) = &g.dedicated {
         return generate_dedicated(test, g, d, counting);
     }
+    let views = bind(test, g)?;
     let roles = test.threads.len();
     let (nl, ns) = (g.locations.len(), g.slots.len());
     let mut regs = Regs {
@@ -1013,8 +1088,9 @@ fn generate_with(
         thread_ops(g, test, t, &mut regs, &mut test_body)?;
     }
     let mut s = String::new();
-    header(&mut s, test, g, counting.is_some());
+    header(&mut s, test, g, counting.is_some(), &views);
     prologue_common(&mut s, &regs, roles, nl, g.cluster);
+    view_prologue(&mut s, &views);
     if counting.is_some() {
         s.push_str(count::prologue());
     }
@@ -1030,7 +1106,7 @@ fn generate_with(
     if g.shared {
         copy_in(&mut s, g);
     }
-    role_addresses(&mut s, g, roles, nl);
+    role_addresses(&mut s, g, &views, roles, nl);
     // Initial registers (default 0) and constants.
     initial_registers(&mut s, test, &regs);
     let p = &g.params;
@@ -1086,7 +1162,12 @@ fn generate_with(
 /// is `.explicitcluster` (PTX ISA "Cluster dimension directives": the cluster dimensions must
 /// be given at launch; the runner launches with the cluster-dimension attribute). `counting`
 /// adds the outcome counters' parameter.
-fn header(s: &mut String, test: &LitmusTest, g: &Geometry, counting: bool) {
+fn header(s: &mut String, test: &LitmusTest, g: &Geometry, counting: bool, views: &Bindings) {
+    let cp = format!(
+        "{}{}",
+        if counting { count::PARAM } else { "" },
+        view_params(views)
+    );
     let _ = write!(
         s,
         "// gpucts litmus kernel for `{name}` ({place:?}, {roles} roles, {nl} locations{cl})\n\
@@ -1106,7 +1187,6 @@ fn header(s: &mut String, test: &LitmusTest, g: &Geometry, counting: bool) {
         } else {
             String::new()
         },
-        cp = if counting { count::PARAM } else { "" },
         cluster = if g.cluster > 1 {
             ".explicitcluster\n"
         } else {
@@ -1186,7 +1266,7 @@ fn copy_out(s: &mut String, g: &Geometry) {
 /// shared memory, that offset in the block of the CTA playing the instance's P0 (logical CTA
 /// `inst / workgroup_size`, whose rank in its cluster is that number mod the cluster size, as
 /// the tables keep ranks), mapped into that CTA with `mapa`.
-fn role_addresses(s: &mut String, g: &Geometry, roles: usize, nl: usize) {
+fn role_addresses(s: &mut String, g: &Geometry, b: &Bindings, roles: usize, nl: usize) {
     let (w, cw) = (g.params.workgroup_size, g.cta_location_words());
     for t in 0..roles {
         if t > 0 {
@@ -1218,12 +1298,75 @@ fn role_addresses(s: &mut String, g: &Geometry, roles: usize, nl: usize) {
                     ),
                 ),
             };
+            if b.per_location[j] != Binding::Linear {
+                // Only the location buffer has other views (the geometry keeps such a test's
+                // locations out of shared memory).
+                location_view(s, b.per_location[j], t, j);
+                continue;
+            }
             let _ = write!(
                 s,
                 "\tld.global.u32 %k_tmp, [%k_aa+{}];\n{sub}\tmul.wide.u32 %k_w, %k_tmp, 4;\n\
                  \tadd.s64 %a{t}_{j}, {base}, %k_w;\n{map}",
                 4 * j
             );
+        }
+    }
+}
+
+/// `%a<t>_<j>` of a location reached through a view ([`Binding`]): a generic alias's address
+/// in the second mapping (`%k_alias`) of its physical location's word; a surface name's byte
+/// offset of that word in the array (the surface instruction's x coordinate). The address
+/// table `%k_aa` points at the instance's row.
+fn location_view(s: &mut String, b: Binding, t: usize, j: usize) {
+    let (of, base) = match b {
+        Binding::Linear => (j, Some("%k_locs")),
+        Binding::GenericAlias { of } => (of, Some("%k_alias")),
+        Binding::Surface { of, .. } => (of, None),
+    };
+    let _ = writeln!(s, "\tld.global.u32 %k_tmp, [%k_aa+{}];", 4 * of);
+    match base {
+        Some(base) => {
+            let _ = writeln!(
+                s,
+                "\tmul.wide.u32 %k_w, %k_tmp, 4;\n\tadd.s64 %a{t}_{j}, {base}, %k_w;"
+            );
+        }
+        None => {
+            let _ = writeln!(s, "\tmul.wide.u32 %a{t}_{j}, %k_tmp, 4;");
+        }
+    }
+}
+
+/// The kernel parameters of the views a test's locations need ([`Binding`]), after the
+/// others: the second mapping of the location buffer, then one surface object per surface
+/// name.
+fn view_params(b: &Bindings) -> String {
+    let mut s = String::new();
+    if b.alias() {
+        s.push_str(",\n\t.param .u64 p_alias");
+    }
+    for k in 0..b.surfaces {
+        let _ = write!(s, ",\n\t.param .u64 p_surf{k}");
+    }
+    s
+}
+
+/// The views' registers, loaded from their parameters.
+fn view_prologue(s: &mut String, b: &Bindings) {
+    if b.alias() {
+        s.push_str(
+            "\t.reg .b64 %k_alias;\n\tld.param.u64 %k_w, [p_alias];\n\tcvta.to.global.u64 %k_alias, %k_w;\n",
+        );
+    }
+    if b.surfaces > 0 {
+        let _ = writeln!(
+            s,
+            "\t.reg .b32 %k_sx;\n\t.reg .b64 %k_surf<{}>;",
+            b.surfaces
+        );
+        for k in 0..b.surfaces {
+            let _ = writeln!(s, "\tld.param.u64 %k_surf{k}, [p_surf{k}];");
         }
     }
 }

@@ -244,6 +244,12 @@ pub struct Geometry {
     /// CTAs per thread block cluster of the launch ([`cluster_size`]); 1 for a launch without
     /// clusters.
     pub cluster: u32,
+    /// The index of each location's physical location (itself unless it aliases another):
+    /// a final value of an alias is its physical location's.
+    pub(crate) physical: Vec<usize>,
+    /// The physical locations whose words live in the surface array that mirrors the location
+    /// buffer ([`super::binding`]); their final values are read back from the array.
+    pub(crate) surface_backed: Vec<usize>,
 }
 
 /// Most CTAs of a cluster a launch may ask for without opting in to a non-portable size
@@ -487,7 +493,11 @@ fn result_slots(test: &LitmusTest, dedicated: bool) -> Vec<(usize, String)> {
         };
         t.regs.keys().for_each(&mut add);
         for op in &t.ops {
-            if let Op::Ld { reg, .. } | Op::Atom { reg, .. } | Op::Mov { reg, .. } = op {
+            if let Op::Ld { reg, .. }
+            | Op::Atom { reg, .. }
+            | Op::Mov { reg, .. }
+            | Op::ProxyLd { reg, .. } = op
+            {
                 add(reg);
             }
             // Register arithmetic writes registers too (only tests in the
@@ -568,7 +578,26 @@ impl Geometry {
         let inits = locations.iter().map(|l| test.init_of(l)).collect();
         let slots = result_slots(test, dedicated.is_some());
         // The one-role-per-thread layout keeps its locations in global memory.
+        // Generic aliases and surfaces are views of the location buffer in global memory
+        // ([`super::binding`]).
+        let bound = super::binding::bindings(test, &locations).ok();
+        let views = bound.as_ref().is_some_and(|b| b.any());
+        let (physical, surface_backed) = match &bound {
+            Some(b) => (
+                (0..locations.len())
+                    .map(|j| {
+                        locations
+                            .iter()
+                            .position(|l| l == test.physical(&locations[j]))
+                            .unwrap_or(j)
+                    })
+                    .collect(),
+                b.surface_backed(),
+            ),
+            None => ((0..locations.len()).collect(), Vec::new()),
+        };
         let shared = dedicated.is_none()
+            && !views
             && match placement {
                 Placement::IntraCta => p.intra_cta_shared,
                 Placement::IntraCluster => p.cluster_shared,
@@ -596,6 +625,8 @@ impl Geometry {
             shared,
             dedicated,
             cluster,
+            physical,
+            surface_backed,
         })
     }
 
@@ -1011,6 +1042,7 @@ pub(crate) fn decode(
             let word = match s {
                 Src::Slot(k) => results[inst * s_n + k],
                 Src::Loc(j) => {
+                    let j = g.physical.get(*j).copied().unwrap_or(*j);
                     let a = tables.addrs[inst * l_n + j] as usize;
                     *memory.get(a).ok_or(DecodeError::BeyondBuffer(a))?
                 }

@@ -449,3 +449,30 @@ fn stress_pattern_reads_codes_and_names_and_writes_codes() {
     // The default is GPUHarbor's store-load.
     assert_eq!(StressParams::default().stress_pattern.code(), 1);
 }
+
+/// Kernels with location views assemble for sm_90: a generic alias in the second mapping
+/// with `fence.proxy.alias`, and two surface objects (synonyms of one location) with
+/// `sust`/`suld`, in both layouts (a barrier-free test shares roles; a branch makes it one
+/// role per thread).
+#[test]
+fn view_kernels_assemble_with_ptxas() {
+    let tc = Toolchain::discover_system();
+    crate::require!(tc.has(crate::capability::Capability::Ptxas), "ptxas");
+    let syn = "PTX syn\n{\nx = 0;\ny @ generic aliases x;\ns1 @ surface aliases y;\n\
+               s2 @ surface aliases x;\nz = 0;\nflag = 0;\n}\n\
+               P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n sust.weak s1, 2 | ld.acquire.gpu r0, flag ;\n\
+               st.weak z, 1 | suld.weak r1, s2 ;\n fence.proxy.alias | ld.weak r2, z ;\n\
+               st.release.gpu flag, 1 | ;\nexists (P1:r0 == 1 /\\ P1:r1 != 2)\n";
+    let spin = "PTX spin\n{\nx = 0;\ny @ generic aliases x;\n}\n\
+                P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n st.weak y, 1 | LC00: ;\n\
+                fence.proxy.alias | ld.weak r0, x ;\n | bne r0, 1, LC00 ;\n\
+                exists (P1:r0 == 1)\n";
+    for src in [syn, spin] {
+        let t = crate::atomics::litmus::dat3m::import(src).unwrap();
+        let g = Geometry::new(&t, &StressParams::default()).unwrap();
+        let ptx = kernel::generate(&t, &g).unwrap();
+        if let Err(err) = tc.ptxas(&ptx, kernel::TARGET, &[]) {
+            panic!("{}: {err}\n{ptx}", t.name);
+        }
+    }
+}

@@ -369,6 +369,48 @@ impl Machine<'_> {
             }
             None => self.val(t, inner),
         }
+        .map(alias_to_buffer)
+    }
+
+    /// `sust.b.1d.b32.trap [surf, {x}], {v}` and `suld.b.1d.b32.trap {d}, [surf, {x}]`: every
+    /// surface object of a launch is over the one array that mirrors the location buffer
+    /// ([`SURFACE_ARRAY`]); `.b` mode addresses bytes. The surface proxy is one more path to
+    /// the same storage in this sequentially consistent machine.
+    fn surface(&mut self, t: &mut Thread, ins: &Ins) -> Result<Option<u64>, EmulateError> {
+        let regs: Vec<String> = ins
+            .args
+            .join(",")
+            .split(['[', ']', '{', '}', ','])
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
+        // The instruction reader keeps `1d.b32.trap` as one modifier (it starts with a digit).
+        let full = ins.opcode.join(".");
+        if !matches!(full.as_str(), "sust.b.1d.b32.trap" | "suld.b.1d.b32.trap") || regs.len() != 3
+        {
+            return Err(unsupported(&ins.opcode));
+        }
+        let (handle, x, other) = if ins.opcode[0] == "sust" {
+            (&regs[0], &regs[1], &regs[2])
+        } else {
+            (&regs[1], &regs[2], &regs[0])
+        };
+        let handle = self.val(t, handle)?;
+        if !(SURFACE_OBJECTS..SURFACE_OBJECTS + 64).contains(&handle) {
+            return Err(unsupported(format!("surface object {handle:#x}")));
+        }
+        let at = SURFACE_ARRAY + (self.val(t, x)? & 0xffff_ffff);
+        if ins.opcode[0] == "sust" {
+            let v = self.val(t, other)? as u32;
+            self.write(at, v);
+            Ok(None)
+        } else {
+            // The destination is a vector operand (`{d}`): written here, not as operand 0.
+            let v = u64::from(*self.mem.get(&at).unwrap_or(&0));
+            t.regs.insert(other.clone(), v);
+            Ok(None)
+        }
     }
     /// Whether `t` may run: not waiting at a barrier its CTA has not completed.
     fn runnable(&self, t: &Thread) -> bool {
@@ -402,6 +444,7 @@ impl Machine<'_> {
         }
         let result = match ins.opcode[0].as_str() {
             "ld" | "st" | "atom" | "red" => self.memory(t, ins)?,
+            "sust" | "suld" => self.surface(t, ins)?,
             "cp" | "mbarrier" => self.async_proxy(t, ins)?,
             "fence" => {
                 self.fence(t, ins);
@@ -483,6 +526,8 @@ impl Machine<'_> {
             "or" => u64::from(v(1)? as u32 | v(2)? as u32),
             "xor" => u64::from(v(1)? as u32 ^ v(2)? as u32),
             "cvta" | "mov" => v(1)?,
+            // The surface coordinate: a 64-bit byte offset narrowed to 32 bits.
+            "cvt" if has("u32") && has("u64") => v(1)? & 0xffff_ffff,
             "mad" => u64::from((v(1)? * v(2)? + v(3)?) as u32),
             "mul" => (v(1)? as u32 as u64) * (v(2)? as u32 as u64),
             "add" if has("s64") => v(1)?.wrapping_add(v(2)?),
@@ -579,6 +624,25 @@ impl Machine<'_> {
     }
 }
 
+/// The base of the location buffer's second mapping (`p_alias`; past the counters,
+/// [`count::COUNTS_BASE`], and every CTA's shared memory, [`SHARED`]): an address in it is
+/// the buffer's word at the same offset.
+const ALIAS_MAPPING: u64 = 16 << 40;
+/// Surface object handles (`p_surf<k>`: this plus k), opaque to the kernel as on a GPU.
+const SURFACE_OBJECTS: u64 = 17 << 40;
+/// Where the surface array's words live in the emulator's one address space.
+const SURFACE_ARRAY: u64 = 18 << 40;
+
+/// An address in the second mapping of the location buffer as the buffer's own: both
+/// mappings are of the same physical memory.
+fn alias_to_buffer(a: u64) -> u64 {
+    if (ALIAS_MAPPING..ALIAS_MAPPING + (1 << 40)).contains(&a) {
+        a - ALIAS_MAPPING + BASES[0].1
+    } else {
+        a
+    }
+}
+
 const BASES: [(&str, u64); 7] = [
     ("p_locs", 1 << 40),
     ("p_results", 2 << 40),
@@ -631,7 +695,15 @@ fn launch_program(
     };
     m.params
         .insert("p_testing".into(), u64::from(t.testing_threads));
+    m.params.insert("p_alias".into(), ALIAS_MAPPING);
+    for k in 0..64 {
+        m.params.insert(format!("p_surf{k}"), SURFACE_OBJECTS + k);
+    }
     load(&mut m.mem, BASES[0].1, &g.initial_memory(&t.addrs));
+    if !g.surface_backed.is_empty() {
+        // The array mirrors the buffer: its initial image is the buffer's.
+        load(&mut m.mem, SURFACE_ARRAY, &g.initial_memory(&t.addrs));
+    }
     load(&mut m.mem, BASES[2].1, &t.roles);
     load(&mut m.mem, BASES[3].1, &t.addrs);
     load(&mut m.mem, BASES[6].1, &t.stress_word);
@@ -649,7 +721,15 @@ fn launch_program(
     let steps = schedule(&mut m, &mut threads, seed)?;
     let n = g.instances() as usize;
     let res = read(&m.mem, BASES[1].1, n * g.slots.len());
-    let mem = read(&m.mem, BASES[0].1, g.location_words());
+    let mut mem = read(&m.mem, BASES[0].1, g.location_words());
+    // A surface-backed location's final value is the array's word.
+    let nl = g.locations.len();
+    for &j in &g.surface_backed {
+        for inst in 0..n {
+            let a = t.addrs[inst * nl + j] as usize;
+            mem[a] = *m.mem.get(&(SURFACE_ARRAY + 4 * a as u64)).unwrap_or(&0);
+        }
+    }
     let mut histogram = Histogram::new();
     let did_not_terminate = layout::decode(g, terms, &t, &res, &mem, &mut histogram)?;
     Ok(Launch {

@@ -636,3 +636,79 @@ fn cluster_kernels_assemble_with_ptxas() {
         }
     }
 }
+
+fn dat3m(src: &str) -> LitmusTest {
+    crate::atomics::litmus::dat3m::import(src).unwrap()
+}
+
+/// A thread writes a location through a generic alias and, after `fence.proxy.alias`, reads
+/// it through the other name (Dat3M `Manual/proxy/Proxy-Alias-AliasFence`, listed as holding:
+/// every execution reads 42). The alias is the same word in the buffer's second mapping, so
+/// every instance reads 42; and the final value of either name is 42.
+#[test]
+fn a_generic_alias_is_the_same_storage_in_the_second_mapping() {
+    let test = dat3m(
+        "PTX alias\n{\nx = 0;\ny @ generic aliases x;\n}\nP0@cta 0,gpu 0 ;\n st.weak y, 42 ;\n\
+         fence.proxy.alias ;\n ld.weak r0, x ;\nforall (P0:r0 == 42 /\\ x == 42 /\\ y == 42)\n",
+    );
+    let ptx = kernel::generate(&test, &Geometry::new(&test, &small()).unwrap()).unwrap();
+    assert!(ptx.contains(".param .u64 p_alias") && ptx.contains("fence.proxy.alias;"));
+    let run = emulate(&test, &small(), 2, 7).unwrap();
+    let verdict = model::check(&test);
+    assert_eq!(run.histogram.len(), 1, "{:?}", run.histogram);
+    let (outcome, n) = run.histogram.iter().next().unwrap();
+    assert!(
+        outcome.iter().all(|v| *v == 42),
+        "{outcome:?} of {:?}",
+        verdict.terms
+    );
+    assert_eq!(*n, run.instances);
+}
+
+/// A surface write then a surface read of the same name by one thread: program order on one
+/// virtual address through one proxy is coherent (PTX ISA 7.5 "Proxies"; Dat3M's
+/// `Proxy-SingleThread-rf-surW-surR` lists `forall (P0:r0 == 1)` as holding), so every
+/// instance reads 1, and the location's final value, read back from the array, is 1.
+#[test]
+fn surface_accesses_reach_the_array_that_mirrors_the_buffer() {
+    let test = dat3m(
+        "PTX sur\n{\nx = 0;\ns @ surface aliases x;\n}\nP0@cta 0,gpu 0 ;\n sust.weak s, 1 ;\n\
+         suld.weak r0, s ;\nforall (P0:r0 == 1 /\\ x == 1)\n",
+    );
+    let g = Geometry::new(&test, &small()).unwrap();
+    let ptx = kernel::generate(&test, &g).unwrap();
+    assert!(
+        ptx.contains("sust.b.1d.b32.trap [%k_surf0, {%k_sx}]"),
+        "{ptx}"
+    );
+    assert!(
+        !g.shared,
+        "surface locations stay in the global buffer's layout"
+    );
+    let run = emulate(&test, &small(), 2, 9).unwrap();
+    assert_eq!(
+        run.histogram.keys().collect::<Vec<_>>(),
+        vec![&vec![1, 1]],
+        "{:?}",
+        run.histogram
+    );
+    let verdict = model::check(&test);
+    assert!(run.histogram.keys().all(|o| verdict.outcome_allowed(o)));
+}
+
+/// A location reached through a surface and generically: CUDA's surfaces live in CUDA
+/// arrays, which have no generic address (cuSurfObjectCreate), so the kernel is refused,
+/// naming the generic access.
+#[test]
+fn a_surface_location_with_generic_accesses_is_refused() {
+    let test = dat3m(
+        "PTX gs\n{\nx = 0;\ns @ surface aliases x;\n}\nP0@cta 0,gpu 0 ;\n st.weak x, 1 ;\n\
+         suld.weak r0, s ;\nexists (P0:r0 != 1)\n",
+    );
+    match emulate(&test, &small(), 1, 1) {
+        Err(EmulateError::Kernel(KernelError::Inexpressible { construct, .. })) => {
+            assert!(construct.contains("st.weak x, 1"), "{construct}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
