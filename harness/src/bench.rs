@@ -636,14 +636,19 @@ fn worker_figures(
     let per_launch = stats.instances as f64 / (stats.launches.max(1)) as f64;
     let text = format!(
         "  {label}: {tests} tests, {} instances in {:.2} s: {e2e:.3e} instances/s end to end, \
-         {per_kernel:.3e} per kernel-second; {} launches, {per_launch:.0} instances and up to \
-         {} tests per launch; {} kernels compiled, {} from the cache\n",
+         {per_kernel:.3e} per kernel-second; {} launches in {} batches, {} host syncs, \
+         {per_launch:.0} instances and up to {} tests per launch; {} kernels compiled, {} from \
+         the cache; {} context recoveries, {} tests re-run alone after a fault\n",
         stats.instances,
         wall,
         stats.launches,
+        stats.batches,
+        stats.syncs,
         stats.max_tests_per_launch,
         stats.compiled,
-        stats.cached
+        stats.cached,
+        stats.recoveries,
+        stats.isolated
     );
     let figures = vec![
         Figure::Scalar {

@@ -272,7 +272,55 @@ fn check(call: &'static str, code: sys::CUresult) -> Result<(), DriverCallError>
     }
 }
 
+/// Whether a driver error leaves the context unusable: the CUresult codes the CUDA driver API
+/// documents as "This leaves the process in an inconsistent state and any further CUDA work
+/// will return the same error" (a kernel fault: illegal address or instruction, misaligned
+/// address, invalid address space or PC, hardware stack error, device-side assert, launch
+/// timeout, launch failure, tensor memory leak; and an uncorrectable ECC error or a contained
+/// error). Every later call on the context fails with the same code until it is reset.
+pub(crate) fn sticky(code: sys::CUresult) -> bool {
+    use sys::CUresult as R;
+    matches!(
+        code,
+        R::CUDA_ERROR_ILLEGAL_ADDRESS
+            | R::CUDA_ERROR_LAUNCH_TIMEOUT
+            | R::CUDA_ERROR_ASSERT
+            | R::CUDA_ERROR_HARDWARE_STACK_ERROR
+            | R::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | R::CUDA_ERROR_MISALIGNED_ADDRESS
+            | R::CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | R::CUDA_ERROR_INVALID_PC
+            | R::CUDA_ERROR_LAUNCH_FAILED
+            | R::CUDA_ERROR_TENSOR_MEMORY_LEAK
+            | R::CUDA_ERROR_ECC_UNCORRECTABLE
+            | R::CUDA_ERROR_CONTAINED
+    )
+}
+
 impl Session {
+    /// Reset the device's primary context after a sticky error ([`sticky`]) and make it
+    /// current again: every allocation and module of the old context is gone, so the caller
+    /// drops its buffers and modules first (their frees must not reach the new context's).
+    /// A small allocation, memset and synchronisation then check that the context works.
+    pub(crate) fn reset(&self) -> Result<(), DriverCallError> {
+        // SAFETY: driver calls on this session's device with out-pointers to live locals.
+        unsafe {
+            check(
+                "cuDevicePrimaryCtxReset",
+                sys::cuDevicePrimaryCtxReset_v2(self.dev),
+            )?;
+            let mut ctx = std::ptr::null_mut();
+            check(
+                "cuDevicePrimaryCtxRetain",
+                sys::cuDevicePrimaryCtxRetain(&mut ctx, self.dev),
+            )?;
+            check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+        }
+        let probe = self.buffer(4)?;
+        self.memset(probe.ptr, 0, 4)?;
+        self.synchronize()
+    }
+
     /// Open device `ordinal`'s primary context and make it current on this thread.
     pub fn open(ordinal: i32) -> Result<Session, CudaError> {
         probe()?;

@@ -59,28 +59,36 @@ pub struct Batch {
     pub block: u32,
     /// CTAs in all.
     pub grid: u32,
+    /// CTAs per thread block cluster (every part's; 1: a launch without clusters).
+    pub cluster: u32,
 }
 
-/// Which tests go together: greedy in order, a batch closing when the next test's block size
-/// differs or its CTAs would pass [`MAX_BATCH_THREADS`] or [`MAX_BATCH_TESTS`]. Each entry of
-/// the result lists indices into `geometries`; every index is in exactly one batch.
+/// The launch shape of a test: threads per CTA and CTAs per cluster. One launch has one block
+/// size and one cluster shape for all its CTAs, so only tests of one shape share a launch.
+pub(crate) fn shape(g: &Geometry) -> (u32, u32) {
+    (g.params.workgroup_size, g.cluster)
+}
+
+/// Which tests go together: tests of one launch shape ([`shape`]) in order, a batch closing
+/// when the next test's CTAs would pass [`MAX_BATCH_THREADS`] or [`MAX_BATCH_TESTS`]. Each
+/// entry of the result lists indices into `geometries`; every index is in exactly one batch.
 pub(crate) fn plan(geometries: &[&Geometry]) -> Vec<Vec<usize>> {
+    // Per shape, the open batch (an index into `batches`) and its threads.
+    let mut open: BTreeMap<(u32, u32), (usize, u32)> = BTreeMap::new();
     let mut batches: Vec<Vec<usize>> = Vec::new();
-    let mut threads = 0u32;
     for (i, g) in geometries.iter().enumerate() {
         let t = g.total_threads();
-        let fits = batches.last().is_some_and(|b| {
-            let first = geometries[b[0]];
-            b.len() < MAX_BATCH_TESTS
-                && first.params.workgroup_size == g.params.workgroup_size
-                && threads + t <= MAX_BATCH_THREADS
-        });
-        if fits {
-            batches.last_mut().expect("fits implies a batch").push(i);
-            threads += t;
-        } else {
-            batches.push(vec![i]);
-            threads = t;
+        match open.get_mut(&shape(g)) {
+            Some((b, threads))
+                if batches[*b].len() < MAX_BATCH_TESTS && *threads + t <= MAX_BATCH_THREADS =>
+            {
+                batches[*b].push(i);
+                *threads += t;
+            }
+            _ => {
+                open.insert(shape(g), (batches.len(), t));
+                batches.push(vec![i]);
+            }
         }
     }
     batches
@@ -92,10 +100,12 @@ fn ident(c: char) -> bool {
 }
 
 /// `line` with each identifier in `labels` prefixed `B<k>_`, each parameter name suffixed
-/// `_b<k>`, and `%ctaid.x` read from `%k_bcta`. Register names (after `%`) and modifiers
-/// (after `.`) are left alone.
+/// `_b<k>`, and `%ctaid.x` read from `%k_bcta`, `%clusterid.x` from `%k_bclu` (the part's own
+/// numbering). Register names (after `%`) and modifiers (after `.`) are left alone.
 fn rename(line: &str, k: usize, labels: &BTreeSet<String>) -> String {
-    let line = line.replace("%ctaid.x", "%k_bcta");
+    let line = line
+        .replace("%ctaid.x", "%k_bcta")
+        .replace("%clusterid.x", "%k_bclu");
     let mut out = String::with_capacity(line.len() + 16);
     let chars: Vec<char> = line.chars().collect();
     let mut i = 0;
@@ -195,7 +205,10 @@ fn dispatch_node(lo: usize, hi: usize, ends: &[u32], s: &mut String) {
 const _: () = assert!(MAX_BATCH_TESTS.is_power_of_two());
 
 /// The batch kernel of `tests` (each with its geometry and outcome space), every part with
-/// the same block size.
+/// the same launch shape ([`shape`]). With clusters, part k starts at a CTA that is a multiple
+/// of the cluster size and holds whole clusters (`Geometry::new` makes `max_workgroups` a
+/// multiple of it), so each cluster of the launch (PTX ISA: the grid is tiled into clusters
+/// along x) belongs to one part, which sees `%clusterid.x` less its first cluster.
 pub fn generate(
     tests: &[(
         &crate::atomics::litmus::LitmusTest,
@@ -206,6 +219,7 @@ pub fn generate(
     let block = tests
         .first()
         .map_or(32, |(_, g, _)| g.params.workgroup_size);
+    let cluster = tests.first().map_or(1, |(_, g, _)| g.cluster);
     let mut regs: BTreeMap<(String, String), u32> = BTreeMap::new();
     let mut bodies = String::new();
     let mut parts = Vec::new();
@@ -214,14 +228,14 @@ pub fn generate(
     let mut ends = Vec::new();
     let mut params = Vec::new();
     for (k, (test, g, space)) in tests.iter().enumerate() {
-        if g.cluster > 1 {
-            // A cluster launch gives every block of the grid one cluster shape; the batch's
-            // blocks are other tests' (cluster tests run alone: `gpu_case`).
+        if g.cluster != cluster {
+            // A cluster launch gives every block of the grid one cluster shape.
             return Err(KernelError::Inexpressible {
                 at: format!("`{}`", test.name),
                 construct: "batch".into(),
                 why: format!(
-                    "a batch launches no clusters, this test needs clusters of {} CTAs",
+                    "a batch launches one cluster shape ({cluster} CTAs), this test needs \
+                     clusters of {} CTAs",
                     g.cluster
                 ),
             });
@@ -240,7 +254,11 @@ pub fn generate(
         if g.shared {
             shared_words = shared_words.max(g.cta_location_words());
         }
-        let open = ptx.find(")\n{\n").map_or(0, |i| i + 4);
+        let open = ptx
+            .find(")\n{\n")
+            .map(|i| i + 4)
+            .or_else(|| ptx.find(")\n.explicitcluster\n{\n").map(|i| i + 21))
+            .unwrap_or(0);
         let close = ptx.rfind('}').unwrap_or(ptx.len());
         let body = &ptx[open..close];
         let labels: BTreeSet<String> = body
@@ -254,6 +272,13 @@ pub fn generate(
             bodies,
             "\tmov.u32 %k_bcta, %ctaid.x;\n\tsub.u32 %k_bcta, %k_bcta, {start};"
         );
+        if cluster > 1 {
+            let _ = writeln!(
+                bodies,
+                "\tmov.u32 %k_bclu, %clusterid.x;\n\tsub.u32 %k_bclu, %k_bclu, {};",
+                start / cluster
+            );
+        }
         for line in body.lines() {
             if line.trim_start().starts_with(".reg") {
                 merge_reg(line, &mut regs);
@@ -292,8 +317,9 @@ pub fn generate(
     }
     let _ = write!(
         s,
-        ".visible .entry {KERNEL}(\n{}\n)\n{{\n\t.reg .pred %k_bp;\n\t.reg .b32 %k_bid, %k_bcta;\n",
-        params.join(",\n")
+        ".visible .entry {KERNEL}(\n{}\n)\n{}{{\n\t.reg .pred %k_bp;\n\t.reg .b32 %k_bid, %k_bcta, %k_bclu;\n",
+        params.join(",\n"),
+        if cluster > 1 { ".explicitcluster\n" } else { "" }
     );
     for ((ty, name), count) in &regs {
         if *count > 0 {
@@ -312,6 +338,7 @@ pub fn generate(
         ptx: s,
         block,
         grid: start,
+        cluster,
     })
 }
 
@@ -330,20 +357,19 @@ mod tests {
         Geometry::new(&catalog::by_name(name).unwrap(), &p).unwrap()
     }
 
-    // The default set launches 128 x 256 = 32 Ki threads: four fill the 128 Ki budget; a
-    // different block size starts a new batch.
+    // The default set launches 128 x 256 = 32 Ki threads: four fill the 128 Ki budget and the
+    // fifth opens a second batch of that block size; a test of another block size gets a batch
+    // of its own, and a later small test of the first size (32 x 256 = 8 Ki threads) joins the
+    // open batch of its shape, whatever came between.
     #[test]
-    fn the_planner_packs_by_block_size_and_thread_budget() {
+    fn the_planner_packs_by_launch_shape_and_thread_budget() {
         let mp = "MP.rel_acq.gpu.inter_cta";
         let g: Vec<Geometry> = (0..5)
             .map(|_| geometry(mp, 256, 128))
             .chain([geometry(mp, 128, 64), geometry(mp, 256, 32)])
             .collect();
         let refs: Vec<&Geometry> = g.iter().collect();
-        assert_eq!(
-            plan(&refs),
-            vec![vec![0, 1, 2, 3], vec![4], vec![5], vec![6]]
-        );
+        assert_eq!(plan(&refs), vec![vec![0, 1, 2, 3], vec![4, 6], vec![5]]);
     }
 
     #[test]

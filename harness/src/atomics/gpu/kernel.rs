@@ -18,7 +18,11 @@
 //! returns, so a spin loop never hangs the kernel and never yields a made-up outcome. A test
 //! barrier becomes `barrier.sync`/`barrier.arrive` (PTX ISA "bar, barrier": the non-aligned
 //! forms, since the 32 lanes of a warp play 32 instances and may diverge in spin loops) on a
-//! hardware barrier id of the instance's warp group, with count 32 x quorum.
+//! hardware barrier id of the instance's warp group, with count 32 x quorum. Each test barrier
+//! is one instruction that every lane of the warp executes (a lane stopped at the cap goes on
+//! to it too: [`cap_check`]), since a barrier counts whole warps and a warp must not execute
+//! two barrier instructions on one barrier in one phase; each hardware barrier of a CTA serves
+//! one test CTA's one barrier id, so all its uses name one thread count.
 //!
 //! What a kernel cannot express is refused naming the construct and why
 //! ([`KernelError::Inexpressible`]).
@@ -200,20 +204,53 @@ fn setp_cmp(c: BranchCond) -> &'static str {
     }
 }
 
-/// A backward jump's count against [`LOOP_CAP`]: past it, the thread goes to `CAP<t>`, or to
-/// `CAP<t>_<op>` when barriers follow the jump (there it arrives at them first).
-fn cap_check(t: usize, oi: usize, ops: &[Op]) -> String {
-    let target = if ops[oi + 1..]
+/// Whether barriers follow op `oi` of `ops`.
+fn barriers_after(oi: usize, ops: &[Op]) -> bool {
+    ops[oi + 1..]
         .iter()
         .any(|o| matches!(o, Op::Barrier { .. }))
-    {
-        format!("CAP{t}_{oi}")
+}
+
+/// A backward jump's count against [`LOOP_CAP`]: past it, the thread goes to `CAP<t>`; or,
+/// when barriers follow the jump, it marks itself stopped (`%k_stop`) and leaves the loop
+/// through its exit (`STOP<t>_<op>`, right after the jump), so that it reaches the barriers
+/// that follow at the same instructions as the threads that left the loop normally, and goes
+/// to `CAP<t>` at the end of its role. PTX ISA "bar, barrier": a barrier instruction marks its
+/// *warp's* arrival once every non-exited thread of the warp has executed it, and a warp
+/// must not execute more barrier instructions on one barrier than intended before the barrier
+/// resets; the 32 lanes of a warp play 32 instances, some of which may stop at the cap while
+/// others leave the loop, so a separate arrive path for stopped lanes would have one warp
+/// execute two barrier instructions (sync and arrive) on one barrier in one phase.
+fn cap_check(t: usize, oi: usize, ops: &[Op]) -> String {
+    if barriers_after(oi, ops) {
+        format!(
+            "add.u32 %k_iter, %k_iter, 1;\n\tsetp.ge.u32 %k_p, %k_iter, {LOOP_CAP};\n\
+             \t@%k_p mov.u32 %k_stop, 1;\n\t@%k_p bra STOP{t}_{oi};\n\t"
+        )
     } else {
-        format!("CAP{t}")
-    };
-    format!(
-        "add.u32 %k_iter, %k_iter, 1;\n\tsetp.ge.u32 %k_p, %k_iter, {LOOP_CAP};\n\t@%k_p bra {target};\n\t"
-    )
+        format!(
+            "add.u32 %k_iter, %k_iter, 1;\n\tsetp.ge.u32 %k_p, %k_iter, {LOOP_CAP};\n\t@%k_p bra CAP{t};\n\t"
+        )
+    }
+}
+
+/// Whether role `t` of `test` has a backward jump followed by barriers (its threads may stop
+/// at the cap and go on to those barriers: [`cap_check`]).
+fn stops_before_barriers(test: &LitmusTest, t: usize) -> bool {
+    let ops = &test.threads[t].ops;
+    ops.iter()
+        .enumerate()
+        .any(|(oi, op)| backward(ops, oi, op) && barriers_after(oi, ops))
+}
+
+/// Whether op `oi` is a jump to a label at or before it.
+fn backward(ops: &[Op], oi: usize, op: &Op) -> bool {
+    match op {
+        Op::Goto { target } | Op::Branch { target, .. } => ops[..=oi]
+            .iter()
+            .any(|l| matches!(l, Op::Label { name } if name == target)),
+        _ => false,
+    }
 }
 
 /// A test barrier as the hardware barrier of the instance's warp group ([`Dedicated`]):
@@ -242,8 +279,10 @@ fn barrier_line(
     })?;
     let idx = d.barrier_ids.iter().position(|&x| x == id).unwrap_or(0);
     let q = barrier_quorum(test, t, op).unwrap_or(1);
+    // The warp's lanes converge first (every lane reaches this one instruction, stopped at
+    // the cap or not: `cap_check`), so the barrier instruction runs once for the whole warp.
     Ok(format!(
-        "add.u32 %k_hw, %k_gb, {idx};\n\tbarrier.{} %k_hw, {};",
+        "add.u32 %k_hw, %k_gb, {idx};\n\tbar.warp.sync 0xffffffff;\n\tbarrier.{} %k_hw, {};",
         if arrive { "arrive" } else { "sync" },
         32 * q
     ))
@@ -533,21 +572,26 @@ fn jump_line(
         .iter()
         .position(|o| matches!(o, Op::Label { name: n } if n == target))
         .ok_or_else(|| inexpressible(what, construct, "no such label in this thread"))?;
-    let cap = if at <= oi {
-        cap_check(t, oi, ops)
+    let (cap, exit) = if at <= oi {
+        let exit = if barriers_after(oi, ops) {
+            format!("\nSTOP{t}_{oi}:")
+        } else {
+            String::new()
+        };
+        (cap_check(t, oi, ops), exit)
     } else {
-        String::new()
+        (String::new(), String::new())
     };
     Ok(Some(match &ops[oi] {
         Op::Branch { cond, a, b, .. } => {
             let (a, b) = (regs.operand(t, a, what)?, regs.operand(t, b, what)?);
             format!(
-                "{cap}setp.{}.s32 %k_p, {a}, {b};\n\t@%k_p bra {};",
+                "{cap}setp.{}.s32 %k_p, {a}, {b};\n\t@%k_p bra {};{exit}",
                 setp_cmp(*cond),
                 label(t, target)
             )
         }
-        _ => format!("{cap}bra {};", label(t, target)),
+        _ => format!("{cap}bra {};{exit}", label(t, target)),
     }))
 }
 
@@ -834,7 +878,7 @@ fn dedicated_role(
     d: &Dedicated,
     regs: &mut Regs,
     t: usize,
-    body: &str,
+    (body, stops): (&str, bool),
     counting: Option<&OutcomeSpace>,
 ) -> Result<(), KernelError> {
     let (nl, ns) = (g.locations.len(), g.slots.len());
@@ -858,7 +902,10 @@ fn dedicated_role(
             d.barrier_ids.len()
         );
     }
-    let _ = writeln!(s, "\tmov.u32 %k_iter, 0;\n\t// pre-stress");
+    let _ = writeln!(
+        s,
+        "\tmov.u32 %k_iter, 0;\n\tmov.u32 %k_stop, 0;\n\t// pre-stress"
+    );
     stress_loop(
         &format!("PRE{t}"),
         p.pre_stress_iterations,
@@ -878,6 +925,10 @@ fn dedicated_role(
     }
     let _ = writeln!(s, "\t// P{t}");
     s.push_str(body);
+    if stops {
+        // Stopped at the cap before the barriers it went on to: no outcome.
+        let _ = writeln!(s, "\tsetp.ne.u32 %k_p, %k_stop, 0;\n\t@%k_p bra CAP{t};");
+    }
     let _ = writeln!(
         s,
         "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;",
@@ -897,44 +948,16 @@ fn dedicated_role(
     Ok(())
 }
 
-/// Role `t`'s paths out of a loop stopped at the cap: the barriers after the loop arrived at
-/// (without waiting), then the instance marked as not terminating (slot `dnt`) and counted.
-fn dedicated_cap_paths(
+/// Role `t`'s path out of a loop stopped at the cap ([`cap_check`]): the instance marked as
+/// not terminating (slot `dnt`) and counted.
+fn dedicated_cap_path(
     s: &mut String,
-    test: &LitmusTest,
     g: &Geometry,
     t: usize,
     dnt: Option<usize>,
     counting: Option<&OutcomeSpace>,
 ) -> Result<(), KernelError> {
     let ns = g.slots.len();
-    // A thread stopped at the cap after a loop still arrives at the barriers that follow
-    // the loop (without waiting), so the other threads' phases fill.
-    let ops = &test.threads[t].ops;
-    for (oi, op) in ops.iter().enumerate() {
-        let backward = match op {
-            Op::Goto { target } | Op::Branch { target, .. } => ops[..=oi]
-                .iter()
-                .any(|l| matches!(l, Op::Label { name } if name == target)),
-            _ => false,
-        };
-        if !backward
-            || !ops[oi + 1..]
-                .iter()
-                .any(|o| matches!(o, Op::Barrier { .. }))
-        {
-            continue;
-        }
-        let _ = writeln!(s, "CAP{t}_{oi}:");
-        for later in &ops[oi + 1..] {
-            if matches!(later, Op::Barrier { .. }) {
-                let what = format!("`{}` P{t}", test.name);
-                let line = barrier_line(g, test, t, later, true, &what)?;
-                let _ = writeln!(s, "\t{line}");
-            }
-        }
-        let _ = writeln!(s, "\tbra CAP{t};");
-    }
     if let Some(k) = dnt {
         let _ = writeln!(
             s,
@@ -999,7 +1022,7 @@ fn generate_dedicated(
          \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
          \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing{cp}\n)\n{{\n\
          \t.reg .pred %k_p, %k_none;\n\
-         \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg, %k_iter, %k_gb, %k_hw;\n\
+         \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg, %k_iter, %k_stop, %k_gb, %k_hw;\n\
          \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
         name = test.name,
         ctas = d.ctas,
@@ -1029,8 +1052,9 @@ fn generate_dedicated(
     s.push_str("\tbra STRESS;\n");
     let p = &g.params;
     for (t, body) in bodies.iter().enumerate() {
-        dedicated_role(&mut s, g, &views, d, &mut regs, t, body, counting)?;
-        dedicated_cap_paths(&mut s, test, g, t, dnt, counting)?;
+        let stops = stops_before_barriers(test, t);
+        dedicated_role(&mut s, g, &views, d, &mut regs, t, (body, stops), counting)?;
+        dedicated_cap_path(&mut s, g, t, dnt, counting)?;
     }
     s.push_str("STRESS:\n");
     stress_loop("STRESS_LOOP", p.stress_iterations, p.stress_pattern, &mut s);

@@ -298,7 +298,26 @@ pub struct Seen {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum NotRun {
     Refused(String),
-    Error(String),
+    /// Why, and the error's kind ([`error_kind`]).
+    Error(String, String),
+}
+
+/// What kind of error stopped a test's run, for the record's `error` field: the CUresult name
+/// of a driver error (`CUDA_ERROR_ILLEGAL_INSTRUCTION`: a kernel fault), the emulator's finding,
+/// or the part of the harness that failed.
+pub(crate) fn error_kind(e: &RunError) -> String {
+    match e {
+        RunError::Driver(d) => format!("{:?}", d.code),
+        RunError::Load(l) => format!("{:?}", l.code),
+        RunError::Emulate(EmulateError::Barrier(_)) => "emulator: barrier misuse".into(),
+        RunError::Emulate(EmulateError::Deadlock) => "emulator: deadlock".into(),
+        RunError::Emulate(EmulateError::Runaway) => "emulator: runaway".into(),
+        RunError::Emulate(_) => "emulator".into(),
+        RunError::Worker(_) => "worker".into(),
+        RunError::Decode(_) | RunError::Count(_) => "decode".into(),
+        RunError::Model(_) => "model".into(),
+        RunError::Geometry(_) | RunError::Kernel(_) => "kernel".into(),
+    }
 }
 
 /// An engine: GPU 0 through the suite's runner, or the emulator.
@@ -316,10 +335,10 @@ pub(crate) trait Runner {
 
 /// An engine through the GPU worker ([`worker::Worker`]), as the suite's `atomics.gpu.*` cases
 /// run: the test's counting kernel (outcomes counted on the device) in a batch, on one
-/// executor for the whole command: GPU 0's context, or the PTX emulator. A test the worker
-/// does not take runs on the per-test path instead, which says what it said before: a
-/// cluster test (the worker makes no cluster launch), or one whose counting kernel is refused
-/// where the plain kernel may not be.
+/// executor for the whole command: GPU 0's context, or the PTX emulator (a cluster test in a
+/// cluster launch of its own shape). A test the worker does not take runs on the per-test
+/// path instead, which says what it said before: one whose counting kernel is refused where
+/// the plain kernel may not be.
 #[derive(Debug)]
 pub(crate) struct OnWorker<E: worker::Executor> {
     worker: RefCell<worker::Worker<E>>,
@@ -342,10 +361,8 @@ impl<E: worker::Executor> OnWorker<E> {
         seed: u64,
     ) -> Option<Result<Seen, NotRun>> {
         let start = Instant::now();
-        match layout::Geometry::new(test, params) {
-            Err(e) => return Some(Err(NotRun::Refused(e.to_string()))),
-            Ok(g) if g.cluster > 1 => return None,
-            Ok(_) => {}
+        if let Err(e) = layout::Geometry::new(test, params) {
+            return Some(Err(NotRun::Refused(e.to_string())));
         }
         let job = worker::Job {
             test: test.clone(),
@@ -370,7 +387,7 @@ impl<E: worker::Executor> OnWorker<E> {
                 | RunError::Count(_)
                 | RunError::Emulate(EmulateError::Unsupported(_) | EmulateError::Kernel(_)),
             ) => None,
-            Err(e) => Some(Err(NotRun::Error(e.to_string()))),
+            Err(e) => Some(Err(NotRun::Error(e.to_string(), error_kind(&e)))),
         }
     }
 }
@@ -391,15 +408,22 @@ impl Runner for OnWorker<worker::CudaExecutor> {
         match self.run_on_worker(test, params, launches, budget, seed) {
             Some(seen) => seen,
             None => {
-                let w = self.worker.borrow();
-                per_test_on_gpu(
-                    w.executor().session(),
-                    test,
-                    verdict,
-                    params,
-                    launches,
-                    seed,
-                )
+                let (seen, sticky) = {
+                    let w = self.worker.borrow();
+                    per_test_on_gpu(
+                        w.executor().session(),
+                        test,
+                        verdict,
+                        params,
+                        launches,
+                        seed,
+                    )
+                };
+                // A kernel fault there leaves the worker's context unusable too.
+                if let Some(code) = sticky {
+                    self.worker.borrow_mut().recover(&code);
+                }
+                seen
             }
         }
     }
@@ -429,7 +453,8 @@ impl Runner for OnWorker<emulate::EmulatorExecutor> {
 }
 
 /// One test's run on `session` through [`super::run`] (a kernel of its own, outcomes decoded on
-/// the host).
+/// the host), and the sticky CUDA error it left the context with, if any
+/// ([`worker::sticky_error`]).
 fn per_test_on_gpu(
     session: &Session,
     test: &LitmusTest,
@@ -437,9 +462,9 @@ fn per_test_on_gpu(
     params: &StressParams,
     launches: u64,
     seed: u64,
-) -> Result<Seen, NotRun> {
+) -> (Result<Seen, NotRun>, Option<String>) {
     let start = Instant::now();
-    match super::run(
+    let r = super::run(
         session,
         test,
         verdict,
@@ -447,7 +472,9 @@ fn per_test_on_gpu(
         launches,
         Some(super::RUN_BUDGET),
         seed,
-    ) {
+    );
+    let sticky = r.as_ref().err().and_then(worker::sticky_error);
+    let seen = match r {
         Ok(r) => Ok(Seen {
             histogram: r.histogram,
             launches: r.launches,
@@ -460,8 +487,9 @@ fn per_test_on_gpu(
         Err(e @ (RunError::Geometry(_) | RunError::Kernel(_))) => {
             Err(NotRun::Refused(e.to_string()))
         }
-        Err(e) => Err(NotRun::Error(e.to_string())),
-    }
+        Err(e) => Err(NotRun::Error(e.to_string(), error_kind(&e))),
+    };
+    (seen, sticky)
 }
 
 /// The PTX emulator ([`emulate::emulate`]): the same generated kernel, tables and decoding,
@@ -497,7 +525,10 @@ impl Runner for Emulator {
                 | EmulateError::Kernel(_)
                 | EmulateError::Unsupported(_)),
             ) => Err(NotRun::Refused(e.to_string())),
-            Err(e) => Err(NotRun::Error(e.to_string())),
+            Err(e) => {
+                let why = e.to_string();
+                Err(NotRun::Error(why, error_kind(&RunError::Emulate(e))))
+            }
         }
     }
 }
@@ -579,6 +610,10 @@ pub struct TestRecord {
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,
+    /// For status `error`: the error's kind ([`error_kind`]), e.g. the CUresult name of a
+    /// kernel fault (`CUDA_ERROR_ILLEGAL_INSTRUCTION`), `input` (the file), `model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub verdict: Option<VerdictRecord>,
     /// The histogram, forbidden outcomes first, then by count (most first).
     pub outcomes: Vec<OutcomeRecord>,
@@ -616,6 +651,7 @@ impl TestRecord {
             name,
             status,
             why: Some(why),
+            error: (status == Status::Error).then(|| "input".to_string()),
             verdict: None,
             outcomes: Vec::new(),
             forbidden_seen: 0,
@@ -833,6 +869,7 @@ pub fn record(
         name: Some(test.name.clone()),
         status: Status::Ran,
         why: None,
+        error: None,
         verdict: Some(VerdictRecord {
             model: <&str>::from(verdict.model).to_string(),
             condition: test.condition.to_string(),
@@ -1016,22 +1053,26 @@ pub(crate) fn run_files(
         let rec = match crate::atomics::litmus::load_file(file) {
             Err(e) => TestRecord::not_run(file, None, engine.kind(), Status::Error, e.to_string()),
             Ok(test) => match model::try_check(&test) {
-                Err(e) => TestRecord::not_run(
-                    file,
-                    Some(test.name.clone()),
-                    engine.kind(),
-                    Status::Error,
-                    format!("the model checker gave no verdict: {e}"),
-                ),
+                Err(e) => TestRecord {
+                    error: Some("model".into()),
+                    ..TestRecord::not_run(
+                        file,
+                        Some(test.name.clone()),
+                        engine.kind(),
+                        Status::Error,
+                        format!("the model checker gave no verdict: {e}"),
+                    )
+                },
                 Ok(verdict) => {
                     let params = params_of(&test)?;
                     match engine.run(&test, &verdict, &params, iterations, 1) {
                         Ok(seen) => record(file, &test, &verdict, engine.kind(), &params, &seen),
                         Err(not_run) => {
                             let (status, why) = match not_run {
-                                NotRun::Refused(why) => (Status::Refused, why),
-                                NotRun::Error(why) => (Status::Error, why),
+                                NotRun::Refused(why) => (Status::Refused, (why, None)),
+                                NotRun::Error(why, kind) => (Status::Error, (why, Some(kind))),
                             };
+                            let (why, error) = why;
                             let mut r = TestRecord::not_run(
                                 file,
                                 Some(test.name.clone()),
@@ -1040,6 +1081,7 @@ pub(crate) fn run_files(
                                 why,
                             );
                             r.params = Some(params);
+                            r.error = error;
                             r
                         }
                     }

@@ -74,6 +74,22 @@ pub(crate) trait Executor {
     /// (device buffers, plan tables) may go. A later launch of the same module makes them
     /// anew.
     fn finished(&mut self, _module: &Self::Module) {}
+    /// After a sticky error ([`sticky_error`]): drop what the executor holds of the old
+    /// context and make a working one. The worker has dropped every module first.
+    fn recover(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+}
+
+/// The CUDA error (its CUresult name) of `e` when it leaves the context unusable
+/// ([`crate::backend::cuda::sticky`]): every later call on the context would fail with it.
+pub(crate) fn sticky_error(e: &RunError) -> Option<String> {
+    let code = match e {
+        RunError::Driver(d) => d.code,
+        RunError::Load(l) => l.code,
+        _ => return None,
+    };
+    crate::backend::cuda::sticky(code).then(|| format!("{code:?}"))
 }
 
 /// Counts of the worker's work, for reports and tests.
@@ -97,6 +113,13 @@ pub(crate) struct Stats {
     pub instances: u64,
     /// Launch-to-completion time summed over launches.
     pub kernel_time: Duration,
+    /// Host waits for the device (one per launch today): with `launches`, the figure the
+    /// throughput of a run turns on.
+    pub syncs: u64,
+    /// Contexts torn down and made anew after a sticky error.
+    pub recoveries: u64,
+    /// Tests run again alone after their batch hit a sticky error.
+    pub isolated: u64,
 }
 
 /// Plans a job's launches cycle through: drawn once per job, so that the host does no table
@@ -129,6 +152,8 @@ pub(crate) struct Worker<E: Executor> {
     cache: HashMap<String, E::Module>,
     /// The cache's keys, oldest first.
     order: std::collections::VecDeque<String>,
+    /// Why the executor cannot run anything more: a sticky error its recovery did not clear.
+    poisoned: Option<String>,
     pub stats: Stats,
 }
 
@@ -162,6 +187,7 @@ impl<E: Executor> Worker<E> {
             executor,
             cache: HashMap::new(),
             order: std::collections::VecDeque::new(),
+            poisoned: None,
             stats: Stats::default(),
         }
     }
@@ -219,8 +245,30 @@ impl<E: Executor> Worker<E> {
                         out[ok[*m]] = Some(Ok(r));
                     }
                 }
-                // A batch of one keeps its error's kind (a refusal stays a refusal).
-                Err(e) if members.len() == 1 => out[ok[members[0]]] = Some(Err(e)),
+                // A batch of one keeps its error's kind (a refusal stays a refusal); after a
+                // sticky error the context is made anew for the jobs that follow.
+                Err(e) if members.len() == 1 => {
+                    if let Some(code) = sticky_error(&e) {
+                        self.recover(&code);
+                    }
+                    out[ok[members[0]]] = Some(Err(e));
+                }
+                // A sticky error in a batch of several: which test caused it is unknown, so
+                // each runs again alone on a fresh context (deqp-runner's crash isolation):
+                // the culprit gets the error, the others their own verdicts.
+                Err(e) if sticky_error(&e).is_some() => {
+                    self.recover(&sticky_error(&e).unwrap_or_default());
+                    for (m, part) in members.iter().zip(&parts) {
+                        self.stats.isolated += 1;
+                        let r = self.run_batch(std::slice::from_ref(part));
+                        if let Err(e) = &r {
+                            if let Some(code) = sticky_error(e) {
+                                self.recover(&code);
+                            }
+                        }
+                        out[ok[*m]] = Some(r.map(|mut v| v.remove(0)));
+                    }
+                }
                 Err(e) => {
                     let text = e.to_string();
                     for m in &members {
@@ -234,9 +282,27 @@ impl<E: Executor> Worker<E> {
             .collect()
     }
 
+    /// Tear down the context after sticky error `code` and make a new one: every module
+    /// dropped (the cache), then the executor's buffers and context ([`Executor::recover`]).
+    /// When that fails the worker is poisoned: every later batch is an error saying why.
+    pub(crate) fn recover(&mut self, code: &str) {
+        self.cache.clear();
+        self.order.clear();
+        self.stats.recoveries += 1;
+        if let Err(e) = self.executor.recover() {
+            self.poisoned = Some(format!(
+                "the GPU context could not be made anew after {code} ({e}); the CUDA driver \
+                 API says the process must then be restarted"
+            ));
+        }
+    }
+
     /// One batch: its kernel compiled (or found), launched until every part has its
     /// launches (or the shortest budget is spent); each part's report.
     fn run_batch(&mut self, parts: &[(&Job, &Prepared)]) -> Result<Vec<RunReport>, RunError> {
+        if let Some(why) = &self.poisoned {
+            return Err(RunError::Worker(why.clone()));
+        }
         let setup = Instant::now();
         let tests: Vec<_> = parts
             .iter()
@@ -306,6 +372,7 @@ impl<E: Executor> Worker<E> {
             let module = &self.cache[&b.ptx];
             let (counts, time) = self.executor.launch(module, b, &seeds)?;
             self.stats.launches += 1;
+            self.stats.syncs += 1;
             self.stats.kernel_time += time;
             let host = Instant::now();
             for (((job, _), c), (r, part)) in parts
@@ -486,6 +553,15 @@ impl Executor for CudaExecutor {
                 s.copy_u32_to_device(bufs.locs.ptr, &pb.image).map_err(e)?;
             }
             s.memset(bufs.barrier.ptr, 0, 8).map_err(e)?;
+            if g.slot_of(layout::DID_NOT_TERMINATE.0, layout::DID_NOT_TERMINATE.1)
+                .is_some()
+            {
+                // The "did not terminate" slot is only ever set by the kernel: cleared here,
+                // so that an instance stopped at the loop cap in one launch is not counted
+                // as stopped in the launches after it.
+                s.memset(bufs.results.ptr, 0, bufs.results.bytes)
+                    .map_err(e)?;
+            }
             s.memset(bufs.counts.ptr, 0, part.space.cleared_words(n) * 4)
                 .map_err(e)?;
             args.extend([
@@ -506,9 +582,13 @@ impl Executor for CudaExecutor {
             block: b.block,
             shared_bytes: 0,
         };
+        let start = Instant::now();
         // SAFETY: `batch::generate` declares, per part and in part order, the nine parameters
-        // of `batch::PARAMS`: `.u64` pointers but `p_testing` (`.u32`), as pushed above.
-        let time = unsafe { s.launch_timed(f, cfg, &args) }.map_err(e)?;
+        // of `batch::PARAMS`: `.u64` pointers but `p_testing` (`.u32`), as pushed above; a
+        // cluster batch is `.explicitcluster` and its grid whole clusters (`batch::generate`).
+        unsafe { s.launch_cluster(f, cfg, b.cluster, &args) }.map_err(e)?;
+        s.synchronize().map_err(e)?;
+        let time = start.elapsed();
         let mut out = Vec::new();
         for (part, bufs) in b.parts.iter().zip(parts.iter()) {
             let sp = &part.space;
@@ -538,6 +618,13 @@ impl Executor for CudaExecutor {
     fn finished(&mut self, module: &CudaModule) {
         self.buffers.remove(&module.ptx);
     }
+
+    fn recover(&mut self) -> Result<(), RunError> {
+        // The buffers go before the context does, so that their frees reach the old one.
+        self.buffers.clear();
+        self.session.reset()?;
+        Ok(())
+    }
 }
 
 /// A request to a worker's queue ([`serve`]): one case's jobs (a test and its control), and
@@ -560,12 +647,12 @@ impl Queued {
         Queued { request, prepared }
     }
 
-    /// The block size, threads and tests of its jobs that will launch.
-    fn shape(&self) -> (Option<u32>, u32, usize) {
+    /// The launch shape ([`batch::shape`]), threads and tests of its jobs that will launch.
+    fn shape(&self) -> (Option<(u32, u32)>, u32, usize) {
         let mut block = None;
         let (mut threads, mut tests) = (0, 0);
         for p in self.prepared.iter().flatten() {
-            block.get_or_insert(p.geometry.params.workgroup_size);
+            block.get_or_insert(batch::shape(&p.geometry));
             threads += p.geometry.total_threads();
             tests += 1;
         }
@@ -574,9 +661,9 @@ impl Queued {
 }
 
 /// Which queued requests go into the next batch: the oldest, then every later one with its
-/// block size whose jobs still fit ([`batch::MAX_BATCH_TESTS`], [`batch::MAX_BATCH_THREADS`]),
+/// launch shape (block size and cluster size) whose jobs still fit ([`batch::MAX_BATCH_TESTS`], [`batch::MAX_BATCH_THREADS`]),
 /// in arrival order. A request's jobs stay together (a test beside its control). Also
-/// whether the batch is full (no request of the block size could still join).
+/// whether the batch is full (no request of the shape could still join).
 fn pick(backlog: &std::collections::VecDeque<Queued>) -> (Vec<usize>, bool) {
     let Some(first) = backlog.front() else {
         return (Vec::new(), false);
@@ -952,5 +1039,182 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(figures.len(), 3);
+    }
+
+    /// The emulator behind a device that faults like a GPU: the launch of a kernel holding
+    /// test `culprit` fails with a sticky `CUDA_ERROR_ILLEGAL_INSTRUCTION` (as
+    /// `cuCtxSynchronize` reports a kernel fault), and from then on every call fails with it
+    /// (as `cuModuleLoadDataEx` did for the 34 tests after a fault on one shared context)
+    /// until the context is made anew; `recoverable: false` is a device whose reset fails.
+    struct Faulting {
+        inner: EmulatorExecutor,
+        culprit: String,
+        poisoned: bool,
+        recoverable: bool,
+        recoveries: u32,
+    }
+
+    fn fault(call: &'static str) -> RunError {
+        RunError::Driver(crate::backend::cuda::DriverCallError {
+            call,
+            code: cudarc::driver::sys::CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+        })
+    }
+
+    impl Executor for Faulting {
+        type Module = (crate::atomics::gpu::emulate::EmulatedModule, bool);
+        fn load(&mut self, ptx: &str) -> Result<Self::Module, RunError> {
+            if self.poisoned {
+                return Err(fault("cuModuleLoadDataEx"));
+            }
+            let culprit = ptx.contains(&format!("// `{}`", self.culprit));
+            Ok((self.inner.load(ptx)?, culprit))
+        }
+        fn launch(
+            &mut self,
+            module: &Self::Module,
+            batch: &Batch,
+            parts: &[PartLaunch<'_>],
+        ) -> Result<(Vec<PartCounts>, Duration), RunError> {
+            if self.poisoned || module.1 {
+                self.poisoned = true;
+                return Err(fault("cuCtxSynchronize"));
+            }
+            self.inner.launch(&module.0, batch, parts)
+        }
+        fn recover(&mut self) -> Result<(), RunError> {
+            self.recoveries += 1;
+            if !self.recoverable {
+                return Err(fault("cuDevicePrimaryCtxReset"));
+            }
+            self.poisoned = false;
+            Ok(())
+        }
+    }
+
+    fn faulting(culprit: &str, recoverable: bool) -> Worker<Faulting> {
+        Worker::new(Faulting {
+            inner: EmulatorExecutor::new(),
+            culprit: culprit.into(),
+            poisoned: false,
+            recoverable,
+            recoveries: 0,
+        })
+    }
+
+    // A sticky fault in a batch of four: the worker makes the context anew and runs the four
+    // again one by one, so the error lands on the test whose kernel faults, named by its
+    // CUDA error, and the three others get the counts they get on a device that never
+    // faulted; the jobs submitted after it run as well.
+    #[test]
+    fn a_sticky_fault_is_the_culprits_error_and_the_others_still_run() {
+        let culprit = "SB.relaxed.gpu.intra_cta";
+        let first: Vec<Job> = [
+            "MP.rel_acq.gpu.inter_cta",
+            culprit,
+            "LB.relaxed.gpu.inter_cta",
+            "CoRR.relaxed.gpu.inter_cta",
+        ]
+        .iter()
+        .map(|n| job(n, 2))
+        .collect();
+        let later = vec![job("MP.relaxed.gpu.inter_cta", 2)];
+        let mut clean = Worker::new(EmulatorExecutor::new());
+        let want: Vec<_> = first
+            .iter()
+            .chain(&later)
+            .map(|j| clean.run(std::slice::from_ref(j)).pop().unwrap())
+            .collect();
+        let mut w = faulting(culprit, true);
+        let mut got = w.run(&first);
+        got.extend(w.run(&later));
+        for ((j, g), want) in first.iter().chain(&later).zip(&got).zip(&want) {
+            if j.test.name == culprit {
+                let e = g.as_ref().unwrap_err();
+                assert_eq!(
+                    sticky_error(e).as_deref(),
+                    Some("CUDA_ERROR_ILLEGAL_INSTRUCTION"),
+                    "{e}"
+                );
+            } else {
+                let (g, want) = (g.as_ref().unwrap(), want.as_ref().unwrap());
+                assert_eq!(counts(g), counts(want), "{}", j.test.name);
+            }
+        }
+        // One recovery after the batch, one after the culprit alone.
+        assert_eq!((w.stats.isolated, w.stats.recoveries), (4, 2));
+        assert_eq!(w.executor().recoveries, 2);
+    }
+
+    // A device whose context cannot be made anew: the culprit's error, then every later job
+    // an error that says why (never a cascade of the same driver error under other names).
+    #[test]
+    fn a_context_that_cannot_be_made_anew_stops_the_worker_with_the_reason() {
+        let culprit = "SB.relaxed.gpu.intra_cta";
+        let mut w = faulting(culprit, false);
+        let out = w.run(&[job(culprit, 1)]);
+        assert!(sticky_error(out[0].as_ref().unwrap_err()).is_some());
+        let out = w.run(&[job("MP.rel_acq.gpu.inter_cta", 1)]);
+        let e = out[0].as_ref().unwrap_err().to_string();
+        assert!(
+            e.contains("could not be made anew after CUDA_ERROR_ILLEGAL_INSTRUCTION"),
+            "{e}"
+        );
+    }
+
+    // Cluster tests launch as clusters: queued among tests without clusters of the same
+    // block size, they go into a batch of their own cluster shape (PTX ISA: one launch has
+    // one cluster shape), and each gets its launches' worth of instances and only outcomes
+    // the model allows; the batch kernel of two cluster tests assembles.
+    #[test]
+    fn cluster_tests_batch_by_their_cluster_shape() {
+        let p = StressParams {
+            testing_workgroups: 8,
+            workgroup_size: 32,
+            max_workgroups: 12,
+            ..small()
+        };
+        let names = [
+            "MP.rel_acq.cluster.intra_cluster",
+            "MP.rel_acq.gpu.inter_cta",
+            "MP.rel_acq.cluster.inter_cluster",
+            "SB.relaxed.gpu.inter_cta",
+        ];
+        let jobs: Vec<Job> = names
+            .iter()
+            .map(|n| Job {
+                params: p.clone(),
+                ..job(n, 2)
+            })
+            .collect();
+        let shapes: Vec<(u32, u32)> = jobs
+            .iter()
+            .map(|j| batch::shape(&Geometry::new(&j.test, &j.params).unwrap()))
+            .collect();
+        assert_eq!(shapes, vec![(32, 2), (32, 1), (32, 2), (32, 1)]);
+        let mut w = Worker::new(EmulatorExecutor::new());
+        for (j, r) in jobs.iter().zip(w.run(&jobs)) {
+            let r = r.unwrap_or_else(|e| panic!("{}: {e}", j.test.name));
+            let g = Geometry::new(&j.test, &j.params).unwrap();
+            assert_eq!(r.instances, 2 * u64::from(g.instances()), "{}", j.test.name);
+            let v = model::check(&j.test);
+            assert!(r.histogram.keys().all(|o| v.outcome_allowed(o)), "{r:?}");
+        }
+        assert_eq!((w.stats.batches, w.stats.max_tests_per_launch), (2, 2));
+        let tc = crate::backend::toolchain::Toolchain::discover_system();
+        crate::require!(tc.has(crate::capability::Capability::Ptxas), "ptxas");
+        let prepared: Vec<_> = [&jobs[0], &jobs[2]]
+            .iter()
+            .map(|j| {
+                let g = Geometry::new(&j.test, &j.params).unwrap();
+                let s = OutcomeSpace::new(&j.test, &model::check(&j.test).terms);
+                (&j.test, g, s)
+            })
+            .collect();
+        let refs: Vec<_> = prepared.iter().map(|(t, g, s)| (*t, g, s)).collect();
+        let b = batch::generate(&refs).unwrap();
+        assert_eq!(b.cluster, 2);
+        tc.ptxas(&b.ptx, super::super::kernel::TARGET, &[])
+            .unwrap_or_else(|e| panic!("{e}\n{}", b.ptx));
     }
 }

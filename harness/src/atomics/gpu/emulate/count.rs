@@ -23,8 +23,7 @@ pub(crate) fn machine<'a>(
         mem: HashMap::new(),
         params: params.iter().cloned().collect(),
         ntid: u64::from(ntid),
-        // Counting launches are of CTAs without clusters (the batch planner takes no
-        // cluster test).
+        // A batch of cluster tests sets its cluster size.
         cluster: 1,
         barrier: HashMap::new(),
         proxy: proxy::AsyncState::new(prog),
@@ -354,6 +353,7 @@ fn run_batch_machine(
     }
     let bufs: Vec<(u64, &[u32])> = buffers.iter().map(|(b, w)| (*b, w.as_slice())).collect();
     let mut m = machine(prog, batch.block, &params, &bufs);
+    m.cluster = u64::from(batch.cluster);
     let steps = run_threads(&mut m, batch.grid * batch.block, seed)?;
     Ok((m.mem, tables, steps))
 }
@@ -389,6 +389,7 @@ fn run_part_machine(
         .collect();
     let bufs: Vec<(u64, &[u32])> = buffers.iter().map(|(b, w)| (*b, w.as_slice())).collect();
     let mut m = machine(prog, batch.block, &params, &bufs);
+    m.cluster = u64::from(batch.cluster);
     let ntid = u64::from(batch.block);
     let first = u64::from(part.start) * ntid;
     let threads = u64::from(part.geometry.params.max_workgroups) * ntid;

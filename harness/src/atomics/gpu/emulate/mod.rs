@@ -42,6 +42,10 @@ pub enum EmulateError {
     Unwritten(String),
     #[error("every live thread waits at a barrier that cannot complete")]
     Deadlock,
+    /// A use of a CTA barrier the PTX ISA does not define ("bar, barrier"): on a GPU such a
+    /// kernel may hang or fault (`CUDA_ERROR_ILLEGAL_INSTRUCTION`).
+    #[error("barrier misuse (PTX ISA \"bar, barrier\"): {0}")]
+    Barrier(String),
     #[error("no thread finished within {MAX_STEPS} steps")]
     Runaway,
     #[error(transparent)]
@@ -176,13 +180,35 @@ struct Machine<'a> {
     ntid: u64,
     /// CTAs per cluster (1: a launch without clusters).
     cluster: u64,
-    /// Per (CTA, barrier id): threads arrived in the current phase, and completed phases
-    /// (PTX ISA "bar, barrier": a phase completes when its thread count has arrived). A
-    /// cluster's barrier is keyed ([`CLUSTER_BARRIER`] | cluster id, 0).
-    barrier: HashMap<(u64, u64), (u64, u64)>,
+    /// Per (CTA, barrier id): the current phase and the completed ones (PTX ISA "bar,
+    /// barrier": a phase completes when its thread count has arrived). A cluster's barrier is
+    /// keyed ([`CLUSTER_BARRIER`] | cluster id, 0).
+    barrier: HashMap<(u64, u64), BarrierState>,
     /// Bulk copies, mbarriers and the async proxy's view of memory.
     proxy: proxy::AsyncState,
 }
+
+/// One barrier of a CTA (or a cluster's barrier) and the rules of its current phase.
+#[derive(Debug, Default)]
+struct BarrierState {
+    /// Threads arrived in the current phase.
+    arrived: u64,
+    /// Phases completed.
+    completed: u64,
+    /// The current phase's thread count, from its first arrival.
+    count: Option<u64>,
+    /// Per warp of the CTA: the instruction (its index) the warp's lanes execute on this
+    /// barrier in the current phase.
+    warps: HashMap<u64, usize>,
+    /// Threads (`%tid.x`) arrived in the current phase.
+    threads: std::collections::HashSet<u64>,
+}
+
+/// Lanes of a warp (PTX ISA "warp": 32 threads; the emulator's CTAs are one-dimensional, so
+/// warp w of a CTA is `%tid.x` 32w .. 32w + 31).
+const WARP: u64 = 32;
+/// The barrier-table id bit of a warp's `bar.warp.sync` (CTA barrier ids are 0..15).
+const WARP_SYNC: u64 = 1 << 62;
 
 /// Where CTA c's shared memory starts in the emulator's one address space.
 fn shared_base(ctaid: u64) -> u64 {
@@ -416,7 +442,10 @@ impl Machine<'_> {
     fn runnable(&self, t: &Thread) -> bool {
         match t.waiting {
             None => true,
-            Some((key, generation)) => self.barrier.get(&key).is_some_and(|b| b.1 > generation),
+            Some((key, generation)) => self
+                .barrier
+                .get(&key)
+                .is_some_and(|b| b.completed > generation),
         }
     }
 
@@ -551,6 +580,15 @@ impl Machine<'_> {
             "barrier" if has("cluster") => {
                 self.cluster_barrier(t, has("arrive"), has("wait"))?;
             }
+            // `bar.warp.sync 0xffffffff`: the lanes of the thread's warp wait for one another (PTX ISA
+            // "bar.warp.sync"), a barrier of the warp's 32 lanes, all at this instruction.
+            "bar" if has("warp") => {
+                if self.v(t, ins, 0)? as u32 != u32::MAX {
+                    return Err(unsupported(&ins.args));
+                }
+                let id = WARP_SYNC | (t.tid / WARP);
+                self.cta_barrier(t, (id, WARP, false), false)?;
+            }
             // `bar.sync a` (all the CTA's threads), `barrier.sync a, b` and
             // `barrier.arrive a, b` (b threads; arrive does not wait).
             _ => {
@@ -563,7 +601,8 @@ impl Machine<'_> {
                     return Err(unsupported(&ins.opcode));
                 }
                 let id = self.v(t, ins, 0)?;
-                self.cta_barrier(t, id, count, has("arrive"));
+                let explicit = ins.args.len() > 1;
+                self.cta_barrier(t, (id, count, explicit), has("arrive"))?;
             }
         }
         Ok(())
@@ -581,15 +620,77 @@ fn arg(ins: &Ins, i: usize) -> Result<&str, EmulateError> {
 impl Machine<'_> {
     /// `bar.sync id`, `barrier.sync id, count`, `barrier.arrive id, count`: the thread counts in
     /// the current phase of its CTA's barrier `id` and, unless it only arrives, waits for the
-    /// phase to complete.
-    fn cta_barrier(&mut self, t: &mut Thread, id: u64, count: u64, arrive: bool) {
-        let b = self.barrier.entry((t.ctaid, id)).or_insert((0, 0));
-        b.0 += 1;
-        if b.0 == count {
-            *b = (0, b.1 + 1);
-        } else if !arrive {
-            t.waiting = Some(((t.ctaid, id), b.1));
+    /// phase to complete. `explicit`: the instruction names its count.
+    ///
+    /// What the PTX ISA ("bar, barrier") requires is checked, an error otherwise: a named
+    /// count is a nonzero multiple of the warp size; every arrival of one phase names the same
+    /// count; a barrier instruction marks its *warp's* arrival, once every non-exited lane of
+    /// the warp has executed it, so the lanes of one warp execute one and the same barrier
+    /// instruction in a phase (a lane at another barrier instruction on the same barrier, a
+    /// `barrier.arrive` beside a `barrier.sync`, would have the warp execute more barrier
+    /// instructions than intended before the barrier resets), no thread arrives twice in one
+    /// phase, and no more warps arrive than the count holds.
+    fn cta_barrier(
+        &mut self,
+        t: &mut Thread,
+        (id, count, explicit): (u64, u64, bool),
+        arrive: bool,
+    ) -> Result<(), EmulateError> {
+        let cta = t.ctaid;
+        let misuse =
+            |what: String| EmulateError::Barrier(format!("barrier {id} of CTA {cta}: {what}"));
+        if explicit && (count == 0 || count % WARP != 0) {
+            return Err(misuse(format!(
+                "thread count {count} is not a nonzero multiple of the warp size"
+            )));
         }
+        let pc = t.pc - 1;
+        let b = self.barrier.entry((cta, id)).or_default();
+        match b.count {
+            Some(c) if c != count => {
+                return Err(misuse(format!(
+                    "one phase with thread counts {c} and {count} (every use of a barrier in a \
+                     phase names the same count)"
+                )))
+            }
+            _ => b.count = Some(count),
+        }
+        let warp = t.tid / WARP;
+        match b.warps.get(&warp) {
+            Some(&other) if other != pc => {
+                return Err(misuse(format!(
+                    "lanes of warp {warp} execute two barrier instructions on it in one phase \
+                     (instructions {other} and {pc}): a barrier marks its warp's arrival once, \
+                     so a warp's lanes must reach it at one instruction"
+                )))
+            }
+            Some(_) => {}
+            None => {
+                b.warps.insert(warp, pc);
+                if b.warps.len() as u64 * WARP > count {
+                    return Err(misuse(format!(
+                        "{} warps arrive in one phase of count {count}",
+                        b.warps.len()
+                    )));
+                }
+            }
+        }
+        if !b.threads.insert(t.tid) {
+            return Err(misuse(format!(
+                "thread {} arrives twice in one phase",
+                t.tid
+            )));
+        }
+        b.arrived += 1;
+        if b.arrived == count {
+            *b = BarrierState {
+                completed: b.completed + 1,
+                ..BarrierState::default()
+            };
+        } else if !arrive {
+            t.waiting = Some(((cta, id), b.completed));
+        }
+        Ok(())
     }
 
     /// `barrier.cluster.arrive` (counts the thread in the current phase of its cluster's
@@ -606,11 +707,12 @@ impl Machine<'_> {
         match (arrive, wait, t.arrived) {
             (true, false, None) => {
                 let count = self.cluster * self.ntid;
-                let b = self.barrier.entry(key).or_insert((0, 0));
-                t.arrived = Some(b.1);
-                b.0 += 1;
-                if b.0 == count {
-                    *b = (0, b.1 + 1);
+                let b = self.barrier.entry(key).or_default();
+                t.arrived = Some(b.completed);
+                b.arrived += 1;
+                if b.arrived == count {
+                    b.arrived = 0;
+                    b.completed += 1;
                 }
                 Ok(())
             }
@@ -768,6 +870,8 @@ pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
     }
 }
 
+#[cfg(test)]
+mod barrier_tests;
 #[cfg(test)]
 mod tests;
 
