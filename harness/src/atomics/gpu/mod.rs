@@ -15,6 +15,7 @@ pub mod count;
 pub mod kernel;
 pub mod layout;
 pub mod litmus_run;
+pub(crate) mod surface;
 pub mod tune;
 pub mod worker;
 
@@ -314,6 +315,23 @@ pub(crate) fn kernel_command(
     ))
 }
 
+/// The per-test kernel's arguments, in its `.param` order: the seven buffers (`p_locs`,
+/// `p_results`, `p_roles`, `p_addrs`, `p_barrier`, `p_scratch`, `p_stress`), `p_testing`,
+/// then the views ([`binding`]): `p_alias` when the test has a generic alias, `p_surf<k>` per
+/// surface name (a `CUsurfObject`, 64 bits).
+pub(crate) fn kernel_args(
+    buffers: [u64; 7],
+    testing: u32,
+    alias: Option<u64>,
+    surfaces: &[u64],
+) -> Vec<KernelArg> {
+    let mut args: Vec<KernelArg> = buffers.into_iter().map(KernelArg::Ptr).collect();
+    args.push(KernelArg::U32(testing));
+    args.extend(alias.map(KernelArg::Ptr));
+    args.extend(surfaces.iter().map(|&h| KernelArg::U64(h)));
+    args
+}
+
 /// Run `test` for `iterations` launches (stopping early after `budget`), on `session`.
 pub fn run(
     session: &Session,
@@ -325,21 +343,15 @@ pub fn run(
     seed: u64,
 ) -> Result<RunReport, RunError> {
     let setup = Instant::now();
-    let g = layout::Geometry::new(test, params)?;
+    let mut g = layout::Geometry::new(test, params)?;
+    if !g.surface_backed.is_empty() {
+        // The surface array is 1-D ([`surface`]): a launch holds no more instances than the
+        // device's widest 1-D surface allows.
+        let width = session.max_surface1d_width()?;
+        g = surface::fit_to_width(test, params, width)?;
+    }
     let ptx = kernel::generate(test, &g)?;
     let views = kernel::bind(test, &g)?;
-    if views.surfaces > 0 {
-        // The kernel takes surface objects (`p_surf<k>`); the backend does not yet create the
-        // CUDA array that mirrors the location buffer nor its surface objects, so such a
-        // test is refused by name here (the emulator runs its kernel).
-        return Err(RunError::Kernel(kernel::KernelError::Inexpressible {
-            at: format!("`{}`", test.name),
-            construct: "a surface location (sust/suld)".into(),
-            why: "the GPU runner does not create the CUDA array and surface objects yet \
-                  (cuArray3DCreate with CUDA_ARRAY3D_SURFACE_LDST, cuSurfObjectCreate)"
-                .into(),
-        }));
-    }
     let e = RunError::Driver;
     let module = session.load_ptx(&ptx)?;
     let f = session.function(&module, kernel::KERNEL).map_err(e)?;
@@ -360,6 +372,20 @@ pub fn run(
         (None, Some(b)) => b.ptr,
         (None, None) => unreachable!("one of the two is made above"),
     };
+    // A test with surface locations gets the 1-D array that mirrors the location buffer
+    // (height 0) and one surface object per surface name over it (`p_surf<k>`, [`binding`]).
+    let array = (views.surfaces > 0)
+        .then(|| session.word_array(g.location_words(), 0))
+        .transpose()
+        .map_err(e)?;
+    let objects = match &array {
+        Some(a) => (0..views.surfaces)
+            .map(|_| session.surface_object(a))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(e)?,
+        None => Vec::new(),
+    };
+    let surfaces: Vec<u64> = objects.iter().map(|o| o.handle).collect();
     let results = session.buffer(n * g.slots.len().max(1) * 4).map_err(e)?;
     let roles = session
         .buffer(g.total_threads() as usize * g.roles as usize * 4)
@@ -412,23 +438,25 @@ pub fn run(
             .map_err(e)?;
         session.memset(barrier.ptr, 0, 8).map_err(e)?;
         session.memset(results.ptr, 0, results.bytes).map_err(e)?;
-        let mut args = vec![
-            KernelArg::Ptr(locs),
-            KernelArg::Ptr(results.ptr),
-            KernelArg::Ptr(roles.ptr),
-            KernelArg::Ptr(addrs.ptr),
-            KernelArg::Ptr(barrier.ptr),
-            KernelArg::Ptr(scratch.ptr),
-            KernelArg::Ptr(stress.ptr),
-            KernelArg::U32(t.testing_threads),
-        ];
-        if let Some(m) = &mapping {
-            args.push(KernelArg::Ptr(m.views[1]));
+        if let Some(a) = &array {
+            session.write_array(a, &image).map_err(e)?;
         }
-        // SAFETY: `kernel::generate` declares exactly these parameters: seven `.param .u64`
-        // buffer addresses, then `.param .u32 p_testing`, then `.param .u64 p_alias` when
-        // the test has a generic alias (`views.alias()`; a test with surfaces is refused
-        // above).
+        let args = kernel_args(
+            [
+                locs,
+                results.ptr,
+                roles.ptr,
+                addrs.ptr,
+                barrier.ptr,
+                scratch.ptr,
+                stress.ptr,
+            ],
+            t.testing_threads,
+            mapping.as_ref().map(|m| m.views[1]),
+            &surfaces,
+        );
+        // SAFETY: `kernel::generate` declares exactly the parameters [`kernel_args`] lists
+        // (test `surface::tests::host_arguments_match_the_entry_parameters` parses them).
         let launch = if g.cluster > 1 {
             let start = Instant::now();
             // SAFETY: as above; the kernel is `.explicitcluster` and the grid a multiple of
@@ -449,9 +477,12 @@ pub fn run(
                 .copy_u32_to_host(results.ptr, n * g.slots.len())
                 .map_err(e)?
         };
-        let mem = session
+        let mut mem = session
             .copy_u32_to_host(locs, g.location_words())
             .map_err(e)?;
+        if let Some(a) = &array {
+            surface::merge_final(&g, &t, &session.read_array(a).map_err(e)?, &mut mem);
+        }
         let bar = session.copy_u32_to_host(barrier.ptr, 2).map_err(e)?;
         report.barrier_timeouts += u64::from(bar[1]);
         let host = Instant::now();

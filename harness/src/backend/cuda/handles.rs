@@ -17,6 +17,13 @@ pub struct WordArray {
     pub height: usize,
 }
 
+impl WordArray {
+    /// Rows of the array as a copy sees them: a 1-D array (height 0) is one row.
+    fn rows(&self) -> usize {
+        self.height.max(1)
+    }
+}
+
 impl Drop for WordArray {
     fn drop(&mut self) {
         // SAFETY: `raw` came from cuArray3DCreate and is destroyed once, after the objects
@@ -71,8 +78,8 @@ fn array_resource(array: &WordArray) -> sys::CUDA_RESOURCE_DESC {
 }
 
 impl Session {
-    /// `cuArray3DCreate` (depth 0: a 2-D array) of `width` x `height` 32-bit words, surface
-    /// load/store allowed.
+    /// `cuArray3DCreate` (depth 0: a 2-D array; height 0 too: a 1-D array) of `width` x
+    /// `height` 32-bit words, surface load/store allowed.
     pub fn word_array(&self, width: usize, height: usize) -> Result<WordArray, DriverCallError> {
         let desc = sys::CUDA_ARRAY3D_DESCRIPTOR {
             Width: width,
@@ -92,7 +99,7 @@ impl Session {
 
     /// Copy `words` (row-major, `width * height` of them) into the array (`cuMemcpy2D`).
     pub fn write_array(&self, array: &WordArray, words: &[u32]) -> Result<(), DriverCallError> {
-        if words.len() != array.width * array.height {
+        if words.len() != array.width * array.rows() {
             return Err(DriverCallError {
                 call: "cuMemcpy2D",
                 code: sys::CUresult::CUDA_ERROR_INVALID_VALUE,
@@ -115,7 +122,7 @@ impl Session {
             dstArray: array.raw,
             dstPitch: 0,
             WidthInBytes: row,
-            Height: array.height,
+            Height: array.rows(),
         };
         // SAFETY: `words` holds `height` rows of `row` bytes (checked above) and outlives the
         // synchronous copy.
@@ -124,7 +131,7 @@ impl Session {
 
     /// Copy the whole array back, row-major (`cuMemcpy2D`).
     pub fn read_array(&self, array: &WordArray) -> Result<Vec<u32>, DriverCallError> {
-        let mut words = vec![0u32; array.width * array.height];
+        let mut words = vec![0u32; array.width * array.rows()];
         let row = array.width * 4;
         let copy = sys::CUDA_MEMCPY2D {
             srcXInBytes: 0,
@@ -142,7 +149,7 @@ impl Session {
             dstArray: std::ptr::null_mut(),
             dstPitch: row,
             WidthInBytes: row,
-            Height: array.height,
+            Height: array.rows(),
         };
         // SAFETY: `words` has room for `height` rows of `row` bytes and outlives the
         // synchronous copy.
@@ -172,6 +179,21 @@ impl Session {
             handle,
             _array: std::marker::PhantomData,
         })
+    }
+
+    /// The widest 1-D CUDA array a surface object may be bound to, in elements
+    /// (`CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH`).
+    pub fn max_surface1d_width(&self) -> Result<usize, DriverCallError> {
+        let mut v = 0;
+        // SAFETY: out-pointer to a live local; a device attribute query.
+        check("cuDeviceGetAttribute", unsafe {
+            sys::cuDeviceGetAttribute(
+                &mut v,
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH,
+                self.device(),
+            )
+        })?;
+        Ok(v.max(0) as usize)
     }
 
     /// `cuSurfObjectCreate` on `array`.
@@ -212,5 +234,11 @@ mod tests {
         let f = s.surface_object(&a).unwrap();
         assert_ne!(t.handle, 0);
         assert_ne!(f.handle, 0);
+        // A 1-D array (height 0) copies as one row and takes a surface object.
+        let a1 = s.word_array(8, 0).unwrap();
+        s.write_array(&a1, &words).unwrap();
+        assert_eq!(s.read_array(&a1).unwrap(), words);
+        assert_ne!(s.surface_object(&a1).unwrap().handle, 0);
+        assert!(s.max_surface1d_width().unwrap() >= 8);
     }
 }

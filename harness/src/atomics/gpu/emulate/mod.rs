@@ -825,12 +825,9 @@ fn launch_program(
     let res = read(&m.mem, BASES[1].1, n * g.slots.len());
     let mut mem = read(&m.mem, BASES[0].1, g.location_words());
     // A surface-backed location's final value is the array's word.
-    let nl = g.locations.len();
-    for &j in &g.surface_backed {
-        for inst in 0..n {
-            let a = t.addrs[inst * nl + j] as usize;
-            mem[a] = *m.mem.get(&(SURFACE_ARRAY + 4 * a as u64)).unwrap_or(&0);
-        }
+    if !g.surface_backed.is_empty() {
+        let array = read(&m.mem, SURFACE_ARRAY, g.location_words());
+        super::surface::merge_final(g, &t, &array, &mut mem);
     }
     let mut histogram = Histogram::new();
     let did_not_terminate = layout::decode(g, terms, &t, &res, &mem, &mut histogram)?;
