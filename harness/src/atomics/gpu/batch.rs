@@ -204,6 +204,38 @@ fn dispatch_node(lo: usize, hi: usize, ends: &[u32], s: &mut String) {
 
 const _: () = assert!(MAX_BATCH_TESTS.is_power_of_two());
 
+/// A batch launches one block size and one cluster shape: `test` must have both.
+fn same_shape(
+    test: &crate::atomics::litmus::LitmusTest,
+    g: &Geometry,
+    block: u32,
+    cluster: u32,
+) -> Result<(), KernelError> {
+    if g.cluster != cluster {
+        // A cluster launch gives every block of the grid one cluster shape.
+        return Err(KernelError::Inexpressible {
+            at: format!("`{}`", test.name),
+            construct: "batch".into(),
+            why: format!(
+                "a batch launches one cluster shape ({cluster} CTAs), this test needs \
+                 clusters of {} CTAs",
+                g.cluster
+            ),
+        });
+    }
+    if g.params.workgroup_size != block {
+        return Err(KernelError::Inexpressible {
+            at: format!("`{}`", test.name),
+            construct: "batch".into(),
+            why: format!(
+                "a batch launches one block size ({block} threads), this test needs {}",
+                g.params.workgroup_size
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The batch kernel of `tests` (each with its geometry and outcome space), every part with
 /// the same launch shape ([`shape`]). With clusters, part k starts at a CTA that is a multiple
 /// of the cluster size and holds whole clusters (`Geometry::new` makes `max_workgroups` a
@@ -228,28 +260,7 @@ pub fn generate(
     let mut ends = Vec::new();
     let mut params = Vec::new();
     for (k, (test, g, space)) in tests.iter().enumerate() {
-        if g.cluster != cluster {
-            // A cluster launch gives every block of the grid one cluster shape.
-            return Err(KernelError::Inexpressible {
-                at: format!("`{}`", test.name),
-                construct: "batch".into(),
-                why: format!(
-                    "a batch launches one cluster shape ({cluster} CTAs), this test needs \
-                     clusters of {} CTAs",
-                    g.cluster
-                ),
-            });
-        }
-        if g.params.workgroup_size != block {
-            return Err(KernelError::Inexpressible {
-                at: format!("`{}`", test.name),
-                construct: "batch".into(),
-                why: format!(
-                    "a batch launches one block size ({block} threads), this test needs {}",
-                    g.params.workgroup_size
-                ),
-            });
-        }
+        same_shape(test, g, block, cluster)?;
         let ptx = kernel::generate_counting(test, g, space)?;
         if g.shared {
             shared_words = shared_words.max(g.cta_location_words());

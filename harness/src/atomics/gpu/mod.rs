@@ -27,7 +27,9 @@ use rand::SeedableRng;
 use crate::atomics::catalog;
 use crate::atomics::litmus::{LitmusTest, Term};
 use crate::atomics::model::{self, ModelVerdict};
-use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{
+    DeviceBuffer, DoubleMapping, Function, KernelArg, LaunchConfig, Session,
+};
 use crate::outcome::{CaseStatus, ControlRun};
 
 pub use layout::{Histogram, StressParams};
@@ -64,6 +66,26 @@ pub struct RunReport {
     /// Instances a thread of which stopped at the loop cap ([`kernel::LOOP_CAP`]): not
     /// outcomes, counted apart.
     pub did_not_terminate: u64,
+}
+
+impl RunReport {
+    /// A report of no launches yet, after `setup_time` of JIT and allocations.
+    fn empty(test: &LitmusTest, verdict: &ModelVerdict, setup_time: Duration) -> RunReport {
+        RunReport {
+            test: test.name.clone(),
+            launches: 0,
+            instances: 0,
+            kernel_time: Duration::ZERO,
+            launch_rates: Vec::new(),
+            wall_time: Duration::ZERO,
+            setup_time,
+            host_time: Duration::ZERO,
+            terms: verdict.terms.clone(),
+            histogram: Histogram::new(),
+            barrier_timeouts: 0,
+            did_not_terminate: 0,
+        }
+    }
 }
 
 /// A histogram judged against the model.
@@ -332,6 +354,104 @@ pub(crate) fn kernel_args(
     args
 }
 
+/// The per-test path's device buffers besides the locations: results, role and address
+/// tables, the start barrier, the stress scratch and the per-CTA stress words.
+struct RunBuffers {
+    results: DeviceBuffer,
+    roles: DeviceBuffer,
+    addrs: DeviceBuffer,
+    barrier: DeviceBuffer,
+    scratch: DeviceBuffer,
+    stress: DeviceBuffer,
+}
+
+impl RunBuffers {
+    fn new(
+        session: &Session,
+        g: &layout::Geometry,
+        params: &StressParams,
+    ) -> Result<RunBuffers, RunError> {
+        let e = RunError::Driver;
+        let n = g.instances() as usize;
+        let scratch_words = (params.stress_line_size * params.stress_target_lines) as usize;
+        Ok(RunBuffers {
+            results: session.buffer(n * g.slots.len().max(1) * 4).map_err(e)?,
+            roles: session
+                .buffer(g.total_threads() as usize * g.roles as usize * 4)
+                .map_err(e)?,
+            addrs: session
+                .buffer(n * g.locations.len().max(1) * 4)
+                .map_err(e)?,
+            barrier: session.buffer(8).map_err(e)?,
+            scratch: session.buffer(scratch_words * 4).map_err(e)?,
+            stress: session
+                .buffer(params.max_workgroups as usize * 4)
+                .map_err(e)?,
+        })
+    }
+
+    /// One launch's tables in, its start barrier and results cleared.
+    fn upload(&self, session: &Session, t: &layout::Tables) -> Result<(), RunError> {
+        let e = RunError::Driver;
+        session
+            .copy_u32_to_device(self.roles.ptr, &t.roles)
+            .map_err(e)?;
+        session
+            .copy_u32_to_device(self.addrs.ptr, &t.addrs)
+            .map_err(e)?;
+        session
+            .copy_u32_to_device(self.stress.ptr, &t.stress_word)
+            .map_err(e)?;
+        session.memset(self.barrier.ptr, 0, 8).map_err(e)?;
+        session
+            .memset(self.results.ptr, 0, self.results.bytes)
+            .map_err(e)?;
+        Ok(())
+    }
+}
+
+/// The location buffer: mapped twice for a test with a generic alias (`p_alias` is the
+/// second view, [`binding`]), else a plain buffer.
+fn location_buffer(
+    session: &Session,
+    g: &layout::Geometry,
+    alias: bool,
+) -> Result<(Option<DoubleMapping>, Option<DeviceBuffer>), RunError> {
+    let bytes = g.location_words() * 4;
+    if alias {
+        let m = session.double_mapping(bytes).map_err(RunError::Driver)?;
+        Ok((Some(m), None))
+    } else {
+        let b = session.buffer(bytes).map_err(RunError::Driver)?;
+        Ok((None, Some(b)))
+    }
+}
+
+/// One launch of `f`, as a cluster launch when `cluster > 1`, waited for; its time.
+///
+/// # Safety
+/// `args` must match `f`'s parameters; for a cluster launch the kernel is
+/// `.explicitcluster` and the grid a multiple of `cluster` (`Geometry::new` checks it).
+unsafe fn launch_synchronized(
+    session: &Session,
+    f: Function<'_>,
+    cfg: LaunchConfig,
+    cluster: u32,
+    args: &[KernelArg],
+) -> Result<Duration, RunError> {
+    let e = RunError::Driver;
+    if cluster > 1 {
+        let start = Instant::now();
+        // SAFETY: the caller's contract.
+        unsafe { session.launch_cluster(f, cfg, cluster, args) }.map_err(e)?;
+        session.synchronize().map_err(e)?;
+        Ok(start.elapsed())
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { session.launch_timed(f, cfg, args) }.map_err(e)
+    }
+}
+
 /// Run `test` for `iterations` launches (stopping early after `budget`), on `session`.
 pub fn run(
     session: &Session,
@@ -356,17 +476,7 @@ pub fn run(
     let module = session.load_ptx(&ptx)?;
     let f = session.function(&module, kernel::KERNEL).map_err(e)?;
     let n = g.instances() as usize;
-    // A test with a generic alias gets its location buffer mapped twice (`p_alias` is the
-    // second view, [`binding`]); any other, a plain buffer.
-    let mapping = views
-        .alias()
-        .then(|| session.double_mapping(g.location_words() * 4))
-        .transpose()
-        .map_err(e)?;
-    let plain = match mapping {
-        Some(_) => None,
-        None => Some(session.buffer(g.location_words() * 4).map_err(e)?),
-    };
+    let (mapping, plain) = location_buffer(session, &g, views.alias())?;
     let locs = match (&mapping, &plain) {
         (Some(m), _) => m.views[0],
         (None, Some(b)) => b.ptr,
@@ -386,19 +496,7 @@ pub fn run(
         None => Vec::new(),
     };
     let surfaces: Vec<u64> = objects.iter().map(|o| o.handle).collect();
-    let results = session.buffer(n * g.slots.len().max(1) * 4).map_err(e)?;
-    let roles = session
-        .buffer(g.total_threads() as usize * g.roles as usize * 4)
-        .map_err(e)?;
-    let addrs = session
-        .buffer(n * g.locations.len().max(1) * 4)
-        .map_err(e)?;
-    let barrier = session.buffer(8).map_err(e)?;
-    let scratch_words = (params.stress_line_size * params.stress_target_lines) as usize;
-    let scratch = session.buffer(scratch_words * 4).map_err(e)?;
-    let stress = session
-        .buffer(params.max_workgroups as usize * 4)
-        .map_err(e)?;
+    let b = RunBuffers::new(session, &g, params)?;
     let cfg = LaunchConfig {
         // The geometry's launch: a cluster launch drops a partial cluster of stressing CTAs.
         grid: g.params.max_workgroups,
@@ -406,20 +504,7 @@ pub fn run(
         shared_bytes: 0,
     };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut report = RunReport {
-        test: test.name.clone(),
-        launches: 0,
-        instances: 0,
-        kernel_time: Duration::ZERO,
-        launch_rates: Vec::new(),
-        wall_time: Duration::ZERO,
-        setup_time: setup.elapsed(),
-        host_time: Duration::ZERO,
-        terms: verdict.terms.clone(),
-        histogram: Histogram::new(),
-        barrier_timeouts: 0,
-        did_not_terminate: 0,
-    };
+    let mut report = RunReport::empty(test, verdict, setup.elapsed());
     let start = Instant::now();
     for _ in 0..iterations {
         if budget.is_some_and(|b| start.elapsed() >= b) {
@@ -431,25 +516,19 @@ pub fn run(
         let image = g.initial_memory(&t.addrs);
         report.host_time += host.elapsed();
         session.copy_u32_to_device(locs, &image).map_err(e)?;
-        session.copy_u32_to_device(roles.ptr, &t.roles).map_err(e)?;
-        session.copy_u32_to_device(addrs.ptr, &t.addrs).map_err(e)?;
-        session
-            .copy_u32_to_device(stress.ptr, &t.stress_word)
-            .map_err(e)?;
-        session.memset(barrier.ptr, 0, 8).map_err(e)?;
-        session.memset(results.ptr, 0, results.bytes).map_err(e)?;
+        b.upload(session, &t)?;
         if let Some(a) = &array {
             session.write_array(a, &image).map_err(e)?;
         }
         let args = kernel_args(
             [
                 locs,
-                results.ptr,
-                roles.ptr,
-                addrs.ptr,
-                barrier.ptr,
-                scratch.ptr,
-                stress.ptr,
+                b.results.ptr,
+                b.roles.ptr,
+                b.addrs.ptr,
+                b.barrier.ptr,
+                b.scratch.ptr,
+                b.stress.ptr,
             ],
             t.testing_threads,
             mapping.as_ref().map(|m| m.views[1]),
@@ -457,24 +536,14 @@ pub fn run(
         );
         // SAFETY: `kernel::generate` declares exactly the parameters [`kernel_args`] lists
         // (test `surface::tests::host_arguments_match_the_entry_parameters` parses them).
-        let launch = if g.cluster > 1 {
-            let start = Instant::now();
-            // SAFETY: as above; the kernel is `.explicitcluster` and the grid a multiple of
-            // the cluster size (`Geometry::new` checks it).
-            unsafe { session.launch_cluster(f, cfg, g.cluster, &args) }.map_err(e)?;
-            session.synchronize().map_err(e)?;
-            start.elapsed()
-        } else {
-            // SAFETY: as above.
-            unsafe { session.launch_timed(f, cfg, &args) }.map_err(e)?
-        };
+        let launch = unsafe { launch_synchronized(session, f, cfg, g.cluster, &args) }?;
         report.kernel_time += launch;
         // A test without registers (2+2W) has nothing in the results buffer to copy.
         let res = if g.slots.is_empty() {
             Vec::new()
         } else {
             session
-                .copy_u32_to_host(results.ptr, n * g.slots.len())
+                .copy_u32_to_host(b.results.ptr, n * g.slots.len())
                 .map_err(e)?
         };
         let mut mem = session
@@ -483,7 +552,7 @@ pub fn run(
         if let Some(a) = &array {
             surface::merge_final(&g, &t, &session.read_array(a).map_err(e)?, &mut mem);
         }
-        let bar = session.copy_u32_to_host(barrier.ptr, 2).map_err(e)?;
+        let bar = session.copy_u32_to_host(b.barrier.ptr, 2).map_err(e)?;
         report.barrier_timeouts += u64::from(bar[1]);
         let host = Instant::now();
         report.did_not_terminate +=

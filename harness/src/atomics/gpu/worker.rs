@@ -441,6 +441,27 @@ struct PartBuffers {
     plans: Vec<(IterationPlan, PlanBuffers)>,
 }
 
+impl PartBuffers {
+    /// A batch part's buffers, made once per batch kernel (its plans' tables are added as
+    /// launches meet them).
+    fn new(s: &crate::backend::cuda::Session, part: &batch::Part) -> Result<PartBuffers, RunError> {
+        let e = RunError::Driver;
+        let g = &part.geometry;
+        let p = &g.params;
+        let n = g.instances() as usize;
+        Ok(PartBuffers {
+            locs: s.buffer(g.location_words() * 4).map_err(e)?,
+            results: s.buffer(n * g.slots.len().max(1) * 4).map_err(e)?,
+            barrier: s.buffer(8).map_err(e)?,
+            scratch: s
+                .buffer((p.stress_line_size * p.stress_target_lines) as usize * 4)
+                .map_err(e)?,
+            counts: s.buffer(part.space.words(n) * 4).map_err(e)?,
+            plans: Vec::new(),
+        })
+    }
+}
+
 #[derive(Debug)]
 struct PlanBuffers {
     roles: crate::backend::cuda::DeviceBuffer,
@@ -500,22 +521,11 @@ impl Executor for CudaExecutor {
         let s = &self.session;
         let e = RunError::Driver;
         if !self.buffers.contains_key(&module.ptx) {
-            let mut parts = Vec::new();
-            for part in &b.parts {
-                let g = &part.geometry;
-                let p = &g.params;
-                let n = g.instances() as usize;
-                parts.push(PartBuffers {
-                    locs: s.buffer(g.location_words() * 4).map_err(e)?,
-                    results: s.buffer(n * g.slots.len().max(1) * 4).map_err(e)?,
-                    barrier: s.buffer(8).map_err(e)?,
-                    scratch: s
-                        .buffer((p.stress_line_size * p.stress_target_lines) as usize * 4)
-                        .map_err(e)?,
-                    counts: s.buffer(part.space.words(n) * 4).map_err(e)?,
-                    plans: Vec::new(),
-                });
-            }
+            let parts = b
+                .parts
+                .iter()
+                .map(|part| PartBuffers::new(s, part))
+                .collect::<Result<Vec<_>, _>>()?;
             self.buffers.insert(module.ptx.clone(), parts);
         }
         let parts = self.buffers.get_mut(&module.ptx).expect("inserted above");
