@@ -56,3 +56,44 @@ macro_rules! require {
         }
     };
 }
+
+/// Assert that the cases of `suites/<suite>.yaml` whose ids start with one of `prefixes` (there
+/// must be `count`) need the GPU and, with every other capability present and no GPU, skip
+/// naming `gpu` (a failure under `--require gpu`), never running or crashing.
+#[cfg(test)]
+pub(crate) fn assert_gpu_cases_skip_naming_the_gpu(suite: &str, prefixes: &[&str], count: usize) {
+    use crate::capability::{Capability, Missing, Requirement};
+    use crate::outcome::{CaseStatus, Verdict};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let file = root.join(format!("suites/{suite}.yaml"));
+    let suite = crate::suite::load_file(&file, &crate::areas::all()).unwrap();
+    let data = crate::data::DataRoot::at(&root);
+    let mut env = crate::runner::RunEnv::empty(&data);
+    for &c in Capability::ALL {
+        env.caps.set(c, Ok("present (test)".into()));
+    }
+    let why = "no GPU: cuInit returned CUDA_ERROR_NO_DEVICE (test)";
+    env.caps.set(Capability::Gpu, Err(Missing::new(why)));
+    let required = [Requirement::parse("gpu").unwrap()];
+    let cases: Vec<&crate::suite::Case> = suite
+        .cases
+        .iter()
+        .filter(|c| prefixes.iter().any(|p| c.id.starts_with(p)))
+        .collect();
+    assert_eq!(cases.len(), count, "{prefixes:?}");
+    for case in cases {
+        assert!(case.requires.contains(&Capability::Gpu), "{}", case.id);
+        let status = crate::runner::execute(case, &env).0.status;
+        match &status {
+            CaseStatus::Skip { capability, reason } => {
+                assert_eq!(*capability, Capability::Gpu, "{}", case.id);
+                assert!(reason.contains(why), "{}: {reason}", case.id);
+            }
+            other => panic!("{}: {other:?}", case.id),
+        }
+        assert_eq!(
+            crate::runner::judge(&status, &required, None),
+            Verdict::RequiredMissing
+        );
+    }
+}

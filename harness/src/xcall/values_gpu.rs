@@ -518,39 +518,6 @@ mod tests {
     /// `--require gpu`), never running or crashing.
     #[test]
     fn gpu_cases_skip_naming_the_gpu() {
-        use crate::capability::{Capability, Missing, Requirement};
-        use crate::outcome::Verdict;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let suite =
-            crate::suite::load_file(&root.join("suites/xcall.yaml"), &crate::areas::all()).unwrap();
-        let data = crate::data::DataRoot::at(&root);
-        let mut env = crate::runner::RunEnv::empty(&data);
-        for &c in Capability::ALL {
-            env.caps.set(c, Ok("present (test)".into()));
-        }
-        let why = "no GPU: cuInit returned CUDA_ERROR_NO_DEVICE (test)";
-        env.caps.set(Capability::Gpu, Err(Missing::new(why)));
-        let required = [Requirement::parse("gpu").unwrap()];
-        let cases: Vec<&crate::suite::Case> = suite
-            .cases
-            .iter()
-            .filter(|c| ["xcall.gpu-values."].iter().any(|p| c.id.starts_with(p)))
-            .collect();
-        assert_eq!(cases.len(), 36);
-        for case in cases {
-            assert!(case.requires.contains(&Capability::Gpu), "{}", case.id);
-            let status = crate::runner::execute(case, &env).0.status;
-            match &status {
-                CaseStatus::Skip { capability, reason } => {
-                    assert_eq!(*capability, Capability::Gpu, "{}", case.id);
-                    assert!(reason.contains(why), "{}: {reason}", case.id);
-                }
-                other => panic!("{}: {other:?}", case.id),
-            }
-            assert_eq!(
-                crate::runner::judge(&status, &required, None),
-                Verdict::RequiredMissing
-            );
-        }
+        crate::testkit::assert_gpu_cases_skip_naming_the_gpu("xcall", &["xcall.gpu-values."], 36);
     }
 }
