@@ -57,11 +57,15 @@ macro_rules! require {
     };
 }
 
-/// Assert that the cases of `suites/<suite>.yaml` whose ids start with one of `prefixes` (there
-/// must be `count`) need the GPU and, with every other capability present and no GPU, skip
-/// naming `gpu` (a failure under `--require gpu`), never running or crashing.
+/// Assert that the cases of `suites/<suite>.yaml` that `select` picks need the GPU and, with
+/// every other capability present and no GPU, skip naming `gpu` (a skip without
+/// requirements, a failure under `--require gpu`), never running or crashing. Returns the
+/// ids it checked, for the caller's counts.
 #[cfg(test)]
-pub(crate) fn assert_gpu_cases_skip_naming_the_gpu(suite: &str, prefixes: &[&str], count: usize) {
+pub(crate) fn assert_gpu_cases_skip_naming_the_gpu(
+    suite: &str,
+    select: impl Fn(&crate::suite::Case) -> bool,
+) -> Vec<String> {
     use crate::capability::{Capability, Missing, Requirement};
     use crate::outcome::{CaseStatus, Verdict};
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -75,13 +79,8 @@ pub(crate) fn assert_gpu_cases_skip_naming_the_gpu(suite: &str, prefixes: &[&str
     let why = "no GPU: cuInit returned CUDA_ERROR_NO_DEVICE (test)";
     env.caps.set(Capability::Gpu, Err(Missing::new(why)));
     let required = [Requirement::parse("gpu").unwrap()];
-    let cases: Vec<&crate::suite::Case> = suite
-        .cases
-        .iter()
-        .filter(|c| prefixes.iter().any(|p| c.id.starts_with(p)))
-        .collect();
-    assert_eq!(cases.len(), count, "{prefixes:?}");
-    for case in cases {
+    let mut ids = Vec::new();
+    for case in suite.cases.iter().filter(|c| select(c)) {
         assert!(case.requires.contains(&Capability::Gpu), "{}", case.id);
         let status = crate::runner::execute(case, &env).0.status;
         match &status {
@@ -93,7 +92,12 @@ pub(crate) fn assert_gpu_cases_skip_naming_the_gpu(suite: &str, prefixes: &[&str
         }
         assert_eq!(
             crate::runner::judge(&status, &required, None),
-            Verdict::RequiredMissing
+            Verdict::RequiredMissing,
+            "{}",
+            case.id
         );
+        assert_eq!(crate::runner::judge(&status, &[], None), Verdict::Skip);
+        ids.push(case.id.clone());
     }
+    ids
 }

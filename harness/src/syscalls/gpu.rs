@@ -1194,49 +1194,16 @@ mod tests {
     /// under `--require gpu` a failure: none can pass without the device.
     #[test]
     fn gpu_cases_skip_without_a_gpu() {
-        use crate::capability::{Missing, Requirement};
-        use crate::outcome::Verdict;
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let suite =
-            crate::suite::load_file(&root.join("suites/syscalls.yaml"), &crate::areas::all())
-                .unwrap();
-        let data = crate::data::DataRoot::at(&root);
-        let mut env = crate::runner::RunEnv::empty(&data);
-        for &c in Capability::ALL {
-            env.caps.set(c, Ok("present (test)".into()));
-        }
-        let why = "no GPU: cuInit returned CUDA_ERROR_NO_DEVICE (test)";
-        env.caps.set(Capability::Gpu, Err(Missing::new(why)));
-        let required = [Requirement::parse("gpu").unwrap()];
-        let gpu: Vec<&crate::suite::Case> = suite
-            .cases
-            .iter()
-            .filter(|c| c.requires.contains(&Capability::Gpu))
-            .collect();
+        let ids = crate::testkit::assert_gpu_cases_skip_naming_the_gpu("syscalls", |c| {
+            c.requires.contains(&Capability::Gpu)
+        });
         // The suite's GPU cases: 46 printf conversions, 6 driver cases (vprintf's status
         // among them), 5 asserts (one per producer), and the 33 probes through the driver JIT.
-        let count = |prefix: &str| gpu.iter().filter(|c| c.id.starts_with(prefix)).count();
+        let count = |prefix: &str| ids.iter().filter(|id| id.starts_with(prefix)).count();
         assert_eq!(count("syscalls.gpu.printf."), 46);
         assert_eq!(count("syscalls.gpu.assert."), 5);
         assert_eq!(count("syscalls.gpu."), 57);
         assert_eq!(count("syscalls.observe.jit."), 33);
-        assert_eq!(gpu.len(), 90);
-        for case in gpu {
-            let status = crate::runner::execute(case, &env).0.status;
-            match &status {
-                CaseStatus::Skip { capability, reason } => {
-                    assert_eq!(*capability, Capability::Gpu, "{}", case.id);
-                    assert!(reason.contains(why), "{}: {reason}", case.id);
-                }
-                other => panic!("{}: {other:?}", case.id),
-            }
-            assert_eq!(
-                crate::runner::judge(&status, &required, None),
-                Verdict::RequiredMissing,
-                "{}",
-                case.id
-            );
-            assert_eq!(crate::runner::judge(&status, &[], None), Verdict::Skip);
-        }
+        assert_eq!(ids.len(), 90);
     }
 }
