@@ -336,6 +336,17 @@ pub(crate) fn source(language: Language) -> Option<String> {
 }
 
 pub(crate) fn compile(tc: &Toolchain, producer: Producer) -> Result<String, String> {
+    compile_programs(tc, producer, source, "value programs")
+}
+
+/// `producer`'s PTX of the programs `source` writes in its language (relocatable device
+/// code: the callers and callees link across producers), or why there is none.
+pub(crate) fn compile_programs(
+    tc: &Toolchain,
+    producer: Producer,
+    source: fn(Language) -> Option<String>,
+    what: &str,
+) -> Result<String, String> {
     let language = producer
         .language_of(&LANGUAGES)
         .ok_or_else(|| format!("{} reads none of this check's languages", producer.name()))?;
@@ -348,7 +359,7 @@ pub(crate) fn compile(tc: &Toolchain, producer: Producer) -> Result<String, Stri
     });
     producer
         .compile(tc, &src)
-        .map_err(|e: ToolError| format!("{} rejected the value programs: {e}", producer.name()))
+        .map_err(|e: ToolError| format!("{} rejected the {what}: {e}", producer.name()))
 }
 
 /// The producer's PTX of the value programs, compiled once per run.

@@ -24,7 +24,7 @@ use serde::Deserialize;
 use super::values::{self, Callees, Narrow, Object, POINTER_VALUE, RETURN_SOURCE};
 use crate::area::{BatchCache, CaseContext};
 use crate::backend::cuda::{self, KernelArg, LaunchConfig, Session};
-use crate::backend::producer::{Language, Options, Producer, Source};
+use crate::backend::producer::{Language, Producer};
 use crate::backend::toolchain::Toolchain;
 use crate::outcome::CaseStatus;
 
@@ -105,19 +105,7 @@ fn compile_callee(tc: &Toolchain, producer: Producer) -> Result<String, String> 
     if is_reference(producer) {
         return Ok(REFERENCE_CALLEE.clone());
     }
-    let language = producer
-        .language_of(&values::LANGUAGES)
-        .ok_or_else(|| format!("{} reads none of this check's languages", producer.name()))?;
-    let text = callee_source(language).ok_or_else(|| format!("no source in {language:?}"))?;
-    let src = Source::new(language, &text).options(Options {
-        nvrtc: &["--relocatable-device-code=true", "-std=c++17"],
-        clang: &["-fgpu-rdc", "-O2", "-std=c++17"],
-        nvvm: &[],
-        llc: &["-O2"],
-    });
-    producer
-        .compile(tc, &src)
-        .map_err(|e| format!("{} rejected the callee programs: {e}", producer.name()))
+    values::compile_programs(tc, producer, callee_source, "callee programs")
 }
 
 fn callee_batch(ctx: &CaseContext, producer: Producer) -> Arc<OnceLock<Result<String, String>>> {
