@@ -177,15 +177,8 @@ mod tests {
             .collect();
         let args = super::super::kernel_args([1, 2, 3, 4, 5, 6, 7], 99, Some(0xa), &[0x50, 0x51]);
         assert_eq!(args.len(), params.len(), "{params:?}");
-        let buffers = [
-            "p_locs",
-            "p_results",
-            "p_roles",
-            "p_addrs",
-            "p_barrier",
-            "p_scratch",
-            "p_stress",
-        ];
+        // The seven buffers lead every test kernel's parameters, as in a batch part's.
+        let buffers = &crate::atomics::gpu::batch::PARAMS[..7];
         for ((ty, name), arg) in params.iter().zip(&args) {
             let want = if let Some(i) = buffers.iter().position(|b| b == name) {
                 KernelArg::Ptr(i as u64 + 1)
