@@ -637,8 +637,9 @@ fn worker_figures(
     let text = format!(
         "  {label}: {tests} tests, {} instances in {:.2} s: {e2e:.3e} instances/s end to end, \
          {per_kernel:.3e} per kernel-second; {} launches in {} batches, {} host syncs, \
-         {per_launch:.0} instances and up to {} tests per launch; {} kernels compiled, {} from \
-         the cache; {} context recoveries, {} tests re-run alone after a fault\n",
+         {per_launch:.0} instances and up to {} tests per launch; {} kernels compiled in {:.2} s \
+         ({:.1} ms each), {} from the cache; {} context recoveries, {} tests re-run alone after \
+         a fault\n",
         stats.instances,
         wall,
         stats.launches,
@@ -646,6 +647,8 @@ fn worker_figures(
         stats.syncs,
         stats.max_tests_per_launch,
         stats.compiled,
+        stats.compile_time.as_secs_f64(),
+        1e3 * stats.compile_time.as_secs_f64() / stats.compiled.max(1) as f64,
         stats.cached,
         stats.recoveries,
         stats.isolated
@@ -662,6 +665,12 @@ fn worker_figures(
             unit: "instances/s".into(),
             better: Some(Better::Higher),
             value: Spread::exact(per_kernel),
+        },
+        Figure::Scalar {
+            name: format!("{label} seconds compiling kernels"),
+            unit: "s".into(),
+            better: Some(Better::Lower),
+            value: Spread::exact(stats.compile_time.as_secs_f64()),
         },
     ];
     (text, figures)
@@ -824,6 +833,29 @@ fn gpu_worker() -> BenchBlock {
     );
     for f in failed.iter().take(10) {
         text += &format!("  failed: {f}\n");
+    }
+    // The same tests with one host wait per launch (the worker before launch groups), on a
+    // second executor so that no kernel comes from the first run's cache: what the groups of
+    // `LAUNCHES_PER_SYNC` launches per wait bought on this GPU.
+    let mut figures = figures;
+    match CudaExecutor::open() {
+        Ok(e) => {
+            let mut w1 = Worker::new(e).with_launches_per_sync(1);
+            let run = Instant::now();
+            let failed = w1.run(&jobs).iter().filter(|r| r.is_err()).count();
+            let (t, f) = worker_figures(
+                "GPU worker, one launch per wait",
+                &w1.stats,
+                elapsed(run),
+                jobs.len(),
+            );
+            text += &t;
+            if failed > 0 {
+                text += &format!("  {failed} tests failed with one launch per wait\n");
+            }
+            figures.extend(f);
+        }
+        Err(e) => text += &format!("  one launch per wait: no second executor: {e}\n"),
     }
     BenchBlock {
         name: name.into(),

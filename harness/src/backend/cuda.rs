@@ -724,7 +724,9 @@ impl Session {
         Ok(start.elapsed())
     }
 
-    /// Set `bytes` bytes at `p` to `value`.
+    /// Set `bytes` bytes at `p` to `value`. On device memory this does not wait for the host
+    /// either (CUDA driver API, "API synchronization behavior"): it is ordered behind the
+    /// context's earlier launches.
     pub(crate) fn memset(
         &self,
         p: sys::CUdeviceptr,
@@ -756,6 +758,22 @@ impl Session {
         // SAFETY: `dst` is valid for writes of its length.
         check("cuMemcpyDtoH", unsafe {
             sys::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut std::ffi::c_void, src, dst.len())
+        })
+    }
+
+    /// Copy `bytes` bytes of device memory from `src` to `dst`. Device-to-device copies do
+    /// not wait for the host ("API synchronization behavior" in the CUDA driver API
+    /// reference): the copy is queued behind the context's earlier work, so a run of resets
+    /// and launches needs one wait at its end.
+    pub(crate) fn copy_device(
+        &self,
+        dst: sys::CUdeviceptr,
+        src: sys::CUdeviceptr,
+        bytes: usize,
+    ) -> Result<(), DriverCallError> {
+        // SAFETY: plain integers; the driver validates both device ranges.
+        check("cuMemcpyDtoD", unsafe {
+            sys::cuMemcpyDtoD_v2(dst, src, bytes)
         })
     }
 

@@ -21,7 +21,13 @@
 //!
 //! The counts buffer (`p_counts`, 32-bit words): `[0, size)` outcome counters, `size`
 //! overflow count, `size + 1` did-not-terminate count, then one arrival word per instance,
-//! then the overflow log (terms words per entry, one entry per instance at most).
+//! then the overflow log (terms words per entry, one entry per instance and launch at most).
+//!
+//! A group of launches shares one host wait ([`super::worker::LAUNCHES_PER_SYNC`]): the head
+//! (counters, overflow count, did-not-terminate count) is cleared once before the group and
+//! accumulates over its launches, the overflow log goes on where the last launch left it (the
+//! kernel appends at the index its `atom.add` on the overflow count returns), and only the
+//! arrival words are cleared before every launch ([`OutcomeSpace::group_words`]).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -56,6 +62,11 @@ pub enum CountError {
     UnknownLocation(String),
     #[error("counts buffer of {got} words, {want} expected")]
     Short { got: usize, want: usize },
+    #[error(
+        "the overflow log holds {entries} entries, past its room for {room}: the device wrote \
+         beyond the counts buffer"
+    )]
+    LogPastBuffer { entries: usize, room: usize },
 }
 
 impl OutcomeSpace {
@@ -160,9 +171,37 @@ impl OutcomeSpace {
         self.log_word(instances) + instances * self.terms.len().max(1)
     }
 
-    /// Words the host clears before a launch (counters and arrival words).
-    pub(crate) fn cleared_words(&self, instances: usize) -> usize {
-        self.arrival_word() + instances
+    /// Words of the counts buffer for a group of `launches` launches of `instances` instances
+    /// each with one host wait: the overflow log has room for every instance of every launch
+    /// (the log's entries accumulate over the group, the arrival words do not).
+    pub(crate) fn group_words(&self, instances: usize, launches: usize) -> usize {
+        self.log_word(instances) + launches.max(1) * instances * self.terms.len().max(1)
+    }
+
+    /// Words of the overflow log that `head` (counters, overflow, did-not-terminate) says
+    /// are written, when they fit a buffer of `group_words(instances, launches)`; an error
+    /// when the log ran past its room (the device wrote out of bounds).
+    pub(crate) fn log_words(
+        &self,
+        head: &[u32],
+        instances: usize,
+        launches: usize,
+    ) -> Result<usize, CountError> {
+        let over = head
+            .get(self.overflow_word())
+            .copied()
+            .ok_or(CountError::Short {
+                got: head.len(),
+                want: self.head_words(),
+            })? as usize;
+        let room = launches.max(1) * instances;
+        if over > room {
+            return Err(CountError::LogPastBuffer {
+                entries: over,
+                room,
+            });
+        }
+        Ok(over * self.terms.len())
     }
 
     /// The outcome counter `index` stands for (the inverse of the kernel's mixed-radix sum:
@@ -395,5 +434,28 @@ mod tests {
         assert_eq!(dnt, 2);
         assert_eq!(h, Histogram::from([(vec![1, 0], 3), (vec![7, 0], 1)]));
         assert!(space.decode(&head[..2], &[], &mut h).is_err());
+    }
+
+    // A group's counts buffer has log room for every instance of every launch, after the
+    // arrival words; more entries than that is the device writing past the buffer.
+    #[test]
+    fn a_group_log_has_room_for_every_instance_of_every_launch() {
+        let mp = catalog::by_name("MP.rel_acq.gpu.inter_cta").unwrap();
+        let space = OutcomeSpace::new(&mp, &model::check(&mp).terms);
+        let (n, t) = (100, space.terms.len());
+        assert_eq!(space.group_words(n, 1), space.words(n));
+        assert_eq!(space.group_words(n, 4), space.log_word(n) + 4 * n * t);
+        let mut head = vec![0u32; space.head_words()];
+        head[space.overflow_word()] = 400;
+        assert_eq!(space.log_words(&head, n, 4), Ok(400 * t));
+        head[space.overflow_word()] = 401;
+        assert_eq!(
+            space.log_words(&head, n, 4),
+            Err(CountError::LogPastBuffer {
+                entries: 401,
+                room: 400
+            })
+        );
+        assert!(space.log_words(&head[..1], n, 4).is_err());
     }
 }

@@ -47,10 +47,12 @@ pub struct RunReport {
     pub test: String,
     pub launches: u64,
     pub instances: u64,
-    /// Launch-to-completion time summed over launches (wall clock around synchronize).
+    /// Launch-to-completion time summed over launches (wall clock around synchronize; on
+    /// the worker, over its groups of launches with one wait each).
     pub kernel_time: Duration,
-    /// Each launch's instances per second of its own kernel time: the spread a figure's
-    /// band records, so that `gpucts diff` judges a later run against the measured noise.
+    /// Each launch's (on the worker, each group of launches') instances per second of its
+    /// own kernel time: the spread a figure's band records, so that `gpucts diff` judges a
+    /// later run against the measured noise.
     pub launch_rates: Vec<f64>,
     /// Everything: table uploads, launches, copies back, decoding.
     pub wall_time: Duration,

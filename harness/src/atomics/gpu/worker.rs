@@ -62,13 +62,15 @@ pub(crate) trait Executor {
     type Module;
     /// Compile (JIT) a batch kernel.
     fn load(&mut self, ptx: &str) -> Result<Self::Module, RunError>;
-    /// One launch of `batch` (loaded as `module`), part k as `parts[k]` says: each part's
-    /// counts and the launch's time (launch to completion).
-    fn launch(
+    /// A group of launches of `batch` (loaded as `module`) with one wait for the device at
+    /// its end: launch i runs part k as `launches[i][k]` says. Each part's counts summed over
+    /// the group (the device accumulates them: [`super::count`]'s group layout; at most
+    /// [`LAUNCHES_PER_SYNC`] launches) and the group's time (first launch to completion).
+    fn launch_group(
         &mut self,
         module: &Self::Module,
         batch: &Batch,
-        parts: &[PartLaunch<'_>],
+        launches: &[Vec<PartLaunch<'_>>],
     ) -> Result<(Vec<PartCounts>, Duration), RunError>;
     /// The launches of the batch loaded as `module` are over: what the executor keeps for it
     /// (device buffers, plan tables) may go. A later launch of the same module makes them
@@ -113,9 +115,11 @@ pub(crate) struct Stats {
     pub instances: u64,
     /// Launch-to-completion time summed over launches.
     pub kernel_time: Duration,
-    /// Host waits for the device (one per launch today): with `launches`, the figure the
-    /// throughput of a run turns on.
+    /// Host waits for the device (one per group of up to [`LAUNCHES_PER_SYNC`] launches):
+    /// with `launches`, the figure the throughput of a run turns on.
     pub syncs: u64,
+    /// Time spent compiling (JIT) kernels, over the `compiled` ones.
+    pub compile_time: Duration,
     /// Contexts torn down and made anew after a sticky error.
     pub recoveries: u64,
     /// Tests run again alone after their batch hit a sticky error.
@@ -137,6 +141,13 @@ pub(crate) const MODULE_CACHE: usize = 64;
 /// long beside a runner thread's turn from one case's end to its next submission.
 pub(crate) const BATCH_WAIT: Duration = Duration::from_millis(5);
 
+/// Most launches between two host waits. A launch of a 2-test batch runs ~15 us on an H100
+/// (1.1e9 instances per kernel-second, 16,384 instances), while a wait and the read-back of
+/// the counters cost the host several times that: the H100 run of 2026-11-27 reached 8.2e7
+/// instances/s end to end with one wait per launch. The group's resets (locations, arrival
+/// words, results) are device-side copies and memsets queued between its launches.
+pub(crate) const LAUNCHES_PER_SYNC: u64 = 16;
+
 /// The seed of launch `i` of a job seeded `seed` (for [`PartLaunch::seed`]).
 fn launch_seed(seed: u64, i: u64) -> u64 {
     // SplitMix64's increment and finaliser: distinct launches get unrelated streams.
@@ -154,6 +165,8 @@ pub(crate) struct Worker<E: Executor> {
     order: std::collections::VecDeque<String>,
     /// Why the executor cannot run anything more: a sticky error its recovery did not clear.
     poisoned: Option<String>,
+    /// Most launches per host wait ([`LAUNCHES_PER_SYNC`]; tests compare it with 1).
+    launches_per_sync: u64,
     pub stats: Stats,
 }
 
@@ -188,8 +201,15 @@ impl<E: Executor> Worker<E> {
             cache: HashMap::new(),
             order: std::collections::VecDeque::new(),
             poisoned: None,
+            launches_per_sync: LAUNCHES_PER_SYNC,
             stats: Stats::default(),
         }
+    }
+
+    /// This worker with at most `n` launches per host wait (1 ..= [`LAUNCHES_PER_SYNC`]).
+    pub(crate) fn with_launches_per_sync(mut self, n: u64) -> Worker<E> {
+        self.launches_per_sync = n.clamp(1, LAUNCHES_PER_SYNC);
+        self
     }
 
     /// The loaded module of `ptx`, compiling it on first use.
@@ -197,7 +217,9 @@ impl<E: Executor> Worker<E> {
         if self.cache.contains_key(ptx) {
             self.stats.cached += 1;
         } else {
+            let start = Instant::now();
             let m = self.executor.load(ptx)?;
+            self.stats.compile_time += start.elapsed();
             self.stats.compiled += 1;
             if self.order.len() >= MODULE_CACHE {
                 if let Some(old) = self.order.pop_front() {
@@ -348,7 +370,10 @@ impl<E: Executor> Worker<E> {
         Ok(reports)
     }
 
-    /// Launch `b` `launches` times (or until `budget` is spent), counting into `reports`.
+    /// Launch `b` `launches` times (or until `budget` is spent), counting into `reports`: in
+    /// groups of up to `launches_per_sync` launches with one host wait each, a group no longer
+    /// than the launches any part still needs, so that every part's counts are exactly its
+    /// own launches' (a part that has them all still runs in the kernel, uncounted).
     fn launches(
         &mut self,
         b: &Batch,
@@ -358,20 +383,33 @@ impl<E: Executor> Worker<E> {
         budget: Option<Duration>,
     ) -> Result<(), RunError> {
         let start = Instant::now();
-        for i in 0..launches {
+        let mut i = 0;
+        while i < launches {
             if budget.is_some_and(|b| start.elapsed() >= b) {
                 break;
             }
-            let seeds: Vec<PartLaunch> = parts
+            let left = parts
                 .iter()
-                .map(|(job, p)| PartLaunch {
-                    plan: &p.plans[i as usize % p.plans.len()],
-                    seed: launch_seed(job.seed, i),
+                .zip(reports.iter())
+                .filter(|((job, _), r)| r.launches < job.launches)
+                .map(|((job, _), r)| job.launches - r.launches)
+                .min()
+                .unwrap_or(1);
+            let group = left.min(self.launches_per_sync).min(launches - i).max(1);
+            let seeds: Vec<Vec<PartLaunch>> = (i..i + group)
+                .map(|l| {
+                    parts
+                        .iter()
+                        .map(|(job, p)| PartLaunch {
+                            plan: &p.plans[l as usize % p.plans.len()],
+                            seed: launch_seed(job.seed, l),
+                        })
+                        .collect()
                 })
                 .collect();
             let module = &self.cache[&b.ptx];
-            let (counts, time) = self.executor.launch(module, b, &seeds)?;
-            self.stats.launches += 1;
+            let (counts, time) = self.executor.launch_group(module, b, &seeds)?;
+            self.stats.launches += group;
             self.stats.syncs += 1;
             self.stats.kernel_time += time;
             let host = Instant::now();
@@ -383,10 +421,10 @@ impl<E: Executor> Worker<E> {
                 if r.launches >= job.launches {
                     continue;
                 }
-                let n = u64::from(part.geometry.instances());
+                let n = u64::from(part.geometry.instances()) * group;
                 r.did_not_terminate += part.space.decode(&c.head, &c.log, &mut r.histogram)?;
                 r.barrier_timeouts += u64::from(c.timeouts);
-                r.launches += 1;
+                r.launches += group;
                 r.instances += n;
                 r.kernel_time += time;
                 self.stats.instances += n;
@@ -398,6 +436,7 @@ impl<E: Executor> Worker<E> {
             for r in reports.iter_mut() {
                 r.host_time += host;
             }
+            i += group;
         }
         Ok(())
     }
@@ -436,6 +475,7 @@ struct PartBuffers {
     results: crate::backend::cuda::DeviceBuffer,
     barrier: crate::backend::cuda::DeviceBuffer,
     scratch: crate::backend::cuda::DeviceBuffer,
+    /// Counts for a group of [`LAUNCHES_PER_SYNC`] launches ([`OutcomeSpace::group_words`]).
     counts: crate::backend::cuda::DeviceBuffer,
     /// Per plan (by its tables): roles, addrs, stress words, initial image, testing threads.
     plans: Vec<(IterationPlan, PlanBuffers)>,
@@ -456,9 +496,77 @@ impl PartBuffers {
             scratch: s
                 .buffer((p.stress_line_size * p.stress_target_lines) as usize * 4)
                 .map_err(e)?,
-            counts: s.buffer(part.space.words(n) * 4).map_err(e)?,
+            counts: s
+                .buffer(part.space.group_words(n, LAUNCHES_PER_SYNC as usize) * 4)
+                .map_err(e)?,
             plans: Vec::new(),
         })
+    }
+
+    /// The index in `plans` of `plan`'s tables, uploaded on first use (synchronous copies:
+    /// before a group's launches are queued, never between them).
+    fn plan(
+        &mut self,
+        s: &crate::backend::cuda::Session,
+        g: &Geometry,
+        plan: &IterationPlan,
+    ) -> Result<usize, RunError> {
+        if let Some(k) = self.plans.iter().position(|(p, _)| p == plan) {
+            return Ok(k);
+        }
+        let e = RunError::Driver;
+        let t = layout::tables(g, plan);
+        let image = g.initial_memory(&t.addrs);
+        let up = |w: &[u32]| -> Result<_, RunError> {
+            let d = s.buffer(w.len() * 4).map_err(e)?;
+            s.copy_u32_to_device(d.ptr, w).map_err(e)?;
+            Ok(d)
+        };
+        let pb = PlanBuffers {
+            roles: up(&t.roles)?,
+            addrs: up(&t.addrs)?,
+            stress: up(&t.stress_word)?,
+            image: if image.iter().all(|&w| w == 0) {
+                None
+            } else {
+                Some(up(&image)?)
+            },
+            testing: t.testing_threads,
+        };
+        self.plans.push((plan.clone(), pb));
+        Ok(self.plans.len() - 1)
+    }
+
+    /// Queue the resets launch-by-launch state needs before a launch under plan `k`: the
+    /// locations to the initial image, the spin barrier's arrival count, the results (whose
+    /// "did not terminate" slot only the kernel sets) and the arrival words. The group's
+    /// accumulating words (counters, overflow count and log, did-not-terminate count, spin
+    /// timeouts) are left alone. Device-side memsets and copies: none waits for the host.
+    fn reset_for_launch(
+        &self,
+        s: &crate::backend::cuda::Session,
+        part: &batch::Part,
+        k: usize,
+    ) -> Result<(), RunError> {
+        let e = RunError::Driver;
+        let g = &part.geometry;
+        let n = g.instances() as usize;
+        match &self.plans[k].1.image {
+            None => s.memset(self.locs.ptr, 0, self.locs.bytes).map_err(e)?,
+            Some(image) => s
+                .copy_device(self.locs.ptr, image.ptr, self.locs.bytes)
+                .map_err(e)?,
+        }
+        s.memset(self.barrier.ptr, 0, 4).map_err(e)?;
+        if g.slot_of(layout::DID_NOT_TERMINATE.0, layout::DID_NOT_TERMINATE.1)
+            .is_some()
+        {
+            s.memset(self.results.ptr, 0, self.results.bytes)
+                .map_err(e)?;
+        }
+        let arrivals = self.counts.ptr + 4 * part.space.arrival_word() as u64;
+        s.memset(arrivals, 0, n * 4).map_err(e)?;
+        Ok(())
     }
 }
 
@@ -467,9 +575,9 @@ struct PlanBuffers {
     roles: crate::backend::cuda::DeviceBuffer,
     addrs: crate::backend::cuda::DeviceBuffer,
     stress: crate::backend::cuda::DeviceBuffer,
-    image: Vec<u32>,
-    /// The image is all zeros: a memset resets the locations.
-    zero: bool,
+    /// The initial image of the locations on the device, copied over them before each
+    /// launch; `None` when it is all zeros (a memset then).
+    image: Option<crate::backend::cuda::DeviceBuffer>,
     testing: u32,
 }
 
@@ -510,16 +618,21 @@ impl Executor for CudaExecutor {
         })
     }
 
-    fn launch(
+    fn launch_group(
         &mut self,
         module: &CudaModule,
         b: &Batch,
-        launch: &[PartLaunch<'_>],
+        launches: &[Vec<PartLaunch<'_>>],
     ) -> Result<(Vec<PartCounts>, Duration), RunError> {
         use crate::backend::cuda::{KernelArg, LaunchConfig};
-        let plans = launch.iter().map(|p| p.plan);
         let s = &self.session;
         let e = RunError::Driver;
+        if launches.len() as u64 > LAUNCHES_PER_SYNC {
+            return Err(RunError::Worker(format!(
+                "{} launches in one group, past the counts buffers' room for {LAUNCHES_PER_SYNC}",
+                launches.len()
+            )));
+        }
         if !self.buffers.contains_key(&module.ptx) {
             let parts = b
                 .parts
@@ -529,62 +642,20 @@ impl Executor for CudaExecutor {
             self.buffers.insert(module.ptx.clone(), parts);
         }
         let parts = self.buffers.get_mut(&module.ptx).expect("inserted above");
-        let mut args = Vec::new();
-        for ((part, bufs), plan) in b.parts.iter().zip(parts.iter_mut()).zip(plans) {
-            let plan: &IterationPlan = plan;
-            let g = &part.geometry;
-            let k = match bufs.plans.iter().position(|(p, _)| p == plan) {
-                Some(k) => k,
-                None => {
-                    let t = layout::tables(g, plan);
-                    let image = g.initial_memory(&t.addrs);
-                    let up = |w: &[u32]| -> Result<_, RunError> {
-                        let d = s.buffer(w.len() * 4).map_err(e)?;
-                        s.copy_u32_to_device(d.ptr, w).map_err(e)?;
-                        Ok(d)
-                    };
-                    let pb = PlanBuffers {
-                        roles: up(&t.roles)?,
-                        addrs: up(&t.addrs)?,
-                        stress: up(&t.stress_word)?,
-                        zero: image.iter().all(|&w| w == 0),
-                        image,
-                        testing: t.testing_threads,
-                    };
-                    bufs.plans.push((plan.clone(), pb));
-                    bufs.plans.len() - 1
-                }
-            };
-            let pb = &bufs.plans[k].1;
-            let n = g.instances() as usize;
-            if pb.zero {
-                s.memset(bufs.locs.ptr, 0, bufs.locs.bytes).map_err(e)?;
-            } else {
-                s.copy_u32_to_device(bufs.locs.ptr, &pb.image).map_err(e)?;
+        // Every plan's tables on the device before the first launch is queued, and the
+        // group's accumulating words cleared.
+        let mut plan_of = Vec::with_capacity(launches.len());
+        for launch in launches {
+            let mut ks = Vec::with_capacity(b.parts.len());
+            for ((part, bufs), pl) in b.parts.iter().zip(parts.iter_mut()).zip(launch) {
+                ks.push(bufs.plan(s, &part.geometry, pl.plan)?);
             }
-            s.memset(bufs.barrier.ptr, 0, 8).map_err(e)?;
-            if g.slot_of(layout::DID_NOT_TERMINATE.0, layout::DID_NOT_TERMINATE.1)
-                .is_some()
-            {
-                // The "did not terminate" slot is only ever set by the kernel: cleared here,
-                // so that an instance stopped at the loop cap in one launch is not counted
-                // as stopped in the launches after it.
-                s.memset(bufs.results.ptr, 0, bufs.results.bytes)
-                    .map_err(e)?;
-            }
-            s.memset(bufs.counts.ptr, 0, part.space.cleared_words(n) * 4)
+            plan_of.push(ks);
+        }
+        for (part, bufs) in b.parts.iter().zip(parts.iter()) {
+            s.memset(bufs.counts.ptr, 0, part.space.head_words() * 4)
                 .map_err(e)?;
-            args.extend([
-                KernelArg::Ptr(bufs.locs.ptr),
-                KernelArg::Ptr(bufs.results.ptr),
-                KernelArg::Ptr(pb.roles.ptr),
-                KernelArg::Ptr(pb.addrs.ptr),
-                KernelArg::Ptr(bufs.barrier.ptr),
-                KernelArg::Ptr(bufs.scratch.ptr),
-                KernelArg::Ptr(pb.stress.ptr),
-                KernelArg::U32(pb.testing),
-                KernelArg::Ptr(bufs.counts.ptr),
-            ]);
+            s.memset(bufs.barrier.ptr, 0, 8).map_err(e)?;
         }
         let f = s.function(&module.module, batch::KERNEL).map_err(e)?;
         let cfg = LaunchConfig {
@@ -593,10 +664,29 @@ impl Executor for CudaExecutor {
             shared_bytes: 0,
         };
         let start = Instant::now();
-        // SAFETY: `batch::generate` declares, per part and in part order, the nine parameters
-        // of `batch::PARAMS`: `.u64` pointers but `p_testing` (`.u32`), as pushed above; a
-        // cluster batch is `.explicitcluster` and its grid whole clusters (`batch::generate`).
-        unsafe { s.launch_cluster(f, cfg, b.cluster, &args) }.map_err(e)?;
+        for ks in &plan_of {
+            let mut args = Vec::with_capacity(b.parts.len() * batch::PARAMS.len());
+            for ((part, bufs), &k) in b.parts.iter().zip(parts.iter()).zip(ks) {
+                bufs.reset_for_launch(s, part, k)?;
+                let pb = &bufs.plans[k].1;
+                args.extend([
+                    KernelArg::Ptr(bufs.locs.ptr),
+                    KernelArg::Ptr(bufs.results.ptr),
+                    KernelArg::Ptr(pb.roles.ptr),
+                    KernelArg::Ptr(pb.addrs.ptr),
+                    KernelArg::Ptr(bufs.barrier.ptr),
+                    KernelArg::Ptr(bufs.scratch.ptr),
+                    KernelArg::Ptr(pb.stress.ptr),
+                    KernelArg::U32(pb.testing),
+                    KernelArg::Ptr(bufs.counts.ptr),
+                ]);
+            }
+            // SAFETY: `batch::generate` declares, per part and in part order, the nine
+            // parameters of `batch::PARAMS`: `.u64` pointers but `p_testing` (`.u32`), as
+            // pushed above; a cluster batch is `.explicitcluster` and its grid whole clusters
+            // (`batch::generate`).
+            unsafe { s.launch_cluster(f, cfg, b.cluster, &args) }.map_err(e)?;
+        }
         s.synchronize().map_err(e)?;
         let time = start.elapsed();
         let mut out = Vec::new();
@@ -606,12 +696,10 @@ impl Executor for CudaExecutor {
             let head = s
                 .copy_u32_to_host(bufs.counts.ptr, sp.head_words())
                 .map_err(e)?;
-            let over = head[sp.overflow_word()] as usize;
-            let log = if over > 0 {
-                let all = s
-                    .copy_u32_to_host(bufs.counts.ptr, sp.log_word(n) + over * sp.terms.len())
-                    .map_err(e)?;
-                all[sp.log_word(n)..].to_vec()
+            let words = sp.log_words(&head, n, LAUNCHES_PER_SYNC as usize)?;
+            let log = if words > 0 {
+                s.copy_u32_to_host(bufs.counts.ptr + 4 * sp.log_word(n) as u64, words)
+                    .map_err(e)?
             } else {
                 Vec::new()
             };
@@ -940,6 +1028,92 @@ mod tests {
         }
     }
 
+    // Several launches per host wait count exactly what one launch per wait counts: the same
+    // jobs (a catalogue test, a test whose every outcome goes through the overflow log, and a
+    // spin that never ends) run 5 launches with one wait each and in groups of 2, 2 and 1 (the
+    // emulated group keeps only the words a GPU group keeps between launches), and give the
+    // same histograms, did-not-terminate counts and instances; 5 waits against 3.
+    #[test]
+    fn a_group_of_launches_counts_what_its_launches_count_one_by_one() {
+        let yaml = |text: &str| crate::atomics::litmus::from_yaml(text).unwrap();
+        let tiny = StressParams {
+            testing_workgroups: 2,
+            workgroup_size: 32,
+            max_workgroups: 2,
+            stress_iterations: 2,
+            pre_stress_iterations: 1,
+            ..small()
+        };
+        let tests = [
+            (
+                catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap(),
+                small(),
+            ),
+            (
+                // 40 | 3 | 5 = 47, outside the domain the text gives: every instance is logged.
+                yaml(
+                    "name: two-ors\n\
+                     locations: [{name: x, init: 40}]\n\
+                     threads:\n\
+                     - cta: 0\n  ops:\n\
+                     \x20 - red: {op: or, loc: x, val: 3, sem: relaxed, scope: gpu}\n\
+                     - cta: 1\n  ops:\n\
+                     \x20 - red: {op: or, loc: x, val: 5, sem: relaxed, scope: gpu}\n\
+                     condition: 'exists (x == 47)'\n",
+                ),
+                tiny.clone(),
+            ),
+            (
+                yaml(
+                    "name: spin-forever\n\
+                     threads:\n\
+                     - cta: 0\n  ops:\n\
+                     \x20 - label: {name: L}\n\
+                     \x20 - ld: {reg: r0, loc: x, sem: relaxed, scope: gpu}\n\
+                     \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
+                     - cta: 1\n  ops:\n\
+                     \x20 - st: {loc: y, val: 1}\n\
+                     condition: 'exists (P0:r0 == 1)'\n",
+                ),
+                tiny,
+            ),
+        ];
+        let jobs: Vec<Job> = tests
+            .into_iter()
+            .enumerate()
+            .map(|(i, (test, params))| Job {
+                test,
+                params,
+                launches: 5,
+                budget: None,
+                seed: 7 + i as u64,
+            })
+            .collect();
+        let run = |per_sync| {
+            let mut w = Worker::new(EmulatorExecutor::new()).with_launches_per_sync(per_sync);
+            let mut out = Vec::new();
+            for j in &jobs {
+                out.push(counts(&w.run(std::slice::from_ref(j)).remove(0).unwrap()));
+            }
+            (out, w.stats)
+        };
+        let (one, one_stats) = run(1);
+        let (grouped, group_stats) = run(2);
+        assert_eq!(one, grouped);
+        assert_eq!((one_stats.launches, one_stats.syncs), (15, 15));
+        assert_eq!((group_stats.launches, group_stats.syncs), (15, 9));
+        for (j, c) in jobs.iter().zip(&grouped) {
+            let n = u64::from(Geometry::new(&j.test, &j.params).unwrap().instances());
+            assert_eq!(c.2, 5 * n, "{}", j.test.name);
+            assert_eq!(c.0.values().sum::<u64>() + c.3, 5 * n, "{}", j.test.name);
+        }
+        assert_eq!(grouped[1].0, Histogram::from([(vec![47], grouped[1].2)]));
+        assert_eq!(
+            grouped[2].3, grouped[2].2,
+            "every spin instance stopped at the cap"
+        );
+    }
+
     // Cases that runner threads submit together share one batch: four cases from four
     // threads (three forbidden tests with their controls, one allowed test alone) are served
     // in one batch of their seven tests (two launches in all, where one case at a time takes
@@ -1080,17 +1254,17 @@ mod tests {
             let culprit = ptx.contains(&format!("// `{}`", self.culprit));
             Ok((self.inner.load(ptx)?, culprit))
         }
-        fn launch(
+        fn launch_group(
             &mut self,
             module: &Self::Module,
             batch: &Batch,
-            parts: &[PartLaunch<'_>],
+            launches: &[Vec<PartLaunch<'_>>],
         ) -> Result<(Vec<PartCounts>, Duration), RunError> {
             if self.poisoned || module.1 {
                 self.poisoned = true;
                 return Err(fault("cuCtxSynchronize"));
             }
-            self.inner.launch(&module.0, batch, parts)
+            self.inner.launch_group(&module.0, batch, launches)
         }
         fn recover(&mut self) -> Result<(), RunError> {
             self.recoveries += 1;

@@ -368,6 +368,7 @@ fn run_part_machine(
     k: usize,
     plan: &IterationPlan,
     seed: u64,
+    kept: &HashMap<u64, u32>,
 ) -> Result<(HashMap<u64, u32>, u64), EmulateError> {
     let part = &batch.parts[k];
     let t = layout::tables(&part.geometry, plan);
@@ -389,6 +390,7 @@ fn run_part_machine(
         .collect();
     let bufs: Vec<(u64, &[u32])> = buffers.iter().map(|(b, w)| (*b, w.as_slice())).collect();
     let mut m = machine(prog, batch.block, &params, &bufs);
+    m.mem.extend(kept);
     m.cluster = u64::from(batch.cluster);
     let ntid = u64::from(batch.block);
     let first = u64::from(part.start) * ntid;
@@ -406,6 +408,29 @@ fn run_part_machine(
         .collect();
     let steps = super::schedule(&mut m, &mut threads, Some(seed))?;
     Ok((m.mem, steps))
+}
+
+/// The words of part `k` that a GPU group of launches keeps from one launch to the next
+/// (the worker's `CudaExecutor` resets everything else before each launch): the counters,
+/// overflow and did-not-terminate counts, the overflow log's entries and the spin timeouts.
+fn group_words_kept(
+    mem: &HashMap<u64, u32>,
+    part: &crate::atomics::gpu::batch::Part,
+    k: usize,
+) -> HashMap<u64, u32> {
+    let space = &part.space;
+    let n = part.geometry.instances() as usize;
+    let counts = part_base(COUNTS_BASE, k);
+    let head = read(mem, counts, space.head_words());
+    let log = counts + 4 * space.log_word(n) as u64;
+    let log_words = head[space.overflow_word()] as usize * space.terms.len();
+    let timeouts = part_base(BASES[4].1, k) + 4;
+    (0..space.head_words() as u64)
+        .map(|i| counts + 4 * i)
+        .chain((0..log_words as u64).map(|i| log + 4 * i))
+        .chain([timeouts])
+        .filter_map(|a| mem.get(&a).map(|&w| (a, w)))
+        .collect()
 }
 
 /// Part k's counts in the memory of a batch launch, read as the GPU path reads them.
@@ -502,11 +527,15 @@ impl crate::atomics::gpu::worker::Executor for EmulatorExecutor {
         Ok(EmulatedModule(parse(ptx)?))
     }
 
-    fn launch(
+    /// The launches of a group one after another, each on fresh buffers but for the words a
+    /// GPU group keeps between its launches ([`group_words_kept`]): so the counting kernel's
+    /// accumulation over a group (counters, the overflow log appended where it stopped) runs
+    /// here as on a GPU, and a log past its room is the error the GPU path gives.
+    fn launch_group(
         &mut self,
         module: &EmulatedModule,
         batch: &crate::atomics::gpu::batch::Batch,
-        parts: &[crate::atomics::gpu::worker::PartLaunch<'_>],
+        launches: &[Vec<crate::atomics::gpu::worker::PartLaunch<'_>>],
     ) -> Result<
         (
             Vec<crate::atomics::gpu::worker::PartCounts>,
@@ -515,11 +544,21 @@ impl crate::atomics::gpu::worker::Executor for EmulatorExecutor {
         crate::atomics::gpu::RunError,
     > {
         let t0 = std::time::Instant::now();
+        let mut kept: Vec<HashMap<u64, u32>> = vec![HashMap::new(); batch.parts.len()];
+        for launch in launches {
+            for (k, (part, pl)) in batch.parts.iter().zip(launch).enumerate() {
+                let (mem, steps) =
+                    run_part_machine(&module.0, batch, k, pl.plan, pl.seed, &kept[k])?;
+                self.steps += steps;
+                kept[k] = group_words_kept(&mem, part, k);
+            }
+        }
         let mut counts = Vec::new();
-        for (k, (part, launch)) in batch.parts.iter().zip(parts).enumerate() {
-            let (mem, steps) = run_part_machine(&module.0, batch, k, launch.plan, launch.seed)?;
-            self.steps += steps;
-            counts.push(part_counts(&mem, part, k));
+        for (k, part) in batch.parts.iter().enumerate() {
+            let n = part.geometry.instances() as usize;
+            let c = part_counts(&kept[k], part, k);
+            part.space.log_words(&c.head, n, launches.len())?;
+            counts.push(c);
         }
         Ok((counts, t0.elapsed()))
     }
