@@ -423,11 +423,11 @@ fn cases_figures(label: &str, r: &CasesRun, n: usize) -> (String, Vec<Figure>) {
     let e2e = r.stats.instances as f64 / r.wall.max(1e-12);
     let mut text = format!(
         "  {label}: {n} cases in {:.2} s: {cases_per_s:.2} cases/s, {e2e:.3e} instances/s end \
-         to end; {} batches, {} launches, up to {} cases and {} tests per launch\n",
+         to end; {} batches, {} launches, up to {} cases per round and {} tests per launch\n",
         r.wall,
         r.stats.batches,
         r.stats.launches,
-        r.stats.max_requests_per_batch,
+        r.stats.max_requests_per_round,
         r.stats.max_tests_per_launch
     );
     for e in r.errors.iter().take(5) {
@@ -638,8 +638,8 @@ fn worker_figures(
         "  {label}: {tests} tests, {} instances in {:.2} s: {e2e:.3e} instances/s end to end, \
          {per_kernel:.3e} per kernel-second; {} launches in {} batches, {} host syncs, \
          {per_launch:.0} instances and up to {} tests per launch; {} kernels compiled in {:.2} s \
-         ({:.1} ms each), {} from the cache; {} context recoveries, {} tests re-run alone after \
-         a fault\n",
+         ({:.1} ms each; {} of them several at a time), {} from the cache; {} context \
+         recoveries, {} tests re-run alone after a fault\n",
         stats.instances,
         wall,
         stats.launches,
@@ -649,6 +649,7 @@ fn worker_figures(
         stats.compiled,
         stats.compile_time.as_secs_f64(),
         1e3 * stats.compile_time.as_secs_f64() / stats.compiled.max(1) as f64,
+        stats.compiled_ahead,
         stats.cached,
         stats.recoveries,
         stats.isolated

@@ -62,6 +62,11 @@ pub(crate) trait Executor {
     type Module;
     /// Compile (JIT) a batch kernel.
     fn load(&mut self, ptx: &str) -> Result<Self::Module, RunError>;
+    /// Compile several batch kernels, each to its module or its own error, in order; an
+    /// executor that can compile in parallel does ([`CudaExecutor`] with a ptxas).
+    fn load_many(&mut self, ptxs: &[&str]) -> Vec<Result<Self::Module, RunError>> {
+        ptxs.iter().map(|p| self.load(p)).collect()
+    }
     /// A group of launches of `batch` (loaded as `module`) with one wait for the device at
     /// its end: launch i runs part k as `launches[i][k]` says. Each part's counts summed over
     /// the group (the device accumulates them: [`super::count`]'s group layout; at most
@@ -108,9 +113,9 @@ pub(crate) struct Stats {
     pub tests: u64,
     pub max_tests_per_launch: usize,
     /// Requests served from the queue ([`serve`]: a runner's case, test and control), and
-    /// the most requests one batch held.
+    /// the most requests one round served (their batches planned and compiled together).
     pub requests: u64,
-    pub max_requests_per_batch: usize,
+    pub max_requests_per_round: usize,
     /// Instances over all tests and launches.
     pub instances: u64,
     /// Launch-to-completion time summed over launches.
@@ -120,6 +125,9 @@ pub(crate) struct Stats {
     pub syncs: u64,
     /// Time spent compiling (JIT) kernels, over the `compiled` ones.
     pub compile_time: Duration,
+    /// Of the `compiled` kernels, those compiled several at a time before their batches ran
+    /// ([`Worker::precompile`]).
+    pub compiled_ahead: u64,
     /// Contexts torn down and made anew after a sticky error.
     pub recoveries: u64,
     /// Tests run again alone after their batch hit a sticky error.
@@ -232,6 +240,37 @@ impl<E: Executor> Worker<E> {
         Ok(&self.cache[ptx])
     }
 
+    /// Compile the kernels of `ptxs` not yet in the cache, several at a time where the
+    /// executor can ([`Executor::load_many`]), at most [`MODULE_CACHE`] of them. A kernel
+    /// that fails to compile is left out: its batch meets the error when it runs.
+    fn precompile(&mut self, ptxs: &[&str]) {
+        let mut missing: Vec<&str> = Vec::new();
+        for p in ptxs {
+            if !self.cache.contains_key(*p) && !missing.contains(p) {
+                missing.push(p);
+            }
+        }
+        missing.truncate(MODULE_CACHE);
+        if missing.len() < 2 {
+            return;
+        }
+        let start = Instant::now();
+        let modules = self.executor.load_many(&missing);
+        self.stats.compile_time += start.elapsed();
+        for (ptx, m) in missing.into_iter().zip(modules) {
+            let Ok(m) = m else { continue };
+            self.stats.compiled += 1;
+            self.stats.compiled_ahead += 1;
+            if self.order.len() >= MODULE_CACHE {
+                if let Some(old) = self.order.pop_front() {
+                    self.cache.remove(&old);
+                }
+            }
+            self.order.push_back(ptx.to_string());
+            self.cache.insert(ptx.to_string(), m);
+        }
+    }
+
     /// Run `jobs`, packed into batches; one report per job, in order.
     pub fn run(&mut self, jobs: &[Job]) -> Vec<Result<RunReport, RunError>> {
         let prepared: Vec<_> = jobs.iter().map(prepare).collect();
@@ -258,10 +297,56 @@ impl<E: Executor> Worker<E> {
             }
         }
         let geometries: Vec<&Geometry> = ready.iter().map(|(_, p)| &p.geometry).collect();
-        for members in batch::plan(&geometries) {
-            let parts: Vec<(&Job, &Prepared)> =
-                members.iter().map(|&m| (ready[m].0, &ready[m].1)).collect();
-            match self.run_batch(&parts) {
+        let planned = batch::plan(&geometries);
+        // The batch kernels of the next window, compiled together (in parallel where the
+        // executor can) before the first of them runs: the cache keeps them all.
+        let generated: Vec<Result<Batch, RunError>> = planned
+            .iter()
+            .map(|members| {
+                let tests: Vec<_> = members
+                    .iter()
+                    .map(|&m| (&ready[m].0.test, &ready[m].1.geometry, &ready[m].1.space))
+                    .collect();
+                batch::generate(&tests).map_err(RunError::from)
+            })
+            .collect();
+        let mut batches = planned.into_iter().zip(generated);
+        loop {
+            let window: Vec<_> = batches.by_ref().take(MODULE_CACHE / 2).collect();
+            if window.is_empty() {
+                break;
+            }
+            let texts: Vec<&str> = window
+                .iter()
+                .filter_map(|(_, b)| b.as_ref().ok().map(|b| b.ptx.as_str()))
+                .collect();
+            if self.poisoned.is_none() {
+                self.precompile(&texts);
+            }
+            for (members, b) in window {
+                self.run_planned(&members, b, &ready, &ok, &mut out);
+            }
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(RunError::Worker("not run".into()))))
+            .collect()
+    }
+
+    /// Run the batch of `members` (indices into `ready`; `b` its kernel, or why it has none)
+    /// and put each member's report at `out[ok[member]]`.
+    fn run_planned(
+        &mut self,
+        members: &[usize],
+        b: Result<Batch, RunError>,
+        ready: &[(&Job, Prepared)],
+        ok: &[usize],
+        out: &mut [Option<Result<RunReport, RunError>>],
+    ) {
+        let parts: Vec<(&Job, &Prepared)> =
+            members.iter().map(|&m| (ready[m].0, &ready[m].1)).collect();
+        {
+            let result = b.and_then(|b| self.run_generated(&parts, &b));
+            match result {
                 Ok(rs) => {
                     for (m, r) in members.iter().zip(rs) {
                         out[ok[*m]] = Some(Ok(r));
@@ -293,15 +378,12 @@ impl<E: Executor> Worker<E> {
                 }
                 Err(e) => {
                     let text = e.to_string();
-                    for m in &members {
+                    for m in members {
                         out[ok[*m]] = Some(Err(RunError::Worker(text.clone())));
                     }
                 }
             }
         }
-        out.into_iter()
-            .map(|r| r.unwrap_or_else(|| Err(RunError::Worker("not run".into()))))
-            .collect()
     }
 
     /// Tear down the context after sticky error `code` and make a new one: every module
@@ -325,12 +407,24 @@ impl<E: Executor> Worker<E> {
         if let Some(why) = &self.poisoned {
             return Err(RunError::Worker(why.clone()));
         }
-        let setup = Instant::now();
         let tests: Vec<_> = parts
             .iter()
             .map(|(job, p)| (&job.test, &p.geometry, &p.space))
             .collect();
         let b = batch::generate(&tests)?;
+        self.run_generated(parts, &b)
+    }
+
+    /// [`Worker::run_batch`] with its kernel generated.
+    fn run_generated(
+        &mut self,
+        parts: &[(&Job, &Prepared)],
+        b: &Batch,
+    ) -> Result<Vec<RunReport>, RunError> {
+        if let Some(why) = &self.poisoned {
+            return Err(RunError::Worker(why.clone()));
+        }
+        let setup = Instant::now();
         let mut reports: Vec<RunReport> = parts
             .iter()
             .map(|(job, p)| RunReport {
@@ -360,7 +454,7 @@ impl<E: Executor> Worker<E> {
         self.stats.tests += parts.len() as u64;
         self.stats.max_tests_per_launch = self.stats.max_tests_per_launch.max(parts.len());
         let start = Instant::now();
-        let result = self.launches(&b, parts, &mut reports, launches, budget);
+        let result = self.launches(b, parts, &mut reports, launches, budget);
         self.executor.finished(&self.cache[&b.ptx]);
         result?;
         let wall = start.elapsed();
@@ -467,6 +561,10 @@ pub(crate) struct CudaExecutor {
     session: crate::backend::cuda::Session,
     /// Per batch kernel (by its PTX) and part: the part's device buffers.
     buffers: HashMap<String, Vec<PartBuffers>>,
+    /// The ptxas that compiles kernels ahead, several at a time, and the device's target
+    /// (`sm_<major><minor>`); `None` without one (each kernel is then the driver's JIT).
+    /// Found on first use.
+    ahead: std::cell::OnceCell<Option<(crate::backend::toolchain::Toolchain, String)>>,
 }
 
 #[derive(Debug)]
@@ -600,7 +698,20 @@ impl CudaExecutor {
         CudaExecutor {
             session,
             buffers: HashMap::new(),
+            ahead: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The ptxas and target for [`Executor::load_many`], if this machine has a ptxas.
+    fn ahead(&self) -> Option<&(crate::backend::toolchain::Toolchain, String)> {
+        self.ahead
+            .get_or_init(|| {
+                let (major, minor) = self.session.compute_capability().ok()?;
+                let tc = crate::backend::toolchain::Toolchain::discover_system();
+                tc.has(crate::capability::Capability::Ptxas)
+                    .then(|| (tc, format!("sm_{major}{minor}")))
+            })
+            .as_ref()
     }
 
     pub(crate) fn session(&self) -> &crate::backend::cuda::Session {
@@ -616,6 +727,35 @@ impl Executor for CudaExecutor {
             module: self.session.load_ptx(ptx)?,
             ptx: ptx.to_string(),
         })
+    }
+
+    /// ptxas on every text at once (one process per core), then each cubin loaded; a text
+    /// ptxas refuses, or whose cubin the driver does not load (a ptxas newer than the
+    /// driver), goes to the driver's JIT as [`Executor::load`] would.
+    fn load_many(&mut self, ptxs: &[&str]) -> Vec<Result<CudaModule, RunError>> {
+        let cubins = match self.ahead() {
+            Some((tc, arch)) => {
+                let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                tc.ptxas_many(ptxs, arch, threads)
+                    .into_iter()
+                    .map(Result::ok)
+                    .collect()
+            }
+            None => vec![None; ptxs.len()],
+        };
+        ptxs.iter()
+            .zip(cubins)
+            .map(|(ptx, cubin)| {
+                let module = match cubin.and_then(|c| self.session.load_cubin(&c).ok()) {
+                    Some(m) => m,
+                    None => self.session.load_ptx(ptx)?,
+                };
+                Ok(CudaModule {
+                    module,
+                    ptx: ptx.to_string(),
+                })
+            })
+            .collect()
     }
 
     fn launch_group(
@@ -786,11 +926,13 @@ fn pick(backlog: &std::collections::VecDeque<Queued>) -> (Vec<usize>, bool) {
     (picked, full)
 }
 
-/// Serve the queue `rx` on `worker` until every sender is gone: take the oldest request,
-/// wait up to `wait` for more while the batch has room (the requests sent meanwhile by other
-/// runner threads), run the picked ones ([`pick`]) in one batch, answer each request its own
-/// reports, and go on with the rest. What a test shows does not depend on what it was
-/// batched with (its plans and seeds are its job's: [`PartLaunch`]).
+/// Serve the queue `rx` on `worker` until every sender is gone, in rounds: take the oldest
+/// request, wait up to `wait` for more while its batch has room (the requests sent meanwhile
+/// by other runner threads; [`pick`]), then serve every queued request in one
+/// [`Worker::run`]-like round (their batches planned together by [`batch::plan`] and their
+/// kernels compiled together, in parallel where the executor can), answer each request its
+/// own reports, and go on. What a test shows does not depend on what it was batched with
+/// (its plans and seeds are its job's: [`PartLaunch`]).
 pub(crate) fn serve<E: Executor>(
     worker: &mut Worker<E>,
     rx: &mpsc::Receiver<Request>,
@@ -821,16 +963,9 @@ pub(crate) fn serve<E: Executor>(
                 Err(_) => break,
             }
         }
-        let (picked, _) = pick(&backlog);
-        // Take the picked requests out, later ones first so the indices stay valid.
-        let mut group: Vec<Queued> = picked
-            .iter()
-            .rev()
-            .filter_map(|&i| backlog.remove(i))
-            .collect();
-        group.reverse();
+        let group: Vec<Queued> = backlog.drain(..).collect();
         worker.stats.requests += group.len() as u64;
-        worker.stats.max_requests_per_batch = worker.stats.max_requests_per_batch.max(group.len());
+        worker.stats.max_requests_per_round = worker.stats.max_requests_per_round.max(group.len());
         let mut jobs = Vec::new();
         let mut prepared = Vec::new();
         let mut sizes = Vec::new();
@@ -957,6 +1092,29 @@ mod tests {
         }
         assert_eq!((w.stats.compiled, w.stats.cached), (1, 1));
         assert_eq!(w.executor().loads, 1);
+    }
+
+    // Jobs that need three batches (three block sizes) have their three kernels compiled
+    // together before the first batch runs, once: the second run finds all three cached.
+    #[test]
+    fn a_runs_batch_kernels_are_compiled_together_before_they_run() {
+        let jobs: Vec<Job> = [32, 64, 128]
+            .into_iter()
+            .map(|workgroup_size| Job {
+                params: StressParams {
+                    workgroup_size,
+                    ..small()
+                },
+                ..job("MP.rel_acq.gpu.inter_cta", 1)
+            })
+            .collect();
+        let mut w = Worker::new(EmulatorExecutor::new());
+        assert!(w.run(&jobs).iter().all(Result::is_ok));
+        assert_eq!(w.stats.batches, 3);
+        assert_eq!((w.stats.compiled, w.stats.compiled_ahead), (3, 3));
+        assert!(w.run(&jobs).iter().all(Result::is_ok));
+        assert_eq!((w.stats.compiled, w.stats.compiled_ahead), (3, 3));
+        assert_eq!(w.executor().loads, 3);
     }
 
     /// A case's jobs as `run_case_with` submits them: the test (seed 1) and, for a forbidden
@@ -1172,7 +1330,7 @@ mod tests {
         drop(tx);
         let stats = server.join().unwrap();
         assert_eq!(together, alone);
-        assert_eq!((stats.requests, stats.max_requests_per_batch), (4, 4));
+        assert_eq!((stats.requests, stats.max_requests_per_round), (4, 4));
         assert_eq!((stats.batches, stats.launches, stats.tests), (1, 2, 7));
     }
 

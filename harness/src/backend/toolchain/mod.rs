@@ -612,6 +612,39 @@ impl Toolchain {
         Ok(std::fs::read(&output)?)
     }
 
+    /// ptxas on each of `ptxs` (PTX -> cubin for `arch`), up to `threads` at once: each
+    /// text's cubin or its own error, in order. ptxas takes ~10 ms per litmus test body at
+    /// -O3, so a GPU run that compiles hundreds of kernels one by one spends seconds on it
+    /// while the GPU idles.
+    pub(crate) fn ptxas_many(
+        &self,
+        ptxs: &[&str],
+        arch: &str,
+        threads: usize,
+    ) -> Vec<Result<Vec<u8>, ToolError>> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        type Cubin = Result<Vec<u8>, ToolError>;
+        let out: Vec<std::sync::Mutex<Option<Cubin>>> =
+            ptxs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|sc| {
+            for _ in 0..threads.clamp(1, ptxs.len().max(1)) {
+                sc.spawn(|| loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(ptx) = ptxs.get(i) else { break };
+                    let r = self.ptxas(ptx, arch, &[]);
+                    *out[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                });
+            }
+        });
+        out.into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(|| Err(ToolError::failed("ptxas", "not run")))
+            })
+            .collect()
+    }
+
     /// nvdisasm on a cubin.
     pub(crate) fn nvdisasm(&self, cubin: &[u8], args: &[&str]) -> Result<String, ToolError> {
         self.run_on_cubin(Capability::Nvdisasm, cubin, args)
@@ -960,6 +993,34 @@ mod tests {
             "clang-19 hidden by GPUCTS_HIDE_TOOLS"
         );
         assert!(tc.missing().contains_key(&Capability::Ptxas));
+    }
+
+    // Texts compiled several at a time come back in order, each with its own cubin (an ELF
+    // image) or its own error: one bad text does not cost the others.
+    #[test]
+    fn ptxas_many_gives_each_text_its_own_cubin_or_error() {
+        let tc = Toolchain::discover_system();
+        crate::require!(tc.has(Capability::Ptxas), "ptxas");
+        let kernel = |name: &str| {
+            format!(
+                ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry {name}() {{ ret; }}\n"
+            )
+        };
+        let (a, b) = (kernel("first"), kernel("second"));
+        let bad =
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { nonsense; }\n";
+        let out = tc.ptxas_many(&[&a, bad, &b], "sm_90", 2);
+        assert_eq!(out.len(), 3);
+        for (i, name) in [(0, "first"), (2, "second")] {
+            let cubin = out[i].as_ref().unwrap();
+            assert_eq!(&cubin[..4], b"\x7fELF", "{name}");
+            assert!(
+                cubin.windows(name.len()).any(|w| w == name.as_bytes()),
+                "{name}'s cubin names its kernel"
+            );
+        }
+        assert!(matches!(&out[1], Err(ToolError::Failed { tool, .. }) if tool == "ptxas"));
+        assert!(tc.ptxas_many(&[], "sm_90", 4).is_empty());
     }
 
     #[test]
