@@ -32,7 +32,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::layout::{Geometry, Histogram, DID_NOT_TERMINATE};
+use super::layout::{Apart, Geometry, Histogram, DID_NOT_TERMINATE};
 use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Term};
 
 /// Most counters an outcome space may have: 16 KiB of counters read back per launch. A test
@@ -151,9 +151,16 @@ impl OutcomeSpace {
         self.size + 1
     }
 
-    /// Words the host reads back after every launch: counters, overflow, did-not-terminate.
-    pub(crate) fn head_words(&self) -> usize {
+    /// Word index of the count of instances past the model's loop bound
+    /// ([`super::kernel::PAST_MODEL_BOUND`]).
+    pub(crate) fn past_bound_word(&self) -> usize {
         self.size + 2
+    }
+
+    /// Words the host reads back after every group of launches: counters, overflow,
+    /// did-not-terminate, past the model's bound.
+    pub(crate) fn head_words(&self) -> usize {
+        self.size + 3
     }
 
     /// First arrival word (one per instance).
@@ -219,13 +226,13 @@ impl OutcomeSpace {
 
     /// The histogram the counters `head` ([`OutcomeSpace::head_words`]) and the overflow
     /// `log` (its first `head[overflow]` entries) give, added into `into`; returns the
-    /// instances that did not terminate.
+    /// instances counted apart (did not terminate, past the model's loop bound).
     pub(crate) fn decode(
         &self,
         head: &[u32],
         log: &[u32],
         into: &mut Histogram,
-    ) -> Result<u64, CountError> {
+    ) -> Result<Apart, CountError> {
         if head.len() < self.head_words() {
             return Err(CountError::Short {
                 got: head.len(),
@@ -254,7 +261,10 @@ impl OutcomeSpace {
                 *into.entry(o).or_default() += 1;
             }
         }
-        Ok(u64::from(head[self.dnt_word()]))
+        Ok(Apart {
+            did_not_terminate: u64::from(head[self.dnt_word()]),
+            past_model_bound: u64::from(head[self.past_bound_word()]),
+        })
     }
 }
 
@@ -326,9 +336,11 @@ pub(super) fn count_code(
     if let Some(k) = g.slot_of(DID_NOT_TERMINATE.0, DID_NOT_TERMINATE.1) {
         let _ = write!(
             s,
-            "\tld.relaxed.gpu.global.u32 %k_ov, [%k_or+{}];\n\tsetp.ne.u32 %k_op, %k_ov, 0;\n\
-             \t@%k_op bra CNT{tag}_DNT;\n",
-            4 * k
+            "\tld.relaxed.gpu.global.u32 %k_ov, [%k_or+{}];\n\
+             \tsetp.eq.u32 %k_op, %k_ov, {past};\n\t@%k_op bra CNT{tag}_PAST;\n\
+             \tsetp.ne.u32 %k_op, %k_ov, 0;\n\t@%k_op bra CNT{tag}_DNT;\n",
+            4 * k,
+            past = super::kernel::PAST_MODEL_BOUND,
         );
     }
     // One term's value into %k_ov.
@@ -396,7 +408,9 @@ pub(super) fn count_code(
     let _ = writeln!(s, "\tbra {end};");
     let _ = write!(
         s,
-        "CNT{tag}_DNT:\n\tred.relaxed.gpu.global.add.u32 [%k_counts+{}], 1;\n{end}:\n",
+        "CNT{tag}_PAST:\n\tred.relaxed.gpu.global.add.u32 [%k_counts+{}], 1;\n\tbra {end};\n\
+         CNT{tag}_DNT:\n\tred.relaxed.gpu.global.add.u32 [%k_counts+{}], 1;\n{end}:\n",
+        4 * space.past_bound_word(),
         4 * space.dnt_word()
     );
     Ok(s)
@@ -429,9 +443,16 @@ mod tests {
         head[i10] = 3;
         head[space.overflow_word()] = 1;
         head[space.dnt_word()] = 2;
+        head[space.past_bound_word()] = 4;
         let mut h = Histogram::new();
-        let dnt = space.decode(&head, &[7, 0], &mut h).unwrap();
-        assert_eq!(dnt, 2);
+        let apart = space.decode(&head, &[7, 0], &mut h).unwrap();
+        assert_eq!(
+            apart,
+            Apart {
+                did_not_terminate: 2,
+                past_model_bound: 4
+            }
+        );
         assert_eq!(h, Histogram::from([(vec![1, 0], 3), (vec![7, 0], 1)]));
         assert!(space.decode(&head[..2], &[], &mut h).is_err());
     }

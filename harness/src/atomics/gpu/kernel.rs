@@ -51,6 +51,89 @@ pub(crate) const SMEM: &str = "gpucts_smem";
 /// instance "did not terminate within LOOP_CAP" ([`super::layout::DID_NOT_TERMINATE`]).
 pub(crate) const LOOP_CAP: u32 = 1 << 12;
 
+/// The loop bound of the model's verdict a kernel is judged by ([`crate::atomics::model`]'s
+/// `--unroll`, Dat3M's 1): the model's paths end at a backward jump to a label whose body
+/// already ran this many times. A thread that runs an iteration *with effects* past it
+/// ([`bound_check`]) made an execution the model never enumerated, so its instance is
+/// flagged [`PAST_MODEL_BOUND`] and not judged; iterations without effects (spins) do not
+/// count, as the model's spin-loop rule folds them away.
+pub(crate) const MODEL_UNROLL: u32 = crate::atomics::model::DEFAULT_UNROLL;
+
+/// The "did not terminate" slot's value for an instance one of whose threads ran an
+/// effectful loop iteration past [`MODEL_UNROLL`] (the loop cap writes 1).
+pub(crate) const PAST_MODEL_BOUND: u32 = 2;
+
+/// The labels of `ops` that backward jumps target (loop heads), in order of appearance.
+fn loop_heads(ops: &[Op]) -> Vec<&str> {
+    let mut heads: Vec<&str> = Vec::new();
+    for (oi, op) in ops.iter().enumerate() {
+        if let Op::Goto { target } | Op::Branch { target, .. } = op {
+            if backward(ops, oi, op) && !heads.contains(&target.as_str()) {
+                heads.push(target);
+            }
+        }
+    }
+    heads.sort_by_key(|h| {
+        ops.iter()
+            .position(|o| matches!(o, Op::Label { name } if name == h))
+    });
+    heads
+}
+
+/// The most loop heads a thread of `test` has (registers `%k_e<k>`, `%k_n<k>` per head).
+fn max_loop_heads(test: &LitmusTest) -> usize {
+    test.threads
+        .iter()
+        .map(|t| loop_heads(&t.ops).len())
+        .max()
+        .unwrap_or(0)
+}
+
+/// After op `op` of a thread with `heads` loop heads: mark the iteration of every loop it is
+/// in as effectful (`%k_e<k>`), as the model's unrolling judges an iteration
+/// ([`crate::atomics::model::unroll`]): a store, RMW, reduction or barrier is an effect; a
+/// cas only when it succeeds (its old value equals the compare value).
+fn effect_marks(
+    op: &Op,
+    heads: usize,
+    t: usize,
+    regs: &mut Regs,
+    what: &str,
+) -> Result<String, KernelError> {
+    if heads == 0 || !op.has_effect() {
+        return Ok(String::new());
+    }
+    let marks = |guard: &str| -> String {
+        (0..heads)
+            .map(|k| format!("\t{guard}mov.u32 %k_e{k}, 1;\n"))
+            .collect()
+    };
+    Ok(match op {
+        Op::Atom {
+            op: AtomOp::Cas,
+            reg,
+            cmp: Some(c),
+            ..
+        } => format!(
+            "\tsetp.eq.u32 %k_pb, {}, {};\n{}",
+            regs.var(t, reg),
+            regs.operand(t, c, what)?,
+            marks("@%k_pb ")
+        ),
+        _ => marks(""),
+    })
+}
+
+/// At a taken backward jump to loop head `k`: an iteration with effects counts against
+/// [`MODEL_UNROLL`], and one past it sets `%k_past` (the model's path would have ended here,
+/// cut by its bound).
+fn bound_check(k: usize) -> String {
+    format!(
+        "add.u32 %k_n{k}, %k_n{k}, %k_e{k};\n\tsetp.ge.u32 %k_pb, %k_n{k}, {MODEL_UNROLL};\n\
+         \t@%k_pb or.b32 %k_past, %k_past, %k_e{k};\n\t"
+    )
+}
+
 /// Why a litmus test has no GPU kernel: an operation (`at`: the test and the operation) the
 /// generator cannot emit as the test states it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -572,18 +655,22 @@ fn jump_line(
         .iter()
         .position(|o| matches!(o, Op::Label { name: n } if n == target))
         .ok_or_else(|| inexpressible(what, construct, "no such label in this thread"))?;
-    let (cap, exit) = if at <= oi {
+    let (cap, exit, check) = if at <= oi {
         let exit = if barriers_after(oi, ops) {
             format!("\nSTOP{t}_{oi}:")
         } else {
             String::new()
         };
-        (cap_check(t, oi, ops), exit)
+        let k = loop_heads(ops)
+            .iter()
+            .position(|h| h == target)
+            .unwrap_or_default();
+        (cap_check(t, oi, ops), exit, Some(bound_check(k)))
     } else {
-        (String::new(), String::new())
+        (String::new(), String::new(), None)
     };
-    Ok(Some(match &ops[oi] {
-        Op::Branch { cond, a, b, .. } => {
+    Ok(Some(match (&ops[oi], check) {
+        (Op::Branch { cond, a, b, .. }, None) => {
             let (a, b) = (regs.operand(t, a, what)?, regs.operand(t, b, what)?);
             format!(
                 "{cap}setp.{}.s32 %k_p, {a}, {b};\n\t@%k_p bra {};{exit}",
@@ -591,7 +678,21 @@ fn jump_line(
                 label(t, target)
             )
         }
-        _ => format!("{cap}bra {};{exit}", label(t, target)),
+        // A taken backward branch counts its iteration against the model's bound first.
+        (Op::Branch { cond, a, b, .. }, Some(check)) => {
+            let (a, b) = (regs.operand(t, a, what)?, regs.operand(t, b, what)?);
+            format!(
+                "{cap}setp.{}.s32 %k_p, {a}, {b};\n\t@%k_p bra NJ{t}_{oi};\n\t{check}bra {};\n\
+                 NJ{t}_{oi}:{exit}",
+                setp_cmp(cond.negate()),
+                label(t, target)
+            )
+        }
+        (_, check) => format!(
+            "{cap}{}bra {};{exit}",
+            check.unwrap_or_default(),
+            label(t, target)
+        ),
     }))
 }
 
@@ -602,10 +703,15 @@ fn thread_ops(
     regs: &mut Regs,
     out: &mut String,
 ) -> Result<(), KernelError> {
+    let heads = loop_heads(&test.threads[t].ops);
+    for k in 0..heads.len() {
+        let _ = writeln!(out, "\tmov.u32 %k_n{k}, 0;\n\tmov.u32 %k_e{k}, 0;");
+    }
     for (oi, op) in test.threads[t].ops.iter().enumerate() {
         let what = format!("`{}` P{t} op {}", test.name, oi + 1);
         if let Some(line) = proxy_line(g, test, op, t, regs, &what)? {
             let _ = writeln!(out, "\t{line}");
+            out.push_str(&effect_marks(op, heads.len(), t, regs, &what)?);
             continue;
         }
         if let Some(e) = proxy_refusal(op, &what) {
@@ -619,6 +725,10 @@ fn thread_ops(
             }
             Op::Label { name } => {
                 let _ = writeln!(out, "{}:", label(t, name));
+                // A loop head: the iteration starting here has had no effect yet.
+                if let Some(k) = heads.iter().position(|h| h == name) {
+                    let _ = writeln!(out, "\tmov.u32 %k_e{k}, 0;");
+                }
                 continue;
             }
             Op::Barrier { arrive, .. } => barrier_line(g, test, t, op, *arrive, &what)?,
@@ -636,6 +746,7 @@ fn thread_ops(
             }
         };
         let _ = writeln!(out, "\t{line}");
+        out.push_str(&effect_marks(op, heads.len(), t, regs, &what)?);
     }
     Ok(())
 }
@@ -904,7 +1015,7 @@ fn dedicated_role(
     }
     let _ = writeln!(
         s,
-        "\tmov.u32 %k_iter, 0;\n\tmov.u32 %k_stop, 0;\n\t// pre-stress"
+        "\tmov.u32 %k_iter, 0;\n\tmov.u32 %k_stop, 0;\n\tmov.u32 %k_past, 0;\n\t// pre-stress"
     );
     stress_loop(
         &format!("PRE{t}"),
@@ -934,6 +1045,18 @@ fn dedicated_role(
         "\tmul.wide.u32 %k_w, %k_inst{t}, {};\n\tadd.s64 %k_w, %k_results, %k_w;",
         4 * ns.max(1)
     );
+    if let Some(k) = g.slot_of(
+        super::layout::DID_NOT_TERMINATE.0,
+        super::layout::DID_NOT_TERMINATE.1,
+    ) {
+        // Past the model's loop bound: the instance is flagged, not judged.
+        let _ = writeln!(
+            s,
+            "\tsetp.ne.u32 %k_pb, %k_past, 0;\n\tmov.u32 %k_tmp, {PAST_MODEL_BOUND};\n\
+             \t@%k_pb st.global.u32 [%k_w+{}], %k_tmp;",
+            4 * k
+        );
+    }
     for (k, (st, r)) in g.slots.iter().enumerate() {
         if *st == t {
             let v = regs.var(t, r);
@@ -1021,14 +1144,22 @@ fn generate_dedicated(
          .visible .entry {KERNEL}(\n\t.param .u64 p_locs,\n\t.param .u64 p_results,\n\
          \t.param .u64 p_roles,\n\t.param .u64 p_addrs,\n\t.param .u64 p_barrier,\n\
          \t.param .u64 p_scratch,\n\t.param .u64 p_stress,\n\t.param .u32 p_testing{cp}\n)\n{{\n\
-         \t.reg .pred %k_p, %k_none;\n\
-         \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg, %k_iter, %k_stop, %k_gb, %k_hw;\n\
+         \t.reg .pred %k_p, %k_none, %k_pb;\n\
+         \t.reg .b32 %k_b, %k_l, %k_nt, %k_g, %k_i, %k_sv, %k_sl, %k_tmp, %k_bar, %k_spin, %k_testing, %k_neg, %k_iter, %k_stop, %k_gb, %k_hw, %k_past;\n\
          \t.reg .b64 %k_locs, %k_results, %k_roles, %k_addrs, %k_barrier, %k_scratch, %k_stress, %k_ra, %k_aa, %k_sa, %k_w;\n",
         name = test.name,
         ctas = d.ctas,
         warps = d.warps,
         groups = d.groups,
     );
+    let heads = max_loop_heads(test);
+    if heads > 0 {
+        // Per loop head: this iteration's effects, and the effectful iterations so far.
+        let names: Vec<String> = (0..heads)
+            .flat_map(|k| [format!("%k_e{k}"), format!("%k_n{k}")])
+            .collect();
+        let _ = writeln!(s, "\t.reg .b32 {};", names.join(", "));
+    }
     prologue_common(&mut s, &regs, roles, nl, 1);
     view_prologue(&mut s, &views);
     if counting.is_some() {

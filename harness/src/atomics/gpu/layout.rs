@@ -992,10 +992,45 @@ fn role_cta(g: &Geometry, cta: u32, r: u32, offset: u32) -> u32 {
 /// Outcome → how many instances produced it. An outcome is the condition's terms' values.
 pub type Histogram = BTreeMap<Vec<i64>, u64>;
 
+/// Instances counted apart from the outcome histogram, by what their "did not terminate"
+/// slot ([`DID_NOT_TERMINATE`]) says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Apart {
+    /// One of its threads stopped at [`super::kernel::LOOP_CAP`] backward jumps.
+    pub did_not_terminate: u64,
+    /// One of its threads ran a loop iteration with effects past the model's loop bound
+    /// ([`super::kernel::PAST_MODEL_BOUND`]): an execution the verdict did not enumerate.
+    pub past_model_bound: u64,
+}
+
+impl std::ops::AddAssign for Apart {
+    fn add_assign(&mut self, o: Apart) {
+        self.did_not_terminate += o.did_not_terminate;
+        self.past_model_bound += o.past_model_bound;
+    }
+}
+
+impl Apart {
+    /// One instance whose "did not terminate" slot holds `word` (nonzero).
+    pub(crate) fn of_slot(word: u32) -> Apart {
+        if word == super::kernel::PAST_MODEL_BOUND {
+            Apart {
+                past_model_bound: 1,
+                ..Apart::default()
+            }
+        } else {
+            Apart {
+                did_not_terminate: 1,
+                ..Apart::default()
+            }
+        }
+    }
+}
+
 /// Each instance's outcome: registers from the results buffer (`results[inst * S + slot]`),
-/// final memory values from the location buffer at the instance's addresses. An instance one
-/// of whose threads stopped at the loop cap ([`DID_NOT_TERMINATE`]) has no outcome: it is
-/// counted apart, and the count is returned.
+/// final memory values from the location buffer at the instance's addresses. An instance
+/// whose [`DID_NOT_TERMINATE`] slot is set (a thread stopped at the loop cap, or ran past the
+/// model's loop bound) has no outcome: it is counted apart, and the counts are returned.
 pub(crate) fn decode(
     g: &Geometry,
     terms: &[Term],
@@ -1003,9 +1038,9 @@ pub(crate) fn decode(
     results: &[u32],
     memory: &[u32],
     into: &mut Histogram,
-) -> Result<u64, DecodeError> {
+) -> Result<Apart, DecodeError> {
     let dnt = g.slot_of(DID_NOT_TERMINATE.0, DID_NOT_TERMINATE.1);
-    let mut did_not_terminate = 0;
+    let mut apart = Apart::default();
     enum Src {
         Slot(usize),
         Loc(usize),
@@ -1033,8 +1068,8 @@ pub(crate) fn decode(
         });
     }
     for inst in 0..n {
-        if dnt.is_some_and(|k| results[inst * s_n + k] != 0) {
-            did_not_terminate += 1;
+        if let Some(word) = dnt.map(|k| results[inst * s_n + k]).filter(|&w| w != 0) {
+            apart += Apart::of_slot(word);
             continue;
         }
         let mut outcome = Vec::with_capacity(srcs.len());
@@ -1052,7 +1087,7 @@ pub(crate) fn decode(
         }
         *into.entry(outcome).or_default() += 1;
     }
-    Ok(did_not_terminate)
+    Ok(apart)
 }
 
 #[cfg(test)]

@@ -291,6 +291,9 @@ pub struct Seen {
     pub barrier_timeouts: u64,
     /// Instances a thread of which stopped at the kernel's loop cap: no outcome.
     pub did_not_terminate: u64,
+    /// Instances a thread of which ran a loop iteration with effects past the model's loop
+    /// bound: an execution the verdict did not enumerate, not judged.
+    pub past_model_bound: u64,
 }
 
 /// Why an engine gave no histogram: the test is one it cannot express (a refusal, naming the
@@ -381,6 +384,7 @@ impl<E: worker::Executor> OnWorker<E> {
                 end_to_end: start.elapsed(),
                 barrier_timeouts: r.barrier_timeouts,
                 did_not_terminate: r.did_not_terminate,
+                past_model_bound: r.past_model_bound,
             })),
             Err(
                 RunError::Kernel(_)
@@ -483,6 +487,7 @@ fn per_test_on_gpu(
             end_to_end: start.elapsed(),
             barrier_timeouts: r.barrier_timeouts,
             did_not_terminate: r.did_not_terminate,
+            past_model_bound: r.past_model_bound,
         }),
         Err(e @ (RunError::Geometry(_) | RunError::Kernel(_))) => {
             Err(NotRun::Refused(e.to_string()))
@@ -519,6 +524,7 @@ impl Runner for Emulator {
                 end_to_end: start.elapsed(),
                 barrier_timeouts: e.barrier_timeouts,
                 did_not_terminate: e.did_not_terminate,
+                past_model_bound: e.past_model_bound,
             }),
             Err(
                 e @ (EmulateError::Geometry(_)
@@ -635,6 +641,10 @@ pub struct TestRecord {
     pub barrier_timeouts: u64,
     /// Instances that did not terminate within the loop cap (no outcome recorded for them).
     pub did_not_terminate: u64,
+    /// Instances that ran a loop iteration with effects past the model's loop bound (Dat3M's
+    /// 1): executions the model's verdict did not enumerate, so neither allowed nor forbidden
+    /// and not in `outcomes`.
+    pub past_model_bound: u64,
 }
 
 impl TestRecord {
@@ -666,6 +676,7 @@ impl TestRecord {
             seconds_end_to_end: None,
             barrier_timeouts: 0,
             did_not_terminate: 0,
+            past_model_bound: 0,
         }
     }
 
@@ -893,6 +904,7 @@ pub fn record(
         seconds_end_to_end: Some(seen.end_to_end.as_secs_f64()),
         barrier_timeouts: seen.barrier_timeouts,
         did_not_terminate: seen.did_not_terminate,
+        past_model_bound: seen.past_model_bound,
     }
 }
 
@@ -1000,6 +1012,14 @@ pub fn render(r: &TestRecord) -> String {
                     "; {} instances did not terminate within {} loop iterations",
                     r.did_not_terminate,
                     super::kernel::LOOP_CAP
+                )
+            }),
+            (r.past_model_bound > 0).then(|| {
+                format!(
+                    "; {} instances ran a loop iteration with effects past the model's loop bound \
+                     ({}; not judged)",
+                    r.past_model_bound,
+                    super::kernel::MODEL_UNROLL
                 )
             }),
         ]
@@ -1233,6 +1253,7 @@ mod tests {
             end_to_end: Duration::from_millis(10),
             barrier_timeouts: 0,
             did_not_terminate: 0,
+            past_model_bound: 0,
         }
     }
 

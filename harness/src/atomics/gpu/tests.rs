@@ -201,6 +201,7 @@ fn report(name: &str, terms: Vec<Term>, hist: &[(Vec<i64>, u64)]) -> RunReport {
         histogram: hist.iter().cloned().collect(),
         barrier_timeouts: 0,
         did_not_terminate: 0,
+        past_model_bound: 0,
     }
 }
 

@@ -440,6 +440,7 @@ impl<E: Executor> Worker<E> {
                 histogram: Histogram::new(),
                 barrier_timeouts: 0,
                 did_not_terminate: 0,
+                past_model_bound: 0,
             })
             .collect();
         // Compile (or find) the kernel: setup, shared by the batch's tests.
@@ -516,7 +517,9 @@ impl<E: Executor> Worker<E> {
                     continue;
                 }
                 let n = u64::from(part.geometry.instances()) * group;
-                r.did_not_terminate += part.space.decode(&c.head, &c.log, &mut r.histogram)?;
+                let apart = part.space.decode(&c.head, &c.log, &mut r.histogram)?;
+                r.did_not_terminate += apart.did_not_terminate;
+                r.past_model_bound += apart.past_model_bound;
                 r.barrier_timeouts += u64::from(c.timeouts);
                 r.launches += group;
                 r.instances += n;

@@ -193,9 +193,47 @@ fn header<'a>(lines: &[&'a str], i: &mut usize) -> Result<&'a str, ImportError> 
     Ok(name)
 }
 
-/// The quoted description strings (possibly spanning lines) from line `*i` up to the init
-/// block, and the byte offset in line `*i` just after the init block's `{`.
+/// The description strings from line `*i` up to the init block, and the byte offset in line
+/// `*i` (then the init block's line) just after the init block's `{`. Quoted strings
+/// (possibly spanning lines) as written; when the quotes do not pair up, the text up to the
+/// init block as one description: Dat3M reads past whatever precedes the init block, and
+/// its corpus has a description that quotes a phrase inside its quotes
+/// (`Manual/MICRO24-Fig4b-correct.litmus`).
 fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, usize), ImportError> {
+    let start = *i;
+    let strict = quoted_descriptions(lines, i);
+    // Only quotes that do not pair up fall back; any other fault stands where it was found.
+    let unpaired = |e: &ImportError| {
+        e.msg.contains("unterminated description") || e.msg.starts_with("expected `{`")
+    };
+    if !strict.as_ref().is_err_and(unpaired) {
+        return strict;
+    }
+    let Some(block) = (start..lines.len()).find(|&j| lines[j].trim_start().starts_with('{')) else {
+        return strict;
+    };
+    let text = lines[start..block].join("\n").replace('\r', "");
+    let text = text.trim();
+    if !text.starts_with('"') {
+        // Not a description gone wrong: something else stands before the init block.
+        return strict;
+    }
+    if let Some(c) = text
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+    {
+        return err(
+            start + 1,
+            format!("the description holds the control character {c:?}; a description is text, lines and tabs"),
+        );
+    }
+    *i = block;
+    let indent = lines[block].len() - lines[block].trim_start().len();
+    Ok((vec![text.to_string()], indent + 1))
+}
+
+/// [`descriptions`] when every description is a well-formed quoted string.
+fn quoted_descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, usize), ImportError> {
     let mut desc = Vec::new();
     while *i < lines.len() {
         let l = lines[*i].trim();

@@ -61,10 +61,11 @@ pub(crate) fn run_threads(
 pub struct CountedLaunch {
     /// From the device's counters and overflow log.
     pub device: Histogram,
-    pub device_dnt: u64,
+    /// Instances the device counted apart (did not terminate, past the model's bound).
+    pub device_apart: layout::Apart,
     /// From the same run's result and location buffers, decoded on the host.
     pub host: Histogram,
-    pub host_dnt: u64,
+    pub host_apart: layout::Apart,
     /// Entries of the overflow log (outcomes outside the space's domain).
     pub overflow: u64,
     pub timeouts: u32,
@@ -111,18 +112,18 @@ pub fn launch_counting(
         over * space.terms.len(),
     );
     let mut device = Histogram::new();
-    let device_dnt = space
+    let device_apart = space
         .decode(&head, &log, &mut device)
         .map_err(|e| EmulateError::Unsupported(e.to_string()))?;
     let res = read(&m.mem, BASES[1].1, n * g.slots.len());
     let mem = read(&m.mem, BASES[0].1, g.location_words());
     let mut host = Histogram::new();
-    let host_dnt = layout::decode(g, &space.terms, &t, &res, &mem, &mut host)?;
+    let host_apart = layout::decode(g, &space.terms, &t, &res, &mem, &mut host)?;
     Ok(CountedLaunch {
         device,
-        device_dnt,
+        device_apart,
         host,
-        host_dnt,
+        host_apart,
         overflow: over as u64,
         timeouts: read(&m.mem, BASES[4].1, 2)[1],
         steps,
@@ -148,6 +149,7 @@ pub fn emulate_counting(
         barrier_timeouts: 0,
         steps: 0,
         did_not_terminate: 0,
+        past_model_bound: 0,
     };
     for _ in 0..launches {
         let plan = IterationPlan::random(&g, &mut rng);
@@ -158,7 +160,8 @@ pub fn emulate_counting(
         out.instances += u64::from(g.instances());
         out.barrier_timeouts += u64::from(run.timeouts);
         out.steps += run.steps;
-        out.did_not_terminate += run.device_dnt;
+        out.did_not_terminate += run.device_apart.did_not_terminate;
+        out.past_model_bound += run.device_apart.past_model_bound;
     }
     Ok(out)
 }
@@ -196,7 +199,9 @@ mod tests {
         let run = launch_counting(&ptx, &g, &space, &plan, Some(seed)).unwrap();
         let at = &test.name;
         assert_eq!(
-            run.device.values().sum::<u64>() + run.device_dnt,
+            run.device.values().sum::<u64>()
+                + run.device_apart.did_not_terminate
+                + run.device_apart.past_model_bound,
             u64::from(g.instances()),
             "{at}"
         );
@@ -204,7 +209,7 @@ mod tests {
             assert!(verdict.outcome_allowed(o), "{at}: {o:?} is forbidden");
         }
         assert_eq!(run.device, run.host, "{at}");
-        assert_eq!(run.device_dnt, run.host_dnt, "{at}");
+        assert_eq!(run.device_apart, run.host_apart, "{at}");
         run
     }
 
@@ -257,6 +262,89 @@ mod tests {
         assert_eq!(run.overflow, u64::from(g.instances()));
     }
 
+    /// A Dat3M-syntax test of two threads on CTAs 0 and 1 (`P0 | P1` columns).
+    fn two_threads(name: &str, init: &str, rows: &[(&str, &str)], cond: &str) -> LitmusTest {
+        let mut text = format!("PTX {name}\n{{\n{init}\n}}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n");
+        for (a, b) in rows {
+            text += &format!(" {a} | {b} ;\n");
+        }
+        text += cond;
+        crate::atomics::litmus::dat3m::import(&text).unwrap()
+    }
+
+    fn tiny() -> StressParams {
+        StressParams {
+            testing_workgroups: 2,
+            workgroup_size: 32,
+            max_workgroups: 2,
+            stress_iterations: 2,
+            pre_stress_iterations: 1,
+            ..StressParams::default()
+        }
+    }
+
+    // The model unrolls loops once (Dat3M's bound): an execution whose thread runs a loop
+    // iteration with effects and jumps back is one it never enumerated. P1 exchanges 1 into x
+    // and loops while it read 0: x starts at 0 and P0 only ever writes 0, so every instance's
+    // P1 runs a second, effectful iteration (the first one's write is the only 1 it can
+    // read), and none is judged; the device and the host agree on the count.
+    #[test]
+    fn an_effectful_iteration_past_the_models_bound_is_counted_apart() {
+        let test = two_threads(
+            "exch-twice",
+            "x=0;",
+            &[
+                ("atom.relaxed.gpu.exch r0, x, 0", "LC10:"),
+                ("", "atom.relaxed.gpu.exch r1, x, 1"),
+                ("", "beq r1, 0, LC10"),
+            ],
+            "exists (P1:r1 == 1)",
+        );
+        let run = check(&test, &tiny(), 5);
+        assert_eq!(run.device_apart.past_model_bound, 32);
+        assert!(run.device.is_empty());
+    }
+
+    // Iterations without effects do not count against the bound (the model's spin-loop rule
+    // folds them away): a reader spinning on a flag, and a cas lock whose failed attempts
+    // are spins, are judged in every instance that finished.
+    #[test]
+    fn spins_and_failed_cas_attempts_stay_within_the_models_bound() {
+        let spin = two_threads(
+            "MP-spin",
+            "x=0; y=0;",
+            &[
+                ("st.relaxed.gpu x, 1", "LC10:"),
+                ("st.release.gpu y, 1", "ld.acquire.gpu r0, y"),
+                ("", "beq r0, 0, LC10"),
+                ("", "ld.relaxed.gpu r1, x"),
+            ],
+            "exists (P1:r1 == 0)",
+        );
+        let lock = two_threads(
+            "cas-lock",
+            "m=1; x=0;",
+            &[
+                ("st.relaxed.gpu x, 1", "LC10:"),
+                ("st.release.gpu m, 0", "atom.acquire.gpu.cas r0, m, 0, 1"),
+                ("", "bne r0, 0, LC10"),
+                ("", "ld.relaxed.gpu r1, x"),
+            ],
+            "exists (P1:r1 == 0)",
+        );
+        for test in [spin, lock] {
+            let run = check(&test, &tiny(), 11);
+            assert_eq!(run.device_apart.past_model_bound, 0, "{}", test.name);
+            assert_eq!(
+                run.device.values().sum::<u64>() + run.device_apart.did_not_terminate,
+                32,
+                "{}",
+                test.name
+            );
+            assert!(!run.device.is_empty(), "{}", test.name);
+        }
+    }
+
     // The one-role-per-thread layout: a spin that never ends is counted "did not terminate"
     // on the device, by the last of the instance's roles to arrive.
     #[test]
@@ -282,7 +370,7 @@ mod tests {
             ..StressParams::default()
         };
         let run = check(&test, &params, 9);
-        assert_eq!(run.device_dnt, 32);
+        assert_eq!(run.device_apart.did_not_terminate, 32);
         assert!(run.device.is_empty());
     }
 }
@@ -471,18 +559,18 @@ pub fn launch_batch(
         let n = g.instances() as usize;
         let c = part_counts(&mem, part, k);
         let mut device = Histogram::new();
-        let device_dnt = space
+        let device_apart = space
             .decode(&c.head, &c.log, &mut device)
             .map_err(|e| EmulateError::Unsupported(e.to_string()))?;
         let res = read(&mem, part_base(BASES[1].1, k), n * g.slots.len());
         let locs = read(&mem, part_base(BASES[0].1, k), g.location_words());
         let mut host = Histogram::new();
-        let host_dnt = layout::decode(g, &space.terms, t, &res, &locs, &mut host)?;
+        let host_apart = layout::decode(g, &space.terms, t, &res, &locs, &mut host)?;
         out.push(CountedLaunch {
             device,
-            device_dnt,
+            device_apart,
             host,
-            host_dnt,
+            host_apart,
             overflow: u64::from(c.head[space.overflow_word()]),
             timeouts: c.timeouts,
             steps,
@@ -640,7 +728,9 @@ mod batch_tests {
         for ((t, g, _, v), run) in prepared.iter().zip(&runs) {
             let at = &t.name;
             assert_eq!(
-                run.device.values().sum::<u64>() + run.device_dnt,
+                run.device.values().sum::<u64>()
+                    + run.device_apart.did_not_terminate
+                    + run.device_apart.past_model_bound,
                 u64::from(g.instances()),
                 "{at}"
             );

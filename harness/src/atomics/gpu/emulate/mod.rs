@@ -66,6 +66,9 @@ pub struct Emulated {
     /// Instances one of whose threads stopped at the loop cap ("did not terminate within
     /// [`kernel::LOOP_CAP`]"): not outcomes, and not in the histogram.
     pub did_not_terminate: u64,
+    /// Instances one of whose threads ran past the model's loop bound
+    /// ([`kernel::PAST_MODEL_BOUND`]): not judged, and not in the histogram.
+    pub past_model_bound: u64,
 }
 
 /// `launches` emulated launches of `test` under `params`, each with a random iteration plan
@@ -87,6 +90,7 @@ pub fn emulate(
         barrier_timeouts: 0,
         steps: 0,
         did_not_terminate: 0,
+        past_model_bound: 0,
     };
     for _ in 0..launches {
         let plan = IterationPlan::random(&g, &mut rng);
@@ -97,7 +101,8 @@ pub fn emulate(
         out.instances += u64::from(g.instances());
         out.barrier_timeouts += u64::from(run.timeouts);
         out.steps += run.steps;
-        out.did_not_terminate += run.did_not_terminate;
+        out.did_not_terminate += run.apart.did_not_terminate;
+        out.past_model_bound += run.apart.past_model_bound;
     }
     Ok(out)
 }
@@ -773,7 +778,7 @@ struct Launch {
     /// Spin-barrier timeouts the kernel counted.
     timeouts: u32,
     steps: u64,
-    did_not_terminate: u64,
+    apart: layout::Apart,
 }
 
 /// One emulated launch of the generated kernel `prog` for geometry `g` and plan `plan`.
@@ -830,12 +835,12 @@ fn launch_program(
         super::surface::merge_final(g, &t, &array, &mut mem);
     }
     let mut histogram = Histogram::new();
-    let did_not_terminate = layout::decode(g, terms, &t, &res, &mem, &mut histogram)?;
+    let apart = layout::decode(g, terms, &t, &res, &mem, &mut histogram)?;
     Ok(Launch {
         histogram,
         timeouts: read(&m.mem, BASES[4].1, 2)[1],
         steps,
-        did_not_terminate,
+        apart,
     })
 }
 

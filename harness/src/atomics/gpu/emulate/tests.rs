@@ -346,6 +346,7 @@ fn an_sc_machine_gives_passes_tagged_control_without_weak_outcomes() {
                 histogram,
                 barrier_timeouts: 0,
                 did_not_terminate: 0,
+                past_model_bound: 0,
             };
             (verdict, report)
         };

@@ -315,3 +315,20 @@ fn header_and_instruction_errors_point_at_the_cell() {
             assert_eq!((e.line, e.col), where_is(text, bad), "{e}");
         }
 }
+
+/// A description whose quotes do not pair up (it quotes a phrase inside its own quotes, as
+/// Dat3M's `Manual/MICRO24-Fig4b-correct.litmus` does) is read as the text before the init
+/// block, as Dat3M reads past it; export writes it back escaped and it reads the same again.
+#[test]
+fn a_description_with_unpaired_quotes_is_the_text_before_the_init_block() {
+    let text = "PTX D\n\"\nsays \"hi\" inside\n\"\n{ x=0; }\n P0@cta 0,gpu 0 ;\n \
+                st.weak x, 1 ;\nexists (x == 1)\n";
+    let t = import(text).unwrap();
+    assert_eq!(t.description.as_deref(), Some("\"\nsays \"hi\" inside\n\""));
+    assert_eq!(t.threads[0].ops.len(), 1);
+    let again = import(&export(&t)).unwrap();
+    assert_eq!(again, t);
+    // A quote that never closes and no init block after it is still an error, at its line.
+    let e = import("PTX D\n\"open\n st.weak x, 1 ;\n").unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+}
