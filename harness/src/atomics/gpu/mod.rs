@@ -169,6 +169,13 @@ pub fn figures(r: &RunReport, c: &Classified) -> String {
     if r.barrier_timeouts > 0 {
         let _ = write!(s, "; {} spin-barrier timeouts", r.barrier_timeouts);
     }
+    if r.did_not_terminate + r.past_model_bound > 0 {
+        let _ = write!(
+            s,
+            "; not judged: {} did not terminate, {} past the model's loop bound",
+            r.did_not_terminate, r.past_model_bound
+        );
+    }
     // Where the wall time went (issue 16: end to end is far below the kernel's rate).
     let _ = write!(
         s,
@@ -248,6 +255,22 @@ pub fn judge(
             ),
             figures(report, classified),
         );
+    }
+    // Instances the launches ran but the histogram lacks were counted apart (a thread at
+    // the loop cap, or past the model's loop bound): when that is all of them, nothing was
+    // judged, and a pass would prove nothing.
+    let judged: u64 = report.histogram.values().sum();
+    if judged == 0 && report.instances > 0 {
+        return CaseStatus::error(format!(
+            "no instance gave an outcome to judge: of {} instances, {} did not terminate \
+             within {} loop iterations and {} ran a loop iteration with effects past the \
+             model's loop bound ({})",
+            report.instances,
+            report.did_not_terminate,
+            kernel::LOOP_CAP,
+            report.past_model_bound,
+            kernel::MODEL_UNROLL
+        ));
     }
     let mut note = figures(report, classified);
     if verdict.allowed {

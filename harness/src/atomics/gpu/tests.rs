@@ -250,6 +250,41 @@ fn synthetic_histograms_are_classified_by_the_model() {
     }
 }
 
+// A run none of whose instances gave an outcome (each counted apart: stopped at the loop
+// cap, or past the model's loop bound) judged nothing: an error naming both counts, never a
+// pass; a run with some judged instances says how many were not.
+#[test]
+fn a_run_with_no_judged_instance_is_no_pass() {
+    let ra = catalog::by_name("MP.rel_acq.gpu.inter_cta").unwrap();
+    let v = model::check(&ra);
+    let mut r = report(&ra.name, v.terms.clone(), &[]);
+    r.instances = 100;
+    r.did_not_terminate = 60;
+    r.past_model_bound = 40;
+    let c = classify(&ra, &v, &r.histogram);
+    match judge(&v, &r, &c, None) {
+        CaseStatus::Error { message } => {
+            assert!(
+                message.contains("of 100 instances, 60 did not terminate"),
+                "{message}"
+            );
+            assert!(message.contains("40 ran a loop iteration"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut r = report(&ra.name, v.terms.clone(), &[(vec![1, 1], 90)]);
+    r.instances = 100;
+    r.past_model_bound = 10;
+    let c = classify(&ra, &v, &r.histogram);
+    match judge(&v, &r, &c, None) {
+        CaseStatus::Pass { note, .. } => {
+            let note = note.unwrap_or_default();
+            assert!(note.contains("0 did not terminate, 10 past"), "{note}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn control_without_weak_outcomes_is_a_warning_not_a_failure() {
     let ra = catalog::by_name("MP.rel_acq.gpu.inter_cta").unwrap();
