@@ -823,6 +823,8 @@ fn gpu_worker() -> BenchBlock {
     );
     let (t, figures) = worker_figures("GPU worker", &w.stats, wall, jobs.len());
     text += &t;
+    let (by_ptxas, by_jit) = w.executor().compiled_by;
+    text += &format!("  kernels compiled by ptxas: {by_ptxas}, by the driver's JIT: {by_jit}\n");
     text += &format!(
         "  targets: 468 tests in < 30 s ({}), >= 1e8 instances/s end to end ({})\n",
         if wall < 30.0 { "met" } else { "missed" },

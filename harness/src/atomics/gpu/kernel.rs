@@ -89,39 +89,49 @@ fn max_loop_heads(test: &LitmusTest) -> usize {
         .unwrap_or(0)
 }
 
-/// After op `op` of a thread with `heads` loop heads: mark the iteration of every loop it is
-/// in as effectful (`%k_e<k>`), as the model's unrolling judges an iteration
-/// ([`crate::atomics::model::unroll`]): a store, RMW, reduction or barrier is an effect; a
-/// cas only when it succeeds (its old value equals the compare value).
+/// After op `i` of `thread`, whose loop heads have `heads_live` live: mark the iteration of
+/// every loop it is in as effectful (`%k_e<k>`) when the model's unrolling would
+/// ([`crate::atomics::litmus::Thread::iteration_effect`]): a store, RMW, reduction or
+/// barrier, or a write of a register live at that loop's head; a cas only when it succeeds
+/// (its old value equals the compare value).
 fn effect_marks(
-    op: &Op,
-    heads: usize,
+    thread: &crate::atomics::litmus::Thread,
+    i: usize,
+    heads_live: &[std::collections::BTreeSet<&str>],
     t: usize,
     regs: &mut Regs,
     what: &str,
 ) -> Result<String, KernelError> {
-    if heads == 0 || !op.has_effect() {
-        return Ok(String::new());
+    let mut out = String::new();
+    let mut cas_heads = Vec::new();
+    for (k, live) in heads_live.iter().enumerate() {
+        if thread.iteration_effect(i, live, false) {
+            let _ = writeln!(out, "\tmov.u32 %k_e{k}, 1;");
+        } else if thread.iteration_effect(i, live, true) {
+            cas_heads.push(k);
+        }
     }
-    let marks = |guard: &str| -> String {
-        (0..heads)
-            .map(|k| format!("\t{guard}mov.u32 %k_e{k}, 1;\n"))
-            .collect()
-    };
-    Ok(match op {
+    if let (
+        false,
         Op::Atom {
             op: AtomOp::Cas,
             reg,
             cmp: Some(c),
             ..
-        } => format!(
-            "\tsetp.eq.u32 %k_pb, {}, {};\n{}",
+        },
+    ) = (cas_heads.is_empty(), &thread.ops[i])
+    {
+        let _ = writeln!(
+            out,
+            "\tsetp.eq.u32 %k_pb, {}, {};",
             regs.var(t, reg),
-            regs.operand(t, c, what)?,
-            marks("@%k_pb ")
-        ),
-        _ => marks(""),
-    })
+            regs.operand(t, c, what)?
+        );
+        for k in cas_heads {
+            let _ = writeln!(out, "\t@%k_pb mov.u32 %k_e{k}, 1;");
+        }
+    }
+    Ok(out)
 }
 
 /// At a taken backward jump to loop head `k`: an iteration with effects counts against
@@ -703,7 +713,20 @@ fn thread_ops(
     regs: &mut Regs,
     out: &mut String,
 ) -> Result<(), KernelError> {
-    let heads = loop_heads(&test.threads[t].ops);
+    let thread = &test.threads[t];
+    let heads = loop_heads(&thread.ops);
+    let live = thread.live_registers();
+    let heads_live: Vec<_> = heads
+        .iter()
+        .map(|h| {
+            let at = thread
+                .ops
+                .iter()
+                .position(|o| matches!(o, Op::Label { name } if name == h))
+                .unwrap_or(thread.ops.len());
+            live[at].clone()
+        })
+        .collect();
     for k in 0..heads.len() {
         let _ = writeln!(out, "\tmov.u32 %k_n{k}, 0;\n\tmov.u32 %k_e{k}, 0;");
     }
@@ -711,7 +734,7 @@ fn thread_ops(
         let what = format!("`{}` P{t} op {}", test.name, oi + 1);
         if let Some(line) = proxy_line(g, test, op, t, regs, &what)? {
             let _ = writeln!(out, "\t{line}");
-            out.push_str(&effect_marks(op, heads.len(), t, regs, &what)?);
+            out.push_str(&effect_marks(thread, oi, &heads_live, t, regs, &what)?);
             continue;
         }
         if let Some(e) = proxy_refusal(op, &what) {
@@ -746,7 +769,7 @@ fn thread_ops(
             }
         };
         let _ = writeln!(out, "\t{line}");
-        out.push_str(&effect_marks(op, heads.len(), t, regs, &what)?);
+        out.push_str(&effect_marks(thread, oi, &heads_live, t, regs, &what)?);
     }
     Ok(())
 }

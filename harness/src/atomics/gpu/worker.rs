@@ -479,6 +479,9 @@ impl<E: Executor> Worker<E> {
     ) -> Result<(), RunError> {
         let start = Instant::now();
         let mut i = 0;
+        // The last group's time per launch: a budget caps the next group by it, so a run
+        // ends within about one launch of its budget.
+        let mut per_launch: Option<Duration> = None;
         while i < launches {
             if budget.is_some_and(|b| start.elapsed() >= b) {
                 break;
@@ -490,7 +493,11 @@ impl<E: Executor> Worker<E> {
                 .map(|((job, _), r)| job.launches - r.launches)
                 .min()
                 .unwrap_or(1);
-            let group = left.min(self.launches_per_sync).min(launches - i).max(1);
+            let mut group = left.min(self.launches_per_sync).min(launches - i).max(1);
+            if let (Some(b), Some(p)) = (budget, per_launch.filter(|p| !p.is_zero())) {
+                let room = b.saturating_sub(start.elapsed()).as_secs_f64() / p.as_secs_f64();
+                group = group.min((room as u64).max(1));
+            }
             let seeds: Vec<Vec<PartLaunch>> = (i..i + group)
                 .map(|l| {
                     parts
@@ -504,6 +511,7 @@ impl<E: Executor> Worker<E> {
                 .collect();
             let module = &self.cache[&b.ptx];
             let (counts, time) = self.executor.launch_group(module, b, &seeds)?;
+            per_launch = Some(time / group as u32);
             self.stats.launches += group;
             self.stats.syncs += 1;
             self.stats.kernel_time += time;
@@ -568,6 +576,10 @@ pub(crate) struct CudaExecutor {
     /// (`sm_<major><minor>`); `None` without one (each kernel is then the driver's JIT).
     /// Found on first use.
     ahead: std::cell::OnceCell<Option<(crate::backend::toolchain::Toolchain, String)>>,
+    /// Whether ptxas failed a whole window and is no longer asked.
+    ptxas_off: bool,
+    /// Kernels compiled by ptxas (then loaded as cubins) and by the driver's JIT.
+    pub(crate) compiled_by: (u64, u64),
 }
 
 #[derive(Debug)]
@@ -702,6 +714,8 @@ impl CudaExecutor {
             session,
             buffers: HashMap::new(),
             ahead: std::cell::OnceCell::new(),
+            ptxas_off: false,
+            compiled_by: (0, 0),
         }
     }
 
@@ -725,18 +739,19 @@ impl CudaExecutor {
 impl Executor for CudaExecutor {
     type Module = CudaModule;
 
+    /// One kernel, the way [`Executor::load_many`] compiles several: whichever path a
+    /// kernel takes does not depend on what it was compiled with.
     fn load(&mut self, ptx: &str) -> Result<CudaModule, RunError> {
-        Ok(CudaModule {
-            module: self.session.load_ptx(ptx)?,
-            ptx: ptx.to_string(),
-        })
+        self.load_many(&[ptx])
+            .pop()
+            .unwrap_or_else(|| Err(RunError::Worker("no module".into())))
     }
 
     /// ptxas on every text at once (one process per core), then each cubin loaded; a text
     /// ptxas refuses, or whose cubin the driver does not load (a ptxas newer than the
     /// driver), goes to the driver's JIT as [`Executor::load`] would.
     fn load_many(&mut self, ptxs: &[&str]) -> Vec<Result<CudaModule, RunError>> {
-        let cubins = match self.ahead() {
+        let cubins: Vec<Option<Vec<u8>>> = match self.ahead().filter(|_| !self.ptxas_off) {
             Some((tc, arch)) => {
                 let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
                 tc.ptxas_many(ptxs, arch, threads)
@@ -746,12 +761,24 @@ impl Executor for CudaExecutor {
             }
             None => vec![None; ptxs.len()],
         };
+        // A ptxas that failed every text of a window (too old for the device, say) is not
+        // asked again: each window would spend its processes for nothing.
+        if ptxs.len() > 1 && cubins.iter().all(Option::is_none) {
+            self.ptxas_off = true;
+        }
         ptxs.iter()
             .zip(cubins)
             .map(|(ptx, cubin)| {
                 let module = match cubin.and_then(|c| self.session.load_cubin(&c).ok()) {
-                    Some(m) => m,
-                    None => self.session.load_ptx(ptx)?,
+                    Some(m) => {
+                        self.compiled_by.0 += 1;
+                        m
+                    }
+                    None => {
+                        let m = self.session.load_ptx(ptx)?;
+                        self.compiled_by.1 += 1;
+                        m
+                    }
                 };
                 Ok(CudaModule {
                     module,
@@ -807,10 +834,16 @@ impl Executor for CudaExecutor {
             shared_bytes: 0,
         };
         let start = Instant::now();
+        // A launch that fails after others were queued: wait for those before the caller
+        // frees their buffers (`finished`), whatever the wait reports.
+        let abandon = |e: RunError| {
+            let _ = s.synchronize();
+            e
+        };
         for ks in &plan_of {
             let mut args = Vec::with_capacity(b.parts.len() * batch::PARAMS.len());
             for ((part, bufs), &k) in b.parts.iter().zip(parts.iter()).zip(ks) {
-                bufs.reset_for_launch(s, part, k)?;
+                bufs.reset_for_launch(s, part, k).map_err(abandon)?;
                 let pb = &bufs.plans[k].1;
                 args.extend([
                     KernelArg::Ptr(bufs.locs.ptr),
@@ -828,7 +861,9 @@ impl Executor for CudaExecutor {
             // parameters of `batch::PARAMS`: `.u64` pointers but `p_testing` (`.u32`), as
             // pushed above; a cluster batch is `.explicitcluster` and its grid whole clusters
             // (`batch::generate`).
-            unsafe { s.launch_cluster(f, cfg, b.cluster, &args) }.map_err(e)?;
+            unsafe { s.launch_cluster(f, cfg, b.cluster, &args) }
+                .map_err(e)
+                .map_err(abandon)?;
         }
         s.synchronize().map_err(e)?;
         let time = start.elapsed();
@@ -903,8 +938,11 @@ impl Queued {
 
 /// Which queued requests go into the next batch: the oldest, then every later one with its
 /// launch shape (block size and cluster size) whose jobs still fit ([`batch::MAX_BATCH_TESTS`], [`batch::MAX_BATCH_THREADS`]),
-/// in arrival order. A request's jobs stay together (a test beside its control). Also
-/// whether the batch is full (no request of the shape could still join).
+/// in arrival order, a request's jobs counted together (a test beside its control). Also
+/// whether the batch is full (no request of the shape could still join): what [`serve`]
+/// waits for. The round it then serves is planned anew by [`batch::plan`], which may put a
+/// test and its control in different launches (what a test shows does not depend on its
+/// batch).
 fn pick(backlog: &std::collections::VecDeque<Queued>) -> (Vec<usize>, bool) {
     let Some(first) = backlog.front() else {
         return (Vec::new(), false);

@@ -203,17 +203,24 @@ fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, usize), I
     let start = *i;
     let strict = quoted_descriptions(lines, i);
     // Only quotes that do not pair up fall back; any other fault stands where it was found.
-    let unpaired = |e: &ImportError| {
-        e.msg.contains("unterminated description") || e.msg.starts_with("expected `{`")
-    };
+    let unpaired = |e: &ImportError| e.msg.contains("unterminated description");
     if !strict.as_ref().is_err_and(unpaired) {
         return strict;
     }
     let Some(block) = (start..lines.len()).find(|&j| lines[j].trim_start().starts_with('{')) else {
         return strict;
     };
-    let text = lines[start..block].join("\n").replace('\r', "");
-    let text = text.trim();
+    // As the quoted reading takes a description: its first line trimmed, the others as
+    // written (so that export and import give it back unchanged).
+    let mut region = lines[start..block]
+        .iter()
+        .skip_while(|l| l.trim().is_empty());
+    let first = region.next().map(|l| l.trim()).unwrap_or_default();
+    let text: String = std::iter::once(first)
+        .chain(region.copied())
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace('\r', "");
     if !text.starts_with('"') {
         // Not a description gone wrong: something else stands before the init block.
         return strict;
@@ -229,7 +236,7 @@ fn descriptions(lines: &[&str], i: &mut usize) -> Result<(Vec<String>, usize), I
     }
     *i = block;
     let indent = lines[block].len() - lines[block].trim_start().len();
-    Ok((vec![text.to_string()], indent + 1))
+    Ok((vec![text], indent + 1))
 }
 
 /// [`descriptions`] when every description is a well-formed quoted string.

@@ -522,6 +522,80 @@ pub struct Thread {
 }
 
 impl Thread {
+    /// The registers live before each operation (index `ops.len()`: the thread's end): read
+    /// on some path from there before being written. At the end every register the thread
+    /// names counts as read, since the condition may name any. A backward dataflow over the
+    /// thread's labels, branches and gotos, to a fixed point.
+    pub(crate) fn live_registers(&self) -> Vec<std::collections::BTreeSet<&str>> {
+        use std::collections::BTreeSet;
+        let n = self.ops.len();
+        let label = |name: &str| {
+            self.ops
+                .iter()
+                .position(|o| matches!(o, Op::Label { name: l } if l == name))
+                .unwrap_or(n)
+        };
+        let succ: Vec<Vec<usize>> = self
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| match op {
+                Op::Goto { target } => vec![label(target)],
+                Op::Branch { target, .. } => vec![label(target), i + 1],
+                _ => vec![i + 1],
+            })
+            .collect();
+        let mut all: BTreeSet<&str> = self.regs.keys().map(String::as_str).collect();
+        for op in &self.ops {
+            all.extend(op.dest());
+            all.extend(op.operand_regs());
+        }
+        let mut live: Vec<BTreeSet<&str>> = vec![BTreeSet::new(); n + 1];
+        live[n] = all;
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for i in (0..n).rev() {
+                let mut out: BTreeSet<&str> = BTreeSet::new();
+                for &j in &succ[i] {
+                    out.extend(live[j.min(n)].iter().copied());
+                }
+                if let Some(d) = self.ops[i].dest() {
+                    out.remove(d);
+                }
+                out.extend(self.ops[i].operand_regs());
+                if out != live[i] {
+                    live[i] = out;
+                    changed = true;
+                }
+            }
+        }
+        live
+    }
+
+    /// Whether op `i`, run in an iteration of a loop whose head has `live_at_head` live, leaves
+    /// something a later iteration or the thread's end can see: it writes memory or takes
+    /// part in a barrier (a cas only when it succeeds: `cas_counts` says whether to count one
+    /// regardless), or writes a register live at the head. An iteration with none of these
+    /// is a spin: running it again or not changes nothing later.
+    pub(crate) fn iteration_effect(
+        &self,
+        i: usize,
+        live_at_head: &std::collections::BTreeSet<&str>,
+        cas_counts: bool,
+    ) -> bool {
+        let op = &self.ops[i];
+        let cas = matches!(
+            op,
+            Op::Atom {
+                op: AtomOp::Cas,
+                ..
+            }
+        );
+        (op.has_effect() && (cas_counts || !cas))
+            || op.dest().is_some_and(|r| live_at_head.contains(r))
+    }
+
     pub(crate) fn effective_cluster(&self) -> u32 {
         self.cluster.unwrap_or(self.cta)
     }

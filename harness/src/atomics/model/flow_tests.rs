@@ -70,6 +70,36 @@ fn a_spin_loop_only_leaves_with_the_value_it_waits_for() {
     ));
 }
 
+// An iteration that writes no memory but changes a register the code after the loop head
+// reads is no spin: running it again changes what is read. P1 counts its attempts in r2 and
+// stores the count; a run that reads y == 0 first stores 2 or more, which no execution within
+// one iteration shows, so x == 2 is bound reached, not forbidden (the spin rule alone would
+// exclude the retry and answer forbidden). The wait's own register r0 is rewritten before it
+// is read, so a plain spin stays a spin (the test above).
+#[test]
+fn a_loop_that_carries_a_register_is_no_spin() {
+    let t = |cond: &str| {
+        format!(
+            "PTX count\n{{ x=0; y=0; P1:r2=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n \
+             st.relaxed.gpu y, 1 | LC10: ;\n | add r2, r2, 1 ;\n | ld.relaxed.gpu r0, y ;\n \
+             | beq r0, 0, LC10 ;\n | st.relaxed.gpu x, r2 ;\nexists ({cond})\n"
+        )
+    };
+    assert_eq!(holds(&t("x == 1")), (true, false));
+    assert_eq!(holds(&t("x == 2")), (false, true));
+    // A register written in the loop and read after it, not carried into the next
+    // iteration's reads: the retry leaves r1 from the first iteration behind.
+    let t = |cond: &str| {
+        format!(
+            "PTX leftover\n{{ x=0; y=0; P1:r1=0; }}\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n \
+             st.relaxed.gpu y, 1 | LC10: ;\n st.relaxed.gpu x, 1 | ld.relaxed.gpu r0, x ;\n \
+             | beq r0, 1, LC11 ;\n | ld.relaxed.gpu r1, y ;\n | goto LC10 ;\n | LC11: ;\n\
+             exists ({cond})\n"
+        )
+    };
+    assert_eq!(holds(&t("P1:r0 == 1 /\\ P1:r1 == 1")), (false, true));
+}
+
 // Message passing through a CTA barrier: bar.sync orders the weak store before the weak load
 // (PTX ISA "bar, barrier": memory accesses before the barrier are performed relative to all
 // participating threads), so r0 == 1. Across CTAs `bar.cta` synchronises nothing.

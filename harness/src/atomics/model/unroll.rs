@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::atomics::litmus::{AtomOp, BranchCond, Op, Operand, Thread};
+use crate::atomics::litmus::{BranchCond, Op, Operand, Thread};
 
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,12 +74,15 @@ pub fn paths(t: &Thread, bound: u32) -> Result<Vec<Path>, UnrollError> {
         steps: Vec::new(),
         taken: BTreeMap::new(),
         seen: BTreeMap::new(),
+        live: t.live_registers(),
     };
     walk(t, &labels, bound.max(1), 0, &mut st, &mut out)?;
     Ok(out)
 }
 
-struct State {
+struct State<'t> {
+    /// The registers live before each op ([`Thread::live_registers`]).
+    live: Vec<std::collections::BTreeSet<&'t str>>,
     steps: Vec<Step>,
     /// Backward jumps taken to each label.
     taken: BTreeMap<usize, u32>,
@@ -163,11 +166,13 @@ fn jump(
         let start = st.seen.get(&to).copied().unwrap_or(0);
         // A cas is an effect only when it succeeds: an iteration whose only effects are
         // cas operations is a spin when they all fail, which the model decides per
-        // execution (Dat3M's dynamic spin-loop detection does the same).
-        let effect = st.steps[start..].iter().any(|s| {
-            matches!(s, Step::Op(i) if t.ops[*i].has_effect()
-                && !matches!(t.ops[*i], Op::Atom { op: AtomOp::Cas, .. }))
-        });
+        // execution (Dat3M's dynamic spin-loop detection does the same). A register the
+        // iteration writes and the code after the loop head may read is an effect too:
+        // folding the iteration away would change what is read.
+        let live = &st.live[to];
+        let effect = st.steps[start..]
+            .iter()
+            .any(|s| matches!(s, Step::Op(i) if t.iteration_effect(*i, live, false)));
         out.push(Path {
             steps: st.steps.clone(),
             end: if effect { End::Cut } else { End::Spin },

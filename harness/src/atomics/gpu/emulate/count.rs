@@ -305,6 +305,34 @@ mod tests {
         assert!(run.device.is_empty());
     }
 
+    // An iteration that only changes a register read after the loop head counts as an effect
+    // too (`Thread::iteration_effect`): P1 counts its attempts and stores the count, so an
+    // instance that retried stored 2 or more, an outcome the bounded model never enumerates;
+    // those instances are counted apart, never judged forbidden (`check` fails on any judged
+    // outcome the model forbids).
+    #[test]
+    fn a_retry_that_changes_a_live_register_is_past_the_models_bound() {
+        let test = two_threads(
+            "count-attempts",
+            "x=0; y=0; P1:r2=0;",
+            &[
+                ("st.relaxed.gpu y, 1", "LC10:"),
+                ("", "add r2, r2, 1"),
+                ("", "ld.relaxed.gpu r0, y"),
+                ("", "beq r0, 0, LC10"),
+                ("", "st.relaxed.gpu x, r2"),
+            ],
+            "exists (x == 2)",
+        );
+        let mut past = 0;
+        for seed in 0..4 {
+            let run = check(&test, &tiny(), seed);
+            assert!(run.device.keys().all(|o| o == &vec![1]), "{:?}", run.device);
+            past += run.device_apart.past_model_bound;
+        }
+        assert!(past > 0, "no instance retried in 4 launches");
+    }
+
     // Iterations without effects do not count against the bound (the model's spin-loop rule
     // folds them away): a reader spinning on a flag, and a cas lock whose failed attempts
     // are spins, are judged in every instance that finished.
