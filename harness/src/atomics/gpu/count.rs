@@ -152,7 +152,7 @@ impl OutcomeSpace {
     }
 
     /// Word index of the count of instances past the model's loop bound
-    /// ([`super::kernel::PAST_MODEL_BOUND`]).
+    /// ([`super::layout::PAST_MODEL_BOUND`]).
     pub(crate) fn past_bound_word(&self) -> usize {
         self.size + 2
     }
@@ -340,7 +340,7 @@ pub(super) fn count_code(
              \tsetp.eq.u32 %k_op, %k_ov, {past};\n\t@%k_op bra CNT{tag}_PAST;\n\
              \tsetp.ne.u32 %k_op, %k_ov, 0;\n\t@%k_op bra CNT{tag}_DNT;\n",
             4 * k,
-            past = super::kernel::PAST_MODEL_BOUND,
+            past = super::layout::PAST_MODEL_BOUND,
         );
     }
     // One term's value into %k_ov.

@@ -32,7 +32,7 @@ use std::fmt::Write as _;
 
 use super::binding::{self, Binding, Bindings};
 use super::count::{self, OutcomeSpace};
-use super::layout::{Dedicated, Geometry, StressPattern};
+use super::layout::{Dedicated, Geometry, StressPattern, PAST_MODEL_BOUND};
 use crate::atomics::litmus::{
     AtomOp, BranchCond, LitmusTest, LocalOp, Op, Operand, Proxy, ProxyFenceKind, Sem,
 };
@@ -58,10 +58,6 @@ pub(crate) const LOOP_CAP: u32 = 1 << 12;
 /// flagged [`PAST_MODEL_BOUND`] and not judged; iterations without effects (spins) do not
 /// count, as the model's spin-loop rule folds them away.
 pub(crate) const MODEL_UNROLL: u32 = crate::atomics::model::DEFAULT_UNROLL;
-
-/// The "did not terminate" slot's value for an instance one of whose threads ran an
-/// effectful loop iteration past [`MODEL_UNROLL`] (the loop cap writes 1).
-pub(crate) const PAST_MODEL_BOUND: u32 = 2;
 
 /// The labels of `ops` that backward jumps target (loop heads), in order of appearance.
 fn loop_heads(ops: &[Op]) -> Vec<&str> {

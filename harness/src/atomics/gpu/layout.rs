@@ -271,6 +271,11 @@ pub(crate) fn cluster_size(placement: Placement, roles: u32) -> u32 {
 /// reached [`super::kernel::LOOP_CAP`] backward jumps (its thread index is no test thread's).
 pub(crate) const DID_NOT_TERMINATE: (usize, &str) = (usize::MAX, "%did_not_terminate");
 
+/// The [`DID_NOT_TERMINATE`] slot's value for an instance one of whose threads ran a loop
+/// iteration with effects past the model's loop bound (`kernel::MODEL_UNROLL`); the loop cap
+/// writes 1.
+pub(crate) const PAST_MODEL_BOUND: u32 = 2;
+
 /// The one-role-per-thread layout. A test's threads are placed per its scope tree: the test's
 /// CTAs (`C` distinct `cta` values) map onto `C` hardware CTAs, and the threads of one test CTA
 /// onto distinct warps of it, one warp per thread, lane `i` of every such warp playing
@@ -999,7 +1004,7 @@ pub struct Apart {
     /// One of its threads stopped at [`super::kernel::LOOP_CAP`] backward jumps.
     pub did_not_terminate: u64,
     /// One of its threads ran a loop iteration with effects past the model's loop bound
-    /// ([`super::kernel::PAST_MODEL_BOUND`]): an execution the verdict did not enumerate.
+    /// ([`PAST_MODEL_BOUND`]): an execution the verdict did not enumerate.
     pub past_model_bound: u64,
 }
 
@@ -1013,7 +1018,7 @@ impl std::ops::AddAssign for Apart {
 impl Apart {
     /// One instance whose "did not terminate" slot holds `word` (nonzero).
     pub(crate) fn of_slot(word: u32) -> Apart {
-        if word == super::kernel::PAST_MODEL_BOUND {
+        if word == PAST_MODEL_BOUND {
             Apart {
                 past_model_bound: 1,
                 ..Apart::default()

@@ -1234,15 +1234,7 @@ mod tests {
     // same histograms, did-not-terminate counts and instances; 5 waits against 3.
     #[test]
     fn a_group_of_launches_counts_what_its_launches_count_one_by_one() {
-        let yaml = |text: &str| crate::atomics::litmus::from_yaml(text).unwrap();
-        let tiny = StressParams {
-            testing_workgroups: 2,
-            workgroup_size: 32,
-            max_workgroups: 2,
-            stress_iterations: 2,
-            pre_stress_iterations: 1,
-            ..small()
-        };
+        let tiny = crate::atomics::gpu::emulate::fixtures::one_role_params();
         let tests = [
             (
                 catalog::by_name("MP.relaxed.gpu.inter_cta").unwrap(),
@@ -1250,32 +1242,10 @@ mod tests {
             ),
             (
                 // 40 | 3 | 5 = 47, outside the domain the text gives: every instance is logged.
-                yaml(
-                    "name: two-ors\n\
-                     locations: [{name: x, init: 40}]\n\
-                     threads:\n\
-                     - cta: 0\n  ops:\n\
-                     \x20 - red: {op: or, loc: x, val: 3, sem: relaxed, scope: gpu}\n\
-                     - cta: 1\n  ops:\n\
-                     \x20 - red: {op: or, loc: x, val: 5, sem: relaxed, scope: gpu}\n\
-                     condition: 'exists (x == 47)'\n",
-                ),
+                crate::atomics::gpu::emulate::fixtures::two_ors(),
                 tiny.clone(),
             ),
-            (
-                yaml(
-                    "name: spin-forever\n\
-                     threads:\n\
-                     - cta: 0\n  ops:\n\
-                     \x20 - label: {name: L}\n\
-                     \x20 - ld: {reg: r0, loc: x, sem: relaxed, scope: gpu}\n\
-                     \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
-                     - cta: 1\n  ops:\n\
-                     \x20 - st: {loc: y, val: 1}\n\
-                     condition: 'exists (P0:r0 == 1)'\n",
-                ),
-                tiny,
-            ),
+            (crate::atomics::gpu::emulate::fixtures::spin_forever(), tiny),
         ];
         let jobs: Vec<Job> = tests
             .into_iter()

@@ -236,17 +236,7 @@ mod tests {
     // 5 into an initial 40 end at 47, which no constant of the test names.
     #[test]
     fn values_outside_the_domain_are_logged_whole() {
-        let test = crate::atomics::litmus::from_yaml(
-            "name: two-ors\n\
-             locations: [{name: x, init: 40}]\n\
-             threads:\n\
-             - cta: 0\n  ops:\n\
-             \x20 - red: {op: or, loc: x, val: 3, sem: relaxed, scope: gpu}\n\
-             - cta: 1\n  ops:\n\
-             \x20 - red: {op: or, loc: x, val: 5, sem: relaxed, scope: gpu}\n\
-             condition: 'exists (x == 47)'\n",
-        )
-        .unwrap();
+        let test = crate::atomics::gpu::emulate::fixtures::two_ors();
         let params = StressParams {
             testing_workgroups: 2,
             workgroup_size: 32,
@@ -272,16 +262,7 @@ mod tests {
         crate::atomics::litmus::dat3m::import(&text).unwrap()
     }
 
-    fn tiny() -> StressParams {
-        StressParams {
-            testing_workgroups: 2,
-            workgroup_size: 32,
-            max_workgroups: 2,
-            stress_iterations: 2,
-            pre_stress_iterations: 1,
-            ..StressParams::default()
-        }
-    }
+    use crate::atomics::gpu::emulate::fixtures::one_role_params as tiny;
 
     // The model unrolls loops once (Dat3M's bound): an execution whose thread runs a loop
     // iteration with effects and jumps back is one it never enumerated. P1 exchanges 1 into x
@@ -377,27 +358,8 @@ mod tests {
     // on the device, by the last of the instance's roles to arrive.
     #[test]
     fn did_not_terminate_is_counted_on_the_device() {
-        let test = crate::atomics::litmus::from_yaml(
-            "name: spin-forever\n\
-             threads:\n\
-             - cta: 0\n  ops:\n\
-             \x20 - label: {name: L}\n\
-             \x20 - ld: {reg: r0, loc: x, sem: relaxed, scope: gpu}\n\
-             \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
-             - cta: 1\n  ops:\n\
-             \x20 - st: {loc: y, val: 1}\n\
-             condition: 'exists (P0:r0 == 1)'\n",
-        )
-        .unwrap();
-        let params = StressParams {
-            testing_workgroups: 2,
-            workgroup_size: 32,
-            max_workgroups: 2,
-            stress_iterations: 2,
-            pre_stress_iterations: 1,
-            ..StressParams::default()
-        };
-        let run = check(&test, &params, 9);
+        let test = crate::atomics::gpu::emulate::fixtures::spin_forever();
+        let run = check(&test, &tiny(), 9);
         assert_eq!(run.device_apart.did_not_terminate, 32);
         assert!(run.device.is_empty());
     }

@@ -67,7 +67,7 @@ pub struct Emulated {
     /// [`kernel::LOOP_CAP`]"): not outcomes, and not in the histogram.
     pub did_not_terminate: u64,
     /// Instances one of whose threads ran past the model's loop bound
-    /// ([`kernel::PAST_MODEL_BOUND`]): not judged, and not in the histogram.
+    /// ([`layout::PAST_MODEL_BOUND`]): not judged, and not in the histogram.
     pub past_model_bound: u64,
 }
 
@@ -874,6 +874,8 @@ pub(crate) fn fits(test: &LitmusTest, p: &StressParams) -> Result<(), u32> {
 
 #[cfg(test)]
 mod barrier_tests;
+#[cfg(test)]
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod tests;
 

@@ -393,33 +393,13 @@ fn emulate_counts_every_instance_of_every_launch() {
     assert_eq!(emulate(&test, &params, 3, 7).unwrap(), run);
 }
 
-fn one_role_params() -> StressParams {
-    StressParams {
-        testing_workgroups: 2,
-        workgroup_size: 32,
-        max_workgroups: 2,
-        stress_iterations: 2,
-        pre_stress_iterations: 1,
-        ..StressParams::default()
-    }
-}
+use super::fixtures::one_role_params;
 
 /// A spin loop that waits for a store that no thread makes stops at the loop cap: every
 /// instance is counted "did not terminate", none becomes an outcome, and the launch ends.
 #[test]
 fn a_spin_that_never_ends_stops_at_the_cap_and_is_no_outcome() {
-    let test = crate::atomics::litmus::from_yaml(
-        "name: spin-forever\n\
-         threads:\n\
-         - cta: 0\n  ops:\n\
-         \x20 - label: {name: L}\n\
-         \x20 - ld: {reg: r0, loc: x, sem: relaxed, scope: gpu}\n\
-         \x20 - branch: {cond: ne, a: r0, b: 1, target: L}\n\
-         - cta: 1\n  ops:\n\
-         \x20 - st: {loc: y, val: 1}\n\
-         condition: 'exists (P0:r0 == 1)'\n",
-    )
-    .unwrap();
+    let test = crate::atomics::gpu::emulate::fixtures::spin_forever();
     let run = emulate(&test, &one_role_params(), 1, 3).unwrap();
     assert!(run.instances > 0);
     assert_eq!(run.did_not_terminate, run.instances);
