@@ -898,7 +898,7 @@ mod corpus_kernels {
         assert_eq!(listed.len(), 264, "the v6.0 and v7.5 lists name 264 tests");
         let started = Instant::now();
         let (mut generated, mut refused) = (0, Vec::new());
-        let (mut instances, mut unfinished) = (0u64, 0u64);
+        let (mut instances, mut unfinished, mut batches) = (0u64, 0u64, 0);
         for (i, rel) in listed.iter().enumerate() {
             let test = crate::atomics::litmus::load_file(&dir.join(rel)).unwrap();
             let kernel = layout::Geometry::new(&test, &StressParams::default())
@@ -909,6 +909,15 @@ mod corpus_kernels {
                     tc.ptxas(&ptx, "sm_90", &[])
                         .unwrap_or_else(|e| panic!("{rel}: the generated kernel: {e}"));
                     let verdict = model::check(&test);
+                    // The kernel the worker launches (`litmus run` on a GPU): the test's
+                    // counting kernel as a batch of one.
+                    let g = layout::Geometry::new(&test, &StressParams::default()).unwrap();
+                    let space = count::OutcomeSpace::new(&test, &verdict.terms);
+                    if let Ok(b) = batch::generate(&[(&test, &g, &space)]) {
+                        tc.ptxas(&b.ptx, "sm_90", &[])
+                            .unwrap_or_else(|e| panic!("{rel}: the batch kernel: {e}"));
+                        batches += 1;
+                    }
                     let run = emulate::emulate(&test, &small_params(&test), 1, i as u64)
                         .unwrap_or_else(|e| panic!("{rel}: emulated: {e}"));
                     for outcome in run.histogram.keys() {
@@ -935,9 +944,13 @@ mod corpus_kernels {
         }
         eprintln!(
             "{generated} of {} generate, assemble and emulate ({instances} instances, \
-             {unfinished} did not terminate) in {:.1} s",
+             {unfinished} did not terminate), {batches} batch kernels assemble, in {:.1} s",
             listed.len(),
             started.elapsed().as_secs_f64()
+        );
+        assert!(
+            batches >= BATCH_FLOOR,
+            "{batches} batch kernels of {generated}"
         );
         assert!(
             generated >= FLOOR,
@@ -1000,4 +1013,8 @@ mod corpus_kernels {
     /// texture objects the runner does not bind; several GPUs) or barriers a hardware barrier
     /// could not complete (docs/LITMUS.md).
     const FLOOR: usize = 134;
+
+    /// Of those, the tests whose counting kernel the worker batches (2026-11-27); the others
+    /// (surface-backed locations, second mappings) run on the per-test path.
+    const BATCH_FLOOR: usize = 120;
 }
