@@ -228,16 +228,21 @@ impl<E: Executor> Worker<E> {
             let start = Instant::now();
             let m = self.executor.load(ptx)?;
             self.stats.compile_time += start.elapsed();
-            self.stats.compiled += 1;
-            if self.order.len() >= MODULE_CACHE {
-                if let Some(old) = self.order.pop_front() {
-                    self.cache.remove(&old);
-                }
-            }
-            self.order.push_back(ptx.to_string());
-            self.cache.insert(ptx.to_string(), m);
+            self.remember(ptx, m);
         }
         Ok(&self.cache[ptx])
+    }
+
+    /// Keep compiled `m` for `ptx`, the oldest kernel going once [`MODULE_CACHE`] are kept.
+    fn remember(&mut self, ptx: &str, m: E::Module) {
+        self.stats.compiled += 1;
+        if self.order.len() >= MODULE_CACHE {
+            if let Some(old) = self.order.pop_front() {
+                self.cache.remove(&old);
+            }
+        }
+        self.order.push_back(ptx.to_string());
+        self.cache.insert(ptx.to_string(), m);
     }
 
     /// Compile the kernels of `ptxs` not yet in the cache, several at a time where the
@@ -259,15 +264,8 @@ impl<E: Executor> Worker<E> {
         self.stats.compile_time += start.elapsed();
         for (ptx, m) in missing.into_iter().zip(modules) {
             let Ok(m) = m else { continue };
-            self.stats.compiled += 1;
             self.stats.compiled_ahead += 1;
-            if self.order.len() >= MODULE_CACHE {
-                if let Some(old) = self.order.pop_front() {
-                    self.cache.remove(&old);
-                }
-            }
-            self.order.push_back(ptx.to_string());
-            self.cache.insert(ptx.to_string(), m);
+            self.remember(ptx, m);
         }
     }
 
