@@ -59,20 +59,22 @@ pub(crate) const LOOP_CAP: u32 = 1 << 12;
 /// count, as the model's spin-loop rule folds them away.
 pub(crate) const MODEL_UNROLL: u32 = crate::atomics::model::DEFAULT_UNROLL;
 
-/// The labels of `ops` that backward jumps target (loop heads), in order of appearance.
-fn loop_heads(ops: &[Op]) -> Vec<&str> {
-    let mut heads: Vec<&str> = Vec::new();
-    for (oi, op) in ops.iter().enumerate() {
-        if let Op::Goto { target } | Op::Branch { target, .. } = op {
-            if backward(ops, oi, op) && !heads.contains(&target.as_str()) {
-                heads.push(target);
-            }
-        }
-    }
-    heads.sort_by_key(|h| {
-        ops.iter()
-            .position(|o| matches!(o, Op::Label { name } if name == h))
-    });
+/// Where the labels of `ops` that backward jumps target (loop heads) stand, in order; loop
+/// head `k` is the `k`th of them.
+fn loop_heads(ops: &[Op]) -> Vec<usize> {
+    let mut heads: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(oi, op)| backward(ops, *oi, op))
+        .filter_map(|(_, op)| match op {
+            Op::Goto { target } | Op::Branch { target, .. } => ops
+                .iter()
+                .position(|o| matches!(o, Op::Label { name } if name == target)),
+            _ => None,
+        })
+        .collect();
+    heads.sort_unstable();
+    heads.dedup();
     heads
 }
 
@@ -646,8 +648,8 @@ fn proxy_refusal(op: &Op, what: &str) -> Option<KernelError> {
 /// counts against [`LOOP_CAP`].
 fn jump_line(
     test: &LitmusTest,
-    t: usize,
-    oi: usize,
+    (t, oi): (usize, usize),
+    heads: &[usize],
     regs: &mut Regs,
     what: &str,
 ) -> Result<Option<String>, KernelError> {
@@ -667,10 +669,7 @@ fn jump_line(
         } else {
             String::new()
         };
-        let k = loop_heads(ops)
-            .iter()
-            .position(|h| h == target)
-            .unwrap_or_default();
+        let k = heads.iter().position(|&h| h == at).unwrap_or_default();
         (cap_check(t, oi, ops), exit, Some(bound_check(k)))
     } else {
         (String::new(), String::new(), None)
@@ -712,17 +711,7 @@ fn thread_ops(
     let thread = &test.threads[t];
     let heads = loop_heads(&thread.ops);
     let live = thread.live_registers();
-    let heads_live: Vec<_> = heads
-        .iter()
-        .map(|h| {
-            let at = thread
-                .ops
-                .iter()
-                .position(|o| matches!(o, Op::Label { name } if name == h))
-                .unwrap_or(thread.ops.len());
-            live[at].clone()
-        })
-        .collect();
+    let heads_live: Vec<_> = heads.iter().map(|&at| live[at].clone()).collect();
     for k in 0..heads.len() {
         let _ = writeln!(out, "\tmov.u32 %k_n{k}, 0;\n\tmov.u32 %k_e{k}, 0;");
     }
@@ -745,7 +734,7 @@ fn thread_ops(
             Op::Label { name } => {
                 let _ = writeln!(out, "{}:", label(t, name));
                 // A loop head: the iteration starting here has had no effect yet.
-                if let Some(k) = heads.iter().position(|h| h == name) {
+                if let Some(k) = heads.iter().position(|&h| h == oi) {
                     let _ = writeln!(out, "\tmov.u32 %k_e{k}, 0;");
                 }
                 continue;
@@ -758,7 +747,7 @@ fn thread_ops(
                 };
                 match line {
                     Some(l) => l,
-                    None => jump_line(test, t, oi, regs, &what)?.ok_or_else(|| {
+                    None => jump_line(test, (t, oi), &heads, regs, &what)?.ok_or_else(|| {
                         inexpressible(&what, format!("{op:?}"), "not an operation of a kernel")
                     })?,
                 }

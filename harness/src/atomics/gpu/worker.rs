@@ -342,43 +342,40 @@ impl<E: Executor> Worker<E> {
     ) {
         let parts: Vec<(&Job, &Prepared)> =
             members.iter().map(|&m| (ready[m].0, &ready[m].1)).collect();
-        {
-            let result = b.and_then(|b| self.run_generated(&parts, &b));
-            match result {
-                Ok(rs) => {
-                    for (m, r) in members.iter().zip(rs) {
-                        out[ok[*m]] = Some(Ok(r));
-                    }
+        match b.and_then(|b| self.run_generated(&parts, &b)) {
+            Ok(rs) => {
+                for (m, r) in members.iter().zip(rs) {
+                    out[ok[*m]] = Some(Ok(r));
                 }
-                // A batch of one keeps its error's kind (a refusal stays a refusal); after a
-                // sticky error the context is made anew for the jobs that follow.
-                Err(e) if members.len() == 1 => {
-                    if let Some(code) = sticky_error(&e) {
-                        self.recover(&code);
-                    }
-                    out[ok[members[0]]] = Some(Err(e));
+            }
+            // A batch of one keeps its error's kind (a refusal stays a refusal); after a
+            // sticky error the context is made anew for the jobs that follow.
+            Err(e) if members.len() == 1 => {
+                if let Some(code) = sticky_error(&e) {
+                    self.recover(&code);
                 }
-                // A sticky error in a batch of several: which test caused it is unknown, so
-                // each runs again alone on a fresh context (deqp-runner's crash isolation):
-                // the culprit gets the error, the others their own verdicts.
-                Err(e) if sticky_error(&e).is_some() => {
-                    self.recover(&sticky_error(&e).unwrap_or_default());
-                    for (m, part) in members.iter().zip(&parts) {
-                        self.stats.isolated += 1;
-                        let r = self.run_batch(std::slice::from_ref(part));
-                        if let Err(e) = &r {
-                            if let Some(code) = sticky_error(e) {
-                                self.recover(&code);
-                            }
+                out[ok[members[0]]] = Some(Err(e));
+            }
+            // A sticky error in a batch of several: which test caused it is unknown, so
+            // each runs again alone on a fresh context (deqp-runner's crash isolation):
+            // the culprit gets the error, the others their own verdicts.
+            Err(e) if sticky_error(&e).is_some() => {
+                self.recover(&sticky_error(&e).unwrap_or_default());
+                for (m, part) in members.iter().zip(&parts) {
+                    self.stats.isolated += 1;
+                    let r = self.run_batch(std::slice::from_ref(part));
+                    if let Err(e) = &r {
+                        if let Some(code) = sticky_error(e) {
+                            self.recover(&code);
                         }
-                        out[ok[*m]] = Some(r.map(|mut v| v.remove(0)));
                     }
+                    out[ok[*m]] = Some(r.map(|mut v| v.remove(0)));
                 }
-                Err(e) => {
-                    let text = e.to_string();
-                    for m in members {
-                        out[ok[*m]] = Some(Err(RunError::Worker(text.clone())));
-                    }
+            }
+            Err(e) => {
+                let text = e.to_string();
+                for m in members {
+                    out[ok[*m]] = Some(Err(RunError::Worker(text.clone())));
                 }
             }
         }
