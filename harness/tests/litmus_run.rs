@@ -62,6 +62,7 @@ fn emulated_mp_is_all_allowed_and_the_json_has_every_field() {
         "verdict",
         "outcomes",
         "forbidden_seen",
+        "judged",
         "weak_seen",
         "instances",
         "launches",
@@ -88,6 +89,11 @@ fn emulated_mp_is_all_allowed_and_the_json_has_every_field() {
     let outcomes = t["outcomes"].as_array().unwrap();
     let sum: u64 = outcomes.iter().map(|o| o["count"].as_u64().unwrap()).sum();
     assert_eq!(sum, 2 * per_launch);
+    assert_eq!(
+        t["judged"].as_u64(),
+        Some(sum),
+        "every instance gave an outcome"
+    );
     // Sequentially consistent outcomes of MP (Lamport): none is (1, 0), none is weak.
     for o in outcomes {
         assert_eq!(o["allowed"], true, "{o}");
@@ -224,7 +230,8 @@ fn a_dat3m_test_runs_in_the_emulator() {
 
 /// A spin on a location no thread writes never ends (the test is independent of the engine:
 /// y stays 0, so `r0 != 1` holds forever): every instance stops at the kernel's loop cap, is
-/// counted as not terminating, and none becomes an outcome.
+/// counted as not terminating, and none becomes an outcome. The run judged nothing, so it
+/// proves nothing: exit 3 and a line naming it, never 0.
 #[test]
 fn a_spin_that_never_ends_is_counted_not_terminating() {
     let dir = tmp("litmus-run-spin");
@@ -245,10 +252,22 @@ fn a_spin_that_never_ends_is_counted_not_terminating() {
         out.to_str().unwrap(),
     ]);
     let (stdout, stderr) = text(&o);
-    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(o.status.code(), Some(3), "{stdout}\n{stderr}");
     let t = &json(&out)[0];
     let instances = t["instances"].as_u64().unwrap();
     assert!(instances > 0, "{t}");
+    assert_eq!(t["judged"].as_u64(), Some(0), "{t}");
+    assert!(
+        stdout.contains(&format!(
+            "NOTHING JUDGED {}: spin-forever: none of its {instances} instances",
+            spin.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 ran, 0 refused, 0 with forbidden outcomes, 1 with no judged instance"),
+        "{stdout}"
+    );
     assert_eq!(t["did_not_terminate"].as_u64(), Some(instances), "{t}");
     assert_eq!(t["outcomes"].as_array().map(Vec::len), Some(0), "{t}");
     assert!(
@@ -256,5 +275,42 @@ fn a_spin_that_never_ends_is_counted_not_terminating() {
             "{instances} instances did not terminate within 4096 loop iterations"
         )),
         "{stdout}"
+    );
+}
+
+/// Threads in CTAs of different clusters (`inter_cluster`): the emulator widens its launch to
+/// one testing cluster per thread, as it widens CTAs for threads in different CTAs, and runs
+/// it. SB with fence.sc at gpu scope across clusters: (0, 0) is forbidden (PTX ISA, Memory
+/// Consistency Model, axiom Fence-SC: the two fence.sc are morally strong at gpu scope and
+/// ordered one way or the other in Fence-SC order), so every judged outcome is allowed.
+#[test]
+fn a_cross_cluster_test_runs_in_the_emulator() {
+    let dir = tmp("litmus-run-cluster");
+    let sb = write(
+        dir.path(),
+        "sb-cluster.litmus",
+        "PTX SB+fence.sc.gpu-inter-cluster\n{\nx=0;\ny=0;\nP0:r0=0;\nP1:r1=0;\n}\n P0@cta 0,cluster 0,gpu 0 | P1@cta 1,cluster 1,gpu 0 ;\n st.relaxed.gpu x, 1 | st.relaxed.gpu y, 1 ;\n fence.sc.gpu | fence.sc.gpu ;\n ld.relaxed.gpu r0, y | ld.relaxed.gpu r1, x ;\nexists\n(P0:r0 == 0 /\\ P1:r1 == 0)\n",
+    );
+    let out = dir.path().join("run.json");
+    let o = gpucts(&[
+        "litmus",
+        "run",
+        sb.to_str().unwrap(),
+        "--emulate",
+        "--iterations",
+        "4",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let t = &json(&out)[0];
+    assert_eq!(t["status"], "ran", "{t}");
+    assert_eq!(t["verdict"]["outcome"], "forbidden", "{t}");
+    assert!(t["judged"].as_u64().unwrap() > 0, "{t}");
+    assert_eq!(t["forbidden_seen"].as_u64(), Some(0), "{t}");
+    assert!(
+        t["params"]["testing_workgroups"].as_u64().unwrap() >= 4,
+        "two clusters of two CTAs: {t}"
     );
 }

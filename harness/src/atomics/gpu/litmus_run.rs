@@ -21,10 +21,12 @@ use crate::atomics::litmus::{AtomOp, LitmusTest, Op, Operand, Term};
 use crate::atomics::model::{self, ModelVerdict};
 use crate::backend::cuda::Session;
 
-/// Exit codes of the command (the project's: 0 ok, 101 a failure seen, 2 bad input).
+/// Exit codes of the command (the project's: 0 ok, 101 a failure seen, 2 bad input; and 3:
+/// a test ran but none of its instances was judged, so it proved nothing).
 pub(crate) const EXIT_OK: i32 = 0;
 pub(crate) const EXIT_FORBIDDEN: i32 = 101;
 pub(crate) const EXIT_BAD_INPUT: i32 = 2;
+pub(crate) const EXIT_NOTHING_JUDGED: i32 = 3;
 
 /// Launches per test under `--emulate` when `--iterations` is not given: with
 /// [`emulate_defaults`] (64 instances a launch for 2 threads) about 76,000 instances per
@@ -549,11 +551,19 @@ pub(crate) fn params_for(
     // At most two widenings: the test is then either placed or refused for another reason.
     for _ in 0..2 {
         match layout::Geometry::new(test, &base) {
-            Err(GeometryError::TooFewUnits { roles, unit, .. }) => {
+            Err(GeometryError::TooFewUnits {
+                roles, unit, units, ..
+            }) => {
                 let n = roles.next_power_of_two();
                 if unit == "testing CTAs" {
                     base.testing_workgroups = n;
                     base.max_workgroups = base.max_workgroups.max(n);
+                } else if unit == "testing clusters" {
+                    // `units` clusters of `testing_workgroups / units` CTAs each: one
+                    // cluster per thread, of the same size.
+                    let cluster = base.testing_workgroups / units.max(1);
+                    base.testing_workgroups = n * cluster;
+                    base.max_workgroups = base.max_workgroups.max(n * cluster);
                 } else {
                     base.workgroup_size = (n * 32).max(base.workgroup_size);
                 }
@@ -570,12 +580,11 @@ pub struct OutcomeRecord {
     /// Term (as the model names it: `P1:r0`, `x`) → value.
     pub values: BTreeMap<String, i64>,
     pub count: u64,
-    /// Some consistent execution of the model gives it.
+    /// Some consistent execution of the model gives it. Judged instances ran no effectful
+    /// loop iteration past the model's bound (those are `past_model_bound`), so they are
+    /// executions the model enumerated: an outcome it does not give is forbidden, on a
+    /// test whose verdict reached the bound too.
     pub allowed: bool,
-    /// The model neither gives it nor can rule it out (an execution was cut by the loop
-    /// bound): not counted as forbidden.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub unknown: bool,
     /// Allowed, and not an outcome of any sequentially consistent interleaving.
     pub weak: bool,
 }
@@ -625,6 +634,9 @@ pub struct TestRecord {
     pub outcomes: Vec<OutcomeRecord>,
     /// Instances with an outcome the model forbids.
     pub forbidden_seen: u64,
+    /// Instances judged against the model: those with an outcome (`instances` less
+    /// `did_not_terminate` and `past_model_bound`). 0 for a test that ran proves nothing.
+    pub judged: u64,
     /// Instances with a weak outcome.
     pub weak_seen: u64,
     pub instances: u64,
@@ -665,6 +677,7 @@ impl TestRecord {
             verdict: None,
             outcomes: Vec::new(),
             forbidden_seen: 0,
+            judged: 0,
             weak_seen: 0,
             instances: 0,
             launches: 0,
@@ -684,10 +697,12 @@ impl TestRecord {
     pub(crate) fn exit_code(&self) -> i32 {
         if self.forbidden_seen > 0 {
             EXIT_FORBIDDEN
-        } else if self.status == Status::Ran {
-            EXIT_OK
-        } else {
+        } else if self.status != Status::Ran {
             EXIT_BAD_INPUT
+        } else if self.judged == 0 {
+            EXIT_NOTHING_JUDGED
+        } else {
+            EXIT_OK
         }
     }
 }
@@ -817,9 +832,6 @@ pub fn judge(
         .iter()
         .map(|(o, &count)| {
             let allowed = verdict.outcome_allowed(o);
-            // An execution cut by the loop bound may give an outcome the bounded search did
-            // not reach: such an outcome is unknown, not forbidden.
-            let unknown = !allowed && verdict.bound_reached;
             let weak = allowed
                 && match sc {
                     Some(sc) => !sc.contains(o),
@@ -838,12 +850,11 @@ pub fn judge(
                     .collect(),
                 count,
                 allowed,
-                unknown,
                 weak,
             }
         })
         .collect();
-    let forbidden = |r: &OutcomeRecord| !r.allowed && !r.unknown;
+    let forbidden = |r: &OutcomeRecord| !r.allowed;
     out.sort_by(|a, b| {
         forbidden(b)
             .cmp(&forbidden(a))
@@ -866,7 +877,7 @@ pub fn record(
     let outcomes = judge(test, verdict, sc.as_ref(), &seen.histogram);
     let forbidden_seen = outcomes
         .iter()
-        .filter(|o| !o.allowed && !o.unknown)
+        .filter(|o| !o.allowed)
         .map(|o| o.count)
         .sum();
     let weak_seen = outcomes.iter().filter(|o| o.weak).map(|o| o.count).sum();
@@ -891,6 +902,7 @@ pub fn record(
                 "condition"
             },
         }),
+        judged: seen.histogram.values().sum(),
         outcomes,
         forbidden_seen,
         weak_seen,
@@ -947,13 +959,21 @@ pub fn render(r: &TestRecord) -> String {
         }
         Status::Ran => {}
     }
-    for o in r.outcomes.iter().filter(|o| !o.allowed && !o.unknown) {
+    for o in r.outcomes.iter().filter(|o| !o.allowed) {
         let _ = writeln!(
             s,
             "FORBIDDEN {}: {name}: {} x{} (an outcome the PTX memory model forbids)",
             r.file,
             values_text(&o.values, terms),
             o.count
+        );
+    }
+    if r.judged == 0 {
+        let _ = writeln!(
+            s,
+            "NOTHING JUDGED {}: {name}: none of its {} instances gave an outcome to judge \
+             ({} did not terminate, {} ran past the model's loop bound)",
+            r.file, r.instances, r.did_not_terminate, r.past_model_bound
         );
     }
     let v = r.verdict.as_ref();
@@ -975,13 +995,7 @@ pub fn render(r: &TestRecord) -> String {
         .max()
         .unwrap_or(0);
     for o in &r.outcomes {
-        let mark = if o.allowed {
-            "allowed"
-        } else if o.unknown {
-            "unknown (bound reached)"
-        } else {
-            "forbidden"
-        };
+        let mark = if o.allowed { "allowed" } else { "forbidden" };
         let _ = writeln!(
             s,
             "  {:<width$} {:>10}  {mark}{}",
@@ -1030,34 +1044,38 @@ pub fn render(r: &TestRecord) -> String {
     s
 }
 
-/// The last line: how many ran, were refused, erred, and showed a forbidden outcome.
+/// The last line: how many ran, were refused, erred, showed a forbidden outcome, and (when
+/// some) ran without a judged instance.
 pub fn tally(records: &[TestRecord]) -> String {
     let n = |s: Status| records.iter().filter(|r| r.status == s).count();
     let forbidden = records.iter().filter(|r| r.forbidden_seen > 0).count();
+    let unjudged = records
+        .iter()
+        .filter(|r| r.status == Status::Ran && r.judged == 0)
+        .count();
     let errors = n(Status::Error);
-    format!(
-        "litmus run: {} ran, {} refused, {forbidden} with forbidden outcomes{}",
+    let mut s = format!(
+        "litmus run: {} ran, {} refused, {forbidden} with forbidden outcomes",
         n(Status::Ran),
         n(Status::Refused),
-        if errors > 0 {
-            format!(", {errors} errors")
-        } else {
-            String::new()
-        }
-    )
+    );
+    if errors > 0 {
+        let _ = write!(s, ", {errors} errors");
+    }
+    if unjudged > 0 {
+        let _ = write!(s, ", {unjudged} with no judged instance");
+    }
+    s
 }
 
 /// The worst exit code of the records: 101 when any saw a forbidden outcome, else 2 when any
-/// did not run, else 0.
+/// did not run, else 3 when one ran without a judged instance, else 0.
 pub(crate) fn exit_code(records: &[TestRecord]) -> i32 {
     let codes: Vec<i32> = records.iter().map(TestRecord::exit_code).collect();
-    if codes.contains(&EXIT_FORBIDDEN) {
-        EXIT_FORBIDDEN
-    } else if codes.contains(&EXIT_BAD_INPUT) {
-        EXIT_BAD_INPUT
-    } else {
-        EXIT_OK
-    }
+    [EXIT_FORBIDDEN, EXIT_BAD_INPUT, EXIT_NOTHING_JUDGED]
+        .into_iter()
+        .find(|c| codes.contains(c))
+        .unwrap_or(EXIT_OK)
 }
 
 /// Run every file on `engine`: each test's text report is passed to `print` as it finishes.
@@ -1350,6 +1368,91 @@ mod tests {
             r.verdict.as_ref().unwrap().weak_basis,
             "sequential-consistency"
         );
+    }
+
+    /// P0 stores x = 1 in every iteration of a loop that leaves once it reads P1's y = 1:
+    /// the model unrolls the loop once, so its verdict reaches the bound (executions reading
+    /// y = 0 twice are cut). x = 0 at the end is impossible in every execution, cut or not
+    /// (P0's store precedes its only exit in program order), so an instance reporting it is
+    /// a violation, not an outcome the bounded search merely missed.
+    const CUT_LOOP: &str = "PTX cut\n{ x=0; y=0; P0:r0=0; }\n P0@cta 0,gpu 0 | P1@cta 1,gpu 0 ;\n LC00: | st.weak y, 1 ;\n st.weak x, 1 | ;\n ld.weak r0, y | ;\n bne r0, 1, LC00 | ;\nexists (x == 0)\n";
+
+    // Strict judging: judged instances ran no effectful iteration past the model's bound
+    // (those are counted apart as past_model_bound), so an outcome outside the allowed set
+    // is forbidden on a bound-reached test too: printed FORBIDDEN, exit 101.
+    #[test]
+    fn a_forbidden_outcome_on_a_bound_reached_test_exits_101() {
+        let test = crate::atomics::litmus::dat3m::import(CUT_LOOP).unwrap();
+        let v = model::try_check(&test).unwrap();
+        assert!(v.bound_reached, "the loop is cut by the model's bound");
+        let mut h = Histogram::new();
+        h.insert(outcome(&v, &[("x", 1)]), 90);
+        h.insert(outcome(&v, &[("x", 0)]), 2);
+        let r = record(
+            Path::new("cut.litmus"),
+            &test,
+            &v,
+            Engine::Emulator,
+            &emulate_defaults(),
+            &seen(h),
+        );
+        assert_eq!(r.forbidden_seen, 2);
+        assert_eq!(r.judged, 92);
+        assert_eq!(exit_code(std::slice::from_ref(&r)), EXIT_FORBIDDEN);
+        let text = render(&r);
+        assert!(
+            text.starts_with("FORBIDDEN cut.litmus: cut: (x=0) x2"),
+            "{text}"
+        );
+    }
+
+    // A test that ran but judged no instance (all at the loop cap or past the model's bound)
+    // proved nothing: its own exit code, 3, under a forbidden outcome's 101 and bad input's
+    // 2, and a line naming it.
+    #[test]
+    fn a_test_with_no_judged_instance_exits_3() {
+        let test = from_yaml(MP).unwrap();
+        let v = model::try_check(&test).unwrap();
+        let mut none = seen(Histogram::new());
+        none.instances = 64;
+        none.did_not_terminate = 40;
+        none.past_model_bound = 24;
+        let r = record(
+            Path::new("mp.yaml"),
+            &test,
+            &v,
+            Engine::Emulator,
+            &emulate_defaults(),
+            &none,
+        );
+        assert_eq!(r.judged, 0);
+        assert_eq!(r.exit_code(), EXIT_NOTHING_JUDGED);
+        assert!(
+            render(&r).contains("NOTHING JUDGED mp.yaml: MP+rel-acq: none of its 64 instances"),
+            "{}",
+            render(&r)
+        );
+        assert!(tally(std::slice::from_ref(&r)).ends_with(", 1 with no judged instance"));
+        let mut h = Histogram::new();
+        h.insert(outcome(&v, &[("P1:r0", 1), ("P1:r1", 42)]), 5);
+        let ok = record(
+            Path::new("mp.yaml"),
+            &test,
+            &v,
+            Engine::Emulator,
+            &emulate_defaults(),
+            &seen(h),
+        );
+        assert_eq!(exit_code(&[ok.clone(), r.clone()]), EXIT_NOTHING_JUDGED);
+        let refused = TestRecord::not_run(
+            Path::new("x.litmus"),
+            None,
+            Engine::Emulator,
+            Status::Refused,
+            "why".into(),
+        );
+        assert_eq!(exit_code(&[r, refused]), EXIT_BAD_INPUT);
+        assert_eq!(exit_code(&[ok]), EXIT_OK);
     }
 
     // `--stress KEY=VALUE`: keys are StressParams' serde names; an unknown one is refused

@@ -252,7 +252,8 @@ fn synthetic_histograms_are_classified_by_the_model() {
 
 // A run none of whose instances gave an outcome (each counted apart: stopped at the loop
 // cap, or past the model's loop bound) judged nothing: an error naming both counts, never a
-// pass; a run with some judged instances says how many were not.
+// pass; so is a run that judged fewer than MIN_JUDGED_PERCENT of its instances (1 of 100);
+// a run with enough judged instances says how many were not.
 #[test]
 fn a_run_with_no_judged_instance_is_no_pass() {
     let ra = catalog::by_name("MP.rel_acq.gpu.inter_cta").unwrap();
@@ -265,12 +266,23 @@ fn a_run_with_no_judged_instance_is_no_pass() {
     match judge(&v, &r, &c, None) {
         CaseStatus::Error { message } => {
             assert!(
-                message.contains("of 100 instances, 60 did not terminate"),
+                message.starts_with("0 of 100 instances gave an outcome to judge, under the 50%"),
                 "{message}"
             );
+            assert!(message.contains("60 did not terminate"), "{message}");
             assert!(message.contains("40 ran a loop iteration"), "{message}");
         }
         other => panic!("{other:?}"),
+    }
+    let mut r = report(&ra.name, v.terms.clone(), &[(vec![1, 1], 1)]);
+    r.instances = 100;
+    r.did_not_terminate = 99;
+    let c = classify(&ra, &v, &r.histogram);
+    match judge(&v, &r, &c, None) {
+        CaseStatus::Error { message } => {
+            assert!(message.starts_with("1 of 100 instances"), "{message}");
+        }
+        other => panic!("one judged of 100 is no pass: {other:?}"),
     }
     let mut r = report(&ra.name, v.terms.clone(), &[(vec![1, 1], 90)]);
     r.instances = 100;
@@ -279,7 +291,10 @@ fn a_run_with_no_judged_instance_is_no_pass() {
     match judge(&v, &r, &c, None) {
         CaseStatus::Pass { note, .. } => {
             let note = note.unwrap_or_default();
-            assert!(note.contains("0 did not terminate, 10 past"), "{note}")
+            assert!(
+                note.contains("judged 90 of 100; not judged: 0 did not terminate, 10 past"),
+                "{note}"
+            )
         }
         other => panic!("{other:?}"),
     }
