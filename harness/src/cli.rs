@@ -106,9 +106,12 @@ struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     rerun_failures: u32,
     /// Fail a forbidden litmus test whose relaxed control never showed its weak outcome (by
-    /// default such a case passes, tagged control-without-weak-outcomes).
-    #[arg(long)]
-    require_weak_controls: bool,
+    /// default such a case passes, tagged control-without-weak-outcomes); with
+    /// `=PATTERN[,PATTERN...]`, only cases whose ids contain a pattern (e.g.
+    /// `--require-weak-controls=inter_cta,inter_cluster`: the placements whose controls can
+    /// show weak outcomes on today's GPUs).
+    #[arg(long, value_name = "PATTERN,...", num_args = 0..=1, require_equals = true)]
+    require_weak_controls: Option<Option<String>>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -1304,7 +1307,11 @@ fn run(
         time::OffsetDateTime::now_utc(),
     );
     record.run.rerun_failures = args.rerun_failures;
-    record.run.require_weak_controls = args.require_weak_controls;
+    let weak_controls = runner::WeakControls::from_flag(args.require_weak_controls.clone());
+    if let Some(patterns) = weak_controls.patterns() {
+        record.run.require_weak_controls = true;
+        record.run.require_weak_controls_for = patterns;
+    }
     let gpu = caps
         .has(Capability::Gpu)
         .then(|| fingerprint.get("gpu").cloned().unwrap_or_default());
@@ -1331,7 +1338,7 @@ fn run(
         data: data.clone(),
         exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("gpucts")),
         requires,
-        require_weak_controls: args.require_weak_controls,
+        require_weak_controls: weak_controls,
         waivers,
         fingerprint,
         results: Mutex::new(Vec::new()),

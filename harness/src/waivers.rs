@@ -43,6 +43,11 @@ pub struct Waiver {
     /// case found; every line must match one. At least one.
     #[serde(default)]
     pub findings: Vec<String>,
+    /// Lines that may stand beside the findings (a check's header, e.g. "A calling B: cuLink*
+    /// failed") but excuse nothing alone: a failure is waived only when at least one line
+    /// matches a `findings:` pattern. Same pattern rules as `findings:`.
+    #[serde(default)]
+    pub context: Vec<String>,
     /// Fingerprint keys (see `gpucts probe`) and globs their values must match.
     #[serde(default)]
     pub platform: BTreeMap<String, String>,
@@ -108,6 +113,7 @@ fn waiver_field_help(field: &str) -> Option<&'static str> {
         "cases" => "`cases:` is a glob over case ids (`*`, `?`, `{a,b}`)",
         "reason" => "`reason:` says why the failure is known, as text",
         "findings" => "`findings:` lists regular expressions, each matching lines of what the failure found that this waiver excuses",
+        "context" => "`context:` lists regular expressions for lines allowed beside the findings (a header) that excuse nothing alone",
         "platform" => "`platform:` maps fingerprint keys (see `gpucts probe`) to globs",
         _ => return None,
     })
@@ -196,6 +202,7 @@ struct Compiled {
     file: Option<PathBuf>,
     cases: GlobMatcher,
     findings: Vec<regex::Regex>,
+    context: Vec<regex::Regex>,
     /// Each key's glob, and the component it constrains (`None`: a host key, every case).
     platform: Vec<(String, GlobMatcher, Option<Capability>)>,
 }
@@ -278,28 +285,22 @@ fn compile(w: Waiver, file: Option<(PathBuf, u64, u64)>) -> Result<Compiled, Wai
     for (k, pat) in &w.platform {
         platform.push((k.clone(), glob(pat).map_err(|e| bad(pat, e))?, tool_key(k)));
     }
-    if w.findings.len() > MAX_FINDING_PATTERNS {
-        return Err(bad(
-            "findings",
-            PatternError::TooMany {
-                n: w.findings.len(),
-            },
-        ));
-    }
-    let findings: Vec<regex::Regex> = w
-        .findings
-        .iter()
-        .map(|p| finding_regex(p).map_err(|e| bad(p, e)))
-        .collect::<Result<_, _>>()?;
-    // A pattern that matches the empty line (`''`, `.*`) would excuse every finding.
-    if let Some((p, _)) = w
-        .findings
-        .iter()
-        .zip(&findings)
-        .find(|(_, r)| r.is_match(""))
-    {
-        return Err(bad(p, PatternError::MatchesEverything));
-    }
+    let patterns = |key: &str, list: &[String]| -> Result<Vec<regex::Regex>, WaiverError> {
+        if list.len() > MAX_FINDING_PATTERNS {
+            return Err(bad(key, PatternError::TooMany { n: list.len() }));
+        }
+        let compiled: Vec<regex::Regex> = list
+            .iter()
+            .map(|p| finding_regex(p).map_err(|e| bad(p, e)))
+            .collect::<Result<_, _>>()?;
+        // A pattern that matches the empty line (`''`, `.*`) would excuse every finding.
+        if let Some((p, _)) = list.iter().zip(&compiled).find(|(_, r)| r.is_match("")) {
+            return Err(bad(p, PatternError::MatchesEverything));
+        }
+        Ok(compiled)
+    };
+    let findings = patterns("findings", &w.findings)?;
+    let context = patterns("context", &w.context)?;
     if !w
         .id
         .chars()
@@ -314,6 +315,7 @@ fn compile(w: Waiver, file: Option<(PathBuf, u64, u64)>) -> Result<Compiled, Wai
         file,
         cases,
         findings,
+        context,
         platform,
     })
 }
@@ -562,8 +564,19 @@ pub fn excuse(applied: &[Applied<'_>], status: &CaseStatus) -> Excuse {
     for l in &lines {
         match applied.iter().position(|a| a.excuses(l)) {
             Some(i) => used[i] = true,
+            None if applied.iter().any(|a| a.allows(l)) => {}
             None => unexcused.push(l.to_string()),
         }
+    }
+    if !lines.is_empty() && unexcused.is_empty() && !used.contains(&true) {
+        // Only context lines (a header): not the divergence a waiver describes.
+        return Excuse::Unexcused {
+            waivers: all_ids(),
+            lines: vec![format!(
+                "(the failure names no finding, only context: {})",
+                lines.join(" | ")
+            )],
+        };
     }
     if !unexcused.is_empty() {
         return Excuse::Unexcused {
@@ -599,13 +612,19 @@ impl<'a> Applied<'a> {
         self.compiled.findings.iter().any(|r| r.is_match(line))
     }
 
+    /// Whether one of the waiver's `context:` patterns matches this line: allowed beside a
+    /// finding, excusing nothing alone.
+    pub fn allows(&self, line: &str) -> bool {
+        self.compiled.context.iter().any(|r| r.is_match(line))
+    }
+
     /// The lines of what `status` found that none of the waiver's `findings:` matches (empty:
     /// the waiver excuses the failure).
     pub(crate) fn unexcused(&self, status: &CaseStatus) -> Vec<String> {
         status
             .finding_lines()
             .into_iter()
-            .filter(|l| !self.excuses(l))
+            .filter(|l| !self.excuses(l) && !self.allows(l))
             .map(str::to_string)
             .collect()
     }
@@ -629,6 +648,7 @@ mod tests {
             cases: pattern.into(),
             reason: "r".into(),
             findings: vec!["x".into()],
+            context: Vec::new(),
             platform: Default::default(),
         }])
         .unwrap()
@@ -668,6 +688,7 @@ mod tests {
             cases: "a{b".into(),
             reason: "r".into(),
             findings: vec!["x".into()],
+            context: Vec::new(),
             platform: Default::default(),
         }])
         .unwrap_err();
@@ -762,6 +783,7 @@ mod tests {
             cases: "abi.*".into(),
             reason: "r".into(),
             findings: vec!["x".into()],
+            context: Vec::new(),
             platform: [("gpu".to_string(), "*H100*".to_string())].into(),
         }])
         .unwrap();
@@ -787,6 +809,7 @@ mod tests {
             cases: "abi.params.{clang,libnvvm}.*".into(),
             reason: "r".into(),
             findings: vec!["x".into()],
+            context: Vec::new(),
             platform: [
                 ("clang".to_string(), "*clang version 19.1*".to_string()),
                 ("libnvvm".to_string(), "2.0".to_string()),
@@ -830,6 +853,45 @@ mod tests {
             .is_none());
     }
 
+    /// `context:` lines may stand beside a finding but excuse nothing alone: a failure made
+    /// of its header only (a link that failed with no log) is not the divergence named.
+    #[test]
+    fn context_lines_excuse_nothing_alone() {
+        let w = Waivers::from_list(vec![Waiver {
+            id: "W4".into(),
+            cases: "*".into(),
+            reason: "r".into(),
+            findings: vec![r"Prototype doesn.t match for .f1.".into()],
+            context: vec![r"^\w+ calling \w+: cuLink\* failed$".into()],
+            platform: Default::default(),
+        }])
+        .unwrap();
+        let a = w.find("xcall.gpu.a.b", &[], &BTreeMap::new()).unwrap();
+        let known = CaseStatus::fail_detail(
+            "links",
+            "a calling b: cuLink* failed",
+            "error   : Prototype doesn't match for 'f1' in 'b', first defined in 'a'",
+        );
+        assert!(matches!(excuse(&[a], &known), Excuse::Excused(id) if id == "W4"));
+        assert!(a.unexcused(&known).is_empty());
+        let header_only = CaseStatus::fail_detail("links", "a calling b: cuLink* failed", "");
+        match excuse(&[a], &header_only) {
+            Excuse::Unexcused { lines, .. } => {
+                assert!(lines[0].starts_with("(the failure names no finding, only context"))
+            }
+            other => panic!("{other:?}"),
+        }
+        let other_function = CaseStatus::fail_detail(
+            "links",
+            "a calling b: cuLink* failed",
+            "error   : Prototype doesn't match for 'f2' in 'b', first defined in 'a'",
+        );
+        assert!(matches!(
+            excuse(&[a], &other_function),
+            Excuse::Unexcused { .. }
+        ));
+    }
+
     /// A waiver excuses the findings it names and no other: every line of what the failure
     /// found must match one of its `findings:`.
     #[test]
@@ -839,6 +901,7 @@ mod tests {
             cases: "*".into(),
             reason: "r".into(),
             findings: vec![r"\[syscall-decl-type,".into(), r"^\d+ findings:".into()],
+            context: Vec::new(),
             platform: Default::default(),
         }])
         .unwrap();
@@ -873,6 +936,7 @@ mod tests {
             cases: "*".into(),
             reason: "r".into(),
             findings: vec!["crashed|SIGSEGV|timeout".into()],
+            context: Vec::new(),
             platform: Default::default(),
         }])
         .unwrap();
@@ -905,6 +969,7 @@ mod tests {
                 cases: "*".into(),
                 reason: "r".into(),
                 findings: vec!["^a$".into()],
+                context: Vec::new(),
                 platform: Default::default(),
             },
             Waiver {
@@ -912,6 +977,7 @@ mod tests {
                 cases: "*".into(),
                 reason: "r".into(),
                 findings: vec!["^b$".into()],
+                context: Vec::new(),
                 platform: Default::default(),
             },
         ])

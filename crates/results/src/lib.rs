@@ -10,6 +10,7 @@
 pub mod figure;
 pub mod results;
 pub mod status;
+pub mod teeth;
 
 pub use figure::{Better, Bin, Figure, Point, Spread};
 pub use results::{

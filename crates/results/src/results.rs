@@ -170,6 +170,10 @@ pub struct RunInfo {
     /// `--require-weak-controls`: passes on a control without weak outcomes failed the run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub require_weak_controls: bool,
+    /// `--require-weak-controls=PATTERN,...`: only case ids containing one of these (empty:
+    /// every case).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub require_weak_controls_for: Vec<String>,
     /// Wall-clock seconds the cases took (first started to last finished); per-area sums of
     /// the cases' `duration_s` compare with it (batch time is charged once).
     #[serde(default)]

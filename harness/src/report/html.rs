@@ -266,6 +266,9 @@ struct Page {
     /// Passes tagged `control-without-weak-outcomes`.
     control_without_weak: usize,
     require_weak_controls: bool,
+    /// Forbidden litmus passes per placement, evidenced by their control or not
+    /// (`gpucts_results::teeth`).
+    teeth: Vec<String>,
     machine: Vec<Row>,
     toolchain: Vec<Row>,
     capabilities: Vec<Row>,
@@ -788,6 +791,9 @@ pub fn render(
             })
             .count(),
         require_weak_controls: run.require_weak_controls,
+        teeth: gpucts_results::teeth::teeth_lines(&gpucts_results::teeth::teeth(
+            r.cases.iter().map(|c| (c.id.as_str(), &c.status)),
+        )),
         machine,
         toolchain,
         capabilities,
@@ -910,6 +916,12 @@ mod tests {
             "{page}"
         );
         assert!(page.contains("ASPLOS 2015"), "{page}");
+        // Per placement: the inter-CTA pass is evidenced, the intra-CTA one is labelled.
+        assert!(
+            page.contains("<li>forbidden litmus passes evidenced by a control that showed weak outcomes: inter_cta 1</li>"),
+            "{page}"
+        );
+        assert!(page.contains("not evidence): intra_cta 1</li>"), "{page}");
         assert_eq!(page.matches(r#"<span class="cw">"#).count(), 1, "{page}");
         assert_eq!(
             page.matches(r#"<span class="tag">control-without-weak-outcomes</span>"#)

@@ -120,6 +120,7 @@ impl RunRecord {
                 git: results::git_state(root),
                 rerun_failures: 0,
                 require_weak_controls: false,
+                require_weak_controls_for: Vec::new(),
                 wall_s: 0.0,
             },
         }
@@ -427,11 +428,11 @@ pub(crate) fn closing_lines(
     let (observed, conformance): (Vec<CaseResult>, Vec<CaseResult>) = results
         .iter()
         .cloned()
-        .partition(|r| crate::runner::is_observation(&r.id));
+        .partition(|r| crate::runner::is_observation(&r.id, &r.status));
     if !observed.is_empty() {
         let (o, c) = (Tally::of(&observed), Tally::of(&conformance));
         lines.push(format!(
-            "of which observations of a tool (`*.observe.*`, not the spec's verdict): {} passed, {} failed, {} skipped; conformance: {} passed, {} failed, {} skipped, {} waived",
+            "of which observations (`*.observe.*` of a tool, or tagged `observation` where the spec defines no outcome; not the spec's verdict): {} passed, {} failed, {} skipped; conformance: {} passed, {} failed, {} skipped, {} waived",
             o.passed, o.failed, o.skipped, c.passed, c.failed, c.skipped, c.waived
         ));
     }
@@ -461,6 +462,9 @@ pub(crate) fn closing_lines(
     if let Some(line) = weak_control_line(tally) {
         lines.push(line);
     }
+    lines.extend(gpucts_results::teeth::teeth_lines(
+        &gpucts_results::teeth::teeth(results.iter().map(|r| (r.id.as_str(), &r.status))),
+    ));
     lines
 }
 

@@ -170,8 +170,9 @@ pub struct RunEnv {
     /// The gpucts executable, for isolated children.
     pub exe: PathBuf,
     pub requires: Vec<Requirement>,
-    /// `--require-weak-controls`: a pass tagged `control-without-weak-outcomes` fails.
-    pub require_weak_controls: bool,
+    /// `--require-weak-controls[=PATTERN,...]`: which passes tagged
+    /// `control-without-weak-outcomes` fail.
+    pub require_weak_controls: WeakControls,
     pub waivers: Waivers,
     pub fingerprint: BTreeMap<String, String>,
     pub results: Mutex<Vec<CaseResult>>,
@@ -189,10 +190,68 @@ impl RunEnv {
             data: data.clone(),
             exe: PathBuf::new(),
             requires: Vec::new(),
-            require_weak_controls: false,
+            require_weak_controls: WeakControls::Off,
             waivers: Waivers::default(),
             fingerprint: Default::default(),
             results: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// Which cases `--require-weak-controls` holds to a control that showed weak outcomes.
+/// Within a CTA no weak outcome has been published on Maxwell or later hardware, so a rig
+/// requires it only of the placements whose controls can show one (`inter_cta`,
+/// `inter_cluster`) and labels the others.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum WeakControls {
+    /// Not given: tagged passes stay passes.
+    #[default]
+    Off,
+    /// `--require-weak-controls`: every tagged pass fails.
+    All,
+    /// `--require-weak-controls=P1,P2`: a tagged pass fails when its case id contains one of
+    /// the patterns.
+    Matching(Vec<String>),
+}
+
+impl WeakControls {
+    /// From the flag: absent, bare, or with a comma-separated list of id substrings (empty
+    /// entries dropped; a list of none is the bare flag).
+    pub fn from_flag(flag: Option<Option<String>>) -> WeakControls {
+        match flag {
+            None => WeakControls::Off,
+            Some(None) => WeakControls::All,
+            Some(Some(list)) => {
+                let patterns: Vec<String> = list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|p| !p.is_empty())
+                    .map(String::from)
+                    .collect();
+                if patterns.is_empty() {
+                    WeakControls::All
+                } else {
+                    WeakControls::Matching(patterns)
+                }
+            }
+        }
+    }
+
+    /// Whether the case `id`'s tagged pass fails.
+    pub fn applies_to(&self, id: &str) -> bool {
+        match self {
+            WeakControls::Off => false,
+            WeakControls::All => true,
+            WeakControls::Matching(p) => p.iter().any(|p| id.contains(p.as_str())),
+        }
+    }
+
+    /// For the run record: the patterns (empty for all), or `None` when off.
+    pub fn patterns(&self) -> Option<Vec<String>> {
+        match self {
+            WeakControls::Off => None,
+            WeakControls::All => Some(Vec::new()),
+            WeakControls::Matching(p) => Some(p.clone()),
         }
     }
 }
@@ -417,7 +476,7 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, BatchUse) {
     // the flag needs no passing to children; a failure it makes is rerun like any other.
     let mut required = |(e, w): (Executed, Duration)| {
         waited += w;
-        if env.require_weak_controls {
+        if env.require_weak_controls.applies_to(&case.id) {
             Executed {
                 status: e.status.with_weak_controls_required(),
                 ..e
@@ -692,11 +751,12 @@ pub struct Tally {
     pub control_without_weak_outcomes: usize,
 }
 
-/// Whether a case is an observation of a tool (`AREA.observe.…`: the tool held to behaviour
-/// measured before, e.g. what ptxas 12.9 accepts), not a verdict of the spec: reports count
-/// them apart from conformance.
-pub(crate) fn is_observation(id: &str) -> bool {
-    id.split('.').nth(1) == Some("observe")
+/// Whether a case is an observation, not a verdict of the spec: an observation of a tool
+/// (`AREA.observe.…`: the tool held to behaviour measured before, e.g. what ptxas 12.9
+/// accepts), or a pass tagged `observation` (outcomes the spec does not define, recorded: the
+/// async proxy's cases). Reports count them apart from conformance.
+pub(crate) fn is_observation(id: &str, status: &CaseStatus) -> bool {
+    id.split('.').nth(1) == Some("observe") || status.has_tag(crate::outcome::OBSERVATION)
 }
 
 impl Tally {
@@ -788,11 +848,29 @@ mod tests {
 
     #[test]
     fn observations_are_told_by_their_id() {
-        assert!(is_observation("syscalls.observe.ptxas.vprintf_status_b32"));
-        assert!(is_observation("syscalls.observe.jit.malloc_guide"));
-        assert!(!is_observation("syscalls.probe.lint.vprintf_status_b32"));
-        assert!(!is_observation("observe.syscalls.x"));
-        assert!(!is_observation("xcall.self.gpucts.0"));
+        let pass = CaseStatus::pass();
+        assert!(is_observation(
+            "syscalls.observe.ptxas.vprintf_status_b32",
+            &pass
+        ));
+        assert!(is_observation("syscalls.observe.jit.malloc_guide", &pass));
+        assert!(!is_observation(
+            "syscalls.probe.lint.vprintf_status_b32",
+            &pass
+        ));
+        assert!(!is_observation("observe.syscalls.x", &pass));
+        assert!(!is_observation("xcall.self.gpucts.0", &pass));
+        // The async proxy's undefined outcomes: a pass tagged `observation`.
+        let observed = CaseStatus::Pass {
+            note: None,
+            tags: vec![crate::outcome::OBSERVATION.into()],
+            control: None,
+        };
+        assert!(is_observation(
+            "atomics.gpu.proxy.fence-reader-cta",
+            &observed
+        ));
+        assert!(!is_observation("atomics.gpu.proxy.fence-reader-cta", &pass));
     }
 
     /// A GPU case queued behind another is charged its own time only: the wait for the GPU is
@@ -881,6 +959,7 @@ mod tests {
             cases: "*".into(),
             reason: "known".into(),
             findings: vec![".".into()],
+            context: Vec::new(),
             platform: Default::default(),
         }
     }
@@ -1024,6 +1103,29 @@ mod tests {
             r(CaseStatus::pass(), Verdict::Pass),
         ]);
         assert_eq!((t.passed, t.control_without_weak_outcomes), (4, 2));
+    }
+
+    /// `--require-weak-controls=inter_cta,inter_cluster` holds only the cases whose ids
+    /// contain a pattern; the bare flag holds every case, none without it.
+    #[test]
+    fn require_weak_controls_patterns_select_case_ids() {
+        let inter = "atomics.gpu.MP.rel_acq.gpu.inter_cta";
+        let intra = "atomics.gpu.MP.rel_acq.cta.intra_cta";
+        let cluster = "atomics.gpu.cluster.SB.sc.cluster.inter_cluster";
+        let some = WeakControls::from_flag(Some(Some("inter_cta, inter_cluster,".into())));
+        assert_eq!(
+            some,
+            WeakControls::Matching(vec!["inter_cta".into(), "inter_cluster".into()])
+        );
+        assert!(some.applies_to(inter) && some.applies_to(cluster));
+        assert!(!some.applies_to(intra));
+        let all = WeakControls::from_flag(Some(None));
+        assert!(all.applies_to(intra) && all.applies_to(inter));
+        assert_eq!(WeakControls::from_flag(Some(Some(",".into()))), all);
+        let off = WeakControls::from_flag(None);
+        assert!(!off.applies_to(inter));
+        assert_eq!(off.patterns(), None);
+        assert_eq!(all.patterns(), Some(vec![]));
     }
 
     /// `--require-weak-controls` in the parent: a tagged pass reported by a case (or its

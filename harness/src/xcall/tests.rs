@@ -297,6 +297,46 @@ fn float(v: &Val) -> bool {
     matches!(v, Val::Scalar(Scalar::Float) | Val::Scalar(Scalar::Double))
 }
 
+/// The driver's JIT refuses a pair with "Prototype doesn't match" for the float signatures
+/// (W-XCALL-DRIVER-JIT-FLOAT-PROTOTYPE): the waiver excuses that line for exactly the
+/// generated and corpus signatures with a float or double parameter or return value, and for
+/// no other function, and never the link failure's header alone.
+#[test]
+fn driver_jit_float_waiver_names_only_float_signatures() {
+    let (waivers, mut fingerprint) = waiver_file(&["libnvvm", "nvrtc", "clang"]);
+    fingerprint.insert("driver".into(), "580.159.04".into());
+    let applied = waivers
+        .find("xcall.gpu.gpucts.nvrtc", Capability::ALL, &fingerprint)
+        .expect("the waiver lists the pair on driver 580");
+    assert_eq!(applied.waiver().id, "W-XCALL-DRIVER-JIT-FLOAT-PROTOTYPE");
+    let all: Vec<sig::Signature> = generated_signatures()
+        .iter()
+        .cloned()
+        .chain(corpus::signatures().iter().cloned())
+        .collect();
+    let mut wrong = Vec::new();
+    for s in &all {
+        let has_float = s.ret.iter().chain(&s.params).any(float);
+        let line = format!(
+            "error   : Prototype doesn't match for 'xcall_f{}' in 'nvrtc-callee.ptx', first defined in 'gpucts-caller.ptx'",
+            s.seed
+        );
+        if applied.excuses(&line) != has_float {
+            wrong.push(format!("{} (float: {has_float})", s.seed));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "seeds the waiver judges wrongly: {wrong:?}"
+    );
+    assert!(all.iter().any(|s| s.ret.iter().chain(&s.params).any(float)));
+    assert!(all
+        .iter()
+        .any(|s| !s.ret.iter().chain(&s.params).any(float)));
+    let header = "nvrtc calling gpucts: cuLink* failed";
+    assert!(!applied.excuses(header) && applied.allows(header));
+}
+
 /// The producers' `.b32`/`.b64` for floats against the table's `.f32`/`.f64`: waived
 /// for exactly the signatures with a float parameter or return value, on every pair of
 /// the table-literal emitter with a producer.

@@ -981,7 +981,7 @@ mod corpus_kernels {
     /// refusal, stable while the message's details (test names, values) vary.
     fn variant_of(e: &impl std::fmt::Debug) -> String {
         let d = format!("{e:?}");
-        d.split(|c: char| c == '(' || c == ' ' || c == '{')
+        d.split(['(', ' ', '{'])
             .next()
             .unwrap_or_default()
             .to_string()
