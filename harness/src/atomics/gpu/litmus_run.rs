@@ -873,6 +873,25 @@ pub fn record(
     params: &StressParams,
     seen: &Seen,
 ) -> TestRecord {
+    let judged: u64 = seen.histogram.values().sum();
+    let counted = judged + seen.did_not_terminate + seen.past_model_bound;
+    if counted != seen.instances {
+        // A lost or doubly counted instance: a fault of the runner, no verdict.
+        return TestRecord {
+            error: Some("count".into()),
+            ..TestRecord::not_run(
+                file,
+                Some(test.name.clone()),
+                engine,
+                Status::Error,
+                format!(
+                    "the counts do not add up to the {} instances run: {judged} outcomes + {} \
+                     did not terminate + {} past the model's loop bound = {counted}",
+                    seen.instances, seen.did_not_terminate, seen.past_model_bound
+                ),
+            )
+        };
+    }
     let sc = sc_outcomes(test, &verdict.terms);
     let outcomes = judge(test, verdict, sc.as_ref(), &seen.histogram);
     let forbidden_seen = outcomes
@@ -1427,6 +1446,29 @@ mod tests {
         );
         assert_eq!(r.judged, 0);
         assert_eq!(r.exit_code(), EXIT_NOTHING_JUDGED);
+        // Counts that do not add up: an error of kind `count`, no verdict.
+        let mut lost = none.clone();
+        lost.instances = 65;
+        let bad = record(
+            Path::new("mp.yaml"),
+            &test,
+            &v,
+            Engine::Emulator,
+            &emulate_defaults(),
+            &lost,
+        );
+        assert_eq!(
+            (bad.status, bad.error.as_deref()),
+            (Status::Error, Some("count"))
+        );
+        assert!(
+            bad.why
+                .as_deref()
+                .unwrap()
+                .contains("do not add up to the 65 instances"),
+            "{:?}",
+            bad.why
+        );
         assert!(
             render(&r).contains("NOTHING JUDGED mp.yaml: MP+rel-acq: none of its 64 instances"),
             "{}",

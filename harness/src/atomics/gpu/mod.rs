@@ -75,6 +75,21 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// Every instance the launches ran is accounted for once: an outcome in the histogram,
+    /// or counted apart (loop cap, past the model's bound). Anything else is a decoding or
+    /// counting fault of the runner, and no verdict may rest on it.
+    pub(crate) fn unaccounted(&self) -> Option<String> {
+        let judged: u64 = self.histogram.values().sum();
+        let counted = judged + self.did_not_terminate + self.past_model_bound;
+        (counted != self.instances).then(|| {
+            format!(
+                "{}: the counts do not add up to the {} instances run: {judged} outcomes + {} \
+                 did not terminate + {} past the model's loop bound = {counted}",
+                self.test, self.instances, self.did_not_terminate, self.past_model_bound
+            )
+        })
+    }
+
     /// A report of no launches yet, after `setup_time` of JIT and allocations.
     fn empty(test: &LitmusTest, verdict: &ModelVerdict, setup_time: Duration) -> RunReport {
         RunReport {
@@ -253,6 +268,13 @@ pub fn judge(
     classified: &Classified,
     control: Option<(&RunReport, &Classified)>,
 ) -> CaseStatus {
+    if let Some(why) = [Some(report), control.map(|(r, _)| r)]
+        .into_iter()
+        .flatten()
+        .find_map(RunReport::unaccounted)
+    {
+        return CaseStatus::error(why);
+    }
     if !classified.forbidden.is_empty() {
         let total: u64 = classified.forbidden.iter().map(|(_, n)| n).sum();
         let list: Vec<String> = classified
@@ -699,7 +721,18 @@ pub(crate) fn run_case_with(
             Err(e) => return (CaseStatus::error(e.to_string()), figures),
         },
         (Some(_), Some(Err(e))) => return (CaseStatus::error(e), figures),
-        _ => None,
+        // A control was submitted and no report came back: that is no verdict, never "no
+        // relaxed control for this shape".
+        (Some(ct), None) => {
+            return (
+                CaseStatus::error(format!(
+                    "the GPU worker gave no report for control {}",
+                    ct.name
+                )),
+                figures,
+            )
+        }
+        (None, _) => None,
     };
     (
         judge(
@@ -758,6 +791,10 @@ pub(crate) fn judge_seen(
                 let ct = catalog::by_name(&c).ok_or(format!("no catalogue test named `{c}`"))?;
                 let (_, cr, cc) = replay(&ct, h)?;
                 Some((cr, cc))
+            }
+            // A forbidden test whose shape has a control is judged beside it or not at all.
+            (Some(c), None) if !verdict.allowed => {
+                return Err(format!("no report of control {c} for {name}"))
             }
             _ => None,
         };

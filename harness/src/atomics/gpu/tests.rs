@@ -401,6 +401,53 @@ fn control_without_weak_outcomes_is_a_warning_not_a_failure() {
     assert!(s.summary().contains("no relaxed control"), "{s:?}");
 }
 
+// Outcomes plus the instances counted apart must be the instances run: a report where they
+// are not (a lost or doubly counted instance) is an error naming the sums, never a verdict.
+#[test]
+fn counts_that_do_not_add_up_are_an_error() {
+    let ra = catalog::by_name("MP.rel_acq.gpu.inter_cta").unwrap();
+    let v = model::check(&ra);
+    let mut r = report(&ra.name, v.terms.clone(), &[(vec![1, 1], 90)]);
+    r.instances = 100;
+    r.did_not_terminate = 5;
+    let c = classify(&ra, &v, &r.histogram);
+    match judge(&v, &r, &c, None) {
+        CaseStatus::Error { message } => assert!(
+            message.contains("do not add up to the 100 instances run: 90 outcomes + 5 did not terminate + 0 past"),
+            "{message}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    r.past_model_bound = 5;
+    let c = classify(&ra, &v, &r.histogram);
+    assert!(matches!(judge(&v, &r, &c, None), CaseStatus::Pass { .. }));
+}
+
+// A forbidden test whose shape has a control, replayed without the control's report: an error
+// naming the control, never a pass "with no relaxed control for this shape".
+#[test]
+fn a_missing_control_report_is_an_error_not_a_pass() {
+    let name = "MP.rel_acq.gpu.inter_cta";
+    let control = catalog::control_for(name).expect("MP has a relaxed control");
+    let s = judge_seen(name, &[(vec![0, 0], 60), (vec![1, 1], 40)], None);
+    match &s {
+        CaseStatus::Error { message } => {
+            assert!(
+                message.contains(&format!("no report of control {control}")),
+                "{message}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // With the control's report it is judged (a pass here: no forbidden outcome).
+    let with = judge_seen(
+        name,
+        &[(vec![0, 0], 60), (vec![1, 1], 40)],
+        Some(&[(vec![0, 0], 50), (vec![1, 0], 3)]),
+    );
+    assert!(matches!(with, CaseStatus::Pass { .. }), "{with:?}");
+}
+
 // Without a GPU the case reports an error naming why (the runner never gets that far: the
 // case requires the gpu capability and is skipped first); with one, MP with release/acquire
 // passes (its weak outcome is forbidden by the PTX memory model). A test the catalogue does

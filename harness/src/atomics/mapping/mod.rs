@@ -236,7 +236,8 @@ pub(crate) fn run_batch_with(
             outcomes.insert(
                 *c,
                 MappingOutcome::Unsupported {
-                    reason: source::unsupported_reason(c),
+                    reason: source::unsupported_reason(c)
+                        .unwrap_or_else(|| "this producer has no cluster scope".into()),
                 },
             );
         } else {
@@ -315,26 +316,42 @@ fn judge(
                 let names = function_names(&ptx);
                 let labels = extract::label_lines(&ptx);
                 for c in group {
-                    let f = c.function_name();
-                    let v = if !names.contains(&f) {
-                        MappingOutcome::Unsupported {
-                            reason: source::unsupported_reason(&c),
-                        }
-                    } else {
-                        match function_body(&ptx, &f) {
-                            Ok(body) => match check_case_in(&c, &body, &labels, c.result) {
-                                Ok(m) => MappingOutcome::Conforms(m),
-                                Err(m) => MappingOutcome::Diverges(m),
-                            },
-                            Err(e) => MappingOutcome::ToolFailed {
-                                message: format!("cannot read the PTX of `{f}`: {e}"),
-                            },
-                        }
-                    };
+                    let v = outcome_in(&c, &ptx, &names, &labels);
                     outcomes.insert(c, v);
                 }
             }
         }
+    }
+}
+
+/// What the producer's PTX (`names`: its functions, `labels`: [`extract::label_lines`]) says
+/// of case `c`. A function the source could not write is a gap of the language (a skip);
+/// one the source wrote and the PTX lacks was dropped by the producer: a failure.
+fn outcome_in(
+    c: &MappingCase,
+    ptx: &str,
+    names: &[String],
+    labels: &HashMap<String, Vec<usize>>,
+) -> MappingOutcome {
+    let f = c.function_name();
+    if !names.contains(&f) {
+        return match source::unsupported_reason(c) {
+            Some(reason) => MappingOutcome::Unsupported { reason },
+            None => MappingOutcome::ProducerRejected {
+                log: format!(
+                    "error: the producer's PTX has no function `{f}`, which the source defines"
+                ),
+            },
+        };
+    }
+    match function_body(ptx, &f) {
+        Ok(body) => match check_case_in(c, &body, labels, c.result) {
+            Ok(m) => MappingOutcome::Conforms(m),
+            Err(m) => MappingOutcome::Diverges(m),
+        },
+        Err(e) => MappingOutcome::ToolFailed {
+            message: format!("cannot read the PTX of `{f}`: {e}"),
+        },
     }
 }
 
@@ -489,6 +506,53 @@ mod tests {
             ));
         }
         Ok(ptx)
+    }
+
+    /// A case the source writes whose function the producer's PTX lacks was dropped by the
+    /// producer: a failure naming the function, never a skip; a case the source language
+    /// cannot write (clang's scoped fence) stays a skip naming the gap.
+    #[test]
+    fn a_function_missing_from_the_ptx_fails_unless_the_source_could_not_write_it() {
+        let p = Producer::named("clang");
+        let add = case(
+            p,
+            Operation::Rmw(RmwOp::FetchAdd),
+            Order::Relaxed,
+            Scope::Gpu,
+        );
+        let fence = case(p, Operation::Fence, Order::SeqCst, Scope::Gpu);
+        let dropped = add.function_name();
+        // The PTX of neither function: the real clang writes no scoped fence at all.
+        let compile = |s: &str| {
+            fake_compile(s).map(|mut ptx| {
+                for f in [add.function_name(), fence.function_name()] {
+                    let start = ptx
+                        .find(&format!(".visible .func {f}("))
+                        .expect("the fake compiler emits every function");
+                    let end = start + ptx[start..].find("}\n").unwrap() + 2;
+                    ptx.replace_range(start..end, "");
+                }
+                ptx
+            })
+        };
+        let out: HashMap<String, MappingOutcome> = run_batch_with(p, &[add, fence], &compile)
+            .into_iter()
+            .collect();
+        match &out[&add.id()] {
+            MappingOutcome::ProducerRejected { log } => {
+                assert!(log.contains(&format!("no function `{dropped}`")), "{log}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            out[&add.id()].to_status(&add),
+            CaseStatus::Fail { .. }
+        ));
+        assert!(
+            matches!(&out[&fence.id()], MappingOutcome::Unsupported { .. }),
+            "{:?}",
+            out[&fence.id()]
+        );
     }
 
     #[test]

@@ -393,21 +393,25 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
 
 /// Why the producer's source language cannot express a case whose function is absent from
 /// the PTX (the generated source guards such cases out rather than failing the batch).
-pub(crate) fn unsupported_reason(case: &MappingCase) -> String {
-    match (language(case.producer), case.scope, case.operation) {
-        (Some(Language::CudaCpp), Scope::Cluster, _) => {
-            "this libcu++ has no cuda::thread_scope_cluster".into()
-        }
-        (Some(Language::ClangCuda), Scope::Cluster, _) => {
-            "this clang defines no __MEMORY_SCOPE_CLUSTR for __scoped_atomic builtins".into()
-        }
-        (Some(Language::ClangCuda), _, Operation::Fence) => {
-            "this clang has no __scoped_atomic_thread_fence \
+pub(crate) fn unsupported_reason(case: &MappingCase) -> Option<String> {
+    Some(
+        match (language(case.producer), case.scope, case.operation) {
+            (Some(Language::CudaCpp), Scope::Cluster, _) => {
+                "this libcu++ has no cuda::thread_scope_cluster".into()
+            }
+            (Some(Language::ClangCuda), Scope::Cluster, _) => {
+                "this clang defines no __MEMORY_SCOPE_CLUSTR for __scoped_atomic builtins".into()
+            }
+            (Some(Language::ClangCuda), _, Operation::Fence) => {
+                "this clang has no __scoped_atomic_thread_fence \
              builtin; only __atomic_thread_fence (system scope) exists"
-                .into()
-        }
-        _ => "the producer emitted no function for this case".into(),
-    }
+                    .into()
+            }
+            // Every other case is written in the source: its function missing from the PTX is
+            // the producer's doing, not a gap of the language.
+            _ => return None,
+        },
+    )
 }
 
 fn cxx_order(o: Order) -> &'static str {
