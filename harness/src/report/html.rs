@@ -186,6 +186,8 @@ struct SkipRow {
     capability: String,
     count: usize,
     reason: String,
+    /// What provides the capability (empty for a name this gpucts does not know).
+    remedy: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -686,11 +688,15 @@ fn skips(cases: &[StoredCase]) -> Vec<SkipRow> {
                 capability: capability.to_string(),
                 count: 0,
                 reason: reason.clone(),
+                remedy: capability.hint().to_string(),
             });
             e.count += 1;
         }
     }
-    by.into_values().collect()
+    // Most skipped first: the install that unlocks most of the suite leads.
+    let mut rows: Vec<SkipRow> = by.into_values().collect();
+    rows.sort_by(|a, b| b.count.cmp(&a.count).then(a.capability.cmp(&b.capability)));
+    rows
 }
 
 /// Why the report page could not be rendered (the template is compiled in, so a bug).

@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::figures::Figure;
 use super::formats::{Make, ReportFormat, REPORTS};
 use super::results::{self, RunInfo, SCHEMA_VERSION};
-use crate::outcome::Verdict;
+use crate::capability::Capability;
+use crate::outcome::{CaseStatus, Verdict};
 use crate::runner::sink::{Event, Sink};
 use crate::runner::{CaseResult, Tally};
 
@@ -436,6 +437,7 @@ pub(crate) fn closing_lines(
             o.passed, o.failed, o.skipped, c.passed, c.failed, c.skipped, c.waived
         ));
     }
+    lines.extend(skip_lines(results));
     let mut tail = String::new();
     let mut libtest = Vec::new();
     if tally.waived > 0 {
@@ -465,6 +467,33 @@ pub(crate) fn closing_lines(
     lines.extend(gpucts_results::teeth::teeth_lines(
         &gpucts_results::teeth::teeth(results.iter().map(|r| (r.id.as_str(), &r.status))),
     ));
+    lines
+}
+
+/// The skipped cases grouped by the capability they miss, most first, each with what provides
+/// it: a bare machine's run says which install unlocks most of the suite.
+pub(crate) fn skip_lines(results: &[CaseResult]) -> Vec<String> {
+    let mut by: BTreeMap<Capability, usize> = BTreeMap::new();
+    for r in results {
+        if let (Verdict::Skip, CaseStatus::Skip { capability, .. }) = (&r.verdict, &r.status) {
+            *by.entry(*capability).or_default() += 1;
+        }
+    }
+    if by.is_empty() {
+        return Vec::new();
+    }
+    let mut rows: Vec<(Capability, usize)> = by.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.name().cmp(b.0.name())));
+    let width = rows
+        .iter()
+        .map(|(_, n)| n.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let mut lines = vec!["skipped, by what is missing:".to_string()];
+    lines.extend(
+        rows.into_iter()
+            .map(|(c, n)| format!("  {n:>width$} need {}: {}", c.name(), c.hint())),
+    );
     lines
 }
 
@@ -536,6 +565,46 @@ mod tests {
                     .into(),
             ]
         );
+    }
+
+    /// Skips grouped by capability, most first, each with its remedy: the run on a bare
+    /// machine names the install that unlocks most cases (clang-19) with its count.
+    #[test]
+    fn skips_are_grouped_by_capability_with_the_remedy() {
+        let case = |id: &str, status: CaseStatus| CaseResult {
+            id: id.into(),
+            area: "abi".into(),
+            clause: "c".into(),
+            origin: String::new(),
+            verdict: crate::runner::judge(&status, &[], None),
+            status,
+            duration_s: 0.0,
+            attempts: Vec::new(),
+            figures: Vec::new(),
+        };
+        let skip = |c: Capability| CaseStatus::skip(c, "missing");
+        let results = vec![
+            case("a", skip(Capability::Clang)),
+            case("b", skip(Capability::Gpu)),
+            case("c", skip(Capability::Clang)),
+            case("d", CaseStatus::pass()),
+        ];
+        assert_eq!(
+            skip_lines(&results),
+            vec![
+                "skipped, by what is missing:".to_string(),
+                "  2 need clang: run `apt-get install clang-19 llvm-19`".into(),
+                "  1 need gpu: needs an NVIDIA GPU and its driver (libcuda.so.1)".into(),
+            ]
+        );
+        assert!(skip_lines(&results[3..]).is_empty());
+        let tally = Tally::of(&results);
+        let lines = closing_lines(&results, &tally, &Written::default());
+        assert_eq!(lines[0], "skipped, by what is missing:");
+        assert!(lines
+            .last()
+            .unwrap()
+            .starts_with("gpucts: 1 passed, 0 failed, 3 skipped"));
     }
 
     /// The tally line for passes on a control without weak outcomes: printed after the usual
