@@ -68,7 +68,12 @@ pub fn teeth<'a, C: 'a>(
         else {
             continue;
         };
-        let p = placement_of_id(id);
+        // The case id names the placement; a case named otherwise (a replay, a user's
+        // suite) is placed by its control's test name, which ends in it.
+        let p = match placement_of_id(id) {
+            "other" => placement_of_id(&control.test),
+            p => p,
+        };
         let Some(row) = out.iter_mut().find(|r| r.placement == p) else {
             continue;
         };
@@ -169,6 +174,8 @@ mod tests {
             ("atomics.gpu.cluster.dsmem.MP.x.cluster.intra_cluster", &d),
             ("atomics.gpu.LB.x.gpu.inter_cta", &plain),
             ("atomics.gpu.LB.y.gpu.inter_cta", &fail),
+            // Placed by the control's name ("SB", no placement): other.
+            ("selftest.litmus.x", &b),
         ];
         let rows = teeth(cases.iter().map(|(i, s)| (*i, *s)));
         assert_eq!(
@@ -189,13 +196,18 @@ mod tests {
                     evidenced: 0,
                     without: 1
                 },
+                PlacementTeeth {
+                    placement: "other",
+                    evidenced: 0,
+                    without: 1
+                },
             ]
         );
         assert_eq!(
             teeth_lines(&rows),
             vec![
                 "forbidden litmus passes evidenced by a control that showed weak outcomes: inter_cta 1".to_string(),
-                "forbidden litmus passes whose control showed no weak outcome (the stress could not have caught a violation; not evidence): inter_cta 1, intra_cta 1, dsmem 1".into(),
+                "forbidden litmus passes whose control showed no weak outcome (the stress could not have caught a violation; not evidence): inter_cta 1, intra_cta 1, dsmem 1, other 1".into(),
             ]
         );
         assert!(teeth_lines(&[]).is_empty());
