@@ -112,6 +112,11 @@ struct RunArgs {
     /// show weak outcomes on today's GPUs).
     #[arg(long, value_name = "PATTERN,...", num_args = 0..=1, require_equals = true)]
     require_weak_controls: Option<Option<String>>,
+    /// Finish a run that was stopped (its reports say `incomplete`): DIR is its report
+    /// directory. The run's own command line is used again; the cases its journal holds are
+    /// not run again, and the machine's fingerprint and the selected ids must be the same.
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -430,7 +435,7 @@ fn error(msg: impl std::fmt::Display) {
 }
 
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let mut cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
@@ -438,6 +443,27 @@ pub fn main() -> i32 {
             return code;
         }
     };
+    // `--resume DIR`: the interrupted run's own command line, its reports where they were.
+    if let (None, Some(dir)) = (&cli.command, cli.run.resume.clone()) {
+        let header = match report::run::read_journal(&dir) {
+            Ok((h, _)) => h,
+            Err(e) => {
+                error(format!("--resume: {e}"));
+                return EXIT_USAGE;
+            }
+        };
+        cli = match Cli::try_parse_from(&header.command_line) {
+            Ok(c) => c,
+            Err(e) => {
+                error(format!(
+                    "--resume: the interrupted run's command line no longer parses: {e}"
+                ));
+                return EXIT_USAGE;
+            }
+        };
+        cli.run.junit = Some(header.junit);
+        cli.run.resume = Some(dir);
+    }
     // The data root is resolved once, by the commands that read suites, and handed down (an
     // unusable --root exits 2 before anything runs); the others never touch it.
     let (root, corpora) = (
@@ -1327,7 +1353,29 @@ fn run(
         )
     );
 
+    // What an interrupted run finished, when this one resumes it: the same machine and the
+    // same selected cases, or nothing runs.
+    let done = match &args.resume {
+        None => Vec::new(),
+        Some(dir) => match resumable(dir, &fingerprint, &cases, &selection) {
+            Ok(done) => done,
+            Err(e) => {
+                error(format!("--resume {}: {e}", dir.display()));
+                return EXIT_USAGE;
+            }
+        },
+    };
     let mut reports = report::run::ReportSink::new(paths, record, fingerprint.clone());
+    if args.resume.is_some() {
+        reports = reports.resuming();
+    }
+    let stop = match runner::stop::Stop::on_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            error(format!("cannot watch for SIGINT/SIGTERM: {e}"));
+            runner::stop::Stop::never()
+        }
+    };
     let scope = runner::run_scope(&cases, &selection, &toolchain);
     let env = Arc::new(RunEnv {
         config: config.clone(),
@@ -1342,9 +1390,62 @@ fn run(
         waivers,
         fingerprint,
         results: Mutex::new(Vec::new()),
+        stop,
     });
-    let outcome = runner::run(cases, Arc::clone(&env), &selection, &mut [&mut reports]);
+    let outcome = runner::run_resumed(
+        cases,
+        Arc::clone(&env),
+        &selection,
+        &mut [&mut reports],
+        done,
+    );
     finish_run(args.format, &mut reports, &outcome)
+}
+
+/// The finished cases of the interrupted run in `dir`, if this run can finish it: this
+/// machine's fingerprint is the one it ran on, and the same cases are selected.
+fn resumable(
+    dir: &std::path::Path,
+    fingerprint: &std::collections::BTreeMap<String, String>,
+    cases: &[suite::Case],
+    selection: &runner::Selection,
+) -> Result<Vec<runner::CaseResult>, String> {
+    let (header, done) = report::run::read_journal(dir)?;
+    let changed: Vec<String> = header
+        .fingerprint
+        .keys()
+        .chain(fingerprint.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|k| header.fingerprint.get(*k) != fingerprint.get(*k))
+        .map(|k| {
+            format!(
+                "{k}: was {}, now {}",
+                header.fingerprint.get(k).map_or("-", String::as_str),
+                fingerprint.get(k).map_or("-", String::as_str)
+            )
+        })
+        .collect();
+    if !changed.is_empty() {
+        return Err(format!(
+            "this machine is not the one the run started on ({})",
+            changed.join("; ")
+        ));
+    }
+    let ids: Vec<&str> = cases
+        .iter()
+        .filter(|c| selection.selects(&c.id))
+        .map(|c| c.id.as_str())
+        .collect();
+    if ids != header.ids.iter().map(String::as_str).collect::<Vec<_>>() {
+        return Err(format!(
+            "the suites now select {} cases where the run selected {}: the run cannot be \
+             finished with the same ids",
+            ids.len(),
+            header.ids.len()
+        ));
+    }
+    Ok(done)
 }
 
 /// A run's closing: the report files' errors, the JSON report event, the closing lines and the
@@ -1362,7 +1463,21 @@ fn finish_run(
         println!("{}", report::run::report_event(&written, &outcome.tally));
     }
     // The closing lines go to stderr when stdout is JSON events.
-    for line in report::run::closing_lines(&outcome.results, &outcome.tally, &written) {
+    let mut lines = report::run::closing_lines(&outcome.results, &outcome.tally, &written);
+    if !outcome.not_run.is_empty() {
+        let dir = written
+            .path("results")
+            .and_then(|p| p.parent())
+            .map(|d| d.display().to_string())
+            .unwrap_or_else(|| "DIR".into());
+        lines.push(format!(
+            "gpucts: incomplete: the run was stopped; {} of {} selected cases did not run \
+             (finish it: gpucts --resume {dir})",
+            outcome.not_run.len(),
+            outcome.not_run.len() + outcome.results.len()
+        ));
+    }
+    for line in lines {
         if format == Format::Json {
             eprintln!("{line}");
         } else {
@@ -1371,6 +1486,8 @@ fn finish_run(
     }
     if !written.errors.is_empty() {
         EXIT_USAGE
+    } else if !outcome.not_run.is_empty() {
+        runner::stop::EXIT_INTERRUPTED
     } else if outcome.failed() {
         EXIT_FAILED
     } else {

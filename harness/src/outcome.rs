@@ -25,7 +25,7 @@ impl gpucts_results::DeviceCapability for Capability {
 }
 
 /// The verdict after `--require` and waivers, which is what reports and the exit code use.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum Verdict {
     Pass,

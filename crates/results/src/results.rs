@@ -178,6 +178,12 @@ pub struct RunInfo {
     /// the cases' `duration_s` compare with it (batch time is charged once).
     #[serde(default)]
     pub wall_s: f64,
+    /// The run was stopped (SIGINT, SIGTERM) before every selected case ran: `not_run` names
+    /// them, and `gpucts --resume DIR` finishes the run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<String>,
 }
 
 /// One node of a merged fleet result.

@@ -271,6 +271,9 @@ struct Page {
     /// Forbidden litmus passes per placement, evidenced by their control or not
     /// (`gpucts_results::teeth`).
     teeth: Vec<String>,
+    /// The run was stopped: the selected cases it did not run.
+    not_run: Vec<String>,
+    incomplete: bool,
     machine: Vec<Row>,
     toolchain: Vec<Row>,
     capabilities: Vec<Row>,
@@ -797,6 +800,8 @@ pub fn render(
             })
             .count(),
         require_weak_controls: run.require_weak_controls,
+        incomplete: run.incomplete,
+        not_run: run.not_run.clone(),
         teeth: gpucts_results::teeth::teeth_lines(&gpucts_results::teeth::teeth(
             r.cases.iter().map(|c| (c.id.as_str(), &c.status)),
         )),

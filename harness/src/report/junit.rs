@@ -90,6 +90,27 @@ pub fn render(results: &Results) -> Result<String, JunitError> {
         suite.add_test_cases(cases.into_iter().map(testcase));
         report.add_test_suite(suite);
     }
+    // A stopped run: each case it did not run is an error, so the report is never read as
+    // green (`gpucts --resume DIR` finishes it).
+    if let Some(run) = results.run.as_ref().filter(|r| r.incomplete) {
+        let mut suite = TestSuite::new("gpucts.not_run");
+        suite.add_property(Property::new("incomplete", "true"));
+        suite.add_test_cases(run.not_run.iter().map(|id| {
+            let mut tc = TestCase::new(
+                xml(id),
+                non_success(
+                    NonSuccessKind::Error,
+                    "not-run",
+                    "not run: the run was stopped before this case (gpucts --resume DIR finishes it)"
+                        .into(),
+                    &[],
+                ),
+            );
+            tc.set_classname(id.rsplit_once('.').map(|(k, _)| k).unwrap_or(id));
+            tc
+        }));
+        report.add_test_suite(suite);
+    }
     Ok(report.to_string()?)
 }
 

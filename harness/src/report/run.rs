@@ -123,6 +123,8 @@ impl RunRecord {
                 require_weak_controls: false,
                 require_weak_controls_for: Vec::new(),
                 wall_s: 0.0,
+                incomplete: false,
+                not_run: Vec::new(),
             },
         }
     }
@@ -349,14 +351,105 @@ fn write_file(path: &Path, bytes: &[u8]) -> Option<String> {
         .map(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// The sink that writes a run's reports when the run finishes ([`write`]); the console's
-/// closing lines then name what it wrote ([`ReportSink::written`]).
+/// The journal's file name, beside results.json: one JSON object a line, written as the run
+/// goes, so a run that is killed outright still leaves what finished.
+pub const JOURNAL: &str = "results.jsonl";
+
+/// The journal's first line: what `--resume` needs to finish the run the same way.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct JournalHeader {
+    /// `"run"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub gpucts_version: String,
+    /// The command line of the run, argv[0] first: a resumed run parses it again.
+    pub command_line: Vec<String>,
+    /// Where the JUnit report goes (absolute): a resumed run writes its reports there.
+    pub junit: PathBuf,
+    pub fingerprint: BTreeMap<String, String>,
+    /// The selected cases, in the order they are taken.
+    pub ids: Vec<String>,
+}
+
+/// One finished case in the journal.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct JournalCase {
+    /// `"case"`.
+    #[serde(rename = "type")]
+    kind: String,
+    /// When the case finished (RFC 3339, UTC).
+    at: String,
+    result: CaseResult,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    figures: Vec<Figure>,
+}
+
+/// The most a journal may hold (bytes): far above 25,000 cases' results.
+pub const MAX_JOURNAL_BYTES: u64 = 1 << 30;
+
+/// An interrupted run's journal, read back for `--resume`: its header and the cases that
+/// finished (a last line cut short by the kill is dropped).
+pub fn read_journal(dir: &Path) -> Result<(JournalHeader, Vec<CaseResult>), String> {
+    let path = dir.join(JOURNAL);
+    let size = std::fs::metadata(&path)
+        .map_err(|e| {
+            format!(
+                "{}: {e} (is {} a run's report directory?)",
+                path.display(),
+                dir.display()
+            )
+        })?
+        .len();
+    if size > MAX_JOURNAL_BYTES {
+        return Err(format!(
+            "{}: {size} bytes, over the {MAX_JOURNAL_BYTES}-byte limit",
+            path.display()
+        ));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines().enumerate();
+    let header: JournalHeader = match lines.next() {
+        Some((_, l)) => serde_json::from_str(l).map_err(|e| {
+            format!(
+                "{}:1:{}: not a journal header: {e}",
+                path.display(),
+                e.column()
+            )
+        })?,
+        None => return Err(format!("{}: empty journal", path.display())),
+    };
+    let ends_cut = !text.ends_with('\n');
+    let count = text.lines().count();
+    let mut done = Vec::new();
+    for (i, l) in lines {
+        match serde_json::from_str::<JournalCase>(l) {
+            Ok(c) => {
+                let mut r = c.result;
+                r.figures = c.figures;
+                done.push(r);
+            }
+            // The process was killed while writing its last line.
+            Err(_) if ends_cut && i + 1 == count => {}
+            Err(e) => return Err(format!("{}:{}:{}: {e}", path.display(), i + 1, e.column())),
+        }
+    }
+    Ok((header, done))
+}
+
+/// The sink that journals each case as it finishes ([`JOURNAL`]) and writes a run's reports
+/// when the run finishes or is stopped ([`write`]); the console's closing lines then name what
+/// it wrote ([`ReportSink::written`]).
 #[derive(Debug)]
 pub(crate) struct ReportSink {
     paths: ReportPaths,
     record: RunRecord,
     fingerprint: BTreeMap<String, String>,
     written: Option<Written>,
+    /// Append to an existing journal (a resumed run) instead of starting one.
+    resumed: bool,
+    journal: Option<std::fs::File>,
+    /// Why the journal could not be written (reported once, with the reports' errors).
+    journal_error: Option<String>,
 }
 
 impl ReportSink {
@@ -370,6 +463,76 @@ impl ReportSink {
             record,
             fingerprint,
             written: None,
+            resumed: false,
+            journal: None,
+            journal_error: None,
+        }
+    }
+
+    /// A sink for a resumed run: it appends to the journal already there.
+    pub fn resuming(mut self) -> ReportSink {
+        self.resumed = true;
+        self
+    }
+
+    fn journal_path(&self) -> Option<PathBuf> {
+        let json = self.paths.get("results")?;
+        Some(json.parent().unwrap_or(Path::new(".")).join(JOURNAL))
+    }
+
+    fn open_journal(&mut self, ids: &[&str]) {
+        let Some(path) = self.journal_path() else {
+            return;
+        };
+        let opened = if self.resumed {
+            std::fs::OpenOptions::new().append(true).open(&path)
+        } else {
+            std::fs::File::create(&path)
+        };
+        let mut file = match opened {
+            Ok(f) => f,
+            Err(e) => {
+                self.journal_error = Some(format!("cannot write {}: {e}", path.display()));
+                return;
+            }
+        };
+        if !self.resumed {
+            let junit = self
+                .paths
+                .get("junit")
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+                .unwrap_or_default();
+            let header = JournalHeader {
+                kind: "run".into(),
+                gpucts_version: env!("CARGO_PKG_VERSION").into(),
+                command_line: self.record.run.command_line.clone(),
+                junit,
+                fingerprint: self.fingerprint.clone(),
+                ids: ids.iter().map(|s| s.to_string()).collect(),
+            };
+            if let Err(e) = write_line(&mut file, &header) {
+                self.journal_error = Some(format!("cannot write {}: {e}", path.display()));
+                return;
+            }
+        }
+        self.journal = Some(file);
+    }
+
+    fn journal_case(&mut self, result: &CaseResult, at: std::time::SystemTime) {
+        let Some(file) = self.journal.as_mut() else {
+            return;
+        };
+        let line = JournalCase {
+            kind: "case".into(),
+            at: time::OffsetDateTime::from(at)
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap_or_default(),
+            result: result.clone(),
+            figures: result.figures.clone(),
+        };
+        if let Err(e) = write_line(file, &line) {
+            self.journal_error = Some(format!("cannot write the journal: {e}"));
+            self.journal = None;
         }
     }
 
@@ -382,19 +545,33 @@ impl ReportSink {
     }
 }
 
+/// One JSON object and a newline, in one write (a kill leaves at most the last line cut).
+fn write_line(file: &mut std::fs::File, value: &impl Serialize) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut line = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    line.push(b'\n');
+    file.write_all(&line)
+}
+
 impl Sink for ReportSink {
-    fn event(&mut self, event: &Event<'_>) {
-        if let Event::RunFinished {
-            results, wall_s, ..
-        } = *event
-        {
-            self.record.run.wall_s = wall_s;
-            self.written = Some(write(
+    fn event(&mut self, event: &Event<'_>, at: std::time::SystemTime) {
+        match *event {
+            Event::RunStarted { ids } => self.open_journal(ids),
+            Event::CaseFinished { result, .. } => self.journal_case(result, at),
+            Event::CaseStarted { .. } => {}
+            Event::RunFinished {
                 results,
-                &self.fingerprint,
-                &self.paths,
-                &mut self.record,
-            ));
+                wall_s,
+                not_run,
+                ..
+            } => {
+                self.record.run.wall_s = wall_s;
+                self.record.run.incomplete = !not_run.is_empty();
+                self.record.run.not_run = not_run.to_vec();
+                let mut written = write(results, &self.fingerprint, &self.paths, &mut self.record);
+                written.errors.extend(self.journal_error.take());
+                self.written = Some(written);
+            }
         }
     }
 }

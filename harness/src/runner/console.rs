@@ -250,7 +250,7 @@ pub(crate) struct Pretty {
 }
 
 impl Sink for Pretty {
-    fn event(&mut self, event: &Event<'_>) {
+    fn event(&mut self, event: &Event<'_>, _at: std::time::SystemTime) {
         match *event {
             Event::RunStarted { ids } => {
                 self.width = ids
@@ -278,6 +278,7 @@ impl Sink for Pretty {
                 results,
                 filtered_out,
                 wall_s,
+                ..
             } => text_closing(&mut self.progress, results, filtered_out, wall_s),
         }
     }
@@ -293,7 +294,7 @@ pub(crate) struct Terse {
 }
 
 impl Sink for Terse {
-    fn event(&mut self, event: &Event<'_>) {
+    fn event(&mut self, event: &Event<'_>, _at: std::time::SystemTime) {
         match *event {
             Event::RunStarted { ids } => {
                 self.total = ids.len();
@@ -318,6 +319,7 @@ impl Sink for Terse {
                 results,
                 filtered_out,
                 wall_s,
+                ..
             } => text_closing(&mut self.progress, results, filtered_out, wall_s),
         }
     }
@@ -382,7 +384,7 @@ impl JsonStream {
 }
 
 impl Sink for JsonStream {
-    fn event(&mut self, event: &Event<'_>) {
+    fn event(&mut self, event: &Event<'_>, _at: std::time::SystemTime) {
         match *event {
             Event::RunStarted { ids } => {
                 self.progress.start(ids.len());
@@ -403,6 +405,7 @@ impl Sink for JsonStream {
                 results,
                 filtered_out,
                 wall_s,
+                ..
             } => {
                 self.progress.clear();
                 let tally = Tally::of(results);

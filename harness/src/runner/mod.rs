@@ -8,6 +8,7 @@ pub mod prebuild;
 pub mod progress;
 pub mod rerun;
 pub mod sink;
+pub mod stop;
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
@@ -27,8 +28,9 @@ use crate::outcome::{CaseStatus, Category, Verdict};
 use crate::suite::Case;
 use crate::waivers::Waivers;
 
-/// One case's result, as reporters see it.
-#[derive(Debug, Clone, Serialize)]
+/// One case's result, as reporters see it (and as the run's journal holds it, read back by
+/// `--resume`).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CaseResult {
     pub id: String,
     pub area: String,
@@ -176,6 +178,8 @@ pub struct RunEnv {
     pub waivers: Waivers,
     pub fingerprint: BTreeMap<String, String>,
     pub results: Mutex<Vec<CaseResult>>,
+    /// Set by SIGINT/SIGTERM: no case starts after it ([`stop`]).
+    pub stop: stop::Stop,
 }
 
 impl RunEnv {
@@ -194,6 +198,7 @@ impl RunEnv {
             waivers: Waivers::default(),
             fingerprint: Default::default(),
             results: Mutex::new(Vec::new()),
+            stop: stop::Stop::never(),
         }
     }
 }
@@ -352,6 +357,8 @@ pub struct RunOutcome {
     pub console_failed: bool,
     /// Wall-clock seconds from the first case started to the last one finished.
     pub wall_s: f64,
+    /// Selected cases that did not run because the run was stopped ([`stop`]), by id.
+    pub not_run: Vec<String>,
 }
 
 impl RunOutcome {
@@ -372,12 +379,34 @@ pub fn run(
     selection: &Selection,
     sinks: &mut [&mut dyn sink::Sink],
 ) -> RunOutcome {
+    run_resumed(cases, env, selection, sinks, Vec::new())
+}
+
+/// [`run`], for a run that already has the results of `done` (read back from an interrupted
+/// run's journal by `--resume`): those cases are not run again, and their results join the
+/// new ones in the reports.
+pub fn run_resumed(
+    cases: Vec<Case>,
+    env: Arc<RunEnv>,
+    selection: &Selection,
+    sinks: &mut [&mut dyn sink::Sink],
+    done: Vec<CaseResult>,
+) -> RunOutcome {
     let total = cases.len();
+    let finished: std::collections::HashSet<String> = done.iter().map(|r| r.id.clone()).collect();
     let selected: Vec<Case> = cases
         .into_iter()
         .filter(|c| selection.selects(&c.id))
         .collect();
     let filtered_out = total - selected.len();
+    let selected: Vec<Case> = selected
+        .into_iter()
+        .filter(|c| !finished.contains(&c.id))
+        .collect();
+    env.results
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(done);
     let ids: Vec<&str> = selected.iter().map(|c| c.id.as_str()).collect();
     // The console first: its closing lines come before what the other sinks write.
     let mut console = console::for_format(selection.format);
@@ -396,10 +425,18 @@ pub fn run(
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| loop {
+                if env.stop.requested() {
+                    break;
+                }
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(case) = selected.get(i) else { break };
                 sinks.send(sink::Event::CaseStarted { id: &case.id });
                 let (result, batch_use) = run_case(case, &env);
+                if env.stop.requested() {
+                    // Finished after the stop: its child may have got the signal too, so the
+                    // result says nothing of the case; `--resume` runs it again.
+                    break;
+                }
                 sinks.send(sink::Event::CaseFinished {
                     result: &result,
                     waiver_reason: waiver_reason(&env, &result.verdict),
@@ -422,10 +459,17 @@ pub fn run(
         &env.scope,
     );
     results.sort_by(|a, b| a.id.cmp(&b.id));
+    let ran: std::collections::HashSet<&str> = results.iter().map(|r| r.id.as_str()).collect();
+    let not_run: Vec<String> = selected
+        .iter()
+        .filter(|c| !ran.contains(c.id.as_str()))
+        .map(|c| c.id.clone())
+        .collect();
     sinks.send(sink::Event::RunFinished {
         results: &results,
         filtered_out,
         wall_s: secs,
+        not_run: &not_run,
     });
     let tally = Tally::of(&results);
     RunOutcome {
@@ -433,6 +477,7 @@ pub fn run(
         tally,
         console_failed: false,
         wall_s: secs,
+        not_run,
     }
 }
 

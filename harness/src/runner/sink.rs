@@ -19,19 +19,23 @@ pub enum Event<'a> {
         result: &'a CaseResult,
         waiver_reason: Option<&'a str>,
     },
-    /// Every case finished: the results sorted by id (batch time charged once), how many cases
-    /// the selection left out, and the wall-clock seconds from the first start to the last end.
+    /// Every case finished, or the run was stopped: the results sorted by id (batch time
+    /// charged once), how many cases the selection left out, the wall-clock seconds from the
+    /// first start to the last end, and the selected cases that did not run (empty unless the
+    /// run was stopped: then the reports say it is incomplete).
     RunFinished {
         results: &'a [CaseResult],
         filtered_out: usize,
         wall_s: f64,
+        not_run: &'a [String],
     },
 }
 
 /// A receiver of a run's events. Events reach the sinks one at a time, each sink in the
-/// order it was registered, so a sink needs no locking of its own.
+/// order it was registered, so a sink needs no locking of its own; `at` is when the event
+/// happened (the journal records it per case).
 pub trait Sink: Send {
-    fn event(&mut self, event: &Event<'_>);
+    fn event(&mut self, event: &Event<'_>, at: std::time::SystemTime);
 }
 
 /// The registered sinks of one run; [`Sinks::send`] may be called from every job's thread.
@@ -48,9 +52,10 @@ impl<'a> Sinks<'a> {
 
     /// Hand `event` to every sink, in registration order.
     pub(crate) fn send(&self, event: Event<'_>) {
+        let at = std::time::SystemTime::now();
         let mut sinks = self.sinks.lock().unwrap_or_else(|e| e.into_inner());
         for s in sinks.iter_mut() {
-            s.event(&event);
+            s.event(&event, at);
         }
     }
 }
@@ -69,7 +74,7 @@ mod tests {
     /// Records what it saw, to check the order sinks are told things in.
     struct Log<'a>(&'a str, &'a Mutex<Vec<String>>);
     impl Sink for Log<'_> {
-        fn event(&mut self, e: &Event<'_>) {
+        fn event(&mut self, e: &Event<'_>, _at: std::time::SystemTime) {
             let what = match e {
                 Event::RunStarted { ids } => format!("start {}", ids.len()),
                 Event::CaseStarted { id } => format!("case {id}"),
@@ -108,6 +113,7 @@ mod tests {
             results: std::slice::from_ref(&result),
             filtered_out: 3,
             wall_s: 0.0,
+            not_run: &[],
         });
         drop(sinks);
         assert_eq!(

@@ -46,6 +46,9 @@ pub enum SelftestCheck {
         members: Vec<String>,
         member_ms: u64,
     },
+    /// Takes `ms` milliseconds in-process, then passes: a run long enough to be stopped
+    /// halfway (the `--resume` tests).
+    Sleep { ms: u64 },
     /// Fails with this text as expected and observed (reports must carry any text).
     FailWith { expected: String, observed: String },
     /// Isolated, needs clang-19: compiles `int gpucts_selftest(int x) { return x + <add>; }`
@@ -230,6 +233,10 @@ impl SelftestCheck {
                 CaseStatus::error("woke up from a hang")
             }
             SelftestCheck::Panic => panic!("selftest panic"),
+            SelftestCheck::Sleep { ms } => {
+                std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
+                CaseStatus::pass()
+            }
             SelftestCheck::FailFirst { .. }
             | SelftestCheck::Figures { .. }
             | SelftestCheck::Batch { .. }
