@@ -68,14 +68,19 @@ fn a_pass_on_a_control_without_weak_outcomes_is_tagged_everywhere() {
     let o = run(d.path(), &[]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    // The tally line comes right after the usual one and ends the run.
+    // The tally line comes right after the usual one; the teeth lines end the run:
+    // busy_control is the one inter_cta test whose control showed weak outcomes, the
+    // two quiet controls are intra_cta.
     let lines: Vec<&str> = out.lines().collect();
     let n = lines.len();
     assert_eq!(
-        lines[n - 2..],
+        lines[n - 4..],
         [
             "gpucts: 4 passed, 0 failed, 0 skipped",
-            "4 passed, 2 of them with a control that showed no weak outcome"
+            "4 passed, 2 of them with a control that showed no weak outcome",
+            "forbidden litmus passes evidenced by a control that showed weak outcomes: inter_cta 1",
+            "forbidden litmus passes whose control showed no weak outcome \
+             (the stress could not have caught a violation; not evidence): intra_cta 2",
         ],
         "{out}"
     );
