@@ -516,7 +516,7 @@ pub fn main() -> i32 {
         Some(Cmd::Litmus { action }) => litmus(action),
         Some(Cmd::Dwarf {
             action: DwarfCmd::Check { files },
-        }) => crate::dwarf::check::cli(&files),
+        }) => crate::dwarf::check::cli(&files, config),
         Some(Cmd::Bench {
             area,
             count,
@@ -524,7 +524,7 @@ pub fn main() -> i32 {
             results,
         }) => match results {
             Some(dir) => with_data(root, corpora, config, |d| {
-                bench_record(area, count, reps, &dir, &tools, d)
+                bench_record(area, count, reps, &dir, config, &tools, d)
             }),
             None if area == BenchArea::All => {
                 error("bench all: records the curves of every bench; give --results DIR");
@@ -532,9 +532,11 @@ pub fn main() -> i32 {
             }
             // gpudirect's repetitions were `--count` before `--reps` existed
             None if area == BenchArea::Gpudirect => with_data(root, corpora, config, |d| {
-                bench(area, reps.unwrap_or(count), &tools, d)
+                bench(area, reps.unwrap_or(count), config, &tools, d)
             }),
-            None => with_data(root, corpora, config, |d| bench(area, count, &tools, d)),
+            None => with_data(root, corpora, config, |d| {
+                bench(area, count, config, &tools, d)
+            }),
         },
         Some(Cmd::Report(a)) => crate::report::commands::report(a),
         Some(Cmd::Diff(a)) => crate::report::commands::diff(a),
@@ -844,6 +846,7 @@ fn bench_record(
     count: usize,
     reps: Option<usize>,
     dir: &Path,
+    config: &RunConfig,
     tools: &ToolSettings,
     data: &crate::data::DataRoot,
 ) -> i32 {
@@ -882,7 +885,7 @@ fn bench_record(
         blocks.extend(crate::bench::atomics(o));
     }
     if all || area == BenchArea::Gpudirect {
-        blocks.extend(crate::gpudirect::bench::blocks(reps.max(3)));
+        blocks.extend(crate::gpudirect::bench::blocks(reps.max(3), config));
     }
     for b in &blocks {
         print!("{}", b.text);
@@ -920,12 +923,18 @@ fn bench_record(
     }
 }
 
-fn bench(area: BenchArea, count: usize, tools: &ToolSettings, data: &crate::data::DataRoot) -> i32 {
+fn bench(
+    area: BenchArea,
+    count: usize,
+    config: &RunConfig,
+    tools: &ToolSettings,
+    data: &crate::data::DataRoot,
+) -> i32 {
     let tc = Toolchain::discover_with(tools.clone());
     match area {
         BenchArea::All => return EXIT_USAGE,
         BenchArea::Gpudirect => {
-            print!("{}", crate::gpudirect::bench::run(count));
+            print!("{}", crate::gpudirect::bench::run(count, config));
         }
         BenchArea::Lint => {
             print!(

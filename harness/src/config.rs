@@ -147,12 +147,24 @@ impl RunConfig {
         }
     }
 
-    /// The environment's settings, read once for this process: for code that runs outside any
-    /// case and any command (unit tests, `gpucts bench` helpers, process-wide tool caches).
-    /// A command builds its own [`RunConfig`] and hands it down instead.
-    pub fn environment() -> &'static RunConfig {
+    /// The environment's settings, read once for this process, for the code that runs
+    /// outside any command and so is handed no [`RunConfig`]: the test helpers of
+    /// [`crate::testkit`] (`GPUCTS_REQUIRE_*`, which integration tests read too) and
+    /// [`ToolSettings::from_environment`](crate::backend::toolchain::ToolSettings::from_environment)
+    /// (tests, and the atomics executor's own ptxas, which is built without a run's
+    /// toolchain). Cases and commands never call it: a command builds its [`RunConfig`] once
+    /// ([`RunConfig::from_env`] and its flags) and hands it down, to cases through
+    /// `CaseContext::config`. `tests::production_code_reads_the_config_it_is_handed` keeps
+    /// other callers out.
+    pub fn outside_any_run() -> &'static RunConfig {
         static ENV: std::sync::OnceLock<RunConfig> = std::sync::OnceLock::new();
         ENV.get_or_init(RunConfig::from_env)
+    }
+
+    /// [`RunConfig::outside_any_run`], for unit tests.
+    #[cfg(test)]
+    pub fn environment() -> &'static RunConfig {
+        RunConfig::outside_any_run()
     }
 
     /// Where the managed toolchain wheels of pin set `set` are installed (pip `--target`).
@@ -247,5 +259,77 @@ mod tests {
         assert!(!c.xcall_cache);
         let c = RunConfig::from_lookup(lookup(&[("GPUCTS_XCALL_CACHE", "on")]));
         assert!(c.xcall_cache);
+    }
+
+    /// The production code of `src/` (each file's lines before its first `#[cfg(test)]`,
+    /// comments left out; `tests.rs`, `*_tests.rs` and `testkit.rs` skipped): `(file, line,
+    /// text)` of each line containing `needle`.
+    fn production_lines_with(needle: &str) -> Vec<(String, usize, String)> {
+        fn rust_files(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    rust_files(&p, out);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    out.push(p);
+                }
+            }
+        }
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        files.sort();
+        assert!(files.len() > 50, "found {} source files", files.len());
+        let mut found = Vec::new();
+        for f in &files {
+            let name = f.file_name().unwrap().to_string_lossy();
+            if name == "tests.rs" || name.ends_with("_tests.rs") || name == "testkit.rs" {
+                continue;
+            }
+            let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            let text = std::fs::read_to_string(f).unwrap();
+            for (i, l) in text.lines().enumerate() {
+                if l.trim_start().starts_with("#[cfg(test)]") {
+                    break;
+                }
+                let code = l.split("//").next().unwrap_or("");
+                if code.contains(needle) {
+                    found.push((format!("src/{rel}"), i + 1, l.trim().to_string()));
+                }
+            }
+        }
+        found
+    }
+
+    /// Cases and commands read the run's settings from what they are handed (the case
+    /// context's `config`, a `&RunConfig` or the toolchain's settings), never from the
+    /// process-wide copy of the environment, which only unit tests may use (issue 43).
+    #[test]
+    fn production_code_reads_the_config_it_is_handed() {
+        let found: Vec<String> = production_lines_with("RunConfig::environment()")
+            .into_iter()
+            .map(|(f, l, t)| format!("{f}:{l}: {t}"))
+            .collect();
+        assert!(
+            found.is_empty(),
+            "{} production reads of RunConfig::environment() (use the case context's config \
+             or a &RunConfig handed down):\n{}",
+            found.len(),
+            found.join("\n")
+        );
+        // The named door for code outside any run has only its documented callers.
+        const OUTSIDE_ANY_RUN_CALLERS: &[&str] = &["src/backend/toolchain/mod.rs"];
+        let others: Vec<String> = production_lines_with("RunConfig::outside_any_run()")
+            .into_iter()
+            .filter(|(f, _, _)| !OUTSIDE_ANY_RUN_CALLERS.contains(&f.as_str()))
+            .map(|(f, l, t)| format!("{f}:{l}: {t}"))
+            .collect();
+        assert!(
+            others.is_empty(),
+            "RunConfig::outside_any_run() is for code outside any run (see its doc); found:\n{}",
+            others.join("\n")
+        );
+        // The scanner sees what it is meant to see.
+        assert!(!production_lines_with("RunConfig::from_env()").is_empty());
     }
 }

@@ -22,7 +22,7 @@ pub enum Need {
 /// Reports a test that cannot run here: panics when the environment requires `need`, else
 /// prints `ignored (missing: WHAT)` on stderr so `--nocapture` runs show it.
 pub fn tool_missing(need: Need, what: &str) {
-    let required = crate::config::RunConfig::environment().test_requires;
+    let required = crate::config::RunConfig::outside_any_run().test_requires;
     let (var, kind, set) = match need {
         Need::Tool => ("GPUCTS_REQUIRE_TOOLS", "tool", required.tools),
         Need::Device => ("GPUCTS_REQUIRE_GPU", "device", required.gpu),

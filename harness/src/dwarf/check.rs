@@ -652,9 +652,10 @@ pub(crate) fn check_elf(shown: &str, bytes: &[u8]) -> Result<Report, Unreadable>
 }
 
 /// `gpucts dwarf check FILE...`: findings on stdout, unreadable files on stderr; the exit status
-/// is 2 if any file was unreadable, else 1 if any finding, else 0.
-pub fn cli(files: &[std::path::PathBuf]) -> i32 {
-    let tc = Toolchain::discover_system();
+/// is 2 if any file was unreadable, else 1 if any finding, else 0. `config`: the command's
+/// settings (where the tools are).
+pub fn cli(files: &[std::path::PathBuf], config: &crate::config::RunConfig) -> i32 {
+    let tc = Toolchain::discover_with(crate::backend::toolchain::ToolSettings::of(config, None));
     let (mut findings, mut unreadable, mut compared) = (0usize, 0usize, 0usize);
     for f in files {
         match check_path(f, Some(&tc)) {

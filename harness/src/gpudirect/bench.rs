@@ -50,17 +50,21 @@ fn human(bytes: u64) -> String {
     }
 }
 
-/// The whole bench as text; `reps` repetitions per size (pins of 256 MB and more: at most 5).
-pub fn run(reps: usize) -> String {
-    blocks(reps).iter().map(|b| b.text.as_str()).collect()
+/// The whole bench as text; `reps` repetitions per size (pins of 256 MB and more: at most 5);
+/// `config`: the command's settings (the RDMA device).
+pub fn run(reps: usize, config: &crate::config::RunConfig) -> String {
+    blocks(reps, config)
+        .iter()
+        .map(|b| b.text.as_str())
+        .collect()
 }
 
 /// The whole bench as blocks (`gpudirect.pin`, `gpudirect.bar`, `gpudirect.rdma`), each with
 /// its text and its curves; a block that cannot run here names the missing capability.
-pub fn blocks(reps: usize) -> Vec<BenchBlock> {
+pub fn blocks(reps: usize, config: &crate::config::RunConfig) -> Vec<BenchBlock> {
     let reps = reps.clamp(3, 100);
     let mut out = kmod_bench(reps);
-    out.push(rdma_bench(reps));
+    out.push(rdma_bench(reps, config.rdma_device.as_deref()));
     out
 }
 
@@ -308,13 +312,13 @@ fn bar_bandwidth(dev: &Device, mem: &Mem, src: &Source, reps: usize) -> BenchBlo
 }
 
 #[cfg(feature = "rdma")]
-fn rdma_bench(reps: usize) -> BenchBlock {
+/// `dev`: the RDMA device the command's settings name (`GPUCTS_RDMA_DEVICE`), else the first.
+fn rdma_bench(reps: usize, dev: Option<&str>) -> BenchBlock {
     use crate::backend::rdma::{Op, Verbs};
     let t0 = Instant::now();
     let mut out = String::new();
     let out = &mut out;
-    let dev = crate::config::RunConfig::environment().rdma_device.clone();
-    let v = match Verbs::open(dev.as_deref()) {
+    let v = match Verbs::open(dev) {
         Ok(v) => v,
         Err(e) => {
             return BenchBlock::skip(RDMA, RDMA_WHAT, Capability::Rdma, e.to_string());
@@ -428,7 +432,7 @@ fn rdma_bench(reps: usize) -> BenchBlock {
 }
 
 #[cfg(not(feature = "rdma"))]
-fn rdma_bench(_reps: usize) -> BenchBlock {
+fn rdma_bench(_reps: usize, _dev: Option<&str>) -> BenchBlock {
     BenchBlock::skip(
         RDMA,
         RDMA_WHAT,

@@ -119,7 +119,7 @@ impl Check for GpudirectCheck {
         true
     }
 
-    fn run(&self, _ctx: &CaseContext) -> CaseStatus {
+    fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
             GpudirectCheck::SyncMemops => with_session(sync_memops),
             GpudirectCheck::BufferIdChanges => with_session(buffer_id_changes),
@@ -127,8 +127,8 @@ impl Check for GpudirectCheck {
             GpudirectCheck::AddressRange => with_note(userspace::address_range),
             GpudirectCheck::RegcacheNoStale => with_note(userspace::regcache_no_stale),
             GpudirectCheck::DmabufExport => with_note(userspace::dmabuf_export),
-            GpudirectCheck::Kmod(sc) => kmod_cases::run(*sc),
-            GpudirectCheck::Rdma(c) => rdma_cases::run(*c),
+            GpudirectCheck::Kmod(sc) => kmod_cases::run(*sc, ctx.config),
+            GpudirectCheck::Rdma(c) => rdma_cases::run(*c, ctx.config),
         }
     }
 }

@@ -91,14 +91,15 @@ pub fn first_difference(got: &[u8], seed: u64, from: usize) -> Option<(usize, u8
         .map(|(i, b)| (i, pattern(seed, from + i), *b))
 }
 
-pub fn run(case: RdmaCase) -> CaseStatus {
+/// Run `case` on the run's RDMA device (`config.rdma_device`, else the first libibverbs lists).
+pub fn run(case: RdmaCase, config: &crate::config::RunConfig) -> CaseStatus {
     #[cfg(feature = "rdma")]
     {
-        imp::run(case)
+        imp::run(case, config.rdma_device.as_deref())
     }
     #[cfg(not(feature = "rdma"))]
     {
-        let _ = case;
+        let _ = (case, config);
         CaseStatus::skip(
             Capability::Rdma,
             "built without rdma (rebuild with `--features rdma`)",
@@ -112,19 +113,20 @@ mod imp {
     use crate::backend::cuda::Session;
     use crate::backend::rdma::{Loopback, Mr, Op, Verbs};
 
-    fn open() -> Result<Verbs, CaseStatus> {
-        let dev = crate::config::RunConfig::environment().rdma_device.clone();
-        Verbs::open(dev.as_deref()).map_err(|e| CaseStatus::error(e.to_string()))
+    /// The device `dev` names, else the first libibverbs lists.
+    fn open(dev: Option<&str>) -> Result<Verbs, CaseStatus> {
+        Verbs::open(dev).map_err(|e| CaseStatus::error(e.to_string()))
     }
 
-    pub fn run(case: RdmaCase) -> CaseStatus {
+    /// `dev`: the run's RDMA device (`GPUCTS_RDMA_DEVICE`), when it names one.
+    pub fn run(case: RdmaCase, dev: Option<&str>) -> CaseStatus {
         let r = match case {
-            RdmaCase::HostRegMr => host_reg_mr(),
-            RdmaCase::WriteLoopback => loopback_sweep(Op::Write),
-            RdmaCase::ReadLoopback => loopback_sweep(Op::Read),
-            RdmaCase::CmTwoProcesses => cm_two_processes(),
-            RdmaCase::GpuPeermem => gpu(false),
-            RdmaCase::GpuDmabuf => gpu(true),
+            RdmaCase::HostRegMr => host_reg_mr(dev),
+            RdmaCase::WriteLoopback => loopback_sweep(Op::Write, dev),
+            RdmaCase::ReadLoopback => loopback_sweep(Op::Read, dev),
+            RdmaCase::CmTwoProcesses => cm_two_processes(dev),
+            RdmaCase::GpuPeermem => gpu(false, dev),
+            RdmaCase::GpuDmabuf => gpu(true, dev),
         };
         match r {
             Ok(note) => CaseStatus::pass_with(note),
@@ -132,8 +134,8 @@ mod imp {
         }
     }
 
-    fn host_reg_mr() -> Result<String, CaseStatus> {
-        let v = open()?;
+    fn host_reg_mr(dev: Option<&str>) -> Result<String, CaseStatus> {
+        let v = open(dev)?;
         let mut buf = vec![0u8; 3 * 4096 + 5];
         let (p, len) = (buf.as_mut_ptr(), buf.len());
         // SAFETY: `buf` outlives the region (dropped first, below).
@@ -196,8 +198,8 @@ mod imp {
         Ok(())
     }
 
-    fn loopback_sweep(op: Op) -> Result<String, CaseStatus> {
-        let v = open()?;
+    fn loopback_sweep(op: Op, dev: Option<&str>) -> Result<String, CaseStatus> {
+        let v = open(dev)?;
         let max = SIZES.iter().max().copied().unwrap_or(0) + 8192;
         let mut src = vec![0u8; max];
         let mut dst = vec![0u8; max];
@@ -242,10 +244,10 @@ mod imp {
 
     /// The IPv4 address of the device's RoCE v2 GID (sysfs), for rdma_cm: read before any
     /// verbs call so the forked server starts from a clean library.
-    fn device_ipv4() -> Result<String, CaseStatus> {
+    fn device_ipv4(dev: Option<&str>) -> Result<String, CaseStatus> {
         let root = std::path::Path::new("/sys/class/infiniband");
-        let dev = match crate::config::RunConfig::environment().rdma_device.clone() {
-            Some(d) => d,
+        let dev = match dev {
+            Some(d) => d.to_string(),
             None => std::fs::read_dir(root)
                 .ok()
                 .and_then(|mut d| d.next())
@@ -280,11 +282,11 @@ mod imp {
         })
     }
 
-    fn cm_two_processes() -> Result<String, CaseStatus> {
+    fn cm_two_processes(dev: Option<&str>) -> Result<String, CaseStatus> {
         use crate::backend::rdma::{cm_client, cm_serve};
         use std::ffi::CString;
         const LEN: usize = 1 << 20;
-        let ip = device_ipv4()?;
+        let ip = device_ipv4(dev)?;
         let host = CString::new(ip.clone()).map_err(CaseStatus::error)?;
         let port = CString::new("18761").map_err(CaseStatus::error)?;
         let mut fds = [0i32; 2];
@@ -367,8 +369,8 @@ mod imp {
 
     /// GPU memory as the RDMA target (peermem: ibv_reg_mr on the device pointer; dmabuf:
     /// ibv_reg_dmabuf_mr on its exported fd): WRITE host → GPU, cuMemcpy back; READ GPU → host.
-    fn gpu(dmabuf: bool) -> Result<String, CaseStatus> {
-        let v = open()?;
+    fn gpu(dmabuf: bool, dev: Option<&str>) -> Result<String, CaseStatus> {
+        let v = open(dev)?;
         let s = Session::open(0).map_err(CaseStatus::error)?;
         let len = 4usize << 20;
         let dp = s.alloc(len).map_err(|e| CaseStatus::error(e.to_string()))?;

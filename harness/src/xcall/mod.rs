@@ -702,7 +702,7 @@ pub fn batch(
         let name = format!("{}-{}-m{m}-{arch}.ptx", p.name(), role.name());
         let (ptx, rejected) = compile_bisect(tc, &clock, p, role, &sigs, target);
         // GPUCTS_XCALL_DUMP=DIR keeps every batch's source and PTX for investigation.
-        if let Some(dir) = &crate::config::RunConfig::environment().xcall_dump {
+        if let Some(dir) = &tc.settings().xcall_dump {
             let _ = std::fs::create_dir_all(dir);
             if let Some((_, src)) = emit::source(p, role, &sigs) {
                 let _ = std::fs::write(dir.join(format!("{name}.src")), src);
@@ -1046,7 +1046,7 @@ pub(crate) fn prefetch(scope: &RunScope, tc: &Toolchain) {
             .map_or(2, |n| n.get())
             .clamp(1, 4);
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let times = crate::config::RunConfig::environment().xcall_times;
+        let times = tc.settings().xcall_times;
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| loop {

@@ -211,6 +211,10 @@ pub struct ToolSettings {
     /// for the same input (`GPUCTS_XCALL_CACHE`). Off while recording a prebuilt store (a hit
     /// would record nothing) and for benches that measure the tools.
     pub output_cache: bool,
+    /// Where xcall keeps every batch's source and PTX (`GPUCTS_XCALL_DUMP`).
+    pub xcall_dump: Option<PathBuf>,
+    /// Whether xcall prints each batch job's wall time on stderr (`GPUCTS_XCALL_TIMES`).
+    pub xcall_times: bool,
 }
 
 impl Default for ToolSettings {
@@ -229,13 +233,17 @@ impl ToolSettings {
             cache_root: config.cache_root.clone(),
             prebuilt,
             output_cache: config.xcall_cache,
+            xcall_dump: config.xcall_dump.clone(),
+            xcall_times: config.xcall_times,
         }
     }
 
-    /// The settings of this process's environment, with no store (unit tests, tools outside a
-    /// run).
+    /// The settings of this process's environment, with no store, for code outside any run
+    /// (tests, the atomics executor's own ptxas; see
+    /// [`RunConfig::outside_any_run`](crate::config::RunConfig::outside_any_run)). A command
+    /// uses [`ToolSettings::of`] its own config.
     pub fn from_environment() -> Self {
-        ToolSettings::of(crate::config::RunConfig::environment(), None)
+        ToolSettings::of(crate::config::RunConfig::outside_any_run(), None)
     }
 
     /// Where the managed wheels are installed.
@@ -263,7 +271,9 @@ pub(crate) const NVIDIA_COMPONENTS: &[Capability] = &[
 impl Toolchain {
     /// Discover what is installed (system CUDA roots and PATH first, then wheels an earlier
     /// `toolchain install` put in the managed directory), never installing anything, with the
-    /// settings of this process's environment (unit tests, tools outside a run).
+    /// settings of this process's environment ([`ToolSettings::from_environment`]: tests and
+    /// code outside any run). A command discovers with its own settings
+    /// ([`Toolchain::discover_with`]).
     pub fn discover_system() -> Toolchain {
         Toolchain::discover_with(ToolSettings::from_environment())
     }

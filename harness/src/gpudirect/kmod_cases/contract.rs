@@ -367,7 +367,7 @@ pub(super) fn page_table_minor_version_injection(c: &Ctx) -> Step<Option<String>
 pub(super) fn dma_mapping_version_injection(c: &Ctx) -> Step<Option<String>> {
     let a = c.a;
     let tp = c.tp()?;
-    let peer = super::dma::peer()?;
+    let peer = super::dma::peer(c)?;
     let va = c.alloc(a)?;
     let p = call(c.pin(va, a, 0), "PIN")?;
     let mode = |v| kmod::TpMode {

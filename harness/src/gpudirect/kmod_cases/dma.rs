@@ -4,8 +4,8 @@ use super::*;
 
 /// The DMA peer: `GPUCTS_P2P_PEER=dddd:bb:dd.f` (a NIC on a rig), else 0000:00:00.0, the host
 /// bridge every PC and the VM have.
-pub(super) fn peer() -> Step<(u32, u32, u32)> {
-    let Some(s) = crate::config::RunConfig::environment().p2p_peer.as_deref() else {
+pub(super) fn peer(c: &Ctx) -> Step<(u32, u32, u32)> {
+    let Some(s) = c.config.p2p_peer.as_deref() else {
         return Ok((0, 0, 0));
     };
     let bad = || CaseStatus::error(format!("GPUCTS_P2P_PEER={s}: expected dddd:bb:dd.f"));
@@ -54,7 +54,7 @@ pub(super) fn absent_bus() -> u32 {
 
 pub(super) fn dma_map_unmap(c: &Ctx) -> Step<Option<String>> {
     let a = c.a;
-    let peer = peer()?;
+    let peer = peer(c)?;
     let va = c.alloc(2 * a)?;
     let p = call(c.pin(va, 2 * a, 0), "PIN")?;
     let mut phys = [0u64; 4];
@@ -164,7 +164,7 @@ pub(super) fn dma_mapping_freed_by_callback(c: &Ctx) -> Step<Option<String>> {
     let va = c.alloc(a)?;
     let p = call(c.pin(va, a, 0), "PIN")?;
     call(
-        c.gp.dma_map(p.handle, peer()?, if c.tegra { 1 } else { 0 }, None),
+        c.gp.dma_map(p.handle, peer(c)?, if c.tegra { 1 } else { 0 }, None),
         "DMA_MAP",
     )?;
     let cbs = c.free(va)?;

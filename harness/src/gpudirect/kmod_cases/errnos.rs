@@ -291,7 +291,7 @@ pub(super) fn incompatible_version(c: &Ctx) -> Step<Option<String>> {
         "mmap of an incompatible table",
     )?;
     want_errno(
-        c.gp.dma_map(p.handle, peer()?, 0, None),
+        c.gp.dma_map(p.handle, peer(c)?, 0, None),
         libc::EPROTO,
         "DMA_MAP of an incompatible table",
     )?;

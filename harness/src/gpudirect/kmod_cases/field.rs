@@ -142,7 +142,7 @@ pub(super) fn invalidation_races_teardown(c: &Ctx) -> Step<Option<String>> {
 /// (the provider counts the other order as a violation, which the runner checks).
 pub(super) fn close_without_unmap(c: &Ctx) -> Step<Option<String>> {
     let a = c.a;
-    let peer = super::dma::peer()?;
+    let peer = super::dma::peer(c)?;
     let va = c.alloc(a)?;
     let fd = Device::open().map_err(CaseStatus::error)?;
     let p = call(fd.pin(va, a, 0), "PIN")?;

@@ -331,7 +331,9 @@ impl Drop for CudaMem {
 
 /// What a scenario works with.
 #[derive(Debug)]
-pub(crate) struct Ctx {
+pub(crate) struct Ctx<'a> {
+    /// The run's settings (the DMA peer, the race's rounds).
+    pub config: &'a crate::config::RunConfig,
     pub gp: Device,
     pub mem: Mem,
     pub tegra: bool,
@@ -340,7 +342,7 @@ pub(crate) struct Ctx {
     pub caps: u32,
 }
 
-impl Ctx {
+impl Ctx<'_> {
     fn pin(&self, va: u64, len: u64, flags: u32) -> Result<Pin, Errno> {
         self.gp.pin(va, len, flags)
     }
@@ -383,11 +385,8 @@ impl Ctx {
 #[error("GPUCTS_KMOD_FLAVOUR={0}: expected desktop or tegra")]
 struct UnknownFlavour(String);
 
-fn expected_tegra(reported: u32) -> Result<bool, UnknownFlavour> {
-    match crate::config::RunConfig::environment()
-        .kmod_flavour
-        .as_deref()
-    {
+fn expected_tegra(flavour: Option<&str>, reported: u32) -> Result<bool, UnknownFlavour> {
+    match flavour {
         Some("tegra") => Ok(true),
         Some("desktop") => Ok(false),
         Some(other) => Err(UnknownFlavour(other.to_string())),
@@ -395,8 +394,9 @@ fn expected_tegra(reported: u32) -> Result<bool, UnknownFlavour> {
     }
 }
 
-/// Run one scenario with fresh descriptors and check nothing is left behind.
-pub fn run(sc: Scenario) -> CaseStatus {
+/// Run one scenario with fresh descriptors and check nothing is left behind; `config`: the
+/// run's settings.
+pub fn run(sc: Scenario, config: &crate::config::RunConfig) -> CaseStatus {
     let gp = match Device::open() {
         Ok(d) => d,
         Err(e) => return CaseStatus::error(e),
@@ -419,7 +419,7 @@ pub fn run(sc: Scenario) -> CaseStatus {
         Ok(v) => v,
         Err(e) => return CaseStatus::error(format!("GET_VERSION: {e}")),
     };
-    let tegra = match expected_tegra(v.flavour) {
+    let tegra = match expected_tegra(config.kmod_flavour.as_deref(), v.flavour) {
         Ok(t) => t,
         Err(e) => return CaseStatus::error(e),
     };
@@ -435,6 +435,7 @@ pub fn run(sc: Scenario) -> CaseStatus {
     let handles_before = module_handles(&gp);
     let prov_before = mem.stats();
     let ctx = Ctx {
+        config,
         gp,
         mem,
         tegra,

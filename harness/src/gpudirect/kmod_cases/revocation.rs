@@ -203,7 +203,8 @@ pub(super) fn put_pages_callback_semantics(c: &Ctx) -> Step<Option<String>> {
 /// slowed every other round; each round's result must be consistent with the callbacks.
 pub(super) fn revoke_races_unpin(c: &Ctx) -> Step<Option<String>> {
     let tp = c.tp()?;
-    let iters: u32 = crate::config::RunConfig::environment()
+    let iters: u32 = c
+        .config
         .p2p_race_iters
         .as_deref()
         .and_then(|v| v.parse().ok())
@@ -321,7 +322,7 @@ pub(super) enum InFlightDivergence {
 /// The callback waits for the module's own users of the pages: a thread loops PAGE_TABLE /
 /// DMA_MAP / DMA_UNMAP while the memory is freed; every call succeeds or answers ESTALE.
 pub(super) fn revoke_with_ioctls_in_flight(c: &Ctx) -> Step<Option<String>> {
-    let peer = peer()?;
+    let peer = peer(c)?;
     let mut loops = 0u64;
     for round in 0..200u32 {
         let va = c.alloc(2 * c.a)?;
