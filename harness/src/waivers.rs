@@ -1224,4 +1224,90 @@ mod tests {
             "{missing}"
         );
     }
+
+    /// The limits admit their bound and refuse one more (the bounds are the constants'
+    /// documented values: MAX_PATTERN_LEN bytes, MAX_BRACE_DEPTH levels, MAX_FINDING_PATTERNS
+    /// patterns); an escaped brace is a literal and does not nest; an id is never empty.
+    /// Found by cargo-mutants (docs/MUTANTS.md): `>` as `>=` or `==` at each bound survived.
+    #[test]
+    fn limits_admit_their_bound_and_refuse_one_more() {
+        let list = |id: &str, cases: String, findings: Vec<String>| {
+            Waivers::from_list(vec![Waiver {
+                id: id.into(),
+                cases,
+                reason: "r".into(),
+                findings,
+                context: Vec::new(),
+                platform: Default::default(),
+            }])
+        };
+        let why = |r: Result<Waivers, WaiverError>| match r {
+            Err(WaiverError::BadPattern { why, .. }) => why,
+            other => panic!("{other:?}"),
+        };
+        let x = || vec!["x".to_string()];
+        let at = "a".repeat(MAX_PATTERN_LEN);
+        let over = "a".repeat(MAX_PATTERN_LEN + 1);
+        assert!(list("L", at.clone(), x()).is_ok());
+        assert_eq!(
+            why(list("L", over.clone(), x())),
+            PatternError::TooLong { len: 1025 }
+        );
+        assert!(list("L", "x".into(), vec![at]).is_ok());
+        assert_eq!(
+            why(list("L", "x".into(), vec![over])),
+            PatternError::TooLong { len: 1025 }
+        );
+        // `{x,{x,...y}}`: d levels; matches "x" and "y"
+        let nest = |d: usize| "{x,".repeat(d) + "y" + &"}".repeat(d);
+        let eight = list("L", nest(MAX_BRACE_DEPTH), x()).unwrap();
+        assert!(eight.find("y", &[], &BTreeMap::new()).is_some());
+        assert_eq!(
+            why(list("L", nest(9), x())),
+            PatternError::TooDeep { depth: 9 }
+        );
+        // nine escaped braces: literal `{`s, depth 0
+        let literal = list("L", r"\{".repeat(9) + "z", x()).unwrap();
+        assert!(literal.find("{{{{{{{{{z", &[], &BTreeMap::new()).is_some());
+        let many = |n: usize| (0..n).map(|i| format!("finding {i}")).collect::<Vec<_>>();
+        assert!(list("L", "x".into(), many(MAX_FINDING_PATTERNS)).is_ok());
+        assert_eq!(
+            why(list("L", "x".into(), many(MAX_FINDING_PATTERNS + 1))),
+            PatternError::TooMany { n: 65 }
+        );
+        assert_eq!(why(list("", "x".into(), x())), PatternError::BadId);
+    }
+
+    /// What `excuse` says of a failure with a finding no waiver names (it names that line, and
+    /// only it), and of one that names nothing. Found by cargo-mutants (docs/MUTANTS.md): the
+    /// tests above only checked that such a failure is `Unexcused { .. }`.
+    #[test]
+    fn an_unexcused_failure_names_exactly_the_lines_no_waiver_names() {
+        let w = Waivers::from_list(vec![Waiver {
+            id: "W7".into(),
+            cases: "*".into(),
+            reason: "r".into(),
+            findings: vec!["^a$".into()],
+            context: vec!["^header$".into()],
+            platform: Default::default(),
+        }])
+        .unwrap();
+        let applied = w.applicable("x", &[], &BTreeMap::new());
+        let unexcused = |lines: &[&str]| Excuse::Unexcused {
+            waivers: "W7".into(),
+            lines: lines.iter().map(|l| l.to_string()).collect(),
+        };
+        // one excused finding, one context line, one finding no waiver names
+        let mixed = CaseStatus::fail_detail("e", "a", "header\nc");
+        assert_eq!(excuse(&applied, &mixed), unexcused(&["c"]));
+        // no excused finding at all
+        assert_eq!(
+            excuse(&applied, &CaseStatus::fail("e", "c")),
+            unexcused(&["c"])
+        );
+        assert_eq!(
+            excuse(&applied, &CaseStatus::fail("e", "")),
+            unexcused(&["(the failure names no finding)"])
+        );
+    }
 }

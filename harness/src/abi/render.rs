@@ -71,7 +71,7 @@ pub(crate) fn render_c_at(
         // §1.2's rule written here, not the layout engine's answer: the oracle compiling this
         // source must be able to disagree with the engine's vector alignment (an engine
         // flipping the rule was not caught by the clang oracles when this called
-        // `layout::vector_align`: ci/mutation, layout-even-vector-align).
+        // `layout::vector_align`).
         let elem = crate::abi::layout::scalar_align(s, address_size);
         let align = if n % 2 == 1 {
             elem

@@ -647,3 +647,22 @@ fn describe_wait(st: i32) -> String {
         format!("status {st:#x}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The run's GPUCTS_KMOD_FLAVOUR overrides what the module reports (ci/kmod-vm loads the
+    /// build it names); without it the module's own report decides; any other name is refused.
+    #[test]
+    fn the_expected_flavour_is_the_named_one_else_the_reported_one() {
+        for reported in [kmod::FLAVOUR_DESKTOP, kmod::FLAVOUR_TEGRA] {
+            assert!(expected_tegra(Some("tegra"), reported).unwrap());
+            assert!(!expected_tegra(Some("desktop"), reported).unwrap());
+            let e = expected_tegra(Some("jetson"), reported).unwrap_err();
+            assert_eq!(e.0, "jetson");
+        }
+        assert!(expected_tegra(None, kmod::FLAVOUR_TEGRA).unwrap());
+        assert!(!expected_tegra(None, kmod::FLAVOUR_DESKTOP).unwrap());
+    }
+}
