@@ -73,6 +73,13 @@ impl<'a> CaseContext<'a> {
         }
     }
 
+    /// The run's GPU (`--device`), opened: the one door by which a case reaches a device.
+    pub fn open_gpu(
+        &self,
+    ) -> Result<crate::backend::cuda::Session, crate::backend::cuda::CudaError> {
+        crate::backend::cuda::Session::open_device(&self.config.device)
+    }
+
     /// Whether a batch computation includes member `id` ([`RunScope::batch_member`]); the
     /// case itself always is.
     pub(crate) fn batch_member(&self, id: &str) -> bool {
@@ -123,6 +130,11 @@ pub trait Check: Send + Sync + Debug + 'static {
     /// Whether the case must run in a child process (GPU work, kernel module, anything that can
     /// crash or poison a context).
     fn isolate(&self) -> bool {
+        false
+    }
+    /// Whether the case runs once per device under `--devices` although it does not require
+    /// the gpu capability (a case that requires it always does).
+    fn per_device(&self) -> bool {
         false
     }
     /// The shared resources the case uses, each held for the whole case ([`Resource`]).

@@ -13,6 +13,7 @@
 //! This module sits beside `areas` at the top: it uses the areas' public entry points and the
 //! report layer, and nothing below names it.
 
+use crate::backend::cuda::DeviceSelector;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -268,7 +269,8 @@ pub fn xcall(o: Options) -> Vec<BenchBlock> {
 
 /// The memory model over the litmus catalogue: candidate executions per second against each
 /// test's candidate count (tests of the same count share a point), and catalogue tests/s.
-pub fn atomics(o: Options) -> Vec<BenchBlock> {
+/// `device`: the GPU of the GPU blocks (`--device`).
+pub fn atomics(o: Options, device: &DeviceSelector) -> Vec<BenchBlock> {
     use crate::atomics::{catalog, model};
     let t0 = Instant::now();
     let tests = catalog::catalog();
@@ -332,8 +334,8 @@ pub fn atomics(o: Options) -> Vec<BenchBlock> {
     blocks.push(gpu_host(o));
     blocks.push(gpu_worker_emulated(o));
     blocks.push(gpu_cases_emulated(o));
-    blocks.push(gpu_worker());
-    blocks.push(gpu_cases());
+    blocks.push(gpu_worker(device));
+    blocks.push(gpu_cases(device));
     blocks
 }
 
@@ -560,23 +562,23 @@ fn gpu_cases_emulated(o: Options) -> BenchBlock {
 }
 
 /// The suite's `atomics.gpu.*` cases on the worker's queue (312 catalogue tests, 156 in shared
-/// memory; controls beside forbidden tests; default stress, 100 launches) on GPU 0, as the
+/// memory; controls beside forbidden tests; default stress, 100 launches) on `device`, as the
 /// runner hands them over: one case per batch, then 16 runner threads whose cases the worker
 /// batches. Cases/s, instances/s end to end and launches of each, in the same run.
-fn gpu_cases() -> BenchBlock {
+fn gpu_cases(device: &DeviceSelector) -> BenchBlock {
     use crate::atomics::catalog;
     use crate::atomics::gpu::layout::{Geometry, StressParams};
     use crate::atomics::gpu::worker::{CudaExecutor, BATCH_WAIT};
     use crate::atomics::gpu::DEFAULT_ITERATIONS;
     let name = "atomics.gpu_cases";
-    let what = "bench: the atomics.gpu.* cases through the GPU worker's queue on GPU 0";
+    let what = "bench: the atomics.gpu.* cases through the GPU worker's queue";
     let t0 = Instant::now();
-    if let Err(e) = crate::backend::cuda::Session::open(0) {
+    if let Err(e) = crate::backend::cuda::Session::open_device(device) {
         return BenchBlock::skip(
             name,
             what,
             crate::capability::Capability::Gpu,
-            format!("no CUDA GPU 0 for the worker: {e}"),
+            format!("no CUDA GPU {device} for the worker: {e}"),
         );
     }
     let mut cases = gpu_cases_of(catalog::catalog(), &StressParams::default());
@@ -589,7 +591,7 @@ fn gpu_cases() -> BenchBlock {
         .filter(|t| Geometry::new(t, &shared).is_ok_and(|g| g.shared));
     cases.extend(gpu_cases_of(in_shared, &shared));
     let mut text = format!(
-        "atomics: {} atomics.gpu cases through the GPU worker's queue on GPU 0\n",
+        "atomics: {} atomics.gpu cases through the GPU worker's queue on GPU {device}\n",
         cases.len()
     );
     let mut figures = Vec::new();
@@ -598,7 +600,7 @@ fn gpu_cases() -> BenchBlock {
         ("GPU cases, batched", 16, BATCH_WAIT),
     ] {
         match run_cases(
-            CudaExecutor::open,
+            || CudaExecutor::open(device),
             &cases,
             DEFAULT_ITERATIONS,
             threads,
@@ -766,26 +768,26 @@ fn gpu_worker_emulated(o: Options) -> BenchBlock {
     }
 }
 
-/// The `atomics.gpu.*` cases' tests through the GPU worker on GPU 0, one submission: the 312
+/// The `atomics.gpu.*` cases' tests through the GPU worker on `device`, one submission: the 312
 /// catalogue tests and the 156 in shared memory (as the suite runs them, default stress,
 /// 100 launches each), packed into batches. End-to-end instances/s (targets: the 468 in
 /// under 30 s, 1e8 instances/s) and per kernel-second, measured in the same run.
-fn gpu_worker() -> BenchBlock {
+fn gpu_worker(device: &DeviceSelector) -> BenchBlock {
     use crate::atomics::catalog;
     use crate::atomics::gpu::layout::{Geometry, StressParams};
     use crate::atomics::gpu::worker::{CudaExecutor, Job, Worker};
     use crate::atomics::gpu::DEFAULT_ITERATIONS;
     let name = "atomics.gpu_worker";
-    let what = "bench: the 468 atomics.gpu.* tests through the GPU worker on GPU 0";
+    let what = "bench: the 468 atomics.gpu.* tests through the GPU worker";
     let t0 = Instant::now();
-    let executor = match CudaExecutor::open() {
+    let executor = match CudaExecutor::open(device) {
         Ok(e) => e,
         Err(e) => {
             return BenchBlock::skip(
                 name,
                 what,
                 crate::capability::Capability::Gpu,
-                format!("no CUDA GPU 0 for the worker: {e}"),
+                format!("no CUDA GPU {device} for the worker: {e}"),
             )
         }
     };
@@ -818,7 +820,7 @@ fn gpu_worker() -> BenchBlock {
         .filter_map(|(r, j)| r.as_ref().err().map(|e| format!("{}: {e}", j.test.name)))
         .collect();
     let mut text = format!(
-        "atomics: {} tests through the GPU worker on GPU 0\n",
+        "atomics: {} tests through the GPU worker on GPU {device}\n",
         jobs.len()
     );
     let (t, figures) = worker_figures("GPU worker", &w.stats, wall, jobs.len());
@@ -841,7 +843,7 @@ fn gpu_worker() -> BenchBlock {
     // second executor so that no kernel comes from the first run's cache: what the groups of
     // `LAUNCHES_PER_SYNC` launches per wait bought on this GPU.
     let mut figures = figures;
-    match CudaExecutor::open() {
+    match CudaExecutor::open(device) {
         Ok(e) => {
             let mut w1 = Worker::new(e).with_launches_per_sync(1);
             let run = Instant::now();
@@ -959,6 +961,7 @@ pub(crate) fn case_result(b: &BenchBlock) -> CaseResult {
         origin: "gpucts bench".into(),
         status,
         duration_s: b.secs,
+        device: None,
         attempts: Vec::new(),
         figures: b.figures.clone(),
     }

@@ -54,6 +54,11 @@ struct Cli {
     /// skip, naming DIR).
     #[arg(long, value_name = "DIR", global = true)]
     prebuilt: Option<PathBuf>,
+    /// The GPU to use: an ordinal (0, 1, ...) as the driver numbers devices, or a UUID as
+    /// nvidia-smi -L prints it (GPU-xxxxxxxx-...). Default: 0. Every GPU case, `litmus run`,
+    /// `litmus tune` and `--bench` use it; the probe's fingerprint describes it.
+    #[arg(long, value_name = "N|UUID", global = true)]
+    device: Option<crate::backend::cuda::DeviceSelector>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -117,6 +122,11 @@ struct RunArgs {
     /// not run again, and the machine's fingerprint and the selected ids must be the same.
     #[arg(long, value_name = "DIR")]
     resume: Option<PathBuf>,
+    /// Run every case that uses a GPU once per device: `all` (every device the driver sees) or
+    /// ordinals and UUIDs (`0,2`). Each copy's id ends `@DEVICE` (`abi.gpu.handles.x@2`), and
+    /// results.json and JUnit name its device; other cases run once.
+    #[arg(long, value_name = "all|N,...", conflicts_with = "device")]
+    devices: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -484,6 +494,7 @@ pub fn main() -> i32 {
         _ => None,
     };
     config.rerun_failures = cli.run.rerun_failures;
+    config.device = cli.device.clone().unwrap_or_default();
     let mut replay = None;
     if let Some(dir) = &cli.prebuilt {
         if matches!(cli.command, Some(Cmd::Prebuild(_))) {
@@ -503,7 +514,9 @@ pub fn main() -> i32 {
     let (root, corpora) = (&root, &corpora);
     match cli.command {
         None => with_data(root, corpora, config, |d| run(&cli.run, config, &tools, d)),
-        Some(Cmd::Probe { json }) => with_data(root, corpora, config, |d| probe(json, &tools, d)),
+        Some(Cmd::Probe { json }) => {
+            with_data(root, corpora, config, |d| probe(json, config, &tools, d))
+        }
         Some(Cmd::Validate { paths, .. }) => {
             with_data(root, corpora, config, |d| validate(&paths, config, d))
         }
@@ -513,7 +526,7 @@ pub fn main() -> i32 {
         Some(Cmd::Toolchain { action }) => toolchain(action, &tools),
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Xcall { action }) => xcall(action),
-        Some(Cmd::Litmus { action }) => litmus(action),
+        Some(Cmd::Litmus { action }) => litmus(action, config),
         Some(Cmd::Dwarf {
             action: DwarfCmd::Check { files },
         }) => crate::dwarf::check::cli(&files, config),
@@ -583,9 +596,14 @@ fn with_data(
     }
 }
 
-fn probe(json: bool, tools: &ToolSettings, data: &crate::data::DataRoot) -> i32 {
+fn probe(
+    json: bool,
+    config: &RunConfig,
+    tools: &ToolSettings,
+    data: &crate::data::DataRoot,
+) -> i32 {
     let tc = Toolchain::discover_with(tools.clone());
-    let (p, _) = crate::probe::probe(&tc);
+    let (p, _) = crate::probe::probe_for(&tc, &config.device);
     if json {
         let mut v = serde_json::to_value(&p).unwrap_or_default();
         if let (Some(o), Ok(d)) = (v.as_object_mut(), serde_json::to_value(data)) {
@@ -753,7 +771,7 @@ fn xcall(action: XcallCmd) -> i32 {
     }
 }
 
-fn litmus(action: LitmusCmd) -> i32 {
+fn litmus(action: LitmusCmd, config: &RunConfig) -> i32 {
     use crate::atomics::litmus;
     // (text for stdout, exit code) or a message for stderr (exit 2).
     let r: Result<(String, i32), String> = match &action {
@@ -794,6 +812,7 @@ fn litmus(action: LitmusCmd) -> i32 {
                 },
                 json: json.clone(),
                 emulate: *emulate,
+                device: config.device.clone(),
             };
             // Each test's report is printed as it finishes (a corpus run takes a while).
             command(&req, &mut |t| print!("{t}"))
@@ -814,6 +833,7 @@ fn litmus(action: LitmusCmd) -> i32 {
             budget,
             json,
         } => crate::atomics::gpu::tune::run_command(
+            &config.device,
             tests,
             *configs,
             *seed,
@@ -867,7 +887,7 @@ fn bench_record(
     };
     let started = time::OffsetDateTime::now_utc();
     let tc = Toolchain::discover_with(tools.clone());
-    let (probe, caps) = crate::probe::probe(&tc);
+    let (probe, caps) = crate::probe::probe_for(&tc, &config.device);
     let fingerprint = probe.fingerprint();
     let o = crate::bench::Options { reps, count };
     let all = area == BenchArea::All;
@@ -882,7 +902,7 @@ fn bench_record(
         blocks.extend(crate::bench::xcall(o));
     }
     if all || area == BenchArea::Atomics {
-        blocks.extend(crate::bench::atomics(o));
+        blocks.extend(crate::bench::atomics(o, &config.device));
     }
     if all || area == BenchArea::Gpudirect {
         blocks.extend(crate::gpudirect::bench::blocks(reps.max(3), config));
@@ -1010,7 +1030,7 @@ fn child_case(
         return EXIT_USAGE;
     };
     let tc = Toolchain::discover_with(tools.clone());
-    let (_, caps) = crate::probe::probe(&tc);
+    let (_, caps) = crate::probe::probe_for(&tc, &config.device);
     // A child runs one case: its batches compute that case's member only.
     let scope = runner::run_scope(std::slice::from_ref(case), &Default::default(), &tc);
     let executed = runner::run_in_process(case, config, &scope, &caps, &tc, data, scratch);
@@ -1157,7 +1177,7 @@ fn prebuild(
         error("the prebuilt store is not recording");
         return EXIT_USAGE;
     };
-    let (_, caps) = crate::probe::probe(&toolchain);
+    let (_, caps) = crate::probe::probe_for(&toolchain, &config.device);
     let jobs = args
         .jobs
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
@@ -1302,6 +1322,19 @@ fn run(
     else {
         return EXIT_USAGE;
     };
+    let cases = match &args.devices {
+        None => cases,
+        Some(spec) => {
+            let seen = crate::backend::cuda::probe().ok().map(|d| d.gpus);
+            match runner::devices::parse(spec, seen.as_deref()) {
+                Ok(devices) => runner::devices::per_device(cases, &devices),
+                Err(e) => {
+                    error(e);
+                    return EXIT_USAGE;
+                }
+            }
+        }
+    };
     let selection = runner::Selection {
         filter: args.filter.clone(),
         exact: args.exact,
@@ -1330,7 +1363,7 @@ fn run(
     } else {
         Toolchain::discover_with(tools.clone())
     };
-    let (probe, caps) = crate::probe::probe(&toolchain);
+    let (probe, caps) = crate::probe::probe_for(&toolchain, &config.device);
     let fingerprint = probe.fingerprint();
     let waiver_files = report::run::waiver_files(&root, args.no_default_waivers, &args.waivers);
     let mut record = report::run::RunRecord::new(

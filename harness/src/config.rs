@@ -81,6 +81,8 @@ pub struct RunConfig {
     pub max_cases_per_entry: Option<u64>,
     /// `--rerun-failures`: how often a failed case runs again, each time in a fresh child.
     pub rerun_failures: u32,
+    /// `--device`: the GPU every GPU case and command opens (default: the driver's first).
+    pub device: crate::backend::cuda::DeviceSelector,
 }
 
 impl Default for RunConfig {
@@ -144,6 +146,7 @@ impl RunConfig {
             rdma_device: text("GPUCTS_RDMA_DEVICE"),
             max_cases_per_entry: None,
             rerun_failures: 0,
+            device: Default::default(),
         }
     }
 
@@ -329,7 +332,21 @@ mod tests {
             "RunConfig::outside_any_run() is for code outside any run (see its doc); found:\n{}",
             others.join("\n")
         );
+        // A GPU is the run's `--device` (`CaseContext::open_gpu`, `Session::open_device`),
+        // never a literal ordinal.
+        let literal: Vec<String> = production_lines_with("Session::open(")
+            .into_iter()
+            .filter(|(f, _, _)| f != "src/backend/cuda.rs")
+            .map(|(f, l, t)| format!("{f}:{l}: {t}"))
+            .collect();
+        assert!(
+            literal.is_empty(),
+            "GPUs opened by ordinal outside the CUDA backend (use ctx.open_gpu() or \
+             Session::open_device(&config.device)):\n{}",
+            literal.join("\n")
+        );
         // The scanner sees what it is meant to see.
         assert!(!production_lines_with("RunConfig::from_env()").is_empty());
+        assert!(!production_lines_with("Session::open_device(").is_empty());
     }
 }

@@ -147,11 +147,22 @@ fn dmabuf(
     }
 }
 
-/// Probe everything; `toolchain` is the one this run will use.
+/// Probe everything; `toolchain` is the one this run will use; the driver's first GPU is the
+/// one described.
 pub fn probe(toolchain: &Toolchain) -> (Probe, Capabilities) {
+    probe_for(toolchain, &cuda::DeviceSelector::default())
+}
+
+/// Probe everything, `device` (`--device`) being the GPU the run uses: the fingerprint
+/// describes it, and a selector that names no device the driver sees leaves no GPU capability
+/// (the reason names the devices seen).
+pub fn probe_for(toolchain: &Toolchain, device: &cuda::DeviceSelector) -> (Probe, Capabilities) {
     let mut caps = Capabilities::default();
     toolchain.fill_capabilities(&mut caps);
-    let driver = cuda::probe();
+    let driver = cuda::probe().and_then(|mut d| {
+        d.selected = device.resolve(&d.gpus)?;
+        Ok(d)
+    });
     let kmod = kmod::probe();
     let rdma = rdma_devices();
     for &cap in Capability::ALL {
@@ -237,7 +248,7 @@ impl Probe {
                 if let Some(v) = &d.driver_version {
                     f.insert("driver".into(), v.clone());
                 }
-                if let Some(g) = d.gpus.first() {
+                if let Some(g) = d.selected_gpu() {
                     f.insert("gpu".into(), g.name.clone());
                     f.insert("compute_capability".into(), g.compute_capability.clone());
                     f.insert("gpu_uuid".into(), g.uuid.clone());

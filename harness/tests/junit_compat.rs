@@ -203,6 +203,7 @@ fn live(c: &StoredCase) -> CaseResult {
             VerdictName::Flaky => Verdict::Flaky,
         },
         duration_s: c.duration_s,
+        device: None,
         attempts: c.attempts.clone(),
         figures: Vec::new(),
     }

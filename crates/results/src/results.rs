@@ -109,6 +109,9 @@ pub struct StoredCase<C = String> {
     /// The node that ran it (merged fleet results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The GPU it ran on, when the run covered several (`--devices`; the id ends `@DEVICE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 /// A file the run used, with its hash, so a report says exactly which suites and waivers.

@@ -7,7 +7,7 @@
 //! each call answered by the producer's function run on the same object bytes.
 
 use crate::area::CaseContext;
-use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{KernelArg, LaunchConfig};
 use crate::backend::producer::Producer;
 use crate::outcome::CaseStatus;
 use crate::ptx::exec::{Machine, MemSpace, Stop};
@@ -183,7 +183,7 @@ pub fn case(ctx: &CaseContext, producer: Producer) -> CaseStatus {
     if ctx.compile_only {
         return CaseStatus::compiled_only();
     }
-    let s = match Session::open(0) {
+    let s = match ctx.open_gpu() {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(format!("no CUDA context: {e}")),
     };

@@ -6,7 +6,7 @@
 use super::oracle::{self, graffiti, TypeResult};
 use super::random::random_batch;
 use crate::area::CaseContext;
-use crate::backend::cuda::{self, KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{self, KernelArg, LaunchConfig};
 use crate::outcome::CaseStatus;
 
 /// NVRTC options for the writer: the target machine is sm_90.
@@ -84,7 +84,7 @@ pub(crate) fn graffiti_case(ctx: &CaseContext, seed_start: u64, count: u64) -> C
     let run = || -> Result<CaseStatus, GraffitiGpuError> {
         let (types, ptx) = writer_ptx(ctx.toolchain, seed_start, count)?;
         let len = graffiti::buffer_len(&types)? as usize;
-        let s = Session::open(0)?;
+        let s = ctx.open_gpu()?;
         let m = s.load_ptx(&ptx)?;
         let f = s.function(&m, graffiti::KERNEL)?;
         let out = s.buffer(len)?;

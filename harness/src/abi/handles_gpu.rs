@@ -17,7 +17,7 @@
 use serde::Deserialize;
 
 use crate::area::CaseContext;
-use crate::backend::cuda::{KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{KernelArg, LaunchConfig};
 use crate::outcome::CaseStatus;
 
 /// How the kernel receives the handles.
@@ -169,7 +169,7 @@ pub fn case(ctx: &CaseContext, params: HandleParams) -> CaseStatus {
     if ctx.compile_only {
         return CaseStatus::compiled_only();
     }
-    let s = match Session::open(0) {
+    let s = match ctx.open_gpu() {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(format!("no CUDA context: {e}")),
     };

@@ -332,7 +332,8 @@ impl Check for AtomicsCheck {
                 iterations,
                 stress,
             } => {
-                let (status, figures) = gpu::gpu_case(test, *iterations, stress);
+                let (status, figures) =
+                    gpu::gpu_case(&ctx.config.device, test, *iterations, stress);
                 figures.into_iter().for_each(|f| ctx.record(f));
                 status
             }
@@ -342,9 +343,12 @@ impl Check for AtomicsCheck {
                 file,
                 expect,
                 iterations,
-            } if !file.contains("..") => {
-                gpu::proxy::case(&ctx.root.join(LITMUS_DIR).join(file), *expect, *iterations)
-            }
+            } if !file.contains("..") => gpu::proxy::case(
+                ctx,
+                &ctx.root.join(LITMUS_DIR).join(file),
+                *expect,
+                *iterations,
+            ),
             AtomicsCheck::GpuProxy { file, .. } => CaseStatus::error(format!(
                 "`file: {file}`; `file:` is a file name in suites/litmus/"
             )),

@@ -3,6 +3,8 @@
 //!
 //! cudarc panics if it cannot load libcuda, so presence is checked with `dlopen` first.
 
+use std::str::FromStr;
+
 use cudarc::driver::{result, sys};
 use serde::Serialize;
 
@@ -27,6 +29,15 @@ pub struct DriverInfo {
     /// From NVML, e.g. "580.65.06".
     pub driver_version: Option<String>,
     pub gpus: Vec<GpuInfo>,
+    /// The ordinal of the GPU the run uses (`--device`; the probe's own default is 0).
+    pub selected: i32,
+}
+
+impl DriverInfo {
+    /// The GPU the run uses.
+    pub fn selected_gpu(&self) -> Option<&GpuInfo> {
+        self.gpus.iter().find(|g| g.ordinal == self.selected)
+    }
 }
 
 /// Why the driver cannot be used: no GPU capability (the probe), or a device that would not
@@ -51,6 +62,120 @@ pub enum CudaError {
     },
     #[error(transparent)]
     Call(#[from] DriverCallError),
+    /// `--device` names no device the driver sees.
+    #[error("no GPU: {0}")]
+    NoSuchDevice(#[from] NoSuchDevice),
+}
+
+/// Which GPU a run uses (`--device N|UUID`): an ordinal as the driver numbers devices
+/// (`cuDeviceGet`, within `CUDA_VISIBLE_DEVICES`), or a UUID as `nvidia-smi -L` prints it
+/// (`GPU-` and 32 hex digits in 8-4-4-4-12 groups; case, the prefix and the dashes optional),
+/// which names the same card whatever the ordering.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+pub enum DeviceSelector {
+    Ordinal(u32),
+    /// 32 lowercase hex digits, no prefix or dashes.
+    Uuid(String),
+}
+
+impl Default for DeviceSelector {
+    /// The driver's first device, what a run without `--device` uses.
+    fn default() -> Self {
+        DeviceSelector::Ordinal(0)
+    }
+}
+
+impl std::fmt::Display for DeviceSelector {
+    /// The form `--device` takes back: the ordinal, or the UUID as nvidia-smi prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceSelector::Ordinal(n) => write!(f, "{n}"),
+            DeviceSelector::Uuid(h) => write!(
+                f,
+                "GPU-{}-{}-{}-{}-{}",
+                &h[0..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..32]
+            ),
+        }
+    }
+}
+
+/// `--device` text that is neither an ordinal nor a UUID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a device: expected an ordinal (0, 1, ...) or a UUID as nvidia-smi -L prints it \
+     (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
+)]
+pub struct BadDeviceSelector(pub String);
+
+impl std::str::FromStr for DeviceSelector {
+    type Err = BadDeviceSelector;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let t = text.trim();
+        if !t.is_empty() && t.len() <= 10 && t.bytes().all(|b| b.is_ascii_digit()) {
+            return t
+                .parse()
+                .map(DeviceSelector::Ordinal)
+                .map_err(|_| BadDeviceSelector(text.into()));
+        }
+        let body = t
+            .strip_prefix("GPU-")
+            .or_else(|| t.strip_prefix("gpu-"))
+            .unwrap_or(t);
+        let groups: Vec<&str> = body.split('-').collect();
+        // dashes, when there are any, sit where nvidia-smi puts them
+        let grouped = groups.len() == 1 || groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]);
+        let hex: String = groups.concat().to_ascii_lowercase();
+        if grouped && hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(DeviceSelector::Uuid(hex))
+        } else {
+            Err(BadDeviceSelector(text.into()))
+        }
+    }
+}
+
+/// A selector that matches none of the devices the driver sees; names them all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("--device {wanted}: the driver sees {}", seen_text(.seen))]
+pub struct NoSuchDevice {
+    pub wanted: DeviceSelector,
+    /// (ordinal, name, UUID) of each device seen.
+    pub seen: Vec<(i32, String, String)>,
+}
+
+fn seen_text(seen: &[(i32, String, String)]) -> String {
+    match seen.len() {
+        0 => "no device".into(),
+        n => format!(
+            "{n} device{} ({})",
+            if n == 1 { "" } else { "s" },
+            seen.iter()
+                .map(|(o, name, uuid)| format!("{o}: {name} {uuid}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    }
+}
+
+impl DeviceSelector {
+    /// The ordinal of the device this selects among `gpus` (the probe's list).
+    pub fn resolve(&self, gpus: &[GpuInfo]) -> Result<i32, NoSuchDevice> {
+        let found = gpus.iter().find(|g| match self {
+            DeviceSelector::Ordinal(n) => i64::from(g.ordinal) == i64::from(*n),
+            DeviceSelector::Uuid(hex) => DeviceSelector::from_str(&g.uuid)
+                .is_ok_and(|u| u == DeviceSelector::Uuid(hex.clone())),
+        });
+        found.map(|g| g.ordinal).ok_or_else(|| NoSuchDevice {
+            wanted: self.clone(),
+            seen: gpus
+                .iter()
+                .map(|g| (g.ordinal, g.name.clone(), g.uuid.clone()))
+                .collect(),
+        })
+    }
 }
 
 fn query(call: &'static str) -> impl Fn(result::DriverError) -> CudaError {
@@ -135,6 +260,7 @@ pub fn probe() -> Result<DriverInfo, CudaError> {
             cuda_version: format!("{}.{}", v / 1000, (v % 1000) / 10),
             driver_version: nvml.as_ref().and_then(|n| n.driver_version()),
             gpus,
+            selected: 0,
         })
     });
     caught.unwrap_or(Err(CudaError::LoadPanicked))
@@ -226,6 +352,88 @@ mod nvml {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gpu(ordinal: i32, uuid: &str) -> GpuInfo {
+        GpuInfo {
+            ordinal,
+            name: format!("fake {ordinal}"),
+            compute_capability: "9.0".into(),
+            uuid: uuid.into(),
+            total_mem_mib: 1,
+            bar1_total_mib: None,
+        }
+    }
+
+    /// `--device` takes what nvidia-smi -L prints (and what CUDA_VISIBLE_DEVICES takes): an
+    /// ordinal, or GPU- and 32 hex digits grouped 8-4-4-4-12.
+    #[test]
+    fn a_device_is_an_ordinal_or_a_uuid_as_nvidia_smi_prints_it() {
+        let u = "GPU-8e7a1c2b-1f3d-4c5e-9a0b-0123456789ab";
+        let hex = "8e7a1c2b1f3d4c5e9a0b0123456789ab";
+        assert_eq!("3".parse(), Ok(DeviceSelector::Ordinal(3)));
+        assert_eq!(" 0 ".parse(), Ok(DeviceSelector::Ordinal(0)));
+        for text in [u, &u.to_uppercase(), &u[4..], hex] {
+            assert_eq!(
+                text.parse::<DeviceSelector>(),
+                Ok(DeviceSelector::Uuid(hex.into())),
+                "{text}"
+            );
+        }
+        // and prints back as nvidia-smi does
+        assert_eq!(DeviceSelector::Uuid(hex.into()).to_string(), u);
+        assert_eq!(DeviceSelector::Ordinal(7).to_string(), "7");
+        for bad in [
+            "",
+            "-1",
+            "1.5",
+            "99999999999",
+            "GPU-",
+            "GPU-8e7a1c2b-1f3d-4c5e-9a0b-0123456789a",
+            "GPU-8e7a1c2b1f3d-4c5e-9a0b-0123456789ab",
+            "GPU-8e7a1c2b-1f3d-4c5e-9a0b-0123456789ax",
+            "all",
+        ] {
+            assert_eq!(
+                bad.parse::<DeviceSelector>(),
+                Err(BadDeviceSelector(bad.into())),
+                "{bad}"
+            );
+        }
+    }
+
+    /// On a fake two-device machine: an ordinal or a UUID picks its device; one that matches
+    /// none is refused naming every device seen.
+    #[test]
+    fn a_selector_resolves_among_the_devices_seen_or_names_them() {
+        let a = "GPU-00000000-0000-0000-0000-00000000000a";
+        let b = "GPU-00000000-0000-0000-0000-00000000000b";
+        let gpus = [gpu(0, a), gpu(1, b)];
+        assert_eq!(DeviceSelector::Ordinal(1).resolve(&gpus), Ok(1));
+        assert_eq!(b.parse::<DeviceSelector>().unwrap().resolve(&gpus), Ok(1));
+        assert_eq!(
+            a[4..].parse::<DeviceSelector>().unwrap().resolve(&gpus),
+            Ok(0)
+        );
+        let e = DeviceSelector::Ordinal(2).resolve(&gpus).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("--device 2: the driver sees 2 devices (0: fake 0 {a}; 1: fake 1 {b})")
+        );
+        let c = "GPU-00000000-0000-0000-0000-00000000000c";
+        let e = c
+            .parse::<DeviceSelector>()
+            .unwrap()
+            .resolve(&gpus)
+            .unwrap_err();
+        assert_eq!(e.wanted.to_string(), c);
+        assert_eq!(
+            DeviceSelector::Ordinal(0)
+                .resolve(&[])
+                .unwrap_err()
+                .to_string(),
+            "--device 0: the driver sees no device"
+        );
+    }
 
     #[test]
     fn uuid_formats_like_nvidia_smi() {
@@ -321,8 +529,34 @@ impl Session {
         self.synchronize()
     }
 
-    /// Open device `ordinal`'s primary context and make it current on this thread.
-    pub fn open(ordinal: i32) -> Result<Session, CudaError> {
+    /// Open the device `device` selects (the run's `--device`): its primary context, current
+    /// on this thread. An ordinal opens directly; a UUID is looked up among the probe's devices.
+    pub fn open_device(device: &DeviceSelector) -> Result<Session, CudaError> {
+        let seen = || -> Result<Vec<GpuInfo>, CudaError> { Ok(probe()?.gpus) };
+        match device {
+            // (an ordinal past i32 is no device: the driver refuses it like any other)
+            DeviceSelector::Ordinal(n) => {
+                match Session::open(i32::try_from(*n).unwrap_or(i32::MAX)) {
+                    Err(CudaError::Call(e))
+                        if e.code == sys::CUresult::CUDA_ERROR_INVALID_DEVICE =>
+                    {
+                        // name the devices there are, not only the driver's code
+                        Err(device
+                            .resolve(&seen()?)
+                            .err()
+                            .map_or(e.into(), CudaError::from))
+                    }
+                    opened => opened,
+                }
+            }
+            DeviceSelector::Uuid(_) => Session::open(device.resolve(&seen()?)?),
+        }
+    }
+
+    /// Open device `ordinal`'s primary context and make it current on this thread. Private:
+    /// outside this backend a device is the run's (`open_device` with `--device`), never a
+    /// literal ordinal.
+    fn open(ordinal: i32) -> Result<Session, CudaError> {
         probe()?;
         // SAFETY: driver calls with out-pointers to live locals; the library is loaded.
         unsafe {

@@ -6,7 +6,7 @@
 
 use super::producers::{compile_kernel, DebugProducer};
 use crate::area::CaseContext;
-use crate::backend::cuda::{DriverCallError, JitDebug, KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{DriverCallError, JitDebug, KernelArg, LaunchConfig};
 use crate::outcome::CaseStatus;
 
 pub(crate) fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
@@ -17,7 +17,7 @@ pub(crate) fn jit_load(ctx: &CaseContext, p: DebugProducer) -> CaseStatus {
     if ctx.compile_only {
         return CaseStatus::compiled_only();
     }
-    let s = match Session::open(0) {
+    let s = match ctx.open_gpu() {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(e),
     };

@@ -63,7 +63,7 @@ pub fn run(reps: usize, config: &crate::config::RunConfig) -> String {
 /// its text and its curves; a block that cannot run here names the missing capability.
 pub fn blocks(reps: usize, config: &crate::config::RunConfig) -> Vec<BenchBlock> {
     let reps = reps.clamp(3, 100);
-    let mut out = kmod_bench(reps);
+    let mut out = kmod_bench(reps, &config.device);
     out.push(rdma_bench(reps, config.rdma_device.as_deref()));
     out
 }
@@ -98,7 +98,7 @@ struct Source {
 /// The companion module's blocks: pin/unpin latency per size (gpudirect-rdma §3.2) and CPU
 /// bandwidth through the pinned BAR mapping (§3.5); skipped, naming the capability, when the
 /// module or a memory source is missing.
-fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
+fn kmod_bench(reps: usize, device: &crate::backend::cuda::DeviceSelector) -> Vec<BenchBlock> {
     let t0 = Instant::now();
     let dev = match Device::open() {
         Ok(d) => d,
@@ -114,7 +114,7 @@ fn kmod_bench(reps: usize) -> Vec<BenchBlock> {
         .version()
         .map(|v| v.flavour == kmod::FLAVOUR_TEGRA)
         .unwrap_or(false);
-    let mem = match Mem::open() {
+    let mem = match Mem::open(device) {
         Ok(m) => m,
         Err(s) => {
             let (cap, why) = match s {

@@ -83,16 +83,23 @@ fn buffer_id_changes(s: &Session) -> Result<CaseStatus, DriverCallError> {
     })
 }
 
-fn with_session(f: impl FnOnce(&Session) -> Result<CaseStatus, DriverCallError>) -> CaseStatus {
-    match Session::open(0) {
+/// A case on the run's GPU (`ctx`).
+fn with_session(
+    ctx: &CaseContext,
+    f: impl FnOnce(&Session) -> Result<CaseStatus, DriverCallError>,
+) -> CaseStatus {
+    match ctx.open_gpu() {
         Ok(s) => f(&s).unwrap_or_else(CaseStatus::error),
         Err(e) => CaseStatus::error(e),
     }
 }
 
 /// A case returning a pass note or the status to report.
-fn with_note(f: impl FnOnce(&Session) -> Result<String, CaseStatus>) -> CaseStatus {
-    match Session::open(0) {
+fn with_note(
+    ctx: &CaseContext,
+    f: impl FnOnce(&Session) -> Result<String, CaseStatus>,
+) -> CaseStatus {
+    match ctx.open_gpu() {
         Ok(s) => match f(&s) {
             Ok(note) => CaseStatus::pass_with(note),
             Err(status) => status,
@@ -121,12 +128,12 @@ impl Check for GpudirectCheck {
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
         match self {
-            GpudirectCheck::SyncMemops => with_session(sync_memops),
-            GpudirectCheck::BufferIdChanges => with_session(buffer_id_changes),
-            GpudirectCheck::PointerAttributes => with_note(userspace::pointer_attributes),
-            GpudirectCheck::AddressRange => with_note(userspace::address_range),
-            GpudirectCheck::RegcacheNoStale => with_note(userspace::regcache_no_stale),
-            GpudirectCheck::DmabufExport => with_note(userspace::dmabuf_export),
+            GpudirectCheck::SyncMemops => with_session(ctx, sync_memops),
+            GpudirectCheck::BufferIdChanges => with_session(ctx, buffer_id_changes),
+            GpudirectCheck::PointerAttributes => with_note(ctx, userspace::pointer_attributes),
+            GpudirectCheck::AddressRange => with_note(ctx, userspace::address_range),
+            GpudirectCheck::RegcacheNoStale => with_note(ctx, userspace::regcache_no_stale),
+            GpudirectCheck::DmabufExport => with_note(ctx, userspace::dmabuf_export),
             GpudirectCheck::Kmod(sc) => kmod_cases::run(*sc, ctx.config),
             GpudirectCheck::Rdma(c) => rdma_cases::run(*c, ctx.config),
         }

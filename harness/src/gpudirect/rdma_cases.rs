@@ -95,7 +95,7 @@ pub fn first_difference(got: &[u8], seed: u64, from: usize) -> Option<(usize, u8
 pub fn run(case: RdmaCase, config: &crate::config::RunConfig) -> CaseStatus {
     #[cfg(feature = "rdma")]
     {
-        imp::run(case, config.rdma_device.as_deref())
+        imp::run(case, config.rdma_device.as_deref(), &config.device)
     }
     #[cfg(not(feature = "rdma"))]
     {
@@ -118,15 +118,20 @@ mod imp {
         Verbs::open(dev).map_err(|e| CaseStatus::error(e.to_string()))
     }
 
-    /// `dev`: the run's RDMA device (`GPUCTS_RDMA_DEVICE`), when it names one.
-    pub fn run(case: RdmaCase, dev: Option<&str>) -> CaseStatus {
+    /// `dev`: the run's RDMA device (`GPUCTS_RDMA_DEVICE`), when it names one; `gpu_device`:
+    /// its GPU (`--device`).
+    pub fn run(
+        case: RdmaCase,
+        dev: Option<&str>,
+        gpu_device: &crate::backend::cuda::DeviceSelector,
+    ) -> CaseStatus {
         let r = match case {
             RdmaCase::HostRegMr => host_reg_mr(dev),
             RdmaCase::WriteLoopback => loopback_sweep(Op::Write, dev),
             RdmaCase::ReadLoopback => loopback_sweep(Op::Read, dev),
             RdmaCase::CmTwoProcesses => cm_two_processes(dev),
-            RdmaCase::GpuPeermem => gpu(false, dev),
-            RdmaCase::GpuDmabuf => gpu(true, dev),
+            RdmaCase::GpuPeermem => gpu(false, dev, gpu_device),
+            RdmaCase::GpuDmabuf => gpu(true, dev, gpu_device),
         };
         match r {
             Ok(note) => CaseStatus::pass_with(note),
@@ -369,9 +374,13 @@ mod imp {
 
     /// GPU memory as the RDMA target (peermem: ibv_reg_mr on the device pointer; dmabuf:
     /// ibv_reg_dmabuf_mr on its exported fd): WRITE host → GPU, cuMemcpy back; READ GPU → host.
-    fn gpu(dmabuf: bool, dev: Option<&str>) -> Result<String, CaseStatus> {
+    fn gpu(
+        dmabuf: bool,
+        dev: Option<&str>,
+        gpu_device: &crate::backend::cuda::DeviceSelector,
+    ) -> Result<String, CaseStatus> {
         let v = open(dev)?;
-        let s = Session::open(0).map_err(CaseStatus::error)?;
+        let s = Session::open_device(gpu_device).map_err(CaseStatus::error)?;
         let len = 4usize << 20;
         let dp = s.alloc(len).map_err(|e| CaseStatus::error(e.to_string()))?;
         let result = (|| -> Result<String, CaseStatus> {

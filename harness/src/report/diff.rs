@@ -580,6 +580,7 @@ mod tests {
             duration_s: 0.0,
             attempts: vec![],
             node: None,
+            device: None,
         }
     }
 

@@ -887,6 +887,7 @@ mod tests {
             duration_s: 0.0,
             attempts: vec![],
             node: None,
+            device: None,
         };
         let quiet = "atomics.gpu.MP.rel_acq.cta.intra_cta";
         let busy = "atomics.gpu.MP.rel_acq.cta.inter_cta";
@@ -972,6 +973,7 @@ mod tests {
             duration_s: 0.0,
             attempts: vec![],
             node: None,
+            device: None,
         };
         let cited = "ptx-interop-13.2 §1.1 sizes and alignments";
         assert!(cat.get(cited).is_some());

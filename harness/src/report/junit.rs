@@ -130,6 +130,9 @@ fn testcase(c: &StoredCase) -> TestCase {
     tc.set_time(Duration::from_secs_f64(seconds(c.duration_s)));
     tc.extra.insert("file".into(), xml(&c.origin));
     tc.add_properties(c.status.tags().iter().map(|t| Property::new("tag", xml(t))));
+    if let Some(d) = &c.device {
+        tc.add_property(Property::new("device", xml(d)));
+    }
     // The case's text: in `<system-out>` for a passed case; as the text of its `<failure>` or
     // `<error>` otherwise (where a CI page shows it beside the message).
     let text = xml(&case_text(c));
@@ -278,6 +281,7 @@ mod tests {
             duration_s: 0.01,
             attempts: Vec::new(),
             node: None,
+            device: None,
         }
     }
 

@@ -756,6 +756,7 @@ mod tests {
             verdict: crate::runner::judge(&status, &[], None),
             status,
             duration_s: 0.0,
+            device: None,
             attempts: Vec::new(),
             figures: Vec::new(),
         };

@@ -54,19 +54,18 @@ pub(crate) fn write_result(path: &Path, executed: &Executed) -> std::io::Result<
 }
 
 /// Run one case in a child of the run's executable and turn what happens into what it gave.
-pub(crate) fn run_isolated(
-    env: &RunEnv,
-    suite_file: &Path,
-    case_id: &str,
-    timeout: Duration,
-) -> Executed {
-    run_child(env, suite_file, case_id, timeout).unwrap_or_else(Executed::from)
+/// The child looks the case up by its suite id and opens the case's device (a per-device
+/// copy's, else the run's).
+pub(crate) fn run_isolated(env: &RunEnv, case: &crate::suite::Case) -> Executed {
+    let device = case.device.as_ref().unwrap_or(&env.config.device);
+    run_child(env, &case.file, case.suite_id(), device, case.timeout).unwrap_or_else(Executed::from)
 }
 
 fn run_child(
     env: &RunEnv,
     suite_file: &Path,
     case_id: &str,
+    device: &crate::backend::cuda::DeviceSelector,
     timeout: Duration,
 ) -> Result<Executed, CaseStatus> {
     let (exe, data) = (&env.exe, &env.data);
@@ -92,6 +91,8 @@ fn run_child(
     if let Some(store) = env.toolchain.replaying() {
         cmd.arg("--prebuilt").arg(store.dir());
     }
+    // The child opens the same GPU.
+    cmd.arg("--device").arg(device.to_string());
     // The child loads the same file within the same limits.
     if let Some(n) = env.config.max_cases_per_entry {
         cmd.arg("--max-cases").arg(n.to_string());

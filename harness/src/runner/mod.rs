@@ -4,6 +4,7 @@
 
 pub mod child;
 pub mod console;
+pub mod devices;
 pub mod prebuild;
 pub mod progress;
 pub mod rerun;
@@ -40,6 +41,10 @@ pub struct CaseResult {
     #[serde(flatten)]
     pub verdict: Verdict,
     pub duration_s: f64,
+    /// The GPU this case ran on, when the run covered several (`--devices`; the id ends
+    /// `@DEVICE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// Failed attempts before the last (`--rerun-failures`), oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempts: Vec<CaseStatus>,
@@ -579,6 +584,7 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, BatchUse) {
             status,
             verdict,
             duration_s,
+            device: case.device.as_ref().map(ToString::to_string),
             attempts,
             figures,
         },
@@ -652,6 +658,18 @@ fn run_check(
     let scratch = scratch
         .map(|p| p.to_path_buf())
         .or_else(|| owned.as_ref().map(|d| d.path().to_path_buf()));
+    // A per-device copy of a case (`--devices`) runs with its device as the run's.
+    let on_device;
+    let config = match &case.device {
+        Some(d) => {
+            on_device = RunConfig {
+                device: d.clone(),
+                ..config.clone()
+            };
+            &on_device
+        }
+        None => config,
+    };
     let mut ctx = CaseContext::new(config, scope, &case.id, caps, toolchain, &data.path);
     ctx.scratch = scratch.unwrap_or_default();
     ctx.corpora = data.corpora.as_deref();
@@ -705,10 +723,7 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration, BatchUs
         .resources
         .hold_sharing(&resources_of(case), &shared_resources_of(case));
     let (executed, used) = if case.isolate {
-        (
-            child::run_isolated(env, &case.file, &case.id, case.timeout),
-            BatchUse::default(),
-        )
+        (child::run_isolated(env, case), BatchUse::default())
     } else {
         run_check(
             case,
@@ -1089,6 +1104,7 @@ mod tests {
             status: CaseStatus::pass(),
             verdict,
             duration_s: 0.0,
+            device: None,
             attempts: Vec::new(),
             figures: Vec::new(),
         };
@@ -1133,6 +1149,7 @@ mod tests {
             status,
             verdict,
             duration_s: 0.0,
+            device: None,
             attempts: Vec::new(),
             figures: Vec::new(),
         };

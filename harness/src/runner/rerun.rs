@@ -43,10 +43,7 @@ pub(crate) fn fresh_child(case: &Case, env: &super::RunEnv) -> (Executed, Durati
         &super::resources_of(case),
         &super::shared_resources_of(case),
     );
-    (
-        super::child::run_isolated(env, &case.file, &case.id, case.timeout),
-        waited,
-    )
+    (super::child::run_isolated(env, case), waited)
 }
 
 #[cfg(test)]

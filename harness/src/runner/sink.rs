@@ -98,6 +98,7 @@ mod tests {
             status: crate::outcome::CaseStatus::pass(),
             verdict: crate::outcome::Verdict::Pass,
             duration_s: 0.0,
+            device: None,
             attempts: Vec::new(),
             figures: Vec::new(),
         };

@@ -49,6 +49,13 @@ pub enum SelftestCheck {
     /// Takes `ms` milliseconds in-process, then passes: a run long enough to be stopped
     /// halfway (the `--resume` tests).
     Sleep { ms: u64 },
+    /// Uses "the GPU" without needing one: runs once per device under `--devices` (a fake
+    /// multi-device machine) and passes naming the device its context was given
+    /// (`device N`); with `isolate`, in a child (the device must reach it).
+    Device {
+        #[serde(default)]
+        isolate: bool,
+    },
     /// Fails with this text as expected and observed (reports must carry any text).
     FailWith { expected: String, observed: String },
     /// Isolated, needs clang-19: compiles `int gpucts_selftest(int x) { return x + <add>; }`
@@ -87,7 +94,12 @@ impl Check for SelftestCheck {
                 | SelftestCheck::ChildClang { .. }
                 | SelftestCheck::Figures { isolate: true, .. }
                 | SelftestCheck::LitmusSeen { isolate: true, .. }
+                | SelftestCheck::Device { isolate: true }
         )
+    }
+
+    fn per_device(&self) -> bool {
+        matches!(self, SelftestCheck::Device { .. })
     }
 
     fn run(&self, ctx: &CaseContext) -> CaseStatus {
@@ -194,6 +206,9 @@ impl Check for SelftestCheck {
             SelftestCheck::FailWith { expected, observed } => {
                 CaseStatus::fail(expected.clone(), observed.clone())
             }
+            SelftestCheck::Device { .. } => {
+                CaseStatus::pass_with(format!("device {}", ctx.config.device))
+            }
             SelftestCheck::LitmusSeen {
                 test,
                 seen,
@@ -241,6 +256,7 @@ impl SelftestCheck {
             | SelftestCheck::Figures { .. }
             | SelftestCheck::Batch { .. }
             | SelftestCheck::FailWith { .. }
+            | SelftestCheck::Device { .. }
             | SelftestCheck::ChildClang { .. }
             | SelftestCheck::LitmusSeen { .. } => CaseStatus::error("not a fixed check"),
         }

@@ -363,6 +363,7 @@ impl EntryReader<'_> {
                 },
                 file: self.path.to_path_buf(),
                 check,
+                device: None,
             });
         }
     }

@@ -49,6 +49,32 @@ pub struct Case {
     /// The suite file, so an isolated child can load the same case.
     pub file: PathBuf,
     pub check: Arc<dyn Check>,
+    /// The GPU this copy of the case runs on, when the run covers several (`--devices`): the
+    /// id is then the suite's id with `@DEVICE` after it. `None`: the run's `--device`.
+    pub device: Option<crate::backend::cuda::DeviceSelector>,
+}
+
+impl Case {
+    /// Whether the case uses a GPU, and so runs once per device under `--devices`: it needs
+    /// the gpu capability (or peermem, dmabuf: GPU memory over RDMA), or its check says so.
+    pub fn uses_gpu(&self) -> bool {
+        self.check.per_device()
+            || self.requires.iter().any(|c| {
+                matches!(
+                    c,
+                    Capability::Gpu | Capability::Peermem | Capability::Dmabuf
+                )
+            })
+    }
+
+    /// The id the suite file gives the case (without a per-device copy's `@DEVICE`): what an
+    /// isolated child looks up.
+    pub fn suite_id(&self) -> &str {
+        match &self.device {
+            Some(d) => self.id.strip_suffix(&format!("@{d}")).unwrap_or(&self.id),
+            None => &self.id,
+        }
+    }
 }
 
 /// Where a suite entry stands: its file and the 1-based line and column of the entry.

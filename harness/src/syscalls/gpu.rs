@@ -612,12 +612,13 @@ unsafe fn run_kernel(
         .toolchain
         .nvrtc(src, "gpucts_syscalls_gpu.cu", NVRTC_OPTS)?;
     // SAFETY: this function's contract, passed on.
-    unsafe { run_ptx(&ptx, k, cfg, args, limits, |_| Ok(())) }
+    unsafe { run_ptx(ctx, &ptx, k, cfg, args, limits, |_| Ok(())) }
 }
 
 /// # Safety
 /// `args` must match kernel `k`'s parameters (see [`Session::launch`]).
 unsafe fn run_ptx(
+    ctx: &CaseContext,
     ptx: &str,
     k: &str,
     cfg: LaunchConfig,
@@ -625,7 +626,7 @@ unsafe fn run_ptx(
     limits: &[(ContextLimit, usize)],
     after: impl FnOnce(&Session) -> Result<(), GpuCaseError>,
 ) -> Result<(Result<(), cuda::DriverCallError>, String), GpuCaseError> {
-    let s = Session::open(0)?;
+    let s = ctx.open_gpu()?;
     for (l, v) in limits {
         s.set_limit(*l, *v)?;
     }
@@ -653,7 +654,7 @@ pub fn run(ctx: &CaseContext, case: &GpuCase) -> CaseStatus {
         GpuCase::FreeNull => free_null_case(ctx),
         GpuCase::Assert { producer } => assert_case(ctx, *producer),
         GpuCase::VprintfStatus if ctx.compile_only => Ok(CaseStatus::compiled_only()),
-        GpuCase::VprintfStatus => Ok(super::vprintf_status::case()),
+        GpuCase::VprintfStatus => Ok(super::vprintf_status::case(ctx)),
     };
     r.unwrap_or_else(CaseStatus::error)
 }
@@ -763,7 +764,7 @@ pub(crate) fn malloc_source(big: usize) -> String {
 fn malloc_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let ptrs = vec![0u8; BLOCK_THREADS as usize * 8];
     let ok = vec![0u8; BLOCK_THREADS as usize * 4];
-    let s = Session::open(0)?;
+    let s = ctx.open_gpu()?;
     s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)?;
     // The driver may round the heap up (a 1 MiB request can leave room for malloc(2 MiB)):
     // "beyond the heap" means beyond what cuCtxGetLimit reports.
@@ -839,7 +840,7 @@ fn reuse_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     // Freed by each launch; the next launch must get such a block again.
     let size = REUSE_SIZE;
     let src = reuse_source();
-    let s = Session::open(0)?;
+    let s = ctx.open_gpu()?;
     s.set_limit(ContextLimit::CU_LIMIT_MALLOC_HEAP_SIZE, HEAP)?;
     let ptx = ctx.toolchain.nvrtc(&src, "gpucts_reuse.cu", NVRTC_OPTS)?;
     let m = s.load_ptx(&ptx)?;
@@ -874,7 +875,7 @@ pub(crate) const FREE_NULL_SOURCE: &str =
 
 fn free_null_case(ctx: &CaseContext) -> Result<CaseStatus, GpuCaseError> {
     let src = FREE_NULL_SOURCE;
-    let s = Session::open(0)?;
+    let s = ctx.open_gpu()?;
     let ptx = ctx.toolchain.nvrtc(src, "gpucts_free.cu", NVRTC_OPTS)?;
     let m = s.load_ptx(&ptx)?;
     let f = s.function(&m, "k")?;
@@ -906,6 +907,7 @@ fn assert_case(ctx: &CaseContext, producer: Producer) -> Result<CaseStatus, GpuC
     // SAFETY: each producer's assert kernel takes one 32-bit `int` (`producers::ASSERT_FN`).
     let (r, out) = unsafe {
         run_ptx(
+            ctx,
             &b.ptx,
             producers::ASSERT_FN,
             one_thread(),

@@ -202,7 +202,7 @@ impl Check for SyscallsCheck {
                 (Err(s), _) => s,
                 (Ok(p), ProbeTool::Ptxas) => probes::ptxas_probe(ctx, p),
                 (Ok(p), ProbeTool::Lint) => probes::lint_probe(p),
-                (Ok(p), ProbeTool::Jit) => probes::jit_probe(p),
+                (Ok(p), ProbeTool::Jit) => probes::jit_probe(ctx, p),
             },
             SyscallsCheck::ProducerLint { producer, program } => {
                 producers::lint_case(ctx, *producer, *program)

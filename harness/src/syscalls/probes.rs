@@ -331,9 +331,9 @@ pub(crate) fn lint_probe(p: &Probe) -> CaseStatus {
 
 /// The driver JIT loads the probe module exactly when ptxas assembles it (the driver's JIT and
 /// ptxas share the PTX front end; a difference is a finding to record).
-pub(crate) fn jit_probe(p: &Probe) -> CaseStatus {
+pub(crate) fn jit_probe(ctx: &CaseContext, p: &Probe) -> CaseStatus {
     let ptx = probe_module(p);
-    let s = match crate::backend::cuda::Session::open(0) {
+    let s = match ctx.open_gpu() {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(e),
     };

@@ -158,8 +158,9 @@ fn launch_one(
         .collect())
 }
 
-pub fn case() -> CaseStatus {
-    let s = match Session::open(0) {
+/// The `syscalls.gpu.vprintf_status` case, on the run's GPU (`ctx`).
+pub fn case(ctx: &crate::area::CaseContext) -> CaseStatus {
+    let s = match ctx.open_gpu() {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(format!("no CUDA context: {e}")),
     };

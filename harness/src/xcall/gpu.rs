@@ -11,7 +11,7 @@ use super::sig::{graffiti, ret_const, ret_key, Signature, Val, REC};
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Ty, TypeDef};
 use crate::area::CaseContext;
-use crate::backend::cuda::{self, KernelArg, LaunchConfig, Session};
+use crate::backend::cuda::{self, KernelArg, LaunchConfig};
 use crate::backend::producer::Producer;
 use crate::outcome::CaseStatus;
 
@@ -200,7 +200,7 @@ pub(crate) fn gpu_case(ctx: &CaseContext, caller: Producer, callee: Producer) ->
     if ctx.compile_only {
         return compile_only(ctx, caller, callee);
     }
-    let session = match Session::open(0) {
+    let session = match ctx.open_gpu() {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(format!("no CUDA context: {e}")),
     };

@@ -327,7 +327,7 @@ pub(crate) fn case(ctx: &CaseContext, caller: Producer, callee: Producer) -> Cas
         (Ok(a), Ok(b)) => (a, b),
         (Err(s), _) | (_, Err(s)) => return s,
     };
-    let session = match Session::open(0) {
+    let session = match ctx.open_gpu() {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(format!("no CUDA context: {e}")),
     };

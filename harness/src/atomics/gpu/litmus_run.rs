@@ -81,6 +81,8 @@ pub struct Request {
     pub stress: StressSource,
     pub json: Option<PathBuf>,
     pub emulate: bool,
+    /// `--device`: the GPU it runs on (unused with `emulate`).
+    pub device: crate::backend::cuda::DeviceSelector,
 }
 
 /// Bad arguments: the whole command stops with exit 2 before any test runs.
@@ -1162,7 +1164,8 @@ pub fn command(req: &Request, print: &mut dyn FnMut(&str)) -> Result<i32, ArgErr
     let engine: Box<dyn Runner> = if req.emulate {
         Box::new(OnWorker::new(emulate::EmulatorExecutor::new()))
     } else {
-        let session = Session::open(0).map_err(|e| ArgError::NoGpu(e.to_string()))?;
+        let session =
+            Session::open_device(&req.device).map_err(|e| ArgError::NoGpu(e.to_string()))?;
         Box::new(OnWorker::new(worker::CudaExecutor::on(session)))
     };
     let iterations = req.iterations.unwrap_or(if req.emulate {

@@ -19,6 +19,7 @@ pub(crate) mod surface;
 pub mod tune;
 pub mod worker;
 
+use crate::backend::cuda::DeviceSelector;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
@@ -647,6 +648,7 @@ pub(crate) fn runs_on_worker(name: &str, params: &StressParams) -> bool {
 /// The `atomics.gpu.*` case: run catalogue test `name` (and its control when it is forbidden);
 /// its status and the figures of the test's run ([`figures_of`]).
 pub(crate) fn gpu_case(
+    device: &DeviceSelector,
     name: &str,
     iterations: u64,
     params: &StressParams,
@@ -659,9 +661,11 @@ pub(crate) fn gpu_case(
     };
     let control = catalog::control_for(name).and_then(|c| catalog::by_name(&c));
     if !runs_on_worker(name, params) {
-        return run_case(&test, control.as_ref(), iterations, params);
+        return run_case(device, &test, control.as_ref(), iterations, params);
     }
-    run_case_with(&test, control.as_ref(), iterations, params, worker::submit)
+    run_case_with(&test, control.as_ref(), iterations, params, |jobs| {
+        worker::submit(device, jobs)
+    })
 }
 
 /// Run `test` (and `control` when the test is forbidden) as one batch of `submit` (the run's
@@ -808,11 +812,12 @@ pub(crate) fn judge_seen(
     go().unwrap_or_else(CaseStatus::error)
 }
 
-/// Run any litmus test on GPU 0 (e.g. one read with [`crate::atomics::litmus::load_file`])
+/// Run any litmus test on `device` (e.g. one read with [`crate::atomics::litmus::load_file`])
 /// and judge it: fail on an outcome the model forbids; for a forbidden test, run `control`
 /// too and warn when it never shows its weak outcome. The figures are those of the test's run
 /// (none when it did not run).
 pub(crate) fn run_case(
+    device: &DeviceSelector,
     test: &LitmusTest,
     control: Option<&LitmusTest>,
     iterations: u64,
@@ -828,7 +833,7 @@ pub(crate) fn run_case(
         }
     };
     let opened = Instant::now();
-    let session = match Session::open(0) {
+    let session = match Session::open_device(device) {
         Ok(s) => s,
         Err(e) => return (CaseStatus::error(e), Vec::new()),
     };

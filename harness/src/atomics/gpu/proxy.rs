@@ -606,9 +606,14 @@ pub fn judge(test: &LitmusTest, expect: Expectation, run: &ProxyRun) -> CaseStat
     }
 }
 
-/// The `atomics.gpu.proxy.*` case: run the test in `file` on GPU 0 (sm_90; a GPU older than
-/// that skips naming it) and judge it.
-pub fn case(file: &std::path::Path, expect: Expectation, iterations: u64) -> CaseStatus {
+/// The `atomics.gpu.proxy.*` case: run the test in `file` on the run's GPU (`ctx`; sm_90, a
+/// GPU older than that skips naming it) and judge it.
+pub fn case(
+    ctx: &crate::area::CaseContext,
+    file: &std::path::Path,
+    expect: Expectation,
+    iterations: u64,
+) -> CaseStatus {
     let test = match crate::atomics::litmus::load_file(file) {
         Ok(t) => t,
         Err(e) => return CaseStatus::error(e.to_string()),
@@ -616,7 +621,7 @@ pub fn case(file: &std::path::Path, expect: Expectation, iterations: u64) -> Cas
     if let Err(e) = ProxyLayout::new(&test) {
         return CaseStatus::error(e.to_string());
     }
-    let session = match Session::open(0) {
+    let session = match ctx.open_gpu() {
         Ok(s) => s,
         Err(e) => return CaseStatus::error(e),
     };

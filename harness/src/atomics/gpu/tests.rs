@@ -455,11 +455,16 @@ fn a_missing_control_report_is_an_error_not_a_pass() {
 #[test]
 fn gpu_case_passes_only_on_a_gpu() {
     assert!(matches!(
-        gpu_case("MP.nope", 1, &StressParams::default()).0,
+        gpu_case(&Default::default(), "MP.nope", 1, &StressParams::default()).0,
         CaseStatus::Error { .. }
     ));
-    let (s, figures) = gpu_case("MP.rel_acq.gpu.inter_cta", 1, &StressParams::default());
-    if Session::open(0).is_ok() {
+    let (s, figures) = gpu_case(
+        &Default::default(),
+        "MP.rel_acq.gpu.inter_cta",
+        1,
+        &StressParams::default(),
+    );
+    if Session::open_device(&Default::default()).is_ok() {
         assert!(matches!(s, CaseStatus::Pass { .. }), "{s:?}");
         // The run's histogram and its two rates come back with the status.
         assert_eq!(figures.len(), 3, "{figures:?}");

@@ -311,9 +311,10 @@ pub fn summary(t: &Tuning) -> String {
     s
 }
 
-/// The command: check the test names, open GPU 0, tune, print the summary, and write the
+/// The command: check the test names, open `device` (`--device`), tune, print the summary, and write the
 /// runs as JSON when asked. Returns the summary and whether any forbidden outcome was seen.
 pub(crate) fn run_command(
+    device: &crate::backend::cuda::DeviceSelector,
     names: &[String],
     n_configs: usize,
     seed: u64,
@@ -339,7 +340,7 @@ pub(crate) fn run_command(
             catalog::by_name(bare).ok_or_else(|| TuneError::UnknownTest(n.clone()))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let session = Session::open(0).map_err(|e| TuneError::NoGpu(e.to_string()))?;
+    let session = Session::open_device(device).map_err(|e| TuneError::NoGpu(e.to_string()))?;
     let t = tune(
         &session,
         &tests,

@@ -12,6 +12,7 @@
 //! holds the GPU resource. A case isolated in a child process (`isolate: true`) gets the
 //! child's own worker: one context per case, the behaviour before the worker.
 
+use crate::backend::cuda::DeviceSelector;
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
@@ -697,9 +698,10 @@ pub(crate) struct CudaModule {
 }
 
 impl CudaExecutor {
-    pub fn open() -> Result<CudaExecutor, String> {
+    /// An executor on `device` (the run's `--device`), in a context of its own.
+    pub fn open(device: &DeviceSelector) -> Result<CudaExecutor, String> {
         Ok(CudaExecutor::on(
-            crate::backend::cuda::Session::open(0).map_err(|e| e.to_string())?,
+            crate::backend::cuda::Session::open_device(device).map_err(|e| e.to_string())?,
         ))
     }
 
@@ -1025,24 +1027,34 @@ pub(crate) fn serve<E: Executor>(
     }
 }
 
-/// The run's worker thread (started on first use): it opens GPU 0 once and serves every
-/// request on that one context, batching the cases that runner threads submit together.
-fn channel() -> &'static Mutex<mpsc::Sender<Request>> {
-    static WORKER: OnceLock<Mutex<mpsc::Sender<Request>>> = OnceLock::new();
-    WORKER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Request>();
-        std::thread::spawn(move || match CudaExecutor::open() {
-            Ok(e) => serve(&mut Worker::new(e), &rx, BATCH_WAIT),
-            Err(e) => {
-                for r in rx {
-                    let _ = r
-                        .reply
-                        .send(r.jobs.iter().map(|_| Err(e.clone())).collect());
+/// The worker thread of `device` (started on its first use): it opens the device once and
+/// serves every request on that one context, batching the cases that runner threads submit
+/// together. One thread per device a process uses.
+fn channel(device: &DeviceSelector) -> mpsc::Sender<Request> {
+    static WORKERS: OnceLock<Mutex<HashMap<DeviceSelector, mpsc::Sender<Request>>>> =
+        OnceLock::new();
+    let mut workers = WORKERS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    workers
+        .entry(device.clone())
+        .or_insert_with(|| {
+            let (tx, rx) = mpsc::channel::<Request>();
+            let device = device.clone();
+            std::thread::spawn(move || match CudaExecutor::open(&device) {
+                Ok(e) => serve(&mut Worker::new(e), &rx, BATCH_WAIT),
+                Err(e) => {
+                    for r in rx {
+                        let _ = r
+                            .reply
+                            .send(r.jobs.iter().map(|_| Err(e.clone())).collect());
+                    }
                 }
-            }
-        });
-        Mutex::new(tx)
-    })
+            });
+            tx
+        })
+        .clone()
 }
 
 /// Run `jobs` on the queue `tx` serves and wait for their reports, in order.
@@ -1064,11 +1076,11 @@ pub(crate) fn submit_to(
     }
 }
 
-/// Run `jobs` on the process's GPU worker (one CUDA context for the process) and wait for
-/// their reports, in order. Jobs other runner threads submit meanwhile may share launches.
-pub(crate) fn submit(jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
-    let tx = channel().lock().unwrap_or_else(|e| e.into_inner()).clone();
-    submit_to(&tx, jobs)
+/// Run `jobs` on the GPU worker of `device` (one CUDA context per device for the process)
+/// and wait for their reports, in order. Jobs other runner threads submit meanwhile may share
+/// launches.
+pub(crate) fn submit(device: &DeviceSelector, jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
+    submit_to(&channel(device), jobs)
 }
 
 #[cfg(test)]

@@ -243,12 +243,13 @@ impl std::fmt::Debug for CudaMem {
 }
 
 impl Mem {
-    /// The provider when loaded, else the GPU; `Err` is the skip naming what is missing.
-    pub fn open() -> Result<Mem, CaseStatus> {
+    /// The provider when loaded, else the GPU `device` (the run's `--device`); `Err` is the
+    /// skip naming what is missing.
+    pub fn open(device: &crate::backend::cuda::DeviceSelector) -> Result<Mem, CaseStatus> {
         if Path::new(kmod::TESTPROV_DEVICE).exists() {
             return TestProv::open().map(Mem::Prov).map_err(CaseStatus::error);
         }
-        match Session::open(0) {
+        match Session::open_device(device) {
             Ok(s) => Ok(Mem::Cuda(CudaMem {
                 s,
                 allocs: RefCell::new(Vec::new()),
@@ -423,7 +424,7 @@ pub fn run(sc: Scenario, config: &crate::config::RunConfig) -> CaseStatus {
         Ok(t) => t,
         Err(e) => return CaseStatus::error(e),
     };
-    let mem = match Mem::open() {
+    let mem = match Mem::open(&config.device) {
         Ok(m) => m,
         Err(s) => return s,
     };
