@@ -341,7 +341,8 @@ pub(crate) fn run_scope(cases: &[Case], selection: &Selection, toolchain: &Toolc
         cases
             .iter()
             .filter(|c| selection.selects(&c.id))
-            .map(|c| c.id.clone()),
+            // batches are the suite's: per-device copies (`--devices`) share them
+            .map(|c| c.suite_id().to_string()),
         toolchain.prebuilt().is_some(),
     )
 }
@@ -670,7 +671,8 @@ fn run_check(
         }
         None => config,
     };
-    let mut ctx = CaseContext::new(config, scope, &case.id, caps, toolchain, &data.path);
+    // The check sees the suite's case (its id, its batches); a copy's device is the config's.
+    let mut ctx = CaseContext::new(config, scope, case.suite_id(), caps, toolchain, &data.path);
     ctx.scratch = scratch.unwrap_or_default();
     ctx.corpora = data.corpora.as_deref();
     ctx.compile_only = compile_only;
@@ -706,7 +708,7 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration, BatchUs
     // A rig replaying prebuilt clang outputs runs the clang cases the build machine prebuilt.
     if case.requires.contains(&Capability::Clang) {
         if let Some(store) = env.toolchain.prebuilt() {
-            if !store.covers(&case.id) {
+            if !store.covers(case.suite_id()) {
                 let skip = CaseStatus::skip(
                     Capability::Clang,
                     format!(
