@@ -210,7 +210,15 @@ fn compile(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<(String, usiz
     let types = random_batch(batch * BATCH, BATCH as usize);
     let dialect = match language {
         Language::CudaCpp => Dialect::Cuda,
-        _ => Dialect::C,
+        // clang-19 reads the source without CUDA's headers (the LLVM IR flavour: clang-19
+        // writes the IR from that same source first)
+        Language::ClangCuda | Language::C | Language::LlvmIr => Dialect::C,
+        Language::NvvmIr | Language::Ptx => {
+            return Err(ToolError::Failed {
+                tool: p.name().to_string(),
+                log: format!("no generated DWARF source for {language:?}"),
+            })
+        }
     };
     Ok((compile_src(tc, p, &source(&types, dialect))?, types.len()))
 }

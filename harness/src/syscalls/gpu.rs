@@ -44,8 +44,15 @@ impl GpuCase {
         let mut v = vec![Capability::Gpu];
         match self {
             GpuCase::Assert { producer } => v.extend(producer.requires()),
+            // its module is PTX gpucts writes, loaded by the driver's JIT
             GpuCase::VprintfStatus => {}
-            _ => v.push(Capability::Nvrtc),
+            // NVRTC compiles their CUDA sources
+            GpuCase::Printf { .. }
+            | GpuCase::PerThreadOrder
+            | GpuCase::FifoTruncation
+            | GpuCase::MallocHeap
+            | GpuCase::MallocReuse
+            | GpuCase::FreeNull => v.push(Capability::Nvrtc),
         }
         v
     }

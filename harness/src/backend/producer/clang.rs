@@ -27,7 +27,11 @@ pub(super) fn compile_with(
 ) -> Result<String, ToolError> {
     let lang = match src.language {
         Language::C => ClangLang::C,
-        _ => ClangLang::Cuda,
+        Language::ClangCuda => ClangLang::Cuda,
+        // not in `accepts` (Producer::compile refuses them first); a direct caller is told
+        Language::CudaCpp | Language::NvvmIr | Language::LlvmIr | Language::Ptx => {
+            return Err(super::refuses(&DEF, src));
+        }
     };
     let mut args = src.options.clang.to_vec();
     args.extend_from_slice(own);

@@ -153,7 +153,7 @@ pub(crate) fn tool_version(def: &ProducerDef, tc: &Toolchain) -> Option<String> 
 }
 
 /// The error for a source a producer does not read.
-fn refuses(def: &ProducerDef, src: &Source<'_>) -> ToolError {
+pub(super) fn refuses(def: &ProducerDef, src: &Source<'_>) -> ToolError {
     ToolError::Failed {
         tool: def.name.to_string(),
         log: format!(
@@ -416,6 +416,16 @@ mod tests {
             .compile(&tc, &Source::new(Language::C, "int x;"))
             .unwrap_err();
         assert!(e.to_string().contains("libnvvm does not read C"), "{e}");
+        // clang's own entry (clang_o1 calls it directly) names what it does not read rather
+        // than compiling NVRTC's dialect or IR as clang CUDA
+        for language in [Language::CudaCpp, Language::NvvmIr, Language::LlvmIr, Language::Ptx] {
+            let e = clang::compile_with(&tc, &Source::new(language, "x"), &[]).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains(&format!("clang does not read {language:?}")),
+                "{e}"
+            );
+        }
         // The reference emitter's PTX is retargeted, not compiled.
         let ptx = p("gpucts")
             .compile(
