@@ -1,5 +1,5 @@
 //! The companion module's scenarios exist twice: as the C KTAP runner's table
-//! (kmod/tests/p2p_scenarios.c, run in the VM before the harness) and as the harness's
+//! (kmod/tests/p2p_scenarios*.c, run in the VM before the harness) and as the harness's
 //! `gpudirect.kmod.*` cases (suites/gpudirect.yaml, `check: {kmod: <name>}`). The two lists
 //! must name the same scenarios, except the ones only the harness can run, each listed here
 //! with why.
@@ -24,9 +24,32 @@ const HARNESS_ONLY: [(&str, &str); 2] = [
     ),
 ];
 
+/// The C runner's sources: p2p_scenarios.c (the table and main) and the scenario files
+/// p2p_scenarios_*.c, one text.
+fn c_sources() -> String {
+    let dir = root().join("kmod/tests");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with("p2p_scenarios") && name.ends_with(".c")
+        })
+        .collect();
+    files.sort();
+    assert!(
+        files.contains(&dir.join("p2p_scenarios.c")),
+        "no p2p_scenarios.c in {files:?}"
+    );
+    files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect()
+}
+
 /// `{ "name", sc_function },` rows of the C runner's scenario table.
 fn c_scenarios() -> BTreeSet<String> {
-    let text = std::fs::read_to_string(root().join("kmod/tests/p2p_scenarios.c")).unwrap();
+    let text = c_sources();
     text.lines()
         .filter_map(|l| {
             let l = l.trim();
@@ -75,6 +98,6 @@ fn the_c_runner_and_the_suite_name_the_same_scenarios() {
         .collect();
     assert!(
         only_c.is_empty() && only_suite.is_empty(),
-        "only in kmod/tests/p2p_scenarios.c: {only_c:?}; only in suites/gpudirect.yaml: {only_suite:?}"
+        "only in kmod/tests/p2p_scenarios*.c: {only_c:?}; only in suites/gpudirect.yaml: {only_suite:?}"
     );
 }
