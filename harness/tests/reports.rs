@@ -465,6 +465,45 @@ fn rerun_failures_reports_flaky_not_pass() {
         .unwrap();
     assert_eq!(once["verdict"], "flaky");
     assert_eq!(once["attempts"].as_array().unwrap().len(), 1);
+    // Each rerun is an event: a console line, and a timestamped journal line before the
+    // case's own (once: attempt 2; always: attempts 2 and 3).
+    assert!(
+        out.contains("rerun selftest.flaky.once: attempt 2 after "),
+        "{out}"
+    );
+    let journal = std::fs::read_to_string(d.path().join("results.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut reruns: Vec<(String, u64)> = lines
+        .iter()
+        .filter(|l| l["type"] == "rerun")
+        .map(|l| {
+            assert!(l["at"].as_str().is_some_and(|t| t.ends_with('Z')), "{l}");
+            assert_eq!(l["failed"]["status"], "fail", "{l}");
+            (
+                l["id"].as_str().unwrap().to_string(),
+                l["attempt"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    reruns.sort();
+    assert_eq!(
+        reruns,
+        [
+            ("selftest.flaky.always".to_string(), 2),
+            ("selftest.flaky.always".to_string(), 3),
+            ("selftest.flaky.once".to_string(), 2),
+        ]
+    );
+    let position = |ty: &str, id: &str| {
+        lines
+            .iter()
+            .position(|l| l["type"] == ty && (l["id"] == id || l["result"]["id"] == id))
+            .unwrap()
+    };
+    assert!(position("rerun", "selftest.flaky.once") < position("case", "selftest.flaky.once"));
 
     // Without --rerun-failures the same case is a plain failure.
     let state2 = tmp("flaky-state2");

@@ -384,6 +384,35 @@ struct JournalCase {
     figures: Vec<Figure>,
 }
 
+/// A failed case about to run again (`--rerun-failures`), in the journal: the case's line
+/// comes when its last attempt finished.
+#[derive(Debug, Serialize, serde::Deserialize)]
+struct JournalRerun {
+    /// `"rerun"`.
+    #[serde(rename = "type")]
+    kind: String,
+    /// When the rerun started (RFC 3339, UTC).
+    at: String,
+    id: String,
+    /// The attempt about to run: 2 for the first rerun.
+    attempt: u32,
+    /// The status of the attempt before it.
+    failed: CaseStatus,
+}
+
+/// What kind of line a journal line is (its `type`).
+#[derive(serde::Deserialize)]
+struct JournalKind {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+fn rfc3339(at: std::time::SystemTime) -> String {
+    time::OffsetDateTime::from(at)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
 /// The most a journal may hold (bytes): far above 25,000 cases' results.
 pub const MAX_JOURNAL_BYTES: u64 = 1 << 30;
 
@@ -422,6 +451,10 @@ pub fn read_journal(dir: &Path) -> Result<(JournalHeader, Vec<CaseResult>), Stri
     let count = text.lines().count();
     let mut done = Vec::new();
     for (i, l) in lines {
+        // a rerun line says when a failed case ran again; the case's own line follows
+        if serde_json::from_str::<JournalKind>(l).is_ok_and(|k| k.kind == "rerun") {
+            continue;
+        }
         match serde_json::from_str::<JournalCase>(l) {
             Ok(c) => {
                 let mut r = c.result;
@@ -524,11 +557,32 @@ impl ReportSink {
         };
         let line = JournalCase {
             kind: "case".into(),
-            at: time::OffsetDateTime::from(at)
-                .format(&time::format_description::well_known::Rfc3339)
-                .unwrap_or_default(),
+            at: rfc3339(at),
             result: result.clone(),
             figures: result.figures.clone(),
+        };
+        if let Err(e) = write_line(file, &line) {
+            self.journal_error = Some(format!("cannot write the journal: {e}"));
+            self.journal = None;
+        }
+    }
+
+    fn journal_rerun(
+        &mut self,
+        id: &str,
+        attempt: u32,
+        failed: &CaseStatus,
+        at: std::time::SystemTime,
+    ) {
+        let Some(file) = self.journal.as_mut() else {
+            return;
+        };
+        let line = JournalRerun {
+            kind: "rerun".into(),
+            at: rfc3339(at),
+            id: id.to_string(),
+            attempt,
+            failed: failed.clone(),
         };
         if let Err(e) = write_line(file, &line) {
             self.journal_error = Some(format!("cannot write the journal: {e}"));
@@ -558,6 +612,11 @@ impl Sink for ReportSink {
         match *event {
             Event::RunStarted { ids } => self.open_journal(ids),
             Event::CaseFinished { result, .. } => self.journal_case(result, at),
+            Event::CaseRerun {
+                id,
+                attempt,
+                failed,
+            } => self.journal_rerun(id, attempt, failed, at),
             Event::CaseStarted { .. } => {}
             Event::RunFinished {
                 results,
@@ -706,6 +765,64 @@ pub(crate) fn report_event(written: &Written, tally: &Tally) -> serde_json::Valu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A journal as a stopped run leaves it: the header, a rerun line, a finished case, and a
+    /// last line cut by the kill. The rerun is no case; the cut line is dropped; a line of
+    /// another type is an error at its position.
+    #[test]
+    fn a_journal_reads_back_its_cases_past_reruns_and_a_cut_last_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let header = JournalHeader {
+            kind: "run".into(),
+            gpucts_version: "0".into(),
+            command_line: vec!["gpucts".into()],
+            junit: dir.path().join("junit.xml"),
+            fingerprint: BTreeMap::new(),
+            ids: vec!["selftest.a".into(), "selftest.b".into()],
+        };
+        let case = |id: &str| JournalCase {
+            kind: "case".into(),
+            at: "2026-11-28T00:00:00Z".into(),
+            result: CaseResult {
+                id: id.into(),
+                area: "selftest".into(),
+                clause: "none".into(),
+                origin: "f:1:1".into(),
+                status: CaseStatus::pass(),
+                verdict: Verdict::Pass,
+                duration_s: 0.0,
+                device: None,
+                attempts: Vec::new(),
+                figures: Vec::new(),
+            },
+            figures: Vec::new(),
+        };
+        let rerun = JournalRerun {
+            kind: "rerun".into(),
+            at: "2026-11-28T00:00:00Z".into(),
+            id: "selftest.a".into(),
+            attempt: 2,
+            failed: CaseStatus::fail("1", "2"),
+        };
+        let b = serde_json::to_string(&case("selftest.b")).unwrap();
+        let text = format!(
+            "{}\n{}\n{}\n{}",
+            serde_json::to_string(&header).unwrap(),
+            serde_json::to_string(&rerun).unwrap(),
+            serde_json::to_string(&case("selftest.a")).unwrap(),
+            &b[..b.len() / 2]
+        );
+        std::fs::write(dir.path().join(JOURNAL), &text).unwrap();
+        let (h, done) = read_journal(dir.path()).unwrap();
+        assert_eq!(h.ids, header.ids);
+        let ids: Vec<&str> = done.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["selftest.a"]);
+        // a line of no known type in the middle
+        let text = text.replacen("\"rerun\"", "\"other\"", 1);
+        std::fs::write(dir.path().join(JOURNAL), text).unwrap();
+        let e = read_journal(dir.path()).unwrap_err();
+        assert!(e.contains("results.jsonl:2:"), "{e}");
+    }
 
     #[test]
     fn report_names_join_suite_stems() {

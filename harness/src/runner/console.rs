@@ -262,6 +262,15 @@ impl Sink for Pretty {
                 text_opening(&mut self.progress, ids);
             }
             Event::CaseStarted { .. } => {}
+            // not a `test ... ` line: those are one per case, as libtest prints them
+            Event::CaseRerun {
+                id,
+                attempt,
+                failed,
+            } => self.progress.print(&format!(
+                "rerun {id}: attempt {attempt} after {}",
+                failed.summary()
+            )),
             Event::CaseFinished {
                 result,
                 waiver_reason,
@@ -300,7 +309,8 @@ impl Sink for Terse {
                 self.total = ids.len();
                 text_opening(&mut self.progress, ids);
             }
-            Event::CaseStarted { .. } => {}
+            // one character per case: a rerun shows in its case's verdict (flaky)
+            Event::CaseStarted { .. } | Event::CaseRerun { .. } => {}
             Event::CaseFinished { result, .. } => {
                 self.done += 1;
                 let mut s = match event_word(&result.verdict) {
@@ -394,6 +404,9 @@ impl Sink for JsonStream {
             Event::CaseStarted { id } => {
                 self.emit(&json!({"type": "test", "event": "started", "name": id}));
             }
+            // libtest's JSON has no such event, and its readers know only libtest's; the
+            // case's `flaky` verdict and the journal carry the reruns
+            Event::CaseRerun { .. } => {}
             Event::CaseFinished {
                 result,
                 waiver_reason,

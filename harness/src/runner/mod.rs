@@ -437,7 +437,13 @@ pub fn run_resumed(
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let Some(case) = selected.get(i) else { break };
                 sinks.send(sink::Event::CaseStarted { id: &case.id });
-                let (result, batch_use) = run_case(case, &env);
+                let (result, batch_use) = run_case(case, &env, &|attempt, failed| {
+                    sinks.send(sink::Event::CaseRerun {
+                        id: &case.id,
+                        attempt,
+                        failed,
+                    })
+                });
                 if env.stop.requested() {
                     // Finished after the stop: its child may have got the signal too, so the
                     // result says nothing of the case; `--resume` runs it again.
@@ -519,8 +525,13 @@ fn charge_batches(results: &mut [CaseResult], used: &[(String, BatchUse)], scope
     }
 }
 
-/// Run one case (with its reruns) and judge it; also what it did with batches.
-fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, BatchUse) {
+/// Run one case (with its reruns, each told to `on_rerun` with its attempt number and the
+/// failed status before it) and judge it; also what it did with batches.
+fn run_case(
+    case: &Case,
+    env: &RunEnv,
+    on_rerun: &dyn Fn(u32, &CaseStatus),
+) -> (CaseResult, BatchUse) {
     let t0 = Instant::now();
     let mut waited = Duration::ZERO;
     // The parent applies `--require-weak-controls` to what a case (or its child) reported, so
@@ -538,9 +549,11 @@ fn run_case(case: &Case, env: &RunEnv) -> (CaseResult, BatchUse) {
     };
     let (first, first_waited, batch_use) = execute(case, env);
     let first = required((first, first_waited));
-    let (last, attempts) = rerun::with_reruns(first, env.config.rerun_failures, || {
-        required(rerun::fresh_child(case, env))
-    });
+    let (last, attempts) =
+        rerun::with_reruns(first, env.config.rerun_failures, |attempt, failed| {
+            on_rerun(attempt, failed);
+            required(rerun::fresh_child(case, env))
+        });
     let Executed { status, figures } = last;
     // The case's own time: waiting for the GPU while other cases used it is not.
     let duration_s = t0.elapsed().saturating_sub(waited).as_secs_f64();
@@ -750,7 +763,8 @@ pub(crate) fn trials(cases: Vec<Case>, env: Arc<RunEnv>) -> Vec<Trial> {
             let env = Arc::clone(&env);
             let name = case.id.clone();
             Trial::ignorable_test(name, move || {
-                let (result, _) = run_case(&case, &env);
+                // (`--list` only: nothing reruns)
+                let (result, _) = run_case(&case, &env, &|_, _| {});
                 let outcome = console_outcome(
                     &result.status,
                     &result.verdict,

@@ -9,11 +9,12 @@ use crate::outcome::{CaseStatus, Verdict};
 use crate::suite::Case;
 
 /// The last execution and the failed statuses before it: `rerun` is called while the status
-/// is a failure, at most `n` times (`--rerun-failures`).
+/// is a failure, at most `n` times (`--rerun-failures`), with the number of the attempt it
+/// makes (2 for the first rerun) and the failed status before it.
 pub(crate) fn with_reruns(
     first: Executed,
     n: u32,
-    mut rerun: impl FnMut() -> Executed,
+    mut rerun: impl FnMut(u32, &CaseStatus) -> Executed,
 ) -> (Executed, Vec<CaseStatus>) {
     let mut last = first;
     let mut attempts = Vec::new();
@@ -22,7 +23,8 @@ pub(crate) fn with_reruns(
             break;
         }
         attempts.push(last.status);
-        last = rerun();
+        let failed = attempts.last().expect("just pushed");
+        last = rerun(attempts.len() as u32 + 1, failed);
     }
     (last, attempts)
 }
@@ -65,20 +67,28 @@ mod tests {
     fn fail_then_pass_is_flaky_and_keeps_the_failure() {
         let fail = |o: &str| Executed::from(CaseStatus::fail("1", o));
         let mut next = vec![Executed::from(CaseStatus::pass())].into_iter();
-        let (s, a) = with_reruns(fail("2"), 2, || next.next().unwrap());
+        let (s, a) = with_reruns(fail("2"), 2, |attempt, failed| {
+            assert_eq!((attempt, failed), (2, &CaseStatus::fail("1", "2")));
+            next.next().unwrap()
+        });
         assert_eq!(s.status, CaseStatus::pass());
         assert_eq!(a, vec![CaseStatus::fail("1", "2")]);
         assert_eq!(flaky_or(Verdict::Pass, &a), Verdict::Flaky);
-        // Always failing: N reruns, then the failure stands.
-        let (s, a) = with_reruns(fail("2"), 2, || fail("3"));
+        // Always failing: N reruns, then the failure stands; each rerun is told its number.
+        let mut told = Vec::new();
+        let (s, a) = with_reruns(fail("2"), 2, |attempt, _| {
+            told.push(attempt);
+            fail("3")
+        });
+        assert_eq!(told, [2, 3]);
         assert_eq!(s.status, CaseStatus::fail("1", "3"));
         assert_eq!(a.len(), 2);
         assert_eq!(flaky_or(Verdict::Fail, &a), Verdict::Fail);
         // A pass is never rerun.
-        let (_, a) = with_reruns(CaseStatus::pass().into(), 2, || unreachable!());
+        let (_, a) = with_reruns(CaseStatus::pass().into(), 2, |_, _| unreachable!());
         assert!(a.is_empty());
         // N = 0: no rerun.
-        let (s, a) = with_reruns(fail("2"), 0, || unreachable!());
+        let (s, a) = with_reruns(fail("2"), 0, |_, _| unreachable!());
         assert!(s.status.is_failure() && a.is_empty());
     }
 }

@@ -14,6 +14,13 @@ pub enum Event<'a> {
     RunStarted { ids: &'a [&'a str] },
     /// A case is about to run (cases of several jobs interleave).
     CaseStarted { id: &'a str },
+    /// A failed case is about to run again (`--rerun-failures`): attempt number `attempt`
+    /// (2 for the first rerun) after `failed`, the status of the attempt before it.
+    CaseRerun {
+        id: &'a str,
+        attempt: u32,
+        failed: &'a crate::outcome::CaseStatus,
+    },
     /// A case finished, judged; `waiver_reason` is the reason of the waiver its verdict names.
     CaseFinished {
         result: &'a CaseResult,
@@ -78,6 +85,7 @@ mod tests {
             let what = match e {
                 Event::RunStarted { ids } => format!("start {}", ids.len()),
                 Event::CaseStarted { id } => format!("case {id}"),
+                Event::CaseRerun { id, attempt, .. } => format!("rerun {id} {attempt}"),
                 Event::CaseFinished { result, .. } => format!("done {}", result.id),
                 Event::RunFinished { filtered_out, .. } => format!("end {filtered_out}"),
             };
