@@ -418,7 +418,12 @@ mod tests {
         assert!(e.to_string().contains("libnvvm does not read C"), "{e}");
         // clang's own entry (clang_o1 calls it directly) names what it does not read rather
         // than compiling NVRTC's dialect or IR as clang CUDA
-        for language in [Language::CudaCpp, Language::NvvmIr, Language::LlvmIr, Language::Ptx] {
+        for language in [
+            Language::CudaCpp,
+            Language::NvvmIr,
+            Language::LlvmIr,
+            Language::Ptx,
+        ] {
             let e = clang::compile_with(&tc, &Source::new(language, "x"), &[]).unwrap_err();
             assert!(
                 e.to_string()
