@@ -120,6 +120,7 @@ struct gp_pin {
 	enum gp_state state;
 	bool cb_ran;
 	bool compatible;
+	bool cpu_cacheable;	/* the table says NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE */
 	bool dma_busy;		/* DMA_MAP in progress */
 	bool probe_ok;		/* probe holds the first pinned word */
 	bool cb_saw_pages;	/* the callback read the same word */
@@ -280,6 +281,38 @@ static void gp_zap(struct gp_pin *pin)
 	mutex_lock(&pin->lock);
 	pin->zaps++;
 	mutex_unlock(&pin->lock);
+}
+
+/*
+ * The page-table majors this module reads (gpudirect §4.3: check the version
+ * before any other field): 1 from 0x00010002 (R515-R575) and, when the header
+ * has the flags word (NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE), 2 (R580 and
+ * later), whose layout is major 1's followed by flags.  Any other major is
+ * refused: its layout is unknown here.
+ */
+#define GP_PT_VERSION_MAJOR1	0x00010002
+#define GP_PT_VERSION_MAJOR2	0x00020000
+
+static bool gp_pt_compatible(const struct nvidia_p2p_page_table *pt)
+{
+	if (NVIDIA_P2P_VERSION_COMPATIBLE(pt, GP_PT_VERSION_MAJOR1))
+		return true;
+#ifdef NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE
+	if (NVIDIA_P2P_VERSION_COMPATIBLE(pt, GP_PT_VERSION_MAJOR2))
+		return true;
+#endif
+	return false;
+}
+
+/* A compatible table's CPU_CACHEABLE flag; a major-1 table has no flags word. */
+static bool gp_pt_cpu_cacheable(const struct nvidia_p2p_page_table *pt)
+{
+#ifdef NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE
+	return NVIDIA_P2P_MAJOR_VERSION(pt->version) == 2 &&
+	       (pt->flags & NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE);
+#else
+	return false;
+#endif
 }
 
 /*
@@ -665,12 +698,14 @@ static long gp_ioc_pin(struct gp_file *gf, void __user *argp)
 
 	/* gpudirect §4.3: check the version before any other field */
 	if (!gp_get_user(pin)) {
-		bool ok = NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE(pin->pt);
+		bool ok = gp_pt_compatible(pin->pt);
+		bool cacheable = ok && gp_pt_cpu_cacheable(pin->pt);
 		u64 word = 0;
 		bool probed = ok && gp_probe_word(pin->pt, &word);
 
 		mutex_lock(&pin->lock);
 		pin->compatible = ok;
+		pin->cpu_cacheable = cacheable;
 		pin->probe = word;
 		pin->probe_ok = probed;
 		mutex_unlock(&pin->lock);
@@ -958,6 +993,8 @@ static long gp_ioc_events(struct gp_file *gf, void __user *argp)
 		arg.flags |= GPUCTS_P2P_EV_DMA_MAPPED;
 	if (pin->cb_saw_pages)
 		arg.flags |= GPUCTS_P2P_EV_CB_SAW_PAGES;
+	if (pin->cpu_cacheable)
+		arg.flags |= GPUCTS_P2P_EV_CPU_CACHEABLE;
 	arg.zaps = pin->zaps;
 	mutex_unlock(&pin->lock);
 	gp_pin_put(pin);
@@ -1194,6 +1231,7 @@ static int gp_mmap(struct file *file, struct vm_area_struct *vma)
 {
 	struct gp_file *gf = file->private_data;
 	unsigned long len = vma->vm_end - vma->vm_start;
+	bool __maybe_unused cacheable;
 	struct gp_pin *pin;
 	int ret = 0;
 
@@ -1211,6 +1249,7 @@ static int gp_mmap(struct file *file, struct vm_area_struct *vma)
 		ret = -EPROTO;
 	else if (len > round_up(pin->len, PAGE_SIZE))
 		ret = -EINVAL;
+	cacheable = pin->cpu_cacheable;
 	mutex_unlock(&pin->lock);
 	if (ret) {
 		gp_pin_put(pin);
@@ -1227,8 +1266,12 @@ static int gp_mmap(struct file *file, struct vm_area_struct *vma)
 			 VM_DONTCOPY;
 #endif
 #ifndef GPUCTS_TEGRA
-	/* BAR1 is prefetchable: write-combined, like gdrdrv */
-	vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
+	/*
+	 * BAR1 is prefetchable: write-combined, like gdrdrv; a table flagged
+	 * CPU_CACHEABLE (coherent memory, R580) keeps the cacheable default.
+	 */
+	if (!cacheable)
+		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
 #endif	/* Tegra: keep the default attributes (gpudirect §4.4.3) */
 	vma->vm_private_data = pin;	/* keeps the lookup's reference */
 	vma->vm_ops = &gp_vm_ops;

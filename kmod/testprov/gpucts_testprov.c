@@ -130,6 +130,7 @@ static u64 tp_next_va = TP_VA_BASE;
 static u8 tp_uuid[16];
 static u32 tp_inj_enomem, tp_inj_bad_version, tp_put_delay_us;	/* tp_lock */
 static struct gpucts_testprov_mode tp_mode;			/* tp_lock */
+static u32 tp_pt_flags;	/* the page tables' flags word (PT_FLAGS), tp_lock */
 static atomic_t tp_next_va_space = ATOMIC_INIT(0);
 
 /* a callback owed to a registration that has ended (MODE.stray_callbacks) */
@@ -309,7 +310,7 @@ static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
 	struct tp_pin *pin;
 	unsigned int n, first, i;
 	bool bad_version = false;
-	u32 version, delay;
+	u32 version, delay, flags;
 	int ret;
 
 	tp_fire_strays();
@@ -332,6 +333,7 @@ static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
 	version = tp_mode.pt_version ? tp_mode.pt_version :
 				       NVIDIA_P2P_PAGE_TABLE_VERSION;
 	delay = tp_mode.get_delay_us;
+	flags = tp_pt_flags;
 	mutex_unlock(&tp_lock);
 
 	n = len >> TP_PAGE_SHIFT;
@@ -383,12 +385,11 @@ static int tp_get_pages(u64 va, u64 len, struct nvidia_p2p_page_table **out,
 		pages[i].physical_address = page_to_phys(a->pages[first + i]);
 		pt->pages[i] = &pages[i];
 	}
-	/* a major version this caller cannot know */
-	pt->version = bad_version ? NVIDIA_P2P_PAGE_TABLE_VERSION + 0x10000 :
-				    version;
+	pt->version = bad_version ? GPUCTS_TESTPROV_BAD_PT_VERSION : version;
 	pt->page_size = TP_PAGE_SIZE_TYPE;
 	pt->entries = n;
 	pt->gpu_uuid = tp_uuid;
+	pt->flags = flags;
 
 	kref_init(&pin->ref);
 	init_completion(&pin->done);
@@ -856,6 +857,20 @@ static long tp_ioc_mode(void __user *argp)
 	return 0;
 }
 
+static long tp_ioc_pt_flags(void __user *argp)
+{
+	struct gpucts_testprov_pt_flags arg;
+
+	if (copy_from_user(&arg, argp, sizeof(arg)))
+		return -EFAULT;
+	if (arg.pad)
+		return -EINVAL;
+	mutex_lock(&tp_lock);
+	tp_pt_flags = arg.flags;
+	mutex_unlock(&tp_lock);
+	return 0;
+}
+
 static long tp_ioc_inject(void __user *argp)
 {
 	struct gpucts_testprov_inject arg;
@@ -921,6 +936,8 @@ static long tp_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return tp_ioc_mode(argp);
 	case GPUCTS_TESTPROV_IOC_TOKENS:
 		return tp_ioc_tokens(file, argp);
+	case GPUCTS_TESTPROV_IOC_PT_FLAGS:
+		return tp_ioc_pt_flags(argp);
 	default:
 		return -ENOTTY;
 	}

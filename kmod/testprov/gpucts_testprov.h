@@ -40,10 +40,15 @@ struct gpucts_testprov_free {
 	__u32 pad;		/* in: zero */
 };
 
+/* A page-table version of a major no driver release has (R515-R575: 1, R580: 2) */
+#define GPUCTS_TESTPROV_BAD_PT_VERSION	0x00030000
+
 /* INJECT: replaces the pending injections. */
 struct gpucts_testprov_inject {
 	__u32 enomem;		/* the next N get_pages fail with -ENOMEM */
-	__u32 bad_version;	/* the next N page tables carry an incompatible version */
+	__u32 bad_version;	/* the next N page tables carry
+				 * GPUCTS_TESTPROV_BAD_PT_VERSION
+				 */
 	__u32 put_delay_us;	/* every put_pages sleeps this long before looking
 				 * up the pin, widening the window for a free
 				 */
@@ -96,16 +101,28 @@ struct gpucts_testprov_tokens {
 	__u32 pad;		/* in: zero */
 };
 
+/*
+ * PT_FLAGS: the flags word of the page tables handed out from now on
+ * (NVIDIA_P2P_PAGE_TABLE_FLAGS_*; 0 as it loads).  Page tables are major
+ * version 2 (NVIDIA_P2P_PAGE_TABLE_VERSION) unless MODE says otherwise.
+ * -EINVAL (pad)
+ */
+struct gpucts_testprov_pt_flags {
+	__u32 flags;		/* in */
+	__u32 pad;		/* in: zero */
+};
+
 #define GPUCTS_TESTPROV_IOC_ALLOC	_IOWR('g', 0x01, struct gpucts_testprov_alloc)
 #define GPUCTS_TESTPROV_IOC_FREE	_IOWR('g', 0x02, struct gpucts_testprov_free)
 #define GPUCTS_TESTPROV_IOC_INJECT	_IOW('g', 0x03, struct gpucts_testprov_inject)
 #define GPUCTS_TESTPROV_IOC_STATS	_IOR('g', 0x04, struct gpucts_testprov_stats)
 #define GPUCTS_TESTPROV_IOC_MODE	_IOW('g', 0x05, struct gpucts_testprov_mode)
 #define GPUCTS_TESTPROV_IOC_TOKENS	_IOWR('g', 0x06, struct gpucts_testprov_tokens)
+#define GPUCTS_TESTPROV_IOC_PT_FLAGS	_IOW('g', 0x07, struct gpucts_testprov_pt_flags)
 
 /* Numbers and sizes: ALLOC 0xc0206701 (32), FREE 0xc0106702 (16),
  * INJECT 0x40106703 (16), STATS 0x80206704 (32), MODE 0x40106705 (16),
- * TOKENS 0xc0186706 (24).
+ * TOKENS 0xc0186706 (24), PT_FLAGS 0x40086707 (8).
  */
 
 #endif /* _UAPI_GPUCTS_TESTPROV_H */

@@ -45,7 +45,7 @@
 
 /* Interface version: a major bump breaks compatibility, a minor adds calls. */
 #define GPUCTS_P2P_VERSION_MAJOR	1
-#define GPUCTS_P2P_VERSION_MINOR	3
+#define GPUCTS_P2P_VERSION_MINOR	4
 
 /* Which nvidia_p2p_* signatures the module was built against. */
 #define GPUCTS_P2P_FLAVOUR_DESKTOP	0	/* gpudirect §4.3 */
@@ -226,6 +226,10 @@ struct gpucts_p2p_dma_unmap {
  * set for BAR memory.
  */
 #define GPUCTS_P2P_EV_CB_SAW_PAGES	(1U << 10)
+/* (minor 4) the page table is flagged NVIDIA_P2P_PAGE_TABLE_FLAGS_CPU_CACHEABLE
+ * (major 2): CPU mappings are cacheable, not write-combined
+ */
+#define GPUCTS_P2P_EV_CPU_CACHEABLE	(1U << 11)
 
 /*
  * GPUCTS_P2P_IOC_EVENTS: what happened to a handle; works on revoked handles
