@@ -408,46 +408,85 @@ int sc_unmap_only_after_callback_returns(struct ctx *c)
 }
 
 /*
- * §4.3 and the header's NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE: the same
- * major with a newer minor is compatible (fields were only added, §1.x), an
- * older minor or another major is not, and then no other field is read.
+ * §4.3 and the header's NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE, for both
+ * page-table majors the module reads: major 1 from minor 2 (R515-R575) and
+ * major 2 (R580, the provider's default) are compatible, a newer minor too
+ * (fields were only added, §1.x); an older minor or another major is not,
+ * and then no other field is read.  Only a major-2 table's flags word counts:
+ * CPU_CACHEABLE (0x1) shows as EV_CPU_CACHEABLE (a cacheable CPU mapping
+ * instead of a write-combined one), the same bit in a major-1 table does not.
  */
-int sc_page_table_minor_version_injection(struct ctx *c)
+struct pt_version_case {
+	uint32_t version;	/* MODE pt_version (0: the provider's default) */
+	uint32_t flags;		/* PT_FLAGS */
+	int compatible, cacheable;
+};
+
+static int tp_pt_flags(int tp, uint32_t flags)
 {
+	struct gpucts_testprov_pt_flags f = { .flags = flags };
+
+	return xioctl(tp, GPUCTS_TESTPROV_IOC_PT_FLAGS, &f);
+}
+
+static int pt_version_case(struct ctx *c, uint64_t va, const struct pt_version_case *k)
+{
+	uint32_t want = k->version ? k->version : 0x00020000;
 	struct gpucts_p2p_page_table t;
 	struct gpucts_p2p_events e;
 	struct gpucts_p2p_pin p;
-	uint64_t va;
 	void *m;
 	int err, r = 0;
 
-	CHECK_OK(tp_alloc(c->tp, align_bytes, &va, NULL), "alloc");
-	CHECK_OK(tp_mode(c->tp, 0x00010003, 0, 0, 0), "MODE newer minor");
-	CHECK_OK(gp_pin(c->gp, va, align_bytes, 0, &p), "pin");
-	CHECK_OK(gp_pt(c->gp, p.handle, &t, NULL, 0), "PAGE_TABLE");
-	if (t.version != 0x00010003 || !t.compatible || t.entries != 1)
-		r = snprintf(reason, sizeof(reason), "minor 3: version 0x%x compatible %u entries %u",
-			     t.version, t.compatible, t.entries);
-	m = gp_mmap(c->gp, &p, align_bytes, &err);
-	if (!r && (!m || check_pattern(m, va, align_bytes)))
-		r = snprintf(reason, sizeof(reason), "minor 3: mapping: %s",
-			     m ? "wrong bytes" : strerror(-err));
-	if (m)
-		munmap(m, align_bytes);
-	gp_unpin(c->gp, p.handle, NULL);
-	tp_mode(c->tp, 0x00010001, 0, 0, 0);	/* an older minor */
-	if (!r && gp_pin(c->gp, va, align_bytes, 0, &p) == 0) {
-		if (gp_pt(c->gp, p.handle, &t, NULL, 0) || t.compatible || t.entries)
-			r = snprintf(reason, sizeof(reason), "minor 1 accepted");
-		else if (gp_events(c->gp, p.handle, &e) || !(e.flags & GPUCTS_P2P_EV_INCOMPATIBLE))
-			r = snprintf(reason, sizeof(reason), "minor 1 not marked incompatible");
-		else if (gp_mmap(c->gp, &p, align_bytes, &err) || err != -EPROTO)
-			r = snprintf(reason, sizeof(reason), "minor 1: mmap %d", err);
-		gp_unpin(c->gp, p.handle, NULL);
-	} else if (!r) {
-		r = snprintf(reason, sizeof(reason), "pin with minor 1 failed");
+	if (tp_mode(c->tp, k->version, 0, 0, 0) || tp_pt_flags(c->tp, k->flags))
+		return snprintf(reason, sizeof(reason), "MODE/PT_FLAGS: %s", strerror(errno));
+	if (gp_pin(c->gp, va, align_bytes, 0, &p))
+		return snprintf(reason, sizeof(reason), "0x%x: pin failed", want);
+	if (gp_pt(c->gp, p.handle, &t, NULL, 0) || gp_events(c->gp, p.handle, &e))
+		r = snprintf(reason, sizeof(reason), "0x%x: PAGE_TABLE/EVENTS failed", want);
+	else if (t.version != want || t.compatible != (uint32_t)k->compatible ||
+		 t.entries != (k->compatible ? 1U : 0U))
+		r = snprintf(reason, sizeof(reason), "0x%x flags %u: version 0x%x compatible %u entries %u",
+			     want, k->flags, t.version, t.compatible, t.entries);
+	else if (!(e.flags & GPUCTS_P2P_EV_INCOMPATIBLE) != !!k->compatible ||
+		 !(e.flags & GPUCTS_P2P_EV_CPU_CACHEABLE) != !k->cacheable)
+		r = snprintf(reason, sizeof(reason), "0x%x flags %u: EVENTS flags 0x%x",
+			     want, k->flags, e.flags);
+	if (!r) {
+		m = gp_mmap(c->gp, &p, align_bytes, &err);
+		if (k->compatible && (!m || check_pattern(m, va, align_bytes)))
+			r = snprintf(reason, sizeof(reason), "0x%x flags %u: mapping: %s",
+				     want, k->flags, m ? "wrong bytes" : strerror(-err));
+		else if (!k->compatible && (m || err != -EPROTO))
+			r = snprintf(reason, sizeof(reason), "0x%x: mmap %d", want, err);
+		if (m)
+			munmap(m, align_bytes);
 	}
+	gp_unpin(c->gp, p.handle, NULL);
+	return r;
+}
+
+int sc_page_table_minor_version_injection(struct ctx *c)
+{
+	static const struct pt_version_case cases[] = {
+		{ 0, 0, 1, 0 },			/* 0x00020000, R580 */
+		{ 0, 0x1, 1, 1 },		/* CPU_CACHEABLE */
+		{ 0x00020001, 0x1, 1, 1 },	/* a newer minor of major 2 */
+		{ 0x00010002, 0, 1, 0 },	/* R515-R575 */
+		{ 0x00010002, 0x1, 1, 0 },	/* major 1 has no flags word */
+		{ 0x00010003, 0, 1, 0 },	/* a newer minor of major 1 */
+		{ 0x00010001, 0, 0, 0 },	/* an older minor */
+		{ 0x00030000, 0, 0, 0 },	/* a major no release has */
+	};
+	uint64_t va;
+	size_t i;
+	int r = 0;
+
+	CHECK_OK(tp_alloc(c->tp, align_bytes, &va, NULL), "alloc");
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]) && !r; i++)
+		r = pt_version_case(c, va, &cases[i]);
 	tp_mode(c->tp, 0, 0, 0, 0);
+	tp_pt_flags(c->tp, 0);
 	tp_free(c->tp, va);
 	return r ? -1 : 0;
 }

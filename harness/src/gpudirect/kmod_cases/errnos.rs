@@ -269,10 +269,11 @@ pub(super) fn incompatible_version(c: &Ctx) -> Step<Option<String>> {
     let p = call(c.pin(va, c.a, 0), "PIN")?;
     let mut addr = [0u64; 1];
     let t = call(c.gp.page_table_addrs(p.handle, &mut addr), "PAGE_TABLE")?;
-    // §4.3: NVIDIA_P2P_PAGE_TABLE_VERSION_COMPATIBLE refuses another major version
+    // §4.3: the provider injects GPUCTS_TESTPROV_BAD_PT_VERSION, a major no release has
+    // (R515-R575 hand out major 1, R580 and later major 2, both read by the module)
     ensure!(
-        t.compatible == 0 && t.version >> 16 == 2,
-        "major version 2 reported incompatible",
+        t.compatible == 0 && t.version == 0x0003_0000,
+        "major version 3 reported incompatible",
         "version {:#x}, compatible {}",
         t.version,
         t.compatible
