@@ -21,6 +21,13 @@ struct pci_dev;
 struct device;
 
 /*
+ * GPUCTS_NV_P2P_FUNCTIONS_ONLY: the prototypes alone, for a file that has the
+ * types from NVIDIA's header (kmod/tests/nv_p2p_abi_check.c: a prototype of
+ * ours that differs from the release's is then a compile error).
+ */
+#ifndef GPUCTS_NV_P2P_FUNCTIONS_ONLY
+
+/*
  * Every structure the driver allocates starts with a u32 version: major in
  * the upper half (a layout change that needs a rebuild), minor in the lower
  * half (fields added at the end; older callers keep working).
@@ -89,6 +96,8 @@ typedef struct nvidia_p2p_dma_mapping {
 	void *private;			/* the driver's own */
 	struct pci_dev *pci_dev;	/* the peer it was mapped for */
 } nvidia_p2p_dma_mapping_t;
+
+#endif /* GPUCTS_NV_P2P_FUNCTIONS_ONLY */
 
 #ifndef GPUCTS_TEGRA
 
