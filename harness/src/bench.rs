@@ -14,6 +14,7 @@
 //! report layer, and nothing below names it.
 
 use crate::backend::cuda::DeviceSelector;
+use crate::backend::toolchain::ToolSettings;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -269,8 +270,8 @@ pub fn xcall(o: Options) -> Vec<BenchBlock> {
 
 /// The memory model over the litmus catalogue: candidate executions per second against each
 /// test's candidate count (tests of the same count share a point), and catalogue tests/s.
-/// `device`: the GPU of the GPU blocks (`--device`).
-pub fn atomics(o: Options, device: &DeviceSelector) -> Vec<BenchBlock> {
+/// `device`: the GPU of the GPU blocks (`--device`); `tools`: where the worker's ptxas is.
+pub fn atomics(o: Options, device: &DeviceSelector, tools: &ToolSettings) -> Vec<BenchBlock> {
     use crate::atomics::{catalog, model};
     let t0 = Instant::now();
     let tests = catalog::catalog();
@@ -334,8 +335,8 @@ pub fn atomics(o: Options, device: &DeviceSelector) -> Vec<BenchBlock> {
     blocks.push(gpu_host(o));
     blocks.push(gpu_worker_emulated(o));
     blocks.push(gpu_cases_emulated(o));
-    blocks.push(gpu_worker(device));
-    blocks.push(gpu_cases(device));
+    blocks.push(gpu_worker(device, tools));
+    blocks.push(gpu_cases(device, tools));
     blocks
 }
 
@@ -565,7 +566,7 @@ fn gpu_cases_emulated(o: Options) -> BenchBlock {
 /// memory; controls beside forbidden tests; default stress, 100 launches) on `device`, as the
 /// runner hands them over: one case per batch, then 16 runner threads whose cases the worker
 /// batches. Cases/s, instances/s end to end and launches of each, in the same run.
-fn gpu_cases(device: &DeviceSelector) -> BenchBlock {
+fn gpu_cases(device: &DeviceSelector, tools: &ToolSettings) -> BenchBlock {
     use crate::atomics::catalog;
     use crate::atomics::gpu::layout::{Geometry, StressParams};
     use crate::atomics::gpu::worker::{CudaExecutor, BATCH_WAIT};
@@ -600,7 +601,7 @@ fn gpu_cases(device: &DeviceSelector) -> BenchBlock {
         ("GPU cases, batched", 16, BATCH_WAIT),
     ] {
         match run_cases(
-            || CudaExecutor::open(device),
+            || CudaExecutor::open(device, tools),
             &cases,
             DEFAULT_ITERATIONS,
             threads,
@@ -772,7 +773,7 @@ fn gpu_worker_emulated(o: Options) -> BenchBlock {
 /// catalogue tests and the 156 in shared memory (as the suite runs them, default stress,
 /// 100 launches each), packed into batches. End-to-end instances/s (targets: the 468 in
 /// under 30 s, 1e8 instances/s) and per kernel-second, measured in the same run.
-fn gpu_worker(device: &DeviceSelector) -> BenchBlock {
+fn gpu_worker(device: &DeviceSelector, tools: &ToolSettings) -> BenchBlock {
     use crate::atomics::catalog;
     use crate::atomics::gpu::layout::{Geometry, StressParams};
     use crate::atomics::gpu::worker::{CudaExecutor, Job, Worker};
@@ -780,7 +781,7 @@ fn gpu_worker(device: &DeviceSelector) -> BenchBlock {
     let name = "atomics.gpu_worker";
     let what = "bench: the 468 atomics.gpu.* tests through the GPU worker";
     let t0 = Instant::now();
-    let executor = match CudaExecutor::open(device) {
+    let executor = match CudaExecutor::open(device, tools) {
         Ok(e) => e,
         Err(e) => {
             return BenchBlock::skip(
@@ -843,7 +844,7 @@ fn gpu_worker(device: &DeviceSelector) -> BenchBlock {
     // second executor so that no kernel comes from the first run's cache: what the groups of
     // `LAUNCHES_PER_SYNC` launches per wait bought on this GPU.
     let mut figures = figures;
-    match CudaExecutor::open(device) {
+    match CudaExecutor::open(device, tools) {
         Ok(e) => {
             let mut w1 = Worker::new(e).with_launches_per_sync(1);
             let run = Instant::now();

@@ -503,6 +503,16 @@ pub fn main() -> i32 {
     };
     config.rerun_failures = cli.run.rerun_failures;
     config.device = cli.device.clone().unwrap_or_default();
+    // A device the driver does not see is a usage error naming those it sees (without a
+    // driver there is nothing to check: the GPU cases skip naming the GPU).
+    if let Some(device) = &cli.device {
+        if let Ok(driver) = crate::backend::cuda::probe() {
+            if let Err(e) = device.resolve(&driver.gpus) {
+                error(e);
+                return EXIT_USAGE;
+            }
+        }
+    }
     let mut replay = None;
     if let Some(dir) = &cli.prebuilt {
         if matches!(cli.command, Some(Cmd::Prebuild(_))) {
@@ -534,7 +544,7 @@ pub fn main() -> i32 {
         Some(Cmd::Toolchain { action }) => toolchain(action, &tools),
         Some(Cmd::Abi { action }) => abi(action),
         Some(Cmd::Xcall { action }) => xcall(action),
-        Some(Cmd::Litmus { action }) => litmus(action, config),
+        Some(Cmd::Litmus { action }) => litmus(action, config, &tools),
         Some(Cmd::Dwarf {
             action: DwarfCmd::Check { files },
         }) => crate::dwarf::check::cli(&files, config),

@@ -82,7 +82,7 @@ pub struct RunConfig {
     /// `--rerun-failures`: how often a failed case runs again, each time in a fresh child.
     pub rerun_failures: u32,
     /// `--device`: the GPU every GPU case and command opens (default: the driver's first).
-    pub device: crate::backend::cuda::DeviceSelector,
+    pub device: DeviceSelector,
 }
 
 impl Default for RunConfig {
@@ -154,8 +154,7 @@ impl RunConfig {
     /// outside any command and so is handed no [`RunConfig`]: the test helpers of
     /// [`crate::testkit`] (`GPUCTS_REQUIRE_*`, which integration tests read too) and
     /// [`ToolSettings::from_environment`](crate::backend::toolchain::ToolSettings::from_environment)
-    /// (tests, and the atomics executor's own ptxas, which is built without a run's
-    /// toolchain). Cases and commands never call it: a command builds its [`RunConfig`] once
+    /// (tests). Cases and commands never call it: a command builds its [`RunConfig`] once
     /// ([`RunConfig::from_env`] and its flags) and hands it down, to cases through
     /// `CaseContext::config`. `tests::production_code_reads_the_config_it_is_handed` keeps
     /// other callers out.
@@ -175,6 +174,76 @@ impl RunConfig {
         self.cache_root
             .as_ref()
             .map(|r| r.join("toolchain").join(set))
+    }
+}
+
+/// Which GPU a run uses (`--device N|UUID`): an ordinal as the driver numbers devices
+/// (`cuDeviceGet`, within `CUDA_VISIBLE_DEVICES`), or a UUID as `nvidia-smi -L` prints it
+/// (`GPU-` and 32 hex digits in 8-4-4-4-12 groups; case, the prefix and the dashes optional),
+/// which names the same card whatever the ordering.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum DeviceSelector {
+    Ordinal(u32),
+    /// 32 lowercase hex digits, no prefix or dashes.
+    Uuid(String),
+}
+
+impl Default for DeviceSelector {
+    /// The driver's first device, what a run without `--device` uses.
+    fn default() -> Self {
+        DeviceSelector::Ordinal(0)
+    }
+}
+
+impl std::fmt::Display for DeviceSelector {
+    /// The form `--device` takes back: the ordinal, or the UUID as nvidia-smi prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceSelector::Ordinal(n) => write!(f, "{n}"),
+            DeviceSelector::Uuid(h) => write!(
+                f,
+                "GPU-{}-{}-{}-{}-{}",
+                &h[0..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..32]
+            ),
+        }
+    }
+}
+
+/// `--device` text that is neither an ordinal nor a UUID.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a device: expected an ordinal (0, 1, ...) or a UUID as nvidia-smi -L prints it \
+     (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
+)]
+pub struct BadDeviceSelector(pub String);
+
+impl std::str::FromStr for DeviceSelector {
+    type Err = BadDeviceSelector;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let t = text.trim();
+        if !t.is_empty() && t.len() <= 10 && t.bytes().all(|b| b.is_ascii_digit()) {
+            return t
+                .parse()
+                .map(DeviceSelector::Ordinal)
+                .map_err(|_| BadDeviceSelector(text.into()));
+        }
+        let body = t
+            .strip_prefix("GPU-")
+            .or_else(|| t.strip_prefix("gpu-"))
+            .unwrap_or(t);
+        let groups: Vec<&str> = body.split('-').collect();
+        // dashes, when there are any, sit where nvidia-smi puts them
+        let grouped = groups.len() == 1 || groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12]);
+        let hex: String = groups.concat().to_ascii_lowercase();
+        if grouped && hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            Ok(DeviceSelector::Uuid(hex))
+        } else {
+            Err(BadDeviceSelector(text.into()))
+        }
     }
 }
 

@@ -332,8 +332,13 @@ impl Check for AtomicsCheck {
                 iterations,
                 stress,
             } => {
-                let (status, figures) =
-                    gpu::gpu_case(&ctx.config.device, test, *iterations, stress);
+                let (status, figures) = gpu::gpu_case(
+                    &ctx.config.device,
+                    ctx.toolchain.settings(),
+                    test,
+                    *iterations,
+                    stress,
+                );
                 figures.into_iter().for_each(|f| ctx.record(f));
                 status
             }

@@ -51,7 +51,7 @@ pub(super) fn bench_record(
         blocks.extend(crate::bench::xcall(o));
     }
     if all || area == BenchArea::Atomics {
-        blocks.extend(crate::bench::atomics(o, &config.device));
+        blocks.extend(crate::bench::atomics(o, &config.device, tools));
     }
     if all || area == BenchArea::Gpudirect {
         blocks.extend(crate::gpudirect::bench::blocks(reps.max(3), config));

@@ -165,7 +165,7 @@ pub(super) fn xcall(action: XcallCmd) -> i32 {
     }
 }
 
-pub(super) fn litmus(action: LitmusCmd, config: &RunConfig) -> i32 {
+pub(super) fn litmus(action: LitmusCmd, config: &RunConfig, tools: &ToolSettings) -> i32 {
     use crate::atomics::litmus;
     // (text for stdout, exit code) or a message for stderr (exit 2).
     let r: Result<(String, i32), String> = match &action {
@@ -207,6 +207,7 @@ pub(super) fn litmus(action: LitmusCmd, config: &RunConfig) -> i32 {
                 json: json.clone(),
                 emulate: *emulate,
                 device: config.device.clone(),
+                tools: tools.clone(),
             };
             // Each test's report is printed as it finishes (a corpus run takes a while).
             command(&req, &mut |t| print!("{t}"))

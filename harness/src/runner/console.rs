@@ -269,7 +269,8 @@ impl Sink for Pretty {
                 failed,
             } => self.progress.print(&format!(
                 "rerun {id}: attempt {attempt} after {}",
-                failed.summary()
+                // one line: the summary's lines joined
+                failed.summary().lines().collect::<Vec<_>>().join("; ")
             )),
             Event::CaseFinished {
                 result,

@@ -83,6 +83,8 @@ pub struct Request {
     pub emulate: bool,
     /// `--device`: the GPU it runs on (unused with `emulate`).
     pub device: crate::backend::cuda::DeviceSelector,
+    /// Where the command looks for its tools (the ptxas that compiles kernels ahead).
+    pub tools: crate::backend::toolchain::ToolSettings,
 }
 
 /// Bad arguments: the whole command stops with exit 2 before any test runs.
@@ -1166,7 +1168,7 @@ pub fn command(req: &Request, print: &mut dyn FnMut(&str)) -> Result<i32, ArgErr
     } else {
         let session =
             Session::open_device(&req.device).map_err(|e| ArgError::NoGpu(e.to_string()))?;
-        Box::new(OnWorker::new(worker::CudaExecutor::on(session)))
+        Box::new(OnWorker::new(worker::CudaExecutor::on(session, &req.tools)))
     };
     let iterations = req.iterations.unwrap_or(if req.emulate {
         EMULATE_ITERATIONS

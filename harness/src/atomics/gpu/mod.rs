@@ -649,6 +649,7 @@ pub(crate) fn runs_on_worker(name: &str, params: &StressParams) -> bool {
 /// its status and the figures of the test's run ([`figures_of`]).
 pub(crate) fn gpu_case(
     device: &DeviceSelector,
+    tools: &crate::backend::toolchain::ToolSettings,
     name: &str,
     iterations: u64,
     params: &StressParams,
@@ -664,7 +665,7 @@ pub(crate) fn gpu_case(
         return run_case(device, &test, control.as_ref(), iterations, params);
     }
     run_case_with(&test, control.as_ref(), iterations, params, |jobs| {
-        worker::submit(device, jobs)
+        worker::submit(device, tools, jobs)
     })
 }
 

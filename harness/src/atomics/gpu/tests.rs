@@ -455,10 +455,18 @@ fn a_missing_control_report_is_an_error_not_a_pass() {
 #[test]
 fn gpu_case_passes_only_on_a_gpu() {
     assert!(matches!(
-        gpu_case(&Default::default(), "MP.nope", 1, &StressParams::default()).0,
+        gpu_case(
+            &Default::default(),
+            &Default::default(),
+            "MP.nope",
+            1,
+            &StressParams::default()
+        )
+        .0,
         CaseStatus::Error { .. }
     ));
     let (s, figures) = gpu_case(
+        &Default::default(),
         &Default::default(),
         "MP.rel_acq.gpu.inter_cta",
         1,

@@ -13,6 +13,7 @@
 //! child's own worker: one context per case, the behaviour before the worker.
 
 use crate::backend::cuda::DeviceSelector;
+use crate::backend::toolchain::ToolSettings;
 use std::collections::HashMap;
 use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
@@ -576,6 +577,8 @@ pub(crate) struct CudaExecutor {
     ptxas_off: bool,
     /// Kernels compiled by ptxas (then loaded as cubins) and by the driver's JIT.
     pub(crate) compiled_by: (u64, u64),
+    /// Where the run looks for its tools (the ptxas of `ahead`).
+    tools: ToolSettings,
 }
 
 #[derive(Debug)]
@@ -698,21 +701,24 @@ pub(crate) struct CudaModule {
 }
 
 impl CudaExecutor {
-    /// An executor on `device` (the run's `--device`), in a context of its own.
-    pub fn open(device: &DeviceSelector) -> Result<CudaExecutor, String> {
+    /// An executor on `device` (the run's `--device`), in a context of its own, compiling
+    /// with the ptxas the run's `tools` find.
+    pub fn open(device: &DeviceSelector, tools: &ToolSettings) -> Result<CudaExecutor, String> {
         Ok(CudaExecutor::on(
             crate::backend::cuda::Session::open_device(device).map_err(|e| e.to_string())?,
+            tools,
         ))
     }
 
-    /// An executor on an open session (its context).
-    pub fn on(session: crate::backend::cuda::Session) -> CudaExecutor {
+    /// An executor on an open session (its context), compiling with the ptxas `tools` find.
+    pub fn on(session: crate::backend::cuda::Session, tools: &ToolSettings) -> CudaExecutor {
         CudaExecutor {
             session,
             buffers: HashMap::new(),
             ahead: std::cell::OnceCell::new(),
             ptxas_off: false,
             compiled_by: (0, 0),
+            tools: tools.clone(),
         }
     }
 
@@ -721,7 +727,7 @@ impl CudaExecutor {
         self.ahead
             .get_or_init(|| {
                 let (major, minor) = self.session.compute_capability().ok()?;
-                let tc = crate::backend::toolchain::Toolchain::discover_system();
+                let tc = crate::backend::toolchain::Toolchain::discover_with(self.tools.clone());
                 tc.has(crate::capability::Capability::Ptxas)
                     .then(|| (tc, format!("sm_{major}{minor}")))
             })
@@ -1027,10 +1033,11 @@ pub(crate) fn serve<E: Executor>(
     }
 }
 
-/// The worker thread of `device` (started on its first use): it opens the device once and
-/// serves every request on that one context, batching the cases that runner threads submit
-/// together. One thread per device a process uses.
-fn channel(device: &DeviceSelector) -> mpsc::Sender<Request> {
+/// The worker thread of `device` (started on its first use, with the first user's `tools`:
+/// one run's): it opens the device once and serves every request on that one context,
+/// batching the cases that runner threads submit together. One thread per device a process
+/// uses.
+fn channel(device: &DeviceSelector, tools: &ToolSettings) -> mpsc::Sender<Request> {
     static WORKERS: OnceLock<Mutex<HashMap<DeviceSelector, mpsc::Sender<Request>>>> =
         OnceLock::new();
     let mut workers = WORKERS
@@ -1041,8 +1048,8 @@ fn channel(device: &DeviceSelector) -> mpsc::Sender<Request> {
         .entry(device.clone())
         .or_insert_with(|| {
             let (tx, rx) = mpsc::channel::<Request>();
-            let device = device.clone();
-            std::thread::spawn(move || match CudaExecutor::open(&device) {
+            let (device, tools) = (device.clone(), tools.clone());
+            std::thread::spawn(move || match CudaExecutor::open(&device, &tools) {
                 Ok(e) => serve(&mut Worker::new(e), &rx, BATCH_WAIT),
                 Err(e) => {
                     for r in rx {
@@ -1079,8 +1086,12 @@ pub(crate) fn submit_to(
 /// Run `jobs` on the GPU worker of `device` (one CUDA context per device for the process)
 /// and wait for their reports, in order. Jobs other runner threads submit meanwhile may share
 /// launches.
-pub(crate) fn submit(device: &DeviceSelector, jobs: Vec<Job>) -> Vec<Result<RunReport, String>> {
-    submit_to(&channel(device), jobs)
+pub(crate) fn submit(
+    device: &DeviceSelector,
+    tools: &ToolSettings,
+    jobs: Vec<Job>,
+) -> Vec<Result<RunReport, String>> {
+    submit_to(&channel(device, tools), jobs)
 }
 
 #[cfg(test)]

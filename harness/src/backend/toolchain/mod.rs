@@ -239,7 +239,7 @@ impl ToolSettings {
     }
 
     /// The settings of this process's environment, with no store, for code outside any run
-    /// (tests, the atomics executor's own ptxas; see
+    /// (tests; see
     /// [`RunConfig::outside_any_run`](crate::config::RunConfig::outside_any_run)). A command
     /// uses [`ToolSettings::of`] its own config.
     pub fn from_environment() -> Self {
