@@ -96,12 +96,21 @@ struct RawClause {
     cases: Option<Vec<CaseGroup>>,
     #[serde(default)]
     untestable: Option<String>,
+    /// Where the specification's own text is wrong (an example that cannot compile against
+    /// the API it documents, a misnumbered reference).
+    #[serde(default)]
+    erratum: Option<String>,
 }
 impl RawClause {
     /// The entry as a clause, or why the catalogue cannot carry it.
     fn into_clause(self, line: u64, column: u64) -> Result<Clause, String> {
         let id = self.id.trim().to_string();
-        for (what, t) in [("id", &self.id), ("summary", &self.summary)] {
+        let erratum = self.erratum.as_deref().unwrap_or("x");
+        for (what, t) in [
+            ("id", self.id.as_str()),
+            ("summary", &self.summary),
+            ("erratum", erratum),
+        ] {
             if t.trim().is_empty() || t.len() > MAX_TEXT_LEN || t.contains('\n') {
                 return Err(format!(
                     "clause `{}`: `{what}` must be one non-empty line of at most {MAX_TEXT_LEN} bytes",
@@ -155,6 +164,7 @@ impl RawClause {
             summary: self.summary,
             cases,
             untestable,
+            erratum: self.erratum,
             line,
             column,
         })
@@ -202,6 +212,8 @@ pub struct Clause {
     /// Empty: no case checks it yet (a gap), unless `untestable` says why none can.
     pub cases: Vec<CaseGroup>,
     pub untestable: Option<String>,
+    /// What the specification itself gets wrong here, if anything.
+    pub erratum: Option<String>,
     /// Where the entry stands in the catalogue.
     pub line: u64,
     pub column: u64,
@@ -501,6 +513,8 @@ pub struct ClauseCoverage {
     pub cases: Vec<CoveredCase>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub untestable: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub erratum: Option<String>,
     /// Verdict name → number of this clause's cases with it (`not_run` for cases the run did
     /// not have); present when a run was given.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -571,6 +585,7 @@ pub fn coverage<'a>(
             strength,
             cases: listed,
             untestable: c.untestable.clone(),
+            erratum: c.erratum.clone(),
             verdicts: counts,
         });
     }
@@ -583,6 +598,9 @@ pub fn coverage<'a>(
     out.sort_by_key(rank);
     out
 }
+
+#[cfg(test)]
+mod errata;
 
 #[cfg(test)]
 mod tests {
@@ -669,6 +687,7 @@ mod tests {
             ("clauses:\n  - id: gpudirect-rdma §1\n    summary: s\n    cases: [{ids: [\"a b\"], on: gpu}]\n", 2, 5, "not a case-id glob"),
             ("clauses:\n  - id: gpudirect-rdma §1\n    summary: s\n    cases: []\n    untestable: u\n", 2, 5, "not both"),
             ("clauses:\n  - id: gpudirect-rdma §1\n    summary: s\n    colour: red\n", 4, 5, "colour"),
+            ("clauses:\n  - id: gpudirect-rdma §1\n    summary: s\n    cases: []\n    erratum: \"\"\n", 2, 5, "`erratum` must be"),
         ];
         for (text, line, column, part) in cases {
             let e = Catalogue::parse(p, text).unwrap_err();

@@ -196,6 +196,15 @@ pub fn render(cov: &[ClauseCoverage], with_run: bool) -> String {
                 .unwrap_or_default()
         );
     }
+    // The specifications' own mistakes, so a reader of a verdict knows where the text itself
+    // cannot be followed.
+    let errata: Vec<&ClauseCoverage> = cov.iter().filter(|c| c.erratum.is_some()).collect();
+    if !errata.is_empty() {
+        let _ = writeln!(s, "\nerrata in the specifications ({}):", errata.len());
+        for c in &errata {
+            let _ = writeln!(s, "  {}  {}", c.id, c.erratum.as_deref().unwrap_or(""));
+        }
+    }
     // Totals per chapter, in first-seen catalogue order.
     let mut chapters: Vec<(String, [usize; 4], BTreeMap<String, usize>)> = Vec::new();
     for c in cov {

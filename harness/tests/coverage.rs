@@ -174,3 +174,34 @@ fn validate_refuses_an_unknown_clause_id_at_its_position() {
     assert!(err.contains("ptx-interop-13.2 §9.9 nothing"), "{err}");
     assert!(!err.contains("selftest.c.one"), "{err}");
 }
+
+/// The catalogue's errata (each checked against the specification's text and the released
+/// headers in `clauses::errata`) are shown by `gpucts coverage`, text and JSON, so a reader of a
+/// verdict knows where the specification itself cannot be followed.
+#[test]
+fn coverage_shows_the_errata_of_the_specifications() {
+    let o = gpucts(&["coverage"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let section = out
+        .split("\nerrata in the specifications (")
+        .nth(1)
+        .expect("an errata section");
+    for id in [
+        "gpudirect-rdma §3.3 put_pages",
+        "gpudirect-rdma §3.4 callback waits",
+        "ptx-interop-13.2 ch. 6 example",
+    ] {
+        assert!(section.contains(id), "{id} missing from:\n{section}");
+    }
+    let cov = coverage_json(&[]);
+    let with_erratum: Vec<&str> = cov
+        .iter()
+        .filter(|c| c["erratum"].is_string())
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        with_erratum.contains(&"gpudirect-rdma §3.3 put_pages"),
+        "{with_erratum:?}"
+    );
+}
