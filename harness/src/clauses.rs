@@ -515,10 +515,22 @@ pub struct ClauseCoverage {
     pub untestable: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub erratum: Option<String>,
+    /// Given a run: whether one of the clause's cases was judged in it (passed, failed, flaky
+    /// or passed under a stale waiver). `false` for a clause with cases all of which were
+    /// skipped, waived or not run: the run is no evidence for it, whatever its strength.
+    /// Absent for a clause with no case.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged_in_run: Option<bool>,
     /// Verdict name → number of this clause's cases with it (`not_run` for cases the run did
     /// not have); present when a run was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdicts: Option<BTreeMap<String, usize>>,
+}
+
+/// Whether a case's verdict in a run says something about its clause: a skip, a waiver or a
+/// case the run did not have says nothing.
+pub(crate) fn was_judged(verdict: Option<&str>) -> bool {
+    matches!(verdict, Some("pass" | "fail" | "flaky" | "stale_waiver"))
 }
 
 /// Every clause of `catalogue` with the `cases` (id, `clause:` text) that cite it or that its
@@ -578,6 +590,9 @@ pub fn coverage<'a>(
             }
             m
         });
+        let judged_in_run = verdicts
+            .filter(|_| !listed.is_empty())
+            .map(|_| listed.iter().any(|k| was_judged(k.verdict.as_deref())));
         out.push(ClauseCoverage {
             id: c.id.clone(),
             summary: c.summary.clone(),
@@ -586,6 +601,7 @@ pub fn coverage<'a>(
             cases: listed,
             untestable: c.untestable.clone(),
             erratum: c.erratum.clone(),
+            judged_in_run,
             verdicts: counts,
         });
     }
@@ -733,5 +749,43 @@ mod tests {
         assert_eq!(b.strength, "weak");
         assert_eq!(b.verdicts.as_ref().unwrap()["not_run"], 1);
         assert_eq!(cov[0].chapter, "gpudirect-rdma ch. 2");
+        // b's x.2 failed (y.1 did not run): both were judged.
+        assert_eq!((a.judged_in_run, b.judged_in_run), (Some(true), Some(true)));
+    }
+
+    #[test]
+    fn a_clause_whose_cases_were_all_skipped_or_waived_is_not_judged_in_the_run() {
+        let text = "clauses:\n  - id: gpudirect-rdma §1 a\n    summary: s\n    cases: [{ids: [\"x.*\"], on: vm}]\n  - id: gpudirect-rdma §1 b\n    summary: s\n    cases: [{ids: [\"y.*\"], on: vm}]\n";
+        let cat = Catalogue::parse(Path::new("c.yaml"), text).unwrap();
+        let cases = [
+            ("x.1", "gpudirect-rdma §1 a"),
+            ("x.2", "gpudirect-rdma §1 a"),
+            ("y.1", "gpudirect-rdma §1 b"),
+            ("y.2", "gpudirect-rdma §1 b"),
+        ];
+        for (x, y, judged) in [
+            (["skip", "waived"], ["skip", "fail"], [false, true]),
+            (
+                ["required_missing", "skip"],
+                ["waived", "stale_waiver"],
+                [false, true],
+            ),
+            (["flaky", "skip"], ["waived", "waived"], [true, false]),
+        ] {
+            let verdicts: HashMap<String, String> =
+                [("x.1", x[0]), ("x.2", x[1]), ("y.1", y[0]), ("y.2", y[1])]
+                    .iter()
+                    .map(|(a, b)| (a.to_string(), b.to_string()))
+                    .collect();
+            let cov = coverage(&cat, cases, Some(&verdicts));
+            let got: Vec<Option<bool>> = cov.iter().map(|c| c.judged_in_run).collect();
+            assert_eq!(got, [Some(judged[0]), Some(judged[1])], "{x:?} {y:?}");
+            // The catalogue's strength stands; the run's evidence is said beside it.
+            assert!(cov.iter().all(|c| c.strength == "strong"));
+        }
+        // Without a run nothing is said of one.
+        assert!(coverage(&cat, cases, None)
+            .iter()
+            .all(|c| c.judged_in_run.is_none()));
     }
 }

@@ -186,14 +186,19 @@ pub fn render(cov: &[ClauseCoverage], with_run: bool) -> String {
             .collect();
         let _ = writeln!(
             s,
-            "  {:<6} {}  [{}]{}",
+            "  {:<6} {}  [{}]{}{}",
             c.strength,
             c.id,
             reach.join(", "),
             c.verdicts
                 .as_ref()
                 .map(|v| format!("  {}", counts_text(v)))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if c.judged_in_run == Some(false) {
+                "  (not judged in this run)"
+            } else {
+                ""
+            }
         );
     }
     // The specifications' own mistakes, so a reader of a verdict knows where the text itself
@@ -247,6 +252,18 @@ pub fn render(cov: &[ClauseCoverage], with_run: bool) -> String {
         );
     }
     let total = |slot: &str| cov.iter().filter(|c| c.strength == slot).count();
+    if with_run {
+        // A clause the run gave no evidence for, whatever the catalogue's strength: every case
+        // of it skipped, waived or absent.
+        let unjudged = cov
+            .iter()
+            .filter(|c| c.judged_in_run == Some(false))
+            .count();
+        let _ = writeln!(
+            s,
+            "\nclauses with cases none of which was judged in this run (skipped, waived or not run): {unjudged}"
+        );
+    }
     let _ = writeln!(
         s,
         "\ngpucts: {} clauses: {} strong, {} weak, {} none, {} untestable",

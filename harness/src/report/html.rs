@@ -91,8 +91,18 @@ fn catalogue_coverage(
         let in_catalogue = catalogue.get(&c.id);
         let gap = in_catalogue.is_some_and(|k| k.cases.is_empty() && k.untestable.is_none());
         // The catalogue lists cases this run did not select: not a gap, just not run here.
+        let judged = c
+            .cases
+            .iter()
+            .any(|k| crate::clauses::was_judged(verdict.get(k.id.as_str()).map(|v| v.as_str())));
         let strength = if c.strength == "none" && !gap {
             "not in this run"
+        } else if (c.strength == "strong" || c.strength == "weak")
+            && !judged
+            && c.cases.iter().any(|k| verdict.contains_key(k.id.as_str()))
+        {
+            // Cases ran here, but every one was skipped or waived: no evidence in this run.
+            "skipped or waived here"
         } else {
             c.strength
         };
@@ -991,6 +1001,12 @@ mod tests {
                 case("my.a", &format!("{cited} (detail)"), VerdictName::Pass),
                 case("my.b", cited, VerdictName::Fail),
                 case("my.c", "my own clause 9", VerdictName::Pass),
+                case("my.d", "ptx-interop-13.2 §1.1 .b8", VerdictName::Skip),
+                case(
+                    "my.e",
+                    "ptx-interop-13.2 §1.1 .b8 (other)",
+                    VerdictName::Waived,
+                ),
             ],
         };
         let cov = catalogue_coverage(cat, &r.cases);
@@ -1022,6 +1038,14 @@ mod tests {
             .find(|c| c.id == "ptx-interop-13.2 §1.1 pointer size")
             .expect("a clause this run did not reach");
         assert_eq!(other.strength, "not in this run");
+        // Its only cases here were skipped and waived: no evidence in this run.
+        let unjudged = cov
+            .chapters
+            .iter()
+            .flat_map(|d| &d.clauses)
+            .find(|c| c.id == "ptx-interop-13.2 §1.1 .b8")
+            .expect("the skipped clause has a row");
+        assert_eq!(unjudged.strength, "skipped or waived here");
         // the page renders the shipped catalogue: its gaps, if any, before the chapters
         let page = render(&r, None, None).unwrap();
         let chapter_at = page.find(cited).expect("cited clause");
