@@ -529,7 +529,7 @@ pub struct ClauseCoverage {
 
 /// Whether a case's verdict in a run says something about its clause: a skip, a waiver or a
 /// case the run did not have says nothing.
-pub(crate) fn was_judged(verdict: Option<&str>) -> bool {
+fn was_judged(verdict: Option<&str>) -> bool {
     matches!(verdict, Some("pass" | "fail" | "flaky" | "stale_waiver"))
 }
 
@@ -621,6 +621,14 @@ mod errata;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run's verdicts by case id.
+    fn run(verdicts: &[(&str, &str)]) -> HashMap<String, String> {
+        verdicts
+            .iter()
+            .map(|(id, v)| (id.to_string(), v.to_string()))
+            .collect()
+    }
 
     fn shipped() -> Catalogue {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -721,10 +729,7 @@ mod tests {
             ("x.2", "gpudirect-rdma §1 b (d)"),
             ("y.1", "gpudirect-rdma §1 b"),
         ];
-        let verdicts: HashMap<String, String> = [("x.1", "pass"), ("x.2", "fail")]
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect();
+        let verdicts = run(&[("x.1", "pass"), ("x.2", "fail")]);
         let cov = coverage(&cat, cases, Some(&verdicts));
         let order: Vec<&str> = cov.iter().map(|c| c.id.as_str()).collect();
         // `b` has cases by citation only: listed, with no strength from the catalogue, so it
@@ -772,11 +777,7 @@ mod tests {
             ),
             (["flaky", "skip"], ["waived", "waived"], [true, false]),
         ] {
-            let verdicts: HashMap<String, String> =
-                [("x.1", x[0]), ("x.2", x[1]), ("y.1", y[0]), ("y.2", y[1])]
-                    .iter()
-                    .map(|(a, b)| (a.to_string(), b.to_string()))
-                    .collect();
+            let verdicts = run(&[("x.1", x[0]), ("x.2", x[1]), ("y.1", y[0]), ("y.2", y[1])]);
             let cov = coverage(&cat, cases, Some(&verdicts));
             let got: Vec<Option<bool>> = cov.iter().map(|c| c.judged_in_run).collect();
             assert_eq!(got, [Some(judged[0]), Some(judged[1])], "{x:?} {y:?}");

@@ -75,10 +75,14 @@ fn catalogue_coverage(
 ) -> CatalogueCoverage {
     let verdict: std::collections::HashMap<&str, VerdictName> =
         cases.iter().map(|c| (c.id.as_str(), c.verdict)).collect();
+    let verdict_names: std::collections::HashMap<String, String> = cases
+        .iter()
+        .map(|c| (c.id.clone(), c.verdict.as_str().to_string()))
+        .collect();
     let rows = crate::clauses::coverage(
         catalogue,
         cases.iter().map(|c| (c.id.as_str(), c.clause.as_str())),
-        None,
+        Some(&verdict_names),
     );
     let mut out = CatalogueCoverage::default();
     for c in rows {
@@ -91,15 +95,9 @@ fn catalogue_coverage(
         let in_catalogue = catalogue.get(&c.id);
         let gap = in_catalogue.is_some_and(|k| k.cases.is_empty() && k.untestable.is_none());
         // The catalogue lists cases this run did not select: not a gap, just not run here.
-        let judged = c
-            .cases
-            .iter()
-            .any(|k| crate::clauses::was_judged(verdict.get(k.id.as_str()).map(|v| v.as_str())));
         let strength = if c.strength == "none" && !gap {
             "not in this run"
-        } else if (c.strength == "strong" || c.strength == "weak")
-            && !judged
-            && c.cases.iter().any(|k| verdict.contains_key(k.id.as_str()))
+        } else if (c.strength == "strong" || c.strength == "weak") && c.judged_in_run == Some(false)
         {
             // Cases ran here, but every one was skipped or waived: no evidence in this run.
             "skipped or waived here"
@@ -1010,12 +1008,14 @@ mod tests {
             ],
         };
         let cov = catalogue_coverage(cat, &r.cases);
-        let row = cov
-            .chapters
-            .iter()
-            .flat_map(|d| &d.clauses)
-            .find(|c| c.id == cited)
-            .expect("the cited clause has a row");
+        let row_of = |id: &str| {
+            cov.chapters
+                .iter()
+                .flat_map(|d| &d.clauses)
+                .find(|c| c.id == id)
+                .unwrap_or_else(|| panic!("{id} has a row"))
+        };
+        let row = row_of(cited);
         assert_eq!(row.cases, ["my.a", "my.b"]);
         assert_eq!((row.counts.passed, row.counts.failed), (1, 1));
         let gaps: Vec<&str> = cat
@@ -1031,20 +1031,11 @@ mod tests {
             listed, gaps,
             "the catalogue's gaps, and only they, come first"
         );
-        let other = cov
-            .chapters
-            .iter()
-            .flat_map(|d| &d.clauses)
-            .find(|c| c.id == "ptx-interop-13.2 §1.1 pointer size")
-            .expect("a clause this run did not reach");
+        // A clause this run did not reach.
+        let other = row_of("ptx-interop-13.2 §1.1 pointer size");
         assert_eq!(other.strength, "not in this run");
         // Its only cases here were skipped and waived: no evidence in this run.
-        let unjudged = cov
-            .chapters
-            .iter()
-            .flat_map(|d| &d.clauses)
-            .find(|c| c.id == "ptx-interop-13.2 §1.1 .b8")
-            .expect("the skipped clause has a row");
+        let unjudged = row_of("ptx-interop-13.2 §1.1 .b8");
         assert_eq!(unjudged.strength, "skipped or waived here");
         // the page renders the shipped catalogue: its gaps, if any, before the chapters
         let page = render(&r, None, None).unwrap();
