@@ -44,6 +44,38 @@ pub struct CallSite {
     /// declared in the body.
     pub args: Vec<Option<ParamDecl>>,
     pub rets: Vec<Option<ParamDecl>>,
+    /// The argument and return names as written at the call.
+    pub arg_names: Vec<String>,
+    pub ret_names: Vec<String>,
+    /// Position among the body's statements, to order the call against [`ParamAccess`]es.
+    pub seq: usize,
+}
+
+/// A `ld.param` or `st.param` whose address is a `.param` variable plus a constant: how a
+/// calling sequence moves bytes into and out of the parameter space (ptx-interop 13.2 §2.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamAccess {
+    /// The function whose body holds the instruction.
+    pub function: String,
+    pub line: u32,
+    /// Position among the body's statements.
+    pub seq: usize,
+    /// The `.param` variable addressed.
+    pub name: String,
+    /// The constant byte offset and the bytes moved (element size times vector length).
+    pub offset: u64,
+    pub bytes: u64,
+    /// `st.param` (true) or `ld.param`.
+    pub store: bool,
+}
+
+/// A `.param` variable whose address a body takes (`mov` or `cvta` of its name): its bytes
+/// may then move through generic addresses, which a scan of `ld.param`/`st.param` cannot see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamAddressTaken {
+    pub function: String,
+    pub name: String,
+    pub line: u32,
 }
 
 /// A `.callprototype` in a body.
@@ -61,6 +93,9 @@ pub struct PtxFile {
     pub module: PtxModule,
     pub calls: Vec<CallSite>,
     pub prototypes: HashMap<String, Prototype>,
+    /// Every `ld.param`/`st.param` of a `.param` variable in a body, in text order.
+    pub accesses: Vec<ParamAccess>,
+    pub address_taken: Vec<ParamAddressTaken>,
 }
 
 impl PtxFile {
@@ -126,12 +161,14 @@ impl PtxFile {
                 ));
             }
         }
-        let (calls, prototypes) = scan_bodies(&toks).map_err(|(l, m)| err(l, m))?;
+        let scan = scan_bodies(&toks).map_err(|(l, m)| err(l, m))?;
         Ok(PtxFile {
             name: name.to_string(),
             module,
-            calls,
-            prototypes,
+            calls: scan.calls,
+            prototypes: scan.prototypes,
+            accesses: scan.accesses,
+            address_taken: scan.address_taken,
         })
     }
 }
@@ -237,18 +274,24 @@ fn name_list(toks: &[Token], i: &mut usize) -> Vec<String> {
     })
 }
 
-type Scan = (Vec<CallSite>, HashMap<String, Prototype>);
+#[derive(Default)]
+struct Scan {
+    calls: Vec<CallSite>,
+    prototypes: HashMap<String, Prototype>,
+    accesses: Vec<ParamAccess>,
+    address_taken: Vec<ParamAddressTaken>,
+}
 
 /// Walk the function bodies: `.param` declarations, `.callprototype` labels, `mov` of a
 /// function's address into a register, and `call` instructions.
 fn scan_bodies(toks: &[Token]) -> Result<Scan, (u32, String)> {
-    let mut calls = Vec::new();
-    let mut protos = HashMap::new();
+    let mut scan = Scan::default();
     let mut depth = 0usize;
     let mut func: Option<String> = None;
     let mut pending: Option<String> = None;
     let mut decls: HashMap<String, ParamDecl> = HashMap::new();
     let mut reg_fn: HashMap<String, String> = HashMap::new();
+    let mut seq = 0usize;
     let mut i = 0;
     while i < toks.len() {
         let t = &toks[i];
@@ -268,15 +311,12 @@ fn scan_bodies(toks: &[Token]) -> Result<Scan, (u32, String)> {
             i += 1;
             continue;
         }
-        if t.is_punct('{') {
-            depth += 1;
-            i += 1;
-            continue;
-        }
-        if t.is_punct('}') {
-            depth -= 1;
-            if depth == 0 {
-                func = None;
+        if t.is_punct('{') || t.is_punct('}') {
+            if t.is_punct('{') {
+                depth += 1;
+            } else {
+                depth -= 1;
+                func = func.filter(|_| depth > 0);
             }
             i += 1;
             continue;
@@ -285,6 +325,9 @@ fn scan_bodies(toks: &[Token]) -> Result<Scan, (u32, String)> {
             i += 1;
             continue;
         };
+        if t.is_punct(';') {
+            seq += 1;
+        }
         if t.is_directive(".param") {
             let mut j = i;
             if let Some(p) = param_at(toks, &mut j) {
@@ -294,19 +337,125 @@ fn scan_bodies(toks: &[Token]) -> Result<Scan, (u32, String)> {
             }
         }
         if let Some((name, proto, j)) = call_prototype(toks, i) {
-            protos.insert(name, proto);
+            scan.prototypes.insert(name, proto);
             i = j;
-        } else if t.kind == TokenKind::Ident && t.text == "mov" {
-            i = mov_function(toks, i, &mut reg_fn);
+        } else if t.kind == TokenKind::Ident && matches!(t.text, "mov" | "cvta") {
+            if let Some(name) = address_operand(toks, i) {
+                scan.address_taken.push(ParamAddressTaken {
+                    function: caller.clone(),
+                    name,
+                    line: t.line,
+                });
+            }
+            i = if t.text == "mov" {
+                mov_function(toks, i, &mut reg_fn)
+            } else {
+                i + 1
+            };
+        } else if let Some((access, j)) = param_access(toks, i, &caller, seq) {
+            scan.accesses.push(access);
+            i = j;
         } else if t.kind == TokenKind::Ident && t.text == "call" {
-            let (site, j) = call_site(toks, i, caller, &decls, &reg_fn)?;
-            calls.push(site);
+            let (site, j) = call_site(toks, i, caller, &decls, &reg_fn, seq)?;
+            scan.calls.push(site);
             i = j;
         } else {
             i += 1;
         }
     }
-    Ok((calls, protos))
+    Ok(scan)
+}
+
+/// The source operand of `mov`/`cvta` at `toks[i]` when it names a variable (not a register
+/// or a number): `mov.b64 %rd1, f_param_0;` takes the address of `f_param_0`.
+fn address_operand(toks: &[Token], i: usize) -> Option<String> {
+    let mut j = i + 1;
+    while toks.get(j).is_some_and(|n| n.kind == TokenKind::Directive) {
+        j += 1;
+    }
+    let (d, c, s, e) = (
+        toks.get(j)?,
+        toks.get(j + 1)?,
+        toks.get(j + 2)?,
+        toks.get(j + 3)?,
+    );
+    (d.kind == TokenKind::Ident
+        && c.is_punct(',')
+        && s.kind == TokenKind::Ident
+        && !s.text.starts_with('%')
+        && e.is_punct(';'))
+    .then(|| s.text.to_string())
+}
+
+/// `ld.param[.vN].T dst, [name+off]` or `st.param[.vN].T [name+off], src` at `toks[i]`: the
+/// access and the index after the address. `None` for any other instruction, and for an
+/// address that is not a name plus a constant (a register: the bytes moved are not known).
+fn param_access(
+    toks: &[Token],
+    i: usize,
+    function: &str,
+    seq: usize,
+) -> Option<(ParamAccess, usize)> {
+    let t = &toks[i];
+    let store = match t.text {
+        "st" if t.kind == TokenKind::Ident => true,
+        "ld" if t.kind == TokenKind::Ident => false,
+        _ => return None,
+    };
+    let mut j = i + 1;
+    let mut param = false;
+    let mut lanes = 1u64;
+    let mut elem = None;
+    while let Some(d) = toks.get(j).filter(|n| n.kind == TokenKind::Directive) {
+        match d.text {
+            ".param" => param = true,
+            ".v2" => lanes = 2,
+            ".v4" => lanes = 4,
+            ".v8" => lanes = 8,
+            other => {
+                if let Some(ty) = PtxType::from_directive(other) {
+                    elem = Some(elem_bytes(ty));
+                }
+            }
+        }
+        j += 1;
+    }
+    if !param {
+        return None;
+    }
+    let elem = elem?;
+    // The address is the first `[ ... ]` of the statement.
+    while let Some(n) = toks.get(j) {
+        if n.is_punct('[') || n.is_punct(';') {
+            break;
+        }
+        j += 1;
+    }
+    if !toks.get(j)?.is_punct('[') {
+        return None;
+    }
+    let name = toks
+        .get(j + 1)
+        .filter(|n| n.kind == TokenKind::Ident && !n.text.starts_with('%'))?;
+    let (offset, end) = match (toks.get(j + 2), toks.get(j + 3), toks.get(j + 4)) {
+        (Some(c), _, _) if c.is_punct(']') => (0, j + 3),
+        (Some(plus), Some(n), Some(c)) if plus.is_punct('+') && c.is_punct(']') => {
+            (crate::ptx::literal::parse_int(n.text)?, j + 5)
+        }
+        _ => return None,
+    };
+    Some((
+        ParamAccess {
+            function: function.to_string(),
+            line: t.line,
+            seq,
+            name: name.text.to_string(),
+            offset,
+            bytes: elem * lanes,
+            store,
+        },
+        end,
+    ))
 }
 
 /// The name of the function whose `.func`/`.entry` directive precedes `toks[j]`: the first
@@ -394,6 +543,7 @@ fn call_site(
     caller: String,
     decls: &HashMap<String, ParamDecl>,
     reg_fn: &HashMap<String, String>,
+    seq: usize,
 ) -> Result<(CallSite, usize), (u32, String)> {
     let line = toks[i].line;
     let mut j = i + 1;
@@ -438,6 +588,9 @@ fn call_site(
         prototype,
         args: args.iter().map(|a| decls.get(a).cloned()).collect(),
         rets: rets.iter().map(|a| decls.get(a).cloned()).collect(),
+        arg_names: args,
+        ret_names: rets,
+        seq,
     };
     Ok((site, j))
 }

@@ -12,6 +12,7 @@
 //! program, ptxas assembles each batch once, and each pair is checked and linked once; cases
 //! read the batch's result ([`crate::area::BatchCache`]).
 
+pub mod bytes;
 pub mod cache;
 pub mod check;
 pub mod corpus;
@@ -127,7 +128,7 @@ impl Target {
     }
 
     /// The masks of the target's signatures.
-    fn masks(self) -> std::collections::BTreeSet<Mask> {
+    pub(crate) fn masks(self) -> std::collections::BTreeSet<Mask> {
         all_signatures()
             .iter()
             .filter(|s| self.has(s.seed))
@@ -136,7 +137,7 @@ impl Target {
     }
 
     /// The target's signatures of mask `m`.
-    fn sigs(self, m: Mask) -> Vec<&'static Signature> {
+    pub(crate) fn sigs(self, m: Mask) -> Vec<&'static Signature> {
         all_signatures()
             .iter()
             .filter(|s| mask(s) == m && self.has(s.seed))
@@ -192,6 +193,9 @@ pub(crate) enum XcallCheck {
         #[serde(deserialize_with = "values_gpu::producer_in_view")]
         callee: Producer,
     },
+    /// Every signature of the pair, offline: the bytes each of the call's four moves covers
+    /// against the significance mask of the value moved ([`bytes`]).
+    Bytes { caller: Producer, callee: Producer },
     /// A caller of one producer run against a callee of another through narrow integers
     /// both ways and pointers to each state space ([`values::pair`]).
     ValuesPair {
@@ -213,7 +217,7 @@ impl Check for XcallCheck {
             }
             XcallCheck::Mangle { .. } => vec![Capability::Nvrtc, Capability::Clang],
             XcallCheck::Values { producer, .. } => producer.requires(),
-            XcallCheck::ValuesPair { caller, callee } => {
+            XcallCheck::ValuesPair { caller, callee } | XcallCheck::Bytes { caller, callee } => {
                 let mut v = caller.requires();
                 v.extend(callee.requires());
                 v
@@ -301,6 +305,7 @@ impl Check for XcallCheck {
                 values::producer_case(ctx, *producer, *subject)
             }
             XcallCheck::ValuesPair { caller, callee } => values::pair_case(ctx, *caller, *callee),
+            XcallCheck::Bytes { caller, callee } => bytes::case(ctx, *caller, *callee),
             XcallCheck::GpuValues { caller, callee } => values_gpu::case(ctx, *caller, *callee),
         }
     }
@@ -926,6 +931,17 @@ impl Wanted {
                     mangle = true;
                     continue;
                 }
+                // A byte-coverage case reads every batch of its pair on the current target.
+                ["xcall", "bytes", a, b] => {
+                    if let (Some(a), Some(b)) = (Producer::parse(a), Producer::parse(b)) {
+                        for m in Target::Current.masks() {
+                            if pair_runs(a, b, m) {
+                                pairs.insert((a, b, m, Target::Current));
+                            }
+                        }
+                    }
+                    continue;
+                }
                 _ => continue,
             };
             let (Some(a), Some(b), Ok(seed)) =
@@ -971,7 +987,7 @@ impl Wanted {
 
 /// Whether the suite has cases for the ordered pair on mask `m`: both producers express the
 /// mask's signatures, and the corpus's signatures pair only with the corpus on one side.
-fn pair_runs(a: Producer, b: Producer, m: Mask) -> bool {
+pub(crate) fn pair_runs(a: Producer, b: Producer, m: Mask) -> bool {
     let corpus = Producer::hand_written()
         .into_iter()
         .fold(0, |m, p| m | bit(p));
