@@ -95,6 +95,9 @@ capabilities! {
     /// producers (ptx-interop 13.2 ch. 7 names).
     #[serde(rename = "g++")]
     Gxx = "g++", family: "g++", probe: Toolchain, hint: "run `apt-get install g++`";
+    /// rustc's `nvptx64-nvidia-cuda` target, with `rust-src` (gpucts builds `core` for it).
+    Rustc = "rustc", family: "rustc", probe: Toolchain,
+        hint: "install Rust (rustup) and run `rustup component add rust-src`";
     /// The gpucts companion module's device node, `/dev/gpucts`.
     Kmod = "kmod", family: "kmod", probe: Kmod,
         hint: "build and load kmod/ (see kmod/README.md)";
@@ -298,7 +301,7 @@ mod tests {
         assert_eq!(
             Requirement::parse("warp-drive").unwrap_err().to_string(),
             "unknown capability `warp-drive` (known: gpu, ptxas, nvrtc, nvjitlink, libnvvm, \
-             nvdisasm, cuobjdump, cccl, clang, g++, kmod, rdma, testprov, peermem, dmabuf, \
+             nvdisasm, cuobjdump, cccl, clang, g++, rustc, kmod, rdma, testprov, peermem, dmabuf, \
              producer-feature, iommu-peer, corpus, toolchain)"
         );
         assert_eq!(

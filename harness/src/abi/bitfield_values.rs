@@ -81,6 +81,7 @@ pub(crate) fn compile(tc: &Toolchain, producer: Producer) -> Result<String, Stri
         clang: &["-fgpu-rdc", "-O2", "-std=c++17"],
         nvvm: &[],
         llc: &[],
+        rustc: &[],
     });
     producer
         .compile(tc, &src)

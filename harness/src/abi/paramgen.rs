@@ -666,7 +666,7 @@ pub fn source(language: Language, sigs: &[Signature]) -> Option<String> {
         Language::CudaCpp => Some(nvrtc_source(sigs)),
         Language::C => Some(clang_source(sigs)),
         Language::NvvmIr => Some(nvvm_ir(sigs)),
-        Language::ClangCuda | Language::LlvmIr | Language::Ptx => None,
+        Language::ClangCuda | Language::LlvmIr | Language::Ptx | Language::Rust => None,
     }
 }
 
@@ -677,6 +677,7 @@ const OPTIONS: Options<'static> = Options {
     clang: CLANG_ARGS,
     nvvm: &[],
     llc: &[],
+    rustc: &[],
 };
 
 /// Compile `sigs` to PTX with `producer` (one of [`producers`]).

@@ -40,6 +40,7 @@ const NO_OPTIONS: Options<'static> = Options {
     clang: &[],
     nvvm: &[],
     llc: &[],
+    rustc: &[],
 };
 
 /// The flavours, one row each.
@@ -213,7 +214,7 @@ fn compile(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<(String, usiz
         // clang-19 reads the source without CUDA's headers (the LLVM IR flavour: clang-19
         // writes the IR from that same source first)
         Language::ClangCuda | Language::C | Language::LlvmIr => Dialect::C,
-        Language::NvvmIr | Language::Ptx => {
+        Language::NvvmIr | Language::Ptx | Language::Rust => {
             return Err(ToolError::Failed {
                 tool: p.name().to_string(),
                 log: format!("no generated DWARF source for {language:?}"),

@@ -311,9 +311,10 @@ pub(crate) fn assert_site(producer: Producer) -> (String, u32, &'static str) {
         }
         // The IR producers, and any producer outside the view (the suite reader refuses
         // those), see the IR file name.
-        Some(Language::NvvmIr | Language::LlvmIr | Language::C | Language::Ptx) | None => {
-            ("gpucts.ll".to_string(), 7, ASSERT_FN)
-        }
+        Some(
+            Language::NvvmIr | Language::LlvmIr | Language::C | Language::Ptx | Language::Rust,
+        )
+        | None => ("gpucts.ll".to_string(), 7, ASSERT_FN),
     }
 }
 
@@ -328,7 +329,7 @@ fn source(language: Language) -> String {
         // libNVVM's dialect has typed pointers, LLVM 19's opaque ones.
         Language::NvvmIr => ir_source(true),
         Language::LlvmIr => ir_source(false),
-        Language::C | Language::Ptx => String::new(),
+        Language::C | Language::Ptx | Language::Rust => String::new(),
     }
 }
 

@@ -23,6 +23,9 @@ pub enum Inexpressible {
     /// comes from its type (ptx-interop 13.2 §2.3).
     #[error("{producer} cannot return an aggregate aligned to {align}: LLVM IR types carry no alignment above 16 and a returned value's `.param` alignment comes from its type")]
     ReturnAlignment { producer: &'static str, align: u64 },
+    /// A type the producer's language cannot write (Rust has no bit fields).
+    #[error("{producer} cannot express the signature: {why}")]
+    Language { producer: &'static str, why: String },
     /// The hand-written corpus holds seeds `first..end` only.
     #[error("the hand-written corpus (ptx-corpus/xcall/) holds signatures {first}..{end} only")]
     NotInCorpus { first: u64, end: u64 },
@@ -53,6 +56,12 @@ pub fn expresses(p: Producer, sig: &Signature) -> Result<(), Inexpressible> {
                 }
             }
             Ok(())
+        }
+        Some(Language::Rust) => {
+            super::emit_rust::expresses(sig).map_err(|why| Inexpressible::Language {
+                producer: p.describe(),
+                why,
+            })
         }
         Some(Language::CudaCpp | Language::ClangCuda | Language::Ptx | Language::C) | None => {
             Ok(())
@@ -871,12 +880,13 @@ pub(crate) fn ptx_caller(sigs: &[&Signature]) -> String {
 
 /// The languages the batches are written in: CUDA C++ with and without CUDA's headers, both IR
 /// dialects, and PTX itself for the reference emitter.
-pub const LANGUAGES: [Language; 5] = [
+pub const LANGUAGES: [Language; 6] = [
     Language::CudaCpp,
     Language::ClangCuda,
     Language::LlvmIr,
     Language::NvvmIr,
     Language::Ptx,
+    Language::Rust,
 ];
 
 /// The source a producer compiles for one role of a batch, and its language; `None` for a
@@ -892,6 +902,8 @@ pub fn source(p: Producer, role: Role, sigs: &[&Signature]) -> Option<(Language,
         (Language::NvvmIr, Role::Caller) => ir_caller(IrDialect::Nvvm, sigs),
         (Language::Ptx, Role::Callee) => ptx_callee(sigs),
         (Language::Ptx, Role::Caller) => ptx_caller(sigs),
+        (Language::Rust, Role::Callee) => super::emit_rust::callee(sigs),
+        (Language::Rust, Role::Caller) => super::emit_rust::caller(sigs),
         (Language::C, _) => return None,
     };
     Some((language, text))

@@ -17,6 +17,7 @@ pub mod cache;
 pub mod check;
 pub mod corpus;
 pub mod emit;
+pub(crate) mod emit_rust;
 pub mod gpu;
 pub mod mangle;
 pub mod sig;
@@ -351,7 +352,11 @@ pub(crate) const OPTIONS: Options<'static> = Options {
     clang: CLANG_ARGS,
     nvvm: &[],
     llc: LLC_ARGS,
+    rustc: RUSTC_ARGS,
 };
+
+/// rustc options (opt-level 2, as clang's and llc's `-O2`).
+pub(crate) const RUSTC_ARGS: &[&str] = &["-Copt-level=2"];
 
 /// The area's options for the tool that reads `language`, as the disk cache's key spells them
 /// (a producer's own options are told apart by its name, which the key holds too).
@@ -365,6 +370,7 @@ fn cache_options(language: Language, compute: &str) -> String {
         Language::ClangCuda | Language::C => opts.extend(CLANG_ARGS.iter().map(|s| s.to_string())),
         Language::LlvmIr => opts.extend(LLC_ARGS.iter().map(|s| s.to_string())),
         Language::NvvmIr => opts.push(format!("-arch={compute}")),
+        Language::Rust => opts.extend(RUSTC_ARGS.iter().map(|s| s.to_string())),
         Language::Ptx => {}
     }
     opts.join(" ")

@@ -142,7 +142,7 @@ fn corpus_and_oldest_waivers_follow_the_rules() {
             suite.cases.iter().any(|k| k.id.starts_with(&prefix))
         })
         .collect();
-    assert_eq!(in_suite.len(), 6, "{in_suite:?}");
+    assert_eq!(in_suite.len(), 7, "{in_suite:?}");
     let mut seen = std::collections::BTreeSet::new();
     for s in all_signatures()
         .iter()
@@ -367,4 +367,76 @@ fn float_waiver_follows_the_rule() {
         .collect();
     let text: Vec<String> = predicted.iter().map(u64::to_string).collect();
     assert_eq!(listed, predicted, "predicted seeds: {}", text.join(","));
+}
+
+/// A value passed or returned by value whose alignment is above 16 (the `__align__(32|64|128)`
+/// wrappers): what rustc 1.95's nvptx64 calling convention crashes on.
+fn aligned_over_16(v: &Val) -> bool {
+    v.size_align().1 > 16
+}
+
+/// rustc's seed lists, taken from a run, follow their rules: rustc crashes on exactly the
+/// signatures it can write that pass or return an aggregate aligned above 16
+/// (W-XCALL-RUSTC-ICE-OVERALIGNED-AGGREGATE, with every producer and itself); its pairs with
+/// the table-literal emitter differ on exactly its float signatures
+/// (W-XCALL-FLOAT-PARAMS-AS-BITS); its pairs with libNVVM on exactly the by-value aggregates
+/// aligned 1 or 2 (W-XCALL-LIBNVVM-BYVAL-ALIGN4), unless it crashed there first.
+#[test]
+fn rustc_waivers_follow_the_rules() {
+    let (waivers, mut fingerprint) = waiver_file(&["libnvvm", "nvrtc", "clang"]);
+    fingerprint.insert(
+        "rustc".into(),
+        "rustc 1.95.0 (59807616e 2026-04-14), LLVM 22.1.2".into(),
+    );
+    let rustc = Producer::named("rustc");
+    let ids = |id: &str| -> Vec<String> {
+        waivers
+            .applicable(id, Capability::ALL, &fingerprint)
+            .iter()
+            .map(|a| a.waiver().id.clone())
+            .collect()
+    };
+    let (mut crashes, mut floats, mut byval) = (0, 0, 0);
+    for s in generated_signatures() {
+        if emit::expresses(rustc, s).is_err() {
+            for id in [
+                format!("xcall.self.rustc.{}", s.seed),
+                format!("xcall.pair.rustc.nvrtc.{}", s.seed),
+            ] {
+                assert_eq!(ids(&id), Vec::<String>::new(), "{id}: rustc skips it");
+            }
+            continue;
+        }
+        let crash = s.ret.iter().chain(&s.params).any(aligned_over_16);
+        let ice = "W-XCALL-RUSTC-ICE-OVERALIGNED-AGGREGATE".to_string();
+        for id in [
+            format!("xcall.self.rustc.{}", s.seed),
+            format!("xcall.pair.rustc.nvrtc.{}", s.seed),
+            format!("xcall.pair.nvrtc.rustc.{}", s.seed),
+            format!("xcall.pair.gpucts.rustc.{}", s.seed),
+        ] {
+            assert_eq!(ids(&id).contains(&ice), crash, "{id}: {}", s.describe());
+        }
+        crashes += usize::from(crash);
+        let has_float = s.ret.iter().chain(&s.params).any(float);
+        let id = format!("xcall.pair.rustc.gpucts.{}", s.seed);
+        assert_eq!(
+            ids(&id).contains(&"W-XCALL-FLOAT-PARAMS-AS-BITS".to_string()),
+            has_float && !crash,
+            "{id}: {}",
+            s.describe()
+        );
+        floats += usize::from(has_float && !crash);
+        let nvvm = emit::expresses(Producer::named("libnvvm"), s).is_ok();
+        let below_4 = nvvm && s.params.iter().any(byval_below_4);
+        let id = format!("xcall.pair.rustc.libnvvm.{}", s.seed);
+        assert_eq!(
+            ids(&id).contains(&"W-XCALL-LIBNVVM-BYVAL-ALIGN4".to_string()),
+            below_4 && !crash,
+            "{id}: {}",
+            s.describe()
+        );
+        byval += usize::from(below_4 && !crash);
+    }
+    assert!(crashes > 0 && floats > 0 && byval > 0);
 }

@@ -331,7 +331,7 @@ pub(crate) fn source(language: Language) -> Option<String> {
         Language::ClangCuda => Some(cuda_source(true)),
         Language::NvvmIr => Some(ir_source(true)),
         Language::LlvmIr => Some(ir_source(false)),
-        Language::C | Language::Ptx => None,
+        Language::C | Language::Ptx | Language::Rust => None,
     }
 }
 
@@ -356,6 +356,7 @@ pub(crate) fn compile_programs(
         clang: &["-fgpu-rdc", "-O2", "-std=c++17"],
         nvvm: &[],
         llc: &["-O2"],
+        rustc: &[],
     });
     producer
         .compile(tc, &src)

@@ -97,7 +97,7 @@ pub(crate) fn callee_source(language: Language) -> Option<String> {
             }
             Some(s)
         }
-        Language::C | Language::Ptx => None,
+        Language::C | Language::Ptx | Language::Rust => None,
     }
 }
 

@@ -45,7 +45,7 @@ pub fn source(language: Language, cases: &[MappingCase]) -> String {
         Language::CudaCpp => nvrtc_source(cases),
         Language::ClangCuda => clang_source(cases),
         Language::LlvmIr => llvm_ir_source(cases),
-        Language::C | Language::NvvmIr | Language::Ptx => String::new(),
+        Language::C | Language::NvvmIr | Language::Ptx | Language::Rust => String::new(),
     }
 }
 
@@ -450,6 +450,7 @@ pub(crate) const OPTIONS: Options<'static> = Options {
     clang: &["-O2", "-fno-crash-diagnostics"],
     nvvm: &[],
     llc: &["-O2"],
+    rustc: &[],
 };
 
 fn llvm_order(o: Order) -> &'static str {

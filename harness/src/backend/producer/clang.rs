@@ -29,7 +29,11 @@ pub(super) fn compile_with(
         Language::C => ClangLang::C,
         Language::ClangCuda => ClangLang::Cuda,
         // not in `accepts` (Producer::compile refuses them first); a direct caller is told
-        Language::CudaCpp | Language::NvvmIr | Language::LlvmIr | Language::Ptx => {
+        Language::CudaCpp
+        | Language::NvvmIr
+        | Language::LlvmIr
+        | Language::Ptx
+        | Language::Rust => {
             return Err(super::refuses(&DEF, src));
         }
     };

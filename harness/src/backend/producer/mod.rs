@@ -19,6 +19,7 @@ mod gpucts;
 mod libnvvm;
 mod llc;
 mod nvrtc;
+mod rustc;
 
 use std::fmt;
 
@@ -35,6 +36,7 @@ pub(crate) static REGISTRY: &[&ProducerDef] = &[
     &gpucts::DEF,
     &corpus::DEF,
     &clang_o1::DEF,
+    &rustc::DEF,
 ];
 
 /// A source language a producer reads. The two C++ dialects differ in what the source must
@@ -55,6 +57,9 @@ pub enum Language {
     LlvmIr,
     /// PTX the area writes itself (gpucts's reference emitter).
     Ptx,
+    /// Rust for `nvptx64-nvidia-cuda`: a `#![no_std]` crate of `#[no_mangle] extern "C"`
+    /// functions and `extern "ptx-kernel"` kernels.
+    Rust,
 }
 
 /// What an area asks of each tool when it compiles, beside the target: the same source may
@@ -70,6 +75,8 @@ pub struct Options<'a> {
     pub nvvm: &'a [&'a str],
     /// llc-19 arguments after `-mcpu=sm_NN`.
     pub llc: &'a [&'a str],
+    /// rustc arguments after `-Ctarget-cpu=sm_NN`.
+    pub rustc: &'a [&'a str],
 }
 
 /// One source an area hands to a producer.

@@ -12,6 +12,7 @@ pub mod prebuilt;
 pub(crate) use ffi::FfiError;
 pub mod managed;
 pub mod process;
+pub mod rustc;
 pub(crate) mod stderr_capture;
 
 use std::collections::BTreeMap;
@@ -107,6 +108,11 @@ pub(crate) enum ComponentError {
     NoNvptxTarget { path: PathBuf },
     #[error("g++ not found on PATH")]
     GxxNotFound,
+    #[error("rustc not found on PATH")]
+    RustcNotFound,
+    /// rustc without the sources of `core`, which gpucts builds for nvptx64-nvidia-cuda.
+    #[error("rustc's sysroot {} has no rust-src (run `rustup component add rust-src`)", sysroot.display())]
+    NoRustSrc { sysroot: PathBuf },
 }
 
 /// Input kinds for [`Toolchain::nvjitlink`].
@@ -355,6 +361,14 @@ impl Toolchain {
             }
             Err(e) => {
                 tc.missing.insert(Capability::Gxx, e.to_string());
+            }
+        }
+        match rustc::find_rustc() {
+            Ok(c) => {
+                tc.found.insert(Capability::Rustc, c);
+            }
+            Err(e) => {
+                tc.missing.insert(Capability::Rustc, e.to_string());
             }
         }
         let hidden = tc.settings.hide.clone();
@@ -809,6 +823,7 @@ fn describe(cap: Capability) -> &'static str {
         Capability::Cccl => "libcu++ headers (cuda/atomic)",
         Capability::Clang => "clang-19",
         Capability::Gxx => "g++",
+        Capability::Rustc => "rustc with rust-src (nvptx64-nvidia-cuda)",
         _ => "component",
     }
 }
