@@ -252,12 +252,8 @@ pub(crate) fn case(ctx: &CaseContext, caller: Producer, callee: Producer) -> Cas
                 refused += 1;
                 continue;
             }
-            let sides = [
-                (caller_side(fa, sig), caller),
-                (callee_side(fb, sig), callee),
-            ];
             let mut whole = true;
-            for (side, _) in &sides {
+            for side in [caller_side(fa, sig), callee_side(fb, sig)] {
                 match side {
                     Coverage::Judged(gaps) => findings.extend(
                         gaps.iter()
