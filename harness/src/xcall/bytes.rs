@@ -223,14 +223,77 @@ pub fn callee_side(file: &PtxFile, sig: &Signature) -> Coverage {
     Coverage::Judged(gaps)
 }
 
+/// What a pair's batches showed, signature by signature.
+#[derive(Debug, Default)]
+pub(crate) struct PairCoverage {
+    /// One line per value that loses a byte: `caller -> callee, <signature>: <gap>`.
+    findings: Vec<String>,
+    /// Signatures judged on both sides.
+    judged: usize,
+    /// Sides the scan could not judge, with why.
+    not_judged: Vec<String>,
+    /// Signatures a producer refused (no PTX; their pair cases report it).
+    refused: usize,
+}
+
+impl PairCoverage {
+    /// Judge `sig` in the caller's batch `fa` and the callee's batch `fb`.
+    pub(crate) fn judge(
+        &mut self,
+        (caller, callee): (Producer, Producer),
+        (fa, fb): (&PtxFile, &PtxFile),
+        sig: &Signature,
+    ) {
+        let mut whole = true;
+        for side in [caller_side(fa, sig), callee_side(fb, sig)] {
+            match side {
+                Coverage::Judged(gaps) => self.findings.extend(
+                    gaps.iter()
+                        .map(|g| format!("{caller} -> {callee}, {}: {g}", sig.describe())),
+                ),
+                Coverage::NotJudged(why) => {
+                    whole = false;
+                    self.not_judged.push(format!("seed {}: {why}", sig.seed));
+                }
+            }
+        }
+        self.judged += usize::from(whole);
+    }
+
+    /// The case's verdict: a failure naming every lost byte; an error when nothing could be
+    /// judged (never a pass without a check); else a pass that counts what was judged.
+    pub(crate) fn status(self) -> CaseStatus {
+        let note = format!(
+            "{} signatures judged on both sides; {} sides not judged{}; {} refused by a producer (see the pair cases)",
+            self.judged,
+            self.not_judged.len(),
+            self.not_judged
+                .first()
+                .map_or(String::new(), |w| format!(" (first: {w})")),
+            self.refused
+        );
+        if !self.findings.is_empty() {
+            return CaseStatus::fail_findings(
+                "every significant byte of every argument and return value is moved through .param on both sides of the call (§2.3)",
+                format!("{} values lose a byte", self.findings.len()),
+                &note,
+                self.findings,
+            );
+        }
+        if self.judged == 0 {
+            return CaseStatus::error(format!("no signature could be judged: {note}"));
+        }
+        CaseStatus::pass_with(note)
+    }
+}
+
 /// `xcall.bytes.{caller}.{callee}`: every signature both producers express, each side judged
 /// in its producer's batch; one finding per value that loses a byte.
 pub(crate) fn case(ctx: &CaseContext, caller: Producer, callee: Producer) -> CaseStatus {
     let tc = ctx.toolchain;
     super::prefetch(ctx.scope, tc);
     let target = super::Target::Current;
-    let (mut judged, mut not_judged, mut refused) = (0usize, Vec::new(), 0usize);
-    let mut findings = Vec::new();
+    let mut seen = PairCoverage::default();
     for m in target.masks() {
         if !super::pair_runs(caller, callee, m) {
             continue;
@@ -247,44 +310,14 @@ pub(crate) fn case(ctx: &CaseContext, caller: Producer, callee: Producer) -> Cas
             }
         };
         for sig in target.sigs(m) {
-            // A seed a producer refused has no PTX; its pair case reports that.
             if a.rejected.contains_key(&sig.seed) || b.rejected.contains_key(&sig.seed) {
-                refused += 1;
-                continue;
+                seen.refused += 1;
+            } else {
+                seen.judge((caller, callee), (fa, fb), sig);
             }
-            let mut whole = true;
-            for side in [caller_side(fa, sig), callee_side(fb, sig)] {
-                match side {
-                    Coverage::Judged(gaps) => findings.extend(
-                        gaps.iter()
-                            .map(|g| format!("{caller} -> {callee}, {}: {g}", sig.describe())),
-                    ),
-                    Coverage::NotJudged(why) => {
-                        whole = false;
-                        not_judged.push(format!("seed {}: {why}", sig.seed));
-                    }
-                }
-            }
-            judged += usize::from(whole);
         }
     }
-    let note = format!(
-        "{judged} signatures judged on both sides; {} sides not judged{}; {refused} refused by a producer (see the pair cases)",
-        not_judged.len(),
-        not_judged.first().map_or(String::new(), |w| format!(" (first: {w})"))
-    );
-    if !findings.is_empty() {
-        return CaseStatus::fail_findings(
-            "every significant byte of every argument and return value is moved through .param on both sides of the call (§2.3)",
-            format!("{} values lose a byte", findings.len()),
-            &note,
-            findings,
-        );
-    }
-    if judged == 0 {
-        return CaseStatus::error(format!("no signature could be judged: {note}"));
-    }
-    CaseStatus::pass_with(note)
+    seen.status()
 }
 
 #[cfg(test)]
@@ -448,5 +481,54 @@ mod tests {
             caller_side(&parse(&caller), &sig),
             Coverage::Judged(_)
         ));
+    }
+
+    /// The case's verdict from the judgement: a lost byte fails naming the pair, the
+    /// signature and the gap; a faithful pair passes counting what it judged; a pair of which
+    /// nothing could be judged is an error, never a pass.
+    #[test]
+    fn the_verdict_fails_on_a_lost_byte_and_never_passes_unjudged() {
+        let g = Producer::named("gpucts");
+        let (sig, caller, callee) = reference(16);
+        let (fa, fb) = (parse(&caller), parse(&callee));
+
+        let mut faithful = PairCoverage::default();
+        faithful.judge((g, g), (&fa, &fb), &sig);
+        match faithful.status() {
+            CaseStatus::Pass { note: Some(n), .. } => assert!(
+                n.starts_with("1 signatures judged on both sides; 0 sides not judged; 0 refused"),
+                "{n}"
+            ),
+            s => panic!("{s:?}"),
+        }
+
+        let broken = parse(&without(&caller, "st.param.b8 [param1+1],"));
+        let mut lossy = PairCoverage::default();
+        lossy.judge((g, g), (&broken, &fb), &sig);
+        let s = lossy.status();
+        assert!(s.is_failure(), "{s:?}");
+        let lines = s.finding_lines();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("gpucts -> gpucts, seed 16 (")
+                && lines[0].contains("parameter 2 (union r1016008")
+                && lines[0]
+                    .contains("byte 1 (field .f0.f0): the caller's call site stores nothing there"),
+            "{}",
+            lines[0]
+        );
+
+        // The callee's file lacks the function: that side is not judged, and with nothing
+        // judged the case is an error.
+        let mut unjudged = PairCoverage::default();
+        unjudged.judge((g, g), (&fa, &fa), &sig);
+        unjudged.refused = 2;
+        match unjudged.status() {
+            CaseStatus::Error { message } => assert!(
+                message.starts_with("no signature could be judged: 0 signatures judged on both sides; 1 sides not judged (first: seed 16: no definition of `xcall_f16`); 2 refused"),
+                "{message}"
+            ),
+            s => panic!("{s:?}"),
+        }
     }
 }
