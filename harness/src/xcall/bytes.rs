@@ -392,6 +392,22 @@ mod tests {
         );
     }
 
+    /// The callee's loads are counted per parameter: parameter 1's load at byte 1 does not
+    /// stand in for a missing load of parameter 2's byte 1.
+    #[test]
+    fn an_unloaded_parameter_byte_is_not_covered_by_another_parameter() {
+        let (sig, _, callee) = reference(16);
+        assert!(sig.params[0].size() > 1, "parameter 1 has a byte 1 too");
+        let name = format!("[{}_param_1+1];", sig.callee());
+        let g = gaps(callee_side(&parse(&without(&callee, &name)), &sig));
+        assert_eq!(
+            g.iter()
+                .map(|g| (g.mv, g.param, g.byte))
+                .collect::<Vec<_>>(),
+            [(Move::CalleeLoads, Some(2), 1)]
+        );
+    }
+
     /// Seed 14 returns a 24-byte union whose byte 2 is member `.f2`: the caller that never
     /// loads it and the callee that never stores it are each named.
     #[test]
@@ -530,5 +546,40 @@ mod tests {
             ),
             s => panic!("{s:?}"),
         }
+    }
+
+    /// The caller's side is read at the call of the signature's callee: another call before
+    /// it in the kernel is passed over (and its stores are not the callee's), and an indirect
+    /// call whose target register was not loaded from the callee's name is taken when it is
+    /// the kernel's only call.
+    #[test]
+    fn the_callee_s_call_is_found_among_the_kernel_s_calls() {
+        let (sig, caller, _) = reference(16);
+        let k = sig.kernel();
+        // A call of another function before the callee's, in its own block.
+        let head = format!(".visible .entry {k}(");
+        let other = ".extern .func gpucts_other(.param .b32 x);\n";
+        let two_calls = caller.replacen(&head, &format!("{other}{head}"), 1).replacen(
+            "\t{\n",
+            "\t{ .param .b32 p; mov.b32 %r1, 7; st.param.b32 [p], %r1; call.uni gpucts_other, (p); }\n\t{\n",
+            1,
+        );
+        let f = parse(&two_calls);
+        assert_eq!(f.calls.iter().filter(|c| c.caller == k).count(), 2);
+        assert_eq!(gaps(caller_side(&f, &sig)), []);
+
+        // An indirect call through a register loaded from memory: no resolved target.
+        let (sig, caller, _) = (0..240)
+            .map(reference)
+            .find(|(s, _, _)| s.indirect)
+            .unwrap();
+        let load = format!("mov.u64 %rd2, {};", sig.callee());
+        assert!(caller.contains(&load), "{caller}");
+        let unresolved = parse(&caller.replacen(&load, "ld.global.u64 %rd2, [%rd1];", 1));
+        assert!(unresolved
+            .calls
+            .iter()
+            .any(|c| c.caller == sig.kernel() && c.target.is_none()));
+        assert_eq!(gaps(caller_side(&unresolved, &sig)), []);
     }
 }
