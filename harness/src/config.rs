@@ -6,7 +6,7 @@
 //! | variable | value | default | what it changes |
 //! |---|---|---|---|
 //! | `GPUCTS_ROOT` | directory | a checkout at or above the working directory, else the embedded suites | the data root (`suites/`, `ptx-corpus/`); `--root` wins |
-//! | `GPUCTS_CACHE` | directory | `$XDG_CACHE_HOME/gpucts`, else `$HOME/.cache/gpucts` | where the managed toolchain wheels, the embedded data copy and xcall's compile cache live |
+//! | `GPUCTS_CACHE` | directory | `$XDG_CACHE_HOME/gpucts`, else `$HOME/.cache/gpucts` | where the managed toolchain wheels, the embedded data copy and the disk cache of tool runs live |
 //! | `XDG_CACHE_HOME`, `HOME` | directory | | the per-user cache when `GPUCTS_CACHE` is unset |
 //! | `GPUCTS_TOOL_TIMEOUT_S` | seconds, above 0 (`0.5` too) | 600 | the limit for one compiler or disassembler run |
 //! | `GPUCTS_HIDE_TOOLS` | capability names, comma-separated (`clang,nvrtc`) | none | discovery reports those components missing (to check what happens without them) |
@@ -15,7 +15,7 @@
 //! | `GPUCTS_REQUIRE_CORPUS` | `1` | unset | unit tests: a missing public corpus fails the test |
 //! | `GPUCTS_SELFTEST_STATE` | directory | unset (the `fail_once` selftest check errors) | where the selftest `fail_once` check keeps its markers |
 //! | `GPUCTS_PARAMGEN_TABLE` | file | unset | the paramgen unit test writes its summary table there |
-//! | `GPUCTS_XCALL_CACHE` | `off` or `0` | on | turns xcall's compile cache off |
+//! | `GPUCTS_TOOL_CACHE` | `off` or `0` | on | turns the disk cache of tool runs (xcall's and atomics' compilations, ptxas) off; `GPUCTS_XCALL_CACHE`, its earlier name, is still read |
 //! | `GPUCTS_XCALL_DUMP` | directory | unset | xcall keeps every batch's source and PTX there |
 //! | `GPUCTS_XCALL_TIMES` | anything | unset | xcall prints each batch job's wall time on stderr |
 //! | `GPUCTS_KMOD_FLAVOUR` | `desktop` or `tegra` | the loaded module's | the companion-module flavour the run expects (ci/kmod-vm) |
@@ -62,8 +62,8 @@ pub struct RunConfig {
     pub selftest_state: Option<PathBuf>,
     /// `GPUCTS_PARAMGEN_TABLE`.
     pub paramgen_table: Option<PathBuf>,
-    /// `GPUCTS_XCALL_CACHE` is neither `off` nor `0`.
-    pub xcall_cache: bool,
+    /// Neither `GPUCTS_TOOL_CACHE` nor its earlier name `GPUCTS_XCALL_CACHE` is `off` or `0`.
+    pub tool_cache: bool,
     /// `GPUCTS_XCALL_DUMP`.
     pub xcall_dump: Option<PathBuf>,
     /// `GPUCTS_XCALL_TIMES` is set.
@@ -137,7 +137,9 @@ impl RunConfig {
             },
             selftest_state: var("GPUCTS_SELFTEST_STATE").map(PathBuf::from),
             paramgen_table: var("GPUCTS_PARAMGEN_TABLE").map(PathBuf::from),
-            xcall_cache: !text("GPUCTS_XCALL_CACHE").is_some_and(|v| v == "off" || v == "0"),
+            tool_cache: !["GPUCTS_TOOL_CACHE", "GPUCTS_XCALL_CACHE"]
+                .iter()
+                .any(|name| text(name).is_some_and(|v| v == "off" || v == "0")),
             xcall_dump: var("GPUCTS_XCALL_DUMP").map(PathBuf::from),
             xcall_times: var("GPUCTS_XCALL_TIMES").is_some(),
             kmod_flavour: text("GPUCTS_KMOD_FLAVOUR"),
@@ -269,7 +271,7 @@ mod tests {
         assert!(c.hide_tools.is_empty());
         assert_eq!(c.cuda_roots, vec![PathBuf::from("/usr/local/cuda")]);
         assert_eq!(c.test_requires, TestRequires::default());
-        assert!(c.xcall_cache && !c.xcall_times);
+        assert!(c.tool_cache && !c.xcall_times);
         assert_eq!(c.rerun_failures, 0);
     }
 
@@ -302,7 +304,7 @@ mod tests {
         );
         // Only `1` requires.
         assert!(c.test_requires.tools && !c.test_requires.gpu);
-        assert!(!c.xcall_cache && c.xcall_times);
+        assert!(!c.tool_cache && c.xcall_times);
         assert_eq!(c.p2p_peer.as_deref(), Some("0000:3b:00.0"));
         assert_eq!(c.rdma_device.as_deref(), Some("mlx5_0"));
         assert_eq!(
@@ -328,9 +330,11 @@ mod tests {
         assert_eq!(c.cache_root, Some(PathBuf::from("/h/.cache/gpucts")));
         assert_eq!(c.tool_timeout, DEFAULT_TOOL_TIMEOUT);
         let c = RunConfig::from_lookup(lookup(&[("GPUCTS_XCALL_CACHE", "0")]));
-        assert!(!c.xcall_cache);
+        assert!(!c.tool_cache);
         let c = RunConfig::from_lookup(lookup(&[("GPUCTS_XCALL_CACHE", "on")]));
-        assert!(c.xcall_cache);
+        assert!(c.tool_cache);
+        let c = RunConfig::from_lookup(lookup(&[("GPUCTS_TOOL_CACHE", "off")]));
+        assert!(!c.tool_cache);
     }
 
     /// The production code of `src/` (each file's lines before its first `#[cfg(test)]`,

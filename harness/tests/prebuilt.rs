@@ -309,7 +309,7 @@ fn a_rig_whose_ptxas_differs_gets_an_error_naming_the_store() {
         &["--prebuilt", d, "--suite", "xcall", "--exact", case],
         &[
             ("GPUCTS_HIDE_TOOLS", Path::new("clang")),
-            ("GPUCTS_XCALL_CACHE", off),
+            ("GPUCTS_TOOL_CACHE", off),
         ],
     );
     assert_eq!(code, Some(0), "{log}");
@@ -332,7 +332,7 @@ fn a_rig_whose_ptxas_differs_gets_an_error_naming_the_store() {
         &["--prebuilt", d, "--suite", "xcall", "--exact", case],
         &[
             ("GPUCTS_HIDE_TOOLS", Path::new("clang")),
-            ("GPUCTS_XCALL_CACHE", off),
+            ("GPUCTS_TOOL_CACHE", off),
             ("GPUCTS_XCALL_TIMES", Path::new("1")),
             ("PATH", Path::new(&path)),
         ],

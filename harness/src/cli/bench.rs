@@ -92,6 +92,14 @@ pub(super) fn bench_record(
     }
 }
 
+/// A toolchain that answers nothing from the disk cache of tool runs: a bench measures tools.
+fn cold(tools: &ToolSettings) -> Toolchain {
+    Toolchain::discover_with(ToolSettings {
+        output_cache: false,
+        ..tools.clone()
+    })
+}
+
 pub(super) fn bench(
     area: BenchArea,
     count: usize,
@@ -115,14 +123,8 @@ pub(super) fn bench(
             println!("abi: random types verified per second, {count} types, one compilation per {} types", crate::abi::oracle::BATCH);
             print!("{}", crate::abi::oracle::bench(&tc, count));
         }
-        BenchArea::Xcall => {
-            // The tools' rate: no output answered from the disk cache.
-            let cold = Toolchain::discover_with(ToolSettings {
-                output_cache: false,
-                ..tools.clone()
-            });
-            print!("{}", crate::xcall::bench(&cold))
-        }
+        // The tools' rate: no output answered from the disk cache of tool runs.
+        BenchArea::Xcall => print!("{}", crate::xcall::bench(&cold(tools))),
         BenchArea::Atomics => {
             use crate::atomics::{catalog, mapping, model};
             let tests = catalog::catalog();
@@ -142,7 +144,7 @@ pub(super) fn bench(
             for producer in mapping::source::producers() {
                 let cases = mapping::source::cases_for(producer);
                 let t0 = std::time::Instant::now();
-                let verdicts = mapping::run_batch(&tc, producer, &cases);
+                let verdicts = mapping::run_batch(&cold(tools), producer, &cases);
                 let secs = t0.elapsed().as_secs_f64();
                 let conform = verdicts.iter().filter(|(_, v)| v.is_conforming()).count();
                 println!(

@@ -89,13 +89,8 @@ pub(super) fn batch(user: &dyn BatchUser, tc: &Toolchain, p: Producer) -> Arc<On
         let src = Source::new(language, &text)
             .file_name("xcall_mangle.cu")
             .options(OPTIONS);
-        let id = p.tool_identity(tc);
-        let key: [&[u8]; 3] = [id.as_bytes(), b"mangle", text.as_bytes()];
         let clock = cache::PhaseClock::of(user.run_scope());
-        let ptx = cache::run_text(tc, &clock, &key, cache::Phase::Compile, || {
-            p.compile(tc, &src)
-        })
-        .map_err(|source| MangleError {
+        let ptx = cache::compile(tc, &clock, p, &src).map_err(|source| MangleError {
             producer: p.describe(),
             source,
         })?;

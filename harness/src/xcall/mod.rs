@@ -30,7 +30,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 
 use crate::area::{BatchCache, BatchUser, CaseContext, Check, RunScope};
-use crate::backend::producer::{Language, Options, Producer, Source};
+use crate::backend::producer::{Options, Producer, Source};
 use crate::backend::toolchain::{LinkInputKind, ToolError, Toolchain};
 use crate::capability::Capability;
 use crate::cubin::Cubin;
@@ -358,24 +358,6 @@ pub(crate) const OPTIONS: Options<'static> = Options {
 /// rustc options (opt-level 2, as clang's and llc's `-O2`).
 pub(crate) const RUSTC_ARGS: &[&str] = &["-Copt-level=2"];
 
-/// The area's options for the tool that reads `language`, as the disk cache's key spells them
-/// (a producer's own options are told apart by its name, which the key holds too).
-fn cache_options(language: Language, compute: &str) -> String {
-    let mut opts: Vec<String> = Vec::new();
-    match language {
-        Language::CudaCpp => {
-            opts.push(format!("--gpu-architecture={compute}"));
-            opts.extend(NVRTC_RDC.iter().map(|s| s.to_string()));
-        }
-        Language::ClangCuda | Language::C => opts.extend(CLANG_ARGS.iter().map(|s| s.to_string())),
-        Language::LlvmIr => opts.extend(LLC_ARGS.iter().map(|s| s.to_string())),
-        Language::NvvmIr => opts.push(format!("-arch={compute}")),
-        Language::Rust => opts.extend(RUSTC_ARGS.iter().map(|s| s.to_string())),
-        Language::Ptx => {}
-    }
-    opts.join(" ")
-}
-
 /// Compile one role's source with a producer for a target (through the disk cache).
 pub fn compile(
     tc: &Toolchain,
@@ -401,17 +383,7 @@ pub fn compile(
         .file_name(&name)
         .arch(arch)
         .options(OPTIONS);
-    let id = p.tool_identity(tc);
-    let joined = cache_options(language, &src.compute());
-    let key: [&[u8]; 4] = [
-        id.as_bytes(),
-        arch.as_bytes(),
-        joined.as_bytes(),
-        text.as_bytes(),
-    ];
-    cache::run_text(tc, clock, &key, cache::Phase::Compile, || {
-        p.compile(tc, &src)
-    })
+    cache::compile(tc, clock, p, &src)
 }
 
 /// ptxas on a batch for `arch` (`-c`: relocatable, externs resolved at the link), through the

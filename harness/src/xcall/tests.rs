@@ -117,7 +117,7 @@ fn attribute_aligned(v: &Val) -> bool {
 /// The oldest-target cases carry only ptxas's rejection of libNVVM's indirect calls.
 /// clang-19's CUDA front end, at any optimisation level.
 fn clang_cuda(p: Producer) -> bool {
-    p.language_of(&emit::LANGUAGES) == Some(Language::ClangCuda)
+    p.language_of(&emit::LANGUAGES) == Some(crate::backend::producer::Language::ClangCuda)
 }
 
 #[test]

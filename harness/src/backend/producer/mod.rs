@@ -23,7 +23,7 @@ mod rustc;
 
 use std::fmt;
 
-use crate::backend::toolchain::{ToolError, Toolchain};
+use crate::backend::toolchain::{output_cache, ToolError, Toolchain};
 use crate::capability::Capability;
 
 /// Every producer, in a stable order (the order of reports and of [`Producer`]'s `Ord`). Adding
@@ -269,6 +269,38 @@ impl Producer {
             return Err(refuses(self.def(), src));
         }
         (self.def().compile)(tc, src)
+    }
+
+    /// [`Producer::compile`] answered from the toolchain's disk cache of tool runs when it
+    /// holds this producer's output for this very source ([`output_cache`]); `run` wraps the
+    /// compilation when it happens (a caller's clock). The key is the tool's identity and
+    /// every field of `src`: language, file name, target, each tool's options, text.
+    pub fn compile_cached(
+        self,
+        tc: &Toolchain,
+        src: &Source<'_>,
+        run: impl FnOnce(&dyn Fn() -> Result<String, ToolError>) -> Result<String, ToolError>,
+    ) -> (Result<String, ToolError>, output_cache::Answered) {
+        if self.is_hand_written() {
+            return (self.compile(tc, src), output_cache::Answered::ByTool);
+        }
+        let id = self.tool_identity(tc);
+        let o = &src.options;
+        let options = [o.nvrtc, o.clang, o.nvvm, o.llc, o.rustc]
+            .iter()
+            .map(|args| args.join(" "))
+            .collect::<Vec<_>>()
+            .join("\0");
+        let language = format!("{:?}", src.language);
+        let parts: [&[u8]; 6] = [
+            id.as_bytes(),
+            language.as_bytes(),
+            src.file_name.as_bytes(),
+            src.arch.as_bytes(),
+            options.as_bytes(),
+            src.text.as_bytes(),
+        ];
+        output_cache::run_text(tc, &parts, || run(&|| self.compile(tc, src)))
     }
 
     /// What identifies the tools the producer runs, for disk caches: name, version, path.

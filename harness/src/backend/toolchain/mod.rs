@@ -11,6 +11,7 @@ pub mod prebuilt;
 
 pub(crate) use ffi::FfiError;
 pub mod managed;
+pub mod output_cache;
 pub mod process;
 pub mod rustc;
 pub(crate) mod stderr_capture;
@@ -214,7 +215,7 @@ pub struct ToolSettings {
     /// `--prebuilt DIR` (replay) or `gpucts prebuild` (record).
     pub prebuilt: Option<Arc<prebuilt::Mode>>,
     /// Whether a check may answer a tool run from a disk cache of that tool's earlier output
-    /// for the same input (`GPUCTS_XCALL_CACHE`). Off while recording a prebuilt store (a hit
+    /// for the same input (`GPUCTS_TOOL_CACHE`, [`output_cache`]). Off while recording a prebuilt store (a hit
     /// would record nothing) and for benches that measure the tools.
     pub output_cache: bool,
     /// Where xcall keeps every batch's source and PTX (`GPUCTS_XCALL_DUMP`).
@@ -238,7 +239,7 @@ impl ToolSettings {
             cuda_roots: config.cuda_roots.clone(),
             cache_root: config.cache_root.clone(),
             prebuilt,
-            output_cache: config.xcall_cache,
+            output_cache: config.tool_cache,
             xcall_dump: config.xcall_dump.clone(),
             xcall_times: config.xcall_times,
         }
