@@ -12,10 +12,14 @@ pub use crate::backend::producer::Producer;
 use crate::backend::producer::{Language, Options};
 
 /// The languages the cases are written in: libcu++ for NVRTC, clang's scoped atomic builtins,
-/// and LLVM IR atomics with `syncscope` (every case is expressible in IR, so the IR producer
-/// separates front-end from back-end behaviour).
-pub(crate) const LANGUAGES: [Language; 3] =
-    [Language::CudaCpp, Language::ClangCuda, Language::LlvmIr];
+/// LLVM IR atomics with `syncscope` (every case is expressible in IR, so the IR producer
+/// separates front-end from back-end behaviour), and Rust's `core::sync::atomic`.
+pub(crate) const LANGUAGES: [Language; 4] = [
+    Language::CudaCpp,
+    Language::ClangCuda,
+    Language::LlvmIr,
+    Language::Rust,
+];
 
 /// This area's view of the producer vocabulary: every producer that reads one of
 /// [`LANGUAGES`].
@@ -35,6 +39,7 @@ pub(crate) fn describe(p: Producer) -> String {
         Some(Language::CudaCpp) => format!("libcu++ via {tool}"),
         Some(Language::ClangCuda) => format!("{tool} __scoped_atomic builtins"),
         Some(Language::LlvmIr) => format!("LLVM IR atomics via the {tool} NVPTX backend"),
+        Some(Language::Rust) => format!("core::sync::atomic via {tool}"),
         _ => p.describe().to_string(),
     }
 }
@@ -45,7 +50,8 @@ pub fn source(language: Language, cases: &[MappingCase]) -> String {
         Language::CudaCpp => nvrtc_source(cases),
         Language::ClangCuda => clang_source(cases),
         Language::LlvmIr => llvm_ir_source(cases),
-        Language::C | Language::NvvmIr | Language::Ptx | Language::Rust => String::new(),
+        Language::Rust => rust_source(cases),
+        Language::C | Language::NvvmIr | Language::Ptx => String::new(),
     }
 }
 
@@ -193,7 +199,7 @@ impl MappingCase {
     /// A case whose RMW result is discarded, listed by [`cases_for`]: an operation with a
     /// `red` form ([`RED_OPS`]); `int` on `.global` at every order and scope the chapter's
     /// `red` can carry (`.relaxed`, `.release`, PTX ISA red) and at every order at gpu scope;
-    /// the other types and spaces (`.global`, `.shared`, generic) relaxed at [`TYPED_SCOPES`].
+    /// the other types and spaces (`.global`, `.shared`, generic) relaxed at [`typed_scope`].
     pub(crate) fn is_listed_red(&self) -> bool {
         let Operation::Rmw(r) = self.operation else {
             return false;
@@ -205,9 +211,10 @@ impl MappingCase {
             return false;
         }
         if self.is_base() {
-            self.scope == Scope::Gpu || matches!(self.order, Order::Relaxed | Order::Release)
+            self.scope == typed_scope(self.producer)
+                || matches!(self.order, Order::Relaxed | Order::Release)
         } else {
-            self.order == Order::Relaxed && TYPED_SCOPES.contains(&self.scope)
+            self.order == Order::Relaxed && self.scope == typed_scope(self.producer)
         }
     }
 
@@ -318,14 +325,18 @@ pub fn all_cases() -> Vec<MappingCase> {
     v
 }
 
-/// `producer`'s cases: first every operation × order × scope on `int` in global memory (the
-/// ids without space and type), then every other type × space for the operations C++ has on
-/// the type.
-/// The scopes of the cases on types and spaces other than `int` on `.global`: each scope's
+/// The scope of the cases on types and spaces other than `int` on `.global`: each scope's
 /// `.sem` and scope qualifiers are checked at every scope on `int`, and the type and space
 /// change only the instruction's type and state-space qualifiers (suites/atomics.yaml keeps the
 /// same list; four scopes quadrupled the suite's compile time).
-pub(crate) const TYPED_SCOPES: [Scope; 1] = [Scope::Gpu];
+/// The one scope of the cases on types and spaces other than `int` on `.global`, and of `red`
+/// at every order: for Rust, whose atomics have no scope, system scope.
+pub(crate) fn typed_scope(producer: Producer) -> Scope {
+    match language(producer) {
+        Some(Language::Rust) => Scope::Sys,
+        _ => Scope::Gpu,
+    }
+}
 
 /// The RMW operations with a PTX `red` form (PTX ISA red: `.add`, `.and`, `.or`, `.xor`,
 /// `.min`, `.max`; `.inc`/`.dec` have no C++ operation): fetch_sub is `red.add` of the
@@ -340,6 +351,9 @@ pub(crate) const RED_OPS: [RmwOp; 7] = [
     RmwOp::FetchMax,
 ];
 
+/// `producer`'s cases: first every operation × order × scope on `int` in global memory (the
+/// ids without space and type), then every other type × space for the operations C++ has on
+/// the type.
 pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
     let mut v = Vec::new();
     for operation in Operation::all() {
@@ -353,7 +367,7 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
         for ty in ValueType::ALL.iter().copied() {
             for operation in Operation::all() {
                 for &order in operation.valid_orders() {
-                    for scope in TYPED_SCOPES {
+                    for scope in [typed_scope(producer)] {
                         let c = MappingCase {
                             space,
                             ty,
@@ -388,6 +402,11 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
             }
         }
     }
+    // Rust's cases are what Rust can write: listing the scopes, types and space its atomics
+    // lack would add only skips (each gap is named by [`unsupported_reason`] all the same).
+    if language(producer) == Some(Language::Rust) {
+        v.retain(|c| unsupported_reason(c).is_none());
+    }
     v
 }
 
@@ -406,6 +425,19 @@ pub(crate) fn unsupported_reason(case: &MappingCase) -> Option<String> {
                 "this clang has no __scoped_atomic_thread_fence \
              builtin; only __atomic_thread_fence (system scope) exists"
                     .into()
+            }
+            (Some(Language::Rust), s, _) if s != Scope::Sys => {
+                "Rust's core::sync::atomic has no scope: its operations are judged at system \
+                 scope, the scope a C++ memory_order alone implies"
+                    .into()
+            }
+            (Some(Language::Rust), _, op) if op != Operation::Fence && case.ty.is_float() => {
+                "Rust's core::sync::atomic has no floating-point atomic type".into()
+            }
+            (Some(Language::Rust), _, op)
+                if op != Operation::Fence && case.space == ObjectSpace::Shared =>
+            {
+                "Rust cannot place an object in .shared (no address space on a static)".into()
             }
             // Every other case is written in the source: its function missing from the PTX is
             // the producer's doing, not a gap of the language.
@@ -450,7 +482,7 @@ pub(crate) const OPTIONS: Options<'static> = Options {
     clang: &["-O2", "-fno-crash-diagnostics"],
     nvvm: &[],
     llc: &["-O2"],
-    rustc: &[],
+    rustc: &["-Copt-level=2"],
 };
 
 fn llvm_order(o: Order) -> &'static str {
@@ -482,6 +514,110 @@ fn llvm_ptr(space: ObjectSpace) -> &'static str {
         ObjectSpace::Global => "ptr addrspace(1)",
         ObjectSpace::Shared => "ptr addrspace(3)",
         ObjectSpace::Generic => "ptr",
+    }
+}
+
+/// One `#![no_std]` crate for `cases`: each case an exported `extern "C"` function holding one
+/// `core::sync::atomic` operation. An object in `.global` is a `static` (PTX `.global`, as
+/// rustc places statics); a generic one is behind a `&Atomic*` parameter. Rust has no scope,
+/// no floating-point atomic type and no `.shared` object: [`unsupported_reason`] names those
+/// gaps and the crate leaves such cases out.
+pub(crate) fn rust_source(cases: &[MappingCase]) -> String {
+    let mut s = String::from(
+        "// Generated by gpucts (atomics mapping) for rustc, nvptx64-nvidia-cuda.\n\
+         #![no_std]\n#![allow(dead_code, unused)]\n\
+         use core::sync::atomic::{fence, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};\n",
+    );
+    let written: Vec<&MappingCase> = cases
+        .iter()
+        .filter(|c| unsupported_reason(c).is_none())
+        .collect();
+    for ty in ValueType::ALL.iter().copied() {
+        let used = written.iter().any(|c| {
+            c.space == ObjectSpace::Global && c.ty == ty && c.operation != Operation::Fence
+        });
+        if let (true, Some((atomic, _))) = (used, rust_types(ty)) {
+            s.push_str(&format!(
+                "#[no_mangle] pub static {}: {atomic} = {atomic}::new(0);\n",
+                rust_static(ty)
+            ));
+        }
+    }
+    for c in written {
+        s.push_str(&rust_function(c));
+    }
+    s
+}
+
+/// The case's exported function.
+fn rust_function(c: &MappingCase) -> String {
+    let f = c.function_name();
+    let order = rust_order(c.order);
+    let Some((atomic, t)) = rust_types(c.ty) else {
+        return String::new();
+    };
+    let (param, obj) = match c.space {
+        ObjectSpace::Generic => (format!("p: &{atomic}, "), "p".to_string()),
+        _ => (String::new(), rust_static(c.ty)),
+    };
+    let head = "#[no_mangle] pub extern \"C\" fn";
+    match c.operation {
+        Operation::Fence => format!("{head} {f}() {{ fence({order}); }}\n"),
+        Operation::Load => format!("{head} {f}({param}) -> {t} {{ {obj}.load({order}) }}\n"),
+        Operation::Store => format!("{head} {f}({param}v: {t}) {{ {obj}.store(v, {order}); }}\n"),
+        Operation::Rmw(RmwOp::CompareExchange) => format!(
+            "{head} {f}({param}e: {t}, d: {t}) -> {t} {{\n    \
+             match {obj}.compare_exchange(e, d, {order}, {}) {{ Ok(x) | Err(x) => x }}\n}}\n",
+            rust_order(cas_failure_order(c.order))
+        ),
+        Operation::Rmw(r) => {
+            let method = match r {
+                RmwOp::FetchAdd => "fetch_add",
+                RmwOp::FetchSub => "fetch_sub",
+                RmwOp::Exchange => "swap",
+                RmwOp::FetchAnd => "fetch_and",
+                RmwOp::FetchOr => "fetch_or",
+                RmwOp::FetchXor => "fetch_xor",
+                RmwOp::FetchMin => "fetch_min",
+                RmwOp::FetchMax => "fetch_max",
+                RmwOp::CompareExchange => unreachable!("written above"),
+            };
+            match c.result {
+                ResultUse::Used => {
+                    format!("{head} {f}({param}v: {t}) -> {t} {{ {obj}.{method}(v, {order}) }}\n")
+                }
+                ResultUse::Discarded => {
+                    format!("{head} {f}({param}v: {t}) {{ let _ = {obj}.{method}(v, {order}); }}\n")
+                }
+            }
+        }
+    }
+}
+
+/// `core::sync::atomic`'s type and its value type; `None` for floating point, which Rust's
+/// `core` has no atomic type for.
+fn rust_types(ty: ValueType) -> Option<(&'static str, &'static str)> {
+    Some(match ty {
+        ValueType::S32 => ("AtomicI32", "i32"),
+        ValueType::U32 => ("AtomicU32", "u32"),
+        ValueType::S64 => ("AtomicI64", "i64"),
+        ValueType::U64 => ("AtomicU64", "u64"),
+        ValueType::F32 | ValueType::F64 => return None,
+    })
+}
+
+/// The `static` holding the `.global` object of a type.
+fn rust_static(ty: ValueType) -> String {
+    format!("GPUCTS_OBJECT_{}", ty.name().to_ascii_uppercase())
+}
+
+fn rust_order(o: Order) -> &'static str {
+    match o {
+        Order::SeqCst => "Ordering::SeqCst",
+        Order::AcqRel => "Ordering::AcqRel",
+        Order::Acquire => "Ordering::Acquire",
+        Order::Release => "Ordering::Release",
+        Order::Relaxed => "Ordering::Relaxed",
     }
 }
 
@@ -875,9 +1011,18 @@ mod tests {
             cases_for(Producer::named("clang")).len(),
             220 + 717 + 102 + 64
         );
-        // Four producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
-        // (scoped builtins), llvm (IR).
-        assert_eq!(all.len(), 4 * 1103);
+        // Rust's cases, all at system scope on the integer types in `.global` and generic
+        // memory: 55 on `i32` in `.global`; 2 spaces x 4 types x 51 less global i32 (51):
+        // 357; `red` on `i32` at every order (35), relaxed on the other 7 type-spaces (49).
+        let rust = cases_for(Producer::named("rustc"));
+        assert_eq!(rust.len(), 55 + 357 + 35 + 49);
+        assert!(rust.iter().all(|c| c.scope == Scope::Sys
+            && !c.ty.is_float()
+            && c.space != ObjectSpace::Shared
+            && unsupported_reason(c).is_none()));
+        // Five producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
+        // (scoped builtins), llvm (IR), rustc (core::sync::atomic).
+        assert_eq!(all.len(), 4 * 1103 + 496);
         let red = MappingCase::from_id("atomics.mapping.llvm.red.fetch_sub.release.sys").unwrap();
         assert_eq!(red.result, ResultUse::Discarded);
         assert_eq!(red.function_name(), "gpucts_red_fetch_sub_release_sys");
@@ -930,5 +1075,61 @@ mod tests {
         assert!(src.contains(
             "__scoped_atomic_compare_exchange_n(p, &e, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE, __MEMORY_SCOPE_DEVICE)"
         ));
+        let cases = cases_for(Producer::named("rustc"));
+        let src = rust_source(&cases);
+        for c in &cases {
+            let n = src.matches(&format!(" {}(", c.function_name())).count();
+            assert_eq!(n, 1, "{}", c.id());
+        }
+        // C++'s failure ordering for compare_exchange; `.global` objects are statics, one per
+        // type; a discarded result is `let _`.
+        assert!(src.contains(
+            "fn gpucts_compare_exchange_acq_rel_sys(e: i32, d: i32) -> i32 {\n    \
+             match GPUCTS_OBJECT_S32.compare_exchange(e, d, Ordering::AcqRel, Ordering::Acquire)"
+        ));
+        assert!(src.contains(
+            "fn gpucts_fetch_max_seq_cst_sys_generic_u64(p: &AtomicU64, v: u64) -> u64 { p.fetch_max(v, Ordering::SeqCst) }"
+        ));
+        assert!(src.contains(
+            "fn gpucts_red_fetch_sub_relaxed_sys_global_u32(v: u32) { let _ = GPUCTS_OBJECT_U32.fetch_sub(v, Ordering::Relaxed); }"
+        ));
+        assert_eq!(src.matches("#[no_mangle] pub static").count(), 4);
+    }
+
+    /// What Rust's atomics cannot say is a named gap, never a case written some other way:
+    /// a scope, a floating-point type, a `.shared` object.
+    #[test]
+    fn rust_gaps_are_named_and_not_written() {
+        let rustc = Producer::named("rustc");
+        let add = Operation::Rmw(RmwOp::FetchAdd);
+        let at_gpu = MappingCase::base(rustc, add, Order::Relaxed, Scope::Gpu);
+        let sys = MappingCase::base(rustc, add, Order::Relaxed, Scope::Sys);
+        let float = MappingCase {
+            ty: ValueType::F32,
+            ..sys
+        };
+        let shared = MappingCase {
+            space: ObjectSpace::Shared,
+            ty: ValueType::U32,
+            ..sys
+        };
+        for (c, why) in [
+            (at_gpu, "no scope"),
+            (float, "no floating-point atomic type"),
+            (shared, "cannot place an object in .shared"),
+        ] {
+            let reason = unsupported_reason(&c).unwrap_or_default();
+            assert!(reason.contains(why), "{}: {reason}", c.id());
+            assert!(
+                !rust_source(&[c]).contains(&c.function_name()),
+                "{}",
+                c.id()
+            );
+        }
+        assert_eq!(unsupported_reason(&sys), None);
+        assert_eq!(
+            MappingCase::from_id("atomics.mapping.rustc.fetch_add.relaxed.gpu"),
+            Some(at_gpu)
+        );
     }
 }
