@@ -367,15 +367,14 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
         for ty in ValueType::ALL.iter().copied() {
             for operation in Operation::all() {
                 for &order in operation.valid_orders() {
-                    for scope in [typed_scope(producer)] {
-                        let c = MappingCase {
-                            space,
-                            ty,
-                            ..MappingCase::base(producer, operation, order, scope)
-                        };
-                        if !c.is_base() && ty.has(operation) {
-                            v.push(c);
-                        }
+                    let scope = typed_scope(producer);
+                    let c = MappingCase {
+                        space,
+                        ty,
+                        ..MappingCase::base(producer, operation, order, scope)
+                    };
+                    if !c.is_base() && ty.has(operation) {
+                        v.push(c);
                     }
                 }
             }
