@@ -148,7 +148,8 @@ pub struct ProducerDef {
     pub version: fn(&ProducerDef, &Toolchain) -> Option<String>,
     /// Compile a source in one of [`ProducerDef::accepts`] to PTX.
     pub compile: fn(&Toolchain, &Source<'_>) -> Result<String, ToolError>,
-    /// A second tool's path the producer runs (llc-19 beside clang-19), for cache keys.
+    /// A second tool the producer runs (llc-19 beside clang-19) or headers it reads (CCCL for
+    /// NVRTC): its path, for cache keys.
     pub extra_tool: Option<fn(&Toolchain) -> Option<std::path::PathBuf>>,
 }
 

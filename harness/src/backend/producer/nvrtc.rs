@@ -17,7 +17,9 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     oldest_target: "sm_50",
     version: tool_version,
     compile,
-    extra_tool: None,
+    // The libcu++/CCCL headers the toolchain gives NVRTC (`-I`): what a source's `#include
+    // <cuda/atomic>` compiles against is part of what NVRTC's output depends on.
+    extra_tool: Some(|tc| tc.component(Capability::Cccl).map(|c| c.path.clone())),
 };
 
 fn compile(tc: &Toolchain, src: &Source<'_>) -> Result<String, ToolError> {
