@@ -246,7 +246,8 @@ struct PrebuildArgs {
     /// Leave out cases whose id contains PATTERN. Repeatable.
     #[arg(long = "skip", value_name = "PATTERN")]
     skip: Vec<String>,
-    /// Producers whose outputs are recorded: clang (clang-19), llvm (llc-19).
+    /// Producers whose outputs are recorded: clang (clang-19) and llvm (llc-19) always, rustc
+    /// when named.
     #[arg(
         long,
         value_name = "P[,P...]",

@@ -3,7 +3,8 @@
 //! GPU rig without clang sees). The clang and llvm cases give the verdicts the real clang gave
 //! (the independent reference: the same cases run with clang present); without the store they
 //! skip naming clang; a case the store does not hold skips naming the store; an input the
-//! store lacks is an error naming it, never another answer.
+//! store lacks is an error naming it, never another answer. rustc's cases, recorded with
+//! `--producers clang,llvm,rustc`, replay the same way on a rig without Rust.
 
 mod common;
 
@@ -229,6 +230,105 @@ fn a_rig_without_clang_runs_the_clang_cases_from_a_prebuilt_store() {
     }
 }
 
+/// rustc's outputs in a store (`--producers clang,llvm,rustc`): a rig without Rust gives
+/// rustc's atomics, abi and xcall cases the verdicts rustc gave here, and a rustc case the
+/// store does not hold skips naming the store.
+#[test]
+fn a_rig_without_rust_runs_the_rustc_cases_from_a_prebuilt_store() {
+    let tc = Toolchain::discover_system();
+    gpucts::require!(tc.has(Capability::Clang), "clang-19");
+    gpucts::require!(tc.has(Capability::Rustc), "rustc with rust-src");
+    let store = tmp("prebuilt-rustc-store");
+    let reports = tmp("prebuilt-rustc-reports");
+    let dir = store.path().join("store");
+    let d = dir.to_str().unwrap();
+    let selections = [
+        ("atomics", "atomics.mapping.rustc.load"),
+        ("abi", "abi.params.rustc.s8a4"),
+        ("xcall", "xcall.pair.rustc.nvrtc.5"),
+    ];
+    for (suite, filter) in selections {
+        let o = gpucts_env(
+            &[
+                "prebuild",
+                "--producers",
+                "clang,llvm,rustc",
+                "--suite",
+                suite,
+                filter,
+                "-o",
+                d,
+            ],
+            &[],
+        );
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "prebuild {filter}: {out}\n{err}");
+        assert!(out.contains(" 0 not prebuilt, 0 errors"), "{out}");
+    }
+    let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    assert!(manifest.contains("\"rustc\": \"rustc "), "{manifest}");
+    let replay: [(&str, &Path); 2] = [
+        ("GPUCTS_HIDE_TOOLS", Path::new("rustc")),
+        ("GPUCTS_TOOL_CACHE", Path::new("off")),
+    ];
+    for (suite, filter) in selections {
+        let name = filter.replace('.', "-");
+        let (code, want, log) = run(
+            reports.path(),
+            &format!("{name}-rustc"),
+            &["--suite", suite, filter],
+            &[],
+        );
+        assert_eq!(code, Some(0), "{filter} with rustc: {log}");
+        assert!(
+            want.values().any(|(v, _)| v == "pass" || v == "waived"),
+            "{filter}: nothing passed with rustc; the comparison proves nothing"
+        );
+        let (code, got, log) = run(
+            reports.path(),
+            &format!("{name}-prebuilt"),
+            &["--prebuilt", d, "--suite", suite, filter],
+            &replay,
+        );
+        assert_eq!(code, Some(0), "{filter} from the store: {log}");
+        assert_eq!(verdicts(&got), verdicts(&want), "{filter}: verdicts differ");
+        let record = std::fs::read_to_string(
+            reports
+                .path()
+                .join(format!("{name}-prebuilt"))
+                .join("results.json"),
+        )
+        .unwrap();
+        let record: serde_json::Value = serde_json::from_str(&record).unwrap();
+        assert_eq!(
+            record["fingerprint"]["rustc_origin"], "prebuilt",
+            "{filter}"
+        );
+    }
+    // A rustc case the store does not hold skips, naming the store.
+    let (code, other, log) = run(
+        reports.path(),
+        "uncovered",
+        &[
+            "--prebuilt",
+            d,
+            "--suite",
+            "atomics",
+            "atomics.mapping.rustc.store",
+        ],
+        &replay,
+    );
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!other.is_empty());
+    for (id, (verdict, status)) in &other {
+        assert_eq!(verdict, "skip", "{id}: {status}");
+        assert!(
+            status.contains("does not hold this case") && status.contains(d),
+            "{status}"
+        );
+    }
+}
+
 #[test]
 fn prebuilt_usage_errors_exit_2_naming_the_problem() {
     let empty = tmp("prebuilt-empty");
@@ -246,6 +346,14 @@ fn prebuilt_usage_errors_exit_2_naming_the_problem() {
     let (_, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("give --producers clang,llvm"), "{err}");
+    // rustc comes on top of clang and llvm, never instead of them.
+    let o = gpucts_env(&["prebuild", "--producers", "rustc", "-o", e], &[]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("give --producers clang,llvm (and rustc)"),
+        "{err}"
+    );
     let o = gpucts_env(&["prebuild", "--prebuilt", e, "-o", e], &[]);
     assert_eq!(o.status.code(), Some(2));
 }

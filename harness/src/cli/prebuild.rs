@@ -1,5 +1,5 @@
-//! `gpucts prebuild`: the clang-19 and llc-19 outputs of the selected cases, recorded into a
-//! store for a rig without clang.
+//! `gpucts prebuild`: the clang-19 and llc-19 (and, asked, rustc) outputs of the selected
+//! cases, recorded into a store for a rig without those compilers.
 
 use std::sync::Arc;
 
@@ -22,20 +22,20 @@ fn prebuild_tools(
     for p in producers {
         let Some(t) = Tool::from_producer(p) else {
             return Err(format!(
-                "--producers: `{p}` is not one prebuild records (clang, llvm); the NVIDIA \
-                 producers run on the rig, from its CUDA or the pinned wheels"
+                "--producers: `{p}` is not one prebuild records (clang, llvm, rustc); the \
+                 NVIDIA producers run on the rig, from its CUDA or the pinned wheels"
             ));
         };
         tools.insert(t);
     }
     // The two share clang-19's LLVM and the suites use both for one producer (atomics'
     // `llvm` runs clang-19 on LLVM IR, xcall's and dwarf's run llc-19): a store of one alone
-    // would list cases whose other outputs it lacks.
-    if tools.len() != Tool::ALL.len() {
+    // would list cases whose other outputs it lacks. rustc comes on top of them.
+    if !(tools.contains(&Tool::Clang) && tools.contains(&Tool::Llc)) {
         return Err(
             "--producers: clang and llvm are recorded together (the llvm producer runs \
                     clang-19 on LLVM IR in atomics and llc-19 elsewhere): give --producers \
-                    clang,llvm"
+                    clang,llvm (and rustc)"
                 .to_string(),
         );
     }
@@ -100,11 +100,27 @@ pub(super) fn prebuild(
         ));
         return EXIT_USAGE;
     };
-    // llc-19 is clang-19's LLVM: one version for both.
-    let versions = tools
-        .iter()
-        .map(|t| (t.name().to_string(), clang.version.clone()))
-        .collect();
+    // llc-19 is clang-19's LLVM: one version for both; rustc has its own.
+    let mut versions = std::collections::BTreeMap::new();
+    for t in &tools {
+        let version = match t {
+            prebuilt::Tool::Clang | prebuilt::Tool::Llc => clang.version.clone(),
+            prebuilt::Tool::Rustc => match toolchain.component(Capability::Rustc) {
+                Some(c) => c.version.clone(),
+                None => {
+                    error(format!(
+                        "--producers rustc: {}",
+                        toolchain
+                            .missing()
+                            .get(&Capability::Rustc)
+                            .map_or("rustc not found", String::as_str)
+                    ));
+                    return EXIT_USAGE;
+                }
+            },
+        };
+        versions.insert(t.name().to_string(), version);
+    }
     let ptxas = toolchain
         .component(Capability::Ptxas)
         .map(|c| c.version.as_str());
@@ -127,7 +143,8 @@ pub(super) fn prebuild(
         .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
         .unwrap_or(1);
     let t0 = std::time::Instant::now();
-    let done = runner::prebuild::prebuild(&cases, config, &caps, &toolchain, data, jobs);
+    let recorded: Vec<Capability> = tools.iter().map(|t| t.capability()).collect();
+    let done = runner::prebuild::prebuild(&cases, &recorded, config, &caps, &toolchain, data, jobs);
     finish_prebuild(&done, store, &tools, t0.elapsed())
 }
 
@@ -162,11 +179,11 @@ fn finish_prebuild(
     };
     println!(
         "gpucts prebuild: {} cases compiled, {} not prebuilt, {} errors ({} selected cases use \
-         neither clang-19 nor llc-19); {} outputs of {} in {} ({:.0} s)",
+         none of the recorded tools); {} outputs of {} in {} ({:.0} s)",
         done.compiled.len(),
         done.not_prebuilt.len(),
         done.errors.len(),
-        done.without_clang,
+        done.without_recorded,
         manifest.outputs,
         tools
             .iter()

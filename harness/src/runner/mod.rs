@@ -718,20 +718,28 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration, BatchUs
             BatchUse::default(),
         );
     }
-    // A rig replaying prebuilt clang outputs runs the clang cases the build machine prebuilt.
-    if case.requires.contains(&Capability::Clang) {
-        if let Some(store) = env.toolchain.prebuilt() {
-            if !store.covers(case.suite_id()) {
-                let skip = CaseStatus::skip(
-                    Capability::Clang,
-                    format!(
-                        "clang-19 comes from the prebuilt store {}, which does not hold this \
-                         case (`gpucts prebuild` did not run it)",
-                        store.dir().display()
-                    ),
-                );
-                return (skip.into(), Duration::ZERO, BatchUse::default());
-            }
+    // A rig replaying prebuilt clang (or rustc) outputs runs the cases of those tools the
+    // build machine prebuilt.
+    if let Some(store) = env.toolchain.prebuilt() {
+        let replayed = [Capability::Clang, Capability::Rustc]
+            .into_iter()
+            .find(|c| {
+                case.requires.contains(c)
+                    && env
+                        .toolchain
+                        .component(*c)
+                        .is_some_and(|t| t.origin == crate::backend::toolchain::Origin::Prebuilt)
+            });
+        if let Some(capability) = replayed.filter(|_| !store.covers(case.suite_id())) {
+            let skip = CaseStatus::skip(
+                capability,
+                format!(
+                    "{capability} comes from the prebuilt store {}, which does not hold this \
+                     case (`gpucts prebuild` did not run it)",
+                    store.dir().display()
+                ),
+            );
+            return (skip.into(), Duration::ZERO, BatchUse::default());
         }
     }
     let (_held, waited) = env

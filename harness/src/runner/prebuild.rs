@@ -25,22 +25,25 @@ pub(crate) const DEVICE_CAPABILITIES: &[Capability] = &[
     Capability::Dmabuf,
 ];
 
-/// What a prebuild did with each selected clang case.
+/// What a prebuild did with each selected case that needs a recorded tool.
 #[derive(Debug, Default)]
 pub struct Prebuilt {
-    /// Compiled whole: the store holds every clang/llc output the case asks for.
+    /// Compiled whole: the store holds every output of a recorded tool the case asks for.
     pub compiled: Vec<String>,
     /// Not compiled, and why (a capability this machine lacks; a skip at run time).
     pub not_prebuilt: Vec<(String, String)>,
     /// The compilation itself went wrong (an error, a panic): a bug to report.
     pub errors: Vec<(String, String)>,
-    /// Selected cases that do not use clang-19 or llc-19 (nothing to prebuild).
-    pub without_clang: usize,
+    /// Selected cases that use no recorded tool (nothing to prebuild).
+    pub without_recorded: usize,
 }
 
-/// Compile `cases` (already selected) with `jobs` threads.
+/// Compile those of `cases` (already selected) that need one of the `recorded` tools'
+/// capabilities, with `jobs` threads.
+#[allow(clippy::too_many_arguments)]
 pub fn prebuild(
     cases: &[Case],
+    recorded: &[Capability],
     config: &crate::config::RunConfig,
     caps: &Capabilities,
     toolchain: &Toolchain,
@@ -49,9 +52,9 @@ pub fn prebuild(
 ) -> Prebuilt {
     let (clang, without): (Vec<&Case>, Vec<&Case>) = cases
         .iter()
-        .partition(|c| c.requires.contains(&Capability::Clang));
+        .partition(|c| c.requires.iter().any(|r| recorded.contains(r)));
     let out = Mutex::new(Prebuilt {
-        without_clang: without.len(),
+        without_recorded: without.len(),
         ..Default::default()
     });
     let next = AtomicUsize::new(0);
@@ -152,7 +155,7 @@ mod tests {
             crate::require!(false, &format!("{cap} ({why})"));
         }
         let config = crate::config::RunConfig::default();
-        let done = prebuild(&cases, &config, &caps, &tc, &data, 2);
+        let done = prebuild(&cases, &[Capability::Clang], &config, &caps, &tc, &data, 2);
         assert!(done.errors.is_empty(), "{:?}", done.errors);
         assert!(done.not_prebuilt.is_empty(), "{:?}", done.not_prebuilt);
         assert_eq!(done.compiled.len(), cases.len());

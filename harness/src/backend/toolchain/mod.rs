@@ -400,6 +400,19 @@ impl Toolchain {
                     );
                 }
             }
+            // rustc only when the store recorded it: a store made without `--producers rustc`
+            // leaves a rig's own rustc (if any) in charge.
+            if let Some(version) = store.version(prebuilt::Tool::Rustc) {
+                tc.missing.remove(&Capability::Rustc);
+                tc.found.insert(
+                    Capability::Rustc,
+                    Component {
+                        path: store.dir().to_path_buf(),
+                        version,
+                        origin: Origin::Prebuilt,
+                    },
+                );
+            }
         }
         tc
     }

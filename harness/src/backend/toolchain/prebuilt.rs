@@ -11,8 +11,10 @@
 //! kept too (`.err`, the tool's log): a case that expects clang to refuse an input still sees
 //! the refusal.
 //!
-//! `gpucts --prebuilt DIR ...` *replays*: discovery reports clang-19 as found, version from the
-//! manifest, origin `prebuilt`; each clang/llc run becomes a lookup, and an input not in the
+//! rustc's outputs are recorded the same way when `--producers` names it (a rig has no Rust).
+//!
+//! `gpucts --prebuilt DIR ...` *replays*: discovery reports clang-19 (and rustc, when the store
+//! holds its outputs) as found, version from the manifest, origin `prebuilt`; each clang/llc run becomes a lookup, and an input not in the
 //! store is an error naming the store (never a silent different answer). Cases the build
 //! machine could not prebuild (`manifest.json` lists those it did) skip, naming the store.
 //!
@@ -32,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::ToolError;
+use crate::capability::Capability;
 
 /// The manifest's `format:`; a store of another format is refused.
 pub const FORMAT: &str = "gpucts-prebuilt-1";
@@ -55,16 +58,19 @@ pub enum Tool {
     Clang,
     /// llc-19, LLVM IR through the NVPTX back end (`--producers llvm`).
     Llc,
+    /// rustc's nvptx64-nvidia-cuda target (`--producers rustc`): a rig needs no Rust.
+    Rustc,
 }
 
 impl Tool {
-    pub(crate) const ALL: [Tool; 2] = [Tool::Clang, Tool::Llc];
+    pub(crate) const ALL: [Tool; 3] = [Tool::Clang, Tool::Llc, Tool::Rustc];
 
     /// The tool's name in keys, manifests and messages.
     pub fn name(self) -> &'static str {
         match self {
             Tool::Clang => "clang-19",
             Tool::Llc => "llc-19",
+            Tool::Rustc => "rustc",
         }
     }
 
@@ -73,6 +79,15 @@ impl Tool {
         match self {
             Tool::Clang => "clang",
             Tool::Llc => "llvm",
+            Tool::Rustc => "rustc",
+        }
+    }
+
+    /// The capability whose cases need the tool (llc-19 ships with clang-19).
+    pub fn capability(self) -> Capability {
+        match self {
+            Tool::Clang | Tool::Llc => Capability::Clang,
+            Tool::Rustc => Capability::Rustc,
         }
     }
 

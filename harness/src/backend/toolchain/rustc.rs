@@ -184,7 +184,32 @@ impl Toolchain {
             .component(Capability::Rustc)
             .ok_or(ToolError::NotAvailable(Capability::Rustc))?
             .clone();
-        let sysroot = sysroot(self, &rustc)?;
+        // The key is what rustc reads: target, crate name, arguments and source (never the
+        // scratch directory); a store replays it on a rig without Rust.
+        let cpu = format!("-Ctarget-cpu={arch}");
+        let mut parts = vec![TARGET, crate_name, cpu.as_str()];
+        parts.extend_from_slice(args);
+        parts.push(source);
+        super::prebuilt::through(
+            self.settings.prebuilt.as_deref(),
+            super::prebuilt::Tool::Rustc,
+            &rustc.version,
+            &parts,
+            || self.run_rustc(&rustc, source, arch, crate_name, args),
+        )
+    }
+
+    /// rustc itself on `source` (the part of [`Toolchain::rustc_ptx`] a prebuilt store
+    /// replays).
+    fn run_rustc(
+        &self,
+        rustc: &super::Component,
+        source: &str,
+        arch: &str,
+        crate_name: &str,
+        args: &[&str],
+    ) -> Result<String, ToolError> {
+        let sysroot = sysroot(self, rustc)?;
         let dir = super::tempfile_dir()?;
         let input = dir.path().join("lib.rs");
         let output = dir.path().join("out.ptx");
