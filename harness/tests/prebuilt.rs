@@ -39,6 +39,18 @@ fn verdicts(r: &BTreeMap<String, (String, String)>) -> BTreeMap<String, String> 
     r.iter().map(|(k, (v, _))| (k.clone(), v.clone())).collect()
 }
 
+/// Every case ran skips because the store `d` does not hold it, naming the store.
+fn assert_skip_naming_the_store(cases: &BTreeMap<String, (String, String)>, d: &str) {
+    assert!(!cases.is_empty());
+    for (id, (verdict, status)) in cases {
+        assert_eq!(verdict, "skip", "{id}: {status}");
+        assert!(
+            status.contains("does not hold this case") && status.contains(d),
+            "{status}"
+        );
+    }
+}
+
 /// Run `args` (plus `--junit`) with extra environment; the results.
 fn run(
     reports: &Path,
@@ -177,14 +189,7 @@ fn a_rig_without_clang_runs_the_clang_cases_from_a_prebuilt_store() {
         &replay,
     );
     assert_eq!(code, Some(0), "{log}");
-    assert!(!other.is_empty());
-    for (id, (verdict, status)) in &other {
-        assert_eq!(verdict, "skip", "{id}: {status}");
-        assert!(
-            status.contains("does not hold this case") && status.contains(d),
-            "{status}"
-        );
-    }
+    assert_skip_naming_the_store(&other, d);
 
     // Isolated children replay the parent's store.
     let selftest = fixture("prebuilt.yaml");
@@ -319,14 +324,7 @@ fn a_rig_without_rust_runs_the_rustc_cases_from_a_prebuilt_store() {
         &replay,
     );
     assert_eq!(code, Some(0), "{log}");
-    assert!(!other.is_empty());
-    for (id, (verdict, status)) in &other {
-        assert_eq!(verdict, "skip", "{id}: {status}");
-        assert!(
-            status.contains("does not hold this case") && status.contains(d),
-            "{status}"
-        );
-    }
+    assert_skip_naming_the_store(&other, d);
 }
 
 #[test]

@@ -90,7 +90,7 @@ pub(super) fn prebuild(
         return EXIT_USAGE;
     };
     let toolchain = Toolchain::discover_with(tools_settings.clone());
-    let Some(clang) = toolchain.component(Capability::Clang) else {
+    if toolchain.component(Capability::Clang).is_none() {
         error(format!(
             "nothing to prebuild with: {}",
             toolchain
@@ -99,27 +99,20 @@ pub(super) fn prebuild(
                 .map_or("clang-19 not found", String::as_str)
         ));
         return EXIT_USAGE;
-    };
-    // llc-19 is clang-19's LLVM: one version for both; rustc has its own.
+    }
+    // Each tool's version is its capability's (llc-19 is clang-19's LLVM: one for both).
     let mut versions = std::collections::BTreeMap::new();
     for t in &tools {
-        let version = match t {
-            prebuilt::Tool::Clang | prebuilt::Tool::Llc => clang.version.clone(),
-            prebuilt::Tool::Rustc => match toolchain.component(Capability::Rustc) {
-                Some(c) => c.version.clone(),
-                None => {
-                    error(format!(
-                        "--producers rustc: {}",
-                        toolchain
-                            .missing()
-                            .get(&Capability::Rustc)
-                            .map_or("rustc not found", String::as_str)
-                    ));
-                    return EXIT_USAGE;
-                }
-            },
+        let Some(c) = toolchain.component(t.capability()) else {
+            let missing = toolchain.missing().get(&t.capability());
+            error(format!(
+                "--producers {}: {}",
+                t.producer(),
+                missing.map_or("not found", String::as_str)
+            ));
+            return EXIT_USAGE;
         };
-        versions.insert(t.name().to_string(), version);
+        versions.insert(t.name().to_string(), c.version.clone());
     }
     let ptxas = toolchain
         .component(Capability::Ptxas)

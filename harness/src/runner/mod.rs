@@ -721,15 +721,14 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration, BatchUs
     // A rig replaying prebuilt clang (or rustc) outputs runs the cases of those tools the
     // build machine prebuilt.
     if let Some(store) = env.toolchain.prebuilt() {
-        let replayed = [Capability::Clang, Capability::Rustc]
-            .into_iter()
-            .find(|c| {
-                case.requires.contains(c)
-                    && env
-                        .toolchain
-                        .component(*c)
-                        .is_some_and(|t| t.origin == crate::backend::toolchain::Origin::Prebuilt)
-            });
+        let tools = crate::backend::toolchain::prebuilt::Tool::ALL;
+        let replayed = tools.map(|t| t.capability()).into_iter().find(|c| {
+            case.requires.contains(c)
+                && env
+                    .toolchain
+                    .component(*c)
+                    .is_some_and(|t| t.origin == crate::backend::toolchain::Origin::Prebuilt)
+        });
         if let Some(capability) = replayed.filter(|_| !store.covers(case.suite_id())) {
             let skip = CaseStatus::skip(
                 capability,

@@ -378,17 +378,7 @@ impl Toolchain {
         let mode = tc.settings.prebuilt.clone();
         if let Some(prebuilt::Mode::Replay(store)) = mode.as_deref() {
             match store.version(prebuilt::Tool::Clang) {
-                Some(version) => {
-                    tc.missing.remove(&Capability::Clang);
-                    tc.found.insert(
-                        Capability::Clang,
-                        Component {
-                            path: store.dir().to_path_buf(),
-                            version,
-                            origin: Origin::Prebuilt,
-                        },
-                    );
-                }
+                Some(version) => tc.replayed(Capability::Clang, store, version),
                 None => {
                     tc.found.remove(&Capability::Clang);
                     tc.missing.insert(
@@ -403,18 +393,21 @@ impl Toolchain {
             // rustc only when the store recorded it: a store made without `--producers rustc`
             // leaves a rig's own rustc (if any) in charge.
             if let Some(version) = store.version(prebuilt::Tool::Rustc) {
-                tc.missing.remove(&Capability::Rustc);
-                tc.found.insert(
-                    Capability::Rustc,
-                    Component {
-                        path: store.dir().to_path_buf(),
-                        version,
-                        origin: Origin::Prebuilt,
-                    },
-                );
+                tc.replayed(Capability::Rustc, store, version);
             }
         }
         tc
+    }
+
+    /// `cap` answered by `store`'s outputs, recorded with the tool at `version`.
+    fn replayed(&mut self, cap: Capability, store: &prebuilt::Store, version: String) {
+        self.missing.remove(&cap);
+        let component = Component {
+            path: store.dir().to_path_buf(),
+            version,
+            origin: Origin::Prebuilt,
+        };
+        self.found.insert(cap, component);
     }
 
     /// The prebuilt store clang-19 and llc-19 outputs come from (`--prebuilt DIR`), if any.
