@@ -147,25 +147,31 @@ pub fn expected(width: u32, signed: bool) -> (i64, i64) {
     }
 }
 
-/// Every field of [`FIELDS`] read back as §1.3 says, through the producer's own accessors.
+/// Every field of [`FIELDS`] read back as §1.3 says, through the producer's own accessors;
+/// the error names every field that did not, one line each.
 pub fn check(ptx: &str) -> Result<usize, String> {
+    let mut wrong = Vec::new();
     for (n, t, w, signed) in FIELDS {
         let (ones, low) = expected(*w, *signed);
         let (_, got) = run(ptx, &format!("get_{n}"), &[0xff; OBJECT_BYTES], None)?;
         if got != Some(ones) {
-            return Err(format!(
+            wrong.push(format!(
                 "`{t} {n}:{w}` of an all-ones object: expected {ones}, read {got:?}"
             ));
         }
         let (after, _) = run(ptx, &format!("set_{n}"), &[0; OBJECT_BYTES], Some(low))?;
         let (_, got) = run(ptx, &format!("get_{n}"), &after, None)?;
         if got != Some(low) {
-            return Err(format!(
+            wrong.push(format!(
                 "`{t} {n}:{w}` after storing {low}: expected {low}, read {got:?}"
             ));
         }
     }
-    Ok(FIELDS.len())
+    if wrong.is_empty() {
+        Ok(FIELDS.len())
+    } else {
+        Err(wrong.join("\n"))
+    }
 }
 
 /// The producer's PTX of the accessors, compiled once per run.

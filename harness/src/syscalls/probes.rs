@@ -104,7 +104,9 @@ pub fn guide_prototype(
                 format!("ptxas {} has no target {arch}: {log}", ptxas_version()),
             )
         }
-        Err(e) => {
+        // only ptxas's own answer on the input is a rejection; a timeout, a kill from outside
+        // or a failure to start it is the run's problem (an error), never the prototype's
+        Err(e @ ToolError::Failed { .. }) => {
             let log = e.to_string();
             if addr == AddressSize::A32 && log.contains("32-Bit") {
                 let version = ptxas_version();
@@ -126,6 +128,7 @@ pub fn guide_prototype(
                 format!("{log}\n{ptx}"),
             );
         }
+        Err(e) => return CaseStatus::error(format!("ptxas: {e}")),
     };
     match Cubin::parse(&cubin) {
         Ok(elf)
@@ -404,6 +407,45 @@ mod tests {
             }
             let lint = format!("syscalls.probe.lint.{}", p.id);
             assert!(suite.cases.iter().any(|c| c.id == lint), "{lint}");
+        }
+    }
+
+    /// A ptxas killed from outside (the OOM killer; in ci/aarch64 a qemu-user child the
+    /// watchdog killed) answered nothing about the prototype: the case is an error naming the
+    /// kill, not a rejection of the guide's prototype.
+    #[test]
+    fn a_ptxas_killed_from_outside_is_an_error_not_a_rejection() {
+        use crate::backend::toolchain::Toolchain;
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let ptxas = bin.join("ptxas");
+        std::fs::write(
+            &ptxas,
+            "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'Cuda compilation tools, release 12.9, V12.9.86'; exit 0; }\nkill -9 $$\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&ptxas, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let tc = Toolchain::discover_with(crate::backend::toolchain::ToolSettings {
+            cuda_roots: vec![root.path().to_path_buf()],
+            cache_root: None,
+            output_cache: false,
+            ..Default::default()
+        });
+        let found = tc.component(Capability::Ptxas).map(|c| c.path.clone());
+        crate::require!(
+            found.as_deref() == Some(ptxas.as_path()),
+            "ptxas from the test's CUDA root (a ptxas on PATH comes first)"
+        );
+        let (config, scope, caps) = Default::default();
+        let ctx = CaseContext::new(&config, &scope, "t", &caps, &tc, ".".as_ref());
+        let status = guide_prototype(&ctx, Syscall::ALL[0], AddressSize::A64, "sm_90");
+        match status {
+            CaseStatus::Error { message } => {
+                assert!(message.contains("SIGKILL"), "{message}")
+            }
+            other => panic!("a killed ptxas must be an error: {other:?}"),
         }
     }
 

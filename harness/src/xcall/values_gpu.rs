@@ -105,7 +105,7 @@ fn compile_callee(tc: &Toolchain, producer: Producer) -> Result<String, String> 
     if is_reference(producer) {
         return Ok(REFERENCE_CALLEE.clone());
     }
-    values::compile_programs(tc, producer, callee_source, "callee programs")
+    values::compile_programs(tc, producer, &callee_source, "callee programs")
 }
 
 fn callee_batch(ctx: &CaseContext, producer: Producer) -> Arc<OnceLock<Result<String, String>>> {
@@ -148,6 +148,7 @@ fn load_op(t: Narrow) -> &'static str {
 fn narrow_op(t: Narrow) -> &'static str {
     match t {
         Narrow::Bool => "\tsetp.ne.u32 %p1, %r1, 0;\n\tselp.u32 %r2, 1, 0, %p1;\n",
+        Narrow::Char if !t.signed() => "\tcvt.u32.u8 %r2, %r1;\n",
         Narrow::Char | Narrow::Schar => "\tcvt.s32.s8 %r2, %r1;\n",
         Narrow::Uchar => "\tcvt.u32.u8 %r2, %r1;\n",
         Narrow::Short => "\tcvt.s32.s16 %r2, %r1;\n",

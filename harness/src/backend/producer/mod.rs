@@ -16,6 +16,7 @@ mod clang;
 mod clang_o1;
 mod corpus;
 mod gpucts;
+pub mod host;
 mod libnvvm;
 mod llc;
 mod nvrtc;

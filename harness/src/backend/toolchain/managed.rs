@@ -26,10 +26,22 @@ pub(crate) const PINNED: &[&str] = &[
 /// never mixed with a new one.
 pub(crate) const SET: &str = "cu12.9-r1";
 
+/// The wheels' platform tag: the architecture gpucts itself was built for, not the Python
+/// interpreter's. An aarch64 gpucts (a Jetson, a Grace node, or qemu-user on an x86 machine)
+/// loads NVRTC, nvJitLink and libNVVM into its own process, so it needs NVIDIA's aarch64
+/// ("sbsa") wheels whatever python3 runs pip.
+pub(crate) fn wheel_platform() -> String {
+    format!("manylinux2014_{}", std::env::consts::ARCH)
+}
+
 /// The directory the wheels are installed into (pip `--target`), under the per-user cache
-/// `cache_root` ([`crate::config::RunConfig::cache_root`]).
+/// `cache_root` ([`crate::config::RunConfig::cache_root`]): one per pin set and architecture,
+/// so an x86-64 and an aarch64 gpucts sharing a home directory never load each other's.
 pub(crate) fn site_dir(cache_root: Option<&Path>) -> Option<PathBuf> {
-    cache_root.map(|r| r.join("toolchain").join(SET))
+    cache_root.map(|r| {
+        r.join("toolchain")
+            .join(format!("{SET}-{}", std::env::consts::ARCH))
+    })
 }
 
 /// A component inside an installed wheel tree.
@@ -154,9 +166,10 @@ pub fn install(
     let py = python().ok_or(InstallError::NoPip)?;
     let staging = parent.join(format!(".{SET}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
+    let platform = wheel_platform();
     let _ = writeln!(
         progress,
-        "gpucts: pip install --target {} {}",
+        "gpucts: pip install --platform {platform} --target {} {}",
         site.display(),
         PINNED.join(" ")
     );
@@ -170,6 +183,9 @@ pub fn install(
         "--no-input",
         "--progress-bar",
         "on",
+        "--only-binary=:all:",
+        "--platform",
+        &platform,
         "--target",
     ])
     .arg(&staging)
@@ -232,6 +248,24 @@ mod tests {
             nv.join("cuda_cccl/include")
         );
         assert!(locate(Capability::Nvrtc, d.path()).is_none());
+    }
+
+    #[test]
+    fn the_wheels_are_those_of_the_architecture_gpucts_was_built_for() {
+        // NVIDIA publishes each pinned wheel as manylinux2014_x86_64 and manylinux2014_aarch64
+        // (sbsa); the tag must name the binary's own architecture, which the install directory
+        // names too.
+        let arch = if cfg!(target_arch = "aarch64") {
+            "aarch64"
+        } else {
+            "x86_64"
+        };
+        assert_eq!(wheel_platform(), format!("manylinux2014_{arch}"));
+        let site = site_dir(Some(Path::new("/c"))).unwrap();
+        assert_eq!(
+            site,
+            Path::new("/c/toolchain").join(format!("{SET}-{arch}"))
+        );
     }
 
     #[test]

@@ -41,6 +41,11 @@ pub enum ToolError {
         arch: String,
         log: String,
     },
+    /// What the tool needs before it can take any input could not be made (rustc's `core` for
+    /// nvptx64, built once from rust-src): the machine's state, not an answer on the input.
+    /// Never kept (the disk cache, a prebuilt store); a case meeting it is an error.
+    #[error("{tool} failed: {log}")]
+    SetupFailed { tool: String, log: String },
     /// The tool ran past its limit and was killed with everything it started.
     #[error("{tool} did not finish within {after_s:.0} s and was killed")]
     Timeout { tool: String, after_s: f64 },
@@ -415,6 +420,15 @@ impl Toolchain {
         self.component(Capability::Clang)
             .filter(|c| c.origin == Origin::Prebuilt)
             .and(self.replaying())
+    }
+
+    /// The host architecture `cap`'s outputs were compiled for (§1.1): the build machine's
+    /// when a prebuilt store answers for it, else this machine's.
+    pub fn host_arch(&self, cap: Capability) -> String {
+        match (self.component(cap), self.replaying()) {
+            (Some(c), Some(store)) if c.origin == Origin::Prebuilt => store.host_arch(),
+            _ => crate::backend::producer::host::ARCH.to_string(),
+        }
     }
 
     /// The store this toolchain replays, if any.

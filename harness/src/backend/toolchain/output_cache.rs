@@ -121,7 +121,8 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// Keys separate their parts (no concatenation collisions) and a second run is a hit
-    /// that returns the first run's output, rejections included; a timeout is not kept.
+    /// that returns the first run's output, rejections included; a timeout or a failed
+    /// preparation is not kept.
     #[test]
     fn keys_separate_parts_and_hits_return_the_output() {
         assert_ne!(key(&[b"ab", b"c"]), key(&[b"a", b"bc"]));
@@ -164,6 +165,21 @@ mod tests {
         assert_eq!(
             (again.0.unwrap(), again.1),
             (b"ran".to_vec(), Answered::ByTool)
+        );
+        // Nor is a tool that could not be prepared (rustc's core not built: the registry
+        // lacked a crate): once the machine is fixed, the next run compiles.
+        let parts: [&[u8]; 1] = [b"rustc without its core"];
+        let unprepared = run_in(dir, &parts, || {
+            Err(ToolError::SetupFailed {
+                tool: "rustc (building core for nvptx64-nvidia-cuda)".into(),
+                log: "no matching package named `rustc-demangle` found".into(),
+            })
+        });
+        assert!(matches!(unprepared.0, Err(ToolError::SetupFailed { .. })));
+        let fixed = run_in(dir, &parts, || Ok(b"ptx".to_vec()));
+        assert_eq!(
+            (fixed.0.unwrap(), fixed.1),
+            (b"ptx".to_vec(), Answered::ByTool)
         );
     }
 

@@ -111,6 +111,11 @@ pub struct Manifest {
     /// ptxas rejects others asks for inputs the store lacks. `None`: no ptxas there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ptxas: Option<String>,
+    /// The build machine's architecture (`x86_64`, `aarch64`): the host its compilers
+    /// compiled for (§1.1), which decides plain `char`'s signedness in their output. `None`: a
+    /// store written before this was recorded, all of them on x86-64 machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_arch: Option<String>,
     /// Outputs in `outputs/`.
     pub outputs: usize,
     /// The cases whose compilations all ran (and were recorded) on the build machine.
@@ -211,6 +216,14 @@ impl Store {
         self.lock().ptxas.clone()
     }
 
+    /// The build machine's architecture, the host its outputs were compiled for.
+    pub fn host_arch(&self) -> String {
+        self.lock()
+            .host_arch
+            .clone()
+            .unwrap_or_else(|| "x86_64".to_string())
+    }
+
     /// Create (or add to) `dir` for recording `tools`, whose versions are `versions`, on a
     /// machine whose ptxas is `ptxas`. A store that holds another version of a tool, or was
     /// made with another ptxas, is refused: one store, one toolchain.
@@ -232,6 +245,7 @@ impl Store {
                 gpucts: env!("CARGO_PKG_VERSION").into(),
                 tools: BTreeMap::new(),
                 ptxas: None,
+                host_arch: None,
                 outputs: 0,
                 cases: BTreeSet::new(),
             }
@@ -239,6 +253,7 @@ impl Store {
         let ours = Manifest {
             tools: versions.clone(),
             ptxas: ptxas.map(str::to_string),
+            host_arch: Some(crate::backend::producer::host::ARCH.to_string()),
             cases: BTreeSet::new(),
             ..manifest.clone()
         };
@@ -389,6 +404,16 @@ fn merge(into: &mut Manifest, ours: &Manifest) -> Result<(), String> {
         }
         (None, Some(mine)) => into.ptxas = Some(mine.clone()),
         _ => {}
+    }
+    let theirs = into.host_arch.as_deref().unwrap_or("x86_64");
+    if let Some(mine) = &ours.host_arch {
+        if theirs != mine {
+            return Err(format!(
+                "was prebuilt on an {theirs} host; this machine is {mine}: outputs compiled \
+                 for another host (§1.1) do not mix: use another directory"
+            ));
+        }
+        into.host_arch = Some(mine.clone());
     }
     into.cases.extend(ours.cases.iter().cloned());
     Ok(())

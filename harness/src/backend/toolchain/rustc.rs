@@ -71,7 +71,7 @@ fn sysroot(tc: &Toolchain, rustc: &Component) -> Result<PathBuf, ToolError> {
     BUILT
         .get_or_init(|| build_sysroot(tc, rustc).map_err(|e| e.to_string()))
         .clone()
-        .map_err(|log| ToolError::Failed {
+        .map_err(|log| ToolError::SetupFailed {
             tool: "rustc (building core for nvptx64-nvidia-cuda)".into(),
             log,
         })
@@ -114,30 +114,40 @@ fn build_sysroot(tc: &Toolchain, rustc: &Component) -> Result<PathBuf, ToolError
         .or_else(|| which("cargo"))
         .ok_or_else(|| ToolError::failed("cargo", "cargo not found beside rustc or on PATH"))?;
     let target_dir = work.path().join("target");
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&krate)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .env("RUSTC", &rustc.path)
-        .env("CARGO_TARGET_DIR", &target_dir)
-        .env_remove("RUSTFLAGS")
-        .args([
-            "build",
-            "--release",
-            "--offline",
-            "-Zbuild-std=core",
-            "--target",
-            TARGET,
-        ]);
-    let out = process::output_within(
-        &mut cmd,
-        "cargo",
-        tc.tool_timeout().max(std::time::Duration::from_secs(600)),
-    )?;
-    if !out.status.success() {
-        return Err(ToolError::failed(
-            "cargo -Zbuild-std=core",
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        ));
+    // `-Zbuild-std` resolves the whole library workspace of rust-src (its Cargo.lock names
+    // crates.io packages such as rustc-demangle even when only `core` is built). Offline
+    // first: a machine that has them in cargo's registry cache builds without the network;
+    // else once more online, where cargo fetches them (a rig with no registry fails both, and
+    // the error says so).
+    let build = |offline: bool| {
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(&krate)
+            .env("RUSTC_BOOTSTRAP", "1")
+            .env("RUSTC", &rustc.path)
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .env_remove("RUSTFLAGS")
+            .args(["build", "--release"])
+            .args(offline.then_some("--offline"))
+            .args(["-Zbuild-std=core", "--target", TARGET]);
+        process::output_within(
+            &mut cmd,
+            "cargo",
+            tc.tool_timeout().max(std::time::Duration::from_secs(600)),
+        )
+    };
+    let offline = build(true)?;
+    if !offline.status.success() {
+        let online = build(false)?;
+        if !online.status.success() {
+            return Err(ToolError::failed(
+                "cargo -Zbuild-std=core",
+                format!(
+                    "offline: {}\nwith the registry: {}",
+                    String::from_utf8_lossy(&offline.stderr).trim(),
+                    String::from_utf8_lossy(&online.stderr).trim()
+                ),
+            ));
+        }
     }
     let staged = work.path().join("sysroot");
     std::fs::create_dir_all(lib(&staged))?;

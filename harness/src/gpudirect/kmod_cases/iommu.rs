@@ -3,7 +3,8 @@
 //! (gpudirect §4.3: the peer's I/O addresses, which differ from physical ones where an IOMMU
 //! translates, §2.4), its DMA engine copies through them, and once the pin is revoked the
 //! module refuses the handle while the IOMMU refuses the stale IOVAs, which the guest's
-//! intel-iommu driver logs as a DMAR fault.
+//! IOMMU driver logs: intel-iommu as a DMAR fault (ci/kmod-vm), arm-smmu-v3 as a translation
+//! fault event (ci/kmod-vm-arm64, QEMU's SMMUv3).
 //!
 //! Independent sources of the expected values: QEMU's edu specification (PCI 1234:11e8, a
 //! 4096-byte buffer, a 28-bit DMA mask), the provider's fill pattern, sysfs (the device's
@@ -94,40 +95,27 @@ impl Kmsg {
         Ok(Kmsg(f))
     }
 
-    /// The intel-iommu driver's report of a `kind` ("DMA Read"/"DMA Write") fault by the
-    /// peer at `addr`'s page, waited for up to 3 s:
-    /// `DMAR: [DMA Write NO_PASID] Request device [bb:dd.f] fault addr 0x... [fault reason ...]`.
-    fn dmar_fault(&mut self, peer: &Peer, kind: &str, addr: u64) -> Option<String> {
-        self.dmar_fault_within(peer, kind, addr, 300)
+    /// The IOMMU's report of a fault by the peer at `addr`'s page for an `access`, waited for
+    /// up to 3 s ([`FaultScan`]: intel-iommu's DMAR record or arm-smmu-v3's event).
+    fn iommu_fault(&mut self, peer: &Peer, access: Access, addr: u64) -> Option<String> {
+        self.iommu_fault_within(peer, access, addr, 300)
     }
 
-    /// As [`Kmsg::dmar_fault`], waiting `tries` × 10 ms.
-    fn dmar_fault_within(
+    /// As [`Kmsg::iommu_fault`], waiting `tries` × 10 ms.
+    fn iommu_fault_within(
         &mut self,
         peer: &Peer,
-        kind: &str,
+        access: Access,
         addr: u64,
         tries: u32,
     ) -> Option<String> {
-        let (_, bus, devfn) = peer.addr;
-        let dev = format!(
-            "Request device [{bus:02x}:{:02x}.{}]",
-            devfn >> 3,
-            devfn & 7
-        );
-        let at = format!("fault addr {:#x}", addr & !0xfff);
+        let mut scan = FaultScan::new(peer.addr, access, addr);
         let mut buf = [0u8; 1024];
         for _ in 0..tries {
             match self.0.read(&mut buf) {
                 Ok(n) if n > 0 => {
-                    let rec = String::from_utf8_lossy(&buf[..n]);
-                    let msg = rec.split_once(';').map_or(&*rec, |(_, m)| m).trim();
-                    if msg.contains("DMAR: [")
-                        && msg.contains(kind)
-                        && msg.contains(&dev)
-                        && msg.contains(&at)
-                    {
-                        return Some(msg.to_string());
+                    if let Some(seen) = scan.record(&String::from_utf8_lossy(&buf[..n])) {
+                        return Some(seen);
                     }
                 }
                 // EPIPE: records overwritten before we read them; read on
@@ -136,6 +124,116 @@ impl Kmsg {
             }
         }
         None
+    }
+}
+
+/// The direction of the peer's DMA a fault is looked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Access {
+    /// The peer read memory (edu's DMA from RAM to its buffer).
+    Read,
+    /// The peer wrote memory.
+    Write,
+    /// Either direction.
+    Any,
+}
+
+/// SMMUv3's event number of a translation fault (Arm IHI 0070, F_TRANSLATION).
+const SMMU_F_TRANSLATION: u32 = 0x10;
+/// The RnW bit of an SMMUv3 event record's second word: 1 for a read.
+const SMMU_EVENT_RNW: u64 = 1 << 35;
+
+/// A search of the kernel log's records (`/dev/kmsg`, one record per read:
+/// `pri,seq,time,flags;message`) for the IOMMU's report of a fault by one PCI device at one
+/// page. Two IOMMUs report them:
+/// - intel-iommu (x86, VT-d): one record, `DMAR: [DMA Write NO_PASID] Request device
+///   [bb:dd.f] fault addr 0x... [fault reason ...]`;
+/// - arm-smmu-v3 (arm64): `event 0x10 received:`, then the event record's four 64-bit words,
+///   one record each (`\x09 0x...`: /dev/kmsg escapes the driver's tab). Word 0 holds the
+///   StreamID in bits 63:32 (QEMU's virt machine: the PCI requester id, bus << 8 | devfn),
+///   word 1 the RnW bit, word 2 the input address (the IOVA the device used).
+///
+/// The same rules as the C scenarios' (kmod/tests/p2p_scenarios_iommu.c, `wait_dmar_fault_for`).
+struct FaultScan {
+    /// The PCI requester id: bus << 8 | devfn.
+    requester: u32,
+    /// `Request device [bb:dd.f]`, as intel-iommu prints it.
+    dmar_device: String,
+    access: Access,
+    /// The faulting page.
+    page: u64,
+    /// Inside an SMMU translation-fault event: the words read so far.
+    smmu_words: Option<Vec<u64>>,
+}
+
+impl FaultScan {
+    fn new(peer: (u32, u32, u32), access: Access, addr: u64) -> FaultScan {
+        let (_, bus, devfn) = peer;
+        FaultScan {
+            requester: bus << 8 | devfn,
+            dmar_device: format!(
+                "Request device [{bus:02x}:{:02x}.{}]",
+                devfn >> 3,
+                devfn & 7
+            ),
+            access,
+            page: addr & !0xfff,
+            smmu_words: None,
+        }
+    }
+
+    /// Feed one record; the fault's description once a record completes a matching report.
+    fn record(&mut self, rec: &str) -> Option<String> {
+        // the message is the record's first line: a device's message is followed by its
+        // dictionary, ` SUBSYSTEM=...` and ` DEVICE=...` lines (Documentation/ABI/testing/dev-kmsg)
+        let msg = rec.split_once(';').map_or(rec, |(_, m)| m);
+        let msg = msg.lines().next().unwrap_or("").trim();
+        if msg.contains("DMAR: [") {
+            let kind = match self.access {
+                Access::Read => "DMA Read",
+                Access::Write => "DMA Write",
+                Access::Any => "DMA",
+            };
+            let at = format!("fault addr {:#x}", self.page);
+            return (msg.contains(kind) && msg.contains(&self.dmar_device) && msg.contains(&at))
+                .then(|| msg.to_string());
+        }
+        if !msg.starts_with("arm-smmu-v3") {
+            return None;
+        }
+        let body = msg.split_once(": ").map(|(_, b)| b.trim())?;
+        if let Some(event) = body
+            .strip_prefix("event 0x")
+            .and_then(|e| e.split_whitespace().next())
+        {
+            let event = u32::from_str_radix(event, 16).ok();
+            self.smmu_words = (event == Some(SMMU_F_TRANSLATION)).then(Vec::new);
+            return None;
+        }
+        let words = self.smmu_words.as_mut()?;
+        let word = body.trim_start_matches("\\x09").trim();
+        let word = u64::from_str_radix(word.strip_prefix("0x")?, 16).ok()?;
+        words.push(word);
+        if words.len() < 4 {
+            return None;
+        }
+        let w = self.smmu_words.take()?;
+        let read = w[1] & SMMU_EVENT_RNW != 0;
+        let direction = match self.access {
+            Access::Read => read,
+            Access::Write => !read,
+            Access::Any => true,
+        };
+        ((w[0] >> 32) == u64::from(self.requester) && direction && w[2] & !0xfff == self.page).then(
+            || {
+                format!(
+                    "SMMUv3 F_TRANSLATION ({}) StreamID {:#x} input address {:#x}",
+                    if read { "read" } else { "write" },
+                    w[0] >> 32,
+                    w[2]
+                )
+            },
+        )
     }
 }
 
@@ -345,7 +443,23 @@ pub(super) fn iommu_stale_iova_faults_after_revoke(c: &Ctx) -> Step<Option<Strin
             s.dma_mappings
         );
     }
-    // a peer still holding the IOVAs: write page 0's bytes over page 1, read page 0
+    // A peer still holding the IOVAs: read 8 bytes of page 0, then write page 0's bytes over
+    // page 1. The read comes first and is short: arm-smmu-v3 logs a fault per access (edu's
+    // engine moves 4 bytes at a time) and rate-limits its log to 10 events in 5 s, so a
+    // 1024-byte write first would leave the read's event unlogged (as the C scenario does).
+    call(
+        c.gp.peer_dma(0, dma[0], 8, 2048, kmod::PEER_DMA_RAW),
+        "raw PEER_DMA read from the revoked IOVA",
+    )?;
+    let read_fault = kmsg.iommu_fault(&peer, Access::Read, dma[0]);
+    ensure!(
+        read_fault.is_some(),
+        format!(
+            "an IOMMU fault for edu's read from revoked IOVA {:#x}",
+            dma[0]
+        ),
+        "none logged within 3 s"
+    );
     call(
         c.gp.peer_dma(
             0,
@@ -356,22 +470,12 @@ pub(super) fn iommu_stale_iova_faults_after_revoke(c: &Ctx) -> Step<Option<Strin
         ),
         "raw PEER_DMA write to the revoked IOVA",
     )?;
-    let write_fault = kmsg.dmar_fault(&peer, "DMA Write", dma[1]);
+    let write_fault = kmsg.iommu_fault(&peer, Access::Write, dma[1]);
     ensure!(
         write_fault.is_some(),
-        format!("a DMAR fault for edu's write to revoked IOVA {:#x}", dma[1]),
-        "none logged within 3 s"
-    );
-    call(
-        c.gp.peer_dma(0, dma[0], XFER, 2048, kmod::PEER_DMA_RAW),
-        "raw PEER_DMA read from the revoked IOVA",
-    )?;
-    let read_fault = kmsg.dmar_fault(&peer, "DMA Read", dma[0]);
-    ensure!(
-        read_fault.is_some(),
         format!(
-            "a DMAR fault for edu's read from revoked IOVA {:#x}",
-            dma[0]
+            "an IOMMU fault for edu's write to revoked IOVA {:#x}",
+            dma[1]
         ),
         "none logged within 3 s"
     );
@@ -450,10 +554,10 @@ pub(super) fn iommu_free_waits_for_peer_dma(c: &Ctx) -> Step<Option<String>> {
             Err(Errno(libc::ESTALE)) => {}
             r => {
                 call(r, "PEER_DMA during the free")?;
-                let fault = kmsg.dmar_fault_within(&peer, "DMA", dma[0], 50);
+                let fault = kmsg.iommu_fault_within(&peer, Access::Any, dma[0], 50);
                 ensure!(
                     fault.is_none(),
-                    "no DMAR fault for the transfer in flight",
+                    "no IOMMU fault for the transfer in flight",
                     "{fault:?}"
                 );
                 if overlapped {
@@ -490,4 +594,98 @@ pub(super) fn iommu_free_waits_for_peer_dma(c: &Ctx) -> Step<Option<String>> {
     unpin(c, pb.handle, "UNPIN b")?;
     c.free(vb)?;
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A /dev/kmsg record as the kernel gives one: `pri,seq,time,flags;message`, the tab
+    /// escaped as `\x09`, then the dictionary of the device that logged it
+    /// (Documentation/ABI/testing/dev-kmsg).
+    fn kmsg(seq: u32, msg: &str) -> String {
+        format!(
+            "3,{seq},33902305,-;{}\n SUBSYSTEM=platform\n DEVICE=+platform:9050000.smmuv3\n",
+            msg.replace('\t', "\\x09")
+        )
+    }
+
+    /// The four records arm-smmu-v3 logged for one fault in the arm64 guest (ci/kmod-vm-arm64,
+    /// QEMU 7.2's SMMUv3, Linux 6.1): event 0x10, StreamID 0x10 (edu at 00:02.0), input
+    /// address 0xfffc010, a write (RnW clear).
+    const SMMU_WRITE_FAULT: [&str; 5] = [
+        "arm-smmu-v3 9050000.smmuv3: event 0x10 received:",
+        "arm-smmu-v3 9050000.smmuv3: \t0x0000001000000010",
+        "arm-smmu-v3 9050000.smmuv3: \t0x0000000000000000",
+        "arm-smmu-v3 9050000.smmuv3: \t0x000000000fffc010",
+        "arm-smmu-v3 9050000.smmuv3: \t0x0000000000000000",
+    ];
+    const EDU_ARM64: (u32, u32, u32) = (0, 0, 2 << 3);
+
+    fn scan(access: Access, addr: u64, peer: (u32, u32, u32), msgs: &[&str]) -> Option<String> {
+        let mut s = FaultScan::new(peer, access, addr);
+        let mut seen = None;
+        for (i, m) in msgs.iter().enumerate() {
+            if let Some(d) = s.record(&kmsg(i as u32, m)) {
+                assert!(seen.is_none(), "one report, found twice");
+                assert_eq!(i, msgs.len() - 1, "the report completes at its last record");
+                seen = Some(d);
+            }
+        }
+        seen
+    }
+
+    #[test]
+    fn an_smmu_translation_fault_is_found_by_its_stream_direction_and_page() {
+        let seen = scan(Access::Write, 0xfffc000, EDU_ARM64, &SMMU_WRITE_FAULT);
+        assert_eq!(
+            seen.as_deref(),
+            Some("SMMUv3 F_TRANSLATION (write) StreamID 0x10 input address 0xfffc010")
+        );
+        assert!(scan(Access::Any, 0xfffc123, EDU_ARM64, &SMMU_WRITE_FAULT).is_some());
+        // another page, another direction, another device: not this fault
+        assert!(scan(Access::Write, 0xfffd000, EDU_ARM64, &SMMU_WRITE_FAULT).is_none());
+        assert!(scan(Access::Read, 0xfffc000, EDU_ARM64, &SMMU_WRITE_FAULT).is_none());
+        assert!(scan(Access::Write, 0xfffc000, (0, 0, 3 << 3), &SMMU_WRITE_FAULT).is_none());
+        // the same words with RnW set are a read
+        let mut read = SMMU_WRITE_FAULT;
+        read[2] = "arm-smmu-v3 9050000.smmuv3: \t0x0000000800000000";
+        assert!(scan(Access::Read, 0xfffc000, EDU_ARM64, &read).is_some());
+        assert!(scan(Access::Write, 0xfffc000, EDU_ARM64, &read).is_none());
+    }
+
+    #[test]
+    fn only_a_translation_fault_event_with_all_four_words_counts() {
+        // another event number (0x0a: C_BAD_STE) with the same words
+        let mut other = SMMU_WRITE_FAULT;
+        other[0] = "arm-smmu-v3 9050000.smmuv3: event 0x0a received:";
+        assert!(scan(Access::Any, 0xfffc000, EDU_ARM64, &other).is_none());
+        // three words, then a new event: the first is dropped, the second completes
+        let mut msgs = SMMU_WRITE_FAULT[..4].to_vec();
+        msgs.extend_from_slice(&SMMU_WRITE_FAULT);
+        let mut s = FaultScan::new(EDU_ARM64, Access::Write, 0xfffc000);
+        let hits: Vec<usize> = msgs
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| s.record(&kmsg(i as u32, m)).map(|_| i))
+            .collect();
+        assert_eq!(hits, vec![8]);
+        // words that are not hex end nothing and complete nothing
+        assert!(s
+            .record(&kmsg(9, "arm-smmu-v3 9050000.smmuv3: \tgarbage"))
+            .is_none());
+    }
+
+    #[test]
+    fn an_intel_iommu_dmar_record_is_found_by_device_direction_and_page() {
+        // intel-iommu's format (drivers/iommu/intel/dmar.c, dmar_fault_do_one), edu at 00:03.0
+        let rec = "DMAR: [DMA Write NO_PASID] Request device [00:03.0] fault addr 0xfffe000 \
+                   [fault reason 0x05] PTE Write access is not set";
+        let edu = (0, 0, 3 << 3);
+        assert!(scan(Access::Write, 0xfffe010, edu, &[rec]).is_some());
+        assert!(scan(Access::Any, 0xfffe000, edu, &[rec]).is_some());
+        assert!(scan(Access::Read, 0xfffe000, edu, &[rec]).is_none());
+        assert!(scan(Access::Write, 0xffff000, edu, &[rec]).is_none());
+        assert!(scan(Access::Write, 0xfffe000, (0, 0, 4 << 3), &[rec]).is_none());
+    }
 }
