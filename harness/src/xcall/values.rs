@@ -129,8 +129,8 @@ impl Narrow {
     pub(crate) fn ir_for(self, char_signed: bool) -> (&'static str, &'static str) {
         match self {
             Narrow::Bool => ("i1", "zeroext"),
-            Narrow::Char if !char_signed => ("i8", "zeroext"),
-            Narrow::Char | Narrow::Schar => ("i8", "signext"),
+            Narrow::Char => ("i8", if char_signed { "signext" } else { "zeroext" }),
+            Narrow::Schar => ("i8", "signext"),
             Narrow::Uchar => ("i8", "zeroext"),
             Narrow::Short => ("i16", "signext"),
             Narrow::Ushort => ("i16", "zeroext"),
@@ -164,8 +164,14 @@ impl Narrow {
     pub(crate) fn convert(self, x: i32) -> i32 {
         match self {
             Narrow::Bool => i32::from(x != 0),
-            Narrow::Char if !self.signed() => i32::from(x as u8),
-            Narrow::Char | Narrow::Schar => i32::from(x as i8),
+            Narrow::Char => {
+                if self.signed() {
+                    i32::from(x as i8)
+                } else {
+                    i32::from(x as u8)
+                }
+            }
+            Narrow::Schar => i32::from(x as i8),
             Narrow::Uchar => i32::from(x as u8),
             Narrow::Short => i32::from(x as i16),
             Narrow::Ushort => i32::from(x as u16),
@@ -391,10 +397,9 @@ pub(crate) fn compile_programs(
         llc: &["-O2"],
         rustc: &[],
     });
-    producer.compile(tc, &src).map_err(|e: ToolError| match e {
-        ToolError::Failed { .. } => format!("{} rejected the {what}: {e}", producer.name()),
-        e => format!("{} did not compile the {what}: {e}", producer.name()),
-    })
+    producer
+        .compile(tc, &src)
+        .map_err(|e: ToolError| format!("{} rejected the {what}: {e}", producer.name()))
 }
 
 /// The producer's PTX of the value programs, compiled once per run.
@@ -872,6 +877,15 @@ fn foreign_host(ctx: &CaseContext, producer: Producer) -> Option<(Capability, St
     })
 }
 
+/// The narrow types a pair is judged on: all of them, but plain `char` when a producer
+/// compiled for another host (`foreign`).
+fn judged_types(foreign: bool) -> Vec<Narrow> {
+    Narrow::ALL
+        .into_iter()
+        .filter(|t| !foreign || *t != Narrow::Char)
+        .collect()
+}
+
 /// A per-producer case.
 pub(crate) fn producer_case(ctx: &CaseContext, producer: Producer, subject: Subject) -> CaseStatus {
     if let Subject::Caller { ty: Narrow::Char } | Subject::Return { ty: Narrow::Char } = subject {
@@ -922,11 +936,7 @@ pub(crate) fn pair_case(ctx: &CaseContext, caller: Producer, callee: Producer) -
     // a producer compiled for another host: every type but plain char, whose signedness is
     // the host's
     let foreign = foreign_host(ctx, caller).or_else(|| foreign_host(ctx, callee));
-    let types: Vec<Narrow> = Narrow::ALL
-        .into_iter()
-        .filter(|t| foreign.is_none() || *t != Narrow::Char)
-        .collect();
-    match pair_of(&a, &b, Callees::Programs, &types) {
+    match pair_of(&a, &b, Callees::Programs, &judged_types(foreign.is_some())) {
         Ok(_) => match foreign {
             Some((_, why)) => CaseStatus::pass_with(format!("plain char not judged: {why}")),
             None => CaseStatus::pass(),
@@ -942,6 +952,100 @@ pub(crate) fn pair_case(ctx: &CaseContext, caller: Producer, callee: Producer) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Plain `char` is the host's (§1.1): signed on x86-64, unsigned on aarch64, in the
+    /// expected values, in the IR written for the IR producers and in which types a pair with
+    /// a producer compiled for another host is judged on.
+    #[test]
+    fn plain_char_is_the_host_s() {
+        assert!(Narrow::Char.signed_for(true) && !Narrow::Char.signed_for(false));
+        assert_eq!(Narrow::Char.ir_for(true), ("i8", "signext"));
+        assert_eq!(Narrow::Char.ir_for(false), ("i8", "zeroext"));
+        assert_eq!(Narrow::Schar.ir_for(false), ("i8", "signext"));
+        let host_signed = std::ffi::c_char::MIN != 0;
+        assert_eq!(Narrow::Char.signed(), host_signed);
+        assert_eq!(
+            Narrow::Char.convert(RETURN_SOURCE),
+            if host_signed { -128 } else { 128 }
+        );
+        assert_eq!(
+            Narrow::Char.value_of_object(),
+            if host_signed { -128 } else { 128 }
+        );
+        let unsigned_host = ir_source(false, false);
+        assert!(
+            unsigned_host.contains("@recv_char(i8 zeroext %c)"),
+            "{unsigned_host}"
+        );
+        assert!(
+            unsigned_host.contains("%r = zext i8 %c to i32"),
+            "{unsigned_host}"
+        );
+        let signed_host = ir_source(true, true);
+        assert!(
+            signed_host.contains("@recv_char(i8 signext %c)"),
+            "{signed_host}"
+        );
+        assert_eq!(judged_types(false), Narrow::ALL.to_vec());
+        let foreign = judged_types(true);
+        assert!(!foreign.contains(&Narrow::Char) && foreign.len() == Narrow::ALL.len() - 1);
+    }
+
+    /// A producer replayed from a store made on another host compiled for that host: its
+    /// plain-char cases skip naming it (and the host), before anything is compiled; one from
+    /// this host's store, or run here, is judged.
+    #[test]
+    fn a_producer_replayed_from_another_host_s_store_skips_its_plain_char() {
+        use crate::backend::toolchain::{prebuilt, ToolSettings};
+        let dir = tempfile::tempdir().unwrap();
+        let store_on = |arch: &str| {
+            let m = prebuilt::Manifest {
+                format: prebuilt::FORMAT.into(),
+                gpucts: env!("CARGO_PKG_VERSION").into(),
+                tools: [("clang-19".to_string(), "clang version 19.1.7".to_string())].into(),
+                ptxas: None,
+                host_arch: Some(arch.to_string()),
+                outputs: 0,
+                cases: Default::default(),
+            };
+            std::fs::write(
+                dir.path().join(prebuilt::MANIFEST),
+                serde_json::to_string(&m).unwrap(),
+            )
+            .unwrap();
+            let store = prebuilt::Store::open(dir.path()).unwrap();
+            Toolchain::discover_with(ToolSettings {
+                prebuilt: Some(std::sync::Arc::new(prebuilt::Mode::Replay(store))),
+                output_cache: false,
+                ..Default::default()
+            })
+        };
+        let other = if host::ARCH == "s390x" {
+            "x86_64"
+        } else {
+            "s390x"
+        };
+        let (config, scope, caps) = Default::default();
+        let clang = Producer::named("clang");
+        let tc = store_on(other);
+        let ctx = CaseContext::new(&config, &scope, "t", &caps, &tc, ".".as_ref());
+        let (cap, why) = foreign_host(&ctx, clang).expect("another host's store");
+        assert_eq!(cap, Capability::Clang);
+        assert!(
+            why.contains(&format!("compiled for an {other} host")),
+            "{why}"
+        );
+        let char_caller = Subject::Caller { ty: Narrow::Char };
+        match producer_case(&ctx, clang, char_caller) {
+            CaseStatus::Skip { capability, .. } => assert_eq!(capability, Capability::Clang),
+            s => panic!("expected a skip: {s:?}"),
+        }
+        // gpucts's own emitter compiles nothing: always this host's
+        assert!(foreign_host(&ctx, Producer::named("gpucts")).is_none());
+        let tc = store_on(host::ARCH);
+        let ctx = CaseContext::new(&config, &scope, "t", &caps, &tc, ".".as_ref());
+        assert!(foreign_host(&ctx, clang).is_none());
+    }
 
     #[test]
     fn expected_values_follow_c_conversions() {

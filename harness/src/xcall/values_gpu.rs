@@ -148,8 +148,14 @@ fn load_op(t: Narrow) -> &'static str {
 fn narrow_op(t: Narrow) -> &'static str {
     match t {
         Narrow::Bool => "\tsetp.ne.u32 %p1, %r1, 0;\n\tselp.u32 %r2, 1, 0, %p1;\n",
-        Narrow::Char if !t.signed() => "\tcvt.u32.u8 %r2, %r1;\n",
-        Narrow::Char | Narrow::Schar => "\tcvt.s32.s8 %r2, %r1;\n",
+        Narrow::Char => {
+            if t.signed() {
+                "\tcvt.s32.s8 %r2, %r1;\n"
+            } else {
+                "\tcvt.u32.u8 %r2, %r1;\n"
+            }
+        }
+        Narrow::Schar => "\tcvt.s32.s8 %r2, %r1;\n",
         Narrow::Uchar => "\tcvt.u32.u8 %r2, %r1;\n",
         Narrow::Short => "\tcvt.s32.s16 %r2, %r1;\n",
         Narrow::Ushort => "\tcvt.u32.u16 %r2, %r1;\n",
