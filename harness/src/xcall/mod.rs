@@ -90,6 +90,20 @@ pub(crate) const OLDEST: &str = "sm_50";
 /// class of the cycle twice), beside the corpus's.
 pub(crate) const OLDEST_SEEDS: u64 = 24;
 
+/// A Jetson's GPU, a target the pairs link for too: the ABI does not depend on the target, so
+/// what links for sm_90 must link for the integrated GPUs of the boards users have. Thor's
+/// sm_110 is not among them: CUDA 12.9's tools call it sm_101 and CUDA 13's are not the
+/// pinned toolchain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+pub enum Jetson {
+    /// Xavier (Volta): CUDA 13 dropped it, the pinned 12.9 tools build for it.
+    #[serde(rename = "sm_72")]
+    Xavier,
+    /// Orin (Ampere).
+    #[serde(rename = "sm_87")]
+    Orin,
+}
+
 /// Which target a batch is compiled, assembled and linked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Target {
@@ -97,13 +111,25 @@ pub enum Target {
     Current,
     /// [`OLDEST`], the signatures of [`Target::has`].
     Oldest,
+    /// A Jetson's GPU, the signatures of [`Target::has`].
+    Jetson(Jetson),
 }
 
 impl Target {
+    /// Every target, in the order batches are compiled.
+    pub(crate) const ALL: [Target; 4] = [
+        Target::Current,
+        Target::Oldest,
+        Target::Jetson(Jetson::Xavier),
+        Target::Jetson(Jetson::Orin),
+    ];
+
     pub fn arch(self) -> &'static str {
         match self {
             Target::Current => ARCH,
             Target::Oldest => OLDEST,
+            Target::Jetson(Jetson::Xavier) => "sm_72",
+            Target::Jetson(Jetson::Orin) => "sm_87",
         }
     }
 
@@ -111,21 +137,44 @@ impl Target {
     pub fn has(self, seed: u64) -> bool {
         match self {
             Target::Current => true,
-            Target::Oldest => seed < OLDEST_SEEDS || corpus::is_corpus(seed),
+            Target::Oldest | Target::Jetson(_) => seed < OLDEST_SEEDS || corpus::is_corpus(seed),
         }
     }
 
     /// The id of the suite's case for signature `seed` from `caller` to `callee` on this
-    /// target: `xcall.pair` / `xcall.oldest` between two producers, `xcall.self` /
-    /// `xcall.self-oldest` for a producer with itself (reported apart: that agreement is not
-    /// between producers).
+    /// target: `xcall.pair` / `xcall.oldest` / `xcall.sm_87` between two producers,
+    /// `xcall.self` / `xcall.self-oldest` / `xcall.self-sm_87` for a producer with itself
+    /// (reported apart: that agreement is not between producers).
     pub fn case_id(self, caller: Producer, callee: Producer, seed: u64) -> String {
-        match (self, caller == callee) {
-            (Target::Current, false) => format!("xcall.pair.{caller}.{callee}.{seed}"),
-            (Target::Oldest, false) => format!("xcall.oldest.{caller}.{callee}.{seed}"),
-            (Target::Current, true) => format!("xcall.self.{caller}.{seed}"),
-            (Target::Oldest, true) => format!("xcall.self-oldest.{caller}.{seed}"),
+        let kind = self.kind();
+        if caller == callee {
+            let kind = if kind == "pair" {
+                "self".to_string()
+            } else {
+                format!("self-{kind}")
+            };
+            format!("xcall.{kind}.{caller}.{seed}")
+        } else {
+            format!("xcall.{kind}.{caller}.{callee}.{seed}")
         }
+    }
+
+    /// The second part of this target's case ids between two producers.
+    fn kind(self) -> &'static str {
+        match self {
+            Target::Current => "pair",
+            Target::Oldest => "oldest",
+            Target::Jetson(_) => self.arch(),
+        }
+    }
+
+    /// The target of a case id's second part (`pair`, `self-oldest`, `sm_87`, ...).
+    fn of_kind(kind: &str) -> Option<Target> {
+        let kind = match kind {
+            "self" => "pair",
+            k => k.strip_prefix("self-").unwrap_or(k),
+        };
+        Target::ALL.into_iter().find(|t| t.kind() == kind)
     }
 
     /// The masks of the target's signatures.
@@ -178,6 +227,14 @@ pub(crate) enum XcallCheck {
         callee: Producer,
         seed: u64,
     },
+    /// Signature `seed` of the pair compiled for a Jetson's GPU ([`Jetson`]): both sides
+    /// assemble and nvJitLink links them.
+    Jetson {
+        caller: Producer,
+        callee: Producer,
+        seed: u64,
+        target: Jetson,
+    },
     /// What one producer's code puts into a call's `.param`s, executed offline
     /// ([`values`]: §2.3 notes A and B).
     Values {
@@ -210,7 +267,9 @@ pub(crate) enum XcallCheck {
 impl Check for XcallCheck {
     fn requires(&self) -> Vec<Capability> {
         let mut v = match self {
-            XcallCheck::Pair { caller, callee, .. } | XcallCheck::Oldest { caller, callee, .. } => {
+            XcallCheck::Pair { caller, callee, .. }
+            | XcallCheck::Oldest { caller, callee, .. }
+            | XcallCheck::Jetson { caller, callee, .. } => {
                 let mut v = caller.requires();
                 v.extend(callee.requires());
                 v.extend([Capability::Ptxas, Capability::Nvjitlink]);
@@ -265,6 +324,12 @@ impl Check for XcallCheck {
                 caller,
                 callee,
                 seed,
+            }
+            | XcallCheck::Jetson {
+                caller,
+                callee,
+                seed,
+                ..
             } => {
                 if caller.is_hand_written() || callee.is_hand_written() {
                     if !corpus::is_corpus(*seed) {
@@ -299,6 +364,12 @@ impl Check for XcallCheck {
                 callee,
                 seed,
             } => pair_case(ctx, *caller, *callee, *seed, Target::Oldest),
+            XcallCheck::Jetson {
+                caller,
+                callee,
+                seed,
+                target,
+            } => pair_case(ctx, *caller, *callee, *seed, Target::Jetson(*target)),
             XcallCheck::Mangle { seed } => mangle::mangle_case(ctx, *seed),
             XcallCheck::MangleHost { seed } => mangle::host_mangle_case(ctx, *seed),
             XcallCheck::Gpu { caller, callee } => gpu::gpu_case(ctx, *caller, *callee),
@@ -903,8 +974,6 @@ impl Wanted {
         for id in ids.iter() {
             let parts: Vec<&str> = id.split('.').collect();
             let (kind, a, b, seed) = match parts.as_slice() {
-                ["xcall", kind @ ("pair" | "oldest"), a, b, seed] => (*kind, *a, *b, *seed),
-                ["xcall", kind @ ("self" | "self-oldest"), p, seed] => (*kind, *p, *p, *seed),
                 ["xcall", "mangle", ..] => {
                     mangle = true;
                     continue;
@@ -920,17 +989,17 @@ impl Wanted {
                     }
                     continue;
                 }
+                ["xcall", kind, p, seed] if kind.starts_with("self") => (*kind, *p, *p, *seed),
+                ["xcall", kind, a, b, seed] => (*kind, *a, *b, *seed),
                 _ => continue,
             };
-            let (Some(a), Some(b), Ok(seed)) =
-                (Producer::parse(a), Producer::parse(b), seed.parse::<u64>())
-            else {
+            let (Some(a), Some(b), Ok(seed), Some(target)) = (
+                Producer::parse(a),
+                Producer::parse(b),
+                seed.parse::<u64>(),
+                Target::of_kind(kind),
+            ) else {
                 continue;
-            };
-            let target = if matches!(kind, "pair" | "self") {
-                Target::Current
-            } else {
-                Target::Oldest
             };
             if let Some(sig) = all_signatures().iter().find(|s| s.seed == seed) {
                 pairs.insert((a, b, mask(sig), target));
@@ -988,7 +1057,7 @@ pub(crate) fn prefetch(scope: &RunScope, tc: &Toolchain) {
         type Job<'a> = Box<dyn Fn() + Send + Sync + 'a>;
         let mut jobs: Vec<(usize, String, Job)> = Vec::new();
         let mut pair_jobs: Vec<(usize, String, Job)> = Vec::new();
-        for target in [Target::Current, Target::Oldest] {
+        for target in Target::ALL {
             let masks = target.masks();
             let arch = target.arch();
             for &m in &masks {
@@ -1190,7 +1259,7 @@ pub fn bench(tc: &Toolchain) -> String {
     let mut linked = 0usize;
     let mut pairs = std::collections::BTreeSet::new();
     let producers = available(tc);
-    for target in [Target::Current, Target::Oldest] {
+    for target in Target::ALL {
         let masks = target.masks();
         for &caller in &producers {
             for &callee in &producers {
@@ -1212,7 +1281,7 @@ pub fn bench(tc: &Toolchain) -> String {
     let pairs = pairs.len();
     let secs = t0.elapsed().as_secs_f64();
     format!(
-        "xcall: {linked} signatures linked over {pairs} ordered producer pairs in {secs:.1} s = {:.0} signatures/s (sm_90 and {OLDEST} links; one compile per producer, role, target and batch; one link per pair and batch)\n",
+        "xcall: {linked} signatures linked over {pairs} ordered producer pairs in {secs:.1} s = {:.0} signatures/s (sm_90, {OLDEST}, sm_72 and sm_87 links; one compile per producer, role, target and batch; one link per pair and batch)\n",
         linked as f64 / secs.max(1e-9)
     )
 }

@@ -181,13 +181,11 @@ fn corpus_and_oldest_waivers_follow_the_rules() {
                 } else {
                     None
                 };
-                let oldest = Target::Oldest.case_id(a, b, s.seed);
-                assert_eq!(
-                    waived(&oldest).as_deref(),
-                    proto,
-                    "{oldest}: {}",
-                    s.describe()
-                );
+                // the oldest target and the Jetson ones link the same signatures
+                for t in Target::ALL.into_iter().filter(|t| *t != Target::Current) {
+                    let id = t.case_id(a, b, s.seed);
+                    assert_eq!(waived(&id).as_deref(), proto, "{id}: {}", s.describe());
+                }
                 if corpus_sig {
                     let id = Target::Current.case_id(a, b, s.seed);
                     assert_eq!(waived(&id).as_deref(), want, "{id}: {}", s.describe());
@@ -439,4 +437,34 @@ fn rustc_waivers_follow_the_rules() {
         byval += usize::from(below_4 && !crash);
     }
     assert!(crashes > 0 && floats > 0 && byval > 0);
+}
+
+/// Each target's case ids name it, and the id's second part leads back to it (the selection
+/// computes only the batches of the targets whose cases run).
+#[test]
+fn target_case_ids_round_trip() {
+    let (a, b) = (Producer::named("nvrtc"), Producer::named("clang"));
+    let ids: Vec<String> = Target::ALL.iter().map(|t| t.case_id(a, b, 3)).collect();
+    assert_eq!(
+        ids,
+        [
+            "xcall.pair.nvrtc.clang.3",
+            "xcall.oldest.nvrtc.clang.3",
+            "xcall.sm_72.nvrtc.clang.3",
+            "xcall.sm_87.nvrtc.clang.3"
+        ]
+    );
+    assert_eq!(
+        Target::Jetson(Jetson::Orin).case_id(a, a, 3),
+        "xcall.self-sm_87.nvrtc.3"
+    );
+    assert_eq!(Target::Current.case_id(a, a, 3), "xcall.self.nvrtc.3");
+    for t in Target::ALL {
+        for id in [t.case_id(a, b, 3), t.case_id(a, a, 3)] {
+            let kind = id.split('.').nth(1).unwrap();
+            assert_eq!(Target::of_kind(kind), Some(t), "{id}");
+        }
+    }
+    assert_eq!(Target::of_kind("values"), None);
+    assert_eq!(Target::of_kind("self-sm_90"), None);
 }
