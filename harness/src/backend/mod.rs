@@ -2,6 +2,7 @@
 //! compilers through these; a backend knows nothing of areas.
 
 pub mod cuda;
+pub mod host;
 pub mod kmod;
 pub mod process;
 pub mod producer;

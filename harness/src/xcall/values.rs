@@ -25,7 +25,8 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 
 use crate::area::{BatchCache, CaseContext};
-use crate::backend::producer::{host, Language, Options, Producer, Source};
+use crate::backend::host;
+use crate::backend::producer::{Language, Options, Producer, Source};
 use crate::backend::toolchain::{ToolError, Toolchain};
 use crate::capability::Capability;
 use crate::outcome::CaseStatus;

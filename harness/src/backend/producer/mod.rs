@@ -16,7 +16,6 @@ mod clang;
 mod clang_o1;
 mod corpus;
 mod gpucts;
-pub mod host;
 mod libnvvm;
 mod llc;
 mod nvrtc;

@@ -427,7 +427,7 @@ impl Toolchain {
     pub fn host_arch(&self, cap: Capability) -> String {
         match (self.component(cap), self.replaying()) {
             (Some(c), Some(store)) if c.origin == Origin::Prebuilt => store.host_arch(),
-            _ => crate::backend::producer::host::ARCH.to_string(),
+            _ => crate::backend::host::ARCH.to_string(),
         }
     }
 

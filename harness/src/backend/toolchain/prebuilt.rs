@@ -253,7 +253,7 @@ impl Store {
         let ours = Manifest {
             tools: versions.clone(),
             ptxas: ptxas.map(str::to_string),
-            host_arch: Some(crate::backend::producer::host::ARCH.to_string()),
+            host_arch: Some(crate::backend::host::ARCH.to_string()),
             cases: BTreeSet::new(),
             ..manifest.clone()
         };
