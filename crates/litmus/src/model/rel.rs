@@ -1,28 +1,28 @@
 //! Relations over at most 64 events, one bit row per event.
 
-pub(super) type Rel = Vec<u64>;
+pub type Rel = Vec<u64>;
 
-pub(super) fn empty(n: usize) -> Rel {
+pub fn empty(n: usize) -> Rel {
     vec![0; n]
 }
 
-pub(super) fn has(r: &Rel, a: usize, b: usize) -> bool {
+pub fn has(r: &Rel, a: usize, b: usize) -> bool {
     r[a] >> b & 1 == 1
 }
 
-pub(super) fn set(r: &mut Rel, a: usize, b: usize) {
+pub fn set(r: &mut Rel, a: usize, b: usize) {
     r[a] |= 1 << b;
 }
 
-pub(super) fn union(a: &Rel, b: &Rel) -> Rel {
+pub fn union(a: &Rel, b: &Rel) -> Rel {
     a.iter().zip(b).map(|(x, y)| x | y).collect()
 }
 
-pub(super) fn inter(a: &Rel, b: &Rel) -> Rel {
+pub fn inter(a: &Rel, b: &Rel) -> Rel {
     a.iter().zip(b).map(|(x, y)| x & y).collect()
 }
 
-pub(super) fn compose(a: &Rel, b: &Rel) -> Rel {
+pub fn compose(a: &Rel, b: &Rel) -> Rel {
     a.iter()
         .map(|&row| {
             let mut out = 0u64;
@@ -38,7 +38,7 @@ pub(super) fn compose(a: &Rel, b: &Rel) -> Rel {
 }
 
 /// Transitive closure (Warshall).
-pub(super) fn closure(r: &Rel) -> Rel {
+pub fn closure(r: &Rel) -> Rel {
     let mut c = r.clone();
     let n = c.len();
     for k in 0..n {
@@ -52,7 +52,7 @@ pub(super) fn closure(r: &Rel) -> Rel {
     c
 }
 
-pub(super) fn acyclic(r: &Rel) -> bool {
+pub fn acyclic(r: &Rel) -> bool {
     let c = closure(r);
     (0..c.len()).all(|i| !has(&c, i, i))
 }

@@ -12,7 +12,7 @@
 //!   thread do not synchronise, so their weak outcomes stay allowed.
 
 use super::*;
-use crate::atomics::litmus::import_dat3m;
+use crate::import_dat3m;
 
 fn dat3m(text: &str) -> ModelVerdict {
     let t = import_dat3m(text).unwrap_or_else(|e| panic!("{e}"));

@@ -10,7 +10,7 @@ use super::{
 
 impl LitmusTest {
     /// Every location the test names (listed or used), in first-mention order.
-    pub(crate) fn all_locations(&self) -> Vec<String> {
+    pub fn all_locations(&self) -> Vec<String> {
         let mut out: Vec<String> = self.locations.iter().map(|l| l.name.clone()).collect();
         // A set of the names so far: linear in locations and operations together.
         let mut seen: std::collections::HashSet<&str> =
@@ -30,7 +30,7 @@ impl LitmusTest {
     /// The bounds every reader checks before any other work: [`MAX_LOCATIONS`],
     /// [`MAX_THREADS`], [`MAX_OPS`]. Errors point at the first location, thread or operation
     /// past the bound.
-    pub(crate) fn check_size(&self) -> Result<(), InvalidTest> {
+    pub fn check_size(&self) -> Result<(), InvalidTest> {
         if self.locations.len() > MAX_LOCATIONS {
             return Err(InvalidTest::Location {
                 index: MAX_LOCATIONS,
@@ -68,7 +68,7 @@ impl LitmusTest {
         Ok(())
     }
 
-    pub(crate) fn init_of(&self, loc: &str) -> i64 {
+    pub fn init_of(&self, loc: &str) -> i64 {
         let phys = self.physical(loc);
         self.locations
             .iter()
@@ -77,7 +77,7 @@ impl LitmusTest {
     }
 
     /// The physical location a name denotes: itself, or what it aliases.
-    pub(crate) fn physical<'a>(&'a self, loc: &'a str) -> &'a str {
+    pub fn physical<'a>(&'a self, loc: &'a str) -> &'a str {
         let mut cur = loc;
         // Aliases may chain (`s1 @ surface aliases y` where `y @ generic aliases x`);
         // validation rejects cycles, the bound keeps a bad test from looping.
@@ -106,7 +106,7 @@ impl LitmusTest {
     }
 
     /// Whether the test needs the PTX 7.5 proxy model (aliases, proxy accesses or fences).
-    pub(crate) fn uses_proxies(&self) -> bool {
+    pub fn uses_proxies(&self) -> bool {
         self.locations.iter().any(|l| l.alias.is_some())
             || self.threads.iter().flat_map(|t| &t.ops).any(|o| {
                 matches!(
@@ -197,7 +197,7 @@ impl LitmusTest {
     /// shared memory by the instruction's definition (`cp.async.bulk.shared::cluster.global`,
     /// an mbarrier object in `.shared::cta`), so the reader places them there (listing them
     /// when the init block did not).
-    pub(crate) fn place_async_locations(&mut self) {
+    pub fn place_async_locations(&mut self) {
         let shared: Vec<String> = self
             .threads
             .iter()

@@ -5,10 +5,11 @@
 
 use super::events::DROP_MBARRIER_RELEASE;
 use super::*;
-use crate::atomics::litmus::{self, dat3m};
+use crate as litmus;
+use crate::dat3m;
 
 fn suite(name: &str) -> LitmusTest {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../suites/litmus");
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../suites/litmus");
     litmus::load_file(&dir.join(format!("{name}.yaml"))).unwrap()
 }
 

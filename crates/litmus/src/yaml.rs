@@ -26,12 +26,12 @@ struct ThreadPositions {
 /// Reads a test from YAML text. Every error carries line and column: parse errors from the
 /// reader, validation errors (`P1 op 2: ...`) at the operation or the condition they name.
 pub fn from_yaml(text: &str) -> Result<LitmusTest, YamlError> {
-    let t: LitmusTest = crate::suite::from_yaml(text)
+    let t: LitmusTest = gpucts_input::from_yaml(text)
         .map_err(|(line, column, what)| YamlError::Syntax { line, column, what })?;
     t.validate()
         .and_then(|()| listed_locations_only(&t))
         .map_err(|source| {
-            let pos: Option<Positions> = crate::suite::from_yaml(text).ok();
+            let pos: Option<Positions> = gpucts_input::from_yaml(text).ok();
             let span = |s: &serde_saphyr::Spanned<serde::de::IgnoredAny>| {
                 (s.referenced.line(), s.referenced.column())
             };

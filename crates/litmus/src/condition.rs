@@ -91,7 +91,7 @@ pub enum Prop {
 
 impl Prop {
     /// Three-valued evaluation: `None` when a value it needs is unknown.
-    pub(crate) fn eval(&self, value: &dyn Fn(&Term) -> Option<i64>) -> Option<bool> {
+    pub fn eval(&self, value: &dyn Fn(&Term) -> Option<i64>) -> Option<bool> {
         match self {
             Prop::True => Some(true),
             Prop::Cmp { term, eq, val } => value(term).map(|v| (v == *val) == *eq),

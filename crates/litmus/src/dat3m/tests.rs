@@ -1,5 +1,5 @@
 use super::*;
-use crate::atomics::litmus::{AtomOp, Op, Operand, Quantifier, Scope, Sem, Term};
+use crate::{AtomOp, Op, Operand, Quantifier, Scope, Sem, Term};
 
 // Written as Dat3M's litmus/PTX/Manual/MP-gpu.litmus is published.
 const MP_GPU: &str = "PTX MP-gpu
@@ -189,7 +189,7 @@ fn cluster_placement_roundtrips() {
     assert_eq!(import(&export(&t)).unwrap(), t);
     assert!(matches!(
         &t.condition.prop,
-        crate::atomics::litmus::Prop::Cmp {
+        crate::Prop::Cmp {
             term: Term::Reg { thread: 1, .. },
             ..
         }

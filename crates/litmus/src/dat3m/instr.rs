@@ -2,11 +2,11 @@
 //! instructions with their modifiers read by kind.
 
 use super::OpError;
-use crate::atomics::litmus::{
+use crate::{
     parse_int, AtomOp, BranchCond, LocalOp, Op, Operand, Proxy, ProxyFenceKind, Scope, Sem,
 };
 
-pub(super) fn split_row(line: &str) -> Vec<&str> {
+pub fn split_row(line: &str) -> Vec<&str> {
     let l = line.trim();
     let l = l.strip_suffix(';').unwrap_or(l);
     l.split('|').collect()
@@ -49,8 +49,8 @@ fn strip_addr(s: &str) -> String {
 }
 
 /// Parses one instruction cell into an operation. The cell is split into opcode, modifiers and
-/// operands by the crate's one PTX instruction reader ([`crate::ptx::instr::parse_instruction`])
-/// and its literals read by the one literal grammar ([`crate::ptx::literal`]).
+/// operands by the crate's one PTX instruction reader ([`gpucts_ptx::instr::parse_instruction`])
+/// and its literals read by the one literal grammar ([`gpucts_ptx::literal`]).
 pub fn parse_instr(text: &str) -> Result<Op, OpError> {
     let text = text.trim().trim_end_matches(';').trim();
     if let Some(name) = text.strip_suffix(':') {
@@ -62,7 +62,7 @@ pub fn parse_instr(text: &str) -> Result<Op, OpError> {
             name: name.to_string(),
         });
     }
-    let ins = crate::ptx::instr::parse_instruction(text, 0)
+    let ins = gpucts_ptx::instr::parse_instruction(text, 0)
         .map_err(|e| OpError::Instruction(e.message))?;
     if ins.guard.is_some() {
         return Err(OpError::Guarded(text.to_string()));
@@ -76,7 +76,7 @@ pub fn parse_instr(text: &str) -> Result<Op, OpError> {
 
 /// One instruction cell as the PTX reader split it, with its text for error messages.
 struct Cell<'a> {
-    ins: &'a crate::ptx::instr::Instruction,
+    ins: &'a gpucts_ptx::instr::Instruction,
     text: &'a str,
 }
 

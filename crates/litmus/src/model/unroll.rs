@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::atomics::litmus::{BranchCond, Op, Operand, Thread};
+use crate::{BranchCond, Op, Operand, Thread};
 
 /// One step of a path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub struct Path {
 }
 
 /// The most paths one thread may have before the test is refused.
-pub(crate) const MAX_PATHS: usize = 4096;
+pub const MAX_PATHS: usize = 4096;
 
 /// Every path of `t` with each loop body run at most `bound` times.
 /// A thread whose paths under the loop bound are too many to enumerate.

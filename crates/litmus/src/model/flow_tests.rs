@@ -5,8 +5,8 @@ use rand::{Rng, SeedableRng};
 use strum::VariantArray;
 
 use super::{try_check_with, Options};
-use crate::atomics::litmus::dat3m::{export, import};
-use crate::atomics::litmus::{
+use crate::dat3m::{export, import};
+use crate::{
     Alias, AtomOp, BranchCond, Condition, LitmusTest, LocalOp, Location, Op, Operand, Prop, Proxy,
     ProxyFenceKind, Quantifier, Scope, Sem, Term, Thread,
 };

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::atomics::litmus::{LitmusTest, Op, Operand, Proxy, Scope, Sem};
+use crate::{LitmusTest, Op, Operand, Proxy, Scope, Sem};
 
 /// The Dat3M text of one operation.
 pub fn instr_text(op: &Op) -> String {

@@ -5,13 +5,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::rel::{empty, has, set, Rel};
 use super::{unroll, Model, ModelError};
-use crate::atomics::litmus::{
+use crate::{
     dat3m::instr_text, AtomOp, BranchCond, LitmusTest, LocalOp, Location, Op, Operand, Proxy,
     Scope, Sem, Thread,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+pub enum Kind {
     R,
     W,
     F,
@@ -19,7 +19,7 @@ pub(super) enum Kind {
 
 /// Where a value comes from, symbolically.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Src {
+pub enum Src {
     Const(i64),
     /// The value read by this read event.
     Read(usize),
@@ -29,7 +29,7 @@ pub(super) enum Src {
 
 impl Src {
     /// The read events the value depends on (data dependencies).
-    pub(super) fn reads(&self, out: &mut Vec<usize>) {
+    pub fn reads(&self, out: &mut Vec<usize>) {
         match self {
             Src::Const(_) => {}
             Src::Read(r) => out.push(*r),
@@ -42,7 +42,7 @@ impl Src {
 }
 
 #[derive(Debug, Clone)]
-pub(super) enum WVal {
+pub enum WVal {
     Plain(Src),
     Rmw {
         read: usize,
@@ -53,81 +53,81 @@ pub(super) enum WVal {
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct Ev {
-    pub(super) kind: Kind,
-    pub(super) thread: Option<usize>,
-    pub(super) loc: usize,
-    pub(super) strong: bool,
-    pub(super) scope: Option<Scope>,
+pub struct Ev {
+    pub kind: Kind,
+    pub thread: Option<usize>,
+    pub loc: usize,
+    pub strong: bool,
+    pub scope: Option<Scope>,
     /// W & REL, or a release fence (release, acq_rel, sc).
-    pub(super) rel: bool,
+    pub rel: bool,
     /// R & ACQ, or an acquire fence (acquire, acq_rel, sc).
-    pub(super) acq: bool,
-    pub(super) sc_fence: bool,
+    pub acq: bool,
+    pub sc_fence: bool,
     /// For an rmw read: its write.
-    pub(super) rmw_write: Option<usize>,
-    pub(super) wval: Option<WVal>,
-    pub(super) label: String,
+    pub rmw_write: Option<usize>,
+    pub wval: Option<WVal>,
+    pub label: String,
     /// Virtual location (the name used; `loc` is the physical one).
-    pub(super) vloc: usize,
+    pub vloc: usize,
     /// The proxy of a memory access; of a proxy fence, the proxy it fences.
-    pub(super) proxy: Proxy,
+    pub proxy: Proxy,
     /// `fence.proxy.{surface,texture,constant}` (orders `proxy` against generic).
-    pub(super) proxy_fence: bool,
+    pub proxy_fence: bool,
     /// `fence.proxy.alias`.
-    pub(super) alias_fence: bool,
+    pub alias_fence: bool,
     /// (gpu, cta) of the thread, for the 7.5 model's same-CTA proxy fences.
-    pub(super) cta_key: (u32, u32),
+    pub cta_key: (u32, u32),
 }
 
-pub(super) struct Program {
-    pub(super) evs: Vec<Ev>,
-    pub(super) locs: Vec<String>,
+pub struct Program {
+    pub evs: Vec<Ev>,
+    pub locs: Vec<String>,
     /// Final register values per thread.
-    pub(super) regs: Vec<BTreeMap<String, Src>>,
-    pub(super) po: Rel,
-    pub(super) po_loc: Rel,
-    pub(super) ms: Rel,
-    pub(super) rmw: Rel,
-    pub(super) rel_pat: Rel,
-    pub(super) acq_pat: Rel,
-    pub(super) reads: Vec<usize>,
-    pub(super) sc_fences: Vec<usize>,
+    pub regs: Vec<BTreeMap<String, Src>>,
+    pub po: Rel,
+    pub po_loc: Rel,
+    pub ms: Rel,
+    pub rmw: Rel,
+    pub rel_pat: Rel,
+    pub acq_pat: Rel,
+    pub reads: Vec<usize>,
+    pub sc_fences: Vec<usize>,
     /// Branch conditions the threads' paths assume: (condition, lhs, rhs).
-    pub(super) assumes: Vec<(BranchCond, Src, Src)>,
+    pub assumes: Vec<(BranchCond, Src, Src)>,
     /// Data and control dependencies (read -> later event), for No-Thin-Air.
-    pub(super) dep: Rel,
+    pub dep: Rel,
     /// Barrier arrivals: (arrive event, leave event when the thread waits, thread, CTA key,
     /// id, quorum).
-    pub(super) barriers: Vec<BarrierEv>,
-    pub(super) model: Model,
+    pub barriers: Vec<BarrierEv>,
+    pub model: Model,
     /// Per thread whose path ends at a back-jump: the reads of its last loop iteration.
-    pub(super) stuck: Vec<Vec<usize>>,
+    pub stuck: Vec<Vec<usize>>,
     /// The cas writes in the last iteration of spin paths: an execution in which one of them
     /// succeeds did not spin without effect, so it was cut by the bound instead.
-    pub(super) spin_cas: Vec<usize>,
+    pub spin_cas: Vec<usize>,
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct BarrierEv {
-    pub(super) arrive: usize,
-    pub(super) leave: Option<usize>,
+pub struct BarrierEv {
+    pub arrive: usize,
+    pub leave: Option<usize>,
     /// (gpu, cluster, cta) of the thread: `bar.cta` synchronises one CTA.
-    pub(super) cta: (u32, u32, u32),
-    pub(super) id: Src,
-    pub(super) quorum: Option<Src>,
+    pub cta: (u32, u32, u32),
+    pub id: Src,
+    pub quorum: Option<Src>,
 }
 
-pub(super) const NO_LOC: usize = usize::MAX;
+pub const NO_LOC: usize = usize::MAX;
 
 /// The value of an mbarrier location once phase 0 has completed (it starts at 0).
-pub(super) const PHASE_COMPLETE: i64 = 1;
+pub const PHASE_COMPLETE: i64 = 1;
 
 #[cfg(test)]
 thread_local! {
     /// A deliberately wrong model in which the complete-tx has no release semantics (the
     /// mbarrier's completion orders nothing), which the tests must catch.
-    pub(crate) static DROP_MBARRIER_RELEASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pub static DROP_MBARRIER_RELEASE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 fn drop_mbarrier_release() -> bool {
@@ -142,20 +142,20 @@ fn drop_mbarrier_release() -> bool {
 /// index into `locs`) and its virtual address (the index into `names`, Dat3M's `vloc`).
 /// Every lookup goes through maps built once, so building the events is linear in the
 /// locations (a scan per location made 100,000 locations take minutes).
-pub(super) struct LocIndex<'t> {
+pub struct LocIndex<'t> {
     /// Every location name the test uses.
-    pub(super) names: Vec<String>,
+    pub names: Vec<String>,
     /// The physical locations, each once.
-    pub(super) locs: Vec<String>,
+    pub locs: Vec<String>,
     /// The listed locations by name.
-    pub(super) listed: HashMap<&'t str, &'t Location>,
+    pub listed: HashMap<&'t str, &'t Location>,
     /// Index into `names` / `locs` by name.
-    pub(super) name_at: HashMap<String, usize>,
-    pub(super) loc_at: HashMap<String, usize>,
+    pub name_at: HashMap<String, usize>,
+    pub loc_at: HashMap<String, usize>,
 }
 
 impl<'t> LocIndex<'t> {
-    pub(super) fn new(test: &'t LitmusTest) -> Self {
+    pub fn new(test: &'t LitmusTest) -> Self {
         let names = test.all_locations();
         let mut listed = HashMap::new();
         for l in &test.locations {
@@ -187,7 +187,7 @@ impl<'t> LocIndex<'t> {
 
     /// [`LitmusTest::physical`] through the map: the name an alias chain ends at, `l` itself
     /// when it is no alias (bounded, as there, against a cycle validation missed).
-    pub(super) fn physical<'a>(&'a self, l: &'a str) -> &'a str {
+    pub fn physical<'a>(&'a self, l: &'a str) -> &'a str {
         let mut cur = l;
         for _ in 0..=self.listed.len() {
             match self.listed.get(cur).and_then(|m| m.alias.as_ref()) {
@@ -199,19 +199,19 @@ impl<'t> LocIndex<'t> {
     }
 
     /// [`LitmusTest::init_of`] through the map.
-    pub(super) fn init_of(&self, l: &str) -> i64 {
+    pub fn init_of(&self, l: &str) -> i64 {
         self.listed.get(self.physical(l)).map_or(0, |m| m.init)
     }
 
     /// The physical location of `l` (shared by all its aliases).
-    pub(super) fn loc(&self, l: &str) -> usize {
+    pub fn loc(&self, l: &str) -> usize {
         self.loc_at.get(self.physical(l)).copied().unwrap_or(NO_LOC)
     }
 
     /// The virtual address of `l`: a texture/surface/constant alias is another proxy's view
     /// of the same virtual address; only a generic alias is a different one (PTX ISA 7.5
     /// proxies; Dat3M's `vloc`).
-    pub(super) fn vloc(&self, l: &str) -> usize {
+    pub fn vloc(&self, l: &str) -> usize {
         let mut cur = l;
         for _ in 0..=self.listed.len() {
             match self.listed.get(cur).and_then(|m| m.alias.as_ref()) {
@@ -226,7 +226,7 @@ impl<'t> LocIndex<'t> {
 /// The value of operand `o` in the registers `regs`. A register no one wrote holds 0
 /// (validation has rejected registers that are never written; on a path that skips the write,
 /// the PTX register is still 0-initialised by the litmus convention of Dat3M's init block).
-pub(super) fn src_of(regs: &BTreeMap<String, Src>, o: &Operand) -> Src {
+pub fn src_of(regs: &BTreeMap<String, Src>, o: &Operand) -> Src {
     match o {
         Operand::Const(v) => Src::Const(*v),
         Operand::Reg(r) => regs.get(r).cloned().unwrap_or(Src::Const(0)),
@@ -235,39 +235,39 @@ pub(super) fn src_of(regs: &BTreeMap<String, Src>, o: &Operand) -> Src {
 
 /// The events of a test, built thread by thread along one path each, with what the
 /// relations need besides the events themselves.
-pub(super) struct Events<'t> {
-    pub(super) idx: LocIndex<'t>,
-    pub(super) evs: Vec<Ev>,
+pub struct Events<'t> {
+    pub idx: LocIndex<'t>,
+    pub evs: Vec<Ev>,
     /// Branch conditions the paths assume: (condition, lhs, rhs).
-    pub(super) assumes: Vec<(BranchCond, Src, Src)>,
+    pub assumes: Vec<(BranchCond, Src, Src)>,
     /// Data and control dependencies: (read, later event).
-    pub(super) deps: Vec<(usize, usize)>,
-    pub(super) barriers: Vec<BarrierEv>,
+    pub deps: Vec<(usize, usize)>,
+    pub barriers: Vec<BarrierEv>,
     /// Per looping thread: the reads of its last loop iteration.
-    pub(super) stuck: Vec<Vec<usize>>,
+    pub stuck: Vec<Vec<usize>>,
     /// The cas writes in the last iteration of spin paths.
-    pub(super) spin_cas: Vec<usize>,
+    pub spin_cas: Vec<usize>,
     /// Final register values per thread.
-    pub(super) regs: Vec<BTreeMap<String, Src>>,
+    pub regs: Vec<BTreeMap<String, Src>>,
     /// Each thread's events in program order.
-    pub(super) thread_evs: Vec<Vec<usize>>,
+    pub thread_evs: Vec<Vec<usize>>,
     /// Each bulk copy's events after the events its thread issued before it: ordered after
     /// those, and not before the thread's later events (the copy runs asynchronously).
-    pub(super) async_chains: Vec<Vec<usize>>,
+    pub async_chains: Vec<Vec<usize>>,
 }
 
 /// The state of one thread while its path is turned into events.
-pub(super) struct ThreadState {
-    pub(super) regs: BTreeMap<String, Src>,
+pub struct ThreadState {
+    pub regs: BTreeMap<String, Src>,
     /// The thread's events so far, in program order.
-    pub(super) mine: Vec<usize>,
+    pub mine: Vec<usize>,
     /// (gpu, cluster, cta): `bar.cta` synchronises one CTA.
-    pub(super) cta: (u32, u32, u32),
+    pub cta: (u32, u32, u32),
 }
 
 impl<'t> Events<'t> {
     /// One initial write per physical location, of its init value, by no thread.
-    pub(super) fn new(test: &'t LitmusTest) -> Self {
+    pub fn new(test: &'t LitmusTest) -> Self {
         let idx = LocIndex::new(test);
         let evs = idx
             .locs
@@ -309,7 +309,7 @@ impl<'t> Events<'t> {
     /// The events of thread `ti` along `path`: each operation's events in program order, the
     /// branch conditions the path assumes, and the control dependencies (every event after a
     /// branch depends on what the branch read).
-    pub(super) fn thread(&mut self, ti: usize, t: &Thread, path: &unroll::Path) {
+    pub fn thread(&mut self, ti: usize, t: &Thread, path: &unroll::Path) {
         let mut st = ThreadState {
             regs: t
                 .regs
@@ -376,7 +376,7 @@ impl<'t> Events<'t> {
     }
 
     /// Appends `ev` to the events and to the thread's program order; its index.
-    pub(super) fn push(&mut self, ev: Ev, st: &mut ThreadState) -> usize {
+    pub fn push(&mut self, ev: Ev, st: &mut ThreadState) -> usize {
         let id = self.evs.len();
         self.evs.push(ev);
         st.mine.push(id);
@@ -385,7 +385,7 @@ impl<'t> Events<'t> {
 
     /// The events of one operation (`base` carries its thread, label and defaults: a strong
     /// fence of no scope) and its effect on the registers.
-    pub(super) fn op(&mut self, op: &Op, base: Ev, st: &mut ThreadState) {
+    pub fn op(&mut self, op: &Op, base: Ev, st: &mut ThreadState) {
         match op {
             Op::Label { .. } | Op::Branch { .. } | Op::Goto { .. } => {}
             Op::Local { op, reg, a, b } => {
@@ -549,7 +549,7 @@ impl<'t> Events<'t> {
     /// `cold`, `sust`; PTX ISA 7.5 proxies): one event each, the proxy its only difference.
     /// A strong load with `.acquire` is an acquire, a strong store with `.release` a release;
     /// a load's register now holds what it reads, a store depends on its value's reads.
-    pub(super) fn access(&mut self, op: &Op, base: Ev, st: &mut ThreadState) {
+    pub fn access(&mut self, op: &Op, base: Ev, st: &mut ThreadState) {
         match op {
             Op::Ld {
                 reg,
@@ -627,7 +627,7 @@ impl<'t> Events<'t> {
     /// A barrier (`bar.sync`/`barrier.sync`, or `bar.arrive` which does not wait): an arrive
     /// event, and a leave event when the thread waits; the barrier is named by its id, or by
     /// the instance when it has none (PTX ISA "bar, barrier").
-    pub(super) fn barrier(
+    pub fn barrier(
         &mut self,
         arrive: bool,
         instance: i64,
@@ -671,7 +671,7 @@ impl<'t> Events<'t> {
     /// An `atom` or `red`: a read and a write joined by `rmw`, the write's value computed from
     /// the read, the operand and (cas) the comparand, which it depends on. Acquire semantics
     /// go on the read, release on the write; `red` writes no register.
-    pub(super) fn rmw(&mut self, a: Rmw, base: Ev, st: &mut ThreadState) {
+    pub fn rmw(&mut self, a: Rmw, base: Ev, st: &mut ThreadState) {
         let r = self.evs.len();
         let w = r + 1;
         let operand = src_of(&st.regs, a.val);
@@ -719,18 +719,18 @@ impl<'t> Events<'t> {
 }
 
 /// The fields of an `atom` (with a destination register) or a `red` (without).
-pub(super) struct Rmw<'a> {
-    pub(super) op: AtomOp,
-    pub(super) reg: Option<&'a String>,
-    pub(super) loc: &'a str,
-    pub(super) val: &'a Operand,
-    pub(super) cmp: Option<&'a Operand>,
-    pub(super) sem: Sem,
-    pub(super) scope: Scope,
+pub struct Rmw<'a> {
+    pub op: AtomOp,
+    pub reg: Option<&'a String>,
+    pub loc: &'a str,
+    pub val: &'a Operand,
+    pub cmp: Option<&'a Operand>,
+    pub sem: Sem,
+    pub scope: Scope,
 }
 
 /// Program order `po`: each thread's events in the order of its path.
-pub(super) fn program_order(thread_evs: &[Vec<usize>], n: usize) -> Rel {
+pub fn program_order(thread_evs: &[Vec<usize>], n: usize) -> Rel {
     let mut po = empty(n);
     for mine in thread_evs {
         for (i, &a) in mine.iter().enumerate() {
@@ -742,13 +742,13 @@ pub(super) fn program_order(thread_evs: &[Vec<usize>], n: usize) -> Rel {
     po
 }
 
-pub(super) fn is_mem(e: &Ev) -> bool {
+pub fn is_mem(e: &Ev) -> bool {
     e.kind != Kind::F
 }
 
 /// `po-loc`: program order between memory operations on the same location; the v7.5
 /// release/acquire patterns use po-vloc (the same virtual address).
-pub(super) fn po_loc(evs: &[Ev], po: &Rel, model: Model) -> Rel {
+pub fn po_loc(evs: &[Ev], po: &Rel, model: Model) -> Rel {
     let n = evs.len();
     let mut po_loc = empty(n);
     for a in 0..n {
@@ -768,7 +768,7 @@ pub(super) fn po_loc(evs: &[Ev], po: &Rel, model: Model) -> Rel {
 /// that include each other's thread; memory operations must overlap (the same location; in
 /// v7.5 also the same virtual address) and, in v7.5 ("morally strong" of PTX ISA 7.5), go
 /// through the same proxy. Initial writes take part in no synchronisation.
-pub(super) fn morally_strong(test: &LitmusTest, evs: &[Ev], model: Model) -> Rel {
+pub fn morally_strong(test: &LitmusTest, evs: &[Ev], model: Model) -> Rel {
     let n = evs.len();
     let mut ms = empty(n);
     for a in 0..n {
@@ -806,7 +806,7 @@ pub(super) fn morally_strong(test: &LitmusTest, evs: &[Ev], model: Model) -> Rel
 /// The release pattern `[W&REL]; po-loc?; [strong W] | [F&REL]; po; [strong W]` and the
 /// acquire pattern `[strong R]; po-loc?; [R&ACQ] | [strong R]; po; [F&ACQ]` (the PTX memory
 /// model's release and acquire patterns, as in Dat3M's `ptx.cat`).
-pub(super) fn release_acquire_patterns(evs: &[Ev], po: &Rel, po_loc: &Rel) -> (Rel, Rel) {
+pub fn release_acquire_patterns(evs: &[Ev], po: &Rel, po_loc: &Rel) -> (Rel, Rel) {
     let n = evs.len();
     let mut rel_pat = empty(n);
     let mut acq_pat = empty(n);
@@ -841,7 +841,7 @@ pub(super) fn release_acquire_patterns(evs: &[Ev], po: &Rel, po_loc: &Rel) -> (R
 /// The program of `test` along one path per thread: its events (initial writes first) and
 /// the relations fixed before any reads-from or coherence choice: program order, po-loc,
 /// morally strong, rmw, the release and acquire patterns and the dependencies.
-pub(super) fn build(
+pub fn build(
     test: &LitmusTest,
     paths: &[&unroll::Path],
     model: Model,

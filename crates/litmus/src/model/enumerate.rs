@@ -7,7 +7,7 @@ use super::axioms::first_violation;
 use super::events::{Kind, Program, Src, WVal};
 use super::rel::{empty, has, set, union, Rel};
 use super::{Axiom, ModelError, Rejection};
-use crate::atomics::litmus::{LitmusTest, Term};
+use crate::{LitmusTest, Term};
 
 /// The ways barrier arrivals can synchronise under the values `val`, as relations from each
 /// arrival to the leave events it releases; `None` when a waiting thread's barrier never
@@ -17,7 +17,7 @@ use crate::atomics::litmus::{LitmusTest, Term};
 /// "bar, barrier": the barrier completes when the expected number of threads arrive;
 /// `bar.arrive` counts without waiting). These choices reproduce Dat3M's `Barrier/quorum*`
 /// verdicts.
-pub(super) fn barrier_options(p: &Program, val: &[Option<i64>]) -> Option<Vec<Rel>> {
+pub fn barrier_options(p: &Program, val: &[Option<i64>]) -> Option<Vec<Rel>> {
     let n = p.evs.len();
     type Key = ((u32, u32, u32), i64);
     let mut groups: BTreeMap<Key, Vec<(usize, Option<i64>)>> = BTreeMap::new();
@@ -78,7 +78,7 @@ pub(super) fn barrier_options(p: &Program, val: &[Option<i64>]) -> Option<Vec<Re
     Some(options)
 }
 
-pub(super) fn subsets(k: usize, q: usize) -> Vec<Vec<usize>> {
+pub fn subsets(k: usize, q: usize) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     for mask in 0u32..(1u32 << k.min(16)) {
         if mask.count_ones() as usize == q {
@@ -88,7 +88,7 @@ pub(super) fn subsets(k: usize, q: usize) -> Vec<Vec<usize>> {
     out
 }
 
-pub(super) fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+pub fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
     if items.len() <= 1 {
         return vec![items.to_vec()];
     }
@@ -105,7 +105,7 @@ pub(super) fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
 }
 
 /// All orders of `items` that keep `po`.
-pub(super) fn linearisations(items: &[usize], po: &Rel) -> Vec<Vec<usize>> {
+pub fn linearisations(items: &[usize], po: &Rel) -> Vec<Vec<usize>> {
     let mut out = Vec::new();
     let mut cur = Vec::new();
     let mut used = vec![false; items.len()];
@@ -140,7 +140,7 @@ pub(super) fn linearisations(items: &[usize], po: &Rel) -> Vec<Vec<usize>> {
     out
 }
 
-pub(super) fn eval_src(s: &Src, val: &[Option<i64>]) -> Option<i64> {
+pub fn eval_src(s: &Src, val: &[Option<i64>]) -> Option<i64> {
     match s {
         Src::Const(v) => Some(*v),
         Src::Read(r) => val[*r],
@@ -150,7 +150,7 @@ pub(super) fn eval_src(s: &Src, val: &[Option<i64>]) -> Option<i64> {
 
 /// Values of every event under an rf choice: `None` for values caught in a cycle of rf and
 /// dependencies (thin air). `exists[w]` is whether a write happens (a failed cas does not).
-pub(super) fn compute_values(p: &Program, rf: &[usize]) -> (Vec<Option<i64>>, Vec<Option<bool>>) {
+pub fn compute_values(p: &Program, rf: &[usize]) -> (Vec<Option<i64>>, Vec<Option<bool>>) {
     let n = p.evs.len();
     let mut val: Vec<Option<i64>> = vec![None; n];
     let mut exists: Vec<Option<bool>> = p
@@ -213,14 +213,14 @@ pub(super) fn compute_values(p: &Program, rf: &[usize]) -> (Vec<Option<i64>>, Ve
     (val, exists)
 }
 
-pub(super) struct Outcome<'a> {
-    pub(super) p: &'a Program,
-    pub(super) val: &'a [Option<i64>],
-    pub(super) final_mem: Vec<Option<i64>>,
+pub struct Outcome<'a> {
+    pub p: &'a Program,
+    pub val: &'a [Option<i64>],
+    pub final_mem: Vec<Option<i64>>,
 }
 
 impl Outcome<'_> {
-    pub(super) fn value(&self, t: &Term) -> Option<i64> {
+    pub fn value(&self, t: &Term) -> Option<i64> {
         match t {
             Term::Loc(l) => {
                 let li = self.p.locs.iter().position(|x| x == l)?;
@@ -234,7 +234,7 @@ impl Outcome<'_> {
     }
 }
 
-pub(super) fn describe(p: &Program, rf: &[usize], co: &[CoOrder], sco: &[usize]) -> String {
+pub fn describe(p: &Program, rf: &[usize], co: &[CoOrder], sco: &[usize]) -> String {
     let mut parts = Vec::new();
     let rfs: Vec<String> = p
         .reads
@@ -279,14 +279,14 @@ pub(super) fn describe(p: &Program, rf: &[usize], co: &[CoOrder], sco: &[usize])
 /// a strict partial order that orders every morally strong pair (the paper's `co` is total
 /// only within each scope's morally strong writes, Dat3M's `ptx-v6.0.cat` likewise).
 #[derive(Debug, Clone)]
-pub(super) struct CoOrder {
-    pub(super) writes: Vec<usize>,
-    pub(super) pairs: Vec<(usize, usize)>,
+pub struct CoOrder {
+    pub writes: Vec<usize>,
+    pub pairs: Vec<(usize, usize)>,
     /// Writes with no successor: each may be the location's final value.
-    pub(super) maximal: Vec<usize>,
+    pub maximal: Vec<usize>,
 }
 
-pub(super) fn coherence_orders(ws: &[usize], ms: &Rel) -> Vec<CoOrder> {
+pub fn coherence_orders(ws: &[usize], ms: &Rel) -> Vec<CoOrder> {
     let k = ws.len();
     let pairs: Vec<(usize, usize)> = (0..k)
         .flat_map(|i| (i + 1..k).map(move |j| (i, j)))
@@ -345,23 +345,23 @@ pub(super) fn coherence_orders(ws: &[usize], ms: &Rel) -> Vec<CoOrder> {
 }
 
 #[derive(Default)]
-pub(super) struct Acc {
-    pub(super) candidates: usize,
-    pub(super) consistent: usize,
-    pub(super) allowed: bool,
-    pub(super) all_satisfy: bool,
-    pub(super) rejected: Vec<Rejection>,
-    pub(super) allowed_outcomes: BTreeSet<Vec<i64>>,
-    pub(super) bound_reached: bool,
-    pub(super) hang: bool,
-    pub(super) liveness: bool,
+pub struct Acc {
+    pub candidates: usize,
+    pub consistent: usize,
+    pub allowed: bool,
+    pub all_satisfy: bool,
+    pub rejected: Vec<Rejection>,
+    pub allowed_outcomes: BTreeSet<Vec<i64>>,
+    pub bound_reached: bool,
+    pub hang: bool,
+    pub liveness: bool,
     /// A consistent execution in which some thread never terminates under a fair scheduler.
-    pub(super) stuck_witness: Option<String>,
+    pub stuck_witness: Option<String>,
 }
 
 /// The candidate executions of one path combination, bounded before any work: rf choices ×
 /// coherence orders (each pair of writes ordered one way, the other, or not) × fence.sc orders.
-pub(super) fn estimate(p: &Program) -> u128 {
+pub fn estimate(p: &Program) -> u128 {
     let n = p.evs.len();
     // Saturating: 35! does not fit in 128 bits, and a wrapped product would admit the test.
     let fact = |k: usize| (1..=k as u128).fold(1u128, |a, b| a.saturating_mul(b));
@@ -395,7 +395,7 @@ pub(super) fn estimate(p: &Program) -> u128 {
 
 /// Advances the mixed-radix counter `idx` (digit `k` counts up to `len(k)`) to the next
 /// combination; false once every combination has been visited.
-pub(super) fn next_choice(idx: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
+pub fn next_choice(idx: &mut [usize], len: impl Fn(usize) -> usize) -> bool {
     for (k, digit) in idx.iter_mut().enumerate() {
         *digit += 1;
         if *digit < len(k) {
@@ -408,7 +408,7 @@ pub(super) fn next_choice(idx: &mut [usize], len: impl Fn(usize) -> usize) -> bo
 
 /// The reads-from candidates of each read (in `p.reads` order): every write to the same
 /// location except the read's own rmw write (the initial write included).
-pub(super) fn rf_candidates(p: &Program) -> Result<Vec<Vec<usize>>, ModelError> {
+pub fn rf_candidates(p: &Program) -> Result<Vec<Vec<usize>>, ModelError> {
     let n = p.evs.len();
     let choices: Vec<Vec<usize>> = p
         .reads
@@ -432,7 +432,7 @@ pub(super) fn rf_candidates(p: &Program) -> Result<Vec<Vec<usize>>, ModelError> 
 /// Enumerates the candidate executions of one combination of thread paths into `acc`: each
 /// reads-from choice, then (in [`reads_from`]) each coherence order, `fence.sc` order and
 /// barrier synchronisation.
-pub(super) fn enumerate(
+pub fn enumerate(
     test: &LitmusTest,
     p: &Program,
     terms: &[Term],
@@ -464,36 +464,36 @@ pub(super) fn enumerate(
 
 /// One reads-from choice of one combination of paths, and what every execution built on it
 /// shares.
-pub(super) struct Candidate<'a> {
-    pub(super) test: &'a LitmusTest,
-    pub(super) p: &'a Program,
-    pub(super) terms: &'a [Term],
+pub struct Candidate<'a> {
+    pub test: &'a LitmusTest,
+    pub p: &'a Program,
+    pub terms: &'a [Term],
     /// The orders of the `fence.sc` operations consistent with program order.
-    pub(super) sc_orders: &'a [Vec<usize>],
+    pub sc_orders: &'a [Vec<usize>],
     /// The write each read reads from, in `p.reads` order.
-    pub(super) rf: &'a [usize],
+    pub rf: &'a [usize],
 }
 
 /// Whether the values a reads-from choice gives are an execution of the paths at all.
-pub(super) struct Feasibility {
+pub struct Feasibility {
     /// Not an execution: a read from a cas write that did not happen, a branch condition
     /// the path assumed does not hold, a spin whose cas all failed, or a barrier that never
     /// completes (without `--liveness`).
-    pub(super) excluded: bool,
+    pub excluded: bool,
     /// Cut by the loop bound (a spin whose cas succeeded counts as cut).
-    pub(super) cut: bool,
+    pub cut: bool,
     /// Some branch condition's value is unknown (it depends on a thin-air value).
-    pub(super) assume_unknown: bool,
+    pub assume_unknown: bool,
     /// With `--liveness`: a waiting thread's barrier never completes.
-    pub(super) hanging: bool,
+    pub hanging: bool,
     /// The ways the barrier arrivals synchronise.
-    pub(super) bar_opts: Vec<Rel>,
+    pub bar_opts: Vec<Rel>,
 }
 
 impl Candidate<'_> {
     /// Which executions this reads-from choice admits: the paths' branch conditions and
     /// cas outcomes must agree with its values, and its barriers must complete.
-    pub(super) fn feasibility(
+    pub fn feasibility(
         &self,
         val: &[Option<i64>],
         exists: &[Option<bool>],
@@ -555,7 +555,7 @@ impl Candidate<'_> {
     /// The executions of this reads-from choice into `acc`: one candidate when some value is
     /// thin air (No-Thin-Air: `acyclic(rf | dep)`, here every value computable without a
     /// cycle), else one per coherence order of each location's writes.
-    pub(super) fn reads_from(&self, cut: bool, acc: &mut Acc) {
+    pub fn reads_from(&self, cut: bool, acc: &mut Acc) {
         let p = self.p;
         let n = p.evs.len();
         let (val, exists) = compute_values(p, self.rf);
@@ -631,7 +631,7 @@ impl Candidate<'_> {
     /// consistent one adds its outcomes, an inconsistent one that satisfies the condition is
     /// recorded as a rejection. With `--liveness` only a consistent execution that never
     /// terminates under a fair scheduler is looked for.
-    pub(super) fn judge(&self, ex: &Execution, f: &Feasibility, acc: &mut Acc) {
+    pub fn judge(&self, ex: &Execution, f: &Feasibility, acc: &mut Acc) {
         let p = self.p;
         let (sat_any, unsat_any, state_values) = self.final_states(ex);
         for sco in self.sc_orders {
@@ -686,7 +686,7 @@ impl Candidate<'_> {
     /// The final states an execution may end in (each location holding any of its co-maximal
     /// writes): whether some satisfies the condition, whether some does not, and the values
     /// of the condition's terms in each.
-    pub(super) fn final_states(&self, ex: &Execution) -> (bool, bool, Vec<Vec<i64>>) {
+    pub fn final_states(&self, ex: &Execution) -> (bool, bool, Vec<Vec<i64>>) {
         let mut states: Vec<Vec<Option<i64>>> = vec![Vec::new()];
         for f in &ex.finals {
             states = states
@@ -726,20 +726,20 @@ impl Candidate<'_> {
 }
 
 /// One reads-from and coherence choice: the values, the events that happen, rf and co.
-pub(super) struct Execution<'a> {
-    pub(super) val: &'a [Option<i64>],
+pub struct Execution<'a> {
+    pub val: &'a [Option<i64>],
     /// The events that happen (a failed cas's write does not), as a bit set.
-    pub(super) live: u64,
-    pub(super) rf_rel: &'a Rel,
-    pub(super) co_rel: Rel,
-    pub(super) co: &'a [CoOrder],
+    pub live: u64,
+    pub rf_rel: &'a Rel,
+    pub co_rel: Rel,
+    pub co: &'a [CoOrder],
     /// Per location, the values a later observer may read.
-    pub(super) finals: Vec<Vec<Option<i64>>>,
+    pub finals: Vec<Vec<Option<i64>>>,
 }
 
 /// The coherence relation `co` of one order per location: the initial write of location
 /// `li` (event `li`) before every other write to it, then the order's own pairs.
-pub(super) fn coherence_relation(co: &[CoOrder], n: usize) -> Rel {
+pub fn coherence_relation(co: &[CoOrder], n: usize) -> Rel {
     let mut co_rel = empty(n);
     for (li, order) in co.iter().enumerate() {
         for &w in &order.writes {
@@ -754,7 +754,7 @@ pub(super) fn coherence_relation(co: &[CoOrder], n: usize) -> Rel {
 
 /// Final memory: per location, the value of any co-maximal write (what an observer after
 /// every thread may read), the initial value when no thread writes it.
-pub(super) fn final_values(co: &[CoOrder], val: &[Option<i64>]) -> Vec<Vec<Option<i64>>> {
+pub fn final_values(co: &[CoOrder], val: &[Option<i64>]) -> Vec<Vec<Option<i64>>> {
     co.iter()
         .enumerate()
         .map(|(li, order)| {

@@ -7,7 +7,7 @@
 use super::events::{Kind, Program};
 use super::rel::{acyclic, closure, compose, empty, has, inter, set, union, Rel};
 use super::{Axiom, Model};
-use crate::atomics::litmus::Proxy;
+use crate::Proxy;
 
 /// The PTX 6.0 axioms (Dat3M `ptx-v6.0.cat`), in the order a rejection names the first one
 /// violated.
@@ -32,7 +32,7 @@ const V75_AXIOMS: &[Axiom] = &[
 
 /// The first axiom an execution violates, or `None` if it is consistent.
 /// `live`: the events that happen (a failed cas has no write).
-pub(super) fn first_violation(
+pub fn first_violation(
     p: &Program,
     live: u64,
     rf_rel: &Rel,

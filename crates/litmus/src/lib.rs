@@ -1,5 +1,9 @@
 //! Litmus tests for the PTX memory consistency model: the data model, its YAML form, the
-//! condition language, and conversion to and from Dat3M's PTX `.litmus` syntax (`dat3m`).
+//! condition language, conversion to and from Dat3M's PTX `.litmus` syntax ([`dat3m`]), and
+//! an exhaustive checker of the PTX memory model ([`model`]: which outcomes the model allows).
+//! The crate knows nothing of gpucts's harness; gpucts's atomics area, its GPU litmus engine
+//! and its emulator use it. See `examples/check.rs` for the whole path from a file to a
+//! verdict.
 //!
 //! A test is a handful of threads, each placed in a CTA / cluster / GPU, running PTX memory
 //! operations (`ld`, `st`, `atom`, `fence`) with a memory-ordering semantic and a scope
@@ -25,6 +29,7 @@
 
 mod condition;
 pub mod dat3m;
+pub mod model;
 mod validate;
 mod yaml;
 
@@ -35,7 +40,7 @@ use serde::{Deserialize, Serialize};
 
 // The crate's one vocabulary for semantics, scopes, state spaces and atomic operations
 // (ptx::instr); a litmus test uses them as the PTX ISA names them.
-pub use crate::ptx::instr::{AtomOp, Scope, Sem, Space};
+pub use gpucts_ptx::instr::{AtomOp, Scope, Sem, Space};
 
 pub use condition::{
     parse_condition, Condition, ConditionError, Prop, Quantifier, Term, Value, MAX_CONDITION_DEPTH,
@@ -68,7 +73,7 @@ impl Placement {
     }
 
     /// Whether the placement puts its threads in thread block clusters of several CTAs.
-    pub(crate) fn is_cluster(self) -> bool {
+    pub fn is_cluster(self) -> bool {
         matches!(self, Placement::IntraCluster | Placement::InterCluster)
     }
 
@@ -84,7 +89,7 @@ impl Placement {
     }
 
     /// How a description says where the threads run.
-    pub(crate) fn describe(self) -> &'static str {
+    pub fn describe(self) -> &'static str {
         match self {
             Placement::IntraCta => "all threads in one CTA",
             Placement::InterCta => "each thread in its own CTA",
@@ -269,7 +274,7 @@ impl LocalOp {
     pub fn parse(s: &str) -> Option<LocalOp> {
         s.parse().ok()
     }
-    pub(crate) fn apply(self, a: i64, b: i64) -> i64 {
+    pub fn apply(self, a: i64, b: i64) -> i64 {
         match self {
             LocalOp::Add => a.wrapping_add(b),
             LocalOp::Sub => a.wrapping_sub(b),
@@ -313,10 +318,10 @@ pub enum BranchCond {
 
 impl BranchCond {
     /// The Dat3M mnemonic (`beq`, ...).
-    pub(crate) fn mnemonic(self) -> &'static str {
+    pub fn mnemonic(self) -> &'static str {
         self.into()
     }
-    pub(crate) fn from_mnemonic(s: &str) -> Option<BranchCond> {
+    pub fn from_mnemonic(s: &str) -> Option<BranchCond> {
         s.parse().ok()
     }
     pub fn holds(self, a: i64, b: i64) -> bool {
@@ -330,7 +335,7 @@ impl BranchCond {
         }
     }
     /// The comparison that holds exactly when this one does not.
-    pub(crate) fn negate(self) -> BranchCond {
+    pub fn negate(self) -> BranchCond {
         match self {
             BranchCond::Eq => BranchCond::Ne,
             BranchCond::Ne => BranchCond::Eq,
@@ -413,7 +418,7 @@ impl ProxyFenceKind {
         s.parse().ok()
     }
     /// The proxy the fence orders against the generic proxy (`None` for `alias`).
-    pub(crate) fn proxy(self) -> Option<Proxy> {
+    pub fn proxy(self) -> Option<Proxy> {
         match self {
             ProxyFenceKind::Texture => Some(Proxy::Texture),
             ProxyFenceKind::Surface => Some(Proxy::Surface),
@@ -447,7 +452,7 @@ impl Op {
         }
     }
     /// The register an operation writes.
-    pub(crate) fn dest(&self) -> Option<&str> {
+    pub fn dest(&self) -> Option<&str> {
         match self {
             Op::Ld { reg, .. }
             | Op::Atom { reg, .. }
@@ -459,7 +464,7 @@ impl Op {
     }
     /// Whether the operation writes memory or takes part in a barrier (a loop iteration
     /// without any is a side-effect-free spin).
-    pub(crate) fn has_effect(&self) -> bool {
+    pub fn has_effect(&self) -> bool {
         matches!(
             self,
             Op::St { .. }
@@ -471,7 +476,7 @@ impl Op {
         )
     }
     /// The registers an operation reads.
-    pub(crate) fn operand_regs(&self) -> Vec<&str> {
+    pub fn operand_regs(&self) -> Vec<&str> {
         let ops: Vec<&Operand> = match self {
             Op::St { val, .. }
             | Op::Red { val, .. }
@@ -526,7 +531,7 @@ impl Thread {
     /// on some path from there before being written. At the end every register the thread
     /// names counts as read, since the condition may name any. A backward dataflow over the
     /// thread's labels, branches and gotos, to a fixed point.
-    pub(crate) fn live_registers(&self) -> Vec<std::collections::BTreeSet<&str>> {
+    pub fn live_registers(&self) -> Vec<std::collections::BTreeSet<&str>> {
         use std::collections::BTreeSet;
         let n = self.ops.len();
         let label = |name: &str| {
@@ -578,7 +583,7 @@ impl Thread {
     /// part in a barrier (a cas only when it succeeds: `cas_counts` says whether to count one
     /// regardless), or writes a register live at the head. An iteration with none of these
     /// is a spin: running it again or not changes nothing later.
-    pub(crate) fn iteration_effect(
+    pub fn iteration_effect(
         &self,
         i: usize,
         live_at_head: &std::collections::BTreeSet<&str>,
@@ -596,11 +601,11 @@ impl Thread {
             || op.dest().is_some_and(|r| live_at_head.contains(r))
     }
 
-    pub(crate) fn effective_cluster(&self) -> u32 {
+    pub fn effective_cluster(&self) -> u32 {
         self.cluster.unwrap_or(self.cta)
     }
     /// Whether an operation of this thread with `scope` includes thread `other`.
-    pub(crate) fn scope_includes(&self, scope: Scope, other: &Thread) -> bool {
+    pub fn scope_includes(&self, scope: Scope, other: &Thread) -> bool {
         match scope {
             Scope::Sys => true,
             Scope::Gpu => self.gpu == other.gpu,
@@ -706,7 +711,7 @@ pub enum YamlError {
 #[derive(Debug, thiserror::Error)]
 pub enum LitmusFileError {
     #[error(transparent)]
-    Read(#[from] crate::suite::SuiteError),
+    Read(#[from] gpucts_input::InputError),
     #[error("{}:{source}", path.display())]
     Yaml {
         path: std::path::PathBuf,
@@ -726,10 +731,10 @@ pub enum LitmusFileError {
     },
 }
 
-/// Parses an integer value: a PTX literal ([`crate::ptx::literal`]: `010` is octal 8) with
+/// Parses an integer value: a PTX literal ([`gpucts_ptx::literal`]: `010` is octal 8) with
 /// an optional sign, in the range of a 64-bit signed value: `-9223372036854775808` (i64::MIN)
 /// is accepted and any larger magnitude refused, whatever the base.
-pub(crate) fn parse_int(s: &str) -> Option<i64> {
+pub fn parse_int(s: &str) -> Option<i64> {
     let s = s.trim();
     let (neg, digits) = match s.strip_prefix('-') {
         Some(d) => (true, d),
@@ -738,7 +743,7 @@ pub(crate) fn parse_int(s: &str) -> Option<i64> {
     if digits.starts_with(['-', '+']) {
         return None;
     }
-    let mag = crate::ptx::literal::parse_int(digits)?;
+    let mag = gpucts_ptx::literal::parse_int(digits)?;
     if neg {
         if mag == 1u64 << 63 {
             Some(i64::MIN)
@@ -752,7 +757,7 @@ pub(crate) fn parse_int(s: &str) -> Option<i64> {
 
 /// Whether `s` can name a register or a location: `[A-Za-z_%][A-Za-z0-9_%$]*` (Dat3M's and
 /// PTX's identifiers; `1+1` or an empty address is neither).
-pub(crate) fn is_name(s: &str) -> bool {
+pub fn is_name(s: &str) -> bool {
     let mut chars = s.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_' || c == '%')
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '%' | '$'))
@@ -762,16 +767,16 @@ pub(crate) fn is_name(s: &str) -> bool {
 /// any work that grows with the test (work per location per location makes an init block of
 /// 100,000 locations take minutes); real tests have a handful, and the checker itself
 /// handles at most 64 events, one initial write per location among them.
-pub(crate) const MAX_LOCATIONS: usize = 1024;
+pub const MAX_LOCATIONS: usize = 1024;
 /// The most threads a test may have.
-pub(crate) const MAX_THREADS: usize = 256;
+pub const MAX_THREADS: usize = 256;
 /// The most operations a test may have, all threads together.
-pub(crate) const MAX_OPS: usize = 4096;
+pub const MAX_OPS: usize = 4096;
 
 /// Why `name` cannot name a test: it must be one line of text with no blank at either end,
 /// because the Dat3M header `PTX NAME` holds it on one line and is read trimmed (an empty or
 /// multi-line name was exported as text the import refused).
-pub(crate) fn test_name_problem(name: &str) -> Option<&'static str> {
+pub fn test_name_problem(name: &str) -> Option<&'static str> {
     if name.trim().is_empty() {
         Some("is empty")
     } else if name.chars().any(char::is_control) {
@@ -786,8 +791,8 @@ pub(crate) fn test_name_problem(name: &str) -> Option<&'static str> {
 pub use dat3m::{export as export_dat3m, import as import_dat3m};
 
 /// Loads a test from a `.yaml`/`.yml` or Dat3M `.litmus` file.
-pub(crate) fn load_file(path: &std::path::Path) -> Result<LitmusTest, LitmusFileError> {
-    let text = crate::suite::input::read_text(path)?;
+pub fn load_file(path: &std::path::Path) -> Result<LitmusTest, LitmusFileError> {
+    let text = gpucts_input::read_text(path)?;
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let path = path.to_path_buf();
     match ext {
@@ -799,8 +804,8 @@ pub(crate) fn load_file(path: &std::path::Path) -> Result<LitmusTest, LitmusFile
 }
 
 /// `gpucts litmus import FILE.litmus`: a Dat3M test as YAML text.
-pub(crate) fn import_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
-    let text = crate::suite::input::read_text(path)?;
+pub fn import_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
+    let text = gpucts_input::read_text(path)?;
     let test = import_dat3m(&text).map_err(|source| LitmusFileError::Dat3m {
         path: path.to_path_buf(),
         source,
@@ -812,12 +817,9 @@ pub(crate) fn import_file(path: &std::path::Path) -> Result<String, LitmusFileEr
 }
 
 /// `gpucts litmus export FILE`: a test (YAML or Dat3M) as Dat3M `.litmus` text.
-pub(crate) fn export_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
+pub fn export_file(path: &std::path::Path) -> Result<String, LitmusFileError> {
     Ok(export_dat3m(&load_file(path)?))
 }
 
 #[cfg(test)]
 mod tests;
-
-#[cfg(test)]
-mod example_files;

@@ -33,7 +33,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use crate::atomics::litmus::{LitmusTest, Quantifier, Term};
+use crate::{LitmusTest, Quantifier, Term};
 
 mod axioms;
 mod enumerate;
@@ -159,7 +159,7 @@ impl ModelVerdict {
 
     /// The text of the report's `outcome:` line (`allowed`, `forbidden`, `unknown (why)`);
     /// `None` for a liveness answer, whose report has no such line.
-    pub(crate) fn outcome_text(&self) -> Option<String> {
+    pub fn outcome_text(&self) -> Option<String> {
         if let Some(e) = &self.error {
             return Some(format!("unknown ({e})"));
         }
@@ -177,7 +177,7 @@ impl ModelVerdict {
 
     /// Whether observed values of [`ModelVerdict::terms`] (same order) are an outcome of some
     /// consistent execution; a GPU run that sees any other outcome has broken the model.
-    pub(crate) fn outcome_allowed(&self, values: &[i64]) -> bool {
+    pub fn outcome_allowed(&self, values: &[i64]) -> bool {
         self.allowed_outcomes.contains(values)
     }
 }
@@ -187,7 +187,7 @@ impl ModelVerdict {
 /// locks (bound ~3.9M) check in seconds. 5M admits them and refuses the 8-thread SB with
 /// fence.sc (bound 10.3M), whose enumeration takes minutes; `litmus check --max-candidates N`
 /// raises it.
-pub(crate) const MAX_CANDIDATES: u128 = 5_000_000;
+pub const MAX_CANDIDATES: u128 = 5_000_000;
 
 /// Checks a test against the model. A test beyond the checker (more than 64 events, more
 /// than [`MAX_CANDIDATES`] candidate executions) gives a verdict with `error` set and nothing
@@ -246,7 +246,7 @@ pub struct Options {
 }
 
 /// Dat3M's loop bound for its PTX tests.
-pub(crate) const DEFAULT_UNROLL: u32 = 1;
+pub const DEFAULT_UNROLL: u32 = 1;
 
 impl Default for Options {
     fn default() -> Self {
@@ -296,7 +296,7 @@ pub enum CheckFileError {
     #[error("--unroll must be at least 1")]
     ZeroUnroll,
     #[error(transparent)]
-    File(#[from] crate::atomics::litmus::LitmusFileError),
+    File(#[from] crate::LitmusFileError),
     #[error("{}:{line}:1: {source}", path.display())]
     Refused {
         path: std::path::PathBuf,
@@ -307,15 +307,12 @@ pub enum CheckFileError {
 
 /// Checks a test against the model (default options); an error when the test is too large
 /// to enumerate.
-pub(crate) fn try_check(test: &LitmusTest) -> Result<ModelVerdict, ModelError> {
+pub fn try_check(test: &LitmusTest) -> Result<ModelVerdict, ModelError> {
     try_check_with(test, &Options::default())
 }
 
 /// Checks a test: every combination of thread paths under the loop bound, each enumerated.
-pub(crate) fn try_check_with(
-    test: &LitmusTest,
-    opts: &Options,
-) -> Result<ModelVerdict, ModelError> {
+pub fn try_check_with(test: &LitmusTest, opts: &Options) -> Result<ModelVerdict, ModelError> {
     let model = opts.model.unwrap_or(if test.uses_proxies() {
         Model::V75
     } else {
@@ -478,7 +475,7 @@ pub fn check_file(path: &std::path::Path) -> Result<FileVerdict, CheckFileError>
 }
 
 /// `gpucts litmus check [--unroll N] [--model ptx-v6.0|ptx-v7.5] [--liveness] FILE`.
-pub(crate) fn check_file_with(
+pub fn check_file_with(
     path: &std::path::Path,
     unroll: u32,
     model: Option<&str>,
@@ -495,7 +492,7 @@ pub(crate) fn check_file_with(
     if unroll == 0 {
         return Err(CheckFileError::ZeroUnroll);
     }
-    let test = crate::atomics::litmus::load_file(path)?;
+    let test = crate::load_file(path)?;
     let opts = Options {
         unroll,
         model,
@@ -505,7 +502,7 @@ pub(crate) fn check_file_with(
     let verdict = try_check_with(&test, &opts).map_err(|source| {
         // A refusal of the whole test (its state space) points at where its threads start:
         // `threads:` in YAML, the `P0@...` header in Dat3M syntax.
-        let line = crate::suite::input::read_text(path)
+        let line = gpucts_input::read_text(path)
             .ok()
             .and_then(|t| {
                 t.lines()
@@ -590,8 +587,6 @@ pub fn report(test: &LitmusTest, v: &ModelVerdict) -> String {
 
 #[cfg(test)]
 mod async_tests;
-#[cfg(test)]
-mod corpus;
 #[cfg(test)]
 mod flow_tests;
 #[cfg(test)]
