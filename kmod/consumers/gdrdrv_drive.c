@@ -11,8 +11,11 @@
  * callback pins, freeing the memory fires gdrdrv's free callback (gpudirect
  * §2.3), which must free the page table there and nowhere else and drop the
  * CPU mappings; persistent pins survive the free until gdrdrv puts them.
- * Every case also holds gdrdrv to the stand-in's counts: no contract
- * violation, and every pin and allocation gone at its end.  A kernel splat is
+ * Every case also holds gdrdrv to the stand-in's counts (no contract
+ * violation, every pin and allocation gone at its end) and to its own count of
+ * the page tables it holds (back where it was; gdrdrv is loaded with
+ * dbg_enabled=1 for that file, which also makes its unload WARN, not BUG,
+ * when the count is off).  A kernel splat is
  * the VM runner's to see (it reads the guest's log around each mode).
  */
 #define _GNU_SOURCE
@@ -21,6 +24,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,13 +128,36 @@ static int pin_and_map(gdr_t g, uint64_t va, struct pinned *p)
 	return 0;
 }
 
+/* gdrdrv's own count of the page tables it holds from the driver (its procfs
+ * file, there when it is loaded with dbg_enabled=1; its unload BUG()s, or with
+ * dbg_enabled WARNs, unless the count is back at 0). INT64_MIN: not there. */
+static long long nv_refcount(void)
+{
+	FILE *f = fopen("/proc/driver/gdrdrv/nv_get_pages_refcount", "r");
+	long long v = INT64_MIN;
+
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = INT64_MIN;
+		fclose(f);
+	}
+	return v;
+}
+
+static long long refcount_before;
+
 /* Nothing left over and no violation since `before`. */
 static int clean_since(int ctx, const struct gpumem_stats *before)
 {
 	struct gpumem_stats s;
+	long long rc = nv_refcount();
 	int r = gpumem_stats(ctx, &s);
 
+
 	CHECK(!r, "stand-in STATS: %s", strerror(-r));
+	CHECK(rc == refcount_before,
+	      "gdrdrv's nv_get_pages_refcount is %lld after the case (%lld before), with %u pins left in the stand-in: gdrdrv counted page tables returned %s",
+	      rc, refcount_before, s.pins, rc < refcount_before ? "twice (its unload will BUG)" : "never");
 	CHECK(s.violations == before->violations,
 	      "the stand-in saw %llu contract violation(s) by gdrdrv (its log names them)",
 	      (unsigned long long)(s.violations - before->violations));
@@ -347,6 +374,9 @@ int main(int argc, char **argv)
 			snprintf(reason, sizeof(reason), "gdr_open failed");
 		else if (gpumem_stats(ctx, &before))
 			snprintf(reason, sizeof(reason), "stand-in STATS failed");
+		else if ((refcount_before = nv_refcount()) == INT64_MIN)
+			snprintf(reason, sizeof(reason),
+				 "no /proc/driver/gdrdrv/nv_get_pages_refcount (load gdrdrv with dbg_enabled=1)");
 		else if (cases[i].run(ctx, g) == 0)
 			clean_since(ctx, &before);
 		fflush(stdout);
