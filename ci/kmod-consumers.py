@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """ci/kmod-consumers.py LOGS XML RELEASE [SKIP_REASON]: the consumer cases of a kmod VM run as JUnit.
 
-Modules written by others (gdrcopy's gdrdrv, ssd-gpu-dma's libnvm) are driven in the guest by
+Modules written by others (gdrcopy's gdrdrv, ssd-gpu-dma's libnvm, NVIDIA's nvidia-fs) are driven in the guest by
 programs of ours (kmod/consumers/) that print KTAP between `=== KMOD-VM CONSUMER <name> <window>
 BEGIN ===` and `... END ===` on the console; the guest writes the same markers to the kernel log,
 so the kernel lines of each window are the consumer's. LOGS is a comma-separated list of console
-logs (ci/kmod-vm boots a second time for the cases that may kill the kernel); a window's kernel
+logs (ci/kmod-vm boots once more for each case that may kill the kernel); a window's kernel
 lines come from its boot's dmesg dump, or from the console when the boot died before the dump.
 
 Each KTAP result becomes the JUnit case `gpudirect.consumer.<name>.<ktap name>` (its `# ...` lines
@@ -49,6 +49,8 @@ WINDOWS = [
     ("libnvm", "callback", ["callback.map_unmap", "callback.free_with_live_map",
                             "callback.exit_with_live_map"]),
     ("libnvm", "races", ["callback.unmap_races_free"]),
+    ("nvidia-fs", "safe", ["map_unmap", "free_while_registered", "exit_while_registered"]),
+    ("nvidia-fs", "major2", ["major2_refused"]),
 ]
 # the kernel lines that fail a window (ci/kmod-vm's own list for the whole log)
 BAD = re.compile(r"BUG:|BUG |Oops|Poison overwritten|Redzone|Object padding|corrupted|"
@@ -216,21 +218,23 @@ def selftest():
         return [f"ok {i + 1} {c}" for i, c in enumerate(expected)]
 
     clean = [(n, l, ok_lines(e)) for n, l, e in WINDOWS]
-    main_boot = boot([w for w in clean if w[1] != "races"])
-    races_ok = boot([w for w in clean if w[1] == "races"])
+    staged = ("races", "major2")  # the windows of the boots of their own
+    main_boot = boot([w for w in clean if w[1] not in staged])
+    races_ok = boot([w for w in clean if w[1] in staged])
     rep, complete = judge_all([main_boot, races_ok], None, [finding])
-    assert complete and rep.counts == {"passed": 18, "failed": 0, "skipped": 0, "waived": 0}, rep.counts
+    assert complete and rep.counts == {"passed": 24, "failed": 0, "skipped": 0, "waived": 0}, rep.counts
     # a failed case, no finding for it
     bad = [(n, l, ["# callback.map_unmap: lost", "not ok 1 callback.map_unmap"] + c[1:])
            if (n, l) == ("libnvm", "callback") else (n, l, c) for n, l, c in clean]
-    rep, _ = judge_all([boot([w for w in bad if w[1] != "races"]), races_ok], None, [finding])
+    rep, _ = judge_all([boot([w for w in bad if w[1] not in staged]), races_ok], None, [finding])
     assert rep.counts["failed"] == 1 and "lost" in rep.notes[0], rep.notes
     # the race boot died mid-case: waived when the first report is the finding's
+    nvfs_ok = boot([w for w in clean if w[1] == "major2"])
     died = boot([("libnvm", "races", ["KTAP version 1", "1..1",
                                         "[    3.0] BUG kmalloc-16: Object already free",
                                         "[    3.1] Freed in force_release_gpu_memory+0x61",
                                         "[    3.2] Kernel panic - not syncing"])], dump=False)
-    rep, _ = judge_all([main_boot, died], None, [finding])
+    rep, _ = judge_all([main_boot, died, nvfs_ok], None, [finding])
     assert rep.counts["waived"] == 2 and rep.counts["failed"] == 0, (rep.counts, rep.notes)
     assert any("BUG kmalloc-16" in l for l in rep.waived_lines)
     # ...and failed when another report comes first
@@ -238,19 +242,19 @@ def selftest():
                                          "[    3.0] BUG: unable to handle page fault",
                                          "[    3.1] Freed in force_release_gpu_memory+0x61"])],
                  dump=False)
-    rep, _ = judge_all([main_boot, other], None, [finding])
+    rep, _ = judge_all([main_boot, other, nvfs_ok], None, [finding])
     assert rep.counts["failed"] == 2 and rep.counts["waived"] == 0, rep.counts
     # a splat in a window fails its kernel_log case
-    splat = boot([w for w in clean if w[1] != "races"],
+    splat = boot([w for w in clean if w[1] not in staged],
                  kernel=[("gdrdrv", "persistent", "[    1.5] WARNING: CPU: 0 at x.c:1 f+0x1")])
     rep, _ = judge_all([splat, races_ok], None, [finding])
     assert rep.counts["failed"] == 1 and "persistent.kernel_log" in rep.notes[0], rep.notes
     # a window that never ran
     rep, complete = judge_all([main_boot], None, [finding])
-    assert not complete and rep.counts["failed"] == 2, rep.counts
+    assert not complete and rep.counts["failed"] == 4, rep.counts
     # the corpora absent: every case skipped, naming them
     rep, complete = judge_all([], "corpus not found", [finding])
-    assert complete and rep.counts == {"passed": 0, "failed": 0, "skipped": 18, "waived": 0}
+    assert complete and rep.counts == {"passed": 0, "failed": 0, "skipped": 24, "waived": 0}
     print("kmod-consumers selftest: 7 checks passed")
     return 0
 
