@@ -15,8 +15,10 @@
 
 use crate::backend::cuda::DeviceSelector;
 use crate::backend::toolchain::ToolSettings;
+use crate::vocab::Vocabulary;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use strum::VariantArray;
 
 use crate::backend::toolchain::Toolchain;
 use crate::capability::Capabilities;
@@ -51,7 +53,7 @@ pub fn abi(tc: &Toolchain, caps: &Capabilities, o: Options) -> Vec<BenchBlock> {
     let mut out = Vec::new();
     // Seeds far from the suite's (which start at 0) so no batch is shared with a suite run.
     let mut seed = 1_000_000u64;
-    for &oracle in Oracle::ALL {
+    for &oracle in Oracle::VARIANTS {
         let name = format!("abi.{}", oracle.name());
         if let Some(c) = oracle.requires().iter().find(|c| !caps.has(**c)) {
             out.push(BenchBlock::skip(&name, what, *c, c.hint()));

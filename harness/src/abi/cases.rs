@@ -1,6 +1,7 @@
 //! The abi suite's cases: each compares the spec's rules (through the layout engine or the
 //! §2.3 table) with an independent observation (an oracle compiler, a producer's PTX).
 
+use crate::vocab::Vocabulary;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -7,6 +7,7 @@
 //! function called from a kernel (`gpucts_<id>_local`). LLVM treats the two differently: it
 //! may change the `.param` of a function whose every caller it sees.
 
+use crate::vocab::Vocabulary;
 use std::fmt::Write as _;
 
 use crate::abi::lint::{decl_rules, Rule};
@@ -163,15 +164,26 @@ pub fn signatures() -> Vec<Signature> {
     SIGNATURES.to_vec()
 }
 
-crate::vocab::vocabulary! {
-    /// Which of the two emitted functions of a signature.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-    pub enum Variant {
-        /// External linkage: every producer must keep the table's form.
-        External = "external",
-        /// Local (static / internal) function, called from the kernel.
-        Local = "local",
-    }
+/// Which of the two emitted functions of a signature.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum Variant {
+    /// External linkage: every producer must keep the table's form.
+    #[strum(serialize = "external")]
+    External,
+    /// Local (static / internal) function, called from the kernel.
+    #[strum(serialize = "local")]
+    Local,
 }
 
 /// Name of the function a producer emits for `sig` in `variant`.
@@ -529,13 +541,23 @@ pub(crate) fn nvvm_ir(sigs: &[Signature]) -> String {
     s
 }
 
-crate::vocab::vocabulary! {
-    /// Where a declaration sits in the prototype.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Position {
-        Param = "param",
-        Return = "return",
-    }
+/// Where a declaration sits in the prototype.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum Position {
+    #[strum(serialize = "param")]
+    Param,
+    #[strum(serialize = "return")]
+    Return,
 }
 
 /// What a producer declared for one signature, variant and position, and how it measures up.

@@ -9,6 +9,7 @@
 //! outcome is allowed comes from [`crate::atomics::model::check`], and so does the choice of a
 //! forbidden test's control ([`control_for`]).
 
+use crate::vocab::Vocabulary;
 use std::collections::BTreeMap;
 
 use strum::VariantArray;
@@ -18,40 +19,73 @@ use crate::atomics::litmus::{
 };
 use crate::atomics::model;
 
-crate::vocab::vocabulary! {
-    /// A test shape.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Shape {
-        Mp = "MP",
-        Sb = "SB",
-        Lb = "LB",
-        Iriw = "IRIW",
-        TwoPlusTwoW = "2+2W",
-        S = "S",
-        R = "R",
-        CoRR = "CoRR",
-        CoRW = "CoRW",
-        CoWR = "CoWR",
-        CoWW = "CoWW",
-        RmwAtomicity = "RMW",
-        ReleaseSequence = "RelSeq",
-    }
+/// A test shape.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum Shape {
+    #[strum(serialize = "MP")]
+    Mp,
+    #[strum(serialize = "SB")]
+    Sb,
+    #[strum(serialize = "LB")]
+    Lb,
+    #[strum(serialize = "IRIW")]
+    Iriw,
+    #[strum(serialize = "2+2W")]
+    TwoPlusTwoW,
+    #[strum(serialize = "S")]
+    S,
+    #[strum(serialize = "R")]
+    R,
+    #[strum(serialize = "CoRR")]
+    CoRR,
+    #[strum(serialize = "CoRW")]
+    CoRW,
+    #[strum(serialize = "CoWR")]
+    CoWR,
+    #[strum(serialize = "CoWW")]
+    CoWW,
+    #[strum(serialize = "RMW")]
+    RmwAtomicity,
+    #[strum(serialize = "RelSeq")]
+    ReleaseSequence,
 }
 
-crate::vocab::vocabulary! {
-    /// How the shape's C++ atomics are mapped to PTX (ptx-interop 13.2 §4).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Mapping {
-        /// `st.release` / `ld.acquire` / `atom.acq_rel`.
-        RelAcq = "rel_acq",
-        /// seq_cst: `fence.sc; st.relaxed`, `fence.sc; ld.acquire`, `fence.sc; atom.acquire`.
-        Sc = "sc",
-        /// Fence-based: `fence.acq_rel; st.relaxed`, `ld.relaxed; fence.acq_rel`,
-        /// `fence.acq_rel; atom.relaxed; fence.acq_rel`.
-        Fence = "fence",
-        /// Everything `.relaxed`: the control.
-        Relaxed = "relaxed",
-    }
+/// How the shape's C++ atomics are mapped to PTX (ptx-interop 13.2 §4).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum Mapping {
+    /// `st.release` / `ld.acquire` / `atom.acq_rel`.
+    #[strum(serialize = "rel_acq")]
+    RelAcq,
+    /// seq_cst: `fence.sc; st.relaxed`, `fence.sc; ld.acquire`, `fence.sc; atom.acquire`.
+    #[strum(serialize = "sc")]
+    Sc,
+    /// Fence-based: `fence.acq_rel; st.relaxed`, `ld.relaxed; fence.acq_rel`,
+    /// `fence.acq_rel; atom.relaxed; fence.acq_rel`.
+    #[strum(serialize = "fence")]
+    Fence,
+    /// Everything `.relaxed`: the control.
+    #[strum(serialize = "relaxed")]
+    Relaxed,
 }
 
 pub use crate::atomics::litmus::Placement;
@@ -325,8 +359,8 @@ pub fn entries() -> Vec<CatalogEntry> {
         (&[Scope::Cluster][..], CLUSTER_PLACEMENTS),
     ];
     for (scopes, placements) in scopes {
-        for shape in Shape::ALL.iter().copied() {
-            for mapping in Mapping::ALL.iter().copied() {
+        for shape in Shape::VARIANTS.iter().copied() {
+            for mapping in Mapping::VARIANTS.iter().copied() {
                 for &scope in scopes {
                     for placement in placements {
                         out.push(CatalogEntry {
@@ -743,7 +777,7 @@ pub(crate) fn alternative_entries() -> Vec<AlternativeEntry> {
         let Some(program) = Program::for_row(alt.row()) else {
             continue;
         };
-        for shape in Shape::ALL.iter().copied() {
+        for shape in Shape::VARIANTS.iter().copied() {
             if !cpp_forbids(shape, program.cpp_orders()) {
                 continue;
             }
@@ -953,8 +987,8 @@ mod verdict_matrix {
     // both scopes include every thread of the test.
     #[test]
     fn cluster_scope_within_a_cluster_matches_gpu_scope() {
-        for shape in Shape::ALL.iter().copied() {
-            for m in Mapping::ALL.iter().copied() {
+        for shape in Shape::VARIANTS.iter().copied() {
+            for m in Mapping::VARIANTS.iter().copied() {
                 let c = build(shape, m, Scope::Cluster, Placement::IntraCluster);
                 let g = build(shape, m, Scope::Gpu, Placement::InterCta);
                 assert_eq!(
@@ -1200,7 +1234,7 @@ mod alternative_tests {
             Program::RelRmw,
             Program::AcqRmw,
         ] {
-            for shape in Shape::ALL.iter().copied() {
+            for shape in Shape::VARIANTS.iter().copied() {
                 if !cpp_forbids(shape, program.cpp_orders()) {
                     continue;
                 }

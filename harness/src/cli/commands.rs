@@ -1,5 +1,6 @@
 //! The small subcommands: `probe`, `validate`, `toolchain`, `abi`, `xcall` and `litmus`.
 
+use crate::vocab::Vocabulary;
 use std::path::PathBuf;
 
 use super::{

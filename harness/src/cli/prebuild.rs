@@ -1,6 +1,7 @@
 //! `gpucts prebuild`: the clang-19 and llc-19 (and, asked, rustc) outputs of the selected
 //! cases, recorded into a store for a rig without those compilers.
 
+use crate::vocab::Vocabulary;
 use std::sync::Arc;
 
 use super::{

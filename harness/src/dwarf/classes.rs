@@ -10,16 +10,29 @@ use super::check::check_ptx;
 use super::producers::{compile_src, DebugProducer, CLANG_PRELUDE};
 use crate::backend::producer::Language;
 use crate::backend::toolchain::Toolchain;
+use crate::vocab::Vocabulary;
 
-crate::vocab::vocabulary! {
-    /// The storage a case asks a producer to describe.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub enum Storage {
-        Code = "code",
-        Surface = "surf",
-        Texture = "tex",
-        Sampler = "sampler",
-    }
+/// The storage a case asks a producer to describe.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum Storage {
+    #[strum(serialize = "code")]
+    Code,
+    #[strum(serialize = "surf")]
+    Surface,
+    #[strum(serialize = "tex")]
+    Texture,
+    #[strum(serialize = "sampler")]
+    Sampler,
 }
 
 impl<'de> serde::Deserialize<'de> for Storage {

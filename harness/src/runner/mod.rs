@@ -16,6 +16,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use strum::VariantArray;
 
 use libtest_mimic::{Completion, Failed, Trial};
 use serde::Serialize;
@@ -721,8 +722,8 @@ pub(crate) fn execute(case: &Case, env: &RunEnv) -> (Executed, Duration, BatchUs
     // A rig replaying prebuilt clang (or rustc) outputs runs the cases of those tools the
     // build machine prebuilt.
     if let Some(store) = env.toolchain.prebuilt() {
-        let tools = crate::backend::toolchain::prebuilt::Tool::ALL;
-        let replayed = tools.map(|t| t.capability()).into_iter().find(|c| {
+        let tools = crate::backend::toolchain::prebuilt::Tool::VARIANTS;
+        let replayed = tools.iter().map(|t| t.capability()).find(|c| {
             case.requires.contains(c)
                 && env
                     .toolchain

@@ -21,6 +21,7 @@
 //! clang's CUDA printf lowering does; what those cases check is the back end's placement of
 //! that struct under its data layout.
 
+use crate::vocab::Vocabulary;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 

@@ -13,6 +13,7 @@
 
 use super::sig::{fixed_agg, Role, Signature, Val, REC, REC_BYTES};
 use crate::abi::types::Scalar;
+use crate::vocab::Vocabulary;
 
 /// The first corpus seed.
 pub(crate) const FIRST_SEED: u64 = 1000;

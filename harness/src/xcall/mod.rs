@@ -24,6 +24,7 @@ pub mod sig;
 pub mod values;
 pub mod values_gpu;
 
+use crate::vocab::Vocabulary;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 

@@ -13,13 +13,26 @@ use rand_chacha::ChaCha8Rng;
 use crate::abi::layout::{layout, size_align, AddressSize};
 use crate::abi::types::{Field, RecordKind, Scalar, Ty, TypeDef};
 
-crate::vocab::vocabulary! {
-    /// Which half of a pair a batch holds.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-    pub enum Role {
-        Caller = "caller",
-        Callee = "callee",
-    }
+/// Which half of a pair a batch holds.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum Role {
+    #[strum(serialize = "caller")]
+    Caller,
+    #[strum(serialize = "callee")]
+    Callee,
 }
 
 /// Signatures whose argument bytes exceed this are trimmed by the generator (kernels keep the

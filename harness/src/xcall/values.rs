@@ -19,8 +19,10 @@
 //! replayed from a prebuilt store made on another host compiled for that host, so its plain
 //! `char` is not judged against this one's (the cases say so).
 
+use crate::vocab::Vocabulary;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
+use strum::VariantArray;
 
 use serde::Deserialize;
 
@@ -55,38 +57,36 @@ pub(crate) fn producer_in_view<'de, D: serde::Deserializer<'de>>(
 }
 
 /// An integral source type narrower than 32 bits (§2.3 note A).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Narrow {
+    #[strum(serialize = "bool")]
     Bool,
+    #[strum(serialize = "char")]
     Char,
+    #[strum(serialize = "schar")]
     Schar,
+    #[strum(serialize = "uchar")]
     Uchar,
+    #[strum(serialize = "short")]
     Short,
+    #[strum(serialize = "ushort")]
     Ushort,
 }
 
 impl Narrow {
-    pub(crate) const ALL: [Narrow; 6] = [
-        Narrow::Bool,
-        Narrow::Char,
-        Narrow::Schar,
-        Narrow::Uchar,
-        Narrow::Short,
-        Narrow::Ushort,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Narrow::Bool => "bool",
-            Narrow::Char => "char",
-            Narrow::Schar => "schar",
-            Narrow::Uchar => "uchar",
-            Narrow::Short => "short",
-            Narrow::Ushort => "ushort",
-        }
-    }
-
     pub(crate) fn c_type(self) -> &'static str {
         match self {
             Narrow::Bool => "bool",
@@ -187,25 +187,30 @@ pub(crate) const RETURN_SOURCE: i32 = 0x5a5a_8080;
 pub(crate) const POINTER_VALUE: i32 = 0x1234_5678;
 
 /// Where the object of a note B call lives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Object {
+    #[strum(serialize = "global")]
     Global,
+    #[strum(serialize = "shared")]
     Shared,
+    #[strum(serialize = "local")]
     Local,
 }
 
 impl Object {
-    pub(crate) const ALL: [Object; 3] = [Object::Global, Object::Shared, Object::Local];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Object::Global => "global",
-            Object::Shared => "shared",
-            Object::Local => "local",
-        }
-    }
-
     fn space(self) -> MemSpace {
         match self {
             Object::Global => MemSpace::Global,
@@ -236,7 +241,7 @@ fn cuda_source(clang: bool) -> String {
         s += "#define __device__ __attribute__((device))\n#define __global__ __attribute__((global))\n\
               #define __shared__ __attribute__((shared))\n#define __noinline__ __attribute__((noinline))\n";
     }
-    for t in Narrow::ALL {
+    for &t in Narrow::VARIANTS {
         let (n, c) = (t.name(), t.c_type());
         s += &format!(
             "extern \"C\" __device__ int take_{n}({c});\n\
@@ -274,7 +279,7 @@ fn ir_source(typed: bool, char_signed: bool) -> String {
         crate::abi::paramgen::NVVM_DATALAYOUT
     );
     let mut kernels = Vec::new();
-    for t in Narrow::ALL {
+    for &t in Narrow::VARIANTS {
         let n = t.name();
         let (ty, ext) = t.ir_for(char_signed);
         let mem = if t == Narrow::Bool { "i8" } else { ty };
@@ -335,7 +340,7 @@ fn ir_source(typed: bool, char_signed: bool) -> String {
         if k.starts_with("callret_") || k.starts_with("ptr_") {
             "void (i32, i32*)*".into()
         } else {
-            let t = Narrow::ALL
+            let t = Narrow::VARIANTS
                 .iter()
                 .find(|t| k == format!("call_{}", t.name()))
                 .map_or("i8", |t| if *t == Narrow::Bool { "i8" } else { t.ir().0 });
@@ -790,7 +795,7 @@ impl Callees {
 
 /// [`pair`] with the callee's functions named by `callees`.
 pub(crate) fn pair_via(caller: &str, callee: &str, callees: Callees) -> Result<usize, Problem> {
-    pair_of(caller, callee, callees, &Narrow::ALL)
+    pair_of(caller, callee, callees, Narrow::VARIANTS)
 }
 
 /// [`pair_via`] over the narrow types `types` only.
@@ -835,7 +840,7 @@ fn pair_of(
         }
         checks += 2;
     }
-    for object in Object::ALL {
+    for &object in Object::VARIANTS {
         let (at, addr) = pointer_call(caller, object)?;
         let (space, a) = exec::resolve(addr);
         let held: Vec<u8> = at
@@ -881,8 +886,9 @@ fn foreign_host(ctx: &CaseContext, producer: Producer) -> Option<(Capability, St
 /// The narrow types a pair is judged on: all of them, but plain `char` when a producer
 /// compiled for another host (`foreign`).
 fn judged_types(foreign: bool) -> Vec<Narrow> {
-    Narrow::ALL
-        .into_iter()
+    Narrow::VARIANTS
+        .iter()
+        .copied()
         .filter(|t| !foreign || *t != Narrow::Char)
         .collect()
 }
@@ -987,9 +993,9 @@ mod tests {
             signed_host.contains("@recv_char(i8 signext %c)"),
             "{signed_host}"
         );
-        assert_eq!(judged_types(false), Narrow::ALL.to_vec());
+        assert_eq!(judged_types(false), Narrow::VARIANTS.to_vec());
         let foreign = judged_types(true);
-        assert!(!foreign.contains(&Narrow::Char) && foreign.len() == Narrow::ALL.len() - 1);
+        assert!(!foreign.contains(&Narrow::Char) && foreign.len() == Narrow::VARIANTS.len() - 1);
     }
 
     /// A producer replayed from a store made on another host compiled for that host: its
@@ -1129,12 +1135,12 @@ mod tests {
         for p in producers() {
             crate::require!(p.requires().iter().all(|c| tc.has(*c)), p.name());
             let ptx = compile(&tc, p).unwrap();
-            for t in Narrow::ALL {
+            for &t in Narrow::VARIANTS {
                 caller_bits(&ptx, t).unwrap_or_else(|e| panic!("{} {t:?}: {e}", p.name()));
                 return_bits(&ptx, t).unwrap_or_else(|e| panic!("{} {t:?}: {e}", p.name()));
                 callee_relies(&ptx, t).unwrap_or_else(|e| panic!("{} {t:?}: {e}", p.name()));
             }
-            for o in Object::ALL {
+            for &o in Object::VARIANTS {
                 pointer_arg(&ptx, o).unwrap_or_else(|e| panic!("{} {o:?}: {e}", p.name()));
                 callee_dereferences(&ptx, o).unwrap_or_else(|e| panic!("{} {o:?}: {e}", p.name()));
             }

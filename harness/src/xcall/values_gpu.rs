@@ -17,7 +17,9 @@
 //! ([`values::pair_via`]), ptxas assembles the hand-written ones and nvJitLink links every pair
 //! (unit tests).
 
+use crate::vocab::Vocabulary;
 use std::sync::{Arc, OnceLock};
+use strum::VariantArray;
 
 use serde::Deserialize;
 
@@ -58,7 +60,7 @@ pub(crate) fn callee_source(language: Language) -> Option<String> {
             if language == Language::ClangCuda {
                 s += "#define __device__ __attribute__((device))\n";
             }
-            for t in Narrow::ALL {
+            for &t in Narrow::VARIANTS {
                 let (n, c) = (t.name(), t.c_type());
                 s += &format!(
                     "extern \"C\" __device__ int take_{n}({c} c) {{ return c; }}\n\
@@ -75,7 +77,7 @@ pub(crate) fn callee_source(language: Language) -> Option<String> {
                 "target datalayout = \"{}\"\ntarget triple = \"nvptx64-nvidia-cuda\"\n\n",
                 crate::abi::paramgen::NVVM_DATALAYOUT
             );
-            for t in Narrow::ALL {
+            for &t in Narrow::VARIANTS {
                 let n = t.name();
                 let (ty, ext) = t.ir();
                 let widen = if t.signed() { "sext" } else { "zext" };
@@ -165,7 +167,7 @@ fn narrow_op(t: Narrow) -> &'static str {
 /// The caller kernels: each argument widened by its load, each returned word stored whole.
 pub(crate) static REFERENCE_CALLER: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let mut s = HEADER.to_string();
-    for t in Narrow::ALL {
+    for &t in Narrow::VARIANTS {
         let n = t.name();
         s += &format!(
             ".extern .func (.param .b32 func_retval0) take_{n}(.param .b32 take_{n}_param_0);\n\
@@ -174,7 +176,7 @@ pub(crate) static REFERENCE_CALLER: std::sync::LazyLock<String> = std::sync::Laz
     }
     s += ".extern .func (.param .b32 func_retval0) deref(.param .b64 deref_param_0);\n\
           .global .align 4 .b32 gpucts_ref_gl;\n.shared .align 4 .b32 gpucts_ref_sh;\n\n";
-    for t in Narrow::ALL {
+    for &t in Narrow::VARIANTS {
         let n = t.name();
         let r = if t.signed() { ".s32" } else { ".u32" };
         s += &format!(
@@ -224,7 +226,7 @@ pub(crate) static REFERENCE_CALLER: std::sync::LazyLock<String> = std::sync::Laz
 /// widened by note A, `deref` reads through the generic address.
 pub(crate) static REFERENCE_CALLEE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     let mut s = HEADER.to_string();
-    for t in Narrow::ALL {
+    for &t in Narrow::VARIANTS {
         let n = t.name();
         s += &format!(
             ".visible .func (.param .b32 func_retval0) take_{n}(.param .b32 take_{n}_param_0)\n{{\n\
@@ -266,7 +268,7 @@ pub(crate) enum First {
 /// The launches of a case, in order, with C's values.
 pub(crate) fn launches() -> Vec<Launch> {
     let mut v = Vec::new();
-    for t in Narrow::ALL {
+    for &t in Narrow::VARIANTS {
         let n = t.name();
         v.push(Launch {
             kernel: format!("call_{n}"),
@@ -281,7 +283,7 @@ pub(crate) fn launches() -> Vec<Launch> {
             expected: t.convert(RETURN_SOURCE),
         });
     }
-    for o in Object::ALL {
+    for &o in Object::VARIANTS {
         v.push(Launch {
             kernel: format!("ptr_{}", o.name()),
             what: format!("pointer to a {} object", o.name()),

@@ -43,9 +43,22 @@ impl MemOpKind {
 /// definition: the instruction reader, the mapping tables and the litmus tests all use it
 /// (a litmus test accepts every value but `volatile`, see `atomics::litmus`).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Sem {
     Weak,
     Volatile,
@@ -58,29 +71,13 @@ pub enum Sem {
 
 impl Sem {
     pub fn name(self) -> &'static str {
-        match self {
-            Sem::Weak => "weak",
-            Sem::Volatile => "volatile",
-            Sem::Relaxed => "relaxed",
-            Sem::Acquire => "acquire",
-            Sem::Release => "release",
-            Sem::AcqRel => "acq_rel",
-            Sem::Sc => "sc",
-        }
+        // the strum spelling (snake_case of the variant): the PTX modifier without its dot
+        self.into()
     }
 
     /// The semantic a PTX modifier names (`acq_rel` for `.acq_rel`).
     pub fn parse(m: &str) -> Option<Sem> {
-        Some(match m {
-            "weak" => Sem::Weak,
-            "volatile" => Sem::Volatile,
-            "relaxed" => Sem::Relaxed,
-            "acquire" => Sem::Acquire,
-            "release" => Sem::Release,
-            "acq_rel" => Sem::AcqRel,
-            "sc" => Sem::Sc,
-            _ => return None,
-        })
+        m.parse().ok()
     }
 
     /// `self` is at least as strong as `other` in the order the ptx-interop 13.2 ch. 4 note
@@ -105,9 +102,22 @@ impl Sem {
 /// threads a strong operation is morally strong with. Shared by the instruction reader and the
 /// litmus model.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
 )]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Scope {
     Cta,
     Cluster,
@@ -116,26 +126,16 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 4] = [Scope::Cta, Scope::Cluster, Scope::Gpu, Scope::Sys];
+    pub const ALL: &'static [Scope] = <Scope as strum::VariantArray>::VARIANTS;
 
     pub fn name(self) -> &'static str {
-        match self {
-            Scope::Cta => "cta",
-            Scope::Cluster => "cluster",
-            Scope::Gpu => "gpu",
-            Scope::Sys => "sys",
-        }
+        // the strum spelling (snake_case of the variant): the PTX modifier without its dot
+        self.into()
     }
 
     /// The scope a PTX modifier names (`gpu` for `.gpu`).
     pub fn parse(m: &str) -> Option<Scope> {
-        Some(match m {
-            "cta" => Scope::Cta,
-            "cluster" => Scope::Cluster,
-            "gpu" => Scope::Gpu,
-            "sys" => Scope::Sys,
-            _ => return None,
-        })
+        m.parse().ok()
     }
 }
 
@@ -187,8 +187,21 @@ impl Space {
 
 /// Atomic operations of `atom`/`red`: the crate's one definition (the instruction reader, the
 /// mapping tables via `mapping::table::RmwOp::ptx_op`, and the litmus tests).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum AtomOp {
     Add,
     /// Not a PTX `atom` operation, but Dat3M's PTX litmus tests use it (`atom.acq_rel.sys.sub`).
@@ -206,37 +219,13 @@ pub enum AtomOp {
 
 impl AtomOp {
     pub fn name(self) -> &'static str {
-        match self {
-            AtomOp::Add => "add",
-            AtomOp::Sub => "sub",
-            AtomOp::Exch => "exch",
-            AtomOp::Cas => "cas",
-            AtomOp::And => "and",
-            AtomOp::Or => "or",
-            AtomOp::Xor => "xor",
-            AtomOp::Min => "min",
-            AtomOp::Max => "max",
-            AtomOp::Inc => "inc",
-            AtomOp::Dec => "dec",
-        }
+        // the strum spelling (snake_case of the variant): the PTX modifier without its dot
+        self.into()
     }
 
     /// The operation a PTX modifier names.
     pub fn parse(m: &str) -> Option<AtomOp> {
-        Some(match m {
-            "add" => AtomOp::Add,
-            "sub" => AtomOp::Sub,
-            "exch" => AtomOp::Exch,
-            "cas" => AtomOp::Cas,
-            "and" => AtomOp::And,
-            "or" => AtomOp::Or,
-            "xor" => AtomOp::Xor,
-            "min" => AtomOp::Min,
-            "max" => AtomOp::Max,
-            "inc" => AtomOp::Inc,
-            "dec" => AtomOp::Dec,
-            _ => return None,
-        })
+        m.parse().ok()
     }
 
     /// The value written, given the value read and the operand, on 64-bit values (the PTX ISA

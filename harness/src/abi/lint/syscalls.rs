@@ -22,7 +22,9 @@
 //! how producers lay out a call sequence. Odd or truncated calls (no arguments, too many, a call
 //! through a register) are findings or are skipped, never a panic.
 
+use crate::vocab::Vocabulary;
 use std::collections::HashMap;
+use strum::VariantArray;
 
 use serde::Deserialize;
 
@@ -30,17 +32,31 @@ use super::{Rule, Violation};
 use crate::ptx::instr::{parse_instruction, strip_comments, Instruction};
 use crate::ptx::module::{AddressSize, FunctionDecl, FunctionKind, ParamDecl, PtxModule, PtxType};
 
-crate::vocab::vocabulary! {
-    /// The four system calls of ch. 3.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-    #[serde(rename_all = "snake_case")]
-    pub enum Syscall {
-        Vprintf = "vprintf",
-        Malloc = "malloc",
-        Free = "free",
-        #[serde(rename = "__assertfail")]
-        Assertfail = "__assertfail",
-    }
+/// The four system calls of ch. 3.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Syscall {
+    #[strum(serialize = "vprintf")]
+    Vprintf,
+    #[strum(serialize = "malloc")]
+    Malloc,
+    #[strum(serialize = "free")]
+    Free,
+    #[serde(rename = "__assertfail")]
+    #[strum(serialize = "__assertfail")]
+    Assertfail,
 }
 
 /// One parameter or return value of a ch. 3 prototype.
@@ -1173,7 +1189,7 @@ pub fn lint(module: &PtxModule, src: &str, file: &str) -> Vec<Violation> {
             check_decl(f, call, addr, file, &mut out);
         }
     }
-    if !Syscall::ALL.iter().any(|c| src.contains(c.name())) {
+    if !Syscall::VARIANTS.iter().any(|c| src.contains(c.name())) {
         out.sort_by_key(|v| v.line);
         return out;
     }

@@ -4,9 +4,11 @@
 //! engine's answer to build its question: the sources carry only the C types (and, for NVRTC,
 //! the engine's numbers inside assertions that the compiler evaluates).
 
+use crate::vocab::Vocabulary;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Instant;
+use strum::VariantArray;
 
 use super::layout::{layout, AddressSize, Layout, LayoutError};
 use super::render::render_c;
@@ -20,25 +22,39 @@ pub mod graffiti;
 pub mod nvrtc;
 pub mod signedness;
 
-crate::vocab::vocabulary! {
-    /// The offline oracles (graffiti needs a GPU and runs through the cuda backend; see
-    /// [`graffiti`]). Deserializes from the names [`Oracle::name`] gives (`clang_dwarf` too).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
-    #[serde(rename_all = "snake_case")]
-    pub(crate) enum Oracle {
-        /// clang-19 `-fdump-record-layouts` for `nvptx64-nvidia-cuda`.
-        Clang = "clang",
-        /// The same for the 32-bit `nvptx-nvidia-cuda` target, against the engine at
-        /// `.address_size 32`.
-        #[serde(rename = "clang32")]
-        Clang32 = "clang32",
-        /// NVRTC evaluating `static_assert`s on sizeof, alignof and offsetof.
-        Nvrtc = "nvrtc",
-        /// DWARF member locations in a cubin built by NVRTC `-G` and `ptxas -g`.
-        Dwarf = "dwarf",
-        /// DWARF member locations in a cubin built by clang-19 `-g` and `ptxas -g`.
-        ClangDwarf = "clang_dwarf",
-    }
+/// The offline oracles (graffiti needs a GPU and runs through the cuda backend; see
+/// [`graffiti`]). Deserializes from the names [`Oracle::name`] gives (`clang_dwarf` too).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    serde::Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Oracle {
+    /// clang-19 `-fdump-record-layouts` for `nvptx64-nvidia-cuda`.
+    #[strum(serialize = "clang")]
+    Clang,
+    /// The same for the 32-bit `nvptx-nvidia-cuda` target, against the engine at
+    /// `.address_size 32`.
+    #[serde(rename = "clang32")]
+    #[strum(serialize = "clang32")]
+    Clang32,
+    /// NVRTC evaluating `static_assert`s on sizeof, alignof and offsetof.
+    #[strum(serialize = "nvrtc")]
+    Nvrtc,
+    /// DWARF member locations in a cubin built by NVRTC `-G` and `ptxas -g`.
+    #[strum(serialize = "dwarf")]
+    Dwarf,
+    /// DWARF member locations in a cubin built by clang-19 `-g` and `ptxas -g`.
+    #[strum(serialize = "clang_dwarf")]
+    ClangDwarf,
 }
 
 impl Oracle {
@@ -119,7 +135,7 @@ pub fn tally(results: &[TypeResult]) -> (usize, usize) {
 pub fn bench(tc: &Toolchain, count: usize) -> String {
     let types = super::random::random_batch(1_000_000, count);
     let mut out = String::new();
-    for o in Oracle::ALL {
+    for o in Oracle::VARIANTS {
         let start = Instant::now();
         let mut agreed = 0usize;
         let mut other = 0usize;
@@ -426,7 +442,7 @@ mod tests {
 
     #[test]
     fn oracle_names_deserialize() {
-        for o in Oracle::ALL {
+        for o in Oracle::VARIANTS {
             let back: Oracle = serde_saphyr::from_str(o.name()).unwrap();
             assert_eq!(back, *o);
         }

@@ -10,7 +10,9 @@
 //! x: hardware block `b` is CTA `b % cluster` (its `%cluster_ctarank`) of cluster
 //! `b / cluster` (its `%clusterid.x`); the shuffle moves whole clusters and keeps ranks.
 
+use crate::vocab::Vocabulary;
 use std::collections::BTreeMap;
+use strum::VariantArray;
 
 use rand::Rng;
 
@@ -83,34 +85,35 @@ pub struct StressParams {
 /// GPUHarbor's memory-stress patterns (Levine et al., ISSTA'23). Suites and `litmus tune`
 /// records write it as its code (0..=3, the order below) or its name (`store-load`).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
 )]
 #[serde(try_from = "PatternWritten", into = "u32")]
 pub enum StressPattern {
+    #[strum(serialize = "store-store")]
     StoreStore,
+    #[strum(serialize = "store-load")]
     StoreLoad,
+    #[strum(serialize = "load-store")]
     LoadStore,
+    #[strum(serialize = "load-load")]
     LoadLoad,
 }
 
 impl StressPattern {
     /// In code order.
-    pub(crate) const ALL: [StressPattern; 4] = [
-        StressPattern::StoreStore,
-        StressPattern::StoreLoad,
-        StressPattern::LoadStore,
-        StressPattern::LoadLoad,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            StressPattern::StoreStore => "store-store",
-            StressPattern::StoreLoad => "store-load",
-            StressPattern::LoadStore => "load-store",
-            StressPattern::LoadLoad => "load-load",
-        }
-    }
-
     /// The code records carry (0..=3).
     pub fn code(self) -> u32 {
         self as u32
@@ -142,8 +145,11 @@ impl TryFrom<PatternWritten> for StressPattern {
     type Error = UnknownStressPattern;
     fn try_from(w: PatternWritten) -> Result<Self, Self::Error> {
         let found = match &w {
-            PatternWritten::Code(c) => StressPattern::ALL.get(*c as usize).copied(),
-            PatternWritten::Name(n) => StressPattern::ALL.into_iter().find(|p| p.name() == n),
+            PatternWritten::Code(c) => StressPattern::VARIANTS.get(*c as usize).copied(),
+            PatternWritten::Name(n) => StressPattern::VARIANTS
+                .iter()
+                .copied()
+                .find(|p| p.name() == n),
         };
         found.ok_or_else(|| {
             UnknownStressPattern(match w {
@@ -209,7 +215,7 @@ impl StressParams {
             stress_target_lines: rng.random_range(1..=64),
             stress_iterations: rng.random_range(0..=1024),
             pre_stress_iterations: rng.random_range(0..=512),
-            stress_pattern: StressPattern::ALL[rng.random_range(0..=3)],
+            stress_pattern: StressPattern::VARIANTS[rng.random_range(0..=3)],
             shuffle_pct: rng.random_range(0..=100),
             barrier: rng.random_bool(0.5),
             mem_stride: rng.random_range(1..=most_stride),

@@ -1,4 +1,5 @@
 use std::time::Duration;
+use strum::VariantArray;
 
 use super::layout::{Geometry, StressParams, StressPattern};
 use super::*;
@@ -28,7 +29,7 @@ fn every_catalogue_kernel_assembles_with_ptxas() {
         assembled += 1;
     }
     let t = catalog::by_name("SB.sc.gpu.inter_cta").unwrap();
-    for pattern in StressPattern::ALL {
+    for &pattern in StressPattern::VARIANTS {
         let params = StressParams {
             stress_pattern: pattern,
             barrier: pattern.code() % 2 == 0,

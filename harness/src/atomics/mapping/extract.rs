@@ -2,6 +2,7 @@
 //! against the chapter's allowed mappings ([`super::table`]), comparing parsed parts with the
 //! PTX ISA's defaults applied ([`MemOp::effective`]).
 
+use crate::vocab::Vocabulary;
 use std::fmt;
 
 use crate::ptx::instr::{AtomOp, Instruction, MemOp, MemOpKind, Scope, Sem, Space};

@@ -5,6 +5,8 @@
 //! its parameter loads and its return, so the memory instructions in its PTX are the mapping.
 
 use crate::ptx::instr::Scope;
+use crate::vocab::Vocabulary;
+use strum::VariantArray;
 
 use super::table::{Operation, Order, RmwOp};
 
@@ -55,30 +57,61 @@ pub fn source(language: Language, cases: &[MappingCase]) -> String {
     }
 }
 
-crate::vocab::vocabulary! {
-    /// Where the atomic object lives, as the producer sees it: a pointer the compiler knows
-    /// points to global memory, a `__shared__` object, or a pointer whose state space the
-    /// compiler cannot see (generic addressing, PTX ISA §6.4.1.5 "Generic Addressing").
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-    pub enum ObjectSpace {
-        Global = "global",
-        Shared = "shared",
-        Generic = "generic",
-    }
+/// Where the atomic object lives, as the producer sees it: a pointer the compiler knows
+/// points to global memory, a `__shared__` object, or a pointer whose state space the
+/// compiler cannot see (generic addressing, PTX ISA §6.4.1.5 "Generic Addressing").
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum ObjectSpace {
+    #[strum(serialize = "global")]
+    Global,
+    #[strum(serialize = "shared")]
+    Shared,
+    #[strum(serialize = "generic")]
+    Generic,
 }
 
-crate::vocab::vocabulary! {
-    /// The C++ value type of the atomic object, named as the PTX type it is accessed as:
-    /// `int`, `unsigned`, `long long`, `unsigned long long`, `float`, `double`.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-    pub enum ValueType {
-        S32 = "s32",
-        U32 = "u32",
-        S64 = "s64",
-        U64 = "u64",
-        F32 = "f32",
-        F64 = "f64",
-    }
+/// The C++ value type of the atomic object, named as the PTX type it is accessed as:
+/// `int`, `unsigned`, `long long`, `unsigned long long`, `float`, `double`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum ValueType {
+    #[strum(serialize = "s32")]
+    S32,
+    #[strum(serialize = "u32")]
+    U32,
+    #[strum(serialize = "s64")]
+    S64,
+    #[strum(serialize = "u64")]
+    U64,
+    #[strum(serialize = "f32")]
+    F32,
+    #[strum(serialize = "f64")]
+    F64,
 }
 
 impl ValueType {
@@ -358,13 +391,13 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
     let mut v = Vec::new();
     for operation in Operation::all() {
         for &order in operation.valid_orders() {
-            for scope in Scope::ALL {
+            for &scope in Scope::ALL {
                 v.push(MappingCase::base(producer, operation, order, scope));
             }
         }
     }
-    for space in ObjectSpace::ALL.iter().copied() {
-        for ty in ValueType::ALL.iter().copied() {
+    for space in ObjectSpace::VARIANTS.iter().copied() {
+        for ty in ValueType::VARIANTS.iter().copied() {
             for operation in Operation::all() {
                 for &order in operation.valid_orders() {
                     let scope = typed_scope(producer);
@@ -381,12 +414,12 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
         }
     }
     // The RMWs whose result is discarded, which a producer may map to `red`.
-    for space in ObjectSpace::ALL.iter().copied() {
-        for ty in ValueType::ALL.iter().copied() {
+    for space in ObjectSpace::VARIANTS.iter().copied() {
+        for ty in ValueType::VARIANTS.iter().copied() {
             for r in RED_OPS {
                 let operation = Operation::Rmw(r);
                 for &order in operation.valid_orders() {
-                    for scope in Scope::ALL {
+                    for &scope in Scope::ALL {
                         let c = MappingCase {
                             space,
                             ty,
@@ -531,7 +564,7 @@ pub(crate) fn rust_source(cases: &[MappingCase]) -> String {
         .iter()
         .filter(|c| unsupported_reason(c).is_none())
         .collect();
-    for ty in ValueType::ALL.iter().copied() {
+    for ty in ValueType::VARIANTS.iter().copied() {
         let used = written.iter().any(|c| {
             c.space == ObjectSpace::Global && c.ty == ty && c.operation != Operation::Fence
         });
@@ -698,7 +731,7 @@ fn shared_array(ty: ValueType) -> String {
 /// The declarations of the `__shared__` arrays `cases` use, one per type.
 fn shared_arrays(cases: &[MappingCase]) -> String {
     let mut s = String::new();
-    for ty in ValueType::ALL.iter().copied() {
+    for ty in ValueType::VARIANTS.iter().copied() {
         if cases
             .iter()
             .any(|c| c.ty == ty && c.space == ObjectSpace::Shared)

@@ -17,27 +17,49 @@
 //!
 //! The scope is never widened: the note speaks of the memory order only.
 
+use crate::vocab::Vocabulary;
 use std::fmt;
+use strum::VariantArray;
 
 use crate::ptx::instr::{AtomOp, Scope, Sem};
 
-crate::vocab::vocabulary! {
-    /// The read-modify-write operations the chapter's `atomic_<rmw op>` rows cover.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-    pub enum RmwOp {
-        FetchAdd = "fetch_add",
-        /// PTX has no `atom.sub`: the row's `<rmw op>` for a subtraction is `add` of the
-        /// negated operand (the same value in two's complement and, for floating point, in
-        /// IEEE 754, where `x - y` is `x + (-y)`).
-        FetchSub = "fetch_sub",
-        Exchange = "exchange",
-        CompareExchange = "compare_exchange",
-        FetchAnd = "fetch_and",
-        FetchOr = "fetch_or",
-        FetchXor = "fetch_xor",
-        FetchMin = "fetch_min",
-        FetchMax = "fetch_max",
-    }
+/// The read-modify-write operations the chapter's `atomic_<rmw op>` rows cover.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum RmwOp {
+    #[strum(serialize = "fetch_add")]
+    FetchAdd,
+    /// PTX has no `atom.sub`: the row's `<rmw op>` for a subtraction is `add` of the
+    /// negated operand (the same value in two's complement and, for floating point, in
+    /// IEEE 754, where `x - y` is `x + (-y)`).
+    #[strum(serialize = "fetch_sub")]
+    FetchSub,
+    #[strum(serialize = "exchange")]
+    Exchange,
+    #[strum(serialize = "compare_exchange")]
+    CompareExchange,
+    #[strum(serialize = "fetch_and")]
+    FetchAnd,
+    #[strum(serialize = "fetch_or")]
+    FetchOr,
+    #[strum(serialize = "fetch_xor")]
+    FetchXor,
+    #[strum(serialize = "fetch_min")]
+    FetchMin,
+    #[strum(serialize = "fetch_max")]
+    FetchMax,
 }
 
 impl RmwOp {
@@ -72,7 +94,7 @@ pub enum Operation {
 impl Operation {
     pub fn all() -> Vec<Operation> {
         let mut v = vec![Operation::Fence, Operation::Load, Operation::Store];
-        v.extend(RmwOp::ALL.iter().map(|&r| Operation::Rmw(r)));
+        v.extend(RmwOp::VARIANTS.iter().map(|&r| Operation::Rmw(r)));
         v
     }
 
@@ -110,16 +132,32 @@ impl Operation {
     }
 }
 
-crate::vocab::vocabulary! {
-    /// C++ memory orders.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-    pub enum Order {
-        SeqCst = "seq_cst",
-        AcqRel = "acq_rel",
-        Acquire = "acquire",
-        Release = "release",
-        Relaxed = "relaxed",
-    }
+/// C++ memory orders.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
+pub enum Order {
+    #[strum(serialize = "seq_cst")]
+    SeqCst,
+    #[strum(serialize = "acq_rel")]
+    AcqRel,
+    #[strum(serialize = "acquire")]
+    Acquire,
+    #[strum(serialize = "release")]
+    Release,
+    #[strum(serialize = "relaxed")]
+    Relaxed,
 }
 
 impl Order {
@@ -179,27 +217,32 @@ const fn step(kind: StepKind, sem: Sem) -> Step {
 
 /// The operation column of a row: the chapter has one row per API and order, and all
 /// `atomic_<rmw op>` share theirs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
 pub enum RowKind {
+    #[strum(serialize = "fence")]
     Fence,
+    #[strum(serialize = "load")]
     Load,
+    #[strum(serialize = "store")]
     Store,
+    #[strum(serialize = "rmw")]
     Rmw,
 }
 
 impl RowKind {
-    pub(crate) const ALL: [RowKind; 4] =
-        [RowKind::Fence, RowKind::Load, RowKind::Store, RowKind::Rmw];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RowKind::Fence => "fence",
-            RowKind::Load => "load",
-            RowKind::Store => "store",
-            RowKind::Rmw => "rmw",
-        }
-    }
-
     /// The API of the chapter's first column as the clause catalogue spells it.
     pub(crate) fn api(self) -> &'static str {
         match self {
@@ -244,8 +287,8 @@ impl Row {
     /// Every row the chapter has (15: 4 fences, 3 loads, 3 stores, 5 RMWs), table by table.
     pub fn all() -> Vec<Row> {
         let mut v = Vec::new();
-        for order in Order::ALL.iter().copied() {
-            for kind in RowKind::ALL {
+        for order in Order::VARIANTS.iter().copied() {
+            for &kind in RowKind::VARIANTS {
                 if kind.operation().valid_orders().contains(&order) {
                     v.push(Row { order, kind });
                 }
@@ -516,8 +559,8 @@ mod tests {
             ("fetch_min", "min"),
             ("fetch_max", "max"),
         ];
-        assert_eq!(RmwOp::ALL.len(), table.len());
-        for (op, (cpp, ptx)) in RmwOp::ALL.iter().zip(table) {
+        assert_eq!(RmwOp::VARIANTS.len(), table.len());
+        for (op, (cpp, ptx)) in RmwOp::VARIANTS.iter().zip(table) {
             assert_eq!(op.name(), cpp);
             assert_eq!(Some(op.ptx_op()), AtomOp::parse(ptx), "{cpp}");
         }
@@ -528,7 +571,7 @@ mod tests {
     // acq_rel above both, seq_cst on top (pairs written out here, not derived from code).
     #[test]
     fn order_converts_to_sem_and_keeps_the_cpp_strength_order() {
-        for o in Order::ALL.iter().copied() {
+        for o in Order::VARIANTS.iter().copied() {
             let ptx = if o == Order::SeqCst { "sc" } else { o.name() };
             assert_eq!(Sem::parse(ptx), Some(o.sem()), "{}", o.name());
         }
@@ -544,8 +587,8 @@ mod tests {
             (SeqCst, Release),
             (SeqCst, AcqRel),
         ];
-        for a in Order::ALL.iter().copied() {
-            for b in Order::ALL.iter().copied() {
+        for a in Order::VARIANTS.iter().copied() {
+            for b in Order::VARIANTS.iter().copied() {
                 let expect = a == b || stronger.contains(&(a, b));
                 assert_eq!(a.at_least(b), expect, "{} >= {}", a.name(), b.name());
             }
@@ -555,12 +598,12 @@ mod tests {
     #[test]
     fn cpp_rmw_ops_convert_to_distinct_atom_ops() {
         // fetch_sub shares `add` with fetch_add (PTX has no atom.sub); every other op is its own.
-        let ops: Vec<AtomOp> = RmwOp::ALL
+        let ops: Vec<AtomOp> = RmwOp::VARIANTS
             .iter()
             .filter(|r| **r != RmwOp::FetchSub)
             .map(|r| r.ptx_op())
             .collect();
-        let cpp: Vec<RmwOp> = RmwOp::ALL
+        let cpp: Vec<RmwOp> = RmwOp::VARIANTS
             .iter()
             .copied()
             .filter(|r| *r != RmwOp::FetchSub)
@@ -582,7 +625,7 @@ mod tests {
     #[test]
     fn every_valid_combination_has_a_row_and_invalid_ones_have_none() {
         for op in Operation::all() {
-            for order in Order::ALL.iter().copied() {
+            for order in Order::VARIANTS.iter().copied() {
                 let r = rows(op, order);
                 if op.valid_orders().contains(&order) {
                     assert!(!r.is_empty(), "{} {} has no row", op.name(), order.name());
@@ -652,7 +695,7 @@ mod tests {
     #[test]
     fn every_step_sem_is_one_its_instruction_accepts() {
         for op in Operation::all() {
-            for order in Order::ALL.iter().copied() {
+            for order in Order::VARIANTS.iter().copied() {
                 for m in rows(op, order) {
                     for s in &m.steps {
                         assert!(s.kind.accepts(s.sem), "{} {} {m}", op.name(), order.name());

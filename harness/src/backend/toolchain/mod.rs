@@ -16,6 +16,7 @@ pub mod process;
 pub mod rustc;
 pub(crate) mod stderr_capture;
 
+use crate::vocab::Vocabulary;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -160,23 +161,27 @@ pub enum Policy {
 }
 
 /// Where a component was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Serialize,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
+    #[strum(serialize = "system")]
     System,
+    #[strum(serialize = "managed")]
     Managed,
     /// Outputs recorded on another machine (`--prebuilt DIR`, [`prebuilt`]).
+    #[strum(serialize = "prebuilt")]
     Prebuilt,
-}
-
-impl Origin {
-    pub fn name(self) -> &'static str {
-        match self {
-            Origin::System => "system",
-            Origin::Managed => "managed",
-            Origin::Prebuilt => "prebuilt",
-        }
-    }
 }
 
 /// One found component.

@@ -24,11 +24,13 @@
 //! outside (the OOM killer) gave no answer and is not kept. Prebuilds writing one store at
 //! once take turns at the manifest and merge what is there ([`Store::finish`]).
 
+use crate::vocab::Vocabulary;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use strum::VariantArray;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -52,28 +54,33 @@ const MAX_OUTPUT_BYTES: u64 = 256 << 20;
 const ZSTD_LEVEL: i32 = 3;
 
 /// The tools a store holds outputs of, by the name `--producers` gives them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::Display,
+)]
 pub enum Tool {
     /// clang-19 (`--producers clang`).
+    #[strum(serialize = "clang-19")]
     Clang,
     /// llc-19, LLVM IR through the NVPTX back end (`--producers llvm`).
+    #[strum(serialize = "llc-19")]
     Llc,
     /// rustc's nvptx64-nvidia-cuda target (`--producers rustc`): a rig needs no Rust.
+    #[strum(serialize = "rustc")]
     Rustc,
 }
 
 impl Tool {
-    pub(crate) const ALL: [Tool; 3] = [Tool::Clang, Tool::Llc, Tool::Rustc];
-
     /// The tool's name in keys, manifests and messages.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::Clang => "clang-19",
-            Tool::Llc => "llc-19",
-            Tool::Rustc => "rustc",
-        }
-    }
-
     /// The `--producers` value naming this tool (the suites' producer names).
     pub fn producer(self) -> &'static str {
         match self {
@@ -93,7 +100,7 @@ impl Tool {
 
     /// The tool a `--producers` value names.
     pub(crate) fn from_producer(s: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|t| t.producer() == s)
+        Tool::VARIANTS.iter().copied().find(|t| t.producer() == s)
     }
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use strum::VariantArray;
 
 /// Immediates follow the PTX ISA's constants (§4.5): a leading 0 is octal, `0b` binary,
 /// `0x` hex; a float constant is not an integer.
@@ -47,7 +48,10 @@ fn guide_prototypes_and_calls_conform() {
         } else {
             ("b32", "%r2", "u32")
         };
-        let decls: Vec<String> = Syscall::ALL.iter().map(|s| s.prototype(addr)).collect();
+        let decls: Vec<String> = Syscall::VARIANTS
+            .iter()
+            .map(|s| s.prototype(addr))
+            .collect();
         let src = format!(
                 ".version 8.0\n.target sm_50\n.address_size {addr}\n{}\n\
                  .global .align 1 .b8 fmt[3] = {{103, 112, 0}};\n.visible .entry k()\n{{ .reg .{cv} {r}, {r}0;\n\
@@ -245,7 +249,7 @@ fn calls_through_registers() {
 /// No prefix of a module with every kind of call makes the check panic.
 #[test]
 fn truncated_and_odd_input_never_panics() {
-    let decls: Vec<String> = Syscall::ALL
+    let decls: Vec<String> = Syscall::VARIANTS
         .iter()
         .map(|s| s.prototype(AddressSize::A64))
         .collect();
