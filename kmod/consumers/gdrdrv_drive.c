@@ -146,27 +146,18 @@ static long long nv_refcount(void)
 
 static long long refcount_before;
 
-/* Nothing left over and no violation since `before`. */
+/* Nothing left over and no violation since `before`, and gdrdrv's own count
+ * of page tables back where it was. */
 static int clean_since(int ctx, const struct gpumem_stats *before)
 {
 	struct gpumem_stats s;
 	long long rc = nv_refcount();
-	int r = gpumem_stats(ctx, &s);
 
-
-	CHECK(!r, "stand-in STATS: %s", strerror(-r));
+	CHECK(!gpumem_stats(ctx, &s), "stand-in STATS");
 	CHECK(rc == refcount_before,
 	      "gdrdrv's nv_get_pages_refcount is %lld after the case (%lld before), with %u pins left in the stand-in: gdrdrv counted page tables returned %s",
 	      rc, refcount_before, s.pins, rc < refcount_before ? "twice (its unload will BUG)" : "never");
-	CHECK(s.violations == before->violations,
-	      "the stand-in saw %llu contract violation(s) by gdrdrv (its log names them)",
-	      (unsigned long long)(s.violations - before->violations));
-	CHECK(s.pins == before->pins && s.persistent_pins == before->persistent_pins,
-	      "pins left: %u (%u persistent), %u (%u) before", s.pins, s.persistent_pins,
-	      before->pins, before->persistent_pins);
-	CHECK(s.allocs == before->allocs, "allocations left: %u, %u before", s.allocs,
-	      before->allocs);
-	return 0;
+	return gpumem_clean_since(ctx, before, "gdrdrv", reason, sizeof(reason));
 }
 
 /* Pin, map, read every word, unmap, unpin. */
@@ -285,20 +276,6 @@ static int exit_with_live_pin(int ctx, gdr_t g)
 	return 0;
 }
 
-struct race {
-	int ctx;
-	uint64_t va;
-	int r;
-};
-
-static void *free_thread(void *arg)
-{
-	struct race *x = arg;
-
-	x->r = gpumem_free(x->ctx, x->va, NULL);
-	return NULL;
-}
-
 /* Unpinning while the memory is freed (gdrcopy PR #332's window: the free
  * callback waits on the registration while the unpin frees it). The stand-in
  * delays put_pages to widen the window. */
@@ -308,21 +285,21 @@ static int unpin_races_free(int ctx, gdr_t g)
 
 	CHECK(!gpumem_put_delay(ctx, 200), "INJECT put_delay_us");
 	for (round = 0; round < RACE_ROUNDS; round++) {
-		struct race x = { .ctx = ctx };
+		struct gpumem_async_free f;
 		struct pinned p;
-		pthread_t t;
-		int r = gpumem_alloc(ctx, LEN, &x.va);
+		uint64_t va;
+		int r = gpumem_alloc(ctx, LEN, &va), freed;
 
 		CHECK(!r, "alloc: %s", strerror(-r));
-		if (pin_and_map(g, x.va, &p))
+		if (pin_and_map(g, va, &p))
 			return -1;
 		CHECK(!gdr_unmap(g, p.mh, p.map, LEN), "gdr_unmap");
-		CHECK(!pthread_create(&t, NULL, free_thread, &x), "pthread_create");
+		CHECK(!gpumem_free_start(&f, ctx, va), "pthread_create");
 		if (round & 1)
 			usleep(50);
 		r = gdr_unpin_buffer(g, p.mh);
-		pthread_join(t, NULL);
-		CHECK(!x.r, "round %d: free: %s", round, strerror(-x.r));
+		freed = gpumem_free_join(&f);
+		CHECK(!freed, "round %d: free: %s", round, strerror(-freed));
 		CHECK(!r, "round %d: gdr_unpin_buffer: %d", round, r);
 	}
 	CHECK(!gpumem_put_delay(ctx, 0), "INJECT put_delay_us 0");

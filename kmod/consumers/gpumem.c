@@ -2,6 +2,8 @@
 /* gpumem: GPU memory from gpucts_testprov for consumer test programs. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -82,4 +84,54 @@ void gpumem_close(int ctx)
 uint64_t gpumem_pattern(uint64_t gpu_va)
 {
 	return GPUCTS_TESTPROV_PATTERN(gpu_va);
+}
+
+int gpumem_clean_since(int ctx, const struct gpumem_stats *before, const char *who,
+		       char *why, size_t n)
+{
+	struct gpumem_stats s;
+	int r = gpumem_stats(ctx, &s);
+
+	if (r)
+		snprintf(why, n, "stand-in STATS: %s", strerror(-r));
+	else if (s.violations != before->violations)
+		snprintf(why, n, "the stand-in saw %llu contract violation(s) by %s (its log names them)",
+			 (unsigned long long)(s.violations - before->violations), who);
+	else if (s.pins != before->pins || s.persistent_pins != before->persistent_pins ||
+		 s.dma_mappings != before->dma_mappings)
+		snprintf(why, n, "left: %u pins (%u persistent), %u DMA mappings; %u (%u), %u before",
+			 s.pins, s.persistent_pins, s.dma_mappings, before->pins,
+			 before->persistent_pins, before->dma_mappings);
+	else if (s.allocs != before->allocs)
+		snprintf(why, n, "allocations left: %u, %u before", s.allocs, before->allocs);
+	else
+		return 0;
+	return -1;
+}
+
+static void *free_thread(void *arg)
+{
+	struct gpumem_async_free *f = arg;
+
+	f->result = gpumem_free(f->ctx, f->va, NULL);
+	return NULL;
+}
+
+int gpumem_free_start(struct gpumem_async_free *f, int ctx, uint64_t va)
+{
+	pthread_t t;
+	int r;
+
+	f->ctx = ctx;
+	f->va = va;
+	f->result = 0;
+	r = pthread_create(&t, NULL, free_thread, f);
+	f->thread = (unsigned long)t;
+	return -r;
+}
+
+int gpumem_free_join(struct gpumem_async_free *f)
+{
+	pthread_join((pthread_t)f->thread, NULL);
+	return f->result;
 }

@@ -49,4 +49,21 @@ void gpumem_close(int ctx);
 
 uint64_t gpumem_pattern(uint64_t gpu_va);
 
+/* Whether the consumer left the stand-in as `before` found it: no contract
+ * violation since, and as many pins (persistent ones among them), DMA mappings
+ * and allocations. 0, or -1 with what differs written to why[n] naming `who`. */
+int gpumem_clean_since(int ctx, const struct gpumem_stats *before, const char *who,
+		       char *why, size_t n);
+
+/* A free on a thread of its own, to race the consumer's own release path:
+ * start it, do the racing call, join it; `result` is the free's return. */
+struct gpumem_async_free {
+	int ctx;
+	uint64_t va;
+	int result;
+	unsigned long thread;	/* pthread_t */
+};
+int gpumem_free_start(struct gpumem_async_free *f, int ctx, uint64_t va);
+int gpumem_free_join(struct gpumem_async_free *f);
+
 #endif

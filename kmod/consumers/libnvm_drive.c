@@ -59,19 +59,7 @@ static int unmap(int ctrl, uint64_t va)
 
 static int clean_since(int ctx, const struct gpumem_stats *before)
 {
-	struct gpumem_stats s;
-	int r = gpumem_stats(ctx, &s);
-
-	CHECK(!r, "stand-in STATS: %s", strerror(-r));
-	CHECK(s.violations == before->violations,
-	      "the stand-in saw %llu contract violation(s) by the module (its log names them)",
-	      (unsigned long long)(s.violations - before->violations));
-	CHECK(s.pins == before->pins && s.dma_mappings == before->dma_mappings,
-	      "left: %u pins and %u DMA mappings, %u and %u before", s.pins, s.dma_mappings,
-	      before->pins, before->dma_mappings);
-	CHECK(s.allocs == before->allocs, "allocations left: %u, %u before", s.allocs,
-	      before->allocs);
-	return 0;
+	return gpumem_clean_since(ctx, before, "the module", reason, sizeof(reason));
 }
 
 /* One bus address per 64 KiB GPU page: non-zero, aligned to a CPU page, distinct. */
@@ -156,20 +144,6 @@ static int exit_with_live_map(int ctx, int ctrl)
 	return 0;
 }
 
-struct race {
-	int ctx;
-	uint64_t va;
-	int r;
-};
-
-static void *free_thread(void *arg)
-{
-	struct race *x = arg;
-
-	x->r = gpumem_free(x->ctx, x->va, NULL);
-	return NULL;
-}
-
 /* NVM_UNMAP_MEMORY racing the free (the module's callback unlinks the map
  * too); the stand-in delays put_pages to widen the window. Either may win:
  * the unmap succeeds, or finds the map gone (EINVAL). */
@@ -179,20 +153,19 @@ static int unmap_races_free(int ctx, int ctrl)
 
 	CHECK(!gpumem_put_delay(ctx, 200), "INJECT put_delay_us");
 	for (round = 0; round < RACE_ROUNDS; round++) {
-		struct race x = { .ctx = ctx };
-		uint64_t io[PAGES];
-		pthread_t t;
-		int r = gpumem_alloc(ctx, LEN, &x.va);
+		struct gpumem_async_free f;
+		uint64_t va, io[PAGES];
+		int r = gpumem_alloc(ctx, LEN, &va), freed;
 
 		CHECK(!r, "alloc: %s", strerror(-r));
-		r = map_device(ctrl, x.va, io);
+		r = map_device(ctrl, va, io);
 		CHECK(!r, "round %d: NVM_MAP_DEVICE_MEMORY: %s", round, strerror(-r));
-		CHECK(!pthread_create(&t, NULL, free_thread, &x), "pthread_create");
+		CHECK(!gpumem_free_start(&f, ctx, va), "pthread_create");
 		if (round & 1)
 			usleep(50);
-		r = unmap(ctrl, x.va);
-		pthread_join(t, NULL);
-		CHECK(!x.r, "round %d: free: %s", round, strerror(-x.r));
+		r = unmap(ctrl, va);
+		freed = gpumem_free_join(&f);
+		CHECK(!freed, "round %d: free: %s", round, strerror(-freed));
 		CHECK(!r || r == -EINVAL, "round %d: NVM_UNMAP_MEMORY: %s", round, strerror(-r));
 		won += !r;
 	}

@@ -96,19 +96,7 @@ static void nvfs_unregister(struct reg *r)
 
 static int clean_since(int ctx, const struct gpumem_stats *before)
 {
-	struct gpumem_stats s;
-	int r = gpumem_stats(ctx, &s);
-
-	CHECK(!r, "stand-in STATS: %s", strerror(-r));
-	CHECK(s.violations == before->violations,
-	      "the stand-in saw %llu contract violation(s) by nvidia-fs (its log names them)",
-	      (unsigned long long)(s.violations - before->violations));
-	CHECK(s.pins == before->pins && s.dma_mappings == before->dma_mappings,
-	      "left: %u pins and %u DMA mappings, %u and %u before", s.pins, s.dma_mappings,
-	      before->pins, before->dma_mappings);
-	CHECK(s.allocs == before->allocs, "allocations left: %u, %u before", s.allocs,
-	      before->allocs);
-	return 0;
+	return gpumem_clean_since(ctx, before, "nvidia-fs", reason, sizeof(reason));
 }
 
 /* Register: the stand-in holds a pin of the buffer; unregister: it is gone. */
