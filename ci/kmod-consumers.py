@@ -65,9 +65,9 @@ def window(lines, name, label):
     end = f"=== KMOD-VM CONSUMER {name} {label} END ==="
     console, kernel, inside, found = [], [], False, False
     for line in lines:
-        if begin in line and not KERNEL_LINE.match(line):
+        if begin in line:
             inside, found = True, True
-        elif end in line and not KERNEL_LINE.match(line):
+        elif end in line:
             inside = False
         elif inside and "=== KMOD-VM DMESG BEGIN ===" in line:
             inside = False

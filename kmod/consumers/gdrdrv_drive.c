@@ -20,7 +20,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -294,7 +293,7 @@ static int unpin_races_free(int ctx, gdr_t g)
 		if (pin_and_map(g, va, &p))
 			return -1;
 		CHECK(!gdr_unmap(g, p.mh, p.map, LEN), "gdr_unmap");
-		CHECK(!gpumem_free_start(&f, ctx, va), "pthread_create");
+		CHECK(!gpumem_free_start(&f, ctx, va), "starting the free");
 		if (round & 1)
 			usleep(50);
 		r = gdr_unpin_buffer(g, p.mh);

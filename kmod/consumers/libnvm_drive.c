@@ -21,7 +21,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,7 +159,7 @@ static int unmap_races_free(int ctx, int ctrl)
 		CHECK(!r, "alloc: %s", strerror(-r));
 		r = map_device(ctrl, va, io);
 		CHECK(!r, "round %d: NVM_MAP_DEVICE_MEMORY: %s", round, strerror(-r));
-		CHECK(!gpumem_free_start(&f, ctx, va), "pthread_create");
+		CHECK(!gpumem_free_start(&f, ctx, va), "starting the free");
 		if (round & 1)
 			usleep(50);
 		r = unmap(ctrl, va);
