@@ -98,6 +98,13 @@ capabilities! {
     /// rustc's `nvptx64-nvidia-cuda` target, with `rust-src` (gpucts builds `core` for it).
     Rustc = "rustc", family: "rustc", probe: Toolchain,
         hint: "install Rust (rustup) and run `rustup component add rust-src`";
+    /// Triton (PyPI `triton`, pinned), compiling `@triton.jit` kernels to PTX without a GPU.
+    Triton = "triton", family: "triton", probe: Toolchain,
+        hint: "run `gpucts toolchain install --with triton`";
+    /// numba-cuda (PyPI `numba-cuda`, pinned), compiling Python device functions with its C
+    /// ABI through libNVVM.
+    NumbaCuda = "numba-cuda", family: "numba-cuda", probe: Toolchain,
+        hint: "run `gpucts toolchain install --with numba-cuda`";
     /// The gpucts companion module's device node, `/dev/gpucts`.
     Kmod = "kmod", family: "kmod", probe: Kmod,
         hint: "build and load kmod/ (see kmod/README.md)";
@@ -301,7 +308,7 @@ mod tests {
         assert_eq!(
             Requirement::parse("warp-drive").unwrap_err().to_string(),
             "unknown capability `warp-drive` (known: gpu, ptxas, nvrtc, nvjitlink, libnvvm, \
-             nvdisasm, cuobjdump, cccl, clang, g++, rustc, kmod, rdma, testprov, peermem, dmabuf, \
+             nvdisasm, cuobjdump, cccl, clang, g++, rustc, triton, numba-cuda, kmod, rdma, testprov, peermem, dmabuf, \
              producer-feature, iommu-peer, corpus, toolchain)"
         );
         assert_eq!(

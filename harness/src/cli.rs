@@ -405,7 +405,12 @@ enum ToolchainCmd {
     /// What is used and from where.
     Show,
     /// Install the pinned NVIDIA wheels into the cache.
-    Install,
+    Install {
+        /// Python front ends to install as well, each pinned into its own directory of the
+        /// cache: `triton` (about 1 GB), `numba-cuda` (about 360 MB).
+        #[arg(long, value_delimiter = ',', value_name = "FRONT_END")]
+        with: Vec<crate::backend::toolchain::python::FrontEnd>,
+    },
 }
 
 /// The most cases run at once: each is a thread (and for isolated cases a child process), so a

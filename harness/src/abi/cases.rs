@@ -141,6 +141,13 @@ pub fn param_passing(
     signature: &str,
     position: &str,
 ) -> CaseStatus {
+    if let Some(why) = paramgen::signatures()
+        .iter()
+        .find(|s| s.id == signature)
+        .and_then(|s| paramgen::inexpressible(producer, s))
+    {
+        return CaseStatus::skip(crate::capability::Capability::ProducerFeature, why);
+    }
     static CACHE: std::sync::OnceLock<BatchCache<&'static str, Observations>> =
         std::sync::OnceLock::new();
     let slot = CACHE

@@ -77,7 +77,7 @@ pub(super) fn validate(paths: &[PathBuf], config: &RunConfig, data: &crate::data
 }
 
 pub(super) fn toolchain(action: ToolchainCmd, tools: &ToolSettings) -> i32 {
-    if let ToolchainCmd::Install = action {
+    if let ToolchainCmd::Install { with } = action {
         match crate::backend::toolchain::managed::install(
             tools.cache_root.as_deref(),
             &mut std::io::stderr(),
@@ -86,6 +86,19 @@ pub(super) fn toolchain(action: ToolchainCmd, tools: &ToolSettings) -> i32 {
             Err(e) => {
                 error(format!("toolchain install failed: {e}"));
                 return EXIT_FAILED;
+            }
+        }
+        for fe in with {
+            match crate::backend::toolchain::python::install(
+                tools.cache_root.as_deref(),
+                fe,
+                &mut std::io::stderr(),
+            ) {
+                Ok(dir) => println!("installed: {}", dir.display()),
+                Err(e) => {
+                    error(format!("toolchain install of {fe} failed: {e}"));
+                    return EXIT_FAILED;
+                }
             }
         }
     }

@@ -214,7 +214,7 @@ fn compile(tc: &Toolchain, p: DebugProducer, batch: u64) -> Result<(String, usiz
         // clang-19 reads the source without CUDA's headers (the LLVM IR flavour: clang-19
         // writes the IR from that same source first)
         Language::ClangCuda | Language::C | Language::LlvmIr => Dialect::C,
-        Language::NvvmIr | Language::Ptx | Language::Rust => {
+        Language::NvvmIr | Language::Ptx | Language::Rust | Language::Triton | Language::Numba => {
             return Err(ToolError::Failed {
                 tool: p.name().to_string(),
                 log: format!("no generated DWARF source for {language:?}"),

@@ -313,7 +313,13 @@ pub(crate) fn assert_site(producer: Producer) -> (String, u32, &'static str) {
         // The IR producers, and any producer outside the view (the suite reader refuses
         // those), see the IR file name.
         Some(
-            Language::NvvmIr | Language::LlvmIr | Language::C | Language::Ptx | Language::Rust,
+            Language::NvvmIr
+            | Language::LlvmIr
+            | Language::C
+            | Language::Ptx
+            | Language::Rust
+            | Language::Triton
+            | Language::Numba,
         )
         | None => ("gpucts.ll".to_string(), 7, ASSERT_FN),
     }
@@ -330,7 +336,9 @@ fn source(language: Language) -> String {
         // libNVVM's dialect has typed pointers, LLVM 19's opaque ones.
         Language::NvvmIr => ir_source(true),
         Language::LlvmIr => ir_source(false),
-        Language::C | Language::Ptx | Language::Rust => String::new(),
+        Language::C | Language::Ptx | Language::Rust | Language::Triton | Language::Numba => {
+            String::new()
+        }
     }
 }
 

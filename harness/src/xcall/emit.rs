@@ -63,9 +63,15 @@ pub fn expresses(p: Producer, sig: &Signature) -> Result<(), Inexpressible> {
                 why,
             })
         }
-        Some(Language::CudaCpp | Language::ClangCuda | Language::Ptx | Language::C) | None => {
-            Ok(())
-        }
+        Some(
+            Language::CudaCpp
+            | Language::ClangCuda
+            | Language::Ptx
+            | Language::C
+            | Language::Triton
+            | Language::Numba,
+        )
+        | None => Ok(()),
     }
 }
 
@@ -904,7 +910,7 @@ pub fn source(p: Producer, role: Role, sigs: &[&Signature]) -> Option<(Language,
         (Language::Ptx, Role::Caller) => ptx_caller(sigs),
         (Language::Rust, Role::Callee) => super::emit_rust::callee(sigs),
         (Language::Rust, Role::Caller) => super::emit_rust::caller(sigs),
-        (Language::C, _) => return None,
+        (Language::C | Language::Triton | Language::Numba, _) => return None,
     };
     Some((language, text))
 }

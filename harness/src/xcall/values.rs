@@ -370,7 +370,7 @@ pub(crate) fn source(language: Language, char_signed: bool) -> Option<String> {
         Language::ClangCuda => Some(cuda_source(true)),
         Language::NvvmIr => Some(ir_source(true, char_signed)),
         Language::LlvmIr => Some(ir_source(false, char_signed)),
-        Language::C | Language::Ptx | Language::Rust => None,
+        Language::C | Language::Ptx | Language::Rust | Language::Triton | Language::Numba => None,
     }
 }
 

@@ -99,7 +99,7 @@ pub(crate) fn callee_source(language: Language) -> Option<String> {
             }
             Some(s)
         }
-        Language::C | Language::Ptx | Language::Rust => None,
+        Language::C | Language::Ptx | Language::Rust | Language::Triton | Language::Numba => None,
     }
 }
 

@@ -5,6 +5,7 @@
 use crate::vocab::Vocabulary;
 use std::fmt;
 
+use crate::backend::producer::Language;
 use crate::ptx::instr::{AtomOp, Instruction, MemOp, MemOpKind, Scope, Sem, Space};
 
 pub use super::source::ResultUse;
@@ -219,6 +220,16 @@ fn read_body(
     labels: &std::collections::HashMap<String, Vec<usize>>,
 ) -> (Vec<Instruction>, Vec<String>, Option<CasLoop>) {
     let mut structure = Vec::new();
+    let program;
+    let body = if super::source::language(case.producer) == Some(Language::Triton) {
+        let (kept, notes) =
+            super::source::triton::program_instructions(case, &case.function_name(), body);
+        structure.extend(notes);
+        program = kept;
+        &program[..]
+    } else {
+        body
+    };
     let local_dispatch = body
         .iter()
         .any(|i| i.opcode == "isspacep" && i.has("local"));

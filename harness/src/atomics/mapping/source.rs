@@ -10,17 +10,21 @@ use strum::VariantArray;
 
 use super::table::{Operation, Order, RmwOp};
 
+pub(super) mod triton;
+
 pub use crate::backend::producer::Producer;
 use crate::backend::producer::{Language, Options};
 
 /// The languages the cases are written in: libcu++ for NVRTC, clang's scoped atomic builtins,
 /// LLVM IR atomics with `syncscope` (every case is expressible in IR, so the IR producer
-/// separates front-end from back-end behaviour), and Rust's `core::sync::atomic`.
-pub(crate) const LANGUAGES: [Language; 4] = [
+/// separates front-end from back-end behaviour), Rust's `core::sync::atomic` and Triton's
+/// `tl.atomic_*`.
+pub(crate) const LANGUAGES: [Language; 5] = [
     Language::CudaCpp,
     Language::ClangCuda,
     Language::LlvmIr,
     Language::Rust,
+    Language::Triton,
 ];
 
 /// This area's view of the producer vocabulary: every producer that reads one of
@@ -42,6 +46,7 @@ pub(crate) fn describe(p: Producer) -> String {
         Some(Language::ClangCuda) => format!("{tool} __scoped_atomic builtins"),
         Some(Language::LlvmIr) => format!("LLVM IR atomics via the {tool} NVPTX backend"),
         Some(Language::Rust) => format!("core::sync::atomic via {tool}"),
+        Some(Language::Triton) => format!("{tool} tl.atomic_*"),
         _ => p.describe().to_string(),
     }
 }
@@ -53,7 +58,8 @@ pub fn source(language: Language, cases: &[MappingCase]) -> String {
         Language::ClangCuda => clang_source(cases),
         Language::LlvmIr => llvm_ir_source(cases),
         Language::Rust => rust_source(cases),
-        Language::C | Language::NvvmIr | Language::Ptx => String::new(),
+        Language::Triton => triton::source(cases),
+        Language::C | Language::NvvmIr | Language::Ptx | Language::Numba => String::new(),
     }
 }
 
@@ -434,9 +440,10 @@ pub fn cases_for(producer: Producer) -> Vec<MappingCase> {
             }
         }
     }
-    // Rust's cases are what Rust can write: listing the scopes, types and space its atomics
-    // lack would add only skips (each gap is named by [`unsupported_reason`] all the same).
-    if language(producer) == Some(Language::Rust) {
+    // Rust's and Triton's cases are what each can write: listing the scopes, orders, types and
+    // spaces their atomics lack would add only skips (each gap is named by
+    // [`unsupported_reason`] all the same).
+    if matches!(language(producer), Some(Language::Rust | Language::Triton)) {
         v.retain(|c| unsupported_reason(c).is_none());
     }
     v
@@ -471,6 +478,7 @@ pub(crate) fn unsupported_reason(case: &MappingCase) -> Option<String> {
             {
                 "Rust cannot place an object in .shared (no address space on a static)".into()
             }
+            (Some(Language::Triton), _, _) => return triton::unsupported_reason(case),
             // Every other case is written in the source: its function missing from the PTX is
             // the producer's doing, not a gap of the language.
             _ => return None,
@@ -1052,9 +1060,20 @@ mod tests {
             && !c.ty.is_float()
             && c.space != ObjectSpace::Shared
             && unsupported_reason(c).is_none()));
-        // Five producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
-        // (scoped builtins), llvm (IR), rustc (core::sync::atomic).
-        assert_eq!(all.len(), 4 * 1103 + 496);
+        // Triton's, on global memory without seq_cst and cluster scope, fetch_sub, loads,
+        // stores and fences: 8 RMWs x 4 orders x 3 scopes on `int` (96); u32, s64, u64 (8 x
+        // 4 each) and f32, f64 (add, exchange, compare_exchange x 4) at gpu scope: 120; `red`
+        // of 6 operations on `int` at 4 orders at gpu (24) and at relaxed and release at cta
+        // and sys (24), relaxed at gpu on u32, s64, u64 (18) and f32, f64 (add: 2).
+        let triton = cases_for(Producer::named("triton"));
+        assert_eq!(triton.len(), 96 + 120 + 24 + 24 + 18 + 2);
+        assert!(triton.iter().all(|c| c.space == ObjectSpace::Global
+            && c.order != Order::SeqCst
+            && c.scope != Scope::Cluster
+            && matches!(c.operation, Operation::Rmw(r) if r != RmwOp::FetchSub)));
+        // Six producers read one of the area's languages: nvrtc (libcu++), clang and clang-o1
+        // (scoped builtins), llvm (IR), rustc (core::sync::atomic), triton (tl.atomic_*).
+        assert_eq!(all.len(), 4 * 1103 + 496 + 284);
         let red = MappingCase::from_id("atomics.mapping.llvm.red.fetch_sub.release.sys").unwrap();
         assert_eq!(red.result, ResultUse::Discarded);
         assert_eq!(red.function_name(), "gpucts_red_fetch_sub_release_sys");

@@ -33,7 +33,9 @@ pub(super) fn compile_with(
         | Language::NvvmIr
         | Language::LlvmIr
         | Language::Ptx
-        | Language::Rust => {
+        | Language::Rust
+        | Language::Triton
+        | Language::Numba => {
             return Err(super::refuses(&DEF, src));
         }
     };

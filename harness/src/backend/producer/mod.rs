@@ -18,8 +18,10 @@ mod corpus;
 mod gpucts;
 mod libnvvm;
 mod llc;
+mod numba;
 mod nvrtc;
 mod rustc;
+mod triton;
 
 use std::fmt;
 
@@ -37,6 +39,8 @@ pub(crate) static REGISTRY: &[&ProducerDef] = &[
     &corpus::DEF,
     &clang_o1::DEF,
     &rustc::DEF,
+    &triton::DEF,
+    &numba::DEF,
 ];
 
 /// A source language a producer reads. The two C++ dialects differ in what the source must
@@ -60,6 +64,12 @@ pub enum Language {
     /// Rust for `nvptx64-nvidia-cuda`: a `#![no_std]` crate of `#[no_mangle] extern "C"`
     /// functions and `extern "ptx-kernel"` kernels.
     Rust,
+    /// Python for Triton: `@triton.jit` kernels and the list `GPUCTS_KERNELS` of
+    /// `(kernel, signature, constexprs)` to compile ([`crate::backend::toolchain::python`]).
+    Triton,
+    /// Python for numba-cuda: functions and the list `GPUCTS_FUNCTIONS` of `(function,
+    /// signature, abi_name)` to compile as C ABI device functions.
+    Numba,
 }
 
 /// What an area asks of each tool when it compiles, beside the target: the same source may

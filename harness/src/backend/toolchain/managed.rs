@@ -71,10 +71,10 @@ pub(crate) fn locate(cap: Capability, site: &Path) -> Option<PathBuf> {
 }
 
 /// An exclusive advisory lock on a file, released on drop.
-struct Lock(std::fs::File);
+pub(crate) struct Lock(std::fs::File);
 
 impl Lock {
-    fn acquire(path: &Path) -> std::io::Result<Lock> {
+    pub(crate) fn acquire(path: &Path) -> std::io::Result<Lock> {
         use std::os::fd::AsRawFd;
         let f = std::fs::OpenOptions::new()
             .create(true)
@@ -99,7 +99,7 @@ impl Drop for Lock {
 }
 
 /// The limit for `pip install` of the pinned wheels.
-const INSTALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+pub(crate) const INSTALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 fn python() -> Option<String> {
     ["python3", "python"]

@@ -13,6 +13,7 @@ pub(crate) use ffi::FfiError;
 pub mod managed;
 pub mod output_cache;
 pub mod process;
+pub mod python;
 pub mod rustc;
 pub(crate) mod stderr_capture;
 
@@ -382,6 +383,7 @@ impl Toolchain {
                 tc.missing.insert(Capability::Rustc, e.to_string());
             }
         }
+        python::discover(&mut tc);
         let hidden = tc.settings.hide.clone();
         tc.hide(&hidden);
         // After hiding: a rig replaying a store has clang-19 through it, whatever its own.
@@ -850,6 +852,8 @@ fn describe(cap: Capability) -> &'static str {
         Capability::Clang => "clang-19",
         Capability::Gxx => "g++",
         Capability::Rustc => "rustc with rust-src (nvptx64-nvidia-cuda)",
+        Capability::Triton => "Triton",
+        Capability::NumbaCuda => "numba-cuda",
         _ => "component",
     }
 }
