@@ -10,6 +10,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     describe: "clang-19 (C / CUDA device C++)",
     tool: "clang-19",
     capability: Some(Capability::Clang),
+    also_requires: &[],
     accepts: &[Language::ClangCuda, Language::C],
     hand_written: false,
     // clang-19 goes down to sm_20 ("unsupported CUDA gpu architecture: sm_10" below).

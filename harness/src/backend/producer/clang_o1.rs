@@ -14,6 +14,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     describe: "clang-19 -O1 (C / CUDA device C++)",
     tool: "clang-19 -O1",
     capability: Some(Capability::Clang),
+    also_requires: &[],
     accepts: &[Language::ClangCuda, Language::C],
     hand_written: false,
     oldest_target: "sm_20",

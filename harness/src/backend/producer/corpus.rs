@@ -10,6 +10,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     describe: "hand-written PTX (ptx-corpus/)",
     tool: "ptx-corpus",
     capability: None,
+    also_requires: &[],
     accepts: &[],
     hand_written: true,
     // The corpus declares `.target sm_50`.

@@ -10,6 +10,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     describe: "gpucts reference PTX emitter (ptx-interop 13.2 §2.3 table)",
     tool: "gpucts",
     capability: None,
+    also_requires: &[],
     accepts: &[Language::Ptx],
     hand_written: false,
     // PTX function calls need sm_20 (ptx-interop 13.2 ch. 2).

@@ -10,6 +10,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     describe: "libNVVM (NVVM IR)",
     tool: "libNVVM",
     capability: Some(Capability::Libnvvm),
+    also_requires: &[],
     accepts: &[Language::NvvmIr],
     hand_written: false,
     // libNVVM 2.0: "-arch=compute_35 is an unsupported option"; compute_50 is taken.

@@ -11,6 +11,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     tool: "llc-19",
     // llc-19 ships with clang-19 (Debian's llvm-19); the Clang probe checks both.
     capability: Some(Capability::Clang),
+    also_requires: &[],
     accepts: &[Language::LlvmIr],
     hand_written: false,
     // llc-19: "'sm_10' is not a recognized processor"; sm_20 is.

@@ -148,6 +148,8 @@ pub struct ProducerDef {
     pub tool: &'static str,
     /// The capability it needs to run; `None` for those that run no tool.
     pub capability: Option<Capability>,
+    /// Other tools it runs, which its cases require too (numba-cuda's libNVVM).
+    pub also_requires: &'static [Capability],
     /// The languages it compiles, the one it prefers first.
     pub accepts: &'static [Language],
     /// Hand-written PTX read from `ptx-corpus/`: nothing is compiled, the area reads the files.
@@ -245,9 +247,13 @@ impl Producer {
         self.def().capability
     }
 
-    /// The capabilities as a list (empty for the tool-less producers).
+    /// The capabilities its cases require: its own and [`ProducerDef::also_requires`] (empty
+    /// for the tool-less producers).
     pub fn requires(self) -> Vec<Capability> {
-        self.capability().into_iter().collect()
+        self.capability()
+            .into_iter()
+            .chain(self.def().also_requires.iter().copied())
+            .collect()
     }
 
     /// The languages it reads, preferred first.

@@ -15,6 +15,8 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     describe: "numba-cuda (Python, abi=\"c\" device functions)",
     tool: "numba-cuda",
     capability: Some(Capability::NumbaCuda),
+    // numba-cuda runs the toolchain's libNVVM, and asks NVRTC for the targets it knows.
+    also_requires: &[Capability::Libnvvm, Capability::Nvrtc],
     accepts: &[Language::Numba],
     hand_written: false,
     // numba-cuda 0.30.4 takes the oldest target its NVRTC lists as supported (CUDA 12.9's:

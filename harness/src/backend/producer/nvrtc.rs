@@ -10,6 +10,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     describe: "NVRTC (CUDA C++)",
     tool: "NVRTC",
     capability: Some(Capability::Nvrtc),
+    also_requires: &[],
     accepts: &[Language::CudaCpp],
     hand_written: false,
     // NVRTC 12.9 rejects compute_30/35/37 ("invalid value for --gpu-architecture") and takes

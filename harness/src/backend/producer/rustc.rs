@@ -14,6 +14,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     describe: "rustc (Rust, nvptx64-nvidia-cuda)",
     tool: "rustc",
     capability: Some(Capability::Rustc),
+    also_requires: &[],
     accepts: &[Language::Rust],
     hand_written: false,
     // Measured with rustc 1.95.0 (LLVM 22.1.2): `-Ctarget-cpu=sm_20` still compiles
