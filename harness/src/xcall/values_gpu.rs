@@ -30,10 +30,10 @@ use crate::backend::producer::{Language, Producer};
 use crate::backend::toolchain::Toolchain;
 use crate::outcome::CaseStatus;
 
-/// The producers a GPU values case takes: those of the value programs, and gpucts's
-/// hand-written side.
+/// The producers a GPU values case takes: those that write the value programs' callers and
+/// callees, and gpucts's hand-written side.
 pub fn producers() -> Vec<Producer> {
-    let mut v = values::producers();
+    let mut v = values::caller_producers();
     v.push(Producer::named("gpucts"));
     v
 }
@@ -485,7 +485,7 @@ mod tests {
             REFERENCE_CALLER.clone(),
             REFERENCE_CALLEE.clone(),
         )];
-        for p in values::producers() {
+        for p in values::caller_producers() {
             crate::require!(p.requires().iter().all(|c| tc.has(*c)), p.name());
             let caller = values::compile(&tc, p).unwrap();
             let callee = compile_callee(&tc, p).unwrap();
