@@ -67,6 +67,12 @@ struct Cli {
     /// `litmus tune` and `--bench` use it; the probe's fingerprint describes it.
     #[arg(long, value_name = "N|UUID", global = true)]
     device: Option<crate::backend::cuda::DeviceSelector>,
+    /// A file describing compilers gpucts does not know (name, language, command line with
+    /// {input} {output} {arch}, version command; README "Your own producer"): each runs as a
+    /// producer in the suite entries that take user producers (abi.params, xcall pairs).
+    /// Repeatable.
+    #[arg(long = "producer-file", value_name = "FILE", global = true)]
+    producer_files: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -488,6 +494,14 @@ pub fn main() -> i32 {
         cli.run.junit = Some(header.junit);
         cli.run.resume = Some(dir);
     }
+    // Producers from files join the registry before anything asks for producers; a file that
+    // does not read, or a compiler whose version command does not run, is a usage error.
+    if !cli.producer_files.is_empty() {
+        if let Err(e) = crate::backend::producer::user::register(&cli.producer_files) {
+            error(e);
+            return EXIT_USAGE;
+        }
+    }
     // The data root is resolved once, by the commands that read suites, and handed down (an
     // unusable --root exits 2 before anything runs); the others never touch it.
     let (root, corpora) = (
@@ -629,9 +643,10 @@ fn print_load_errors(errors: &[suite::SuiteError]) {
 /// The loaded suites, when no case's area refuses its content (what a run would meet: a
 /// missing file, an unknown producer or test name; issue 10).
 fn checked(
-    suites: Vec<suite::LoadedSuite>,
+    mut suites: Vec<suite::LoadedSuite>,
     data: &crate::data::DataRoot,
 ) -> Result<Vec<suite::LoadedSuite>, Vec<suite::SuiteError>> {
+    suite::drop_out_of_view(&mut suites, &data.path);
     let errors = suite::validate_cases(&suites, &data.path);
     if errors.is_empty() {
         Ok(suites)

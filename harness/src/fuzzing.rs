@@ -25,7 +25,16 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("clause_catalogue", clause_catalogue),
     ("ptx_exec", ptx_exec),
     ("litmus_count", litmus_count),
+    ("producer_file", producer_file),
 ];
+
+/// A `--producer-file` (compilers described by the user): producers or an error at
+/// `file:line:column`; no command is run.
+pub fn producer_file(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = crate::backend::producer::user::parse_only(text);
+    }
+}
 
 /// The clause catalogue (`suites/clauses/catalogue.yaml`): clauses or an error at
 /// `file:line:column`; then a citation looked up and coverage joined over a few case ids, so

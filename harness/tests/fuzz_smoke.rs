@@ -80,6 +80,7 @@ fn seeds(target: &str) -> (Vec<Input>, Vec<Input>) {
         "prebuilt_manifest" => files.push(r.join("harness/tests/fixtures/prebuilt-manifest.json")),
         "clause_catalogue" => files.push(r.join("suites/clauses/catalogue.yaml")),
         "dwarf_frame" => files.push(r.join("harness/tests/fixtures/debug-frame-64.bin")),
+        "producer_file" => files.push(r.join("harness/tests/fixtures/producers.yaml")),
         other => panic!("no seeds for target {other}"),
     }
     files_under(&r.join("fuzz/corpus").join(target), None, false, &mut files);
@@ -423,6 +424,11 @@ fn ptx_exec() {
 #[test]
 fn litmus_count() {
     smoke("litmus_count");
+}
+
+#[test]
+fn producer_file() {
+    smoke("producer_file");
 }
 
 #[test]

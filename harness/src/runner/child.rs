@@ -91,6 +91,10 @@ fn run_child(
     if let Some(store) = env.toolchain.replaying() {
         cmd.arg("--prebuilt").arg(store.dir());
     }
+    // The child knows the same producers from files.
+    for f in crate::backend::producer::user::files() {
+        cmd.arg("--producer-file").arg(f);
+    }
     // The child opens the same GPU.
     cmd.arg("--device").arg(device.to_string());
     // The child loads the same file within the same limits.

@@ -51,6 +51,10 @@ struct RawCase {
     table: Vec<matrix::Params>,
     #[serde(default)]
     exclude: Vec<BTreeMap<String, serde_json::Value>>,
+    /// Matrix axes that also take the producers of `--producer-file` (each where the check
+    /// accepts it: a producer whose language the area does not write adds no case).
+    #[serde(default)]
+    user_producers: Vec<String>,
     check: serde_json::Value,
 }
 
@@ -64,6 +68,10 @@ pub struct LoadedSuite {
     /// The file's text as read (line ends normalised), for placing the problems that
     /// [`super::validate_cases`] finds after parsing.
     pub source: std::sync::Arc<str>,
+    /// The ids of the cases a producer from `--producer-file` added (`user_producers:`): a
+    /// check that refuses one is not an error, the producer is outside its area's view
+    /// ([`super::drop_out_of_view`]).
+    pub from_producer_files: std::collections::HashSet<String>,
 }
 
 const DEFAULT_TIMEOUT_S: f64 = 120.0;
@@ -89,6 +97,7 @@ pub(crate) fn suite_field_help(field: &str) -> Option<&'static str> {
         "table" => "`table:` is a list of mappings, one row of parameter values each",
         "exclude" => "`exclude:` is a list of mappings from matrix or table keys to values",
         "check" => "`check:` is the area's check content",
+        "user_producers" => "`user_producers:` lists matrix axes (`[producer]`, `[caller, callee]`) that also take the producers of `--producer-file`",
         _ => return None,
     })
 }
@@ -201,8 +210,9 @@ pub fn load_text(
         limits,
     };
     let mut cases = Vec::new();
+    let mut from_producer_files = std::collections::HashSet::new();
     for spanned in &raw.cases {
-        reader.entry(spanned, &mut cases, &mut errors);
+        reader.entry(spanned, &mut cases, &mut from_producer_files, &mut errors);
     }
     duplicate_ids(path, &cases, &mut errors);
     if errors.is_empty() {
@@ -212,6 +222,7 @@ pub fn load_text(
             description: raw.description,
             cases,
             source: std::sync::Arc::from(&*text),
+            from_producer_files,
         })
     } else {
         Err(errors)
@@ -271,6 +282,7 @@ impl EntryReader<'_> {
         &self,
         spanned: &Spanned<RawCase>,
         cases: &mut Vec<Case>,
+        from_producer_files: &mut std::collections::HashSet<String>,
         errors: &mut Vec<SuiteError>,
     ) {
         let (line, column) = (spanned.referenced.line(), spanned.referenced.column());
@@ -287,9 +299,10 @@ impl EntryReader<'_> {
             fail(m);
             return;
         }
+        let (matrix, added) = with_user_producers(entry);
         let expanded = match matrix::expand_limited(
             &entry.id,
-            &entry.matrix,
+            &matrix,
             &entry.table,
             &entry.exclude,
             self.limits.max_cases_per_entry,
@@ -301,6 +314,19 @@ impl EntryReader<'_> {
             }
         };
         for params in expanded {
+            // A producer from a file is not paired with itself by an entry that takes it on
+            // two axes (a caller and a callee): that is a `self` entry's case.
+            let own: Vec<&serde_json::Value> = added
+                .iter()
+                .filter(|(k, v)| params.get(k) == Some(v))
+                .map(|(_, v)| v)
+                .collect();
+            if own.len() > 1 && own.windows(2).all(|w| w[0] == w[1]) {
+                continue;
+            }
+            if !own.is_empty() {
+                from_producer_files.insert(matrix::substitute_text(&entry.id, &params));
+            }
             let id = matrix::substitute_text(&entry.id, &params);
             if !id_is_well_formed(&id, false) {
                 fail(format!(
@@ -312,6 +338,9 @@ impl EntryReader<'_> {
             let content = matrix::substitute_value(&entry.check, &params);
             let check = match self.parser.parse(content) {
                 Ok(c) => c,
+                // A producer from a file that this check does not take (its language is not
+                // one the area writes): no case, as for a built-in producer left off the axis.
+                Err(_) if added.iter().any(|(k, v)| params.get(k) == Some(v)) => continue,
                 Err(e) => {
                     fail(format!("case `{id}`: invalid check: {e}"));
                     continue;
@@ -344,9 +373,37 @@ impl EntryReader<'_> {
     }
 }
 
+/// The entry's matrix with the producers of `--producer-file` added to each axis its
+/// `user_producers:` names, and the (axis, value) pairs added.
+fn with_user_producers(
+    entry: &RawCase,
+) -> (BTreeMap<String, Axis>, Vec<(String, serde_json::Value)>) {
+    let mut matrix = entry.matrix.clone();
+    let mut added = Vec::new();
+    for key in &entry.user_producers {
+        if let Some(Axis::List(values)) = matrix.get_mut(key) {
+            for name in crate::backend::producer::Producer::from_files() {
+                let v = serde_json::Value::String(name.to_string());
+                if !values.contains(&v) {
+                    values.push(v.clone());
+                    added.push((key.clone(), v));
+                }
+            }
+        }
+    }
+    (matrix, added)
+}
+
 /// An entry's own rules before expansion: a well-formed id template under the file's area,
 /// and a spec clause.
 fn entry_rules(entry: &RawCase, area: &str) -> Result<(), String> {
+    for key in &entry.user_producers {
+        if !matches!(entry.matrix.get(key), Some(Axis::List(_))) {
+            return Err(format!(
+                "`user_producers:` names `{key}`, which is not a list axis of the entry's `matrix:`"
+            ));
+        }
+    }
     if !id_is_well_formed(&entry.id, true) {
         return Err(format!(
             "case id `{}` breaks the id rule; `id:` is dotted, non-empty segments of [A-Za-z0-9_+-] (and `{{key}}` placeholders)",

@@ -20,7 +20,7 @@ pub(crate) use load::{
 };
 pub use load::{load_text, Limits};
 pub use matrix::expand;
-pub(crate) use validate::validate_cases;
+pub(crate) use validate::{drop_out_of_view, validate_cases};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -16,6 +16,22 @@ const MAX_PER_ENTRY: usize = 10;
 
 /// Every problem the cases' areas find, in file order, each with its position. Empty: a run
 /// meets none of them.
+/// Leave out the cases a producer from `--producer-file` added that their check refuses: the
+/// producer reads a language the area does not write (a C compiler in xcall), as a built-in
+/// producer is left off an area's axes.
+pub(crate) fn drop_out_of_view(suites: &mut [LoadedSuite], root: &Path) {
+    let ctx = ValidateContext { root };
+    for s in suites {
+        if s.from_producer_files.is_empty() {
+            continue;
+        }
+        let added = std::mem::take(&mut s.from_producer_files);
+        s.cases
+            .retain(|c| !added.contains(&c.id) || c.check.validate(&ctx).is_ok());
+        s.from_producer_files = added;
+    }
+}
+
 pub(crate) fn validate_cases(suites: &[LoadedSuite], root: &Path) -> Vec<SuiteError> {
     let ctx = ValidateContext { root };
     let mut out = Vec::new();

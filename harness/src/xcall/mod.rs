@@ -332,6 +332,17 @@ impl Check for XcallCheck {
                 seed,
                 ..
             } => {
+                // A producer outside the view (one reading none of the batches' languages)
+                // has no batch to compile.
+                for (field, p) in [("caller", caller), ("callee", callee)] {
+                    if let Err(e) = crate::backend::producer::in_view(*p, "xcall", producers()) {
+                        return Err(vec![crate::area::CaseError::new(
+                            field,
+                            p.name(),
+                            e.to_string(),
+                        )]);
+                    }
+                }
                 if caller.is_hand_written() || callee.is_hand_written() {
                     if !corpus::is_corpus(*seed) {
                         return refuse(

@@ -18,6 +18,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     version: tool_version,
     compile,
     extra_tool: None,
+    user: None,
 };
 
 /// clang-19 on a CUDA or C source, with the area's arguments and then `own`.

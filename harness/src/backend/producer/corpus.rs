@@ -18,6 +18,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     version: |_, _| Some("hand-written".to_string()),
     compile,
     extra_tool: None,
+    user: None,
 };
 
 fn compile(_: &Toolchain, _: &Source<'_>) -> Result<String, ToolError> {

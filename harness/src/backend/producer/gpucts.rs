@@ -18,6 +18,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     version: |_, _| Some(format!("gpucts {}", env!("CARGO_PKG_VERSION"))),
     compile,
     extra_tool: None,
+    user: None,
 };
 
 /// The emitter writes `.target sm_90`; the same PTX for another target.

@@ -18,6 +18,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     version: tool_version,
     compile,
     extra_tool: None,
+    user: None,
 };
 
 fn compile(tc: &Toolchain, src: &Source<'_>) -> Result<String, ToolError> {

@@ -19,6 +19,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     version: tool_version,
     compile,
     extra_tool: Some(|tc| llc::llc_path(tc).ok()),
+    user: None,
 };
 
 fn compile(tc: &Toolchain, src: &Source<'_>) -> Result<String, ToolError> {

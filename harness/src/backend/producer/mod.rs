@@ -22,6 +22,7 @@ mod numba;
 mod nvrtc;
 mod rustc;
 mod triton;
+pub mod user;
 
 use std::fmt;
 
@@ -163,6 +164,21 @@ pub struct ProducerDef {
     /// A second tool the producer runs (llc-19 beside clang-19) or headers it reads (CCCL for
     /// NVRTC): its path, for cache keys.
     pub extra_tool: Option<fn(&Toolchain) -> Option<std::path::PathBuf>>,
+    /// A producer read from a file (`--producer-file`): the command that compiles instead of
+    /// [`ProducerDef::compile`].
+    pub user: Option<&'static user::UserCommand>,
+}
+
+/// Whether anything has asked for the producers yet (after that, none may be added).
+static IN_USE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The built-in producers, then those read from files ([`user::register`]).
+fn registry() -> impl Iterator<Item = &'static ProducerDef> {
+    IN_USE.store(true, std::sync::atomic::Ordering::Relaxed);
+    REGISTRY
+        .iter()
+        .copied()
+        .chain(user::registered().iter().copied())
 }
 
 /// The version of the producer's capability's component (the default [`ProducerDef::version`]).
@@ -194,9 +210,19 @@ impl fmt::Debug for Producer {
 }
 
 impl Producer {
-    /// Every registered producer, in [`REGISTRY`] order.
+    /// Every registered producer, in [`REGISTRY`] order, then those read from files.
     pub fn all() -> impl Iterator<Item = Producer> {
-        (0..REGISTRY.len()).map(|i| Producer(i as u8))
+        (0..registry().count()).map(|i| Producer(i as u8))
+    }
+
+    /// The names of the producers read from files (`--producer-file`), in their order.
+    pub fn from_files() -> Vec<&'static str> {
+        user::registered().iter().map(|d| d.name).collect()
+    }
+
+    /// Whether the producers have been asked for (user producers come before that).
+    pub(crate) fn in_use() -> bool {
+        IN_USE.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The producers that compile at least one of `languages`, in registry order: an area's
@@ -213,7 +239,11 @@ impl Producer {
     }
 
     pub(crate) fn def(self) -> &'static ProducerDef {
-        REGISTRY[usize::from(self.0)]
+        let i = usize::from(self.0);
+        REGISTRY
+            .get(i)
+            .copied()
+            .unwrap_or_else(|| user::registered()[i - REGISTRY.len()])
     }
 
     /// The spelling in suites, case ids and reports.
@@ -285,7 +315,10 @@ impl Producer {
         if !self.accepts().contains(&src.language) {
             return Err(refuses(self.def(), src));
         }
-        (self.def().compile)(tc, src)
+        match self.def().user {
+            Some(u) => u.compile(self.name(), tc, src),
+            None => (self.def().compile)(tc, src),
+        }
     }
 
     /// [`Producer::compile`] answered from the toolchain's disk cache of tool runs when it
@@ -322,6 +355,9 @@ impl Producer {
 
     /// What identifies the tools the producer runs, for disk caches: name, version, path.
     pub(crate) fn tool_identity(self, tc: &Toolchain) -> String {
+        if let Some(u) = self.def().user {
+            return format!("{} {}", self.name(), u.identity());
+        }
         let Some(cap) = self.capability() else {
             return self.name().to_string();
         };

@@ -26,6 +26,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     compile,
     // libNVVM (the toolchain's) compiles numba's IR: its path keys the caches too.
     extra_tool: Some(|tc| tc.component(Capability::Libnvvm).map(|c| c.path.clone())),
+    user: None,
 };
 
 fn compile(tc: &Toolchain, src: &Source<'_>) -> Result<String, ToolError> {

@@ -21,6 +21,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     // The libcu++/CCCL headers the toolchain gives NVRTC (`-I`): what a source's `#include
     // <cuda/atomic>` compiles against is part of what NVRTC's output depends on.
     extra_tool: Some(|tc| tc.component(Capability::Cccl).map(|c| c.path.clone())),
+    user: None,
 };
 
 fn compile(tc: &Toolchain, src: &Source<'_>) -> Result<String, ToolError> {

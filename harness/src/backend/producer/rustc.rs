@@ -23,6 +23,7 @@ pub(crate) static DEF: ProducerDef = ProducerDef {
     version: tool_version,
     compile,
     extra_tool: None,
+    user: None,
 };
 
 /// The crate name a source's file name gives (`xcall_caller.cu` -> `xcall_caller`): the
