@@ -464,6 +464,22 @@ fn error(msg: impl std::fmt::Display) {
     eprintln!("gpucts: {msg}");
 }
 
+/// Producers from files join the registry before anything asks for producers; a file that
+/// does not read, or a compiler whose version command does not run, is a usage error (false,
+/// after saying why).
+fn register_producer_files(files: &[PathBuf]) -> bool {
+    if files.is_empty() {
+        return true;
+    }
+    match crate::backend::producer::user::register(files) {
+        Ok(()) => true,
+        Err(e) => {
+            error(e);
+            false
+        }
+    }
+}
+
 pub fn main() -> i32 {
     let mut cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -494,13 +510,8 @@ pub fn main() -> i32 {
         cli.run.junit = Some(header.junit);
         cli.run.resume = Some(dir);
     }
-    // Producers from files join the registry before anything asks for producers; a file that
-    // does not read, or a compiler whose version command does not run, is a usage error.
-    if !cli.producer_files.is_empty() {
-        if let Err(e) = crate::backend::producer::user::register(&cli.producer_files) {
-            error(e);
-            return EXIT_USAGE;
-        }
+    if !register_producer_files(&cli.producer_files) {
+        return EXIT_USAGE;
     }
     // The data root is resolved once, by the commands that read suites, and handed down (an
     // unusable --root exits 2 before anything runs); the others never touch it.
