@@ -7,9 +7,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
-use common::{gpucts, text, tmp};
+use common::{gpucts, text, tmp, verdicts};
 use gpucts::backend::toolchain::Toolchain;
 use gpucts::capability::Capability;
 
@@ -25,24 +23,6 @@ producers:
     command: [clang-19, -x, cuda, --cuda-device-only, \"--cuda-gpu-arch={arch}\", -nocudainc, -nocudalib, -O3, -S, -o, \"{output}\", \"{input}\"]
     version: [clang-19, --version]
 ";
-
-/// Verdicts by case id from a run's results.json.
-fn verdicts(junit: &std::path::Path) -> BTreeMap<String, String> {
-    let results = junit.with_file_name("results.json");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
-    v["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_string(),
-                c["verdict"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
 
 #[test]
 fn a_described_compiler_runs_in_abi_params_and_xcall_pairs() {
@@ -86,7 +66,7 @@ fn a_described_compiler_runs_in_abi_params_and_xcall_pairs() {
         ]);
         let (out, err) = text(&o);
         assert!(matches!(o.status.code(), Some(0 | 101)), "{out}{err}");
-        verdicts(&junit)
+        verdicts(&junit.with_file_name("results.json"))
     };
     let o3 = run("o3", "abi.params.clang-o3.");
     let o2 = run("o2", "abi.params.clang.");

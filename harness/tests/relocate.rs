@@ -5,8 +5,7 @@
 
 mod common;
 
-use common::{text, tmp};
-use std::collections::BTreeMap;
+use common::{text, tmp, verdicts};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -69,23 +68,6 @@ fn copy_repository(to: &Path) {
     ] {
         copy_dir(&checkout().join(d), &to.join(d));
     }
-}
-
-/// case id → verdict, from a run's results.json.
-fn verdicts(results: &Path) -> BTreeMap<String, String> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(results).unwrap()).unwrap();
-    v["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["id"].as_str().unwrap().to_string(),
-                c["verdict"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
 }
 
 #[test]

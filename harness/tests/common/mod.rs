@@ -2,6 +2,7 @@
 //! crate and uses a subset, hence the `dead_code` allowance).
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -60,4 +61,21 @@ pub fn tmp(name: &str) -> tempfile::TempDir {
         .prefix(&format!("gpucts-e2e-{name}-"))
         .tempdir()
         .unwrap()
+}
+
+/// case id → verdict, from a run's results.json.
+pub fn verdicts(results: &Path) -> BTreeMap<String, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(results).unwrap()).unwrap();
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["id"].as_str().unwrap().to_string(),
+                c["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
 }
